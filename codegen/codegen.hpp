@@ -1,0 +1,42 @@
+// Code generation: verified IR -> LLVM IR -> (O3) -> NVPTX -> PTX text, plus KernelInfo.
+#pragma once
+
+#include <expected>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel_info.hpp"
+#include "diagnostics/diagnostic.hpp"
+#include "ir/ast.hpp"
+
+namespace ptxgate::codegen {
+
+struct CodegenOptions {
+  std::string target = "sm_90";    ///< sm_70 .. sm_90a
+  unsigned opt_level = 3;          ///< 0..3
+  std::string libdevice_path;      ///< empty: $PTXGATE_LIBDEVICE or <cuda>/nvvm/libdevice/libdevice.10.bc
+};
+
+struct CompiledModule {
+  std::string target;
+  std::string ptx;
+  unsigned ptx_isa_version = 0;    ///< e.g. 78 for PTX ISA 7.8, as written in the `.version` line
+  std::vector<KernelInfo> kernels;
+};
+
+/// Supported targets, in order ("sm_70", "sm_72", ..., "sm_90", "sm_90a").
+const std::vector<std::string>& supported_targets();
+
+/// LLVM IR text of the module after optimisation (what --emit llvm prints).
+std::expected<std::string, diag::Diagnostics> emit_llvm_ir(const ir::Module& verified, const CodegenOptions& options);
+
+/// Compiles every kernel of a verified module into one PTX module.
+std::expected<CompiledModule, diag::Diagnostics> compile(const ir::Module& verified, const CodegenOptions& options);
+
+/// KernelInfo of each kernel, derived from the verified IR alone (no LLVM).
+std::vector<KernelInfo> describe(const ir::Module& verified);
+
+/// The LLVM version ptxgate was built with, e.g. "19.1.7".
+std::string llvm_version();
+
+}  // namespace ptxgate::codegen

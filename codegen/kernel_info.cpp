@@ -1,0 +1,69 @@
+// KernelInfo to and from JSON (the `--emit meta` format and the module cache's metadata).
+#include "codegen/kernel_info.hpp"
+
+namespace ptxgate::codegen {
+
+nlohmann::json to_json(const KernelInfo& info) {
+  nlohmann::json params = nlohmann::json::array();
+  for (const auto& p : info.params) {
+    nlohmann::json jp{{"name", p.name},
+                      {"index", p.index},
+                      {"kind", p.is_buffer ? "buffer" : "scalar"},
+                      {"type", std::string(ir::type_name(p.type))},
+                      {"size_bytes", p.size_bytes}};
+    if (p.is_buffer) jp["access"] = std::string(ir::access_name(p.access));
+    params.push_back(std::move(jp));
+  }
+  nlohmann::json j{{"name", info.name},
+                   {"params", params},
+                   {"static_shared_bytes", info.static_shared_bytes},
+                   {"cooperative", info.cooperative},
+                   {"uses_grid_sync", info.uses_grid_sync},
+                   {"hidden_grid_barrier_param", info.hidden_grid_barrier_param}};
+  if (info.has_required_block())
+    j["required_block"] = {info.required_block[0], info.required_block[1], info.required_block[2]};
+  else
+    j["required_block"] = nullptr;
+  return j;
+}
+
+std::expected<KernelInfo, std::string> kernel_info_from_json(const nlohmann::json& j) {
+  try {
+    KernelInfo info;
+    info.name = j.at("name").get<std::string>();
+    info.static_shared_bytes = j.at("static_shared_bytes").get<uint64_t>();
+    info.cooperative = j.at("cooperative").get<bool>();
+    info.uses_grid_sync = j.at("uses_grid_sync").get<bool>();
+    info.hidden_grid_barrier_param = j.at("hidden_grid_barrier_param").get<bool>();
+    const auto& rb = j.at("required_block");
+    if (!rb.is_null()) {
+      if (!rb.is_array() || rb.size() != 3) return std::unexpected("required_block must be null or [x, y, z]");
+      for (size_t i = 0; i < 3; ++i) info.required_block[i] = rb[i].get<uint32_t>();
+    }
+    for (const auto& jp : j.at("params")) {
+      ParamInfo p;
+      p.name = jp.at("name").get<std::string>();
+      p.index = jp.at("index").get<uint32_t>();
+      std::string kind = jp.at("kind").get<std::string>();
+      if (kind != "buffer" && kind != "scalar") return std::unexpected("param kind must be buffer or scalar");
+      p.is_buffer = kind == "buffer";
+      auto t = ir::type_from_name(jp.at("type").get<std::string>());
+      if (!t) return std::unexpected("unknown param type");
+      p.type = *t;
+      p.size_bytes = jp.at("size_bytes").get<uint32_t>();
+      if (p.is_buffer) {
+        std::string a = jp.at("access").get<std::string>();
+        if (a == "in") p.access = ir::Access::in;
+        else if (a == "out") p.access = ir::Access::out;
+        else if (a == "inout") p.access = ir::Access::inout;
+        else return std::unexpected("unknown buffer access '" + a + "'");
+      }
+      info.params.push_back(std::move(p));
+    }
+    return info;
+  } catch (const nlohmann::json::exception& e) {
+    return std::unexpected(std::string("invalid kernel metadata: ") + e.what());
+  }
+}
+
+}  // namespace ptxgate::codegen

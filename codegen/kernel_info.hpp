@@ -1,0 +1,43 @@
+// KernelInfo: what a launch needs to know about a compiled kernel (signature, block size, shared memory).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <expected>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/ast.hpp"
+
+namespace ptxgate::codegen {
+
+/// One kernel parameter as the launch sees it, in signature order.
+struct ParamInfo {
+  std::string name;
+  uint32_t index = 0;
+  bool is_buffer = false;
+  ir::Access access = ir::Access::inout;  ///< buffers only
+  ir::Type type = ir::Type::f32;          ///< element type (buffer) or value type (scalar)
+  uint32_t size_bytes = 0;                ///< bytes of the by-value slot: 8 for buffers, 4/8 for scalars
+};
+
+struct KernelInfo {
+  std::string name;                                   ///< PTX entry name
+  std::vector<ParamInfo> params;                      ///< user-visible parameters
+  std::array<uint32_t, 3> required_block{0, 0, 0};    ///< from @workgroup; all 0 = any
+  uint64_t static_shared_bytes = 0;
+  bool cooperative = false;                           ///< declared @cooperative
+  bool uses_grid_sync = false;
+  /// When true the PTX entry has one extra trailing parameter, a pointer to a
+  /// 4-byte device word holding grid-barrier state, supplied by the backend.
+  bool hidden_grid_barrier_param = false;
+
+  bool has_required_block() const { return required_block[0] != 0; }
+};
+
+nlohmann::json to_json(const KernelInfo& info);
+std::expected<KernelInfo, std::string> kernel_info_from_json(const nlohmann::json& j);
+
+}  // namespace ptxgate::codegen

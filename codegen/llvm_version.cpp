@@ -1,0 +1,10 @@
+// The LLVM version ptxgate was built with.
+#include <llvm/Config/llvm-config.h>
+
+#include "codegen/codegen.hpp"
+
+namespace ptxgate::codegen {
+
+std::string llvm_version() { return LLVM_VERSION_STRING; }
+
+}  // namespace ptxgate::codegen

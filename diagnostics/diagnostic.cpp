@@ -1,0 +1,225 @@
+// Diagnostic code table, source positions and the text/JSON/SARIF renderers.
+#include "diagnostics/diagnostic.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace ptxgate::diag {
+namespace {
+
+constexpr CodeInfo kCodes[] = {
+#define PG_DIAG(code, id, severity, title) {Code::id, #code, #id, Severity::severity, title},
+#include "diagnostics/codes.def"
+#undef PG_DIAG
+};
+
+}  // namespace
+
+std::span<const CodeInfo> all_codes() { return kCodes; }
+
+const CodeInfo& info(Code code) { return kCodes[static_cast<size_t>(code)]; }
+
+std::optional<Code> code_from_name(std::string_view name) {
+  for (const auto& c : kCodes)
+    if (c.name == name) return c.code;
+  return std::nullopt;
+}
+
+std::string_view severity_name(Severity s) {
+  switch (s) {
+    case Severity::error: return "error";
+    case Severity::warning: return "warning";
+    case Severity::note: return "note";
+  }
+  return "error";
+}
+
+SourceFile::SourceFile(std::string path, std::string text)
+    : path_(std::move(path)), text_(std::move(text)) {
+  line_starts_.push_back(0);
+  for (uint32_t i = 0; i < text_.size(); ++i)
+    if (text_[i] == '\n') line_starts_.push_back(i + 1);
+}
+
+std::pair<uint32_t, uint32_t> SourceFile::line_col(uint32_t offset) const {
+  offset = std::min<uint32_t>(offset, static_cast<uint32_t>(text_.size()));
+  auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
+  size_t line_index = static_cast<size_t>(it - line_starts_.begin()) - 1;
+  return {static_cast<uint32_t>(line_index + 1), offset - line_starts_[line_index] + 1};
+}
+
+std::string_view SourceFile::line_text(uint32_t line) const {
+  if (line == 0 || line > line_starts_.size()) return {};
+  uint32_t begin = line_starts_[line - 1];
+  uint32_t end = line < line_starts_.size() ? line_starts_[line] : static_cast<uint32_t>(text_.size());
+  std::string_view view(text_.data() + begin, end - begin);
+  while (!view.empty() && (view.back() == '\n' || view.back() == '\r')) view.remove_suffix(1);
+  return view;
+}
+
+Location locate(const SourceFile& file, uint32_t offset, uint32_t length) {
+  auto [line, col] = file.line_col(offset);
+  Location loc;
+  loc.file = file.path();
+  loc.line = line;
+  loc.column = col;
+  loc.length = std::max<uint32_t>(1, length);
+  loc.source_line = std::string(file.line_text(line));
+  return loc;
+}
+
+Diagnostic& Diagnostics::add(Code code, std::string message, Location location, std::string fix) {
+  Diagnostic d;
+  d.code = code;
+  d.severity = info(code).default_severity;
+  d.message = std::move(message);
+  d.location = std::move(location);
+  d.fix = std::move(fix);
+  items_.push_back(std::move(d));
+  return items_.back();
+}
+
+void Diagnostics::append(const Diagnostics& other) {
+  items_.insert(items_.end(), other.items_.begin(), other.items_.end());
+}
+
+bool Diagnostics::has_errors() const { return error_count() > 0; }
+
+size_t Diagnostics::error_count() const {
+  return static_cast<size_t>(std::count_if(items_.begin(), items_.end(),
+                                            [](const Diagnostic& d) { return d.severity == Severity::error; }));
+}
+
+size_t Diagnostics::warning_count() const {
+  return static_cast<size_t>(std::count_if(items_.begin(), items_.end(),
+                                            [](const Diagnostic& d) { return d.severity == Severity::warning; }));
+}
+
+std::optional<Format> format_from_name(std::string_view name) {
+  if (name == "text") return Format::text;
+  if (name == "json") return Format::json;
+  if (name == "sarif") return Format::sarif;
+  return std::nullopt;
+}
+
+namespace {
+
+// Replaces tabs so that the caret lines up with the excerpt.
+std::string excerpt_line(std::string_view line) {
+  std::string out;
+  out.reserve(line.size());
+  for (char c : line) out.push_back(c == '\t' ? ' ' : c);
+  return out;
+}
+
+}  // namespace
+
+std::string render_text(const Diagnostics& diags, bool with_summary) {
+  std::string out;
+  for (const auto& d : diags) {
+    const auto& loc = d.location;
+    if (!loc.file.empty() && loc.line > 0)
+      out += fmt::format("{}:{}:{}: ", loc.file, loc.line, loc.column);
+    else if (!loc.file.empty())
+      out += fmt::format("{}: ", loc.file);
+    out += fmt::format("{}[{}]: {}\n", severity_name(d.severity), info(d.code).name, d.message);
+    if (loc.line > 0 && !loc.source_line.empty()) {
+      std::string line = excerpt_line(loc.source_line);
+      out += fmt::format("  {:>4} | {}\n", loc.line, line);
+      size_t col = loc.column > 0 ? loc.column - 1 : 0;
+      size_t width = std::max<size_t>(1, std::min<size_t>(loc.length, line.size() > col ? line.size() - col : 1));
+      out += fmt::format("       | {}{}\n", std::string(col, ' '), std::string(width, '^'));
+    }
+    for (const auto& note : d.notes) out += fmt::format("note: {}\n", note);
+    if (!d.fix.empty()) out += fmt::format("fix: {}\n", d.fix);
+  }
+  if (with_summary) {
+    size_t errors = diags.error_count(), warnings = diags.warning_count();
+    if (errors || warnings)
+      out += fmt::format("{} error{}, {} warning{}\n", errors, errors == 1 ? "" : "s", warnings,
+                         warnings == 1 ? "" : "s");
+  }
+  return out;
+}
+
+namespace {
+
+nlohmann::json to_json(const Diagnostic& d) {
+  nlohmann::json j;
+  j["code"] = info(d.code).name;
+  j["id"] = info(d.code).id;
+  j["severity"] = severity_name(d.severity);
+  j["message"] = d.message;
+  if (!d.location.file.empty()) j["file"] = d.location.file;
+  if (d.location.line > 0) {
+    j["line"] = d.location.line;
+    j["column"] = d.location.column;
+    j["length"] = d.location.length;
+  }
+  if (!d.fix.empty()) j["fix"] = d.fix;
+  if (!d.notes.empty()) j["notes"] = d.notes;
+  return j;
+}
+
+}  // namespace
+
+std::string render_json(const Diagnostics& diags) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& d : diags) arr.push_back(to_json(d));
+  return arr.dump(2) + "\n";
+}
+
+std::string render_sarif(const Diagnostics& diags) {
+  nlohmann::json rules = nlohmann::json::array();
+  std::vector<Code> used;
+  for (const auto& d : diags)
+    if (std::find(used.begin(), used.end(), d.code) == used.end()) used.push_back(d.code);
+  for (Code c : used) {
+    const auto& ci = info(c);
+    rules.push_back({{"id", ci.name},
+                     {"name", ci.id},
+                     {"shortDescription", {{"text", ci.title}}},
+                     {"defaultConfiguration", {{"level", severity_name(ci.default_severity)}}}});
+  }
+  nlohmann::json results = nlohmann::json::array();
+  for (const auto& d : diags) {
+    nlohmann::json r;
+    r["ruleId"] = info(d.code).name;
+    r["ruleIndex"] = static_cast<size_t>(std::find(used.begin(), used.end(), d.code) - used.begin());
+    r["level"] = severity_name(d.severity);
+    std::string text = d.message;
+    if (!d.fix.empty()) text += " (fix: " + d.fix + ")";
+    r["message"] = {{"text", text}};
+    if (!d.location.file.empty()) {
+      nlohmann::json phys;
+      phys["artifactLocation"] = {{"uri", d.location.file}};
+      if (d.location.line > 0)
+        phys["region"] = {{"startLine", d.location.line},
+                          {"startColumn", d.location.column},
+                          {"endColumn", d.location.column + d.location.length}};
+      r["locations"] = nlohmann::json::array({{{"physicalLocation", phys}}});
+    }
+    results.push_back(std::move(r));
+  }
+  nlohmann::json log;
+  log["$schema"] = "https://json.schemastore.org/sarif-2.1.0.json";
+  log["version"] = "2.1.0";
+  log["runs"] = nlohmann::json::array(
+      {{{"tool", {{"driver", {{"name", "ptxgate"}, {"version", PTXGATE_VERSION}, {"rules", rules}}}}},
+        {"results", results}}});
+  return log.dump(2) + "\n";
+}
+
+std::string render(const Diagnostics& diags, Format format) {
+  switch (format) {
+    case Format::text: return render_text(diags);
+    case Format::json: return render_json(diags);
+    case Format::sarif: return render_sarif(diags);
+  }
+  return render_text(diags);
+}
+
+}  // namespace ptxgate::diag

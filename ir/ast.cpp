@@ -1,0 +1,151 @@
+// Names, spellings and properties of IR types, operators, builtins and intrinsics.
+#include "ir/ast.hpp"
+
+#include <array>
+#include <utility>
+
+namespace ptxgate::ir {
+
+std::string_view type_name(Type t) {
+  switch (t) {
+    case Type::error: return "{error}";
+    case Type::void_: return "void";
+    case Type::bool_: return "bool";
+    case Type::i32: return "i32";
+    case Type::u32: return "u32";
+    case Type::i64: return "i64";
+    case Type::u64: return "u64";
+    case Type::f32: return "f32";
+    case Type::f64: return "f64";
+    case Type::int_literal: return "{integer literal}";
+    case Type::float_literal: return "{float literal}";
+  }
+  return "{error}";
+}
+
+std::optional<Type> type_from_name(std::string_view n) {
+  static constexpr std::pair<std::string_view, Type> kTypes[] = {
+      {"bool", Type::bool_}, {"i32", Type::i32}, {"u32", Type::u32}, {"i64", Type::i64},
+      {"u64", Type::u64},    {"f32", Type::f32}, {"f64", Type::f64}};
+  for (auto [name, t] : kTypes)
+    if (name == n) return t;
+  return std::nullopt;
+}
+
+bool is_integer(Type t) { return t == Type::i32 || t == Type::u32 || t == Type::i64 || t == Type::u64; }
+bool is_signed(Type t) { return t == Type::i32 || t == Type::i64; }
+bool is_float(Type t) { return t == Type::f32 || t == Type::f64; }
+bool is_numeric(Type t) { return is_integer(t) || is_float(t); }
+
+unsigned bit_width(Type t) {
+  switch (t) {
+    case Type::bool_: return 1;
+    case Type::i32: case Type::u32: case Type::f32: return 32;
+    case Type::i64: case Type::u64: case Type::f64: return 64;
+    default: return 0;
+  }
+}
+
+unsigned byte_size(Type t) {
+  switch (t) {
+    case Type::bool_: case Type::i32: case Type::u32: case Type::f32: return 4;
+    case Type::i64: case Type::u64: case Type::f64: return 8;
+    default: return 0;
+  }
+}
+
+std::string_view access_name(Access a) {
+  switch (a) {
+    case Access::in: return "in";
+    case Access::out: return "out";
+    case Access::inout: return "inout";
+  }
+  return "inout";
+}
+
+std::string_view op_spelling(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::add: return "+";
+    case BinaryOp::sub: return "-";
+    case BinaryOp::mul: return "*";
+    case BinaryOp::div: return "/";
+    case BinaryOp::rem: return "%";
+    case BinaryOp::shl: return "<<";
+    case BinaryOp::shr: return ">>";
+    case BinaryOp::bit_and: return "&";
+    case BinaryOp::bit_or: return "|";
+    case BinaryOp::bit_xor: return "^";
+    case BinaryOp::eq: return "==";
+    case BinaryOp::ne: return "!=";
+    case BinaryOp::lt: return "<";
+    case BinaryOp::le: return "<=";
+    case BinaryOp::gt: return ">";
+    case BinaryOp::ge: return ">=";
+    case BinaryOp::logical_and: return "&&";
+    case BinaryOp::logical_or: return "||";
+  }
+  return "?";
+}
+
+std::string_view op_spelling(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::neg: return "-";
+    case UnaryOp::bit_not: return "~";
+    case UnaryOp::logical_not: return "!";
+  }
+  return "?";
+}
+
+int precedence(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::logical_or: return 1;
+    case BinaryOp::logical_and: return 2;
+    case BinaryOp::bit_or: return 3;
+    case BinaryOp::bit_xor: return 4;
+    case BinaryOp::bit_and: return 5;
+    case BinaryOp::eq: case BinaryOp::ne: return 6;
+    case BinaryOp::lt: case BinaryOp::le: case BinaryOp::gt: case BinaryOp::ge: return 7;
+    case BinaryOp::shl: case BinaryOp::shr: return 8;
+    case BinaryOp::add: case BinaryOp::sub: return 9;
+    case BinaryOp::mul: case BinaryOp::div: case BinaryOp::rem: return 10;
+  }
+  return 0;
+}
+
+namespace {
+constexpr std::array<std::string_view, 5> kBuiltins = {"thread_id", "block_id", "block_dim", "grid_dim", "global_id"};
+constexpr std::array<std::string_view, 25> kIntrinsics = {
+    "sqrt", "rsqrt", "exp", "log", "sin", "cos", "tanh", "pow", "fma", "min", "max", "abs", "floor", "ceil",
+    "select", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_and", "atomic_or", "atomic_xor",
+    "atomic_exch", "atomic_cas", "barrier"};
+}  // namespace
+
+std::string_view builtin_name(Builtin b) { return kBuiltins[static_cast<size_t>(b)]; }
+
+std::optional<Builtin> builtin_from_name(std::string_view n) {
+  for (size_t i = 0; i < kBuiltins.size(); ++i)
+    if (kBuiltins[i] == n) return static_cast<Builtin>(i);
+  return std::nullopt;
+}
+
+std::string_view intrinsic_name(Intrinsic i) {
+  if (i == Intrinsic::grid_sync) return "grid_sync";
+  return kIntrinsics[static_cast<size_t>(i)];
+}
+
+std::optional<Intrinsic> intrinsic_from_name(std::string_view n) {
+  if (n == "grid_sync") return Intrinsic::grid_sync;
+  for (size_t i = 0; i < kIntrinsics.size(); ++i)
+    if (kIntrinsics[i] == n) return static_cast<Intrinsic>(i);
+  return std::nullopt;
+}
+
+bool is_atomic(Intrinsic i) { return i >= Intrinsic::atomic_add && i <= Intrinsic::atomic_cas; }
+
+const Kernel* Module::find_kernel(std::string_view name) const {
+  for (const auto& k : kernels)
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+}  // namespace ptxgate::ir

@@ -1,0 +1,194 @@
+// The ptxgate IR: types, expressions, statements, kernels and modules (no LLVM, no CUDA).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ptxgate::ir {
+
+/// Scalar value types. `int_literal`/`float_literal` are the types of untyped
+/// literals before the verifier gives them the type their context needs; after a
+/// successful verify no expression has them. `error` marks an expression whose type
+/// could not be determined (an error was already reported).
+enum class Type : uint8_t { error, void_, bool_, i32, u32, i64, u64, f32, f64, int_literal, float_literal };
+
+std::string_view type_name(Type t);                    ///< "f32", "{integer literal}", ...
+std::optional<Type> type_from_name(std::string_view);  ///< only the seven spellable types
+bool is_integer(Type t);   ///< i32 u32 i64 u64 (not int_literal)
+bool is_signed(Type t);    ///< i32 i64
+bool is_float(Type t);     ///< f32 f64 (not float_literal)
+bool is_numeric(Type t);   ///< integer or float
+unsigned bit_width(Type t);  ///< 1 for bool, 32/64 for numbers, 0 otherwise
+unsigned byte_size(Type t);  ///< 4 for bool (as a kernel parameter), 4/8 for numbers
+
+/// Byte range in the source text. Nodes built by the builder API have offset 0, length 0.
+struct SourceRange {
+  uint32_t offset = 0;
+  uint32_t length = 0;
+};
+
+/// Access mode of a buffer parameter.
+enum class Access : uint8_t { in, out, inout };
+std::string_view access_name(Access a);
+
+enum class BinaryOp : uint8_t {
+  add, sub, mul, div, rem,
+  shl, shr, bit_and, bit_or, bit_xor,
+  eq, ne, lt, le, gt, ge,
+  logical_and, logical_or,
+};
+enum class UnaryOp : uint8_t { neg, bit_not, logical_not };
+std::string_view op_spelling(BinaryOp op);  ///< "+", "<<", "&&", ...
+std::string_view op_spelling(UnaryOp op);   ///< "-", "~", "!"
+/// C-like precedence, higher binds tighter: || 1, && 2, | 3, ^ 4, & 5, == != 6,
+/// < <= > >= 7, << >> 8, + - 9, * / % 10.
+int precedence(BinaryOp op);
+
+/// The five builtin id vectors; each has components .x .y .z of type u32.
+enum class Builtin : uint8_t { thread_id, block_id, block_dim, grid_dim, global_id };
+std::string_view builtin_name(Builtin b);
+std::optional<Builtin> builtin_from_name(std::string_view);
+
+/// Intrinsic functions callable in expressions or as statements.
+enum class Intrinsic : uint8_t {
+  // math (float operands; min/max/abs also integers)
+  sqrt, rsqrt, exp, log, sin, cos, tanh, pow, fma, min, max, abs, floor, ceil,
+  select,
+  // atomics on buffers and shared arrays: (buf, index, value) or cas (buf, index, expected, value)
+  atomic_add, atomic_sub, atomic_min, atomic_max, atomic_and, atomic_or, atomic_xor, atomic_exch, atomic_cas,
+  // synchronisation (statements, no value)
+  barrier, grid_sync,
+};
+std::string_view intrinsic_name(Intrinsic i);
+std::optional<Intrinsic> intrinsic_from_name(std::string_view);
+bool is_atomic(Intrinsic i);
+
+struct Symbol;
+
+enum class ExprKind : uint8_t {
+  int_literal,    ///< int_value, text
+  float_literal,  ///< float_value, text
+  bool_literal,   ///< bool_value
+  name,           ///< name (-> symbol after verify)
+  builtin,        ///< builtin, component (0..2)
+  index,          ///< name[operands[0]] (-> symbol after verify)
+  unary,          ///< unary_op operands[0]
+  binary,         ///< operands[0] binary_op operands[1]
+  cast,           ///< cast_type(operands[0])
+  call,           ///< intrinsic or unknown `name`; operands are arguments. For atomics,
+                  ///< operands[0] is a `name` expression naming the buffer/shared array.
+};
+
+struct Expr {
+  ExprKind kind = ExprKind::int_literal;
+  SourceRange range;
+  Type type = Type::error;  ///< set by the verifier; concrete after a successful verify
+
+  std::string name;         ///< name / index target / call callee as written
+  std::string text;         ///< literal spelling as written
+  uint64_t int_value = 0;   ///< int_literal magnitude (always non-negative; `-` is unary)
+  double float_value = 0;
+  bool bool_value = false;
+  Builtin builtin = Builtin::thread_id;
+  uint8_t component = 0;    ///< 0=x 1=y 2=z
+  UnaryOp unary_op = UnaryOp::neg;
+  BinaryOp binary_op = BinaryOp::add;
+  Type cast_type = Type::error;
+  std::optional<Intrinsic> intrinsic;  ///< for calls; empty for an unknown callee
+  std::vector<std::unique_ptr<Expr>> operands;
+
+  const Symbol* symbol = nullptr;  ///< resolved by the verifier for name/index
+};
+using ExprPtr = std::unique_ptr<Expr>;
+
+enum class StmtKind : uint8_t {
+  let_decl,     ///< let name [: type] = value
+  var_decl,     ///< var name [: type] = value   (value optional only if type given)
+  assign,       ///< target = value  (target is a name or index expression)
+  if_,          ///< if (cond) then_body [else else_body]
+  while_,       ///< while (cond) body
+  for_,         ///< for name in lo..hi [step s] body
+  break_, continue_, return_,
+  expr,         ///< expression statement (a call)
+  block,        ///< { body }
+  shared_decl,  ///< shared name: elem[size_expr]
+};
+
+struct Stmt {
+  StmtKind kind = StmtKind::expr;
+  SourceRange range;
+  std::string name;                 ///< declared name (let/var/for/shared)
+  SourceRange name_range;
+  std::optional<Type> declared_type;  ///< let/var annotation; shared element type
+  ExprPtr target;                   ///< assign
+  ExprPtr value;                    ///< let/var init, assign rhs, if/while cond, expr stmt, shared size
+  ExprPtr lo, hi, step;             ///< for (step may be null)
+  std::vector<std::unique_ptr<Stmt>> body;       ///< if-then, while, for, block
+  std::vector<std::unique_ptr<Stmt>> else_body;  ///< if-else (an `else if` is one nested if_ stmt)
+  bool has_else = false;
+
+  const Symbol* symbol = nullptr;   ///< declaration's symbol, set by the verifier
+};
+using StmtPtr = std::unique_ptr<Stmt>;
+
+struct Attribute {
+  std::string name;           ///< "workgroup", "cooperative"
+  std::vector<ExprPtr> args;
+  SourceRange range;
+};
+
+struct Param {
+  std::string name;
+  bool is_buffer = false;
+  Access access = Access::inout;  ///< buffers only
+  Type type = Type::f32;          ///< element type for buffers, value type for scalars
+  SourceRange range;
+  const Symbol* symbol = nullptr;
+};
+
+enum class SymbolKind : uint8_t { scalar_param, buffer_param, let, var, loop_var, shared_array };
+
+/// A resolved declaration; owned by its Kernel, created by the verifier.
+struct Symbol {
+  SymbolKind kind = SymbolKind::let;
+  std::string name;
+  Type type = Type::error;       ///< value type, or element type for buffers/shared arrays
+  Access access = Access::inout; ///< buffer_param only
+  uint32_t param_index = 0;      ///< params only: position in the signature
+  uint64_t array_size = 0;       ///< shared_array only: element count
+  SourceRange range;
+  const Stmt* decl = nullptr;    ///< declaring statement (null for params)
+};
+
+struct Kernel {
+  std::string name;
+  SourceRange name_range;
+  SourceRange range;
+  std::vector<Attribute> attributes;
+  std::vector<Param> params;
+  std::vector<StmtPtr> body;
+
+  // Filled by the verifier from the attributes.
+  std::array<uint32_t, 3> workgroup{0, 0, 0};  ///< required block size; all 0 = none
+  bool cooperative = false;
+  bool uses_grid_sync = false;
+  bool uses_barrier = false;
+  uint64_t static_shared_bytes = 0;
+  std::vector<std::unique_ptr<Symbol>> symbols;
+
+  bool has_workgroup() const { return workgroup[0] != 0; }
+};
+
+struct Module {
+  std::string path;  ///< file name used in diagnostics ("<stdin>", "<builder>")
+  std::vector<Kernel> kernels;
+
+  const Kernel* find_kernel(std::string_view name) const;
+};
+
+}  // namespace ptxgate::ir

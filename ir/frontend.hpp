@@ -1,0 +1,25 @@
+// One call from text to a verified module: parse, then verify.
+#pragma once
+
+#include <expected>
+#include <string>
+
+#include "diagnostics/diagnostic.hpp"
+#include "ir/ast.hpp"
+#include "ir/limits.hpp"
+
+namespace ptxgate::ir {
+
+/// A verified module together with the warnings the front end produced.
+struct LoadedModule {
+  Module module;
+  diag::Diagnostics warnings;
+};
+
+/// Parses and verifies `file`. On any error returns every diagnostic found.
+std::expected<LoadedModule, diag::Diagnostics> load_module(const diag::SourceFile& file, const Limits& limits = {});
+
+/// Reads a file (or "-" for standard input) into a SourceFile, with PG5001/PG1902 on failure.
+std::expected<diag::SourceFile, diag::Diagnostics> read_source(const std::string& path, const Limits& limits = {});
+
+}  // namespace ptxgate::ir

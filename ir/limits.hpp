@@ -1,0 +1,19 @@
+// Bounds on untrusted input: every one has its own diagnostic code when exceeded.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ptxgate::ir {
+
+struct Limits {
+  size_t max_file_bytes = 16u << 20;       ///< PG1902
+  uint32_t max_nesting_depth = 200;        ///< PG1901 (expressions and statements together)
+  uint32_t max_kernels = 10000;            ///< PG1903
+  uint32_t max_identifier_length = 256;    ///< PG1904
+  uint32_t max_diagnostics = 100;          ///< PG1905: then stop
+  uint32_t max_parameters = 256;           ///< PG1906
+  uint32_t max_statements_per_kernel = 100000;  ///< PG1907
+};
+
+}  // namespace ptxgate::ir

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Configures and builds ptxgate into build/ (Release). Extra arguments go to cmake.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CUDA_ROOT="${CUDA_HOME:-/usr/local/cuda}"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUDAToolkit_ROOT="$CUDA_ROOT" "$@" >/dev/null
+cmake --build build -j "$(nproc)"

@@ -1,0 +1,57 @@
+// Unit tests for the diagnostic table and its text/JSON/SARIF renderings.
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+#include "diagnostics/diagnostic.hpp"
+
+using namespace ptxgate::diag;
+
+TEST_CASE("diagnostic codes are unique and well formed") {
+  std::set<std::string_view> names;
+  for (const auto& c : all_codes()) {
+    CHECK(c.name.size() == 6);
+    CHECK(c.name.substr(0, 2) == "PG");
+    CHECK(names.insert(c.name).second);
+    CHECK(code_from_name(c.name) == c.code);
+  }
+  CHECK_FALSE(code_from_name("PG0000").has_value());
+}
+
+TEST_CASE("source file positions") {
+  SourceFile f("a.pg", "ab\ncd\n\nef");
+  CHECK(f.line_col(0) == std::pair<uint32_t, uint32_t>{1, 1});
+  CHECK(f.line_col(4) == std::pair<uint32_t, uint32_t>{2, 2});
+  CHECK(f.line_col(7) == std::pair<uint32_t, uint32_t>{4, 1});
+  CHECK(f.line_text(2) == "cd");
+  CHECK(f.line_text(3) == "");
+  CHECK(f.line_text(9) == "");
+}
+
+TEST_CASE("text rendering has location, excerpt, caret and fix") {
+  SourceFile f("k.pg", "let x = y;\n");
+  Diagnostics d;
+  d.add(Code::undefined_name, "use of undefined name 'y'", locate(f, 8, 1), "declare 'y' before use");
+  std::string text = render_text(d);
+  CHECK(text.find("k.pg:1:9: error[PG1101]: use of undefined name 'y'") == 0);
+  CHECK(text.find("let x = y;") != std::string::npos);
+  CHECK(text.find("        ^\n") != std::string::npos);
+  CHECK(text.find("fix: declare 'y' before use") != std::string::npos);
+  CHECK(text.find("1 error, 0 warnings") != std::string::npos);
+}
+
+TEST_CASE("JSON and SARIF renderings carry the same record") {
+  Diagnostics d;
+  d.add(Code::grid_smaller_than_sms, "grid of 4 blocks is smaller than 132 SMs", {}, "use at least 132 blocks");
+  auto j = nlohmann::json::parse(render_json(d));
+  REQUIRE(j.size() == 1);
+  CHECK(j[0]["code"] == "PG3502");
+  CHECK(j[0]["severity"] == "warning");
+  auto s = nlohmann::json::parse(render_sarif(d));
+  CHECK(s["version"] == "2.1.0");
+  CHECK(s["runs"][0]["tool"]["driver"]["name"] == "ptxgate");
+  CHECK(s["runs"][0]["results"][0]["ruleId"] == "PG3502");
+  CHECK(s["runs"][0]["results"][0]["level"] == "warning");
+  CHECK(s["runs"][0]["tool"]["driver"]["rules"][0]["id"] == "PG3502");
+}

@@ -1,0 +1,46 @@
+// The ptxgate command line: emit PTX, check a launch, run a kernel, list devices, manage the cache.
+#include <cstdio>
+#include <iostream>
+
+#include "codegen/codegen.hpp"
+#include "tools/cli.hpp"
+
+namespace ptxgate::cli {
+
+void print_diagnostics(const diag::Diagnostics& diags, diag::Format format) {
+  if (format == diag::Format::text) {
+    std::fputs(diag::render_text(diags).c_str(), stderr);
+  } else {
+    std::fputs(diag::render(diags, format).c_str(), stdout);
+  }
+}
+
+void add_format_option(CLI::App* cmd, std::string& format) {
+  cmd->add_option("--format", format, "Diagnostic format")
+      ->check(CLI::IsMember({"text", "json", "sarif"}))
+      ->default_val("text");
+}
+
+}  // namespace ptxgate::cli
+
+int main(int argc, char** argv) {
+  using namespace ptxgate::cli;
+  CLI::App app{"ptxgate: compile ptxgate IR to PTX and validate CUDA launches before the driver sees them"};
+  app.set_version_flag("--version", std::string("ptxgate ") + PTXGATE_VERSION + " (LLVM " +
+                                        ptxgate::codegen::llvm_version() + ")");
+  app.require_subcommand(1);
+  Runner emit, check, devices, run, cache;
+  std::pair<CLI::App*, Runner*> commands[] = {
+      {register_emit(app, emit), &emit},       {register_check(app, check), &check},
+      {register_devices(app, devices), &devices}, {register_run(app, run), &run},
+      {register_cache(app, cache), &cache}};
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? kSuccess : kUsage;
+  }
+  for (auto [cmd, runner] : commands)
+    if (cmd->parsed() && *runner) return (*runner)();
+  return kUsage;
+}
