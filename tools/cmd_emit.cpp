@@ -1,11 +1,97 @@
-// `ptxgate emit` (being implemented).
+// `ptxgate emit FILE|- [--target T] [--emit ptx|llvm|meta] [-o OUT]`: compile IR text to PTX.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "codegen/codegen.hpp"
+#include "ir/frontend.hpp"
 #include "tools/cli.hpp"
 
 namespace ptxgate::cli {
+namespace {
+
+struct EmitOptions {
+  std::string input;
+  std::string target = "sm_90";
+  std::string emit = "ptx";
+  std::string output;
+  std::string format = "text";
+};
+
+int write_output(const std::string& text, const std::string& path, diag::Format format) {
+  if (path.empty() || path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return kSuccess;
+  }
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) {
+    diag::Diagnostics d;
+    d.add(diag::Code::cannot_write_file, "cannot write output file '" + path + "'", {},
+          "check that the directory exists and is writable");
+    print_diagnostics(d, format);
+    return kDiagnostics;
+  }
+  return kSuccess;
+}
+
+int run_emit(const EmitOptions& opt) {
+  auto format = *diag::format_from_name(opt.format);
+  auto source = ir::read_source(opt.input);
+  if (!source) {
+    print_diagnostics(source.error(), format);
+    return kDiagnostics;
+  }
+  auto loaded = ir::load_module(*source);
+  if (!loaded) {
+    print_diagnostics(loaded.error(), format);
+    return kDiagnostics;
+  }
+  if (!loaded->warnings.empty()) print_diagnostics(loaded->warnings, format);
+
+  codegen::CodegenOptions cg;
+  cg.target = opt.target;
+  std::string text;
+  if (opt.emit == "meta") {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& k : codegen::describe(loaded->module)) arr.push_back(codegen::to_json(k));
+    text = nlohmann::json{{"target", opt.target}, {"kernels", arr}}.dump(2) + "\n";
+  } else if (opt.emit == "llvm") {
+    auto ir = codegen::emit_llvm_ir(loaded->module, cg);
+    if (!ir) {
+      print_diagnostics(ir.error(), format);
+      return kDiagnostics;
+    }
+    text = std::move(*ir);
+  } else {
+    auto compiled = codegen::compile(loaded->module, cg);
+    if (!compiled) {
+      print_diagnostics(compiled.error(), format);
+      return kDiagnostics;
+    }
+    text = std::move(compiled->ptx);
+  }
+  return write_output(text, opt.output, format);
+}
+
+}  // namespace
 
 CLI::App* register_emit(CLI::App& app, Runner& runner) {
-  auto* cmd = app.add_subcommand("emit", "emit (being implemented)");
-  runner = [] { return kUsage; };
+  auto opt = std::make_shared<EmitOptions>();
+  auto* cmd = app.add_subcommand("emit", "Compile a .pg file to PTX, LLVM IR or kernel metadata");
+  cmd->add_option("file", opt->input, "Input .pg file, or - for standard input")->required();
+  cmd->add_option("--target", opt->target, "Target architecture (sm_70 .. sm_90a)")
+      ->default_val("sm_90")
+      ->check(CLI::IsMember(codegen::supported_targets()));
+  cmd->add_option("--emit", opt->emit, "What to print: ptx, llvm or meta (JSON KernelInfo)")
+      ->default_val("ptx")
+      ->check(CLI::IsMember({"ptx", "llvm", "meta"}));
+  cmd->add_option("-o,--output", opt->output, "Output file (default: standard output)");
+  add_format_option(cmd, opt->format);
+  runner = [opt] { return run_emit(*opt); };
   return cmd;
 }
 

@@ -1,0 +1,62 @@
+// Text to verified module: read the file, parse, verify.
+#include "ir/frontend.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "ir/parser.hpp"
+#include "ir/verifier.hpp"
+
+namespace ptxgate::ir {
+
+std::expected<LoadedModule, diag::Diagnostics> load_module(const diag::SourceFile& file, const Limits& limits) {
+  ParseResult parsed = parse(file, limits);
+  if (parsed.diagnostics.has_errors()) return std::unexpected(std::move(parsed.diagnostics));
+  diag::Diagnostics verified = verify(parsed.module, &file, limits);
+  diag::Diagnostics all = std::move(parsed.diagnostics);
+  all.append(verified);
+  if (all.has_errors()) return std::unexpected(std::move(all));
+  return LoadedModule{std::move(parsed.module), std::move(all)};
+}
+
+std::expected<diag::SourceFile, diag::Diagnostics> read_source(const std::string& path, const Limits& limits) {
+  diag::Diagnostics d;
+  std::string text;
+  std::string shown = path == "-" ? "<stdin>" : path;
+  std::istream* in = &std::cin;
+  std::ifstream file;
+  if (path != "-") {
+    file.open(path, std::ios::binary);
+    if (!file) {
+      d.add(diag::Code::cannot_read_file, fmt::format("cannot open '{}'", path), {},
+            "check the path and that the file is readable");
+      return std::unexpected(std::move(d));
+    }
+    in = &file;
+  }
+  char buffer[65536];
+  while (*in) {
+    in->read(buffer, sizeof buffer);
+    text.append(buffer, static_cast<size_t>(in->gcount()));
+    if (text.size() > limits.max_file_bytes) {
+      diag::Location loc;
+      loc.file = shown;
+      d.add(diag::Code::input_too_large,
+            fmt::format("input is larger than the limit of {} bytes", limits.max_file_bytes), loc,
+            "split the module into several files");
+      return std::unexpected(std::move(d));
+    }
+  }
+  if (in->bad()) {
+    d.add(diag::Code::cannot_read_file, fmt::format("error while reading '{}'", shown), {}, "check the file");
+    return std::unexpected(std::move(d));
+  }
+  return diag::SourceFile(shown, std::move(text));
+}
+
+}  // namespace ptxgate::ir
