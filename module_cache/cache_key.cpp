@@ -1,0 +1,125 @@
+// Cache key derivation (XXH3-128 over length-prefixed fields) and the memoised tool/library fingerprints.
+#include "module_cache/cache_key.hpp"
+
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include "module_cache/process.hpp"
+
+namespace ptxgate::module_cache {
+namespace {
+
+std::string hex128(XXH128_hash_t h) { return fmt::format("{:016x}{:016x}", h.high64, h.low64); }
+
+/// Appends a field as an 8-byte little-endian length followed by its bytes.
+void append_field(std::string& out, std::string_view field) {
+  uint64_t n = field.size();
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+  out.append(field);
+}
+
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+}  // namespace
+
+nlohmann::json CacheKeyInputs::summary() const {
+  return {{"module_text_bytes", canonical_module_text.size()},
+          {"module_text_xxh3_128", content_hash(canonical_module_text)},
+          {"target_arch", target_arch},
+          {"ptx_isa_version", ptx_isa_version},
+          {"codegen_options", codegen_options},
+          {"ptxgate_version", ptxgate_version},
+          {"llvm_version", llvm_version},
+          {"libdevice_hash", libdevice_hash},
+          {"ptxas_version", ptxas_version},
+          {"driver_version", driver_version}};
+}
+
+std::optional<CacheKey> CacheKey::from_hex(std::string_view text) {
+  if (text.size() != 32) return std::nullopt;
+  for (char c : text)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return std::nullopt;
+  return CacheKey{std::string(text)};
+}
+
+CacheKey derive_key(const CacheKeyInputs& in) {
+  std::string buf;
+  buf.reserve(in.canonical_module_text.size() + 256);
+  append_field(buf, "ptxgate-module-cache-key-v1");
+  append_field(buf, in.canonical_module_text);
+  append_field(buf, in.target_arch);
+  append_field(buf, std::to_string(in.ptx_isa_version));
+  append_field(buf, in.codegen_options);
+  append_field(buf, in.ptxgate_version);
+  append_field(buf, in.llvm_version);
+  append_field(buf, in.libdevice_hash);
+  append_field(buf, in.ptxas_version);
+  append_field(buf, in.driver_version);
+  return CacheKey{hex128(XXH3_128bits(buf.data(), buf.size()))};
+}
+
+std::string content_hash(std::string_view bytes) { return hex128(XXH3_128bits(bytes.data(), bytes.size())); }
+
+std::string libdevice_hash(const std::string& path) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> memo;
+  std::lock_guard lock(mutex);
+  if (auto it = memo.find(path); it != memo.end()) return it->second;
+  std::ifstream in(path, std::ios::binary);
+  std::string result;
+  if (in) {
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    result = in.bad() ? "missing:" + path : content_hash(bytes.str());
+  } else {
+    result = "missing:" + path;
+  }
+  // A missing file is not memoised, so that its later appearance changes the key.
+  if (!result.starts_with("missing:")) memo.emplace(path, result);
+  return result;
+}
+
+std::string ptxas_path() {
+  if (auto p = env_or_empty("PTXGATE_PTXAS"); !p.empty()) return p;
+  if (auto home = env_or_empty("CUDA_HOME"); !home.empty()) return home + "/bin/ptxas";
+#ifdef PTXGATE_DEFAULT_CUDA_ROOT
+  return std::string(PTXGATE_DEFAULT_CUDA_ROOT) + "/bin/ptxas";
+#else
+  return "ptxas";
+#endif
+}
+
+std::string ptxas_version(const std::string& ptxas) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> memo;
+  std::lock_guard lock(mutex);
+  if (auto it = memo.find(ptxas); it != memo.end()) return it->second;
+  std::string version;
+  if (auto run = run_process({ptxas, "--version"}); run && run->exit_status == 0) {
+    std::istringstream lines(run->stdout_text);
+    for (std::string line; std::getline(lines, line);)
+      if (!line.empty()) version = line;
+  }
+  memo.emplace(ptxas, version);
+  return version;
+}
+
+std::string ptxgate_version() {
+#ifdef PTXGATE_VERSION
+  return PTXGATE_VERSION;
+#else
+  return "unknown";
+#endif
+}
+
+}  // namespace ptxgate::module_cache
