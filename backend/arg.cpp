@@ -1,0 +1,128 @@
+// Arg binding: buffer vs scalar, integer vs float, width and range, checked against a parameter.
+#include "backend/arg.hpp"
+
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "backend/context.hpp"
+
+namespace ptxgate::backend {
+
+Arg::Arg(const DeviceBuffer& buffer)
+    : kind_(Kind::buffer), bits_(buffer.pointer()), buffer_bytes_(buffer.size_bytes()) {}
+
+Arg Arg::device_pointer(uint64_t pointer, uint64_t size_bytes) {
+  Arg a(ir::Type::u64, pointer);
+  a.kind_ = Kind::buffer;
+  a.type_ = ir::Type::void_;
+  a.buffer_bytes_ = size_bytes;
+  return a;
+}
+
+std::string Arg::describe() const {
+  if (kind_ == Kind::buffer) return fmt::format("a buffer of {} bytes", buffer_bytes_);
+  switch (type_) {
+    case ir::Type::f32: {
+      float f;
+      uint32_t b = static_cast<uint32_t>(bits_);
+      std::memcpy(&f, &b, 4);
+      return fmt::format("an f32 scalar ({})", f);
+    }
+    case ir::Type::f64: {
+      double d;
+      std::memcpy(&d, &bits_, 8);
+      return fmt::format("an f64 scalar ({})", d);
+    }
+    case ir::Type::i32:
+    case ir::Type::i64:
+      return fmt::format("an {} scalar ({})", ir::type_name(type_), static_cast<int64_t>(bits_));
+    case ir::Type::bool_:
+      return fmt::format("a bool scalar ({})", bits_ != 0);
+    default:
+      return fmt::format("a {} scalar ({})", ir::type_name(type_), bits_);
+  }
+}
+
+namespace {
+
+diag::Diagnostics bind_error(diag::Code code, std::string message, std::string fix) {
+  diag::Diagnostics d;
+  d.add(code, std::move(message), {}, std::move(fix));
+  return d;
+}
+
+/// Whether the integer held by `arg` fits `target`.
+bool integer_fits(const Arg& arg, ir::Type target) {
+  bool source_signed = ir::is_signed(arg.type());
+  int64_t s = static_cast<int64_t>(arg.bits());
+  uint64_t u = arg.bits();
+  if (source_signed && s < 0) {
+    if (!ir::is_signed(target)) return false;
+    return target == ir::Type::i64 || s >= std::numeric_limits<int32_t>::min();
+  }
+  switch (target) {
+    case ir::Type::i32: return u <= static_cast<uint64_t>(std::numeric_limits<int32_t>::max());
+    case ir::Type::u32: return u <= std::numeric_limits<uint32_t>::max();
+    case ir::Type::i64: return u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+    default: return true;
+  }
+}
+
+}  // namespace
+
+std::expected<BoundSlot, diag::Diagnostics> bind_argument(const Arg& arg, const codegen::ParamInfo& param,
+                                                          std::string_view kernel) {
+  std::string where = fmt::format("argument {} ('{}') of kernel '{}'", param.index, param.name, kernel);
+  std::string expected = param.is_buffer ? fmt::format("a buffer of {}", ir::type_name(param.type))
+                                         : fmt::format("an {} scalar", ir::type_name(param.type));
+  BoundSlot slot;
+  if (param.is_buffer != (arg.kind() == Arg::Kind::buffer)) {
+    return std::unexpected(bind_error(diag::Code::argument_kind_mismatch,
+                                      fmt::format("{} is {}, but the parameter is {}", where, arg.describe(), expected),
+                                      fmt::format("pass {} for '{}'", expected, param.name)));
+  }
+  if (param.is_buffer) {
+    if (arg.bits() == 0)
+      return std::unexpected(bind_error(diag::Code::null_buffer, fmt::format("{} is a null device pointer", where),
+                                        "allocate the buffer before launching"));
+    uint64_t p = arg.bits();
+    std::memcpy(slot.bytes, &p, 8);
+    slot.size = 8;
+    return slot;
+  }
+  ir::Type want = param.type;
+  ir::Type have = arg.type();
+  bool ok = false;
+  uint64_t value = arg.bits();
+  if (want == have) {
+    ok = true;
+  } else if (ir::is_integer(want) && ir::is_integer(have)) {
+    ok = integer_fits(arg, want);
+  } else if (want == ir::Type::f64 && have == ir::Type::f32) {
+    float f;
+    uint32_t b = static_cast<uint32_t>(value);
+    std::memcpy(&f, &b, 4);
+    double d = f;
+    std::memcpy(&value, &d, 8);
+    ok = true;
+  }
+  if (!ok) {
+    return std::unexpected(bind_error(
+        diag::Code::argument_size_mismatch,
+        fmt::format("{} is {}, but the parameter is {} ({} bytes)", where, arg.describe(), expected, param.size_bytes),
+        want == ir::Type::f32 && have == ir::Type::f64
+            ? fmt::format("pass a float (e.g. 2.0f) for '{}'", param.name)
+            : fmt::format("pass a value of type {} for '{}'", ir::type_name(want), param.name)));
+  }
+  slot.size = param.size_bytes != 0 ? param.size_bytes : ir::byte_size(want);
+  if (slot.size == 4) {
+    uint32_t v = static_cast<uint32_t>(value);
+    std::memcpy(slot.bytes, &v, 4);
+  } else {
+    std::memcpy(slot.bytes, &value, 8);
+  }
+  return slot;
+}
+
+}  // namespace ptxgate::backend

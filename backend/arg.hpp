@@ -1,0 +1,81 @@
+// Arg: one typed kernel argument (a device buffer or a scalar), bound against a kernel's signature.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <expected>
+#include <span>
+#include <string>
+
+#include "codegen/kernel_info.hpp"
+#include "diagnostics/diagnostic.hpp"
+#include "ir/ast.hpp"
+
+namespace ptxgate::backend {
+
+class DeviceBuffer;
+
+/// A kernel argument as the caller supplies it: `{y, x, 2.0f, n}` where y and x
+/// are DeviceBuffers. Scalars keep their C++ type; binding checks it against the
+/// parameter (buffer vs scalar, integer vs float, width; integers convert when
+/// the value fits the parameter's type).
+class Arg {
+ public:
+  enum class Kind : uint8_t { buffer, scalar };
+
+  Arg(const DeviceBuffer& buffer);  // NOLINT(google-explicit-constructor): natural {a, b, 2.0f, n} lists
+  /// A raw device pointer of a known size in bytes (0 = unknown).
+  static Arg device_pointer(uint64_t pointer, uint64_t size_bytes = 0);
+  Arg(int32_t v) : Arg(ir::Type::i32, static_cast<uint64_t>(static_cast<int64_t>(v))) {}  // NOLINT
+  Arg(uint32_t v) : Arg(ir::Type::u32, v) {}                                              // NOLINT
+  Arg(int64_t v) : Arg(ir::Type::i64, static_cast<uint64_t>(v)) {}                        // NOLINT
+  Arg(uint64_t v) : Arg(ir::Type::u64, v) {}                                              // NOLINT
+  Arg(long long v) : Arg(static_cast<int64_t>(v)) {}                                      // NOLINT
+  Arg(unsigned long long v) : Arg(static_cast<uint64_t>(v)) {}                            // NOLINT
+  Arg(float v) : Arg(ir::Type::f32, bits_of(v)) {}                                        // NOLINT
+  Arg(double v) : Arg(ir::Type::f64, bits_of(v)) {}                                       // NOLINT
+  Arg(bool v) : Arg(ir::Type::bool_, v ? 1u : 0u) {}                                      // NOLINT
+
+  Kind kind() const { return kind_; }
+  /// Scalar type (scalars only).
+  ir::Type type() const { return type_; }
+  /// Device pointer (buffers) or the value's bits, sign-extended for signed integers.
+  uint64_t bits() const { return bits_; }
+  uint64_t buffer_bytes() const { return buffer_bytes_; }
+  /// "buffer of 4096 bytes", "f32 2.5", "i32 -3".
+  std::string describe() const;
+
+ private:
+  Arg(ir::Type type, uint64_t bits) : kind_(Kind::scalar), type_(type), bits_(bits) {}
+  template <class T>
+  static uint64_t bits_of(T v) {
+    if constexpr (sizeof(T) == 4) {
+      uint32_t b;
+      std::memcpy(&b, &v, 4);
+      return b;
+    } else {
+      uint64_t b;
+      std::memcpy(&b, &v, 8);
+      return b;
+    }
+  }
+  Kind kind_ = Kind::scalar;
+  ir::Type type_ = ir::Type::void_;
+  uint64_t bits_ = 0;
+  uint64_t buffer_bytes_ = 0;
+};
+
+/// The by-value bytes of one bound argument (8 bytes of storage; the driver reads
+/// `size` of them).
+struct BoundSlot {
+  alignas(8) unsigned char bytes[8] = {};
+  uint32_t size = 0;
+};
+
+/// Binds `arg` to parameter `param`: PG3006 for buffer vs scalar, PG3007 for a
+/// scalar of the wrong family or width (or a value that does not fit), PG3009
+/// for a null buffer. `kernel` names the kernel in messages.
+std::expected<BoundSlot, diag::Diagnostics> bind_argument(const Arg& arg, const codegen::ParamInfo& param,
+                                                          std::string_view kernel);
+
+}  // namespace ptxgate::backend

@@ -1,0 +1,243 @@
+// RAII wrappers over the primary context, streams, buffers and events; destructors never throw.
+#include "backend/context.hpp"
+
+#include <fmt/format.h>
+
+namespace ptxgate::backend {
+namespace {
+
+thread_local CUcontext tls_current_context = nullptr;
+
+// Errors while releasing resources are ignored: in a poisoned context every
+// call fails, and a destructor must neither throw nor abort.
+void ignore(CUresult) {}
+
+}  // namespace
+
+std::expected<std::shared_ptr<Context>, diag::Diagnostics> Context::open(int ordinal, const DriverApi* api) {
+  if (api == nullptr) {
+    auto loaded = driver();
+    if (!loaded) return std::unexpected(loaded.error());
+    api = *loaded;
+  }
+  auto live = query_device(*api, ordinal);
+  if (!live) return std::unexpected(live.error());
+  std::shared_ptr<Context> ctx(new Context());
+  ctx->api_ = api;
+  ctx->live_ = std::move(*live);
+  std::string subject = fmt::format("device {} ({})", ordinal, ctx->live_.caps.name);
+  if (auto ok = PTXGATE_CU(*ctx, subject, cuDeviceGet, &ctx->device_, ordinal); !ok) return std::unexpected(ok.error());
+  CUcontext retained = nullptr;
+  if (auto ok = PTXGATE_CU(*ctx, subject, cuDevicePrimaryCtxRetain, &retained, ctx->device_); !ok)
+    return std::unexpected(ok.error());
+  ctx->context_ = retained;
+  if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
+  return ctx;
+}
+
+Context::~Context() {
+  if (context_ == nullptr) return;
+  for (auto& [stream, word] : barrier_words_) ignore(api_->cuMemFree(word));
+  if (tls_current_context == context_) tls_current_context = nullptr;
+  ignore(api_->cuDevicePrimaryCtxRelease(device_));
+}
+
+std::expected<void, diag::Diagnostics> Context::make_current() {
+  if (tls_current_context == context_) [[likely]] return {};
+  if (auto ok = PTXGATE_CU(*this, "", cuCtxSetCurrent, context_); !ok) return ok;
+  tls_current_context = context_;
+  return {};
+}
+
+std::expected<void, diag::Diagnostics> Context::synchronize(std::string_view subject) {
+  if (auto ok = healthy("cuCtxSynchronize", subject); !ok) return ok;
+  if (auto ok = make_current(); !ok) return ok;
+  return PTXGATE_CU(*this, subject, cuCtxSynchronize);
+}
+
+std::expected<CUdeviceptr, diag::Diagnostics> Context::grid_barrier_word(CUstream stream) {
+  std::lock_guard lock(barrier_mutex_);
+  if (auto it = barrier_words_.find(stream); it != barrier_words_.end()) [[likely]] return it->second;
+  if (auto ok = make_current(); !ok) return std::unexpected(ok.error());
+  CUdeviceptr word = 0;
+  if (auto ok = PTXGATE_CU(*this, "grid barrier word", cuMemAlloc, &word, 4); !ok) return std::unexpected(ok.error());
+  if (auto ok = PTXGATE_CU(*this, "grid barrier word", cuMemsetD32, word, 0u, 1); !ok) {
+    ignore(api_->cuMemFree(word));
+    return std::unexpected(ok.error());
+  }
+  barrier_words_.emplace(stream, word);
+  return word;
+}
+
+// ---- Stream ----
+
+std::expected<Stream, diag::Diagnostics> Stream::create(std::shared_ptr<Context> ctx) {
+  if (auto ok = ctx->healthy("cuStreamCreate", "stream"); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
+  Stream s;
+  if (auto ok = PTXGATE_CU(*ctx, "stream", cuStreamCreate, &s.stream_, CU_STREAM_NON_BLOCKING); !ok)
+    return std::unexpected(ok.error());
+  s.ctx_ = std::move(ctx);
+  return s;
+}
+
+Stream& Stream::operator=(Stream&& o) noexcept {
+  if (this != &o) {
+    reset();
+    ctx_ = std::move(o.ctx_);
+    stream_ = std::exchange(o.stream_, nullptr);
+  }
+  return *this;
+}
+
+void Stream::reset() noexcept {
+  if (stream_ == nullptr || !ctx_) return;
+  (void)ctx_->make_current();
+  ignore(ctx_->api().cuStreamDestroy(stream_));
+  stream_ = nullptr;
+}
+
+std::expected<void, diag::Diagnostics> Stream::synchronize() {
+  if (auto ok = ctx_->healthy("cuStreamSynchronize", "stream"); !ok) return ok;
+  return PTXGATE_CU(*ctx_, "stream", cuStreamSynchronize, stream_);
+}
+
+// ---- DeviceBuffer ----
+
+std::expected<DeviceBuffer, diag::Diagnostics> DeviceBuffer::allocate(std::shared_ptr<Context> ctx, size_t bytes,
+                                                                      std::string_view what) {
+  std::string subject = fmt::format("{} of {} bytes", what, bytes);
+  if (auto ok = ctx->healthy("cuMemAlloc", subject); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
+  DeviceBuffer b;
+  if (auto ok = PTXGATE_CU(*ctx, subject, cuMemAlloc, &b.ptr_, bytes == 0 ? 1 : bytes); !ok)
+    return std::unexpected(ok.error());
+  b.bytes_ = bytes;
+  b.ctx_ = std::move(ctx);
+  return b;
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    reset();
+    ctx_ = std::move(o.ctx_);
+    ptr_ = std::exchange(o.ptr_, 0);
+    bytes_ = std::exchange(o.bytes_, 0);
+  }
+  return *this;
+}
+
+void DeviceBuffer::reset() noexcept {
+  if (ptr_ == 0 || !ctx_) return;
+  (void)ctx_->make_current();
+  ignore(ctx_->api().cuMemFree(ptr_));
+  ptr_ = 0;
+}
+
+static diag::Diagnostics copy_too_large(size_t host, size_t device) {
+  diag::Diagnostics d;
+  d.add(diag::Code::buffer_too_small,
+        fmt::format("copy of {} bytes does not fit a device buffer of {} bytes", host, device), {},
+        "allocate a buffer at least as large as the host data");
+  return d;
+}
+
+std::expected<void, diag::Diagnostics> DeviceBuffer::upload(std::span<const std::byte> host) {
+  if (host.size() > bytes_) return std::unexpected(copy_too_large(host.size(), bytes_));
+  if (auto ok = ctx_->healthy("cuMemcpyHtoD", "buffer upload"); !ok) return ok;
+  if (auto ok = ctx_->make_current(); !ok) return ok;
+  return PTXGATE_CU(*ctx_, "buffer upload", cuMemcpyHtoD, ptr_, host.data(), host.size());
+}
+
+std::expected<void, diag::Diagnostics> DeviceBuffer::download(std::span<std::byte> host) const {
+  if (host.size() > bytes_) return std::unexpected(copy_too_large(host.size(), bytes_));
+  if (auto ok = ctx_->healthy("cuMemcpyDtoH", "buffer download"); !ok) return ok;
+  if (auto ok = ctx_->make_current(); !ok) return ok;
+  return PTXGATE_CU(*ctx_, "buffer download", cuMemcpyDtoH, host.data(), ptr_, host.size());
+}
+
+std::expected<void, diag::Diagnostics> DeviceBuffer::fill_bytes(uint8_t value) {
+  if (auto ok = ctx_->healthy("cuMemsetD8", "buffer fill"); !ok) return ok;
+  if (auto ok = ctx_->make_current(); !ok) return ok;
+  return PTXGATE_CU(*ctx_, "buffer fill", cuMemsetD8, ptr_, value, bytes_);
+}
+
+// ---- HostBuffer ----
+
+std::expected<HostBuffer, diag::Diagnostics> HostBuffer::allocate(std::shared_ptr<Context> ctx, size_t bytes) {
+  std::string subject = fmt::format("pinned host buffer of {} bytes", bytes);
+  if (auto ok = ctx->healthy("cuMemAllocHost", subject); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
+  HostBuffer h;
+  void* p = nullptr;
+  if (auto ok = PTXGATE_CU(*ctx, subject, cuMemAllocHost, &p, bytes == 0 ? 1 : bytes); !ok)
+    return std::unexpected(ok.error());
+  h.data_ = static_cast<std::byte*>(p);
+  h.bytes_ = bytes;
+  h.ctx_ = std::move(ctx);
+  return h;
+}
+
+HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
+  if (this != &o) {
+    reset();
+    ctx_ = std::move(o.ctx_);
+    data_ = std::exchange(o.data_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
+  }
+  return *this;
+}
+
+void HostBuffer::reset() noexcept {
+  if (data_ == nullptr || !ctx_) return;
+  (void)ctx_->make_current();
+  ignore(ctx_->api().cuMemFreeHost(data_));
+  data_ = nullptr;
+}
+
+// ---- Event ----
+
+std::expected<Event, diag::Diagnostics> Event::create(std::shared_ptr<Context> ctx) {
+  if (auto ok = ctx->healthy("cuEventCreate", "event"); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
+  Event e;
+  if (auto ok = PTXGATE_CU(*ctx, "event", cuEventCreate, &e.event_, CU_EVENT_DEFAULT); !ok)
+    return std::unexpected(ok.error());
+  e.ctx_ = std::move(ctx);
+  return e;
+}
+
+Event& Event::operator=(Event&& o) noexcept {
+  if (this != &o) {
+    reset();
+    ctx_ = std::move(o.ctx_);
+    event_ = std::exchange(o.event_, nullptr);
+  }
+  return *this;
+}
+
+void Event::reset() noexcept {
+  if (event_ == nullptr || !ctx_) return;
+  (void)ctx_->make_current();
+  ignore(ctx_->api().cuEventDestroy(event_));
+  event_ = nullptr;
+}
+
+std::expected<void, diag::Diagnostics> Event::record(CUstream stream) {
+  if (auto ok = ctx_->healthy("cuEventRecord", "event"); !ok) return ok;
+  return PTXGATE_CU(*ctx_, "event", cuEventRecord, event_, stream);
+}
+
+std::expected<void, diag::Diagnostics> Event::synchronize() {
+  if (auto ok = ctx_->healthy("cuEventSynchronize", "event"); !ok) return ok;
+  return PTXGATE_CU(*ctx_, "event", cuEventSynchronize, event_);
+}
+
+std::expected<float, diag::Diagnostics> Event::elapsed_ms_since(const Event& start) {
+  float ms = 0;
+  if (auto ok = PTXGATE_CU(*ctx_, "event timing", cuEventElapsedTime, &ms, start.event_, event_); !ok)
+    return std::unexpected(ok.error());
+  return ms;
+}
+
+}  // namespace ptxgate::backend

@@ -1,0 +1,165 @@
+// RAII over the driver: the primary context, non-blocking streams, device and pinned buffers, events.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/container/flat_map.hpp>
+
+#include "backend/device.hpp"
+#include "backend/driver_api.hpp"
+#include "backend/driver_error.hpp"
+#include "diagnostics/diagnostic.hpp"
+
+namespace ptxgate::backend {
+
+/// A retained primary context of one device, its live caps and its health. Shared
+/// by every object created in it; released when the last one goes. Thread-safe.
+class Context : public std::enable_shared_from_this<Context> {
+ public:
+  /// Retains device `ordinal`'s primary context through `api` (the process-wide
+  /// driver when null).
+  static std::expected<std::shared_ptr<Context>, diag::Diagnostics> open(int ordinal = 0,
+                                                                         const DriverApi* api = nullptr);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  const DriverApi& api() const { return *api_; }
+  CUcontext handle() const { return context_; }
+  CUdevice device() const { return device_; }
+  const LiveDevice& live() const { return live_; }
+  const validation::DeviceCaps& caps() const { return live_.caps; }
+
+  /// Makes this context current on the calling thread (a thread-local compare
+  /// when it already is).
+  std::expected<void, diag::Diagnostics> make_current();
+
+  /// The error boundary: success passes, failure becomes PG4002 (poisoning on
+  /// sticky errors). Use through PTXGATE_CU.
+  std::expected<void, diag::Diagnostics> check(CUresult r, std::string_view call, std::string_view subject) {
+    if (r == CUDA_SUCCESS) [[likely]] return {};
+    return health_.check(*api_, r, call, subject);
+  }
+  /// PG4003 when poisoned (fail fast before a call).
+  std::expected<void, diag::Diagnostics> healthy(std::string_view call, std::string_view subject) const {
+    return health_.healthy(call, subject);
+  }
+  bool poisoned() const { return health_.poisoned(); }
+  const ContextHealth& health() const { return health_; }
+
+  /// cuCtxSynchronize; reports a sticky error left by an earlier kernel.
+  std::expected<void, diag::Diagnostics> synchronize(std::string_view subject = {});
+
+  /// The zeroed 4-byte grid-barrier word owned by this context for `stream`,
+  /// allocated (and memset to 0) on first use; later calls are a lookup.
+  std::expected<CUdeviceptr, diag::Diagnostics> grid_barrier_word(CUstream stream);
+
+ private:
+  Context() = default;
+  const DriverApi* api_ = nullptr;
+  CUcontext context_ = nullptr;
+  CUdevice device_ = 0;
+  LiveDevice live_;
+  ContextHealth health_;
+  std::mutex barrier_mutex_;
+  boost::container::flat_map<CUstream, CUdeviceptr> barrier_words_;
+};
+
+/// Calls `ctx.api().FN(args...)` and passes the result through the error boundary
+/// with the call's base name: `PTXGATE_CU(ctx, "saxpy", cuMemAlloc, &p, n)`.
+#define PTXGATE_CU(ctx, subject, fn, ...) (ctx).check((ctx).api().fn(__VA_ARGS__), #fn, (subject))
+
+/// A non-blocking stream (CU_STREAM_NON_BLOCKING). Move-only.
+class Stream {
+ public:
+  static std::expected<Stream, diag::Diagnostics> create(std::shared_ptr<Context> ctx);
+  Stream() = default;
+  Stream(Stream&& o) noexcept { *this = std::move(o); }
+  Stream& operator=(Stream&& o) noexcept;
+  ~Stream() { reset(); }
+  /// Releases the resource now (errors ignored; safe in a poisoned context).
+  void reset() noexcept;
+  CUstream handle() const { return stream_; }
+  Context* context() const { return ctx_.get(); }
+  std::expected<void, diag::Diagnostics> synchronize();
+
+ private:
+  std::shared_ptr<Context> ctx_;
+  CUstream stream_ = nullptr;
+};
+
+/// Device memory of a known size. Move-only.
+class DeviceBuffer {
+ public:
+  /// Allocates `bytes` (at least 1) of device memory.
+  static std::expected<DeviceBuffer, diag::Diagnostics> allocate(std::shared_ptr<Context> ctx, size_t bytes,
+                                                                 std::string_view what = "buffer");
+  DeviceBuffer() = default;
+  DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  ~DeviceBuffer() { reset(); }
+  /// Releases the resource now (errors ignored; safe in a poisoned context).
+  void reset() noexcept;
+  CUdeviceptr pointer() const { return ptr_; }
+  size_t size_bytes() const { return bytes_; }
+  Context* context() const { return ctx_.get(); }
+
+  /// Synchronous copies (the whole of `host`, which must fit).
+  std::expected<void, diag::Diagnostics> upload(std::span<const std::byte> host);
+  std::expected<void, diag::Diagnostics> download(std::span<std::byte> host) const;
+  std::expected<void, diag::Diagnostics> fill_bytes(uint8_t value);
+
+ private:
+  std::shared_ptr<Context> ctx_;
+  CUdeviceptr ptr_ = 0;
+  size_t bytes_ = 0;
+};
+
+/// Page-locked host memory (cuMemAllocHost), for asynchronous copies. Move-only.
+class HostBuffer {
+ public:
+  static std::expected<HostBuffer, diag::Diagnostics> allocate(std::shared_ptr<Context> ctx, size_t bytes);
+  HostBuffer() = default;
+  HostBuffer(HostBuffer&& o) noexcept { *this = std::move(o); }
+  HostBuffer& operator=(HostBuffer&& o) noexcept;
+  ~HostBuffer() { reset(); }
+  /// Releases the resource now (errors ignored; safe in a poisoned context).
+  void reset() noexcept;
+  std::byte* data() const { return data_; }
+  size_t size_bytes() const { return bytes_; }
+
+ private:
+  std::shared_ptr<Context> ctx_;
+  std::byte* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+/// A CUDA event with timing enabled. Move-only.
+class Event {
+ public:
+  static std::expected<Event, diag::Diagnostics> create(std::shared_ptr<Context> ctx);
+  Event() = default;
+  Event(Event&& o) noexcept { *this = std::move(o); }
+  Event& operator=(Event&& o) noexcept;
+  ~Event() { reset(); }
+  /// Releases the resource now (errors ignored; safe in a poisoned context).
+  void reset() noexcept;
+  CUevent handle() const { return event_; }
+  std::expected<void, diag::Diagnostics> record(CUstream stream);
+  std::expected<void, diag::Diagnostics> synchronize();
+  /// Milliseconds from `start` to this event (both recorded and complete).
+  std::expected<float, diag::Diagnostics> elapsed_ms_since(const Event& start);
+
+ private:
+  std::shared_ptr<Context> ctx_;
+  CUevent event_ = nullptr;
+};
+
+}  // namespace ptxgate::backend

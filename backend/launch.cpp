@@ -1,0 +1,183 @@
+// launch_cuda_function: the only caller of cuLaunchKernel / cuLaunchCooperativeKernel in ptxgate.
+#include "backend/launch.hpp"
+
+#include <boost/container/small_vector.hpp>
+#include <fmt/format.h>
+
+namespace ptxgate::backend {
+namespace {
+
+/// Argument slots kept on the stack; kernels with more parameters spill to the heap.
+constexpr size_t kInlineArguments = 32;
+
+std::string launch_subject(const LoadedFunction& fn, const validation::LaunchPlan& plan) {
+  return fmt::format("kernel '{}' grid=({},{},{}) block=({},{},{}) shared={}{}", fn.info().name, plan.grid[0],
+                     plan.grid[1], plan.grid[2], plan.block[0], plan.block[1], plan.block[2],
+                     plan.dynamic_shared_bytes, plan.cooperative ? " cooperative" : "");
+}
+
+std::array<uint64_t, 3> effective_block(const LoadedFunction& fn, const validation::LaunchPlan& plan) {
+  if (plan.block[0] == 0 && plan.block[1] == 0 && plan.block[2] == 0 && fn.info().has_required_block())
+    return {fn.info().required_block[0], fn.info().required_block[1], fn.info().required_block[2]};
+  return plan.block;
+}
+
+/// Checks that the plan describes the argument table actually passed; a mismatch
+/// is a caller bug (PG9000), not a user error.
+std::expected<void, diag::Diagnostics> plan_matches_call(const LoadedFunction& fn, const validation::LaunchPlan& plan,
+                                                         std::span<void* const> args, CUstream stream) {
+  bool ok = plan.stream_is_null == (stream == nullptr) && plan.function_is_null == (fn.handle() == nullptr);
+  if (plan.arguments_known) {
+    ok = ok && plan.arguments.size() == args.size();
+    for (size_t i = 0; ok && i < args.size(); ++i) ok = plan.arguments[i].slot_is_null == (args[i] == nullptr);
+  }
+  if (ok) [[likely]] return {};
+  diag::Diagnostics d;
+  d.add(diag::Code::internal_error,
+        fmt::format("launch of '{}': the LaunchPlan does not describe the call (stream, function or argument slots "
+                    "differ)", fn.info().name),
+        {}, "build the plan from the same arguments and stream that are passed to launch_cuda_function");
+  return std::unexpected(std::move(d));
+}
+
+}  // namespace
+
+LoadedFunction::LoadedFunction(CUfunction handle, codegen::KernelInfo info, validation::KernelResources resources,
+                               diag::Location location)
+    : handle_(handle), info_(std::move(info)), resources_(resources), location_(std::move(location)) {}
+
+std::expected<std::unique_ptr<LoadedFunction>, diag::Diagnostics> LoadedFunction::resolve(
+    Context& ctx, CUmodule module, const codegen::KernelInfo& info, diag::Location location) {
+  std::string subject = fmt::format("kernel '{}'", info.name);
+  if (auto ok = ctx.healthy("cuModuleGetFunction", subject); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx.make_current(); !ok) return std::unexpected(ok.error());
+  CUfunction f = nullptr;
+  if (auto ok = PTXGATE_CU(ctx, subject, cuModuleGetFunction, &f, module, info.name.c_str()); !ok)
+    return std::unexpected(ok.error());
+  int regs = 0, shared = 0, local = 0, max_threads = 0;
+  diag::Diagnostics errors;
+  auto attr = [&](int& out, CUfunction_attribute a, const char* what) {
+    if (auto ok = PTXGATE_CU(ctx, fmt::format("{} of {}", what, subject), cuFuncGetAttribute, &out, a, f); !ok)
+      errors.append(ok.error());
+  };
+  attr(regs, CU_FUNC_ATTRIBUTE_NUM_REGS, "NUM_REGS");
+  attr(shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "SHARED_SIZE_BYTES");
+  attr(local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, "LOCAL_SIZE_BYTES");
+  attr(max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "MAX_THREADS_PER_BLOCK");
+  if (errors.has_errors()) return std::unexpected(std::move(errors));
+  validation::KernelResources res;
+  res.registers_per_thread = static_cast<uint32_t>(regs);
+  res.static_shared_bytes = static_cast<uint64_t>(shared);
+  res.local_bytes = static_cast<uint64_t>(local);
+  res.max_threads_per_block = static_cast<uint32_t>(max_threads);
+  return std::make_unique<LoadedFunction>(f, info, res, std::move(location));
+}
+
+LaunchCounters LoadedFunction::counters() const {
+  return {validated_.load(std::memory_order_relaxed), cached_.load(std::memory_order_relaxed),
+          driver_calls_.load(std::memory_order_relaxed), blocked_.load(std::memory_order_relaxed)};
+}
+
+validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const validation::LaunchPlan& plan,
+                                    CUstream) {
+  const auto& caps = ctx.caps();
+  auto block = effective_block(fn, plan);
+  uint64_t total_shared = fn.resources_.static_shared_bytes + plan.dynamic_shared_bytes;
+  // The opt-in is set to its maximum once per function, before the occupancy query,
+  // so that the driver's answer accounts for the dynamic shared memory asked for.
+  if (fn.handle_ != nullptr && total_shared > caps.shared_per_block && total_shared <= caps.shared_per_block_optin &&
+      !fn.shared_opt_in_done_.load(std::memory_order_acquire)) {
+    int max_dynamic = static_cast<int>(caps.shared_per_block_optin - fn.resources_.static_shared_bytes);
+    if (PTXGATE_CU(ctx, fmt::format("kernel '{}'", fn.info_.name), cuFuncSetAttribute, fn.handle_,
+                   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, max_dynamic))
+      fn.shared_opt_in_done_.store(true, std::memory_order_release);
+  }
+  std::optional<uint32_t> occupancy;
+  uint64_t threads = block[0] * block[1] * block[2];
+  bool geometry_plausible = block[0] > 0 && block[1] > 0 && block[2] > 0 && block[0] <= caps.max_block_dim[0] &&
+                            block[1] <= caps.max_block_dim[1] && block[2] <= caps.max_block_dim[2] &&
+                            threads <= caps.max_threads_per_block && threads <= fn.resources_.max_threads_per_block &&
+                            total_shared <= caps.shared_per_block_optin &&
+                            (total_shared <= caps.shared_per_block || fn.shared_opt_in_done_.load());
+  if (fn.handle_ != nullptr && geometry_plausible) {
+    int blocks = 0;
+    if (ctx.api().cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn.handle_, static_cast<int>(threads),
+                                                              plan.dynamic_shared_bytes) == CUDA_SUCCESS)
+      occupancy = static_cast<uint32_t>(blocks);
+  }
+  return validation::check_launch(fn.info_, fn.resources_, plan, caps, fn.location_, occupancy);
+}
+
+std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, LoadedFunction& fn,
+                                                            const validation::LaunchPlan& plan,
+                                                            std::span<void* const> args, CUstream stream,
+                                                            diag::Diagnostics* warnings) {
+  if (ctx.poisoned()) [[unlikely]]
+    return std::unexpected(ctx.healthy("launch", launch_subject(fn, plan)).error());
+  if (auto ok = plan_matches_call(fn, plan, args, stream); !ok) [[unlikely]]
+    return ok;
+  if (auto ok = ctx.make_current(); !ok) [[unlikely]]
+    return ok;
+
+  const validation::PlanShape shape = validation::shape_of(plan);
+  std::optional<bool> cached;
+  {
+    std::lock_guard lock(fn.verdict_mutex_);
+    cached = fn.verdicts_.lookup(shape);
+  }
+  std::array<uint64_t, 3> block = plan.block;
+  if (cached == true) [[likely]] {
+    fn.cached_.fetch_add(1, std::memory_order_relaxed);
+    block = effective_block(fn, plan);
+  } else {
+    validation::Verdict verdict = validate_launch(ctx, fn, plan, stream);
+    fn.validated_.fetch_add(1, std::memory_order_relaxed);
+    {
+      std::lock_guard lock(fn.verdict_mutex_);
+      fn.verdicts_.store(shape, verdict.launchable);
+    }
+    if (!verdict.launchable) {
+      fn.blocked_.fetch_add(1, std::memory_order_relaxed);
+      return std::unexpected(std::move(verdict.diagnostics));
+    }
+    if (verdict.needs_shared_opt_in && !fn.shared_opt_in_done_.load(std::memory_order_acquire)) {
+      diag::Diagnostics d;
+      d.add(diag::Code::launch_failed,
+            fmt::format("{} needs {} bytes of shared memory, but setting the opt-in attribute failed",
+                        launch_subject(fn, plan), verdict.total_shared_bytes));
+      return std::unexpected(std::move(d));
+    }
+    if (warnings != nullptr) warnings->append(verdict.diagnostics);
+    block = verdict.block;
+  }
+
+  boost::container::small_vector<void*, kInlineArguments> slots(args.begin(), args.end());
+  CUdeviceptr barrier_word = 0;
+  if (fn.info_.hidden_grid_barrier_param) {
+    auto word = ctx.grid_barrier_word(stream);
+    if (!word) return std::unexpected(word.error());
+    barrier_word = *word;
+    slots.push_back(&barrier_word);
+  }
+  const auto u = [](uint64_t v) { return static_cast<unsigned>(v); };
+  const unsigned shared = u(plan.dynamic_shared_bytes);
+  CUresult r;
+  fn.driver_calls_.fetch_add(1, std::memory_order_relaxed);
+  if (plan.cooperative) {
+    r = ctx.api().cuLaunchCooperativeKernel(fn.handle_, u(plan.grid[0]), u(plan.grid[1]), u(plan.grid[2]),
+                                            u(block[0]), u(block[1]), u(block[2]), shared, stream, slots.data());
+  } else {
+    r = ctx.api().cuLaunchKernel(fn.handle_, u(plan.grid[0]), u(plan.grid[1]), u(plan.grid[2]), u(block[0]),
+                                 u(block[1]), u(block[2]), shared, stream, slots.data(), nullptr);
+  }
+  if (r == CUDA_SUCCESS) [[likely]] return {};
+  auto failed = ctx.check(r, plan.cooperative ? "cuLaunchCooperativeKernel" : "cuLaunchKernel",
+                          launch_subject(fn, plan));
+  auto diags = std::move(failed.error());
+  diags.items().front().code = diag::Code::launch_failed;
+  diags.items().front().notes.push_back(
+      "ptxgate validated this launch; a driver rejection here means a check is missing: please report it");
+  return std::unexpected(std::move(diags));
+}
+
+}  // namespace ptxgate::backend

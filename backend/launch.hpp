@@ -1,0 +1,80 @@
+// The single guarded launch: validate against live caps (cached verdicts), opt in, call the driver.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <expected>
+#include <mutex>
+#include <span>
+#include <string>
+
+#include "backend/context.hpp"
+#include "codegen/kernel_info.hpp"
+#include "diagnostics/diagnostic.hpp"
+#include "validation/check.hpp"
+#include "validation/launch_plan.hpp"
+
+namespace ptxgate::backend {
+
+/// Counters of one function's launches (for tests and benchmarks).
+struct LaunchCounters {
+  uint64_t validated = 0;     ///< launches that ran check_launch (verdict cache miss)
+  uint64_t cached = 0;        ///< launches that used a cached verdict
+  uint64_t driver_calls = 0;  ///< cuLaunchKernel / cuLaunchCooperativeKernel calls made
+  uint64_t blocked = 0;       ///< launches rejected before the driver
+};
+
+/// A resolved CUfunction with what a launch needs: its KernelInfo, its resources
+/// from cuFuncGetAttribute, and its verdict cache. Owned by the loaded module;
+/// safe to launch from many threads.
+class LoadedFunction {
+ public:
+  /// Resolves `info.name` in `module` and reads its attributes (NUM_REGS,
+  /// SHARED_SIZE_BYTES, LOCAL_SIZE_BYTES, MAX_THREADS_PER_BLOCK).
+  static std::expected<std::unique_ptr<LoadedFunction>, diag::Diagnostics> resolve(
+      Context& ctx, CUmodule module, const codegen::KernelInfo& info, diag::Location location = {});
+  /// A function whose attributes are given (tests with a fake driver).
+  LoadedFunction(CUfunction handle, codegen::KernelInfo info, validation::KernelResources resources,
+                 diag::Location location = {});
+
+  CUfunction handle() const { return handle_; }
+  const codegen::KernelInfo& info() const { return info_; }
+  const validation::KernelResources& resources() const { return resources_; }
+  const diag::Location& location() const { return location_; }
+  LaunchCounters counters() const;
+
+ private:
+  friend std::expected<void, diag::Diagnostics> launch_cuda_function(Context&, LoadedFunction&,
+                                                                     const validation::LaunchPlan&,
+                                                                     std::span<void* const>, CUstream,
+                                                                     diag::Diagnostics*);
+  friend validation::Verdict validate_launch(Context&, LoadedFunction&, const validation::LaunchPlan&, CUstream);
+  CUfunction handle_ = nullptr;
+  codegen::KernelInfo info_;
+  validation::KernelResources resources_;
+  diag::Location location_;
+  std::mutex verdict_mutex_;
+  validation::VerdictCache verdicts_;
+  std::atomic<bool> shared_opt_in_done_{false};
+  std::atomic<uint64_t> validated_{0}, cached_{0}, driver_calls_{0}, blocked_{0};
+};
+
+/// Validates `plan` for `fn` on `ctx`'s device with the live caps, the function's
+/// attributes and the driver's occupancy answer, without launching. Sets the
+/// dynamic shared-memory opt-in on the function first when the plan needs it.
+validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const validation::LaunchPlan& plan,
+                                    CUstream stream);
+
+/// THE launch: the only code that calls cuLaunchKernel / cuLaunchCooperativeKernel.
+/// `args` holds one pointer per user parameter (to the value: a CUdeviceptr for a
+/// buffer, the scalar otherwise); the grid-barrier word is appended by the backend
+/// for kernels that need it. A plan shape seen before with a launchable verdict
+/// skips validation (null checks plus the driver call, no allocation). Blocked
+/// launches return every diagnostic; warnings of a launched plan go to `warnings`
+/// when given. Driver failures are PG4002/PG4005, a poisoned context PG4003.
+std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, LoadedFunction& fn,
+                                                            const validation::LaunchPlan& plan,
+                                                            std::span<void* const> args, CUstream stream,
+                                                            diag::Diagnostics* warnings = nullptr);
+
+}  // namespace ptxgate::backend

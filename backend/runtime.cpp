@@ -1,0 +1,266 @@
+// Runtime: compile through the module cache, load into the context (cubin first), bind and launch.
+#include "backend/runtime.hpp"
+
+#include <boost/container/small_vector.hpp>
+#include <fmt/format.h>
+
+#include "codegen/codegen.hpp"
+#include "ir/frontend.hpp"
+
+namespace ptxgate::backend {
+
+/// A module loaded in one context with its resolved functions. Unloaded when the
+/// last Kernel using it and the loaded-module tier have let go.
+struct LoadedModule {
+  std::shared_ptr<Context> ctx;
+  CUmodule module = nullptr;
+  bool from_cubin = false;
+  std::shared_ptr<const module_cache::CacheEntry> entry;
+  std::vector<std::unique_ptr<LoadedFunction>> functions;
+
+  LoadedModule() = default;
+  LoadedModule(const LoadedModule&) = delete;
+  LoadedModule& operator=(const LoadedModule&) = delete;
+  ~LoadedModule() {
+    functions.clear();
+    if (module != nullptr && ctx) {
+      (void)ctx->make_current();
+      (void)ctx->api().cuModuleUnload(module);  // errors ignored: the context may be poisoned
+    }
+  }
+  LoadedFunction* find(std::string_view name) const {
+    for (const auto& f : functions)
+      if (f->info().name == name) return f.get();
+    return nullptr;
+  }
+};
+
+namespace {
+
+constexpr size_t kInlineArguments = 32;
+
+/// The codegen target for a device: its own architecture when ptxgate supports it
+/// (then ptxas builds a cubin), else the newest supported one below it (PTX, JIT).
+std::pair<std::string, bool> target_for(const validation::DeviceCaps& caps) {
+  const auto& targets = codegen::supported_targets();
+  std::string arch = caps.arch();
+  for (const auto& t : targets)
+    if (t == arch) return {arch, true};
+  int device_number = caps.cc_major * 10 + caps.cc_minor;
+  std::string best = targets.front();
+  for (const auto& t : targets) {
+    if (t.ends_with('a')) continue;
+    int n = std::stoi(t.substr(3));
+    if (n <= device_number) best = t;
+  }
+  return {best, false};
+}
+
+bool has_code(const diag::Diagnostics& d, diag::Code code) {
+  for (const auto& item : d)
+    if (item.code == code) return true;
+  return false;
+}
+
+thread_local validation::LaunchPlan tls_plan;
+
+}  // namespace
+
+// ---- Kernel ----
+
+bool Kernel::loaded_from_cubin() const { return module_->from_cubin; }
+
+std::expected<void, diag::Diagnostics> Kernel::fill_plan(validation::LaunchPlan& plan, const LaunchConfig& config,
+                                                         std::span<const Arg> args, CUstream stream, void** slots,
+                                                         BoundSlot* values) {
+  plan.grid = config.grid;
+  plan.block = config.block;
+  plan.dynamic_shared_bytes = config.dynamic_shared_bytes;
+  plan.cooperative = config.cooperative;
+  plan.arguments_known = true;
+  plan.stream_policy = validation::StreamPolicy::allow_legacy_default;
+  plan.stream_is_null = stream == nullptr;
+  plan.function_is_null = function_->handle() == nullptr;
+  plan.required_elements.clear();
+  plan.arguments.resize(args.size());
+  const auto& params = function_->info().params;
+  diag::Diagnostics errors;
+  for (size_t i = 0; i < args.size(); ++i) {
+    auto& d = plan.arguments[i];
+    const Arg& a = args[i];
+    d = {};
+    d.kind = a.kind() == Arg::Kind::buffer ? validation::ArgumentDesc::Kind::buffer
+                                           : validation::ArgumentDesc::Kind::scalar;
+    d.size_bytes = a.kind() == Arg::Kind::buffer ? 8u : ir::byte_size(a.type());
+    d.pointer_is_null = a.kind() == Arg::Kind::buffer && a.bits() == 0;
+    if (a.kind() == Arg::Kind::scalar) d.scalar_type = a.type();
+    if (a.kind() == Arg::Kind::buffer && a.buffer_bytes() != 0) d.buffer_bytes = a.buffer_bytes();
+    slots[i] = nullptr;
+    if (i >= params.size()) continue;
+    auto bound = bind_argument(a, params[i], function_->info().name);
+    if (!bound) {
+      errors.append(bound.error());
+      continue;
+    }
+    values[i] = *bound;
+    slots[i] = values[i].bytes;
+    // The bound value has the parameter's width (integers convert when they fit).
+    d.size_bytes = values[i].size;
+    if (!params[i].is_buffer) d.scalar_type = params[i].type;
+  }
+  for (size_t i = params.size(); i < args.size(); ++i) slots[i] = values[i].bytes;  // count error reported by checks
+  if (errors.has_errors()) return std::unexpected(std::move(errors));
+  return {};
+}
+
+std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config, std::span<const Arg> args,
+                                                      const Stream* stream) {
+  CUstream s = stream ? stream->handle() : nullptr;
+  boost::container::small_vector<void*, kInlineArguments> slots(args.size());
+  boost::container::small_vector<BoundSlot, kInlineArguments> values(args.size());
+  validation::LaunchPlan& plan = tls_plan;  // reused: no allocation once its vectors have grown
+  if (auto ok = fill_plan(plan, config, args, s, slots.data(), values.data()); !ok) return ok;
+  return launch_cuda_function(*ctx_, *function_, plan, std::span<void* const>(slots.data(), slots.size()), s);
+}
+
+validation::Verdict Kernel::check(const LaunchConfig& config, std::span<const Arg> args, const Stream* stream) {
+  CUstream s = stream ? stream->handle() : nullptr;
+  std::vector<void*> slots(args.size());
+  std::vector<BoundSlot> values(args.size());
+  validation::LaunchPlan plan;
+  auto bound = fill_plan(plan, config, args, s, slots.data(), values.data());
+  plan.arguments_known = !args.empty();
+  if (!plan.arguments_known) plan.arguments.clear();
+  validation::Verdict v = validate_launch(*ctx_, *function_, plan, s);
+  if (!bound) {
+    v.diagnostics.append(bound.error());
+    v.launchable = false;
+  }
+  return v;
+}
+
+// ---- Runtime ----
+
+std::expected<std::unique_ptr<Runtime>, diag::Diagnostics> Runtime::create(RuntimeOptions options) {
+  auto ctx = Context::open(options.device);
+  if (!ctx) return std::unexpected(ctx.error());
+  return std::make_unique<Runtime>(std::move(*ctx), std::move(options));
+}
+
+Runtime::Runtime(std::shared_ptr<Context> ctx, RuntimeOptions options)
+    : ctx_(std::move(ctx)), options_(std::move(options)) {
+  std::tie(target_, cubin_for_device_) = target_for(ctx_->caps());
+  cache_ = std::make_unique<module_cache::ModuleCache>(options_.cache);
+  loaded_ = std::make_unique<
+      module_cache::OnceLruCache<module_cache::CacheKey, std::shared_ptr<const LoadedModule>, diag::Diagnostics>>(
+      options_.loaded_module_capacity);
+}
+
+Runtime::~Runtime() = default;
+
+diag::Diagnostics Runtime::take_warnings() {
+  std::lock_guard lock(warnings_mutex_);
+  return std::exchange(warnings_, {});
+}
+
+std::expected<std::shared_ptr<const LoadedModule>, diag::Diagnostics> Runtime::load(
+    const module_cache::CacheKey&, const module_cache::CacheEntry& entry, const ir::Module& verified) {
+  auto lm = std::make_shared<LoadedModule>();
+  lm->ctx = ctx_;
+  std::string subject = fmt::format("module '{}' ({})", verified.path, entry.target_arch);
+  if (auto ok = ctx_->healthy("cuModuleLoadData", subject); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx_->make_current(); !ok) return std::unexpected(ok.error());
+  diag::Diagnostics cubin_failure;
+  if (!entry.cubin.empty() && cubin_for_device_ && options_.prefer_cubin) {
+    auto ok = PTXGATE_CU(*ctx_, subject, cuModuleLoadData, &lm->module, entry.cubin.data());
+    if (ok) {
+      lm->from_cubin = true;
+    } else {
+      if (ctx_->poisoned()) return std::unexpected(ok.error());
+      cubin_failure = ok.error();
+      lm->module = nullptr;
+    }
+  }
+  if (lm->module == nullptr) {
+    char error_log[8192] = {};
+    CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void* values[] = {error_log, reinterpret_cast<void*>(static_cast<uintptr_t>(sizeof error_log))};
+    auto ok = PTXGATE_CU(*ctx_, subject, cuModuleLoadDataEx, &lm->module, entry.ptx.c_str(), 2, options, values);
+    if (!ok) {
+      auto d = ok.error();
+      if (error_log[0] != 0) d.items().front().notes.push_back(fmt::format("JIT log: {}", error_log));
+      d.append(cubin_failure);
+      return std::unexpected(std::move(d));
+    }
+  }
+  for (const auto& info : entry.kernels) {
+    diag::Location where;
+    where.file = verified.path;
+    auto fn = LoadedFunction::resolve(*ctx_, lm->module, info, where);
+    if (!fn) return std::unexpected(fn.error());
+    lm->functions.push_back(std::move(*fn));
+  }
+  return std::shared_ptr<const LoadedModule>(std::move(lm));
+}
+
+std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> Runtime::compile(const ir::Module& verified,
+                                                                            std::string_view kernel) {
+  if (verified.find_kernel(kernel) == nullptr) {
+    std::string names;
+    for (const auto& k : verified.kernels) names += (names.empty() ? "" : ", ") + k.name;
+    diag::Diagnostics d;
+    d.add(diag::Code::kernel_not_found, fmt::format("no kernel named '{}' in '{}'", kernel, verified.path), {},
+          fmt::format("kernels in this module: {}", names.empty() ? "(none)" : names));
+    return std::unexpected(std::move(d));
+  }
+  module_cache::CompileRequest request;
+  request.codegen.target = target_;
+  request.codegen.opt_level = options_.opt_level;
+  request.produce_cubin = options_.prefer_cubin && cubin_for_device_;
+  request.driver_version = std::to_string(ctx_->live().driver_version);
+  auto attempt = [&](const module_cache::CompileRequest& req)
+      -> std::pair<std::expected<module_cache::CacheResult, diag::Diagnostics>, module_cache::CacheKey> {
+    auto inputs = module_cache::key_inputs_for(verified, req);
+    auto key = module_cache::derive_key(inputs);
+    auto got = cache_->get_or_compile(
+        key, req.codegen.target, [&] { return module_cache::compile_to_entry(verified, req); }, inputs.summary());
+    return {std::move(got), key};
+  };
+  auto [got, key] = attempt(request);
+  if (!got && request.produce_cubin && has_code(got.error(), diag::Code::ptxas_missing)) {
+    request.produce_cubin = false;  // no toolkit: let the driver JIT the PTX
+    std::tie(got, key) = attempt(request);
+  }
+  if (!got) return std::unexpected(got.error());
+  if (!got->warnings.empty()) {
+    std::lock_guard lock(warnings_mutex_);
+    warnings_.append(got->warnings);
+  }
+  auto entry = got->entry;
+  auto [loaded, source] = loaded_->get_or_create(key, [&] { return load(key, *entry, verified); });
+  if (!loaded) return std::unexpected(loaded.error());
+  LoadedFunction* fn = (*loaded)->find(kernel);
+  if (fn == nullptr) {
+    diag::Diagnostics d;
+    d.add(diag::Code::internal_error,
+          fmt::format("kernel '{}' is in the module but not in its compiled entry", kernel));
+    return std::unexpected(std::move(d));
+  }
+  auto outcome = got->outcome;
+  return std::shared_ptr<Kernel>(new Kernel(ctx_, std::move(*loaded), fn, outcome));
+}
+
+std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> Runtime::compile(std::string_view pg_text,
+                                                                            std::string_view kernel,
+                                                                            std::string_view path) {
+  diag::SourceFile file{std::string(path), std::string(pg_text)};
+  auto loaded = ir::load_module(file);
+  if (!loaded) return std::unexpected(loaded.error());
+  if (!loaded->warnings.empty()) {
+    std::lock_guard lock(warnings_mutex_);
+    warnings_.append(loaded->warnings);
+  }
+  return compile(loaded->module, kernel);
+}
+
+}  // namespace ptxgate::backend

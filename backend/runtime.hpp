@@ -1,0 +1,144 @@
+// The library API: Runtime (device, caches) -> Kernel (compiled, loaded) -> launch(config, {args}, stream).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <expected>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend/arg.hpp"
+#include "backend/context.hpp"
+#include "backend/launch.hpp"
+#include "codegen/kernel_info.hpp"
+#include "diagnostics/diagnostic.hpp"
+#include "ir/ast.hpp"
+#include "module_cache/module_cache.hpp"
+
+namespace ptxgate::backend {
+
+/// Geometry and options of one launch.
+struct LaunchConfig {
+  std::array<uint64_t, 3> grid{1, 1, 1};
+  std::array<uint64_t, 3> block{0, 0, 0};  ///< all 0: the kernel's @workgroup
+  uint64_t dynamic_shared_bytes = 0;
+  bool cooperative = false;
+
+  /// A 1-D launch of `grid` blocks of `block` threads.
+  static LaunchConfig linear(uint64_t grid, uint64_t block) { return {{grid, 1, 1}, {block, 1, 1}, 0, false}; }
+};
+
+struct RuntimeOptions {
+  int device = 0;                                 ///< CUDA device ordinal
+  size_t loaded_module_capacity = 32;             ///< modules kept loaded per context (LRU)
+  module_cache::ModuleCacheOptions cache;         ///< memory and disk tiers of compiled modules
+  bool prefer_cubin = true;                       ///< load ptxas's cubin; PTX (driver JIT) as fallback
+  unsigned opt_level = 3;
+};
+
+class Runtime;
+struct LoadedModule;
+
+/// A compiled kernel loaded in the runtime's context. Launch from any thread.
+class Kernel {
+ public:
+  /// Binds `args` to the signature, validates (cached verdict when seen before)
+  /// and launches on `stream` (the legacy default stream when null).
+  std::expected<void, diag::Diagnostics> launch(const LaunchConfig& config, std::span<const Arg> args,
+                                                const Stream* stream = nullptr);
+  std::expected<void, diag::Diagnostics> launch(const LaunchConfig& config, std::initializer_list<Arg> args,
+                                                const Stream* stream = nullptr) {
+    return launch(config, std::span<const Arg>(args.begin(), args.size()), stream);
+  }
+  /// The verdict for a launch without launching (arguments optional).
+  validation::Verdict check(const LaunchConfig& config, std::span<const Arg> args = {}, const Stream* stream = nullptr);
+
+  const codegen::KernelInfo& info() const { return function_->info(); }
+  const validation::KernelResources& resources() const { return function_->resources(); }
+  LoadedFunction& function() { return *function_; }
+  LaunchCounters counters() const { return function_->counters(); }
+  /// Where the compile found its module (memory, disk, compiled, joined).
+  module_cache::CacheOutcome cache_outcome() const { return outcome_; }
+  /// True when the module was loaded from a cubin, false for PTX (driver JIT).
+  bool loaded_from_cubin() const;
+
+ private:
+  friend class Runtime;
+  Kernel(std::shared_ptr<Context> ctx, std::shared_ptr<const LoadedModule> module, LoadedFunction* function,
+         module_cache::CacheOutcome outcome)
+      : ctx_(std::move(ctx)), module_(std::move(module)), function_(function), outcome_(outcome) {}
+  std::expected<void, diag::Diagnostics> fill_plan(validation::LaunchPlan& plan, const LaunchConfig& config,
+                                                   std::span<const Arg> args, CUstream stream, void** slots,
+                                                   BoundSlot* values);
+  std::shared_ptr<Context> ctx_;
+  std::shared_ptr<const LoadedModule> module_;
+  LoadedFunction* function_;
+  module_cache::CacheOutcome outcome_;
+};
+
+/// One device's context, the module cache and the loaded-module tier.
+class Runtime {
+ public:
+  /// Opens the device (PG4001 without a driver, PG4004 without a device).
+  static std::expected<std::unique_ptr<Runtime>, diag::Diagnostics> create(RuntimeOptions options = {});
+  /// A runtime over a context opened elsewhere (e.g. through a fake driver in tests).
+  Runtime(std::shared_ptr<Context> ctx, RuntimeOptions options);
+  ~Runtime();
+
+  /// Compiles (through the module cache) and loads the module, then resolves `kernel`.
+  std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> compile(const ir::Module& verified,
+                                                                     std::string_view kernel);
+  /// Parses and verifies `.pg` text first; `path` names it in diagnostics.
+  std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> compile(std::string_view pg_text, std::string_view kernel,
+                                                                     std::string_view path = "<text>");
+
+  std::expected<DeviceBuffer, diag::Diagnostics> allocate(size_t bytes) {
+    return DeviceBuffer::allocate(ctx_, bytes);
+  }
+  /// A device buffer holding a copy of `host`.
+  template <class T>
+  std::expected<DeviceBuffer, diag::Diagnostics> upload(std::span<const T> host) {
+    auto buf = allocate(host.size_bytes());
+    if (!buf) return buf;
+    if (auto ok = buf->upload(std::as_bytes(host)); !ok) return std::unexpected(ok.error());
+    return buf;
+  }
+  template <class T>
+  std::expected<std::vector<T>, diag::Diagnostics> download(const DeviceBuffer& buffer) {
+    std::vector<T> out(buffer.size_bytes() / sizeof(T));
+    if (auto ok = buffer.download(std::as_writable_bytes(std::span(out))); !ok) return std::unexpected(ok.error());
+    return out;
+  }
+  std::expected<Stream, diag::Diagnostics> create_stream() { return Stream::create(ctx_); }
+  std::expected<void, diag::Diagnostics> synchronize() { return ctx_->synchronize(); }
+
+  Context& context() { return *ctx_; }
+  std::shared_ptr<Context> shared_context() { return ctx_; }
+  const validation::DeviceCaps& caps() const { return ctx_->caps(); }
+  module_cache::ModuleCache& cache() { return *cache_; }
+  /// Warnings gathered while compiling (cache PG41xx, front-end warnings); cleared by the call.
+  diag::Diagnostics take_warnings();
+  /// The codegen target used for this device ("sm_90"), and whether ptxas builds a cubin for it.
+  const std::string& target() const { return target_; }
+
+ private:
+  std::expected<std::shared_ptr<const LoadedModule>, diag::Diagnostics> load(const module_cache::CacheKey& key,
+                                                                             const module_cache::CacheEntry& entry,
+                                                                             const ir::Module& verified);
+  std::shared_ptr<Context> ctx_;
+  RuntimeOptions options_;
+  std::string target_;
+  bool cubin_for_device_ = true;
+  std::unique_ptr<module_cache::ModuleCache> cache_;
+  std::unique_ptr<module_cache::OnceLruCache<module_cache::CacheKey, std::shared_ptr<const LoadedModule>,
+                                             diag::Diagnostics>>
+      loaded_;
+  std::mutex warnings_mutex_;
+  diag::Diagnostics warnings_;
+};
+
+}  // namespace ptxgate::backend
