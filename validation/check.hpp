@@ -1,7 +1,9 @@
 // The launch checks: given kernel, resources, plan and device, decide launchable or blocked.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -21,9 +23,14 @@ struct Occupancy {
   uint32_t active_blocks_per_sm = 0;
   OccupancyLimiter limiter = OccupancyLimiter::none;
   uint32_t by_threads = 0, by_blocks = 0, by_registers = 0, by_shared = 0;  ///< each factor's bound
+  uint32_t allocated_registers_per_block = 0;  ///< after per-warp rounding
+  uint64_t allocated_shared_per_block = 0;     ///< static + dynamic + reserved, rounded to the unit
+  bool computed = false;                       ///< false when cuda_occupancy.h rejected the input
 };
 
-/// Offline occupancy via the toolkit's cuda_occupancy.h.
+/// Offline occupancy via the toolkit's cuda_occupancy.h. Factors that do not bound residency
+/// (e.g. a kernel with no shared memory) report UINT32_MAX. The dynamic shared-memory opt-in
+/// is modelled as set to its maximum, as the backend does.
 Occupancy compute_occupancy(const DeviceCaps& caps, const KernelResources& res, uint32_t threads_per_block,
                             uint64_t dynamic_shared_bytes);
 
@@ -43,11 +50,63 @@ struct Verdict {
   nlohmann::json to_json(const std::string& kernel_name, const LaunchPlan& plan) const;
 };
 
+/// Registers the hardware charges one block: registers/thread x warp size rounded up to the
+/// allocation unit, times the block's warps rounded up to kSmSubPartitions (cuda_occupancy.h).
+uint64_t registers_charged_per_block(const DeviceCaps& caps, uint32_t registers_per_thread,
+                                     uint64_t threads_per_block);
+
 /// Runs every check. `location` (optional) is where launch diagnostics point,
 /// usually the kernel's declaration. `occupancy_override` lets the backend pass the
 /// driver's answer for active blocks per SM instead of the offline computation.
 Verdict check_launch(const codegen::KernelInfo& kernel, const KernelResources& resources, const LaunchPlan& plan,
                      const DeviceCaps& caps, const diag::Location& location = {},
                      std::optional<uint32_t> occupancy_override = std::nullopt);
+
+/// The part of a LaunchPlan a verdict depends on, as a fixed-size key. Per-call values that
+/// change the verdict (null slots and pointers, buffer sizes, required elements) are folded
+/// into `arguments_hash` (XXH3-64 of the packed descriptors).
+struct PlanShape {
+  std::array<uint64_t, 3> grid{};
+  std::array<uint64_t, 3> block{};
+  uint64_t dynamic_shared_bytes = 0;
+  uint64_t arguments_hash = 0;
+  uint32_t flags = 0;  ///< cooperative, stream policy, null stream, null function, arguments known
+  bool operator==(const PlanShape&) const = default;
+};
+PlanShape shape_of(const LaunchPlan& plan);
+
+/// A small fixed-capacity map PlanShape -> launchable, one per (function, device). Lookup is a
+/// linear scan of at most kCapacity entries, most recent first; no allocation, ever.
+/// Not thread-safe: the owner serialises access. A cached `false` only says "blocked": run
+/// check_launch again for its diagnostics.
+class VerdictCache {
+ public:
+  static constexpr size_t kCapacity = 16;
+  /// The cached verdict for this shape, if any.
+  std::optional<bool> lookup(const PlanShape& shape) const {
+    for (size_t i = 0; i < size_; ++i) {
+      const Entry& e = entries_[(newest_ + kCapacity - i) % kCapacity];
+      if (e.shape == shape) return e.launchable;
+    }
+    return std::nullopt;
+  }
+  /// Records a verdict, replacing the oldest entry when full.
+  void store(const PlanShape& shape, bool launchable) {
+    newest_ = (newest_ + 1) % kCapacity;
+    entries_[newest_] = {shape, launchable};
+    if (size_ < kCapacity) ++size_;
+  }
+  void clear() { size_ = 0; }
+  size_t size() const { return size_; }
+
+ private:
+  struct Entry {
+    PlanShape shape;
+    bool launchable = false;
+  };
+  std::array<Entry, kCapacity> entries_{};
+  size_t newest_ = kCapacity - 1;
+  size_t size_ = 0;
+};
 
 }  // namespace ptxgate::validation

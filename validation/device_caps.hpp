@@ -15,6 +15,7 @@
 namespace ptxgate::validation {
 
 struct DeviceCaps {
+  std::string profile;              ///< profile name ("h100-sxm"); empty for a live device
   std::string name;                 ///< "NVIDIA H100 80GB HBM3" or the profile's name
   int cc_major = 0, cc_minor = 0;   ///< compute capability
   uint32_t sm_count = 0;
@@ -39,6 +40,11 @@ struct DeviceCaps {
   /// "sm_90" etc.; "sm_90a" is not a device property, only a code-generation target.
   std::string arch() const;
 };
+
+/// The per-block register limit as the hardware checks it: registers are allocated per warp
+/// (regs x warp size rounded up to `register_allocation_unit`) and warps are counted in
+/// multiples of this many SM sub-partitions (cuda_occupancy.h, 4 on sm_70 and later).
+inline constexpr uint32_t kSmSubPartitions = 4;
 
 /// Serialises caps as a device-profile JSON object (the format of profiles/*.json).
 nlohmann::json to_json(const DeviceCaps& caps);

@@ -49,6 +49,10 @@ struct KernelResources {
   uint64_t static_shared_bytes = 0;
   uint64_t local_bytes = 0;             ///< per-thread local memory (spills + stack)
   uint32_t max_threads_per_block = 1024;///< the function's limit (launch bounds, registers)
+  uint32_t barriers = 0;                ///< named barriers used (ptxas "used N barriers")
+  uint64_t spill_store_bytes = 0;       ///< ptxas "N bytes spill stores" (offline only)
+  uint64_t spill_load_bytes = 0;        ///< ptxas "N bytes spill loads" (offline only)
+  uint64_t constant_bytes = 0;          ///< ptxas "N bytes cmem[0]" (0 where ptxas omits it)
 };
 
 }  // namespace ptxgate::validation

@@ -1,0 +1,337 @@
+// check_launch: every launch check (arguments, geometry, shared memory, registers, cooperative, warnings).
+#include "validation/check.hpp"
+
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
+#include <fmt/format.h>
+
+namespace ptxgate::validation {
+namespace {
+
+using diag::Code;
+
+std::string dims(const std::array<uint64_t, 3>& d) { return fmt::format("{}x{}x{}", d[0], d[1], d[2]); }
+std::string dims(const std::array<uint32_t, 3>& d) { return fmt::format("{}x{}x{}", d[0], d[1], d[2]); }
+
+bool mul_overflows(const std::array<uint64_t, 3>& d, uint64_t& product) {
+  uint64_t p = 1;
+  for (uint64_t v : d)
+    if (__builtin_mul_overflow(p, v, &p)) return true;
+  product = p;
+  return false;
+}
+
+constexpr const char* kAxis[3] = {"x", "y", "z"};
+
+// Collects diagnostics at one location; the Diagnostics vector is touched only on a problem.
+struct Reporter {
+  diag::Diagnostics& out;
+  const diag::Location& location;
+  void add(Code code, std::string message, std::string fix) { out.add(code, std::move(message), location, std::move(fix)); }
+};
+
+std::string_view kind_name(ArgumentDesc::Kind k) { return k == ArgumentDesc::Kind::buffer ? "buffer" : "scalar"; }
+
+void check_arguments(const codegen::KernelInfo& kernel, const LaunchPlan& plan, Reporter& r) {
+  if (plan.function_is_null)
+    r.add(Code::null_function, fmt::format("function handle for kernel '{}' is null", kernel.name),
+          "load the module and resolve the function before launching it");
+  if (plan.stream_is_null && plan.stream_policy == StreamPolicy::require_explicit)
+    r.add(Code::null_stream, "launch on the null (legacy default) stream, which the stream policy forbids",
+          "pass a stream created by the runtime, or allow the legacy default stream in the policy");
+  if (!plan.arguments_known) return;
+  const auto& args = plan.arguments;
+  if (args.empty() && !kernel.params.empty()) {
+    r.add(Code::empty_argument_table,
+          fmt::format("argument table is empty; kernel '{}' takes {} parameter{}", kernel.name, kernel.params.size(),
+                      kernel.params.size() == 1 ? "" : "s"),
+          "pass one argument per kernel parameter, in signature order");
+    return;
+  }
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].slot_is_null)
+      r.add(Code::null_argument_slot, fmt::format("argument slot {} is a null pointer", i),
+            "every slot of the argument table must point at the argument's value");
+  if (args.size() != kernel.params.size())
+    r.add(Code::argument_count_mismatch,
+          fmt::format("{} argument{} given; kernel '{}' takes {}", args.size(), args.size() == 1 ? "" : "s",
+                      kernel.name, kernel.params.size()),
+          "pass exactly one argument per kernel parameter");
+  size_t n = std::min(args.size(), kernel.params.size());
+  for (size_t i = 0; i < n; ++i) {
+    const auto& a = args[i];
+    const auto& p = kernel.params[i];
+    auto expected = p.is_buffer ? ArgumentDesc::Kind::buffer : ArgumentDesc::Kind::scalar;
+    if (a.kind != expected) {
+      r.add(Code::argument_kind_mismatch,
+            fmt::format("argument {} is a {} but parameter '{}' is a {}", i, kind_name(a.kind), p.name,
+                        kind_name(expected)),
+            fmt::format("pass a {} for parameter '{}'", kind_name(expected), p.name));
+      continue;
+    }
+    if (!p.is_buffer && a.size_bytes != p.size_bytes)
+      r.add(Code::argument_size_mismatch,
+            fmt::format("argument {} is {} bytes wide but parameter '{}' ({}) is {} bytes", i, a.size_bytes, p.name,
+                        ir::type_name(p.type), p.size_bytes),
+            fmt::format("pass a {} value for parameter '{}'", ir::type_name(p.type), p.name));
+    if (p.is_buffer && a.pointer_is_null && !a.slot_is_null)
+      r.add(Code::null_buffer, fmt::format("argument {} (buffer '{}') is a null device pointer", i, p.name),
+            fmt::format("allocate a device buffer for '{}'", p.name));
+  }
+  for (auto [index, elements] : plan.required_elements) {
+    if (index >= n || !kernel.params[index].is_buffer || args[index].kind != ArgumentDesc::Kind::buffer) continue;
+    const auto& a = args[index];
+    if (!a.buffer_bytes) continue;
+    unsigned elem = ir::byte_size(kernel.params[index].type);
+    unsigned __int128 needed = static_cast<unsigned __int128>(elements) * elem;
+    if (needed > *a.buffer_bytes)
+      r.add(Code::buffer_too_small,
+            fmt::format("buffer '{}' (argument {}) holds {} bytes but the launch touches {} elements of {} = {} bytes",
+                        kernel.params[index].name, index, *a.buffer_bytes, elements,
+                        ir::type_name(kernel.params[index].type), static_cast<uint64_t>(std::min<unsigned __int128>(needed, UINT64_MAX))),
+            fmt::format("allocate at least {} elements for '{}', or launch over fewer elements", elements,
+                        kernel.params[index].name));
+  }
+}
+
+}  // namespace
+
+Verdict check_launch(const codegen::KernelInfo& kernel, const KernelResources& res, const LaunchPlan& plan,
+                     const DeviceCaps& caps, const diag::Location& location,
+                     std::optional<uint32_t> occupancy_override) {
+  Verdict v;
+  Reporter r{v.diagnostics, location};
+  check_arguments(kernel, plan, r);
+
+  // Geometry.
+  bool block_given = plan.block[0] | plan.block[1] | plan.block[2];
+  if (block_given) v.block = plan.block;
+  else if (kernel.has_required_block())
+    v.block = {kernel.required_block[0], kernel.required_block[1], kernel.required_block[2]};
+  bool geometry_ok = true;
+  if (!block_given && !kernel.has_required_block()) {
+    r.add(Code::zero_dimension, fmt::format("no block size given and kernel '{}' has no @workgroup", kernel.name),
+          "give a block size (e.g. --block 256)");
+    geometry_ok = false;
+  } else if (v.block[0] == 0 || v.block[1] == 0 || v.block[2] == 0) {
+    r.add(Code::zero_dimension, fmt::format("block {} has a zero dimension", dims(v.block)),
+          "every block dimension must be at least 1");
+    geometry_ok = false;
+  }
+  if (plan.grid[0] == 0 || plan.grid[1] == 0 || plan.grid[2] == 0) {
+    r.add(Code::zero_dimension, fmt::format("grid {} has a zero dimension", dims(plan.grid)),
+          "every grid dimension must be at least 1");
+    geometry_ok = false;
+  }
+  uint64_t threads = 0, blocks = 0;
+  bool threads_known = !mul_overflows(v.block, threads);
+  bool blocks_known = !mul_overflows(plan.grid, blocks);
+  if (!threads_known)
+    r.add(Code::geometry_overflow, fmt::format("block {} has more threads than 2^64", dims(v.block)),
+          fmt::format("use a block of at most {} threads", caps.max_threads_per_block));
+  if (!blocks_known)
+    r.add(Code::geometry_overflow, fmt::format("grid {} has more blocks than 2^64", dims(plan.grid)),
+          fmt::format("keep each grid dimension within the device limit {}", dims(caps.max_grid_dim)));
+  geometry_ok = geometry_ok && threads_known && blocks_known;
+  if (threads_known && threads > caps.max_threads_per_block) {
+    r.add(Code::threads_per_block_exceeded,
+          fmt::format("block {} has {} threads; {} allows at most {} per block", dims(v.block), threads, caps.name,
+                      caps.max_threads_per_block),
+          fmt::format("use at most {} threads per block and more blocks", caps.max_threads_per_block));
+    geometry_ok = false;
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (v.block[i] > caps.max_block_dim[i]) {
+      r.add(Code::block_dim_exceeded,
+            fmt::format("block.{} = {} exceeds the device limit {} (max block {})", kAxis[i], v.block[i],
+                        caps.max_block_dim[i], dims(caps.max_block_dim)),
+            fmt::format("make block.{} at most {}", kAxis[i], caps.max_block_dim[i]));
+      geometry_ok = false;
+    }
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (plan.grid[i] > caps.max_grid_dim[i]) {
+      r.add(Code::grid_dim_exceeded,
+            fmt::format("grid.{} = {} exceeds the device limit {} (max grid {})", kAxis[i], plan.grid[i],
+                        caps.max_grid_dim[i], dims(caps.max_grid_dim)),
+            fmt::format("make grid.{} at most {}, or move work to another axis", kAxis[i], caps.max_grid_dim[i]));
+      geometry_ok = false;
+    }
+  }
+  if (block_given && kernel.has_required_block() &&
+      (plan.block[0] != kernel.required_block[0] || plan.block[1] != kernel.required_block[1] ||
+       plan.block[2] != kernel.required_block[2]))
+    r.add(Code::workgroup_mismatch,
+          fmt::format("block {} differs from kernel '{}' @workgroup {}", dims(plan.block), kernel.name,
+                      dims(kernel.required_block)),
+          fmt::format("launch with block {} (or omit the block size)", dims(kernel.required_block)));
+  bool threads_fit = threads_known && threads >= 1 && threads <= caps.max_threads_per_block;
+  if (threads_fit && threads > res.max_threads_per_block) {
+    r.add(Code::threads_exceed_kernel_max,
+          fmt::format("block of {} threads exceeds kernel '{}' maximum of {} threads per block", threads, kernel.name,
+                      res.max_threads_per_block),
+          fmt::format("use at most {} threads per block", res.max_threads_per_block));
+    geometry_ok = false;
+  }
+
+  // Shared memory.
+  bool resources_ok = true;
+  uint64_t total_shared = 0;
+  if (__builtin_add_overflow(res.static_shared_bytes, plan.dynamic_shared_bytes, &total_shared)) total_shared = UINT64_MAX;
+  v.total_shared_bytes = total_shared;
+  if (total_shared > caps.shared_per_block_optin) {
+    r.add(Code::shared_memory_exceeded,
+          fmt::format("shared memory {} bytes (static {} + dynamic {}) exceeds the opt-in maximum of {} bytes per block",
+                      total_shared, res.static_shared_bytes, plan.dynamic_shared_bytes, caps.shared_per_block_optin),
+          res.static_shared_bytes <= caps.shared_per_block_optin
+              ? fmt::format("request at most {} bytes of dynamic shared memory",
+                            caps.shared_per_block_optin - res.static_shared_bytes)
+              : fmt::format("shrink the kernel's shared arrays to at most {} bytes", caps.shared_per_block_optin));
+    resources_ok = false;
+  } else if (total_shared > caps.shared_per_block) {
+    v.needs_shared_opt_in = true;
+    r.add(Code::shared_memory_opt_in,
+          fmt::format("shared memory {} bytes exceeds the default {} bytes per block; the backend opts in (limit {})",
+                      total_shared, caps.shared_per_block, caps.shared_per_block_optin),
+          {});
+  }
+
+  // Registers.
+  if (res.registers_per_thread > caps.max_registers_per_thread) {
+    r.add(Code::registers_exceeded,
+          fmt::format("kernel '{}' uses {} registers per thread; the device allows {}", kernel.name,
+                      res.registers_per_thread, caps.max_registers_per_thread),
+          "reduce register pressure (smaller unrolling, fewer live values)");
+    resources_ok = false;
+  } else if (threads_fit) {
+    uint64_t charged = registers_charged_per_block(caps, res.registers_per_thread, threads);
+    if (charged > caps.registers_per_block) {
+      uint64_t per_warp_block = registers_charged_per_block(caps, res.registers_per_thread, 1) / kSmSubPartitions;
+      uint64_t max_warps = per_warp_block ? caps.registers_per_block / per_warp_block / kSmSubPartitions * kSmSubPartitions : 0;
+      r.add(Code::registers_exceeded,
+            fmt::format("block of {} threads at {} registers/thread needs {} registers (allocated per warp in units "
+                        "of {}); the device allows {} per block",
+                        threads, res.registers_per_thread, charged, caps.register_allocation_unit,
+                        caps.registers_per_block),
+            fmt::format("use at most {} threads per block, or reduce register use", max_warps * caps.warp_size));
+      resources_ok = false;
+    }
+  }
+
+  // Cooperative launch.
+  if (plan.cooperative && !caps.cooperative_launch)
+    r.add(Code::cooperative_unsupported, fmt::format("{} does not support cooperative launch", caps.name),
+          "run on a device with cooperative-launch support, or launch without --cooperative");
+  if (kernel.uses_grid_sync && !plan.cooperative)
+    r.add(Code::grid_sync_needs_cooperative,
+          fmt::format("kernel '{}' uses grid_sync but the launch is not cooperative (it can deadlock)", kernel.name),
+          "launch cooperatively (--cooperative)");
+
+  if (geometry_ok && resources_ok && threads_fit) {
+    Occupancy occ = compute_occupancy(caps, res, static_cast<uint32_t>(threads), plan.dynamic_shared_bytes);
+    if (occupancy_override) occ.active_blocks_per_sm = *occupancy_override;
+    if (occ.computed || occupancy_override) {
+      v.max_cooperative_grid = uint64_t{occ.active_blocks_per_sm} * caps.sm_count;
+      if (plan.cooperative && caps.cooperative_launch) {
+        if (occ.active_blocks_per_sm == 0)
+          r.add(Code::kernel_cannot_be_resident,
+                fmt::format("not one block of {} threads fits on an SM (limited by {}), so no cooperative grid fits",
+                            threads, limiter_name(occ.limiter)),
+                "use a smaller block or less shared memory / fewer registers");
+        else if (blocks > v.max_cooperative_grid)
+          r.add(Code::cooperative_grid_too_large,
+                fmt::format("cooperative grid of {} blocks exceeds resident capacity {} = {} blocks/SM x {} SMs "
+                            "(limited by {})",
+                            blocks, v.max_cooperative_grid, occ.active_blocks_per_sm, caps.sm_count,
+                            limiter_name(occ.limiter)),
+                fmt::format("launch at most {} blocks (--grid {}), each doing more work", v.max_cooperative_grid,
+                            v.max_cooperative_grid));
+      }
+    }
+    v.occupancy = occ;
+  }
+
+  // Warnings.
+  if (threads_fit && caps.warp_size && threads % caps.warp_size != 0)
+    r.add(Code::block_not_warp_multiple,
+          fmt::format("block of {} threads is not a multiple of the warp size {}; the last warp runs {} idle lanes",
+                      threads, caps.warp_size, caps.warp_size - threads % caps.warp_size),
+          fmt::format("use a block of {} threads", (threads / caps.warp_size + 1) * caps.warp_size));
+  if (blocks_known && blocks > 0 && blocks < caps.sm_count)
+    r.add(Code::grid_smaller_than_sms,
+          fmt::format("grid of {} blocks leaves {} of {}'s {} SMs idle", blocks, caps.sm_count - blocks, caps.name,
+                      caps.sm_count),
+          fmt::format("use at least {} blocks (smaller blocks, or more work items)", caps.sm_count));
+
+  v.launchable = !v.diagnostics.has_errors();
+  return v;
+}
+
+std::string Verdict::summary_line(const std::string& kernel_name, const LaunchPlan& plan) const {
+  std::string line = fmt::format(
+      "verdict: status={} errors={} warnings={} kernel={} grid={} block={} shared_bytes={} cooperative={}",
+      launchable ? "launchable" : "blocked", diagnostics.error_count(), diagnostics.warning_count(), kernel_name,
+      dims(plan.grid), dims(block), total_shared_bytes, plan.cooperative ? 1 : 0);
+  if (occupancy)
+    line += fmt::format(" blocks_per_sm={} limiter={} max_cooperative_grid={}", occupancy->active_blocks_per_sm,
+                        limiter_name(occupancy->limiter), max_cooperative_grid);
+  return line;
+}
+
+nlohmann::json Verdict::to_json(const std::string& kernel_name, const LaunchPlan& plan) const {
+  nlohmann::json j;
+  j["status"] = launchable ? "launchable" : "blocked";
+  j["launchable"] = launchable;
+  j["errors"] = diagnostics.error_count();
+  j["warnings"] = diagnostics.warning_count();
+  j["kernel"] = kernel_name;
+  j["grid"] = plan.grid;
+  j["block"] = block;
+  j["dynamic_shared_bytes"] = plan.dynamic_shared_bytes;
+  j["total_shared_bytes"] = total_shared_bytes;
+  j["needs_shared_opt_in"] = needs_shared_opt_in;
+  j["cooperative"] = plan.cooperative;
+  if (occupancy) {
+    j["occupancy"] = {{"blocks_per_sm", occupancy->active_blocks_per_sm},
+                      {"limiter", limiter_name(occupancy->limiter)},
+                      {"by_threads", occupancy->by_threads},
+                      {"by_blocks", occupancy->by_blocks},
+                      {"by_registers", occupancy->by_registers},
+                      {"by_shared", occupancy->by_shared}};
+    j["max_cooperative_grid"] = max_cooperative_grid;
+  }
+  j["diagnostics"] = nlohmann::json::parse(diag::render_json(diagnostics));
+  return j;
+}
+
+PlanShape shape_of(const LaunchPlan& plan) {
+  PlanShape s;
+  s.grid = plan.grid;
+  s.block = plan.block;
+  s.dynamic_shared_bytes = plan.dynamic_shared_bytes;
+  s.flags = (plan.cooperative ? 1u : 0u) | (plan.stream_policy == StreamPolicy::require_explicit ? 2u : 0u) |
+            (plan.stream_is_null ? 4u : 0u) | (plan.function_is_null ? 8u : 0u) | (plan.arguments_known ? 16u : 0u);
+  if (plan.arguments.empty() && plan.required_elements.empty()) return s;
+  XXH3_state_t state;
+  XXH3_64bits_reset(&state);
+  for (const auto& a : plan.arguments) {
+    struct {
+      uint64_t buffer_bytes;
+      uint32_t size_bytes;
+      uint8_t kind, slot_null, pointer_null, has_bytes, scalar_type, has_type, pad[6];
+    } packed{a.buffer_bytes.value_or(0), a.size_bytes, static_cast<uint8_t>(a.kind), a.slot_is_null,
+             a.pointer_is_null, a.buffer_bytes.has_value(), static_cast<uint8_t>(a.scalar_type.value_or(ir::Type::error)),
+             a.scalar_type.has_value(), {}};
+    static_assert(sizeof packed == 24, "no padding bytes in the hashed descriptor");
+    XXH3_64bits_update(&state, &packed, sizeof packed);
+  }
+  for (auto [index, elements] : plan.required_elements) {
+    uint64_t pair[2] = {index, elements};
+    XXH3_64bits_update(&state, pair, sizeof pair);
+  }
+  s.arguments_hash = XXH3_64bits_digest(&state) | 1;  // never 0 when there are arguments
+  return s;
+}
+
+}  // namespace ptxgate::validation

@@ -1,0 +1,42 @@
+// Device profiles: JSON files of DeviceCaps shipped in profiles/, found by name or read from a path.
+#pragma once
+
+#include <expected>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "diagnostics/diagnostic.hpp"
+#include "validation/device_caps.hpp"
+
+namespace ptxgate::validation {
+
+/// The profile used when none is named (`ptxgate check` without --device-profile).
+inline constexpr std::string_view kDefaultProfile = "h100-sxm";
+
+/// Directories searched for `NAME.json`, in order: $PTXGATE_PROFILE_DIR, the install's
+/// share/ptxgate/profiles (relative to libptxgate), then the source tree's profiles/.
+/// Only directories that exist are returned.
+std::vector<std::filesystem::path> profile_search_dirs();
+
+/// Reads one profile file. PG3602 for malformed JSON, PG3603 for a missing or invalid field,
+/// PG5001 when the file cannot be read.
+std::expected<DeviceCaps, diag::Diagnostics> load_profile_file(const std::filesystem::path& path);
+
+/// A NAME (looked up in profile_search_dirs()) or a PATH (contains '/' or ends in .json).
+/// PG3601 for an unknown name, listing the available ones.
+std::expected<DeviceCaps, diag::Diagnostics> load_profile(std::string_view name_or_path);
+
+/// One available profile.
+struct ProfileEntry {
+  std::string name;                 ///< file stem, the NAME accepted by load_profile
+  std::filesystem::path path;
+  DeviceCaps caps;
+};
+
+/// Every profile found, sorted by name; the first directory wins on duplicate names.
+/// Profiles that fail to parse are reported in the error (all of them).
+std::expected<std::vector<ProfileEntry>, diag::Diagnostics> list_profiles();
+
+}  // namespace ptxgate::validation
