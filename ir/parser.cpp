@@ -207,9 +207,10 @@ class Parser {
       kernel.name = expect_identifier("a kernel name", &kernel.name_range);
       expect(TokenKind::l_paren, "after the kernel name", "write the parameter list in parentheses, e.g. (in x: f32[], n: u32)");
       if (!at(TokenKind::r_paren)) {
+        uint32_t count = 0;
         do {
           Param p = parse_param();
-          if (kernel.params.size() == limits_.max_parameters)
+          if (++count == limits_.max_parameters + 1)
             sink_.error(diag::Code::too_many_parameters, p.range.offset, p.range.length,
                         fmt::format("kernel '{}' has more than {} parameters (limit max_parameters = {})", kernel.name,
                                     limits_.max_parameters, limits_.max_parameters),
