@@ -95,6 +95,7 @@ void Stream::reset() noexcept {
   (void)ctx_->make_current();
   ignore(ctx_->api().cuStreamDestroy(stream_));
   stream_ = nullptr;
+  ctx_.reset();
 }
 
 std::expected<void, diag::Diagnostics> Stream::synchronize() {
@@ -132,6 +133,7 @@ void DeviceBuffer::reset() noexcept {
   (void)ctx_->make_current();
   ignore(ctx_->api().cuMemFree(ptr_));
   ptr_ = 0;
+  ctx_.reset();
 }
 
 static diag::Diagnostics copy_too_large(size_t host, size_t device) {
@@ -193,6 +195,7 @@ void HostBuffer::reset() noexcept {
   (void)ctx_->make_current();
   ignore(ctx_->api().cuMemFreeHost(data_));
   data_ = nullptr;
+  ctx_.reset();
 }
 
 // ---- Event ----
@@ -221,6 +224,7 @@ void Event::reset() noexcept {
   (void)ctx_->make_current();
   ignore(ctx_->api().cuEventDestroy(event_));
   event_ = nullptr;
+  ctx_.reset();
 }
 
 std::expected<void, diag::Diagnostics> Event::record(CUstream stream) {

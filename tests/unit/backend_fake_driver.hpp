@@ -1,0 +1,189 @@
+// A fake CUDA driver table for backend unit tests: chosen CUresults, call counters, H100-like attributes.
+#pragma once
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backend/driver_api.hpp"
+
+namespace ptxgate::backend::testing {
+
+/// What the fake driver recorded and what it should answer. One global instance:
+/// the fake functions are plain function pointers.
+struct FakeDriverState {
+  std::map<std::string, CUresult> fail;  ///< entry-point base name -> result to return
+  int launches = 0, cooperative_launches = 0, set_attribute_calls = 0, occupancy_calls = 0, memsets = 0;
+  int allocations = 0, frees = 0, module_unloads = 0, primary_releases = 0;
+  unsigned last_grid[3] = {}, last_block[3] = {};
+  unsigned last_shared = 0;
+  size_t params_to_record = 0;     ///< how many kernelParams slots the next launches copy
+  std::vector<void*> last_params;  ///< kernelParams of the last launch (params_to_record slots)
+  int occupancy_answer = 8;        ///< cuOccupancyMaxActiveBlocksPerMultiprocessor
+  int num_regs = 32, max_threads = 1024, static_shared = 0;
+  int last_max_dynamic_shared = -1;
+
+  CUresult result_of(const char* name) const {
+    auto it = fail.find(name);
+    return it == fail.end() ? CUDA_SUCCESS : it->second;
+  }
+};
+
+inline FakeDriverState& fake_state() {
+  static FakeDriverState state;
+  return state;
+}
+
+namespace detail {
+template <class F>
+struct Succeed;
+template <class... A>
+struct Succeed<CUresult (*)(A...)> {
+  static CUresult call(A...) { return CUDA_SUCCESS; }
+};
+}  // namespace detail
+
+/// A complete fake table: every entry succeeds unless fake_state().fail names it.
+inline DriverApi make_fake_driver() {
+  DriverApi api;
+  api.library = "fake";
+#define PTXGATE_FAKE_DEFAULT(name) api.name = &detail::Succeed<decltype(api.name)>::call;
+  PTXGATE_DRIVER_ENTRY_POINTS(PTXGATE_FAKE_DEFAULT)
+#undef PTXGATE_FAKE_DEFAULT
+  api.cuGetErrorName = [](CUresult r, const char** s) {
+    switch (r) {
+      case CUDA_ERROR_ILLEGAL_ADDRESS: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
+      case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
+      case CUDA_ERROR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+      case CUDA_ERROR_LAUNCH_FAILED: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
+      default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+  };
+  api.cuGetErrorString = [](CUresult r, const char** s) {
+    *s = r == CUDA_ERROR_ILLEGAL_ADDRESS ? "an illegal memory access was encountered" : "fake error text";
+    return CUDA_SUCCESS;
+  };
+  api.cuDeviceGetName = [](char* name, int len, CUdevice) {
+    std::strncpy(name, "Fake H100", static_cast<size_t>(len));
+    return fake_state().result_of("cuDeviceGetName");
+  };
+  api.cuDeviceTotalMem = [](size_t* bytes, CUdevice) {
+    *bytes = size_t{80} << 30;
+    return CUDA_SUCCESS;
+  };
+  api.cuDriverGetVersion = [](int* v) {
+    *v = 13000;
+    return CUDA_SUCCESS;
+  };
+  api.cuDeviceGetAttribute = [](int* v, CUdevice_attribute a, CUdevice) {
+    static const std::map<CUdevice_attribute, int> h100 = {
+        {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 9},
+        {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0},
+        {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 132},
+        {CU_DEVICE_ATTRIBUTE_WARP_SIZE, 32},
+        {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024},
+        {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, 1024},
+        {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, 1024},
+        {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, 64},
+        {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, 2147483647},
+        {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, 65535},
+        {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, 65535},
+        {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 2048},
+        {CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, 32},
+        {CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, 65536},
+        {CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, 65536},
+        {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 49152},
+        {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 232448},
+        {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, 233472},
+        {CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, 1024},
+        {CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 1},
+    };
+    auto it = h100.find(a);
+    *v = it == h100.end() ? 0 : it->second;
+    return fake_state().result_of("cuDeviceGetAttribute");
+  };
+  api.cuDevicePrimaryCtxRetain = [](CUcontext* c, CUdevice) {
+    *c = reinterpret_cast<CUcontext>(0x1000);
+    return fake_state().result_of("cuDevicePrimaryCtxRetain");
+  };
+  api.cuDevicePrimaryCtxRelease = [](CUdevice) {
+    ++fake_state().primary_releases;
+    return fake_state().result_of("cuDevicePrimaryCtxRelease");
+  };
+  api.cuMemAlloc = [](CUdeviceptr* p, size_t) {
+    CUresult r = fake_state().result_of("cuMemAlloc");
+    if (r == CUDA_SUCCESS) *p = 0x10000 + 0x100 * static_cast<CUdeviceptr>(++fake_state().allocations);
+    return r;
+  };
+  api.cuMemFree = [](CUdeviceptr) {
+    ++fake_state().frees;
+    return fake_state().result_of("cuMemFree");
+  };
+  api.cuMemsetD32 = [](CUdeviceptr, unsigned, size_t) {
+    ++fake_state().memsets;
+    return fake_state().result_of("cuMemsetD32");
+  };
+  api.cuCtxSynchronize = [] { return fake_state().result_of("cuCtxSynchronize"); };
+  api.cuStreamCreate = [](CUstream* s, unsigned) {
+    *s = reinterpret_cast<CUstream>(0x2000);
+    return fake_state().result_of("cuStreamCreate");
+  };
+  api.cuStreamDestroy = [](CUstream) { return fake_state().result_of("cuStreamDestroy"); };
+  api.cuMemcpyHtoD = [](CUdeviceptr, const void*, size_t) { return fake_state().result_of("cuMemcpyHtoD"); };
+  api.cuModuleGetFunction = [](CUfunction* f, CUmodule, const char*) {
+    *f = reinterpret_cast<CUfunction>(0x3000);
+    return fake_state().result_of("cuModuleGetFunction");
+  };
+  api.cuModuleUnload = [](CUmodule) {
+    ++fake_state().module_unloads;
+    return CUDA_SUCCESS;
+  };
+  api.cuFuncGetAttribute = [](int* v, CUfunction_attribute a, CUfunction) {
+    auto& s = fake_state();
+    *v = a == CU_FUNC_ATTRIBUTE_NUM_REGS                ? s.num_regs
+         : a == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? s.max_threads
+         : a == CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES     ? s.static_shared
+                                                        : 0;
+    return s.result_of("cuFuncGetAttribute");
+  };
+  api.cuFuncSetAttribute = [](CUfunction, CUfunction_attribute a, int value) {
+    auto& s = fake_state();
+    ++s.set_attribute_calls;
+    if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) s.last_max_dynamic_shared = value;
+    return s.result_of("cuFuncSetAttribute");
+  };
+  api.cuOccupancyMaxActiveBlocksPerMultiprocessor = [](int* n, CUfunction, int, size_t) {
+    ++fake_state().occupancy_calls;
+    *n = fake_state().occupancy_answer;
+    return fake_state().result_of("cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  };
+  api.cuLaunchKernel = [](CUfunction, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                          unsigned shared, CUstream, void** params, void**) {
+    auto& s = fake_state();
+    ++s.launches;
+    s.last_grid[0] = gx, s.last_grid[1] = gy, s.last_grid[2] = gz;
+    s.last_block[0] = bx, s.last_block[1] = by, s.last_block[2] = bz;
+    s.last_shared = shared;
+    s.last_params.assign(params, params + s.params_to_record);
+    return s.result_of("cuLaunchKernel");
+  };
+  api.cuLaunchCooperativeKernel = [](CUfunction, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                     unsigned bz, unsigned shared, CUstream, void** params) {
+    auto& s = fake_state();
+    ++s.cooperative_launches;
+    s.last_grid[0] = gx, s.last_grid[1] = gy, s.last_grid[2] = gz;
+    s.last_block[0] = bx, s.last_block[1] = by, s.last_block[2] = bz;
+    s.last_shared = shared;
+    s.last_params.assign(params, params + s.params_to_record);
+    return s.result_of("cuLaunchCooperativeKernel");
+  };
+  return api;
+}
+
+/// Resets the recorded state before a test case.
+inline void reset_fake_state() { fake_state() = FakeDriverState{}; }
+
+}  // namespace ptxgate::backend::testing

@@ -1,0 +1,262 @@
+// The guarded launch through a fake driver: steady path, blocked plans, opt-in, cooperative, barrier word, binding.
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "backend/arg.hpp"
+#include "backend/context.hpp"
+#include "backend/launch.hpp"
+#include "backend_fake_driver.hpp"
+
+using namespace ptxgate;
+using namespace ptxgate::backend;
+using testing::fake_state;
+
+namespace {
+
+codegen::KernelInfo saxpy_info() {
+  codegen::KernelInfo k;
+  k.name = "saxpy";
+  k.params = {{"y", 0, true, ir::Access::inout, ir::Type::f32, 8},
+              {"x", 1, true, ir::Access::in, ir::Type::f32, 8},
+              {"a", 2, false, ir::Access::inout, ir::Type::f32, 4},
+              {"n", 3, false, ir::Access::inout, ir::Type::u32, 4}};
+  return k;
+}
+
+validation::LaunchPlan plan_for(uint64_t grid, uint64_t block, size_t args, uint64_t shared = 0, bool coop = false) {
+  validation::LaunchPlan p;
+  p.grid = {grid, 1, 1};
+  p.block = {block, 1, 1};
+  p.dynamic_shared_bytes = shared;
+  p.cooperative = coop;
+  p.stream_is_null = true;
+  p.arguments_known = true;
+  for (size_t i = 0; i < args; ++i) {
+    validation::ArgumentDesc d;
+    d.kind = i < 2 ? validation::ArgumentDesc::Kind::buffer : validation::ArgumentDesc::Kind::scalar;
+    d.size_bytes = i < 2 ? 8 : 4;
+    if (i == 2) d.scalar_type = ir::Type::f32;
+    if (i == 3) d.scalar_type = ir::Type::u32;
+    p.arguments.push_back(d);
+  }
+  return p;
+}
+
+struct Fixture {
+  DriverApi api = testing::make_fake_driver();
+  std::shared_ptr<Context> ctx;
+  CUdeviceptr y = 0x100, x = 0x200;
+  float a = 2.0f;
+  uint32_t n = 1000;
+  std::vector<void*> args{&y, &x, &a, &n};
+
+  Fixture() {
+    testing::reset_fake_state();
+    ctx = *Context::open(0, &api);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("backend launch: a repeated plan shape validates once and then only calls the driver") {
+  Fixture f;
+  auto fn = LoadedFunction::resolve(*f.ctx, reinterpret_cast<CUmodule>(0x4000), saxpy_info());
+  REQUIRE(fn);
+  auto plan = plan_for(4, 256, 4);
+  for (int i = 0; i < 10; ++i) REQUIRE(launch_cuda_function(*f.ctx, **fn, plan, f.args, nullptr));
+  auto c = (*fn)->counters();
+  CHECK(c.validated == 1);
+  CHECK(c.cached == 9);
+  CHECK(c.driver_calls == 10);
+  CHECK(fake_state().launches == 10);
+  CHECK(fake_state().occupancy_calls == 1);
+  CHECK(fake_state().last_grid[0] == 4);
+  CHECK(fake_state().last_block[0] == 256);
+
+  auto other = plan_for(8, 128, 4);
+  REQUIRE(launch_cuda_function(*f.ctx, **fn, other, f.args, nullptr));
+  CHECK((*fn)->counters().validated == 2);
+}
+
+TEST_CASE("backend launch: a blocked plan never reaches the driver, every time") {
+  Fixture f;
+  auto fn = LoadedFunction::resolve(*f.ctx, reinterpret_cast<CUmodule>(0x4000), saxpy_info());
+  REQUIRE(fn);
+  auto plan = plan_for(4, 1025, 4);
+  for (int i = 0; i < 3; ++i) {
+    auto r = launch_cuda_function(*f.ctx, **fn, plan, f.args, nullptr);
+    REQUIRE_FALSE(r);
+    bool threads = false;
+    for (const auto& d : r.error()) threads |= d.code == diag::Code::threads_per_block_exceeded;
+    CHECK(threads);
+  }
+  CHECK(fake_state().launches == 0);
+  CHECK((*fn)->counters().blocked == 3);
+}
+
+TEST_CASE("backend launch: an argument count mismatch is blocked before the driver") {
+  Fixture f;
+  auto fn = LoadedFunction::resolve(*f.ctx, reinterpret_cast<CUmodule>(0x4000), saxpy_info());
+  REQUIRE(fn);
+  auto plan = plan_for(4, 256, 3);
+  std::vector<void*> three(f.args.begin(), f.args.begin() + 3);
+  auto r = launch_cuda_function(*f.ctx, **fn, plan, three, nullptr);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().items()[0].code == diag::Code::argument_count_mismatch);
+  CHECK(fake_state().launches == 0);
+}
+
+TEST_CASE("backend launch: a plan that does not describe the call is an internal error") {
+  Fixture f;
+  auto fn = LoadedFunction::resolve(*f.ctx, reinterpret_cast<CUmodule>(0x4000), saxpy_info());
+  REQUIRE(fn);
+  auto plan = plan_for(4, 256, 4);
+  std::vector<void*> with_null = f.args;
+  with_null[1] = nullptr;
+  auto r = launch_cuda_function(*f.ctx, **fn, plan, with_null, nullptr);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().items()[0].code == diag::Code::internal_error);
+  CHECK(fake_state().launches == 0);
+}
+
+TEST_CASE("backend launch: shared memory above 48 KiB opts in once per function, at the maximum") {
+  Fixture f;
+  fake_state().static_shared = 1024;
+  auto fn = LoadedFunction::resolve(*f.ctx, reinterpret_cast<CUmodule>(0x4000), saxpy_info());
+  REQUIRE(fn);
+  CHECK((*fn)->resources().static_shared_bytes == 1024);
+  REQUIRE(launch_cuda_function(*f.ctx, **fn, plan_for(4, 256, 4, 4096), f.args, nullptr));
+  CHECK(fake_state().set_attribute_calls == 0);
+  REQUIRE(launch_cuda_function(*f.ctx, **fn, plan_for(4, 256, 4, 100000), f.args, nullptr));
+  REQUIRE(launch_cuda_function(*f.ctx, **fn, plan_for(4, 256, 4, 120000), f.args, nullptr));
+  CHECK(fake_state().set_attribute_calls == 1);
+  CHECK(fake_state().last_max_dynamic_shared == 232448 - 1024);
+  CHECK(fake_state().last_shared == 120000);
+  auto too_big = launch_cuda_function(*f.ctx, **fn, plan_for(4, 256, 4, 232448), f.args, nullptr);
+  REQUIRE_FALSE(too_big);
+  CHECK(too_big.error().items()[0].code == diag::Code::shared_memory_exceeded);
+}
+
+TEST_CASE("backend launch: grid_sync kernels launch cooperatively with the barrier word appended") {
+  Fixture f;
+  auto info = saxpy_info();
+  info.cooperative = true;
+  info.uses_grid_sync = true;
+  info.hidden_grid_barrier_param = true;
+  auto fn = LoadedFunction::resolve(*f.ctx, reinterpret_cast<CUmodule>(0x4000), info);
+  REQUIRE(fn);
+  fake_state().occupancy_answer = 2;
+  fake_state().params_to_record = 5;
+  REQUIRE(launch_cuda_function(*f.ctx, **fn, plan_for(264, 256, 4, 0, true), f.args, nullptr));
+  CHECK(fake_state().cooperative_launches == 1);
+  CHECK(fake_state().launches == 0);
+  REQUIRE(fake_state().last_params.size() == 5);
+  CHECK(fake_state().last_params[0] == f.args[0]);
+  auto word = f.ctx->grid_barrier_word(nullptr);
+  REQUIRE(word);
+  CHECK(*static_cast<CUdeviceptr*>(fake_state().last_params[4]) == *word);
+  CHECK(fake_state().memsets == 1);  // zeroed once at allocation
+
+  REQUIRE(launch_cuda_function(*f.ctx, **fn, plan_for(264, 256, 4, 0, true), f.args, nullptr));
+  CHECK(fake_state().memsets == 1);  // no per-launch reset
+
+  auto too_large = launch_cuda_function(*f.ctx, **fn, plan_for(265, 256, 4, 0, true), f.args, nullptr);
+  REQUIRE_FALSE(too_large);
+  CHECK(too_large.error().items()[0].code == diag::Code::cooperative_grid_too_large);
+  auto not_coop = launch_cuda_function(*f.ctx, **fn, plan_for(4, 256, 4, 0, false), f.args, nullptr);
+  REQUIRE_FALSE(not_coop);
+  bool needs = false;
+  for (const auto& d : not_coop.error()) needs |= d.code == diag::Code::grid_sync_needs_cooperative;
+  CHECK(needs);
+  CHECK(fake_state().cooperative_launches == 2);
+}
+
+TEST_CASE("backend launch: a driver rejection is PG4005; a sticky one poisons, then PG4003") {
+  Fixture f;
+  auto fn = LoadedFunction::resolve(*f.ctx, reinterpret_cast<CUmodule>(0x4000), saxpy_info());
+  REQUIRE(fn);
+  fake_state().fail["cuLaunchKernel"] = CUDA_ERROR_INVALID_VALUE;
+  auto r = launch_cuda_function(*f.ctx, **fn, plan_for(4, 256, 4), f.args, nullptr);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().items()[0].code == diag::Code::launch_failed);
+  CHECK(r.error().items()[0].message.find("cuLaunchKernel") != std::string::npos);
+  CHECK(r.error().items()[0].message.find("saxpy") != std::string::npos);
+  CHECK_FALSE(f.ctx->poisoned());
+
+  fake_state().fail["cuLaunchKernel"] = CUDA_ERROR_LAUNCH_FAILED;
+  REQUIRE_FALSE(launch_cuda_function(*f.ctx, **fn, plan_for(4, 256, 4), f.args, nullptr));
+  CHECK(f.ctx->poisoned());
+  int launches = fake_state().launches;
+  auto after = launch_cuda_function(*f.ctx, **fn, plan_for(4, 256, 4), f.args, nullptr);
+  REQUIRE_FALSE(after);
+  CHECK(after.error().items()[0].code == diag::Code::context_poisoned);
+  CHECK(fake_state().launches == launches);
+}
+
+TEST_CASE("backend launch: the driver's occupancy answer decides the cooperative limit") {
+  Fixture f;
+  auto info = saxpy_info();
+  info.cooperative = true;
+  auto fn = LoadedFunction::resolve(*f.ctx, reinterpret_cast<CUmodule>(0x4000), info);
+  REQUIRE(fn);
+  fake_state().occupancy_answer = 1;
+  auto v = validate_launch(*f.ctx, **fn, plan_for(133, 256, 4, 0, true), nullptr);
+  CHECK_FALSE(v.launchable);
+  CHECK(v.max_cooperative_grid == 132);
+  CHECK(validate_launch(*f.ctx, **fn, plan_for(132, 256, 4, 0, true), nullptr).launchable);
+}
+
+TEST_CASE("backend arg: binding checks kind, type family, width and range") {
+  codegen::ParamInfo buf{"x", 0, true, ir::Access::in, ir::Type::f32, 8};
+  codegen::ParamInfo f32{"a", 1, false, ir::Access::inout, ir::Type::f32, 4};
+  codegen::ParamInfo f64{"b", 2, false, ir::Access::inout, ir::Type::f64, 8};
+  codegen::ParamInfo u32{"n", 3, false, ir::Access::inout, ir::Type::u32, 4};
+  codegen::ParamInfo i64{"m", 4, false, ir::Access::inout, ir::Type::i64, 8};
+
+  auto ok = bind_argument(Arg(2.5f), f32, "k");
+  REQUIRE(ok);
+  float got;
+  std::memcpy(&got, ok->bytes, 4);
+  CHECK(got == 2.5f);
+  CHECK(ok->size == 4);
+
+  auto wrong_kind = bind_argument(Arg(2.5f), buf, "k");
+  REQUIRE_FALSE(wrong_kind);
+  CHECK(wrong_kind.error().items()[0].code == diag::Code::argument_kind_mismatch);
+  CHECK(wrong_kind.error().items()[0].message.find("'x'") != std::string::npos);
+
+  auto dbl = bind_argument(Arg(2.5), f32, "k");
+  REQUIRE_FALSE(dbl);
+  CHECK(dbl.error().items()[0].code == diag::Code::argument_size_mismatch);
+  CHECK(dbl.error().items()[0].fix.find("2.0f") != std::string::npos);
+
+  auto widened = bind_argument(Arg(1.5f), f64, "k");
+  REQUIRE(widened);
+  double d;
+  std::memcpy(&d, widened->bytes, 8);
+  CHECK(d == 1.5);
+
+  auto n = bind_argument(Arg(1000), u32, "k");
+  REQUIRE(n);
+  uint32_t nv;
+  std::memcpy(&nv, n->bytes, 4);
+  CHECK(nv == 1000);
+  CHECK_FALSE(bind_argument(Arg(-1), u32, "k"));
+  CHECK_FALSE(bind_argument(Arg(uint64_t{1} << 32), u32, "k"));
+  CHECK_FALSE(bind_argument(Arg(1.0f), u32, "k"));
+  auto m = bind_argument(Arg(-7), i64, "k");
+  REQUIRE(m);
+  int64_t mv;
+  std::memcpy(&mv, m->bytes, 8);
+  CHECK(mv == -7);
+
+  auto null_buffer = bind_argument(Arg::device_pointer(0, 64), buf, "k");
+  REQUIRE_FALSE(null_buffer);
+  CHECK(null_buffer.error().items()[0].code == diag::Code::null_buffer);
+  auto p = bind_argument(Arg::device_pointer(0xabc0, 64), buf, "k");
+  REQUIRE(p);
+  uint64_t pv;
+  std::memcpy(&pv, p->bytes, 8);
+  CHECK(pv == 0xabc0);
+}
