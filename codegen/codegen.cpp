@@ -1,7 +1,103 @@
-// TEMPORARY: replaced by the code generator. describe() is real; compile() is not yet.
+// The code generator's entry points: lower, link libdevice if needed, O3, then PTX or LLVM IR text.
 #include "codegen/codegen.hpp"
 
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <llvm/IR/DiagnosticHandler.h>
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/DiagnosticPrinter.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include "codegen/libdevice.hpp"
+#include "codegen/lower.hpp"
+#include "codegen/nvptx.hpp"
+
 namespace ptxgate::codegen {
+namespace {
+
+/// Collects LLVM's error diagnostics instead of letting the default handler exit the process.
+struct CollectingDiagnosticHandler : llvm::DiagnosticHandler {
+  explicit CollectingDiagnosticHandler(std::vector<std::string>* sink) : errors(sink) {}
+  bool handleDiagnostics(const llvm::DiagnosticInfo& info) override {
+    if (info.getSeverity() == llvm::DS_Error) {
+      std::string text;
+      llvm::raw_string_ostream stream(text);
+      llvm::DiagnosticPrinterRawOStream printer(stream);
+      info.print(printer);
+      errors->push_back(std::move(text));
+    }
+    return true;
+  }
+  std::vector<std::string>* errors;
+};
+
+diag::Diagnostics single(diag::Code code, std::string message, std::string fix) {
+  diag::Diagnostics d;
+  d.add(code, std::move(message), {}, std::move(fix));
+  return d;
+}
+
+/// One compile's LLVM state: its own context (so compiles run in parallel), the leased
+/// target machine, and the optimised module.
+struct Compilation {
+  llvm::LLVMContext context;
+  std::vector<std::string> llvm_errors;
+  std::unique_ptr<llvm::Module> module;
+
+  std::expected<void, diag::Diagnostics> llvm_failed(std::string_view stage) const {
+    if (llvm_errors.empty()) return {};
+    return std::unexpected(single(diag::Code::llvm_backend_failure,
+                                  fmt::format("LLVM reported an error during {}: {}", stage, llvm_errors.front()),
+                                  "report this as a ptxgate bug together with the input module"));
+  }
+};
+
+/// Lowers, verifies, links libdevice where used, internalises and optimises.
+std::expected<void, diag::Diagnostics> build_optimised_module(Compilation& c, const ir::Module& verified,
+                                                              const CodegenOptions& options,
+                                                              llvm::TargetMachine& machine) {
+  c.context.setDiagnosticHandler(std::make_unique<CollectingDiagnosticHandler>(&c.llvm_errors));
+  auto lowered = lower_module(verified, c.context, machine.createDataLayout());
+  if (!lowered) return std::unexpected(std::move(lowered.error()));
+  c.module = std::move(*lowered);
+
+  std::string broken;
+  llvm::raw_string_ostream broken_stream(broken);
+  if (llvm::verifyModule(*c.module, &broken_stream))
+    return std::unexpected(single(diag::Code::internal_error, "generated LLVM IR is invalid: " + broken,
+                                  "report this as a ptxgate bug together with the input module"));
+
+  if (calls_libdevice(*c.module)) {
+    auto path = resolve_libdevice_path(options);
+    if (!path) return std::unexpected(std::move(path.error()));
+    if (auto linked = link_libdevice(*c.module, *path); !linked) return linked;
+  }
+  internalize_non_kernels(*c.module);
+  optimize_module(*c.module, machine, options.opt_level);
+  return c.llvm_failed("optimisation");
+}
+
+template <class T, class F>
+std::expected<T, diag::Diagnostics> guarded(F&& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return std::unexpected(single(diag::Code::internal_error, "out of memory during code generation",
+                                  "compile a smaller module or free memory"));
+  } catch (const std::exception& e) {
+    return std::unexpected(single(diag::Code::internal_error,
+                                  fmt::format("unexpected failure during code generation: {}", e.what()),
+                                  "report this as a ptxgate bug together with the input module"));
+  }
+}
+
+}  // namespace
 
 const std::vector<std::string>& supported_targets() {
   static const std::vector<std::string> targets = {"sm_70", "sm_72", "sm_75", "sm_80", "sm_86",
@@ -28,18 +124,37 @@ std::vector<KernelInfo> describe(const ir::Module& m) {
   return out;
 }
 
-static diag::Diagnostics not_yet() {
-  diag::Diagnostics d;
-  d.add(diag::Code::internal_error, "code generation is not built yet");
-  return d;
+std::expected<std::string, diag::Diagnostics> emit_llvm_ir(const ir::Module& verified, const CodegenOptions& options) {
+  return guarded<std::string>([&]() -> std::expected<std::string, diag::Diagnostics> {
+    auto lease = lease_target_machine(options.target, options.opt_level);
+    if (!lease) return std::unexpected(std::move(lease.error()));
+    Compilation c;
+    if (auto built = build_optimised_module(c, verified, options, lease->machine()); !built)
+      return std::unexpected(std::move(built.error()));
+    std::string text;
+    llvm::raw_string_ostream stream(text);
+    c.module->print(stream, nullptr);
+    return text;
+  });
 }
 
-std::expected<std::string, diag::Diagnostics> emit_llvm_ir(const ir::Module&, const CodegenOptions&) {
-  return std::unexpected(not_yet());
-}
-
-std::expected<CompiledModule, diag::Diagnostics> compile(const ir::Module&, const CodegenOptions&) {
-  return std::unexpected(not_yet());
+std::expected<CompiledModule, diag::Diagnostics> compile(const ir::Module& verified, const CodegenOptions& options) {
+  return guarded<CompiledModule>([&]() -> std::expected<CompiledModule, diag::Diagnostics> {
+    auto lease = lease_target_machine(options.target, options.opt_level);
+    if (!lease) return std::unexpected(std::move(lease.error()));
+    Compilation c;
+    if (auto built = build_optimised_module(c, verified, options, lease->machine()); !built)
+      return std::unexpected(std::move(built.error()));
+    auto ptx = emit_ptx_text(*c.module, lease->machine());
+    if (!ptx) return std::unexpected(std::move(ptx.error()));
+    if (auto failed = c.llvm_failed("PTX emission"); !failed) return std::unexpected(std::move(failed.error()));
+    CompiledModule out;
+    out.target = options.target;
+    out.ptx_isa_version = ptx_isa_version_of(*ptx);
+    out.ptx = std::move(*ptx);
+    out.kernels = describe(verified);
+    return out;
+  });
 }
 
 }  // namespace ptxgate::codegen

@@ -1,0 +1,25 @@
+// libdevice: finding libdevice.10.bc, reading it once per process, linking only what a module calls.
+#pragma once
+
+#include <expected>
+#include <string>
+
+#include <llvm/IR/Module.h>
+
+#include "diagnostics/diagnostic.hpp"
+
+namespace ptxgate::codegen {
+
+/// True when the module declares a libdevice function (`__nv_*`) it calls.
+bool calls_libdevice(const llvm::Module& module);
+
+/// Links the libdevice functions `module` needs (Linker::LinkOnlyNeeded) from the file
+/// `path`, whose bytes are read once per process and shared by every compile.
+/// PG2002 when the file cannot be read or is not libdevice bitcode.
+std::expected<void, diag::Diagnostics> link_libdevice(llvm::Module& module, const std::string& path);
+
+/// Gives every definition except the PTX kernels internal linkage, so that O3 inlines
+/// and drops the linked libdevice bodies.
+void internalize_non_kernels(llvm::Module& module);
+
+}  // namespace ptxgate::codegen

@@ -1,0 +1,664 @@
+// IR -> LLVM IR: kernel signatures, statements, expressions, builtins, atomics and math calls.
+#include "codegen/lower.hpp"
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IR/Metadata.h>
+
+#include "codegen/grid_sync.hpp"
+#include "codegen/nvptx.hpp"
+
+namespace ptxgate::codegen {
+namespace {
+
+/// A broken verifier invariant; caught by lower_module and reported as PG9000.
+struct InvariantFailure {
+  std::string message;
+};
+
+[[noreturn]] void invariant_failed(std::string message) { throw InvariantFailure{std::move(message)}; }
+
+constexpr unsigned kGlobalSpace = 1;
+constexpr unsigned kSharedSpace = 3;
+
+/// Type of a value in registers (bool is i1).
+llvm::Type* value_type(llvm::LLVMContext& c, ir::Type t) {
+  switch (t) {
+    case ir::Type::bool_: return llvm::Type::getInt1Ty(c);
+    case ir::Type::i32: case ir::Type::u32: return llvm::Type::getInt32Ty(c);
+    case ir::Type::i64: case ir::Type::u64: return llvm::Type::getInt64Ty(c);
+    case ir::Type::f32: return llvm::Type::getFloatTy(c);
+    case ir::Type::f64: return llvm::Type::getDoubleTy(c);
+    default: invariant_failed(fmt::format("type '{}' reached code generation", ir::type_name(t)));
+  }
+}
+
+/// Type of an element in buffers and shared arrays (bool takes one byte).
+llvm::Type* memory_type(llvm::LLVMContext& c, ir::Type t) {
+  return t == ir::Type::bool_ ? llvm::Type::getInt8Ty(c) : value_type(c, t);
+}
+
+/// Type of a by-value kernel parameter (bool is passed as a 4-byte integer, see KernelInfo).
+llvm::Type* parameter_type(llvm::LLVMContext& c, ir::Type t) {
+  return t == ir::Type::bool_ ? llvm::Type::getInt32Ty(c) : value_type(c, t);
+}
+
+std::string_view libdevice_stem(ir::Intrinsic i) {
+  switch (i) {
+    case ir::Intrinsic::rsqrt: return "rsqrt";
+    case ir::Intrinsic::exp: return "exp";
+    case ir::Intrinsic::log: return "log";
+    case ir::Intrinsic::sin: return "sin";
+    case ir::Intrinsic::cos: return "cos";
+    case ir::Intrinsic::tanh: return "tanh";
+    case ir::Intrinsic::pow: return "pow";
+    default: return {};
+  }
+}
+
+/// What a resolved name stands for while lowering one kernel.
+struct Binding {
+  enum class Kind : uint8_t { value, slot, buffer, shared } kind = Kind::value;
+  llvm::Value* value = nullptr;        ///< SSA value, alloca, buffer pointer or shared global
+  ir::Type type = ir::Type::error;     ///< value type, or element type of buffer/shared
+  llvm::Type* array_type = nullptr;    ///< shared: [N x T]
+  int param_index = -1;                ///< buffer: signature position
+};
+
+class KernelLowering {
+ public:
+  KernelLowering(const ir::Kernel& kernel, llvm::Module& module)
+      : kernel_(kernel), module_(module), context_(module.getContext()), builder_(module.getContext()) {}
+
+  void run() {
+    declare_function();
+    statements(kernel_.body);
+    if (!builder_.GetInsertBlock()->getTerminator()) builder_.CreateRetVoid();
+    set_buffer_attributes();
+    annotate();
+  }
+
+ private:
+  struct LoopTargets {
+    llvm::BasicBlock* continue_target;
+    llvm::BasicBlock* break_target;
+  };
+
+  // ---- signature, attributes, annotations ----
+
+  void declare_function() {
+    std::vector<llvm::Type*> types;
+    for (const auto& p : kernel_.params)
+      types.push_back(p.is_buffer ? llvm::PointerType::get(context_, kGlobalSpace) : parameter_type(context_, p.type));
+    if (kernel_.uses_grid_sync) types.push_back(llvm::PointerType::get(context_, kGlobalSpace));
+    auto* signature = llvm::FunctionType::get(llvm::Type::getVoidTy(context_), types, false);
+    function_ = llvm::Function::Create(signature, llvm::GlobalValue::ExternalLinkage, kernel_.name, module_);
+    if (function_->getName() != kernel_.name)
+      invariant_failed(fmt::format("kernel name '{}' is used twice in one module", kernel_.name));
+    function_->setCallingConv(llvm::CallingConv::PTX_Kernel);
+    function_->addFnAttr(llvm::Attribute::NoUnwind);
+    builder_.SetInsertPoint(llvm::BasicBlock::Create(context_, "entry", function_));
+
+    params_.resize(kernel_.params.size());
+    buffer_read_.assign(kernel_.params.size(), false);
+    buffer_written_.assign(kernel_.params.size(), false);
+    for (size_t i = 0; i < kernel_.params.size(); ++i) {
+      const ir::Param& p = kernel_.params[i];
+      llvm::Argument* arg = function_->getArg(static_cast<unsigned>(i));
+      arg->setName(p.name);
+      Binding binding;
+      binding.type = p.type;
+      if (p.is_buffer) {
+        binding.kind = Binding::Kind::buffer;
+        binding.value = arg;
+        binding.param_index = static_cast<int>(i);
+        arrays_by_name_[p.name] = binding;
+      } else {
+        binding.value = p.type == ir::Type::bool_ ? builder_.CreateICmpNE(arg, builder_.getInt32(0), p.name + ".bool")
+                                                  : static_cast<llvm::Value*>(arg);
+      }
+      params_[i] = binding;
+    }
+    if (kernel_.uses_grid_sync) {
+      grid_barrier_word_ = function_->getArg(static_cast<unsigned>(kernel_.params.size()));
+      grid_barrier_word_->setName("grid_barrier_word");
+      grid_barrier_word_->addAttr(llvm::Attribute::NoCapture);
+      grid_barrier_word_->addAttr(llvm::Attribute::NoUndef);
+    }
+  }
+
+  /// readonly / writeonly from what the kernel itself does with each buffer; never
+  /// noalias, because the caller may pass the same buffer twice.
+  void set_buffer_attributes() {
+    for (size_t i = 0; i < kernel_.params.size(); ++i) {
+      if (!kernel_.params[i].is_buffer) continue;
+      llvm::Argument* arg = function_->getArg(static_cast<unsigned>(i));
+      arg->addAttr(llvm::Attribute::NoCapture);
+      arg->addAttr(llvm::Attribute::NoUndef);
+      if (!buffer_written_[i]) arg->addAttr(llvm::Attribute::ReadOnly);
+      else if (!buffer_read_[i]) arg->addAttr(llvm::Attribute::WriteOnly);
+    }
+  }
+
+  void annotate() {
+    llvm::NamedMDNode* annotations = module_.getOrInsertNamedMetadata("nvvm.annotations");
+    auto add = [&](const char* key, uint32_t value) {
+      llvm::Metadata* fields[] = {llvm::ValueAsMetadata::get(function_), llvm::MDString::get(context_, key),
+                                  llvm::ConstantAsMetadata::get(builder_.getInt32(value))};
+      annotations->addOperand(llvm::MDNode::get(context_, fields));
+    };
+    add("kernel", 1);
+    if (kernel_.has_workgroup()) {
+      add("reqntidx", kernel_.workgroup[0]);
+      add("reqntidy", kernel_.workgroup[1] ? kernel_.workgroup[1] : 1);
+      add("reqntidz", kernel_.workgroup[2] ? kernel_.workgroup[2] : 1);
+    }
+  }
+
+  // ---- names ----
+
+  const Binding& binding_of(const ir::Expr& e) {
+    if (e.symbol) {
+      if (e.symbol->kind == ir::SymbolKind::scalar_param || e.symbol->kind == ir::SymbolKind::buffer_param) {
+        if (e.symbol->param_index < params_.size()) return params_[e.symbol->param_index];
+      } else if (auto it = bindings_.find(e.symbol); it != bindings_.end()) {
+        return it->second;
+      }
+    }
+    if (auto it = arrays_by_name_.find(e.name); it != arrays_by_name_.end()) return it->second;
+    invariant_failed(fmt::format("name '{}' in kernel '{}' was not resolved", e.name, kernel_.name));
+  }
+
+  const ir::Symbol& declared_symbol(const ir::Stmt& s) {
+    if (!s.symbol) invariant_failed(fmt::format("declaration of '{}' has no symbol", s.name));
+    return *s.symbol;
+  }
+
+  llvm::AllocaInst* entry_slot(ir::Type t, const std::string& name) {
+    llvm::BasicBlock& entry = function_->getEntryBlock();
+    llvm::IRBuilder<> at_entry(&entry, entry.getFirstInsertionPt());
+    return at_entry.CreateAlloca(value_type(context_, t), nullptr, name);
+  }
+
+  // ---- control flow helpers ----
+
+  llvm::BasicBlock* new_block(const char* name) { return llvm::BasicBlock::Create(context_, name, function_); }
+
+  void branch_to(llvm::BasicBlock* target) {
+    if (!builder_.GetInsertBlock()->getTerminator()) builder_.CreateBr(target);
+  }
+
+  /// After break/continue/return: later statements of the same body go to a block with
+  /// no predecessors, which the optimiser deletes.
+  void continue_in_dead_block() { builder_.SetInsertPoint(new_block("after.jump")); }
+
+  // ---- statements ----
+
+  void statements(const std::vector<ir::StmtPtr>& body) {
+    for (const auto& s : body) statement(*s);
+  }
+
+  void statement(const ir::Stmt& s) {
+    switch (s.kind) {
+      case ir::StmtKind::let_decl: {
+        const ir::Symbol& symbol = declared_symbol(s);
+        llvm::Value* value = convert(expr(*s.value), s.value->type, symbol.type);
+        value->setName(s.name);
+        bindings_[&symbol] = Binding{Binding::Kind::value, value, symbol.type, nullptr, -1};
+        return;
+      }
+      case ir::StmtKind::var_decl: {
+        const ir::Symbol& symbol = declared_symbol(s);
+        llvm::Value* initial = s.value ? convert(expr(*s.value), s.value->type, symbol.type)
+                                       : llvm::Constant::getNullValue(value_type(context_, symbol.type));
+        llvm::AllocaInst* slot = entry_slot(symbol.type, s.name);
+        builder_.CreateStore(initial, slot);
+        bindings_[&symbol] = Binding{Binding::Kind::slot, slot, symbol.type, nullptr, -1};
+        return;
+      }
+      case ir::StmtKind::assign: return assignment(s);
+      case ir::StmtKind::if_: return if_statement(s);
+      case ir::StmtKind::while_: return while_statement(s);
+      case ir::StmtKind::for_: return for_statement(s);
+      case ir::StmtKind::break_:
+      case ir::StmtKind::continue_: {
+        if (loops_.empty()) invariant_failed("break or continue outside a loop");
+        builder_.CreateBr(s.kind == ir::StmtKind::break_ ? loops_.back().break_target : loops_.back().continue_target);
+        continue_in_dead_block();
+        return;
+      }
+      case ir::StmtKind::return_:
+        builder_.CreateRetVoid();
+        continue_in_dead_block();
+        return;
+      case ir::StmtKind::expr:
+        if (s.value) expr(*s.value);
+        return;
+      case ir::StmtKind::block: return statements(s.body);
+      case ir::StmtKind::shared_decl: return shared_array(s);
+    }
+  }
+
+  void assignment(const ir::Stmt& s) {
+    const ir::Expr& target = *s.target;
+    if (target.kind == ir::ExprKind::index) {
+      const Binding& array = binding_of(target);
+      llvm::Value* address = element_address(array, *target.operands.at(0));
+      llvm::Value* value = convert(expr(*s.value), s.value->type, array.type);
+      builder_.CreateStore(to_memory(value, array.type), address);
+      if (array.param_index >= 0) buffer_written_[array.param_index] = true;
+      return;
+    }
+    const Binding& variable = binding_of(target);
+    if (variable.kind != Binding::Kind::slot) invariant_failed(fmt::format("assignment to '{}'", target.name));
+    builder_.CreateStore(convert(expr(*s.value), s.value->type, variable.type), variable.value);
+  }
+
+  void if_statement(const ir::Stmt& s) {
+    llvm::Value* condition = expr(*s.value);
+    auto* then_block = new_block("if.then");
+    auto* merge = new_block("if.end");
+    auto* else_block = s.has_else ? new_block("if.else") : merge;
+    builder_.CreateCondBr(condition, then_block, else_block);
+    builder_.SetInsertPoint(then_block);
+    statements(s.body);
+    branch_to(merge);
+    if (s.has_else) {
+      builder_.SetInsertPoint(else_block);
+      statements(s.else_body);
+      branch_to(merge);
+    }
+    merge->moveAfter(builder_.GetInsertBlock());
+    builder_.SetInsertPoint(merge);
+  }
+
+  void while_statement(const ir::Stmt& s) {
+    auto* header = new_block("while.cond");
+    auto* body = new_block("while.body");
+    auto* exit = new_block("while.end");
+    builder_.CreateBr(header);
+    builder_.SetInsertPoint(header);
+    builder_.CreateCondBr(expr(*s.value), body, exit);
+    builder_.SetInsertPoint(body);
+    loops_.push_back({header, exit});
+    statements(s.body);
+    loops_.pop_back();
+    branch_to(header);
+    exit->moveAfter(builder_.GetInsertBlock());
+    builder_.SetInsertPoint(exit);
+  }
+
+  /// for v in lo..hi [step s]: bounds evaluated once; the latch never wraps past hi.
+  void for_statement(const ir::Stmt& s) {
+    const ir::Symbol& symbol = declared_symbol(s);
+    const ir::Type t = symbol.type;
+    if (!ir::is_integer(t)) invariant_failed(fmt::format("loop variable '{}' is not an integer", s.name));
+    const bool is_signed = ir::is_signed(t);
+    llvm::Value* lo = convert(expr(*s.lo), s.lo->type, t);
+    llvm::Value* hi = convert(expr(*s.hi), s.hi->type, t);
+    llvm::Value* step = s.step ? convert(expr(*s.step), s.step->type, t) : nullptr;
+    llvm::AllocaInst* slot = entry_slot(t, s.name);
+    builder_.CreateStore(lo, slot);
+
+    auto* body = new_block("for.body");
+    auto* latch = new_block("for.next");
+    auto* exit = new_block("for.end");
+    builder_.CreateCondBr(is_signed ? builder_.CreateICmpSLT(lo, hi) : builder_.CreateICmpULT(lo, hi), body, exit);
+
+    builder_.SetInsertPoint(body);
+    bindings_[&symbol] = Binding{Binding::Kind::slot, slot, t, nullptr, -1};
+    loops_.push_back({latch, exit});
+    statements(s.body);
+    loops_.pop_back();
+    branch_to(latch);
+
+    latch->moveAfter(builder_.GetInsertBlock());
+    builder_.SetInsertPoint(latch);
+    llvm::Value* current = builder_.CreateLoad(slot->getAllocatedType(), slot, s.name);
+    llvm::Value* next = nullptr;
+    llvm::Value* more = nullptr;
+    if (!step) {  // current < hi, so current + 1 cannot wrap
+      next = builder_.CreateAdd(current, llvm::ConstantInt::get(current->getType(), 1), s.name + ".next",
+                                /*HasNUW=*/!is_signed, /*HasNSW=*/is_signed);
+      more = is_signed ? builder_.CreateICmpSLT(next, hi) : builder_.CreateICmpULT(next, hi);
+    } else {  // another iteration iff step < hi - current (as unsigned), which cannot wrap
+      llvm::Value* remaining = builder_.CreateSub(hi, current);
+      more = builder_.CreateICmpULT(step, remaining);
+      next = builder_.CreateAdd(current, step, s.name + ".next");
+    }
+    builder_.CreateStore(next, slot);
+    builder_.CreateCondBr(more, body, exit);
+    exit->moveAfter(latch);
+    builder_.SetInsertPoint(exit);
+  }
+
+  void shared_array(const ir::Stmt& s) {
+    const ir::Symbol& symbol = declared_symbol(s);
+    uint64_t count = symbol.array_size;
+    if (count == 0 && s.value && s.value->kind == ir::ExprKind::int_literal) count = s.value->int_value;
+    if (count == 0) invariant_failed(fmt::format("shared array '{}' has no size", s.name));
+    llvm::Type* element = memory_type(context_, symbol.type);
+    auto* array_type = llvm::ArrayType::get(element, count);
+    auto* global = new llvm::GlobalVariable(module_, array_type, false, llvm::GlobalValue::InternalLinkage,
+                                            llvm::UndefValue::get(array_type), kernel_.name + "_" + s.name, nullptr,
+                                            llvm::GlobalValue::NotThreadLocal, kSharedSpace);
+    global->setAlignment(llvm::Align(16));
+    Binding binding{Binding::Kind::shared, global, symbol.type, array_type, -1};
+    bindings_[&symbol] = binding;
+    arrays_by_name_[s.name] = binding;
+  }
+
+  // ---- expressions ----
+
+  llvm::Value* expr(const ir::Expr& e) {
+    switch (e.kind) {
+      case ir::ExprKind::int_literal:
+        if (ir::is_float(e.type)) return llvm::ConstantFP::get(value_type(context_, e.type), double(e.int_value));
+        if (!ir::is_integer(e.type)) invariant_failed(fmt::format("integer literal '{}' has no integer type", e.text));
+        return llvm::ConstantInt::get(value_type(context_, e.type), e.int_value);
+      case ir::ExprKind::float_literal:
+        if (!ir::is_float(e.type)) invariant_failed(fmt::format("float literal '{}' has no float type", e.text));
+        return llvm::ConstantFP::get(value_type(context_, e.type), e.float_value);
+      case ir::ExprKind::bool_literal: return builder_.getInt1(e.bool_value);
+      case ir::ExprKind::name: {
+        const Binding& b = binding_of(e);
+        if (b.kind == Binding::Kind::value) return b.value;
+        if (b.kind == Binding::Kind::slot) return builder_.CreateLoad(value_type(context_, b.type), b.value, e.name);
+        invariant_failed(fmt::format("array '{}' used as a value", e.name));
+      }
+      case ir::ExprKind::builtin: return builtin(e.builtin, e.component);
+      case ir::ExprKind::index: {
+        const Binding& array = binding_of(e);
+        llvm::Value* address = element_address(array, *e.operands.at(0));
+        if (array.param_index >= 0) buffer_read_[array.param_index] = true;
+        return from_memory(builder_.CreateLoad(memory_type(context_, array.type), address), array.type);
+      }
+      case ir::ExprKind::unary: return unary(e);
+      case ir::ExprKind::binary: return binary(e);
+      case ir::ExprKind::cast: return convert(expr(*e.operands.at(0)), e.operands[0]->type, e.cast_type);
+      case ir::ExprKind::call: return call(e);
+    }
+    invariant_failed("unknown expression kind");
+  }
+
+  llvm::Value* builtin(ir::Builtin which, uint8_t component) {
+    namespace I = llvm::Intrinsic;
+    if (component > 2) invariant_failed("builtin component out of range");
+    static constexpr I::ID tid[3] = {I::nvvm_read_ptx_sreg_tid_x, I::nvvm_read_ptx_sreg_tid_y, I::nvvm_read_ptx_sreg_tid_z};
+    static constexpr I::ID ctaid[3] = {I::nvvm_read_ptx_sreg_ctaid_x, I::nvvm_read_ptx_sreg_ctaid_y,
+                                       I::nvvm_read_ptx_sreg_ctaid_z};
+    static constexpr I::ID ntid[3] = {I::nvvm_read_ptx_sreg_ntid_x, I::nvvm_read_ptx_sreg_ntid_y,
+                                      I::nvvm_read_ptx_sreg_ntid_z};
+    static constexpr I::ID nctaid[3] = {I::nvvm_read_ptx_sreg_nctaid_x, I::nvvm_read_ptx_sreg_nctaid_y,
+                                        I::nvvm_read_ptx_sreg_nctaid_z};
+    auto read = [&](const I::ID (&ids)[3]) { return builder_.CreateIntrinsic(ids[component], {}, {}); };
+    switch (which) {
+      case ir::Builtin::thread_id: return read(tid);
+      case ir::Builtin::block_id: return read(ctaid);
+      case ir::Builtin::block_dim: return read(ntid);
+      case ir::Builtin::grid_dim: return read(nctaid);
+      case ir::Builtin::global_id: return builder_.CreateAdd(builder_.CreateMul(read(ctaid), read(ntid)), read(tid));
+    }
+    invariant_failed("unknown builtin");
+  }
+
+  llvm::Value* unary(const ir::Expr& e) {
+    llvm::Value* operand = expr(*e.operands.at(0));
+    switch (e.unary_op) {
+      case ir::UnaryOp::neg:
+        return ir::is_float(e.operands[0]->type) ? builder_.CreateFNeg(operand) : builder_.CreateNeg(operand);
+      case ir::UnaryOp::bit_not:
+      case ir::UnaryOp::logical_not: return builder_.CreateNot(operand);
+    }
+    invariant_failed("unknown unary operator");
+  }
+
+  llvm::Value* binary(const ir::Expr& e) {
+    using Op = ir::BinaryOp;
+    if (e.binary_op == Op::logical_and || e.binary_op == Op::logical_or) return short_circuit(e);
+    const ir::Type t = e.operands.at(0)->type;
+    const bool is_float = ir::is_float(t), is_signed = ir::is_signed(t);
+    llvm::Value* l = expr(*e.operands[0]);
+    llvm::Value* r = expr(*e.operands.at(1));
+    auto& b = builder_;
+    switch (e.binary_op) {
+      case Op::add: return is_float ? b.CreateFAdd(l, r) : b.CreateAdd(l, r);
+      case Op::sub: return is_float ? b.CreateFSub(l, r) : b.CreateSub(l, r);
+      case Op::mul: return is_float ? b.CreateFMul(l, r) : b.CreateMul(l, r);
+      case Op::div: return is_float ? b.CreateFDiv(l, r) : is_signed ? b.CreateSDiv(l, r) : b.CreateUDiv(l, r);
+      case Op::rem: return is_float ? b.CreateFRem(l, r) : is_signed ? b.CreateSRem(l, r) : b.CreateURem(l, r);
+      case Op::shl: return b.CreateShl(l, shift_amount(r, l->getType()));
+      case Op::shr: {
+        llvm::Value* amount = shift_amount(r, l->getType());
+        return is_signed ? b.CreateAShr(l, amount) : b.CreateLShr(l, amount);
+      }
+      case Op::bit_and: return b.CreateAnd(l, r);
+      case Op::bit_or: return b.CreateOr(l, r);
+      case Op::bit_xor: return b.CreateXor(l, r);
+      case Op::eq: return is_float ? b.CreateFCmpOEQ(l, r) : b.CreateICmpEQ(l, r);
+      case Op::ne: return is_float ? b.CreateFCmpUNE(l, r) : b.CreateICmpNE(l, r);
+      case Op::lt: return is_float ? b.CreateFCmpOLT(l, r) : is_signed ? b.CreateICmpSLT(l, r) : b.CreateICmpULT(l, r);
+      case Op::le: return is_float ? b.CreateFCmpOLE(l, r) : is_signed ? b.CreateICmpSLE(l, r) : b.CreateICmpULE(l, r);
+      case Op::gt: return is_float ? b.CreateFCmpOGT(l, r) : is_signed ? b.CreateICmpSGT(l, r) : b.CreateICmpUGT(l, r);
+      case Op::ge: return is_float ? b.CreateFCmpOGE(l, r) : is_signed ? b.CreateICmpSGE(l, r) : b.CreateICmpUGE(l, r);
+      case Op::logical_and:
+      case Op::logical_or: break;
+    }
+    invariant_failed("unknown binary operator");
+  }
+
+  /// The shift amount in the shifted value's width, modulo that width.
+  llvm::Value* shift_amount(llvm::Value* amount, llvm::Type* shifted) {
+    llvm::Value* same_width = builder_.CreateZExtOrTrunc(amount, shifted);
+    return builder_.CreateAnd(same_width, llvm::ConstantInt::get(shifted, shifted->getIntegerBitWidth() - 1));
+  }
+
+  llvm::Value* short_circuit(const ir::Expr& e) {
+    const bool is_and = e.binary_op == ir::BinaryOp::logical_and;
+    llvm::Value* left = expr(*e.operands.at(0));
+    llvm::BasicBlock* left_end = builder_.GetInsertBlock();
+    auto* right_block = new_block(is_and ? "and.rhs" : "or.rhs");
+    auto* merge = new_block(is_and ? "and.end" : "or.end");
+    if (is_and) builder_.CreateCondBr(left, right_block, merge);
+    else builder_.CreateCondBr(left, merge, right_block);
+    builder_.SetInsertPoint(right_block);
+    llvm::Value* right = expr(*e.operands.at(1));
+    llvm::BasicBlock* right_end = builder_.GetInsertBlock();
+    builder_.CreateBr(merge);
+    merge->moveAfter(right_end);
+    builder_.SetInsertPoint(merge);
+    llvm::PHINode* result = builder_.CreatePHI(builder_.getInt1Ty(), 2);
+    result->addIncoming(builder_.getInt1(!is_and), left_end);
+    result->addIncoming(right, right_end);
+    return result;
+  }
+
+  /// Explicit and implicit conversions between value types.
+  llvm::Value* convert(llvm::Value* v, ir::Type from, ir::Type to) {
+    if (from == to) return v;
+    auto& b = builder_;
+    llvm::Type* target = value_type(context_, to);
+    if (to == ir::Type::bool_)
+      return ir::is_float(from) ? b.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0))
+                                : b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+    if (from == ir::Type::bool_) return ir::is_float(to) ? b.CreateUIToFP(v, target) : b.CreateZExt(v, target);
+    if (ir::is_integer(from) && ir::is_integer(to)) return b.CreateIntCast(v, target, ir::is_signed(from));
+    if (ir::is_integer(from) && ir::is_float(to))
+      return ir::is_signed(from) ? b.CreateSIToFP(v, target) : b.CreateUIToFP(v, target);
+    if (ir::is_float(from) && ir::is_integer(to))
+      return b.CreateIntrinsic(ir::is_signed(to) ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat,
+                               {target, v->getType()}, {v});
+    if (ir::is_float(from) && ir::is_float(to)) return b.CreateFPCast(v, target);
+    invariant_failed(fmt::format("conversion from {} to {}", ir::type_name(from), ir::type_name(to)));
+  }
+
+  llvm::Value* to_memory(llvm::Value* v, ir::Type t) {
+    return t == ir::Type::bool_ ? builder_.CreateZExt(v, builder_.getInt8Ty()) : v;
+  }
+  llvm::Value* from_memory(llvm::Value* v, ir::Type t) {
+    return t == ir::Type::bool_ ? builder_.CreateICmpNE(v, builder_.getInt8(0)) : v;
+  }
+
+  llvm::Value* element_address(const Binding& array, const ir::Expr& index) {
+    if (array.kind != Binding::Kind::buffer && array.kind != Binding::Kind::shared)
+      invariant_failed("indexing something that is not a buffer or shared array");
+    if (!ir::is_integer(index.type)) invariant_failed("non-integer index");
+    llvm::Value* i = expr(index);
+    if (ir::bit_width(index.type) < 64)
+      i = ir::is_signed(index.type) ? builder_.CreateSExt(i, builder_.getInt64Ty())
+                                    : builder_.CreateZExt(i, builder_.getInt64Ty());
+    if (array.kind == Binding::Kind::shared)
+      return builder_.CreateInBoundsGEP(array.array_type, array.value, {builder_.getInt64(0), i});
+    return builder_.CreateInBoundsGEP(memory_type(context_, array.type), array.value, i);
+  }
+
+  // ---- calls ----
+
+  llvm::Value* call(const ir::Expr& e) {
+    using I = ir::Intrinsic;
+    if (!e.intrinsic) invariant_failed(fmt::format("call of unknown function '{}'", e.name));
+    const I which = *e.intrinsic;
+    if (ir::is_atomic(which)) return atomic(e, which);
+    auto arg = [&](size_t i) { return expr(*e.operands.at(i)); };
+    switch (which) {
+      case I::barrier: builder_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); return nullptr;
+      case I::grid_sync:
+        if (!grid_barrier_word_) invariant_failed(fmt::format("kernel '{}' calls grid_sync but uses_grid_sync is unset", kernel_.name));
+        emit_grid_barrier(builder_, grid_barrier_word_);
+        return nullptr;
+      case I::select: {
+        llvm::Value* condition = arg(0);
+        llvm::Value* if_true = arg(1);
+        return builder_.CreateSelect(condition, if_true, arg(2));
+      }
+      case I::fma: {
+        llvm::Value* a = arg(0);
+        llvm::Value* b = arg(1);
+        llvm::Value* c = arg(2);
+        return builder_.CreateIntrinsic(llvm::Intrinsic::fma, {a->getType()}, {a, b, c});
+      }
+      case I::min:
+      case I::max: {
+        const ir::Type t = e.operands.at(0)->type;
+        llvm::Value* a = arg(0);
+        llvm::Value* b = arg(1);
+        const bool is_min = which == I::min;
+        llvm::Intrinsic::ID id = ir::is_float(t) ? (is_min ? llvm::Intrinsic::minnum : llvm::Intrinsic::maxnum)
+                                 : ir::is_signed(t) ? (is_min ? llvm::Intrinsic::smin : llvm::Intrinsic::smax)
+                                                    : (is_min ? llvm::Intrinsic::umin : llvm::Intrinsic::umax);
+        return builder_.CreateIntrinsic(id, {a->getType()}, {a, b});
+      }
+      case I::abs: {
+        const ir::Type t = e.operands.at(0)->type;
+        llvm::Value* a = arg(0);
+        if (ir::is_float(t)) return builder_.CreateIntrinsic(llvm::Intrinsic::fabs, {a->getType()}, {a});
+        if (!ir::is_signed(t)) return a;
+        return builder_.CreateIntrinsic(llvm::Intrinsic::abs, {a->getType()}, {a, builder_.getFalse()});
+      }
+      case I::sqrt:  // correctly rounded (sqrt.rn); libdevice's __nv_sqrtf would pick sqrt.approx under LLVM 19
+      case I::floor:
+      case I::ceil: {
+        llvm::Value* a = arg(0);
+        llvm::Intrinsic::ID id = which == I::sqrt    ? llvm::Intrinsic::sqrt
+                                 : which == I::floor ? llvm::Intrinsic::floor
+                                                     : llvm::Intrinsic::ceil;
+        return builder_.CreateIntrinsic(id, {a->getType()}, {a});
+      }
+      default: break;
+    }
+    std::string_view stem = libdevice_stem(which);
+    if (stem.empty()) invariant_failed(fmt::format("intrinsic '{}' has no lowering", ir::intrinsic_name(which)));
+    const ir::Type t = e.operands.at(0)->type;
+    if (!ir::is_float(t)) invariant_failed(fmt::format("'{}' of a non-float operand", ir::intrinsic_name(which)));
+    std::vector<llvm::Value*> args;
+    for (size_t i = 0; i < e.operands.size(); ++i) args.push_back(arg(i));
+    llvm::Type* type = value_type(context_, t);
+    std::string name = fmt::format("__nv_{}{}", stem, t == ir::Type::f32 ? "f" : "");
+    std::vector<llvm::Type*> parameter_types(args.size(), type);
+    llvm::FunctionCallee callee = module_.getOrInsertFunction(name, llvm::FunctionType::get(type, parameter_types, false));
+    return builder_.CreateCall(callee, args);
+  }
+
+  llvm::Value* atomic(const ir::Expr& e, ir::Intrinsic which) {
+    using I = ir::Intrinsic;
+    const Binding& array = binding_of(*e.operands.at(0));
+    const ir::Type t = array.type;
+    if (!ir::is_numeric(t)) invariant_failed(fmt::format("atomic on a {} array", ir::type_name(t)));
+    llvm::Value* address = element_address(array, *e.operands.at(1));
+    if (array.param_index >= 0) buffer_read_[array.param_index] = buffer_written_[array.param_index] = true;
+    const llvm::Align align(ir::byte_size(t));
+    const auto relaxed = llvm::AtomicOrdering::Monotonic;
+    const bool is_float = ir::is_float(t), is_signed = ir::is_signed(t);
+    if (which == I::atomic_cas) {
+      llvm::Value* expected = convert(expr(*e.operands.at(2)), e.operands[2]->type, t);
+      llvm::Value* desired = convert(expr(*e.operands.at(3)), e.operands[3]->type, t);
+      llvm::Type* bits = builder_.getIntNTy(ir::bit_width(t));
+      if (is_float) {
+        expected = builder_.CreateBitCast(expected, bits);
+        desired = builder_.CreateBitCast(desired, bits);
+      }
+      llvm::Value* pair = builder_.CreateAtomicCmpXchg(address, expected, desired, align, relaxed, relaxed);
+      llvm::Value* old = builder_.CreateExtractValue(pair, 0);
+      return is_float ? builder_.CreateBitCast(old, value_type(context_, t)) : old;
+    }
+    using Rmw = llvm::AtomicRMWInst;
+    Rmw::BinOp op = Rmw::Xchg;
+    switch (which) {
+      case I::atomic_add: op = is_float ? Rmw::FAdd : Rmw::Add; break;
+      case I::atomic_sub: op = is_float ? Rmw::FSub : Rmw::Sub; break;
+      case I::atomic_min: op = is_float ? Rmw::FMin : is_signed ? Rmw::Min : Rmw::UMin; break;
+      case I::atomic_max: op = is_float ? Rmw::FMax : is_signed ? Rmw::Max : Rmw::UMax; break;
+      case I::atomic_and: op = Rmw::And; break;
+      case I::atomic_or: op = Rmw::Or; break;
+      case I::atomic_xor: op = Rmw::Xor; break;
+      case I::atomic_exch: op = Rmw::Xchg; break;
+      default: invariant_failed("unknown atomic");
+    }
+    if (is_float && (op == Rmw::And || op == Rmw::Or || op == Rmw::Xor))
+      invariant_failed("bitwise atomic on a float array");
+    llvm::Value* value = convert(expr(*e.operands.at(2)), e.operands[2]->type, t);
+    return builder_.CreateAtomicRMW(op, address, value, align, relaxed);
+  }
+
+  const ir::Kernel& kernel_;
+  llvm::Module& module_;
+  llvm::LLVMContext& context_;
+  llvm::IRBuilder<> builder_;
+  llvm::Function* function_ = nullptr;
+  llvm::Argument* grid_barrier_word_ = nullptr;
+  std::vector<Binding> params_;
+  std::unordered_map<const ir::Symbol*, Binding> bindings_;
+  std::unordered_map<std::string, Binding> arrays_by_name_;
+  std::vector<LoopTargets> loops_;
+  std::vector<bool> buffer_read_, buffer_written_;
+};
+
+}  // namespace
+
+std::expected<std::unique_ptr<llvm::Module>, diag::Diagnostics> lower_module(const ir::Module& verified,
+                                                                            llvm::LLVMContext& context,
+                                                                            const llvm::DataLayout& layout) {
+  auto module = std::make_unique<llvm::Module>(verified.path.empty() ? "ptxgate" : verified.path, context);
+  module->setTargetTriple(std::string(kNvptxTriple));
+  module->setDataLayout(layout);
+  module->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t{0});
+  try {
+    for (const ir::Kernel& kernel : verified.kernels) KernelLowering(kernel, *module).run();
+  } catch (const InvariantFailure& failure) {
+    diag::Diagnostics d;
+    d.add(diag::Code::internal_error, "code generation received a module that breaks a verifier invariant: " +
+                                          failure.message,
+          {}, "run ir::verify on the module first; if it passed, report this as a ptxgate bug");
+    return std::unexpected(std::move(d));
+  }
+  return module;
+}
+
+}  // namespace ptxgate::codegen

@@ -1,0 +1,36 @@
+// Lowering of a verified ptxgate module to LLVM IR for the NVPTX target.
+#pragma once
+
+#include <expected>
+#include <memory>
+
+#include <llvm/IR/DataLayout.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include "diagnostics/diagnostic.hpp"
+#include "ir/ast.hpp"
+
+namespace ptxgate::codegen {
+
+/// Builds one LLVM module with a PTX kernel (CallingConv::PTX_Kernel, `kernel` and
+/// `reqntid` nvvm.annotations) per ir::Kernel. `verified` must have passed ir::verify:
+/// types concrete, symbols resolved. A broken invariant gives PG9000, never a crash.
+///
+/// Semantics the lowering fixes (docs/ir.md repeats them):
+/// - parameters by value: buffers as `ptr addrspace(1)` (readonly/writeonly as the
+///   kernel's own accesses allow, never noalias: buffers may alias), scalars by value,
+///   bool scalars as i32 (0 = false); bool elements in memory take one byte;
+/// - integer + - * wrap; / and % by zero are undefined; shift amounts are taken modulo
+///   the bit width; float arithmetic is IEEE (no contraction; fma only when written);
+/// - float -> integer casts saturate (NaN -> 0);
+/// - sqrt, floor, ceil, fma, abs, min, max lower to LLVM intrinsics (sqrt is correctly
+///   rounded); rsqrt, exp, log, sin, cos, tanh, pow call libdevice (__nv_*f for f32);
+/// - `for v in lo..hi step s`: lo, hi and s are evaluated once; s is treated as
+///   unsigned (a step of 0 never advances); the loop never wraps past hi;
+/// - atomics are relaxed (monotonic) and return the old value.
+std::expected<std::unique_ptr<llvm::Module>, diag::Diagnostics> lower_module(const ir::Module& verified,
+                                                                            llvm::LLVMContext& context,
+                                                                            const llvm::DataLayout& layout);
+
+}  // namespace ptxgate::codegen

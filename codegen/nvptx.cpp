@@ -1,0 +1,157 @@
+// NVPTX target set-up, a pool of reusable target machines, the O3 pipeline and PTX emission.
+#include "codegen/nvptx.hpp"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <llvm/ADT/SmallString.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetOptions.h>
+
+#include "codegen/codegen.hpp"
+
+namespace ptxgate::codegen {
+namespace {
+
+void initialize_nvptx_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+}
+
+llvm::CodeGenOptLevel codegen_level(unsigned opt_level) {
+  switch (opt_level) {
+    case 0: return llvm::CodeGenOptLevel::None;
+    case 1: return llvm::CodeGenOptLevel::Less;
+    case 2: return llvm::CodeGenOptLevel::Default;
+    default: return llvm::CodeGenOptLevel::Aggressive;
+  }
+}
+
+/// Idle target machines by "target/opt". Never destroyed: LLVM's own statics may be
+/// gone by the time static destructors would run.
+struct MachinePool {
+  std::mutex mutex;
+  std::map<std::string, std::vector<std::unique_ptr<llvm::TargetMachine>>, std::less<>> idle;
+};
+
+MachinePool& pool() {
+  static MachinePool* instance = new MachinePool;
+  return *instance;
+}
+
+diag::Diagnostics unknown_target(const std::string& target) {
+  diag::Diagnostics d;
+  d.add(diag::Code::unknown_target,
+        fmt::format("unsupported target architecture '{}' (supported: {})", target,
+                    fmt::join(supported_targets(), ", ")),
+        {}, "pass one of the supported targets, e.g. --target sm_90");
+  return d;
+}
+
+diag::Diagnostics backend_failure(std::string message) {
+  diag::Diagnostics d;
+  d.add(diag::Code::llvm_backend_failure, std::move(message), {},
+        "report this as a ptxgate bug together with the input module");
+  return d;
+}
+
+}  // namespace
+
+bool is_supported_target(std::string_view target) {
+  const auto& all = supported_targets();
+  return std::find(all.begin(), all.end(), target) != all.end();
+}
+
+TargetMachineLease::~TargetMachineLease() {
+  if (!machine_) return;
+  auto& p = pool();
+  std::lock_guard lock(p.mutex);
+  p.idle[key_].push_back(std::move(machine_));
+}
+
+std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(const std::string& target,
+                                                                         unsigned opt_level) {
+  if (!is_supported_target(target)) return std::unexpected(unknown_target(target));
+  opt_level = std::min(opt_level, 3u);
+  std::string key = fmt::format("{}/O{}", target, opt_level);
+  {
+    auto& p = pool();
+    std::lock_guard lock(p.mutex);
+    auto it = p.idle.find(key);
+    if (it != p.idle.end() && !it->second.empty()) {
+      auto machine = std::move(it->second.back());
+      it->second.pop_back();
+      return TargetMachineLease(std::move(key), std::move(machine));
+    }
+  }
+  initialize_nvptx_once();
+  std::string error;
+  const std::string triple(kNvptxTriple);
+  const llvm::Target* nvptx = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!nvptx) return std::unexpected(backend_failure("the NVPTX target is not available: " + error));
+  llvm::TargetOptions target_options;
+  std::unique_ptr<llvm::TargetMachine> machine(nvptx->createTargetMachine(
+      triple, target, "", target_options, std::nullopt, std::nullopt, codegen_level(opt_level)));
+  if (!machine) return std::unexpected(backend_failure("LLVM could not create a target machine for " + target));
+  return TargetMachineLease(std::move(key), std::move(machine));
+}
+
+void optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigned opt_level) {
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager cgscc;
+  llvm::ModuleAnalysisManager modules;
+  llvm::PassBuilder builder(&machine);
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(cgscc);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, cgscc, modules);
+  llvm::OptimizationLevel level = llvm::OptimizationLevel::O3;
+  switch (opt_level) {
+    case 0: level = llvm::OptimizationLevel::O0; break;
+    case 1: level = llvm::OptimizationLevel::O1; break;
+    case 2: level = llvm::OptimizationLevel::O2; break;
+    default: break;
+  }
+  llvm::ModulePassManager pipeline = opt_level == 0 ? builder.buildO0DefaultPipeline(level)
+                                                    : builder.buildPerModuleDefaultPipeline(level);
+  pipeline.run(module, modules);
+}
+
+std::expected<std::string, diag::Diagnostics> emit_ptx_text(llvm::Module& module, llvm::TargetMachine& machine) {
+  llvm::SmallString<0> buffer;
+  llvm::raw_svector_ostream stream(buffer);
+  llvm::legacy::PassManager passes;
+  if (machine.addPassesToEmitFile(passes, stream, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    return std::unexpected(backend_failure("the NVPTX target cannot emit assembly for this module"));
+  passes.run(module);
+  return std::string(buffer.str());
+}
+
+unsigned ptx_isa_version_of(std::string_view ptx) {
+  constexpr std::string_view marker = ".version ";
+  size_t at = ptx.find(marker);
+  if (at == std::string_view::npos) return 0;
+  unsigned major = 0, minor = 0;
+  size_t i = at + marker.size();
+  while (i < ptx.size() && ptx[i] >= '0' && ptx[i] <= '9') major = major * 10 + unsigned(ptx[i++] - '0');
+  if (i < ptx.size() && ptx[i] == '.') ++i;
+  while (i < ptx.size() && ptx[i] >= '0' && ptx[i] <= '9') minor = minor * 10 + unsigned(ptx[i++] - '0');
+  return major * 10 + minor;
+}
+
+}  // namespace ptxgate::codegen

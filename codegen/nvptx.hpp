@@ -1,0 +1,55 @@
+// The NVPTX side of code generation: target set-up, pooled target machines, O3, PTX emission.
+#pragma once
+
+#include <expected>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <llvm/IR/Module.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include "diagnostics/diagnostic.hpp"
+
+namespace ptxgate::codegen {
+
+/// The LLVM triple of every module ptxgate generates.
+inline constexpr std::string_view kNvptxTriple = "nvptx64-nvidia-cuda";
+
+/// True for the names supported_targets() lists.
+bool is_supported_target(std::string_view target);
+
+/// Exclusive use of one NVPTX TargetMachine for (target, opt level); returned to a
+/// process-wide pool on destruction, so machines are created once and reused by
+/// every later compile, and no two threads ever share one at the same time.
+class TargetMachineLease {
+ public:
+  TargetMachineLease(TargetMachineLease&&) noexcept = default;
+  TargetMachineLease& operator=(TargetMachineLease&&) = delete;
+  ~TargetMachineLease();
+
+  llvm::TargetMachine& machine() const { return *machine_; }
+
+ private:
+  friend std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(const std::string&, unsigned);
+  TargetMachineLease(std::string key, std::unique_ptr<llvm::TargetMachine> machine)
+      : key_(std::move(key)), machine_(std::move(machine)) {}
+  std::string key_;
+  std::unique_ptr<llvm::TargetMachine> machine_;
+};
+
+/// Initialises the NVPTX target (once per process) and leases a machine for `target`
+/// ("sm_80", "sm_90a", ...) at `opt_level` 0..3. PG2001 for an unknown target.
+std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(const std::string& target, unsigned opt_level);
+
+/// Runs LLVM's default per-module pipeline (O0..O3) with the NVPTX callbacks
+/// (NVVMReflect, intrinsic ranges) registered by the target machine.
+void optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigned opt_level);
+
+/// Lowers `module` to PTX text. PG2003 when LLVM cannot build or run the pipeline.
+std::expected<std::string, diag::Diagnostics> emit_ptx_text(llvm::Module& module, llvm::TargetMachine& machine);
+
+/// The PTX ISA version of a `.version X.Y` line as X*10+Y (7.8 -> 78); 0 when absent.
+unsigned ptx_isa_version_of(std::string_view ptx);
+
+}  // namespace ptxgate::codegen

@@ -1,0 +1,251 @@
+// Unit tests for code generation: PTX entries, parameters, address spaces, atomics, grid_sync, libdevice, targets.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "codegen/codegen.hpp"
+#include "ir/frontend.hpp"
+
+using namespace ptxgate;
+
+namespace {
+
+std::string read_example(const std::string& name) {
+  std::ifstream in(std::string(PTXGATE_SOURCE_DIR) + "/examples/" + name, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+ir::Module load(const std::string& text) {
+  auto loaded = ir::load_module(diag::SourceFile("test.pg", text));
+  if (!loaded) FAIL(diag::render_text(loaded.error()));
+  return std::move(loaded->module);
+}
+
+codegen::CompiledModule compile_text(const std::string& text, const std::string& target = "sm_90") {
+  codegen::CodegenOptions options;
+  options.target = target;
+  auto compiled = codegen::compile(load(text), options);
+  if (!compiled) FAIL(diag::render_text(compiled.error()));
+  return std::move(*compiled);
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+bool has_code(const diag::Diagnostics& d, diag::Code code) {
+  for (const auto& item : d)
+    if (item.code == code) return true;
+  return false;
+}
+
+const char* kMathKernel = R"(
+@workgroup(128)
+kernel waves(out y: f32[], in x: f32[], n: u32) {
+  let i = global_id.x;
+  if (i < n) { y[i] = sin(x[i]) + sqrt(x[i]); }
+}
+)";
+
+}  // namespace
+
+TEST_CASE("codegen: saxpy becomes a PTX entry with by-value parameters and launch bounds") {
+  auto compiled = compile_text(read_example("saxpy.pg"));
+  const std::string& ptx = compiled.ptx;
+  CHECK(contains(ptx, ".visible .entry saxpy("));
+  CHECK(contains(ptx, ".reqntid 256, 1, 1"));
+  CHECK(contains(ptx, ".param .u64 saxpy_param_0"));  // y: device pointer by value
+  CHECK(contains(ptx, ".param .u64 saxpy_param_1"));  // x
+  CHECK(contains(ptx, ".param .f32 saxpy_param_2"));  // a
+  CHECK(contains(ptx, ".param .u32 saxpy_param_3"));  // n
+  CHECK_FALSE(contains(ptx, "saxpy_param_4"));
+  CHECK(contains(ptx, "ld.global"));
+  CHECK(contains(ptx, "st.global"));
+  CHECK(contains(ptx, "%ctaid.x"));
+  CHECK(contains(ptx, "%ntid.x"));
+  CHECK(contains(ptx, "%tid.x"));
+  CHECK_FALSE(contains(ptx, "__nv_"));
+  CHECK_FALSE(contains(ptx, ".func"));
+  CHECK(compiled.target == "sm_90");
+  CHECK(compiled.ptx_isa_version == 78);
+  REQUIRE(compiled.kernels.size() == 1);
+  CHECK(compiled.kernels[0].name == "saxpy");
+  CHECK(compiled.kernels[0].params.size() == 4);
+  CHECK_FALSE(compiled.kernels[0].hidden_grid_barrier_param);
+}
+
+TEST_CASE("codegen: block_sum uses shared memory, bar.sync and a global float atomic") {
+  auto compiled = compile_text(read_example("block_sum.pg"));
+  const std::string& ptx = compiled.ptx;
+  CHECK(contains(ptx, ".entry block_sum("));
+  CHECK(contains(ptx, ".shared .align 16 .b8 block_sum_partial[1024]"));
+  CHECK(contains(ptx, "st.shared.f32"));
+  CHECK(contains(ptx, "ld.shared.f32"));
+  CHECK(contains(ptx, "bar.sync \t0"));
+  CHECK(contains(ptx, "atom.global.add.f32"));
+  CHECK(compiled.kernels.at(0).static_shared_bytes == 1024);
+}
+
+TEST_CASE("codegen: normalize gets the hidden grid-barrier parameter and a self-resetting barrier") {
+  auto compiled = compile_text(read_example("normalize.pg"));
+  const std::string& ptx = compiled.ptx;
+  CHECK(contains(ptx, ".entry normalize("));
+  CHECK(contains(ptx, ".param .u64 normalize_param_3"));  // hidden trailing barrier word
+  CHECK_FALSE(contains(ptx, "normalize_param_4"));
+  CHECK(contains(ptx, "atom.global.add.u32"));
+  CHECK(contains(ptx, "ld.volatile.global.u32"));
+  CHECK(contains(ptx, "membar.gl"));
+  CHECK(contains(ptx, "%nctaid.y"));
+  CHECK(contains(ptx, "%nctaid.z"));
+  REQUIRE(compiled.kernels.size() == 1);
+  const auto& info = compiled.kernels[0];
+  CHECK(info.uses_grid_sync);
+  CHECK(info.hidden_grid_barrier_param);
+  CHECK(info.params.size() == 3);
+}
+
+TEST_CASE("codegen: libdevice is linked only when a math function is used") {
+  codegen::CodegenOptions missing_libdevice;
+  missing_libdevice.libdevice_path = "/nonexistent/libdevice.10.bc";
+
+  SUBCASE("a kernel without math never touches libdevice") {
+    auto compiled = codegen::compile(load(read_example("saxpy.pg")), missing_libdevice);
+    CHECK(compiled.has_value());
+  }
+  SUBCASE("a math kernel with no libdevice gives PG2002 naming the path") {
+    auto compiled = codegen::compile(load(kMathKernel), missing_libdevice);
+    REQUIRE_FALSE(compiled.has_value());
+    CHECK(has_code(compiled.error(), diag::Code::libdevice_missing));
+    CHECK(contains(compiled.error().items().at(0).message, "/nonexistent/libdevice.10.bc"));
+  }
+  SUBCASE("a math kernel gets the libdevice bodies inlined, with no external calls left") {
+    auto compiled = compile_text(kMathKernel);
+    CHECK(contains(compiled.ptx, ".entry waves("));
+    CHECK(contains(compiled.ptx, ".reqntid 128, 1, 1"));
+    CHECK_FALSE(contains(compiled.ptx, ".extern"));
+    CHECK_FALSE(contains(compiled.ptx, "__nv_sinf"));
+    CHECK(contains(compiled.ptx, "sqrt.rn.f32"));
+  }
+}
+
+TEST_CASE("codegen: unknown targets are rejected with PG2001") {
+  auto module = load(read_example("saxpy.pg"));
+  codegen::CodegenOptions options;
+  options.target = "sm_50";
+  auto compiled = codegen::compile(module, options);
+  REQUIRE_FALSE(compiled.has_value());
+  CHECK(has_code(compiled.error(), diag::Code::unknown_target));
+  CHECK(contains(compiled.error().items().at(0).message, "sm_50"));
+  auto llvm_ir = codegen::emit_llvm_ir(module, options);
+  REQUIRE_FALSE(llvm_ir.has_value());
+  CHECK(has_code(llvm_ir.error(), diag::Code::unknown_target));
+}
+
+TEST_CASE("codegen: the PTX ISA version and .target follow the target") {
+  struct Expectation {
+    const char* target;
+    unsigned isa;
+  };
+  for (auto [target, isa] : {Expectation{"sm_80", 70}, Expectation{"sm_86", 71}, Expectation{"sm_90", 78},
+                             Expectation{"sm_90a", 80}}) {
+    CAPTURE(target);
+    auto compiled = compile_text(read_example("saxpy.pg"), target);
+    CHECK(compiled.ptx_isa_version == isa);
+    CHECK(contains(compiled.ptx, std::string(".target ") + target + "\n"));
+  }
+}
+
+TEST_CASE("codegen: LLVM IR output marks kernels and annotates launch bounds") {
+  auto llvm_ir = codegen::emit_llvm_ir(load(read_example("saxpy.pg")), {});
+  REQUIRE(llvm_ir.has_value());
+  CHECK(contains(*llvm_ir, "define ptx_kernel void @saxpy(ptr addrspace(1)"));
+  CHECK(contains(*llvm_ir, "!\"reqntidx\", i32 256"));
+  CHECK(contains(*llvm_ir, "!\"kernel\", i32 1"));
+  CHECK_FALSE(contains(*llvm_ir, "noalias"));
+  CHECK(contains(*llvm_ir, "nvvm-reflect-ftz"));
+}
+
+TEST_CASE("codegen: signedness of the operand type picks the instruction") {
+  auto compiled = compile_text(R"(
+kernel ops(out r: i32[], out q: u32[], a: i32, b: i32, c: u32, d: u32) {
+  r[0] = a / b;
+  r[1] = a >> b;
+  r[2] = select(a < b, 1, 0);
+  q[0] = c / d;
+  q[1] = c >> d;
+  q[2] = select(c < d, 1, 0);
+}
+)");
+  const std::string& ptx = compiled.ptx;
+  CHECK(contains(ptx, "div.s32"));
+  CHECK(contains(ptx, "div.u32"));
+  CHECK(contains(ptx, "shr.s32"));
+  CHECK(contains(ptx, "shr.u32"));
+  CHECK(contains(ptx, "setp.lt.s32"));
+  CHECK(contains(ptx, "setp.lt.u32"));
+  CHECK_FALSE(contains(ptx, ".reqntid"));
+}
+
+TEST_CASE("codegen: atomics on global and shared memory return the old value") {
+  auto compiled = compile_text(R"(
+@workgroup(64)
+kernel atomics(inout counts: u32[], inout best: i32[], inout olds: u32[], v: i32) {
+  shared local: u32[64];
+  local[thread_id.x] = 0;
+  barrier();
+  let a = atomic_add(local, 0, 1);
+  let b = atomic_cas(counts, 1, 0, 7);
+  let c = atomic_max(best, 0, v);
+  olds[global_id.x] = a + b + u32(c);
+}
+)");
+  const std::string& ptx = compiled.ptx;
+  CHECK(contains(ptx, "atom.shared.add.u32"));
+  CHECK(contains(ptx, "atom.global.cas.b32"));
+  CHECK(contains(ptx, "atom.global.max.s32"));
+}
+
+TEST_CASE("codegen: control flow with loops, break, continue and return assembles into one entry") {
+  auto compiled = compile_text(R"(
+kernel flow(inout x: f64[], n: i32, flag: bool) {
+  if (!flag) { return; }
+  var acc: f64 = 0.0;
+  for k in 0..n {
+    if (k % 2 == 0) { continue; }
+    if (k > 100 && flag) { break; }
+    acc = acc + f64(k);
+  }
+  var j: i32 = n;
+  while (j > 0) { j = j - 3; }
+  x[0] = acc + f64(j);
+}
+)");
+  const std::string& ptx = compiled.ptx;
+  CHECK(contains(ptx, ".entry flow("));
+  CHECK(contains(ptx, ".param .u32 flow_param_2"));  // bool scalar travels as a 4-byte integer
+  CHECK(contains(ptx, "st.global.f64"));
+  REQUIRE(compiled.kernels.size() == 1);
+  CHECK(compiled.kernels[0].params.at(2).size_bytes == 4);
+}
+
+TEST_CASE("codegen: compiles concurrently with identical results") {
+  const std::string text = read_example("block_sum.pg") + "\n" + kMathKernel;
+  const std::string expected = compile_text(text).ptx;
+  std::vector<std::string> results(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < results.size(); ++t)
+    threads.emplace_back([&, t] {
+      auto loaded = ir::load_module(diag::SourceFile("test.pg", text));
+      if (!loaded) return;
+      auto compiled = codegen::compile(loaded->module, {});
+      if (compiled) results[t] = compiled->ptx;
+    });
+  for (auto& thread : threads) thread.join();
+  for (const auto& ptx : results) CHECK(ptx == expected);
+}
