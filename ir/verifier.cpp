@@ -1,12 +1,530 @@
-// TEMPORARY: replaced by the real verifier.
+// The verifier's entry point, the diagnostic reporter, and the kernel-level and statement rules.
 #include "ir/verifier.hpp"
 
-namespace ptxgate::ir {
+#include <algorithm>
+#include <exception>
+#include <unordered_map>
 
-diag::Diagnostics verify(Module&, const diag::SourceFile*, const Limits&) {
-  diag::Diagnostics d;
-  d.add(diag::Code::internal_error, "verifier is not built yet");
-  return d;
+#include <fmt/format.h>
+
+#include "ir/verifier_internal.hpp"
+
+namespace ptxgate::ir {
+namespace verifier_detail {
+namespace {
+
+constexpr uint64_t kMaxStaticSharedBytes = 49152;
+constexpr std::array<uint64_t, 3> kMaxWorkgroupDims = {1024, 1024, 64};
+constexpr uint64_t kMaxWorkgroupThreads = 1024;
+
+}  // namespace
+
+std::string_view symbol_kind_words(SymbolKind kind) {
+  switch (kind) {
+    case SymbolKind::scalar_param: return "parameter";
+    case SymbolKind::buffer_param: return "buffer parameter";
+    case SymbolKind::let: return "let binding";
+    case SymbolKind::var: return "variable";
+    case SymbolKind::loop_var: return "loop variable";
+    case SymbolKind::shared_array: return "shared array";
+  }
+  return "name";
+}
+
+namespace {
+
+bool is_literal(Type t) { return t == Type::int_literal || t == Type::float_literal; }
+
+bool is_param(const Symbol& s) { return s.kind == SymbolKind::scalar_param || s.kind == SymbolKind::buffer_param; }
+
+}  // namespace
+
+Reporter::Reporter(std::string module_path, const diag::SourceFile* file, uint32_t max_diagnostics)
+    : module_path_(std::move(module_path)), file_(file), max_diagnostics_(max_diagnostics) {}
+
+diag::Location Reporter::locate(SourceRange range) const {
+  if (file_) return diag::locate(*file_, range.offset, range.length);
+  diag::Location loc;
+  loc.file = module_path_;
+  return loc;
+}
+
+diag::Diagnostic* Reporter::report(diag::Code code, SourceRange range, std::string message, std::string fix) {
+  if (stopped_) return nullptr;
+  if (max_diagnostics_ > 0 && diagnostics_.size() >= max_diagnostics_) {
+    stopped_ = true;
+    diag::Location loc;
+    loc.file = file_ ? file_->path() : module_path_;
+    diagnostics_.add(diag::Code::too_many_diagnostics,
+                     fmt::format("too many diagnostics (limit {}); stopping here", max_diagnostics_), loc,
+                     "fix the errors above and run again");
+    return nullptr;
+  }
+  return &diagnostics_.add(code, std::move(message), locate(range), std::move(fix));
+}
+
+std::string Reporter::line_of(SourceRange range) const {
+  if (!file_) return "earlier in the module";
+  return fmt::format("at line {}", file_->line_col(range.offset).first);
+}
+
+std::string describe_type(Type t) {
+  if (t == Type::int_literal) return "an integer literal";
+  if (t == Type::float_literal) return "a float literal";
+  return std::string(type_name(t));
+}
+
+std::optional<std::string> closest_name(std::string_view name, const std::vector<std::string>& candidates) {
+  std::optional<std::string> best;
+  size_t best_distance = 3;
+  for (const auto& candidate : candidates) {
+    if (candidate == name) continue;
+    // Levenshtein distance with one row.
+    std::vector<size_t> row(candidate.size() + 1);
+    for (size_t j = 0; j <= candidate.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= name.size(); ++i) {
+      size_t diagonal = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= candidate.size(); ++j) {
+        size_t above = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (name[i - 1] == candidate[j - 1] ? 0 : 1)});
+        diagonal = above;
+      }
+    }
+    size_t distance = row[candidate.size()];
+    if (distance < best_distance && distance < std::max<size_t>(name.size(), 2)) {
+      best_distance = distance;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
+KernelChecker::KernelChecker(Kernel& kernel, Reporter& reporter, const Limits& limits)
+    : kernel_(kernel), reporter_(reporter), limits_(limits) {}
+
+void KernelChecker::run() {
+  kernel_.workgroup = {0, 0, 0};
+  kernel_.cooperative = false;
+  kernel_.uses_grid_sync = false;
+  kernel_.uses_barrier = false;
+  kernel_.static_shared_bytes = 0;
+  kernel_.symbols.clear();
+  check_attributes();
+  push_scope();
+  declare_params();
+  check_block(kernel_.body);
+  pop_scope();
+  check_shared_total();
+  if (!reporter_.stopped()) check_divergence(kernel_, reporter_);
+}
+
+void KernelChecker::check_attributes() {
+  for (auto& attr : kernel_.attributes) {
+    if (attr.name == "workgroup") {
+      check_workgroup(attr);
+    } else if (attr.name == "cooperative") {
+      if (saw_cooperative_)
+        reporter_.report(diag::Code::invalid_attribute_argument, attr.range,
+                         fmt::format("@cooperative is given twice on kernel '{}'", kernel_.name),
+                         "remove the repeated attribute");
+      else if (!attr.args.empty())
+        reporter_.report(diag::Code::invalid_attribute_argument, attr.range,
+                         fmt::format("@cooperative takes no arguments, {} given", attr.args.size()),
+                         "write @cooperative without arguments");
+      saw_cooperative_ = true;
+      kernel_.cooperative = true;
+    } else {
+      auto hint = closest_name(attr.name, {"workgroup", "cooperative"});
+      reporter_.report(diag::Code::unknown_attribute, attr.range,
+                       fmt::format("unknown attribute '@{}' on kernel '{}'", attr.name, kernel_.name),
+                       hint ? fmt::format("did you mean '@{}'?", *hint)
+                            : "the attributes are @workgroup(x[, y[, z]]) and @cooperative");
+    }
+  }
+}
+
+void KernelChecker::check_workgroup(Attribute& attr) {
+  if (saw_workgroup_) {
+    reporter_.report(diag::Code::invalid_attribute_argument, attr.range,
+                     fmt::format("@workgroup is given twice on kernel '{}'", kernel_.name),
+                     "keep one @workgroup attribute");
+    return;
+  }
+  saw_workgroup_ = true;
+  if (attr.args.empty() || attr.args.size() > 3) {
+    reporter_.report(diag::Code::invalid_attribute_argument, attr.range,
+                     fmt::format("@workgroup takes 1 to 3 arguments (x, y, z), {} given", attr.args.size()),
+                     "write the block size as @workgroup(x), @workgroup(x, y) or @workgroup(x, y, z)");
+    return;
+  }
+  std::array<uint64_t, 3> dims = {1, 1, 1};
+  bool valid = true;
+  static constexpr std::string_view kAxis[] = {"x", "y", "z"};
+  for (size_t i = 0; i < attr.args.size(); ++i) {
+    Expr& arg = *attr.args[i];
+    if (arg.kind != ExprKind::int_literal || arg.int_value == 0) {
+      std::string found = arg.kind == ExprKind::int_literal ? "0" : "an expression that is not an integer literal";
+      reporter_.report(diag::Code::invalid_attribute_argument, arg.range,
+                       fmt::format("@workgroup {} size must be a positive integer literal, found {}", kAxis[i], found),
+                       "write a number such as @workgroup(256)");
+      valid = false;
+      continue;
+    }
+    arg.type = Type::u32;
+    if (arg.int_value > kMaxWorkgroupDims[i]) {
+      reporter_.report(diag::Code::workgroup_too_large, arg.range,
+                       fmt::format("@workgroup {} size {} exceeds the limit of {}", kAxis[i], arg.int_value,
+                                   kMaxWorkgroupDims[i]),
+                       fmt::format("use a {} size of at most {}", kAxis[i], kMaxWorkgroupDims[i]));
+      valid = false;
+      continue;
+    }
+    dims[i] = arg.int_value;
+  }
+  if (!valid) return;
+  uint64_t threads = dims[0] * dims[1] * dims[2];
+  if (threads > kMaxWorkgroupThreads) {
+    reporter_.report(diag::Code::workgroup_too_large, attr.range,
+                     fmt::format("@workgroup({}, {}, {}) of kernel '{}' is {} threads per block, over the limit of {}",
+                                 dims[0], dims[1], dims[2], kernel_.name, threads, kMaxWorkgroupThreads),
+                     "choose sizes whose product is at most 1024, e.g. @workgroup(256) or @workgroup(32, 8)");
+    return;
+  }
+  kernel_.workgroup = {static_cast<uint32_t>(dims[0]), static_cast<uint32_t>(dims[1]), static_cast<uint32_t>(dims[2])};
+}
+
+void KernelChecker::declare_params() {
+  for (size_t i = 0; i < kernel_.params.size(); ++i) {
+    Param& p = kernel_.params[i];
+    if (p.is_buffer && p.type == Type::bool_)
+      reporter_.report(diag::Code::invalid_element_type, p.range,
+                       fmt::format("buffer '{}' has element type bool; buffers hold numbers", p.name),
+                       fmt::format("use u32 elements (0 or 1): {} {}: u32[]", access_name(p.access), p.name));
+    Symbol* s = declare(p.is_buffer ? SymbolKind::buffer_param : SymbolKind::scalar_param, p.name, p.range, p.type,
+                        nullptr);
+    s->access = p.access;
+    s->param_index = static_cast<uint32_t>(i);
+    p.symbol = s;
+  }
+}
+
+Symbol* KernelChecker::declare(SymbolKind kind, const std::string& name, SourceRange range, Type type,
+                               const Stmt* decl) {
+  auto owned = std::make_unique<Symbol>();
+  owned->kind = kind;
+  owned->name = name;
+  owned->type = type;
+  owned->range = range;
+  owned->decl = decl;
+  Symbol* symbol = owned.get();
+  kernel_.symbols.push_back(std::move(owned));
+
+  auto found = visible_.find(name);
+  Symbol* previous = found == visible_.end() ? nullptr : found->second;
+  if (previous) {
+    std::string where = reporter_.line_of(previous->range);
+    std::string message;
+    if (is_param(*previous))
+      message = fmt::format("'{}' is already a parameter of kernel '{}'", name, kernel_.name);
+    else if (scope_of_[previous] == scope_marks_.size())
+      message = fmt::format("'{}' is already defined in this scope ({} {})", name, symbol_kind_words(previous->kind),
+                            where);
+    else
+      message = fmt::format("'{}' is already defined in an enclosing scope ({} {}); shadowing is not allowed", name,
+                            symbol_kind_words(previous->kind), where);
+    reporter_.report(diag::Code::redefined_name, range, std::move(message),
+                     fmt::format("rename this {} or the earlier '{}'", symbol_kind_words(kind), name));
+  }
+  shadowed_.emplace_back(name, previous);
+  visible_[name] = symbol;
+  scope_of_[symbol] = static_cast<uint32_t>(scope_marks_.size());
+  return symbol;
+}
+
+Symbol* KernelChecker::lookup(const std::string& name) const {
+  auto found = visible_.find(name);
+  return found == visible_.end() ? nullptr : found->second;
+}
+
+void KernelChecker::push_scope() { scope_marks_.push_back(shadowed_.size()); }
+
+void KernelChecker::pop_scope() {
+  size_t mark = scope_marks_.back();
+  scope_marks_.pop_back();
+  while (shadowed_.size() > mark) {
+    auto& [name, previous] = shadowed_.back();
+    if (previous)
+      visible_[name] = previous;
+    else
+      visible_.erase(name);
+    shadowed_.pop_back();
+  }
+}
+
+std::vector<std::string> KernelChecker::visible_names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, symbol] : visible_)
+    if (symbol) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool KernelChecker::enter_nesting(SourceRange range) {
+  if (nesting_ < limits_.max_nesting_depth * 2) return true;
+  if (!nesting_reported_)
+    reporter_.report(diag::Code::nesting_too_deep, range,
+                     fmt::format("kernel '{}' nests deeper than the limit of {}", kernel_.name,
+                                 limits_.max_nesting_depth),
+                     "split deeply nested code into simpler statements");
+  nesting_reported_ = true;
+  return false;
+}
+
+void KernelChecker::check_block(std::vector<StmtPtr>& body) {
+  push_scope();
+  ++block_depth_;
+  for (auto& stmt : body) {
+    if (reporter_.stopped()) break;
+    if (stmt) check_stmt(*stmt);
+  }
+  --block_depth_;
+  pop_scope();
+}
+
+void KernelChecker::check_stmt(Stmt& s) {
+  if (!enter_nesting(s.range)) return;
+  ++nesting_;
+  switch (s.kind) {
+    case StmtKind::let_decl:
+    case StmtKind::var_decl: check_decl(s); break;
+    case StmtKind::assign: check_assign(s); break;
+    case StmtKind::if_:
+      if (s.value) check_condition(*s.value, "if");
+      check_block(s.body);
+      if (s.has_else || !s.else_body.empty()) check_block(s.else_body);
+      break;
+    case StmtKind::while_:
+      if (s.value) check_condition(*s.value, "while");
+      ++loop_depth_;
+      check_block(s.body);
+      --loop_depth_;
+      break;
+    case StmtKind::for_: check_for(s); break;
+    case StmtKind::break_:
+    case StmtKind::continue_:
+      if (loop_depth_ == 0) {
+        std::string_view word = s.kind == StmtKind::break_ ? "break" : "continue";
+        reporter_.report(diag::Code::break_outside_loop, s.range,
+                         fmt::format("'{}' outside a loop in kernel '{}'", word, kernel_.name),
+                         "use break and continue only inside while or for loops; 'return;' leaves the kernel");
+      }
+      break;
+    case StmtKind::return_:
+      if (s.value)
+        reporter_.report(diag::Code::return_with_value, s.value->range,
+                         fmt::format("kernel '{}' returns a value; kernels return nothing", kernel_.name),
+                         "write 'return;' and store results in an out or inout buffer");
+      break;
+    case StmtKind::expr: check_expr_stmt(s); break;
+    case StmtKind::block: check_block(s.body); break;
+    case StmtKind::shared_decl: check_shared(s); break;
+  }
+  --nesting_;
+}
+
+void KernelChecker::check_decl(Stmt& s) {
+  const bool is_let = s.kind == StmtKind::let_decl;
+  Type type = Type::error;
+  if (s.declared_type) {
+    type = *s.declared_type;
+    if (s.value) {
+      expect(*s.value, type, [&](Type found) {
+        return fmt::format("cannot initialise '{}' of type {} with a value of type {}", s.name, type_name(type),
+                           describe_type(found));
+      });
+    } else if (is_let) {
+      reporter_.report(diag::Code::cannot_infer_type, s.range,
+                       fmt::format("let binding '{}' has no value", s.name),
+                       fmt::format("give it a value: let {}: {} = ...;", s.name, type_name(type)));
+    }
+  } else if (s.value) {
+    type = concrete(*s.value);
+  } else {
+    reporter_.report(diag::Code::cannot_infer_type, s.range,
+                     fmt::format("cannot infer the type of '{}': it has neither a type nor a value", s.name),
+                     fmt::format("write a type or a value: {} {}: u32 = 0;", is_let ? "let" : "var", s.name));
+  }
+  s.symbol = declare(is_let ? SymbolKind::let : SymbolKind::var, s.name, s.name_range, type, &s);
+}
+
+void KernelChecker::check_assign(Stmt& s) {
+  if (!s.target || !s.value) return;
+  Type target = infer_assign_target(*s.target);
+  if (target == Type::error) {
+    concrete(*s.value);
+    return;
+  }
+  expect(*s.value, target, [&](Type found) {
+    if (s.target->kind == ExprKind::index)
+      return fmt::format("cannot assign {} to an element of '{}', which holds {}", describe_type(found),
+                         s.target->name, type_name(target));
+    return fmt::format("cannot assign {} to variable '{}' of type {}", describe_type(found), s.target->name,
+                       type_name(target));
+  });
+}
+
+void KernelChecker::check_for(Stmt& s) {
+  Type type = Type::error;
+  if (s.lo && s.hi) {
+    Type lo = value(*s.lo), hi = value(*s.hi);
+    if (lo == Type::int_literal && hi == Type::int_literal) {
+      type = coerce(*s.lo, Type::u32) && coerce(*s.hi, Type::u32) ? Type::u32 : Type::error;
+    } else if (lo != Type::error && hi != Type::error) {
+      type = unify(*s.lo, *s.hi, "..", s.lo->range);
+      if (type == Type::float_literal) {
+        assign_literal_types(*s.lo, Type::f32);
+        assign_literal_types(*s.hi, Type::f32);
+        type = Type::f32;
+      }
+      if (type != Type::error && !is_integer(type)) {
+        reporter_.report(diag::Code::type_mismatch, s.lo->range,
+                         fmt::format("the bounds of the for loop over '{}' have type {}; bounds must be integers",
+                                     s.name, type_name(type)),
+                         "use integer bounds, converting explicitly if needed: u32(x)");
+        type = Type::error;
+      }
+    }
+  }
+  if (s.step) {
+    if (type != Type::error)
+      expect(*s.step, type, [&](Type found) {
+        return fmt::format("the step of the for loop over '{}' has type {}, but its bounds have type {}", s.name,
+                           describe_type(found), type_name(type));
+      });
+    else
+      concrete(*s.step);
+  }
+  push_scope();
+  s.symbol = declare(SymbolKind::loop_var, s.name, s.name_range, type, &s);
+  ++loop_depth_;
+  check_block(s.body);
+  --loop_depth_;
+  pop_scope();
+}
+
+void KernelChecker::check_condition(Expr& cond, std::string_view statement) {
+  Type t = value(cond);
+  if (t == Type::error || t == Type::bool_) return;
+  std::string fix = is_integer(t) || t == Type::int_literal ? "compare explicitly, e.g. (x != 0)"
+                                                            : "use a comparison such as (a < b)";
+  reporter_.report(diag::Code::condition_not_bool, cond.range,
+                   fmt::format("the condition of '{}' has type {}; it must be bool", statement, describe_type(t)),
+                   fix);
+  if (t == Type::int_literal) assign_literal_types(cond, Type::i32);
+  if (t == Type::float_literal) assign_literal_types(cond, Type::f32);
+}
+
+void KernelChecker::check_expr_stmt(Stmt& s) {
+  if (!s.value) return;
+  Expr& e = *s.value;
+  Type t = infer(e);
+  bool has_effect = e.kind == ExprKind::call && e.intrinsic &&
+                    (is_atomic(*e.intrinsic) || *e.intrinsic == Intrinsic::barrier ||
+                     *e.intrinsic == Intrinsic::grid_sync);
+  if (t == Type::int_literal) assign_literal_types(e, Type::i32);
+  if (t == Type::float_literal) assign_literal_types(e, Type::f32);
+  if (!has_effect && t != Type::error)
+    reporter_.report(diag::Code::unused_result_required, e.range,
+                     "the value of this expression is computed and discarded",
+                     "assign it to a variable, or remove the statement");
+}
+
+void KernelChecker::check_shared(Stmt& s) {
+  if (block_depth_ != 1)
+    reporter_.report(diag::Code::shared_outside_kernel_scope, s.range,
+                     fmt::format("shared array '{}' is declared in a nested block", s.name),
+                     fmt::format("move the declaration to the top level of kernel '{}'", kernel_.name));
+  Type elem = s.declared_type.value_or(Type::error);
+  bool valid = is_numeric(elem);
+  if (elem == Type::bool_)
+    reporter_.report(diag::Code::invalid_element_type, s.range,
+                     fmt::format("shared array '{}' has element type bool; shared arrays hold numbers", s.name),
+                     "use u32 elements (0 or 1)");
+  uint64_t count = 0;
+  if (s.value) {
+    std::optional<__int128> size = eval_int_constant(*s.value);
+    if (!size) {
+      concrete(*s.value);
+      reporter_.report(diag::Code::invalid_shared_size, s.value->range,
+                       fmt::format("the size of shared array '{}' is not a constant integer expression", s.name),
+                       fmt::format("write the size with integer literals, e.g. shared {}: {}[256];", s.name,
+                                   type_name(elem)));
+      valid = false;
+    } else if (*size <= 0) {
+      reporter_.report(diag::Code::invalid_shared_size, s.value->range,
+                       fmt::format("the size of shared array '{}' is {}; it must be positive", s.name,
+                                   int128_text(*size)),
+                       "give the array at least one element");
+      if (is_literal(value(*s.value))) assign_literal_types(*s.value, Type::i64);
+      valid = false;
+    } else if (value(*s.value) == Type::int_literal && coerce(*s.value, Type::u64)) {
+      count = static_cast<uint64_t>(*size);
+    } else {
+      valid = false;
+    }
+  }
+  Symbol* array = declare(SymbolKind::shared_array, s.name, s.name_range, elem, &s);
+  array->array_size = count;
+  s.symbol = array;
+  if (valid && count > 0) shared_arrays_.push_back(array);
+}
+
+void KernelChecker::check_shared_total() {
+  unsigned __int128 total = 0;
+  std::vector<std::string> parts;
+  for (const Symbol* array : shared_arrays_) {
+    unsigned size = byte_size(array->type);
+    total = (total + size - 1) / size * size + static_cast<unsigned __int128>(array->array_size) * size;
+    parts.push_back(fmt::format("'{}' is {}[{}]", array->name, type_name(array->type), array->array_size));
+  }
+  kernel_.static_shared_bytes =
+      total > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(total);
+  if (total <= kMaxStaticSharedBytes) return;
+  diag::Diagnostic* d = reporter_.report(
+      diag::Code::shared_memory_too_large, kernel_.name_range,
+      fmt::format("shared memory of kernel '{}' is {} bytes, over the limit of {} bytes", kernel_.name,
+                  int128_text(static_cast<__int128>(kernel_.static_shared_bytes)), kMaxStaticSharedBytes),
+      fmt::format("make the shared arrays smaller so that together they use at most {} bytes (48 KiB)",
+                  kMaxStaticSharedBytes));
+  if (d)
+    for (auto& part : parts) d->notes.push_back(std::move(part));
+}
+
+}  // namespace verifier_detail
+
+diag::Diagnostics verify(Module& module, const diag::SourceFile* file, const Limits& limits) {
+  using namespace verifier_detail;
+  Reporter reporter(module.path, file, limits.max_diagnostics);
+  try {
+    std::unordered_map<std::string, const Kernel*> first_definition;
+    for (auto& kernel : module.kernels) {
+      auto [found, inserted] = first_definition.emplace(kernel.name, &kernel);
+      if (!inserted)
+        reporter.report(diag::Code::duplicate_kernel, kernel.name_range,
+                        fmt::format("kernel '{}' is defined twice; the first definition is {}", kernel.name,
+                                    reporter.line_of(found->second->name_range)),
+                        "rename one of the two kernels");
+      KernelChecker(kernel, reporter, limits).run();
+      if (reporter.stopped()) break;
+    }
+  } catch (const std::exception& e) {
+    diag::Diagnostics result = reporter.take();
+    result.add(diag::Code::internal_error, fmt::format("verifier failed: {}", e.what()), {},
+               "please report this as a bug with the input that caused it");
+    return result;
+  }
+  return reporter.take();
 }
 
 }  // namespace ptxgate::ir

@@ -1,0 +1,258 @@
+// Divergence analysis: barrier() and grid_sync() must be reached by every thread, so they may not sit
+// under control flow that depends on thread-varying values (PG1305, PG1312).
+//
+// A value is divergent when it depends on thread_id, global_id or block_id, on a load from a buffer
+// or shared array, or on an atomic's result. Divergence flows through let/var/loop variables; a var
+// assigned under divergent control becomes divergent. Control is divergent inside an if/while/for
+// whose condition or bounds are divergent, after a `continue` taken under divergent control (rest of
+// the iteration), inside a whole loop with a `break` or `return` taken under divergent control, and
+// after a `return` taken under divergent control (rest of the kernel). Loops feed values back to
+// their conditions, so the walk repeats until nothing new becomes divergent; a final walk reports.
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "ir/verifier_internal.hpp"
+
+namespace ptxgate::ir::verifier_detail {
+namespace {
+
+/// Walks to a fixed point are linear each; past this many the analysis assumes every local is divergent.
+constexpr int kMaxPasses = 64;
+
+/// Why a value is divergent: `root` is the thread-varying source, `shown` how the expression reaches it.
+struct Origin {
+  std::string root;
+  std::string shown;
+};
+
+/// Why control is divergent at some point, as a phrase for the diagnostic.
+struct Control {
+  std::string reason;
+};
+
+/// Divergent exits found while walking statements.
+struct Exits {
+  std::optional<Control> loop_exit;       ///< break, or return, under divergent control
+  std::optional<Control> iteration_exit;  ///< continue under divergent control
+  std::optional<Control> kernel_exit;     ///< return under divergent control
+
+  void merge(const Exits& other) {
+    if (!loop_exit) loop_exit = other.loop_exit;
+    if (!iteration_exit) iteration_exit = other.iteration_exit;
+    if (!kernel_exit) kernel_exit = other.kernel_exit;
+  }
+};
+
+class DivergenceAnalysis {
+ public:
+  DivergenceAnalysis(const Kernel& kernel, Reporter& reporter) : kernel_(kernel), reporter_(reporter) {}
+
+  void run() {
+    bool converged = false;
+    for (int pass = 0; pass < kMaxPasses && !converged; ++pass) {
+      changed_ = false;
+      returned_.reset();
+      walk_list(kernel_.body, nullptr);
+      converged = !changed_;
+    }
+    if (!converged) {
+      for (const auto& symbol : kernel_.symbols)
+        if (symbol->kind == SymbolKind::let || symbol->kind == SymbolKind::var ||
+            symbol->kind == SymbolKind::loop_var)
+          divergent_.emplace(symbol.get(), "a value the analysis could not follow (too many dependencies)");
+      everything_exits_ = true;
+    }
+    reporting_ = true;
+    returned_.reset();
+    walk_list(kernel_.body, nullptr);
+  }
+
+ private:
+  void mark(const Symbol* symbol, const std::string& root) {
+    if (!symbol) return;
+    if (divergent_.emplace(symbol, root).second) changed_ = true;
+  }
+
+  std::optional<Origin> origin(const Expr& e) const {
+    switch (e.kind) {
+      case ExprKind::builtin:
+        if (e.builtin == Builtin::thread_id || e.builtin == Builtin::global_id || e.builtin == Builtin::block_id) {
+          std::string text = fmt::format("{}.{}", builtin_name(e.builtin), "xyz"[e.component % 3]);
+          return Origin{text, text};
+        }
+        return std::nullopt;
+      case ExprKind::name: {
+        auto found = divergent_.find(e.symbol);
+        if (!e.symbol || found == divergent_.end()) return std::nullopt;
+        return Origin{found->second, fmt::format("'{}', which depends on {}", e.name, found->second)};
+      }
+      case ExprKind::index: {
+        std::string text = fmt::format("a load from '{}'", e.name);
+        return Origin{text, text};
+      }
+      case ExprKind::call:
+        if (e.intrinsic && is_atomic(*e.intrinsic)) {
+          std::string text = fmt::format("the result of {}", intrinsic_name(*e.intrinsic));
+          return Origin{text, text};
+        }
+        break;
+      default: break;
+    }
+    for (const auto& operand : e.operands)
+      if (operand)
+        if (auto found = origin(*operand)) return found;
+    return std::nullopt;
+  }
+
+  /// Reports barrier()/grid_sync() calls inside `e` when control is divergent.
+  void check_sync(const Expr* e, const Control* control) {
+    if (!e) return;
+    if (e->kind == ExprKind::call && e->intrinsic && control && reporting_) {
+      if (*e->intrinsic == Intrinsic::barrier)
+        reporter_.report(diag::Code::divergent_barrier, e->range,
+                         fmt::format("barrier() in kernel '{}' may be reached by only some threads of the block: {}",
+                                     kernel_.name, control->reason),
+                         "move barrier() out of the thread-dependent branch or loop so that every thread of the "
+                         "block reaches it");
+      if (*e->intrinsic == Intrinsic::grid_sync)
+        reporter_.report(diag::Code::divergent_grid_sync, e->range,
+                         fmt::format("grid_sync() in kernel '{}' may be reached by only some threads of the grid: {}",
+                                     kernel_.name, control->reason),
+                         "move grid_sync() out of the thread-dependent branch or loop so that every thread of the "
+                         "grid reaches it");
+    }
+    for (const auto& operand : e->operands) check_sync(operand.get(), control);
+  }
+
+  Exits walk_list(const std::vector<StmtPtr>& list, const Control* control) {
+    Exits exits;
+    std::optional<Control> after_exit;
+    for (const auto& stmt : list) {
+      if (!stmt) continue;
+      const Control* here = control;
+      if (!here && after_exit) here = &*after_exit;
+      if (!here && returned_) here = &*returned_;
+      Exits found = walk_stmt(*stmt, here);
+      exits.merge(found);
+      if (!after_exit) {
+        if (found.kernel_exit) after_exit = found.kernel_exit;
+        else if (found.loop_exit) after_exit = found.loop_exit;
+        else if (found.iteration_exit) after_exit = found.iteration_exit;
+      }
+    }
+    return exits;
+  }
+
+  Control condition_control(const Origin& why, SourceRange where, std::string_view what) const {
+    return Control{fmt::format("{} {} depends on {}", what, reporter_.line_of(where), why.shown)};
+  }
+
+  Exits walk_loop(const Stmt& s, const Control* control, std::optional<Control> own) {
+    auto marked = exit_loops_.find(&s);
+    if (!own && marked != exit_loops_.end()) own = marked->second;
+    if (!own && everything_exits_) own = Control{"the analysis could not prove the loop uniform"};
+    const Control* inside = control ? control : (own ? &*own : nullptr);
+    Exits body = walk_list(s.body, inside);
+    std::optional<Control> exit = body.loop_exit ? body.loop_exit : body.kernel_exit;
+    if (exit && exit_loops_.emplace(&s, Control{fmt::format("some threads leave the loop {} early ({})",
+                                                            reporter_.line_of(s.range), exit->reason)})
+                    .second)
+      changed_ = true;
+    Exits out;
+    out.kernel_exit = body.kernel_exit;
+    return out;
+  }
+
+  Exits walk_stmt(const Stmt& s, const Control* control) {
+    Exits exits;
+    switch (s.kind) {
+      case StmtKind::let_decl:
+      case StmtKind::var_decl:
+        check_sync(s.value.get(), control);
+        if (s.value)
+          if (auto why = origin(*s.value)) mark(s.symbol, why->root);
+        break;
+      case StmtKind::assign: {
+        check_sync(s.target.get(), control);
+        check_sync(s.value.get(), control);
+        if (!s.target || s.target->kind != ExprKind::name || !s.value) break;
+        if (auto why = origin(*s.value))
+          mark(s.target->symbol, why->root);
+        else if (control)
+          mark(s.target->symbol, fmt::format("an assignment to '{}' {} under thread-dependent control",
+                                             s.target->name, reporter_.line_of(s.range)));
+        break;
+      }
+      case StmtKind::if_: {
+        check_sync(s.value.get(), control);
+        std::optional<Control> own;
+        if (!control && s.value)
+          if (auto why = origin(*s.value)) own = condition_control(*why, s.value->range, "the condition");
+        const Control* inside = control ? control : (own ? &*own : nullptr);
+        exits.merge(walk_list(s.body, inside));
+        exits.merge(walk_list(s.else_body, inside));
+        break;
+      }
+      case StmtKind::while_: {
+        check_sync(s.value.get(), control);
+        std::optional<Control> own;
+        if (s.value)
+          if (auto why = origin(*s.value)) own = condition_control(*why, s.value->range, "the loop condition");
+        exits = walk_loop(s, control, std::move(own));
+        break;
+      }
+      case StmtKind::for_: {
+        std::optional<Control> own;
+        for (const Expr* bound : {s.lo.get(), s.hi.get(), s.step.get()}) {
+          check_sync(bound, control);
+          if (!bound || own) continue;
+          if (auto why = origin(*bound)) {
+            own = condition_control(*why, bound->range, "the loop bound");
+            mark(s.symbol, why->root);
+          }
+        }
+        exits = walk_loop(s, control, std::move(own));
+        break;
+      }
+      case StmtKind::break_:
+        if (control)
+          exits.loop_exit = Control{fmt::format("the 'break' {} is taken by only some threads ({})",
+                                                reporter_.line_of(s.range), control->reason)};
+        break;
+      case StmtKind::continue_:
+        if (control)
+          exits.iteration_exit = Control{fmt::format("the 'continue' {} is taken by only some threads ({})",
+                                                     reporter_.line_of(s.range), control->reason)};
+        break;
+      case StmtKind::return_:
+        if (control) {
+          Control after{fmt::format("the 'return' {} is taken by only some threads ({})", reporter_.line_of(s.range),
+                                    control->reason)};
+          exits.kernel_exit = after;
+          if (!returned_) returned_ = after;
+        }
+        break;
+      case StmtKind::expr: check_sync(s.value.get(), control); break;
+      case StmtKind::block: exits = walk_list(s.body, control); break;
+      case StmtKind::shared_decl: break;
+    }
+    return exits;
+  }
+
+  const Kernel& kernel_;
+  Reporter& reporter_;
+  std::unordered_map<const Symbol*, std::string> divergent_;  ///< symbol -> root origin
+  std::unordered_map<const Stmt*, Control> exit_loops_;       ///< loops some threads leave early
+  std::optional<Control> returned_;                            ///< set after a divergent return
+  bool changed_ = false;
+  bool reporting_ = false;
+  bool everything_exits_ = false;
+};
+
+}  // namespace
+
+void check_divergence(const Kernel& kernel, Reporter& reporter) { DivergenceAnalysis(kernel, reporter).run(); }
+
+}  // namespace ptxgate::ir::verifier_detail

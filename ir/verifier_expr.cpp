@@ -1,0 +1,758 @@
+// The verifier's expression typing: names, literals and their context types, operators, casts and calls.
+#include <cfloat>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "ir/verifier_internal.hpp"
+
+namespace ptxgate::ir::verifier_detail {
+namespace {
+
+constexpr __int128 kConstantLimit = static_cast<__int128>(1) << 100;
+
+bool is_literal(Type t) { return t == Type::int_literal || t == Type::float_literal; }
+
+bool is_comparison(BinaryOp op) {
+  return op == BinaryOp::eq || op == BinaryOp::ne || op == BinaryOp::lt || op == BinaryOp::le ||
+         op == BinaryOp::gt || op == BinaryOp::ge;
+}
+
+bool is_bitwise(BinaryOp op) {
+  return op == BinaryOp::bit_and || op == BinaryOp::bit_or || op == BinaryOp::bit_xor || op == BinaryOp::shl ||
+         op == BinaryOp::shr;
+}
+
+bool is_value_type(Type t) { return t == Type::bool_ || is_numeric(t); }
+
+uint64_t max_value(Type t) {
+  switch (t) {
+    case Type::i32: return INT32_MAX;
+    case Type::u32: return UINT32_MAX;
+    case Type::i64: return INT64_MAX;
+    default: return UINT64_MAX;
+  }
+}
+
+__int128 min_value(Type t) {
+  switch (t) {
+    case Type::i32: return INT32_MIN;
+    case Type::i64: return INT64_MIN;
+    default: return 0;
+  }
+}
+
+std::string range_text(Type t) { return fmt::format("{}..{}", int128_text(min_value(t)), max_value(t)); }
+
+/// Literal spelling for messages: as written when the parser kept it, else the value.
+std::string literal_text(const Expr& e) {
+  if (!e.text.empty()) return e.text;
+  if (e.kind == ExprKind::int_literal) return std::to_string(e.int_value);
+  return fmt::format("{}", e.float_value);
+}
+
+std::string_view signature(Intrinsic fn) {
+  switch (fn) {
+    case Intrinsic::pow: return "pow(x, y)";
+    case Intrinsic::fma: return "fma(a, b, c)";
+    case Intrinsic::min: return "min(a, b)";
+    case Intrinsic::max: return "max(a, b)";
+    case Intrinsic::select: return "select(condition, a, b)";
+    case Intrinsic::atomic_cas: return "atomic_cas(buffer, index, expected, value)";
+    case Intrinsic::barrier: return "barrier()";
+    case Intrinsic::grid_sync: return "grid_sync()";
+    default: return is_atomic(fn) ? "atomic_op(buffer, index, value)" : "f(x)";
+  }
+}
+
+size_t arity(Intrinsic fn) {
+  switch (fn) {
+    case Intrinsic::pow: case Intrinsic::min: case Intrinsic::max: return 2;
+    case Intrinsic::fma: case Intrinsic::select: return 3;
+    case Intrinsic::atomic_cas: return 4;
+    case Intrinsic::barrier: case Intrinsic::grid_sync: return 0;
+    default: return is_atomic(fn) ? 3 : 1;
+  }
+}
+
+bool atomic_supports(Intrinsic fn, Type elem) {
+  if (is_integer(elem)) return true;
+  if (is_float(elem)) return fn == Intrinsic::atomic_add || fn == Intrinsic::atomic_exch;
+  return false;
+}
+
+std::string_view atomic_types(Intrinsic fn) {
+  return fn == Intrinsic::atomic_add || fn == Intrinsic::atomic_exch ? "i32, u32, i64, u64, f32 and f64"
+                                                                     : "i32, u32, i64 and u64";
+}
+
+std::string conversion_fix(Type from, Type to) {
+  if (to == Type::bool_) return "compare to get a bool, e.g. (x != 0)";
+  if (is_numeric(to) && (is_numeric(from) || (from == Type::bool_ && is_integer(to))))
+    return fmt::format("convert explicitly with {}(...); ptxgate has no implicit conversions", type_name(to));
+  return fmt::format("use a value of type {}", type_name(to));
+}
+
+}  // namespace
+
+std::string int128_text(__int128 v) {
+  if (v == 0) return "0";
+  bool negative = v < 0;
+  unsigned __int128 magnitude = negative ? -static_cast<unsigned __int128>(v) : static_cast<unsigned __int128>(v);
+  std::string digits;
+  while (magnitude > 0) {
+    digits.push_back(static_cast<char>('0' + static_cast<int>(magnitude % 10)));
+    magnitude /= 10;
+  }
+  if (negative) digits.push_back('-');
+  return {digits.rbegin(), digits.rend()};
+}
+
+std::optional<__int128> eval_int_constant(const Expr& e) {
+  auto bounded = [](__int128 v) -> std::optional<__int128> {
+    if (v > kConstantLimit || v < -kConstantLimit) return std::nullopt;
+    return v;
+  };
+  switch (e.kind) {
+    case ExprKind::int_literal: return static_cast<__int128>(e.int_value);
+    case ExprKind::unary: {
+      if (e.unary_op != UnaryOp::neg || e.operands.size() != 1 || !e.operands[0]) return std::nullopt;
+      auto v = eval_int_constant(*e.operands[0]);
+      if (!v) return std::nullopt;
+      return -*v;
+    }
+    case ExprKind::binary: {
+      if (e.operands.size() != 2 || !e.operands[0] || !e.operands[1]) return std::nullopt;
+      auto a = eval_int_constant(*e.operands[0]);
+      auto b = eval_int_constant(*e.operands[1]);
+      if (!a || !b) return std::nullopt;
+      switch (e.binary_op) {
+        case BinaryOp::add: return bounded(*a + *b);
+        case BinaryOp::sub: return bounded(*a - *b);
+        case BinaryOp::mul: {
+          if (*a != 0 && (*b > kConstantLimit / (*a < 0 ? -*a : *a) || *b < -kConstantLimit / (*a < 0 ? -*a : *a)))
+            return std::nullopt;
+          return bounded(*a * *b);
+        }
+        case BinaryOp::div: return *b == 0 ? std::nullopt : std::optional<__int128>(*a / *b);
+        case BinaryOp::rem: return *b == 0 ? std::nullopt : std::optional<__int128>(*a % *b);
+        case BinaryOp::shl:
+          if (*b < 0 || *b > 100 || *a < 0) return std::nullopt;
+          return bounded(*a << static_cast<int>(*b));
+        case BinaryOp::shr:
+          if (*b < 0 || *b > 127 || *a < 0) return std::nullopt;
+          return *a >> static_cast<int>(*b);
+        case BinaryOp::bit_and:
+          if (*a < 0 || *b < 0) return std::nullopt;
+          return *a & *b;
+        case BinaryOp::bit_or:
+          if (*a < 0 || *b < 0) return std::nullopt;
+          return *a | *b;
+        case BinaryOp::bit_xor:
+          if (*a < 0 || *b < 0) return std::nullopt;
+          return *a ^ *b;
+        default: return std::nullopt;
+      }
+    }
+    default: return std::nullopt;
+  }
+}
+
+Type KernelChecker::infer(Expr& e) {
+  if (!enter_nesting(e.range)) return e.type = Type::error;
+  ++nesting_;
+  Type t = Type::error;
+  switch (e.kind) {
+    case ExprKind::int_literal: t = Type::int_literal; break;
+    case ExprKind::float_literal: t = Type::float_literal; break;
+    case ExprKind::bool_literal: t = Type::bool_; break;
+    case ExprKind::name: t = infer_name(e); break;
+    case ExprKind::builtin: t = infer_builtin(e); break;
+    case ExprKind::index: t = infer_index(e, false); break;
+    case ExprKind::unary: t = infer_unary(e); break;
+    case ExprKind::binary: t = infer_binary(e); break;
+    case ExprKind::cast: t = infer_cast(e); break;
+    case ExprKind::call: t = infer_call(e); break;
+  }
+  --nesting_;
+  e.type = t;
+  return t;
+}
+
+Type KernelChecker::value(Expr& e) {
+  Type t = infer(e);
+  if (t != Type::void_) return t;
+  reporter_.report(diag::Code::not_a_value, e.range, fmt::format("'{}()' has no value and cannot be used in an expression", e.name),
+                   fmt::format("call it as a statement: {}();", e.name));
+  return e.type = Type::error;
+}
+
+Type KernelChecker::concrete(Expr& e) {
+  Type t = value(e);
+  if (t == Type::int_literal) return coerce(e, Type::i32) ? Type::i32 : Type::error;
+  if (t == Type::float_literal) return coerce(e, Type::f32) ? Type::f32 : Type::error;
+  return t;
+}
+
+Type KernelChecker::expect(Expr& e, Type target, const std::function<std::string(Type found)>& mismatch) {
+  Type t = value(e);
+  if (t == Type::error || target == Type::error || !is_value_type(target)) {
+    if (is_literal(t)) assign_literal_types(e, t == Type::float_literal ? Type::f32 : Type::i32);
+    return Type::error;
+  }
+  if (is_literal(t)) return coerce(e, target) ? target : Type::error;
+  if (t == target) return t;
+  reporter_.report(diag::Code::type_mismatch, e.range, mismatch(t), conversion_fix(t, target));
+  return Type::error;
+}
+
+void KernelChecker::assign_literal_types(Expr& e, Type target) {
+  if (!is_literal(e.type)) return;
+  e.type = target;
+  for (auto& operand : e.operands)
+    if (operand) assign_literal_types(*operand, target);
+}
+
+bool KernelChecker::coerce(Expr& e, Type target) {
+  if (!is_value_type(target)) return false;
+  if (!coerce_tree(e, target, false)) {
+    assign_literal_types(e, target);
+    return false;
+  }
+  if (is_integer(target)) {
+    std::optional<__int128> v = eval_int_constant(e);
+    if (v && (*v < min_value(target) || *v > static_cast<__int128>(max_value(target)))) {
+      reporter_.report(diag::Code::literal_out_of_range, e.range,
+                       fmt::format("constant value {} does not fit {} (range {})", int128_text(*v),
+                                   type_name(target), range_text(target)),
+                       "use a wider type such as i64 or u64, or change the value");
+      return false;
+    }
+  }
+  return true;
+}
+
+bool KernelChecker::coerce_tree(Expr& e, Type target, bool under_negation) {
+  if (!is_literal(e.type)) return true;
+  const bool leaf = e.kind == ExprKind::int_literal || e.kind == ExprKind::float_literal;
+  if (e.type == Type::float_literal && !is_float(target)) {
+    std::string what = leaf ? fmt::format("float literal {}", literal_text(e)) : "a float-valued expression";
+    reporter_.report(diag::Code::type_mismatch, e.range,
+                     fmt::format("{} used where {} is expected", what, type_name(target)),
+                     target == Type::bool_ ? "use true or false"
+                                           : fmt::format("write an integer, or convert explicitly: {}(...)",
+                                                         type_name(target)));
+    return false;
+  }
+  if (target == Type::bool_) {
+    std::string what = leaf ? fmt::format("integer literal {}", literal_text(e)) : "an integer expression";
+    reporter_.report(diag::Code::type_mismatch, e.range, fmt::format("{} used where bool is expected", what),
+                     "use true or false, or compare: (x != 0)");
+    return false;
+  }
+  switch (e.kind) {
+    case ExprKind::int_literal: {
+      if (is_integer(target)) {
+        uint64_t limit = max_value(target);
+        bool fits = e.int_value <= limit || (under_negation && is_signed(target) && e.int_value == limit + 1);
+        if (!fits) {
+          reporter_.report(diag::Code::literal_out_of_range, e.range,
+                           fmt::format("integer literal {} does not fit {} (range {})", literal_text(e),
+                                       type_name(target), range_text(target)),
+                           "use a wider type such as i64 or u64, or a smaller value");
+          return false;
+        }
+      }
+      break;
+    }
+    case ExprKind::float_literal:
+      if (target == Type::f32 && std::isfinite(e.float_value) && std::fabs(e.float_value) > FLT_MAX) {
+        reporter_.report(diag::Code::literal_out_of_range, e.range,
+                         fmt::format("float literal {} does not fit f32 (largest {:g})", literal_text(e), FLT_MAX),
+                         "use f64 for values this large");
+        return false;
+      }
+      break;
+    case ExprKind::unary: {
+      Expr& operand = *e.operands[0];
+      if (e.unary_op == UnaryOp::neg && is_integer(target) && !is_signed(target)) {
+        std::optional<__int128> v = eval_int_constant(operand);
+        if (!v || *v != 0) {
+          reporter_.report(diag::Code::literal_out_of_range, e.range,
+                           fmt::format("negative value {} does not fit unsigned type {}",
+                                       v ? int128_text(-*v) : "'-...'", type_name(target)),
+                           fmt::format("use a signed type such as i32, or a non-negative {} value", type_name(target)));
+          return false;
+        }
+      }
+      if (e.unary_op == UnaryOp::bit_not && is_float(target)) {
+        reporter_.report(diag::Code::invalid_operand, e.range,
+                         fmt::format("operator '~' is not defined for {}", type_name(target)),
+                         "bitwise operators need integer operands");
+        return false;
+      }
+      if (!coerce_tree(operand, target, e.unary_op == UnaryOp::neg)) return false;
+      break;
+    }
+    case ExprKind::binary:
+      if ((is_bitwise(e.binary_op)) && is_float(target)) {
+        reporter_.report(diag::Code::invalid_operand, e.range,
+                         fmt::format("operator '{}' is not defined for {}", op_spelling(e.binary_op),
+                                     type_name(target)),
+                         "bitwise and shift operators need integer operands");
+        return false;
+      }
+      if (!coerce_tree(*e.operands[0], target, false) || !coerce_tree(*e.operands[1], target, false)) return false;
+      break;
+    case ExprKind::call:
+      for (auto& operand : e.operands)
+        if (operand && !coerce_tree(*operand, target, false)) return false;
+      break;
+    default: break;
+  }
+  e.type = target;
+  return true;
+}
+
+Type KernelChecker::unify(Expr& a, Expr& b, std::string_view what, SourceRange where) {
+  Type ta = a.type, tb = b.type;
+  if (ta == Type::error || tb == Type::error) return Type::error;
+  if (is_literal(ta) && is_literal(tb))
+    return ta == Type::float_literal || tb == Type::float_literal ? Type::float_literal : Type::int_literal;
+  if (is_literal(ta)) return coerce(a, tb) ? tb : Type::error;
+  if (is_literal(tb)) return coerce(b, ta) ? ta : Type::error;
+  if (ta == tb) return ta;
+  reporter_.report(diag::Code::type_mismatch, where,
+                   fmt::format("operands of '{}' have different types: {} and {}", what, type_name(ta),
+                               type_name(tb)),
+                   fmt::format("convert one side explicitly, e.g. {}(...); ptxgate has no implicit conversions",
+                               type_name(ta)));
+  return Type::error;
+}
+
+void KernelChecker::report_undefined(Expr& e) {
+  SourceRange range = e.range;
+  if (e.kind == ExprKind::index) range.length = static_cast<uint32_t>(e.name.size());
+  auto hint = closest_name(e.name, visible_names());
+  reporter_.report(diag::Code::undefined_name, range, fmt::format("use of undefined name '{}'", e.name),
+                   hint ? fmt::format("did you mean '{}'?", *hint)
+                        : "declare it with let or var before this use, or add a kernel parameter");
+}
+
+Type KernelChecker::infer_name(Expr& e) {
+  Symbol* symbol = lookup(e.name);
+  if (!symbol) {
+    if (builtin_from_name(e.name))
+      reporter_.report(diag::Code::unknown_builtin, e.range,
+                       fmt::format("builtin '{}' needs a component", e.name),
+                       fmt::format("write {0}.x, {0}.y or {0}.z", e.name));
+    else
+      report_undefined(e);
+    return Type::error;
+  }
+  e.symbol = symbol;
+  if (symbol->kind == SymbolKind::buffer_param || symbol->kind == SymbolKind::shared_array) {
+    reporter_.report(diag::Code::buffer_as_value, e.range,
+                     fmt::format("{} '{}' is used as a value",
+                                 symbol->kind == SymbolKind::shared_array ? "shared array" : "buffer", e.name),
+                     fmt::format("index it to use one element, e.g. {}[i]", e.name));
+    return Type::error;
+  }
+  return symbol->type;
+}
+
+Type KernelChecker::infer_builtin(Expr& e) {
+  if (e.component <= 2) return Type::u32;
+  reporter_.report(diag::Code::unknown_builtin, e.range,
+                   fmt::format("builtin '{}' has no component number {}", builtin_name(e.builtin), e.component),
+                   fmt::format("use {0}.x, {0}.y or {0}.z", builtin_name(e.builtin)));
+  return Type::error;
+}
+
+Symbol* KernelChecker::storage(Expr& e, std::string_view use) {
+  Symbol* symbol = lookup(e.name);
+  if (!symbol) {
+    report_undefined(e);
+    return nullptr;
+  }
+  if (symbol->kind != SymbolKind::buffer_param && symbol->kind != SymbolKind::shared_array) {
+    SourceRange range = e.range;
+    if (e.kind == ExprKind::index) range.length = static_cast<uint32_t>(e.name.size());
+    reporter_.report(diag::Code::not_indexable, range,
+                     fmt::format("'{}' is a {} of type {}, not a buffer or shared array; it cannot be {}", e.name,
+                                 symbol_kind_words(symbol->kind), describe_type(symbol->type), use),
+                     "use a buffer parameter or a shared array here");
+    return nullptr;
+  }
+  e.symbol = symbol;
+  return symbol;
+}
+
+Type KernelChecker::index_operand(Expr& index, const std::string& target) {
+  Type t = value(index);
+  if (t == Type::error) return t;
+  if (t == Type::int_literal) return coerce(index, Type::u32) ? Type::u32 : Type::error;
+  if (is_integer(t)) return t;
+  if (t == Type::float_literal) assign_literal_types(index, Type::f32);
+  reporter_.report(diag::Code::non_integer_index, index.range,
+                   fmt::format("index into '{}' has type {}; indices must be integers", target, describe_type(t)),
+                   is_float(t) || t == Type::float_literal ? "convert it explicitly: u32(x)"
+                                                           : "use an integer index such as u32(x)");
+  return Type::error;
+}
+
+Type KernelChecker::infer_index(Expr& e, bool is_write) {
+  Symbol* symbol = storage(e, "indexed");
+  if (!e.operands.empty() && e.operands[0]) index_operand(*e.operands[0], e.name);
+  if (!symbol) return Type::error;
+  if (symbol->kind == SymbolKind::buffer_param) {
+    if (is_write && symbol->access == Access::in)
+      reporter_.report(diag::Code::write_to_in_buffer, e.range,
+                       fmt::format("write to '{}', an 'in' buffer of kernel '{}' (read-only)", e.name, kernel_.name),
+                       fmt::format("declare the parameter as 'inout {}: {}[]' to write to it", e.name,
+                                   type_name(symbol->type)));
+    if (!is_write && symbol->access == Access::out)
+      reporter_.report(diag::Code::read_of_out_buffer, e.range,
+                       fmt::format("read of '{}', an 'out' buffer of kernel '{}' (write-only)", e.name, kernel_.name),
+                       fmt::format("declare the parameter as 'inout {}: {}[]' to read it", e.name,
+                                   type_name(symbol->type)));
+  }
+  return symbol->type;
+}
+
+Type KernelChecker::infer_assign_target(Expr& target) {
+  if (target.kind == ExprKind::index) {
+    if (!enter_nesting(target.range)) return Type::error;
+    return target.type = infer_index(target, true);
+  }
+  if (target.kind != ExprKind::name) {
+    infer(target);
+    reporter_.report(diag::Code::not_a_value, target.range,
+                     "the left side of '=' is not a variable or a buffer element",
+                     "assign to a var or to an element such as y[i]");
+    return Type::error;
+  }
+  Symbol* symbol = lookup(target.name);
+  if (!symbol) {
+    report_undefined(target);
+    return target.type = Type::error;
+  }
+  target.symbol = symbol;
+  target.type = symbol->type;
+  std::string message, fix;
+  switch (symbol->kind) {
+    case SymbolKind::var: return symbol->type;
+    case SymbolKind::let:
+      message = fmt::format("cannot assign to '{}': it is declared with let", target.name);
+      fix = fmt::format("declare it with 'var {}' to make it mutable", target.name);
+      break;
+    case SymbolKind::loop_var:
+      message = fmt::format("cannot assign to loop variable '{}'", target.name);
+      fix = fmt::format("copy it into a variable first: var k = {};", target.name);
+      break;
+    case SymbolKind::scalar_param:
+      message = fmt::format("cannot assign to parameter '{}' of kernel '{}'", target.name, kernel_.name);
+      fix = fmt::format("copy it into a variable first: var k = {};", target.name);
+      break;
+    case SymbolKind::buffer_param:
+    case SymbolKind::shared_array:
+      reporter_.report(diag::Code::buffer_as_value, target.range,
+                       fmt::format("cannot assign to '{}' as a whole", target.name),
+                       fmt::format("assign one element: {}[i] = ...;", target.name));
+      return Type::error;
+  }
+  reporter_.report(diag::Code::assign_to_immutable, target.range, std::move(message), std::move(fix));
+  return Type::error;
+}
+
+Type KernelChecker::infer_unary(Expr& e) {
+  if (e.operands.empty() || !e.operands[0]) return Type::error;
+  Expr& operand = *e.operands[0];
+  Type t = value(operand);
+  if (t == Type::error) return t;
+  const std::string_view op = op_spelling(e.unary_op);
+  auto invalid = [&](std::string fix) {
+    reporter_.report(diag::Code::invalid_operand, e.range,
+                     fmt::format("operator '{}' is not defined for {}", op, describe_type(t)), std::move(fix));
+    if (is_literal(t)) assign_literal_types(operand, t == Type::float_literal ? Type::f32 : Type::i32);
+    return Type::error;
+  };
+  switch (e.unary_op) {
+    case UnaryOp::neg:
+      if (is_literal(t) || is_signed(t) || is_float(t)) return t;
+      if (t == Type::bool_) return invalid("use '!' to negate a bool");
+      return invalid(fmt::format("negate a signed value instead, e.g. -i32(x), or subtract: (0 - x) wraps around"));
+    case UnaryOp::bit_not:
+      if (t == Type::int_literal || is_integer(t)) return t;
+      return invalid("'~' needs an integer operand; use '!' for bool");
+    case UnaryOp::logical_not:
+      if (t == Type::bool_) return t;
+      return invalid("'!' needs a bool operand; compare instead: (x == 0)");
+  }
+  return Type::error;
+}
+
+Type KernelChecker::infer_binary(Expr& e) {
+  if (e.operands.size() != 2 || !e.operands[0] || !e.operands[1]) return Type::error;
+  Expr& a = *e.operands[0];
+  Expr& b = *e.operands[1];
+  Type ta = value(a), tb = value(b);
+  const BinaryOp op = e.binary_op;
+  const std::string_view spelling = op_spelling(op);
+  auto default_literals = [&] {
+    for (Expr* side : {&a, &b})
+      if (is_literal(side->type)) assign_literal_types(*side, side->type == Type::float_literal ? Type::f32 : Type::i32);
+  };
+
+  if (op == BinaryOp::logical_and || op == BinaryOp::logical_or) {
+    for (Expr* side : {&a, &b})
+      if (side->type != Type::error && side->type != Type::bool_)
+        reporter_.report(diag::Code::invalid_operand, side->range,
+                         fmt::format("operand of '{}' has type {}; it must be bool", spelling,
+                                     describe_type(side->type)),
+                         "compare to get a bool, e.g. (x != 0)");
+    default_literals();
+    return Type::bool_;
+  }
+  const bool comparison = is_comparison(op);
+  if (ta == Type::error || tb == Type::error) {
+    default_literals();
+    return comparison ? Type::bool_ : Type::error;
+  }
+  Type common = unify(a, b, spelling, e.range);
+  if (common == Type::error) {
+    default_literals();
+    return comparison ? Type::bool_ : Type::error;
+  }
+  auto invalid = [&](std::string fix) {
+    reporter_.report(diag::Code::invalid_operand, e.range,
+                     fmt::format("operator '{}' is not defined for {}", spelling, describe_type(common)),
+                     std::move(fix));
+    default_literals();
+    return comparison ? Type::bool_ : Type::error;
+  };
+  if (comparison) {
+    if (is_literal(common)) {
+      Type fallback = common == Type::float_literal ? Type::f32 : Type::i32;
+      if (!coerce(a, fallback) || !coerce(b, fallback)) return Type::bool_;
+      common = fallback;
+    }
+    if (common == Type::bool_ && op != BinaryOp::eq && op != BinaryOp::ne)
+      return invalid("bool values can only be compared with == and !=");
+    return Type::bool_;
+  }
+  if (is_bitwise(op)) {
+    if (common == Type::int_literal || is_integer(common)) return common;
+    return invalid(common == Type::bool_ ? "use && and || for bool values"
+                                         : "bitwise and shift operators need integer operands");
+  }
+  if (common == Type::bool_) return invalid("arithmetic needs numbers; convert explicitly with u32(b)");
+  return common;
+}
+
+Type KernelChecker::infer_cast(Expr& e) {
+  const Type target = e.cast_type;
+  if (e.operands.empty() || !e.operands[0]) return Type::error;
+  Expr& operand = *e.operands[0];
+  Type t = value(operand);
+  if (!is_value_type(target)) {
+    reporter_.report(diag::Code::invalid_cast, e.range, fmt::format("cannot cast to {}", describe_type(target)),
+                     "cast to one of bool, i32, u32, i64, u64, f32, f64");
+    return Type::error;
+  }
+  if (t == Type::error) return target;
+  if ((t == Type::int_literal && is_numeric(target)) || (t == Type::float_literal && is_float(target))) {
+    coerce(operand, target);
+    return target;
+  }
+  if (is_literal(t)) {
+    Type fallback = t == Type::float_literal ? Type::f32 : Type::i32;
+    if (!coerce(operand, fallback)) return target;
+    t = fallback;
+  }
+  bool allowed = t == target || (is_numeric(t) && is_numeric(target)) || (t == Type::bool_ && is_integer(target));
+  if (!allowed) {
+    std::string fix = target == Type::bool_ ? "compare instead: (x != 0)"
+                                            : fmt::format("convert through an integer: {}(u32(b))", type_name(target));
+    reporter_.report(diag::Code::invalid_cast, e.range,
+                     fmt::format("cannot cast {} to {}", type_name(t), type_name(target)), std::move(fix));
+  }
+  return target;
+}
+
+bool KernelChecker::check_arity(Expr& e, std::string_view fn, size_t expected) {
+  if (e.operands.size() == expected) return true;
+  for (auto& operand : e.operands) {
+    if (!operand) continue;
+    Type t = infer(*operand);
+    if (is_literal(t)) assign_literal_types(*operand, t == Type::float_literal ? Type::f32 : Type::i32);
+  }
+  reporter_.report(diag::Code::wrong_argument_count, e.range,
+                   fmt::format("'{}' takes {} argument{}, {} given", fn, expected, expected == 1 ? "" : "s",
+                               e.operands.size()),
+                   fmt::format("call it as {}", signature(*e.intrinsic)));
+  return false;
+}
+
+Type KernelChecker::infer_call(Expr& e) {
+  if (!e.intrinsic) {
+    for (auto& operand : e.operands)
+      if (operand) concrete(*operand);
+    std::vector<std::string> known;
+    for (int i = 0; i <= static_cast<int>(Intrinsic::grid_sync); ++i)
+      known.emplace_back(intrinsic_name(static_cast<Intrinsic>(i)));
+    auto hint = closest_name(e.name, known);
+    reporter_.report(diag::Code::unknown_function, e.range, fmt::format("unknown function '{}'", e.name),
+                     hint ? fmt::format("did you mean '{}'?", *hint)
+                          : "the functions are the math functions (sqrt, exp, min, ...), select, the atomics, "
+                            "barrier and grid_sync");
+    return Type::error;
+  }
+  const Intrinsic fn = *e.intrinsic;
+  const std::string_view name = intrinsic_name(fn);
+  if (is_atomic(fn)) return infer_atomic(e, fn);
+  switch (fn) {
+    case Intrinsic::barrier:
+      check_arity(e, name, 0);
+      kernel_.uses_barrier = true;
+      return Type::void_;
+    case Intrinsic::grid_sync:
+      check_arity(e, name, 0);
+      kernel_.uses_grid_sync = true;
+      if (!kernel_.cooperative)
+        reporter_.report(diag::Code::grid_sync_not_cooperative, e.range,
+                         fmt::format("grid_sync() in kernel '{}', which is not @cooperative", kernel_.name),
+                         fmt::format("mark kernel '{}' @cooperative (and launch it cooperatively), or use barrier() "
+                                     "to synchronise one block",
+                                     kernel_.name));
+      return Type::void_;
+    case Intrinsic::select: return infer_select(e);
+    default: return infer_math(e, fn);
+  }
+}
+
+Type KernelChecker::infer_math(Expr& e, Intrinsic fn) {
+  const std::string_view name = intrinsic_name(fn);
+  if (!check_arity(e, name, arity(fn))) return Type::error;
+  const bool float_only = fn != Intrinsic::min && fn != Intrinsic::max && fn != Intrinsic::abs;
+  bool failed = false;
+  Type common = Type::error;
+  for (auto& arg : e.operands) {
+    Type t = value(*arg);
+    if (t == Type::error) failed = true;
+    else if (!is_literal(t) && common == Type::error) common = t;
+  }
+  auto default_literals = [&] {
+    for (auto& arg : e.operands)
+      if (is_literal(arg->type)) assign_literal_types(*arg, arg->type == Type::float_literal ? Type::f32 : Type::i32);
+  };
+  if (failed) {
+    default_literals();
+    return Type::error;
+  }
+  if (common == Type::error) {
+    bool any_float = false;
+    for (auto& arg : e.operands) any_float = any_float || arg->type == Type::float_literal;
+    return any_float || float_only ? Type::float_literal : Type::int_literal;
+  }
+  for (auto& arg : e.operands) {
+    if (is_literal(arg->type)) {
+      if (!coerce(*arg, common)) failed = true;
+    } else if (arg->type != common) {
+      reporter_.report(diag::Code::type_mismatch, arg->range,
+                       fmt::format("arguments of '{}' have different types: {} and {}", name, type_name(common),
+                                   type_name(arg->type)),
+                       fmt::format("convert explicitly, e.g. {}(...); ptxgate has no implicit conversions",
+                                   type_name(common)));
+      failed = true;
+    }
+  }
+  if (failed) return Type::error;
+  if (float_only && !is_float(common)) {
+    reporter_.report(diag::Code::invalid_operand, e.range,
+                     fmt::format("'{}' needs f32 or f64 arguments, found {}", name, type_name(common)),
+                     fmt::format("convert the argument explicitly, e.g. {}(f32(x))", name));
+    return Type::error;
+  }
+  if (!float_only && !is_numeric(common)) {
+    reporter_.report(diag::Code::invalid_operand, e.range,
+                     fmt::format("'{}' needs numeric arguments, found {}", name, type_name(common)),
+                     "pass integers or floats");
+    return Type::error;
+  }
+  return common;
+}
+
+Type KernelChecker::infer_select(Expr& e) {
+  if (!check_arity(e, "select", 3)) return Type::error;
+  Type cond = value(*e.operands[0]);
+  if (cond != Type::error && cond != Type::bool_) {
+    reporter_.report(diag::Code::condition_not_bool, e.operands[0]->range,
+                     fmt::format("the condition of 'select' has type {}; it must be bool", describe_type(cond)),
+                     "compare to get a bool, e.g. select(x != 0, a, b)");
+    if (is_literal(cond)) assign_literal_types(*e.operands[0], cond == Type::float_literal ? Type::f32 : Type::i32);
+  }
+  Type ta = value(*e.operands[1]), tb = value(*e.operands[2]);
+  if (ta == Type::error || tb == Type::error) {
+    for (int i : {1, 2})
+      if (is_literal(e.operands[i]->type))
+        assign_literal_types(*e.operands[i], e.operands[i]->type == Type::float_literal ? Type::f32 : Type::i32);
+    return Type::error;
+  }
+  return unify(*e.operands[1], *e.operands[2], "select", e.range);
+}
+
+Type KernelChecker::infer_atomic(Expr& e, Intrinsic fn) {
+  const std::string_view name = intrinsic_name(fn);
+  if (!check_arity(e, name, arity(fn))) return Type::error;
+  Expr& target = *e.operands[0];
+  Symbol* symbol = nullptr;
+  if (target.kind == ExprKind::name) {
+    symbol = storage(target, fmt::format("used by {}", name));
+  } else {
+    concrete(target);
+    reporter_.report(diag::Code::not_indexable, target.range,
+                     fmt::format("the first argument of '{}' must name a buffer or shared array", name),
+                     fmt::format("call it as {}(buffer, index, value)", name));
+  }
+  index_operand(*e.operands[1], target.name);
+  auto type_values = [&] {
+    for (size_t i = 2; i < e.operands.size(); ++i) concrete(*e.operands[i]);
+  };
+  if (!symbol) {
+    type_values();
+    return Type::error;
+  }
+  const Type elem = symbol->type;
+  target.type = elem;
+  if (symbol->kind == SymbolKind::buffer_param && symbol->access == Access::in)
+    reporter_.report(diag::Code::write_to_in_buffer, target.range,
+                     fmt::format("'{}' writes to '{}', an 'in' buffer of kernel '{}' (read-only)", name, target.name,
+                                 kernel_.name),
+                     fmt::format("declare the parameter as 'inout {}: {}[]'", target.name, type_name(elem)));
+  if (symbol->kind == SymbolKind::buffer_param && symbol->access == Access::out)
+    reporter_.report(diag::Code::read_of_out_buffer, target.range,
+                     fmt::format("'{}' reads '{}', an 'out' buffer of kernel '{}' (atomics return the old value)",
+                                 name, target.name, kernel_.name),
+                     fmt::format("declare the parameter as 'inout {}: {}[]'", target.name, type_name(elem)));
+  if (!is_numeric(elem)) {
+    type_values();
+    return Type::error;
+  }
+  if (!atomic_supports(fn, elem)) {
+    reporter_.report(diag::Code::invalid_atomic_type, e.range,
+                     fmt::format("'{}' does not support element type {} (of '{}')", name, type_name(elem),
+                                 target.name),
+                     fmt::format("'{}' works on {} elements", name, atomic_types(fn)));
+    type_values();
+    return elem;
+  }
+  for (size_t i = 2; i < e.operands.size(); ++i)
+    expect(*e.operands[i], elem, [&](Type found) {
+      return fmt::format("the value passed to '{}' has type {}, but '{}' holds {}", name, describe_type(found),
+                         target.name, type_name(elem));
+    });
+  return elem;
+}
+
+}  // namespace ptxgate::ir::verifier_detail

@@ -1,0 +1,132 @@
+// Internal pieces of the verifier shared by its source files (not a public interface).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ir/verifier.hpp"
+
+namespace ptxgate::ir::verifier_detail {
+
+/// Collects the verifier's diagnostics with source locations; stops at the diagnostic limit.
+class Reporter {
+ public:
+  Reporter(std::string module_path, const diag::SourceFile* file, uint32_t max_diagnostics);
+
+  /// Adds a diagnostic of `code` at `range`; returns null (and drops it) once the limit is reached.
+  diag::Diagnostic* report(diag::Code code, SourceRange range, std::string message, std::string fix);
+  /// "line 3" for notes and messages; "an earlier line" when there is no source file.
+  std::string line_of(SourceRange range) const;
+  /// True once the diagnostic limit was reached.
+  bool stopped() const { return stopped_; }
+  diag::Diagnostics take() { return std::move(diagnostics_); }
+
+ private:
+  diag::Location locate(SourceRange range) const;
+
+  std::string module_path_;
+  const diag::SourceFile* file_;
+  uint32_t max_diagnostics_;
+  bool stopped_ = false;
+  diag::Diagnostics diagnostics_;
+};
+
+/// "parameter", "let binding", "shared array", ... for messages.
+std::string_view symbol_kind_words(SymbolKind kind);
+/// "u32", or "an integer literal" / "a float literal" for untyped literals.
+std::string describe_type(Type t);
+/// The closest of `candidates` to `name` (edit distance at most 2), for "did you mean" hints.
+std::optional<std::string> closest_name(std::string_view name, const std::vector<std::string>& candidates);
+/// The value of an integer expression built only from integer literals and operators;
+/// nullopt when it is not constant, divides by zero or leaves a safe range.
+std::optional<__int128> eval_int_constant(const Expr& e);
+/// Decimal spelling of a 128-bit integer.
+std::string int128_text(__int128 v);
+
+/// Resolves names, types every expression and checks the kernel rules of one kernel.
+class KernelChecker {
+ public:
+  KernelChecker(Kernel& kernel, Reporter& reporter, const Limits& limits);
+  void run();
+
+ private:
+  // Kernel-level pieces (verifier.cpp).
+  void check_attributes();
+  void check_workgroup(Attribute& attr);
+  void declare_params();
+  void check_block(std::vector<StmtPtr>& body);
+  void check_stmt(Stmt& s);
+  void check_decl(Stmt& s);
+  void check_assign(Stmt& s);
+  void check_for(Stmt& s);
+  void check_shared(Stmt& s);
+  void check_condition(Expr& cond, std::string_view statement);
+  void check_expr_stmt(Stmt& s);
+  void check_shared_total();
+  Symbol* declare(SymbolKind kind, const std::string& name, SourceRange range, Type type, const Stmt* decl);
+  Symbol* lookup(const std::string& name) const;
+  void push_scope();
+  void pop_scope();
+  std::vector<std::string> visible_names() const;
+  bool enter_nesting(SourceRange range);
+
+  // Expressions (verifier_expr.cpp). `infer` may return a literal type or void.
+  Type infer(Expr& e);
+  /// infer, rejecting void (PG1107).
+  Type value(Expr& e);
+  /// value, then untyped literals take their default type (i32 / f32).
+  Type concrete(Expr& e);
+  /// value, then the expression must have type `target` (literals take it); otherwise
+  /// PG1201 with `mismatch(found)` as the message. Returns the resulting type or error.
+  Type expect(Expr& e, Type target, const std::function<std::string(Type found)>& mismatch);
+  /// Gives a literal-typed expression the concrete type `target`, checking ranges.
+  bool coerce(Expr& e, Type target);
+  bool coerce_tree(Expr& e, Type target, bool under_negation);
+  void assign_literal_types(Expr& e, Type target);
+  /// The common type of two operands; literals take the other side's type.
+  Type unify(Expr& a, Expr& b, std::string_view what, SourceRange where);
+  Type infer_name(Expr& e);
+  Type infer_builtin(Expr& e);
+  Type infer_index(Expr& e, bool is_write);
+  Type infer_unary(Expr& e);
+  Type infer_binary(Expr& e);
+  Type infer_cast(Expr& e);
+  Type infer_call(Expr& e);
+  Type infer_math(Expr& e, Intrinsic fn);
+  Type infer_select(Expr& e);
+  Type infer_atomic(Expr& e, Intrinsic fn);
+  Type index_operand(Expr& index, const std::string& target);
+  /// Resolves a name that must denote a buffer or shared array (indexing, atomics).
+  Symbol* storage(Expr& e, std::string_view use);
+  bool check_arity(Expr& e, std::string_view fn, size_t expected);
+  void report_undefined(Expr& e);
+  /// Types the target of an assignment (a write: `in` buffers are rejected, `out` allowed).
+  Type infer_assign_target(Expr& target);
+
+  Kernel& kernel_;
+  Reporter& reporter_;
+  const Limits& limits_;
+  std::unordered_map<std::string, Symbol*> visible_;
+  std::unordered_map<const Symbol*, uint32_t> scope_of_;
+  std::vector<std::pair<std::string, Symbol*>> shadowed_;  ///< undo log for pop_scope
+  std::vector<size_t> scope_marks_;
+  uint32_t loop_depth_ = 0;
+  uint32_t block_depth_ = 0;  ///< 1 at the kernel's top level
+  uint32_t nesting_ = 0;
+  bool nesting_reported_ = false;
+  bool saw_workgroup_ = false;
+  bool saw_cooperative_ = false;
+  std::vector<const Symbol*> shared_arrays_;
+};
+
+/// The divergence analysis: PG1305 for barrier() and PG1312 for grid_sync() reached under
+/// control flow that depends on thread-varying values. Needs resolved symbols.
+void check_divergence(const Kernel& kernel, Reporter& reporter);
+
+}  // namespace ptxgate::ir::verifier_detail
