@@ -198,6 +198,7 @@ class Printer {
         break;
       case ExprKind::unary:
         out += op_spelling(e.unary_op);
+        if (strength(*e.operands[0]) == kUnaryStrength) out += ' ';  // "- -x", not "--x"
         expr(*e.operands[0], kUnaryStrength);
         break;
       case ExprKind::binary: {
