@@ -220,7 +220,7 @@ std::expected<HostArray, diag::Diagnostics> make_buffer_data(std::string_view sp
 std::expected<Arg, diag::Diagnostics> parse_scalar(std::string_view spec, ir::Type type, std::string_view param) {
   auto bits = parse_value_bits(spec, type);
   if (!bits) {
-    std::string expected = type == ir::Type::bool_ ? "true or false"
+    std::string expected = type == ir::Type::bool_ ? std::string("a bool literal (true or false)")
                            : ir::is_float(type)    ? fmt::format("an {} literal (e.g. 2.5)", ir::type_name(type))
                            : ir::is_signed(type)   ? fmt::format("an {} integer literal in range", ir::type_name(type))
                                                    : fmt::format("a non-negative {} integer literal in range",
