@@ -107,8 +107,13 @@ std::string ptxas_version(const std::string& ptxas) {
   std::string version;
   if (auto run = run_process({ptxas, "--version"}); run && run->exit_status == 0) {
     std::istringstream lines(run->stdout_text);
-    for (std::string line; std::getline(lines, line);)
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("release") != std::string::npos) {
+        version = line;
+        break;
+      }
       if (!line.empty()) version = line;
+    }
   }
   memo.emplace(ptxas, version);
   return version;

@@ -52,7 +52,7 @@ std::string libdevice_hash(const std::string& path);
 /// Path of ptxas: $PTXGATE_PTXAS, else $CUDA_HOME/bin/ptxas, else the toolkit found at build time.
 std::string ptxas_path();
 
-/// The last line of `ptxas --version` (e.g. "Cuda compilation tools, release 13.0, V13.0.48"),
+/// The "release" line of `ptxas --version` (e.g. "Cuda compilation tools, release 13.0, V13.0.48"),
 /// run once per ptxas path per process and memoised; empty when ptxas cannot be run.
 std::string ptxas_version(const std::string& ptxas = ptxas_path());
 

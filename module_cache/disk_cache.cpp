@@ -30,7 +30,7 @@ constexpr const char* kKernels = "kernels.json";
 constexpr const char* kResources = "resources.json";
 constexpr const char* kTempPrefix = ".tmp-";
 constexpr const char* kTrashPrefix = ".trash-";
-/// A temporary directory older than this is left over from a crashed publisher.
+/// A temporary or trash directory older than this is left over from a crashed process.
 constexpr auto kStaleTemp = std::chrono::minutes(10);
 
 /// Closes a file descriptor on scope exit.
@@ -395,9 +395,10 @@ size_t DiskCache::clear(diag::Diagnostics& warnings) {
     auto name = it->path().filename().string();
     std::error_code type_ec;
     if (!it->is_directory(type_ec) || it->is_symlink(type_ec)) continue;
-    if (CacheKey::from_hex(name) || name.starts_with(kTrashPrefix)) {
+    if (CacheKey::from_hex(name)) {
       to_remove.push_back(it->path());
-    } else if (name.starts_with(kTempPrefix)) {
+    } else if (name.starts_with(kTempPrefix) || name.starts_with(kTrashPrefix)) {
+      // Another publisher or remover may be working in it right now; only leftovers of a crash go.
       std::error_code time_ec;
       auto written = it->last_write_time(time_ec);
       if (!time_ec && written < stale_before) to_remove.push_back(it->path());
@@ -423,7 +424,7 @@ size_t DiskCache::clear(diag::Diagnostics& warnings) {
     }
     std::error_code rm_ec;
     fs::remove_all(target, rm_ec);
-    if (rm_ec) {
+    if (rm_ec && rm_ec != std::errc::no_such_file_or_directory) {
       warnings.add(diag::Code::cache_io_error,
                    fmt::format("cannot remove '{}': {}", target.string(), rm_ec.message()), {},
                    "check the permissions of the cache directory");
