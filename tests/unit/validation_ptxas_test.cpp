@@ -1,0 +1,158 @@
+// Unit tests for the ptxas -v log parser (captured real outputs) and the ptxas runner.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "validation/ptxas_resources.hpp"
+
+using namespace ptxgate::validation;
+
+namespace {
+
+// ptxas 13.0 -arch=sm_75 on a three-entry module (stack frame, shared + barrier, plain).
+constexpr std::string_view kLogSm75 = R"(ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'stacky' for 'sm_75'
+ptxas info    : Function properties for stacky
+    256 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 6 registers, used 0 barriers, 256 bytes cumulative stack size, 364 bytes cmem[0]
+ptxas info    : Compile time = 3.035 ms
+ptxas info    : Compiling entry function 'with_shared' for 'sm_75'
+ptxas info    : Function properties for with_shared
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 8 registers, used 1 barriers, 4096 bytes smem, 360 bytes cmem[0]
+ptxas info    : Compile time = 2.227 ms
+ptxas info    : Compiling entry function 'saxpy' for 'sm_75'
+ptxas info    : Function properties for saxpy
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 10 registers, used 0 barriers, 376 bytes cmem[0]
+ptxas info    : Compile time = 2.102 ms
+)";
+
+// ptxas 13.0 -arch=sm_90: no cmem figures.
+constexpr std::string_view kLogSm90 = R"(ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'with_shared' for 'sm_90'
+ptxas info    : Function properties for with_shared
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 10 registers, used 1 barriers, 4096 bytes smem
+ptxas info    : Compile time = 3.957 ms
+ptxas info    : Compiling entry function 'saxpy' for 'sm_90'
+ptxas info    : Function properties for saxpy
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 10 registers, used 0 barriers
+ptxas info    : Compile time = 3.437 ms
+)";
+
+// CUDA 11/12 style: no barrier item, spills, a device function's properties, cmem[2].
+constexpr std::string_view kLogOld = R"(ptxas info    : 0 bytes gmem
+ptxas info    : Function properties for helper
+    16 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads
+ptxas info    : Compiling entry function '_Z6kernelPf' for 'sm_80'
+ptxas info    : Function properties for _Z6kernelPf
+    40 bytes stack frame, 24 bytes spill stores, 20 bytes spill loads
+ptxas info    : Used 255 registers, 49152 bytes smem, 360 bytes cmem[0], 8 bytes cmem[2]
+)";
+
+}  // namespace
+
+TEST_CASE("ptxas log parser reads every entry of a sm_75 log") {
+  auto m = parse_ptxas_log(kLogSm75);
+  REQUIRE(m.size() == 3);
+  CHECK(m["stacky"].registers_per_thread == 6);
+  CHECK(m["stacky"].local_bytes == 256);
+  CHECK(m["stacky"].constant_bytes == 364);
+  CHECK(m["with_shared"].registers_per_thread == 8);
+  CHECK(m["with_shared"].static_shared_bytes == 4096);
+  CHECK(m["with_shared"].barriers == 1);
+  CHECK(m["saxpy"].registers_per_thread == 10);
+  CHECK(m["saxpy"].static_shared_bytes == 0);
+  CHECK(m["saxpy"].constant_bytes == 376);
+}
+
+TEST_CASE("ptxas log parser handles the sm_90 format without cmem") {
+  auto m = parse_ptxas_log(kLogSm90);
+  REQUIRE(m.size() == 2);
+  CHECK(m["with_shared"].static_shared_bytes == 4096);
+  CHECK(m["with_shared"].registers_per_thread == 10);
+  CHECK(m["saxpy"].constant_bytes == 0);
+}
+
+TEST_CASE("ptxas log parser: older format, spills, device functions ignored") {
+  auto m = parse_ptxas_log(kLogOld);
+  REQUIRE(m.size() == 1);
+  const auto& k = m["_Z6kernelPf"];
+  CHECK(k.registers_per_thread == 255);
+  CHECK(k.static_shared_bytes == 49152);
+  CHECK(k.local_bytes == 40);
+  CHECK(k.spill_store_bytes == 24);
+  CHECK(k.spill_load_bytes == 20);
+  CHECK(k.constant_bytes == 360);
+}
+
+TEST_CASE("ptxas log parser tolerates garbage and truncation") {
+  CHECK(parse_ptxas_log("").empty());
+  CHECK(parse_ptxas_log("ptxas fatal   : Unresolved extern function 'f'\n").empty());
+  auto m = parse_ptxas_log(kLogSm75.substr(0, 140));
+  CHECK(m.size() == 1);
+  CHECK(parse_ptxas_log("ptxas info : Compiling entry function 'k' for 'sm_90'\nUsed x registers, used  barriers\n")
+            .at("k")
+            .registers_per_thread == 0);
+}
+
+TEST_CASE("PTX launch bounds give the kernel's thread limit") {
+  constexpr std::string_view ptx = R"(
+.visible .entry a(.param .u64 p)
+.maxntid 128, 2, 1
+{ ret; }
+.visible .entry b(.param .u64 p)
+.reqntid 64
+{ ret; }
+.visible .entry c(.param .u64 p)
+{ ret; }
+)";
+  auto b = ptx_launch_bounds(ptx);
+  CHECK(b.at("a") == 256);
+  CHECK(b.at("b") == 64);
+  CHECK(b.count("c") == 0);
+}
+
+TEST_CASE("ptxas runs on real PTX and reports resources") {
+  if (!std::filesystem::exists(ptxas_path())) {
+    MESSAGE("skipped: ptxas not found at ", ptxas_path().string());
+    return;
+  }
+  constexpr std::string_view ptx = R"(.version 7.0
+.target sm_75
+.address_size 64
+.shared .align 4 .b8 tile[2048];
+.visible .entry k(.param .u64 y)
+.maxntid 128, 1, 1
+{
+  .reg .b32 %r<4>; .reg .b64 %rd<4>; .reg .f32 %f<3>;
+  ld.param.u64 %rd1, [y];
+  mov.u32 %r1, %tid.x; shl.b32 %r2, %r1, 2;
+  mov.u32 %r3, tile; add.u32 %r3, %r3, %r2;
+  cvta.to.global.u64 %rd2, %rd1; mul.wide.u32 %rd3, %r1, 4; add.s64 %rd2, %rd2, %rd3;
+  ld.global.f32 %f1, [%rd2];
+  st.shared.f32 [%r3], %f1;
+  bar.sync 0;
+  ld.shared.f32 %f2, [%r3+4];
+  st.global.f32 [%rd2], %f2;
+  ret;
+}
+)";
+  for (const char* arch : {"sm_75", "sm_80", "sm_90"}) {
+    CAPTURE(arch);
+    auto r = query_ptxas_resources(ptx, arch);
+    REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.error().items()[0].message));
+    const auto& k = r->at("k");
+    CHECK(k.static_shared_bytes == 2048);
+    CHECK(k.registers_per_thread > 0);
+    CHECK(k.registers_per_thread < 64);
+    CHECK(k.barriers == 1);
+    CHECK(k.max_threads_per_block == 128);
+  }
+  auto bad = query_ptxas_resources("not ptx", "sm_90");
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().items()[0].code == ptxgate::diag::Code::resource_query_failed);
+  CHECK(bad.error().items()[0].message.find("ptxas") != std::string::npos);
+}
