@@ -1,11 +1,280 @@
-// `ptxgate run` (being implemented).
+// `ptxgate run FILE --kernel K --arg NAME=SPEC ...`: compile through the cache, validate, launch, read back.
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "backend/arg_spec.hpp"
+#include "backend/npy.hpp"
+#include "backend/runtime.hpp"
+#include "ir/frontend.hpp"
 #include "tools/cli.hpp"
 
 namespace ptxgate::cli {
+namespace {
+
+struct RunOptions {
+  std::string input;
+  std::string kernel;
+  std::string grid;
+  std::string block;
+  uint64_t shared_bytes = 0;
+  bool cooperative = false;
+  std::vector<std::string> args, outs, prints;
+  unsigned time_runs = 0;
+  int device = 0;
+  std::string format = "text";
+};
+
+std::optional<std::array<uint64_t, 3>> parse_dims(std::string_view text) {
+  std::array<uint64_t, 3> dims{1, 1, 1};
+  size_t axis = 0;
+  while (!text.empty()) {
+    if (axis == 3) return std::nullopt;
+    auto comma = text.find(',');
+    auto part = text.substr(0, comma);
+    uint64_t v = 0;
+    auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (ec != std::errc{} || p != part.data() + part.size() || part.empty()) return std::nullopt;
+    dims[axis++] = v;
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  if (axis == 0) return std::nullopt;
+  return dims;
+}
+
+diag::Diagnostics option_error(diag::Code code, std::string message, std::string fix) {
+  diag::Diagnostics d;
+  d.add(code, std::move(message), {}, std::move(fix));
+  return d;
+}
+
+/// One parameter's value: host data for a buffer (and its device copy), or a scalar.
+struct BoundParam {
+  const codegen::ParamInfo* param = nullptr;
+  std::optional<backend::HostArray> host;
+  backend::DeviceBuffer device;
+  std::optional<backend::Arg> scalar;
+};
+
+int fail(const diag::Diagnostics& d, diag::Format format) {
+  print_diagnostics(d, format);
+  for (const auto& item : d)
+    if (item.code == diag::Code::driver_unavailable || item.code == diag::Code::no_device) return kNoDriver;
+  return kDiagnostics;
+}
+
+int run_kernel(const RunOptions& opt) {
+  auto format = *diag::format_from_name(opt.format);
+  auto source = ir::read_source(opt.input);
+  if (!source) return fail(source.error(), format);
+  auto loaded = ir::load_module(*source);
+  if (!loaded) return fail(loaded.error(), format);
+  if (!loaded->warnings.empty()) print_diagnostics(loaded->warnings, format);
+  const ir::Kernel* kernel = loaded->module.find_kernel(opt.kernel);
+  if (kernel == nullptr) {
+    std::string names;
+    for (const auto& k : loaded->module.kernels) names += (names.empty() ? "" : ", ") + k.name;
+    return fail(option_error(diag::Code::kernel_not_found, fmt::format("no kernel named '{}' in '{}'", opt.kernel, opt.input),
+                             fmt::format("kernels in this file: {}", names)),
+                format);
+  }
+  codegen::KernelInfo info;
+  for (auto& k : codegen::describe(loaded->module))
+    if (k.name == opt.kernel) info = k;
+
+  // Every argument spec is checked before the driver is touched.
+  diag::Diagnostics errors;
+  std::map<std::string, std::string, std::less<>> specs;
+  for (const auto& a : opt.args) {
+    auto kv = backend::split_assignment(a, "--arg");
+    if (!kv) {
+      errors.append(kv.error());
+      continue;
+    }
+    specs[kv->first] = kv->second;
+  }
+  std::vector<BoundParam> params(info.params.size());
+  uint64_t largest = 0;
+  for (size_t i = 0; i < info.params.size(); ++i) {
+    const auto& p = info.params[i];
+    params[i].param = &p;
+    auto it = specs.find(p.name);
+    if (it == specs.end()) {
+      errors.add(diag::Code::invalid_argument_spec,
+                 fmt::format("no --arg for parameter '{}' ({} {})", p.name, p.is_buffer ? "buffer of" : "scalar",
+                             ir::type_name(p.type)),
+                 {}, p.is_buffer ? fmt::format("add --arg {}=random:COUNT (or fill:COUNT:V, iota:COUNT, a .npy file)", p.name)
+                                 : fmt::format("add --arg {}=VALUE with an {} literal", p.name, ir::type_name(p.type)));
+      continue;
+    }
+    if (p.is_buffer) {
+      auto data = backend::make_buffer_data(it->second, p.type, p.name);
+      if (!data) {
+        errors.append(data.error());
+      } else {
+        largest = std::max<uint64_t>(largest, data->count);
+        params[i].host = std::move(*data);
+      }
+    } else {
+      auto value = backend::parse_scalar(it->second, p.type, p.name);
+      if (!value) errors.append(value.error());
+      else params[i].scalar = *value;
+    }
+    specs.erase(it);
+  }
+  for (const auto& [name, spec] : specs)
+    errors.add(diag::Code::invalid_argument_spec, fmt::format("--arg {}={}: kernel '{}' has no parameter '{}'", name, spec,
+                                                              opt.kernel, name),
+               {}, "remove it or fix the name");
+  auto find_buffer = [&](std::string_view name) -> BoundParam* {
+    for (auto& b : params)
+      if (b.param->name == name && b.param->is_buffer) return &b;
+    return nullptr;
+  };
+  std::vector<std::pair<BoundParam*, std::string>> outs;
+  for (const auto& o : opt.outs) {
+    auto kv = backend::split_assignment(o, "--out");
+    if (!kv) {
+      errors.append(kv.error());
+    } else if (auto* b = find_buffer(kv->first)) {
+      outs.emplace_back(b, kv->second);
+    } else {
+      errors.add(diag::Code::invalid_argument_spec, fmt::format("--out {}: no buffer parameter named '{}'", o, kv->first),
+                 {}, "name a buffer parameter of the kernel");
+    }
+  }
+  std::vector<std::pair<BoundParam*, size_t>> prints;
+  for (const auto& p : opt.prints) {
+    auto colon = p.find(':');
+    std::string name = p.substr(0, colon);
+    size_t k = 10;
+    if (colon != std::string::npos) {
+      auto [ptr, ec] = std::from_chars(p.data() + colon + 1, p.data() + p.size(), k);
+      if (ec != std::errc{} || ptr != p.data() + p.size()) {
+        errors.add(diag::Code::invalid_argument_spec, fmt::format("--print '{}': K must be a number", p), {},
+                   "write --print NAME or --print NAME:K");
+        continue;
+      }
+    }
+    if (auto* b = find_buffer(name)) prints.emplace_back(b, k);
+    else
+      errors.add(diag::Code::invalid_argument_spec, fmt::format("--print {}: no buffer parameter named '{}'", p, name),
+                 {}, "name a buffer parameter of the kernel");
+  }
+  backend::LaunchConfig config;
+  config.dynamic_shared_bytes = opt.shared_bytes;
+  config.cooperative = opt.cooperative || info.cooperative;
+  bool grid_max = opt.grid == "max";
+  if (!opt.block.empty()) {
+    if (auto b = parse_dims(opt.block)) config.block = *b;
+    else errors.add(diag::Code::invalid_launch_option, fmt::format("invalid --block '{}'", opt.block), {}, "write --block X[,Y[,Z]]");
+  } else if (!info.has_required_block()) {
+    config.block = {256, 1, 1};
+  }
+  uint64_t threads = info.has_required_block() && opt.block.empty()
+                         ? uint64_t{info.required_block[0]} * info.required_block[1] * info.required_block[2]
+                         : config.block[0] * config.block[1] * config.block[2];
+  if (!opt.grid.empty() && !grid_max) {
+    if (auto g = parse_dims(opt.grid)) config.grid = *g;
+    else errors.add(diag::Code::invalid_launch_option, fmt::format("invalid --grid '{}'", opt.grid), {}, "write --grid X[,Y[,Z]] or --grid max");
+  } else if (!grid_max) {
+    config.grid = {threads == 0 ? 1 : std::max<uint64_t>(1, (largest + threads - 1) / threads), 1, 1};
+  }
+  if (errors.has_errors()) return fail(errors, format);
+
+  auto rt = backend::Runtime::create({.device = opt.device});
+  if (!rt) return fail(rt.error(), format);
+  auto k = (*rt)->compile(loaded->module, opt.kernel);
+  if (auto w = (*rt)->take_warnings(); !w.empty()) print_diagnostics(w, format);
+  if (!k) return fail(k.error(), format);
+  if (grid_max) {
+    config.cooperative = true;
+    auto v = (*k)->check(config);
+    if (v.max_cooperative_grid == 0) return fail(v.diagnostics, format);
+    config.grid = {v.max_cooperative_grid, 1, 1};
+  }
+  std::vector<backend::Arg> args;
+  for (auto& b : params) {
+    if (b.param->is_buffer) {
+      auto buf = (*rt)->upload(std::span<const std::byte>(b.host->bytes));
+      if (!buf) return fail(buf.error(), format);
+      b.device = std::move(*buf);
+      args.emplace_back(b.device);
+    } else {
+      args.push_back(*b.scalar);
+    }
+  }
+  if (auto ok = (*k)->launch(config, args); !ok) return fail(ok.error(), format);
+  if (auto ok = (*rt)->synchronize(); !ok) return fail(ok.error(), format);
+  std::fprintf(stderr, "ran %s: grid=(%llu,%llu,%llu) block=(%llu,%llu,%llu) shared=%llu%s\n", opt.kernel.c_str(),
+               (unsigned long long)config.grid[0], (unsigned long long)config.grid[1], (unsigned long long)config.grid[2],
+               (unsigned long long)(config.block[0] ? config.block[0] : info.required_block[0]),
+               (unsigned long long)(config.block[0] ? config.block[1] : info.required_block[1]),
+               (unsigned long long)(config.block[0] ? config.block[2] : info.required_block[2]),
+               (unsigned long long)config.dynamic_shared_bytes, config.cooperative ? " cooperative" : "");
+
+  if (opt.time_runs > 0) {
+    auto start = backend::Event::create((*rt)->shared_context());
+    auto stop = backend::Event::create((*rt)->shared_context());
+    if (!start) return fail(start.error(), format);
+    if (!stop) return fail(stop.error(), format);
+    std::vector<float> ms;
+    for (unsigned i = 0; i < opt.time_runs; ++i) {
+      if (auto ok = start->record(nullptr); !ok) return fail(ok.error(), format);
+      if (auto ok = (*k)->launch(config, args); !ok) return fail(ok.error(), format);
+      if (auto ok = stop->record(nullptr); !ok) return fail(ok.error(), format);
+      if (auto ok = stop->synchronize(); !ok) return fail(ok.error(), format);
+      auto t = stop->elapsed_ms_since(*start);
+      if (!t) return fail(t.error(), format);
+      ms.push_back(*t);
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("time: median %.3f us over %u runs (min %.3f us, max %.3f us), after 1 warm-up\n",
+                ms[ms.size() / 2] * 1000.0, opt.time_runs, ms.front() * 1000.0, ms.back() * 1000.0);
+  }
+  auto read_back = [&](BoundParam& b) -> std::expected<void, diag::Diagnostics> {
+    return b.device.download(std::span<std::byte>(b.host->bytes));
+  };
+  for (auto& [b, k_elems] : prints) {
+    if (auto ok = read_back(*b); !ok) return fail(ok.error(), format);
+    size_t n = std::min(k_elems, b->host->count);
+    std::string line = fmt::format("{}[0:{}] =", b->param->name, n);
+    for (size_t i = 0; i < n; ++i) line += " " + b->host->format_element(i);
+    std::printf("%s\n", line.c_str());
+  }
+  for (auto& [b, path] : outs) {
+    if (auto ok = read_back(*b); !ok) return fail(ok.error(), format);
+    if (auto ok = backend::write_npy(path, *b->host); !ok) return fail(ok.error(), format);
+  }
+  return kSuccess;
+}
+
+}  // namespace
 
 CLI::App* register_run(CLI::App& app, Runner& runner) {
-  auto* cmd = app.add_subcommand("run", "run (being implemented)");
-  runner = [] { return kUsage; };
+  auto opt = std::make_shared<RunOptions>();
+  auto* cmd = app.add_subcommand("run", "Compile, validate and launch a kernel on the GPU, then read results back");
+  cmd->add_option("file", opt->input, "Input .pg file, or - for standard input")->required();
+  cmd->add_option("--kernel", opt->kernel, "Kernel to launch")->required();
+  cmd->add_option("--grid", opt->grid,
+                  "Grid X[,Y[,Z]]; default: enough blocks to cover the largest buffer; 'max': the largest "
+                  "cooperative grid that fits");
+  cmd->add_option("--block", opt->block, "Block X[,Y[,Z]]; default: the kernel's @workgroup, else 256");
+  cmd->add_option("--shared-bytes", opt->shared_bytes, "Dynamic shared memory per block in bytes");
+  cmd->add_flag("--cooperative", opt->cooperative, "Launch cooperatively (implied for @cooperative kernels)");
+  cmd->add_option("--arg", opt->args,
+                  "NAME=SPEC per parameter. Buffers: random:COUNT[:SEED], fill:COUNT:VALUE, iota:COUNT, PATH.npy, "
+                  "or a raw file. Scalars: a literal of the parameter's type");
+  cmd->add_option("--out", opt->outs, "NAME=PATH.npy: write a buffer after the launch");
+  cmd->add_option("--print", opt->prints, "NAME[:K]: print the first K (default 10) elements of a buffer");
+  cmd->add_option("--time", opt->time_runs, "Time N more launches with device events and print the median");
+  cmd->add_option("--device", opt->device, "CUDA device ordinal")->default_val(0);
+  add_format_option(cmd, opt->format);
+  runner = [opt] { return run_kernel(*opt); };
   return cmd;
 }
 
