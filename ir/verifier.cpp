@@ -486,7 +486,8 @@ void KernelChecker::check_shared_total() {
   for (const Symbol* array : shared_arrays_) {
     unsigned size = byte_size(array->type);
     total = (total + size - 1) / size * size + static_cast<unsigned __int128>(array->array_size) * size;
-    parts.push_back(fmt::format("'{}' is {}[{}]", array->name, type_name(array->type), array->array_size));
+    parts.push_back(fmt::format("'{}' is {}[{}], {} bytes", array->name, type_name(array->type), array->array_size,
+                                int128_text(static_cast<__int128>(array->array_size) * size)));
   }
   kernel_.static_shared_bytes =
       total > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(total);
@@ -524,7 +525,14 @@ diag::Diagnostics verify(Module& module, const diag::SourceFile* file, const Lim
                "please report this as a bug with the input that caused it");
     return result;
   }
-  return reporter.take();
+  diag::Diagnostics result = reporter.take();
+  // Source order reads best; the limit notice (PG1905), if any, stays last.
+  auto& items = result.items();
+  auto end = !items.empty() && items.back().code == diag::Code::too_many_diagnostics ? items.end() - 1 : items.end();
+  std::stable_sort(items.begin(), end, [](const diag::Diagnostic& a, const diag::Diagnostic& b) {
+    return std::pair(a.location.line, a.location.column) < std::pair(b.location.line, b.location.column);
+  });
+  return result;
 }
 
 }  // namespace ptxgate::ir
