@@ -95,8 +95,13 @@ class Parser {
   Token expect(TokenKind k, std::string_view context, std::string_view fix) {
     if (!at(k)) {
       std::string message = fmt::format("expected {} {}, found {}", token_kind_name(k), context, describe(tok_));
-      if (k == TokenKind::semicolon) fail(diag::Code::expected_token, prev_end_, 1, message, std::string(fix));
-      fail_here(diag::Code::expected_token, message, std::string(fix));
+      if (k != TokenKind::semicolon) fail_here(diag::Code::expected_token, message, std::string(fix));
+      if (!at_statement_keyword() && !at(TokenKind::r_brace))
+        fail(diag::Code::expected_token, prev_end_, 1, message, std::string(fix));
+      // The statement is complete and the next one starts here: act as if ';' were written.
+      sink_.error(diag::Code::expected_token, prev_end_, 1, std::move(message), std::string(fix));
+      if (sink_.stopped()) throw Abort{};
+      return tok_;
     }
     Token t = tok_;
     advance();
@@ -159,11 +164,25 @@ class Parser {
     return at(TokenKind::end_of_file) || at(TokenKind::kw_kernel) || at(TokenKind::at);
   }
 
-  /// Skips the rest of a broken statement: past the next `;` or balanced `{...}` at this
-  /// level, stopping before a `}` that closes the enclosing block or a new kernel.
-  void sync_statement() {
+  bool at_statement_keyword() const {
+    switch (tok_.kind) {
+      case TokenKind::kw_let: case TokenKind::kw_var: case TokenKind::kw_if: case TokenKind::kw_while:
+      case TokenKind::kw_for: case TokenKind::kw_break: case TokenKind::kw_continue: case TokenKind::kw_return:
+      case TokenKind::kw_shared:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  /// Skips the rest of a broken statement that began at `start`: past the next `;` or
+  /// balanced `{...}` at this level, stopping before a `}` that closes the enclosing block,
+  /// a keyword that starts the next statement, or a new kernel.
+  void sync_statement(uint32_t start) {
+    if (tok_.offset == start && !at_item_start() && !at(TokenKind::r_brace)) advance();
     int braces = 0;
     while (!at_item_start()) {
+      if (braces == 0 && at_statement_keyword()) return;
       if (at(TokenKind::l_brace)) {
         ++braces;
       } else if (at(TokenKind::r_brace)) {
@@ -277,10 +296,11 @@ class Parser {
     DepthGuard guard(*this);
     Token open = expect(TokenKind::l_brace, fmt::format("to start {}", what), "add '{'");
     while (!at(TokenKind::r_brace) && !at_item_start()) {
+      uint32_t start = tok_.offset;
       try {
         out.push_back(parse_statement());
       } catch (const SyntaxError&) {
-        sync_statement();
+        sync_statement(start);
       }
     }
     if (!at(TokenKind::r_brace)) {
@@ -347,6 +367,7 @@ class Parser {
                     "return and blocks");
         ExprPtr e = parse_expr();
         if (at(TokenKind::assign)) {
+          if (e->kind == ExprKind::builtin && e->range.offset == bad_builtin_at_) throw SyntaxError{};  // reported
           if (e->kind != ExprKind::name && e->kind != ExprKind::index)
             fail(diag::Code::expected_token, e->range.offset, e->range.length,
                  "the left side of '=' must be a variable name or an indexed buffer element",
@@ -587,6 +608,7 @@ class Parser {
     e->name = std::string(name_tok.text);
     std::optional<Builtin> b = builtin_from_name(name_tok.text);
     if (!b) {
+      bad_builtin_at_ = name_tok.offset;
       sink_.error(diag::Code::unknown_builtin, name_tok.offset, name_tok.length,
                   fmt::format("'{}' is not a builtin; only builtins have components like '.x'", name_tok.text),
                   fmt::format("use one of {}", kBuiltinList));
@@ -614,6 +636,7 @@ class Parser {
   uint32_t depth_ = 0;
   uint32_t statements_ = 0;
   uint32_t unclosed_reported_at_ = UINT32_MAX;
+  uint32_t bad_builtin_at_ = UINT32_MAX;  ///< offset of the last unknown builtin reported
 };
 
 }  // namespace

@@ -309,6 +309,17 @@ kernel c() { let fine = 1; }
   CHECK(r.module.kernels[2].body.size() == 1);
 }
 
+TEST_CASE("parser: a missing ';' before the next statement does not hide that statement's errors") {
+  ParseResult r = parse_text("kernel k() {\n  let x = 1\n  let y = (2 + ;\n  foo.x = 3;\n  let z = 4\n}\n");
+  CHECK(codes(r) == std::vector<diag::Code>{diag::Code::expected_token, diag::Code::expected_expression,
+                                            diag::Code::unknown_builtin, diag::Code::expected_token});
+  REQUIRE(r.module.kernels.size() == 1);
+  const auto& body = r.module.kernels[0].body;
+  REQUIRE(body.size() == 2);
+  CHECK(body[0]->name == "x");
+  CHECK(body[1]->name == "z");
+}
+
 TEST_CASE("parser: a missing closing brace is reported once") {
   ParseResult r = parse_text("kernel a() { if (x) { while (y) { let z = 1;\nkernel b() { }\n");
   REQUIRE(r.diagnostics.size() == 1);
