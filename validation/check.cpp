@@ -4,6 +4,9 @@
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
+#include <cstring>
+#include <iterator>
+
 #include <fmt/format.h>
 
 namespace ptxgate::validation {
@@ -305,6 +308,24 @@ nlohmann::json Verdict::to_json(const std::string& kernel_name, const LaunchPlan
   return j;
 }
 
+namespace {
+
+// One argument descriptor as hashed: fixed size, no padding bytes.
+struct PackedArgument {
+  uint64_t buffer_bytes;
+  uint32_t size_bytes;
+  uint8_t kind, slot_null, pointer_null, has_bytes, scalar_type, has_type, pad[6];
+};
+static_assert(sizeof(PackedArgument) == 24, "no padding bytes in the hashed descriptor");
+
+PackedArgument pack(const ArgumentDesc& a) {
+  return {a.buffer_bytes.value_or(0), a.size_bytes, static_cast<uint8_t>(a.kind), a.slot_is_null, a.pointer_is_null,
+          a.buffer_bytes.has_value(), static_cast<uint8_t>(a.scalar_type.value_or(ir::Type::error)),
+          a.scalar_type.has_value(), {}};
+}
+
+}  // namespace
+
 PlanShape shape_of(const LaunchPlan& plan) {
   PlanShape s;
   s.grid = plan.grid;
@@ -312,25 +333,41 @@ PlanShape shape_of(const LaunchPlan& plan) {
   s.dynamic_shared_bytes = plan.dynamic_shared_bytes;
   s.flags = (plan.cooperative ? 1u : 0u) | (plan.stream_policy == StreamPolicy::require_explicit ? 2u : 0u) |
             (plan.stream_is_null ? 4u : 0u) | (plan.function_is_null ? 8u : 0u) | (plan.arguments_known ? 16u : 0u);
-  if (plan.arguments.empty() && plan.required_elements.empty()) return s;
-  XXH3_state_t state;
-  XXH3_64bits_reset(&state);
-  for (const auto& a : plan.arguments) {
-    struct {
-      uint64_t buffer_bytes;
-      uint32_t size_bytes;
-      uint8_t kind, slot_null, pointer_null, has_bytes, scalar_type, has_type, pad[6];
-    } packed{a.buffer_bytes.value_or(0), a.size_bytes, static_cast<uint8_t>(a.kind), a.slot_is_null,
-             a.pointer_is_null, a.buffer_bytes.has_value(), static_cast<uint8_t>(a.scalar_type.value_or(ir::Type::error)),
-             a.scalar_type.has_value(), {}};
-    static_assert(sizeof packed == 24, "no padding bytes in the hashed descriptor");
-    XXH3_64bits_update(&state, &packed, sizeof packed);
+  if (!plan.arguments.empty() || !plan.required_elements.empty()) {
+    // Usual argument tables fit a stack buffer hashed in one call; larger ones stream.
+    constexpr size_t kStackWords = 64;
+    uint64_t words[kStackWords * 3];
+    size_t needed = plan.arguments.size() * 3 + plan.required_elements.size() * 2;
+    if (needed <= std::size(words)) {
+      size_t n = 0;
+      for (const auto& a : plan.arguments) {
+        PackedArgument p = pack(a);
+        std::memcpy(&words[n], &p, sizeof p);
+        n += 3;
+      }
+      for (auto [index, elements] : plan.required_elements) {
+        words[n++] = index;
+        words[n++] = elements;
+      }
+      s.arguments_hash = XXH3_64bits(words, n * sizeof(uint64_t));
+    } else {
+      XXH3_state_t state;
+      XXH3_64bits_reset(&state);
+      for (const auto& a : plan.arguments) {
+        PackedArgument p = pack(a);
+        XXH3_64bits_update(&state, &p, sizeof p);
+      }
+      for (auto [index, elements] : plan.required_elements) {
+        uint64_t pair[2] = {index, elements};
+        XXH3_64bits_update(&state, pair, sizeof pair);
+      }
+      s.arguments_hash = XXH3_64bits_digest(&state);
+    }
+    s.arguments_hash |= 1;  // never 0 when there are arguments
   }
-  for (auto [index, elements] : plan.required_elements) {
-    uint64_t pair[2] = {index, elements};
-    XXH3_64bits_update(&state, pair, sizeof pair);
-  }
-  s.arguments_hash = XXH3_64bits_digest(&state) | 1;  // never 0 when there are arguments
+  uint64_t fixed[9] = {s.grid[0], s.grid[1], s.grid[2], s.block[0], s.block[1], s.block[2],
+                       s.dynamic_shared_bytes, s.arguments_hash, s.flags};
+  s.hash = XXH3_64bits(fixed, sizeof fixed);
   return s;
 }
 

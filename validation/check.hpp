@@ -71,6 +71,7 @@ struct PlanShape {
   uint64_t dynamic_shared_bytes = 0;
   uint64_t arguments_hash = 0;
   uint32_t flags = 0;  ///< cooperative, stream policy, null stream, null function, arguments known
+  uint64_t hash = 0;   ///< XXH3-64 of all of the above: compared first, so a miss costs one compare
   bool operator==(const PlanShape&) const = default;
 };
 PlanShape shape_of(const LaunchPlan& plan);
@@ -86,7 +87,7 @@ class VerdictCache {
   std::optional<bool> lookup(const PlanShape& shape) const {
     for (size_t i = 0; i < size_; ++i) {
       const Entry& e = entries_[(newest_ + kCapacity - i) % kCapacity];
-      if (e.shape == shape) return e.launchable;
+      if (e.shape.hash == shape.hash && e.shape == shape) return e.launchable;
     }
     return std::nullopt;
   }

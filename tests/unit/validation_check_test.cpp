@@ -356,3 +356,15 @@ TEST_CASE("VerdictCache keys on the whole plan shape and evicts the oldest") {
   cache.clear();
   CHECK(cache.size() == 0);
 }
+
+TEST_CASE("a blocked verdict renders as SARIF 2.1.0 with the required fields") {
+  auto caps = caps_of("h100-sxm");
+  auto v = check_launch(kernel(), resources(32), plan({1057, 1, 1}, {256, 1, 1}, 0, true), caps);
+  auto sarif = nlohmann::json::parse(diag::render_sarif(v.diagnostics));
+  CHECK(sarif["version"] == "2.1.0");
+  REQUIRE(sarif["runs"].size() == 1);
+  CHECK(sarif["runs"][0]["tool"]["driver"]["name"] == "ptxgate");
+  REQUIRE(sarif["runs"][0]["results"].size() == 1);
+  CHECK(sarif["runs"][0]["results"][0]["ruleId"] == "PG3403");
+  CHECK(sarif["runs"][0]["results"][0]["message"]["text"].get<std::string>().find("1056") != std::string::npos);
+}

@@ -1,0 +1,113 @@
+// Benchmark: fresh check_launch (no ptxas) and the VerdictCache fast path, median ns per call.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "validation/check.hpp"
+#include "validation/profiles.hpp"
+
+using namespace ptxgate;
+using namespace ptxgate::validation;
+
+namespace {
+
+template <typename F>
+double median_ns_per_call(F&& body, int iterations, int batches) {
+  std::vector<double> samples;
+  for (int b = 0; b < batches; ++b) {
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < iterations; ++i) body(i);
+    auto stop = std::chrono::steady_clock::now();
+    samples.push_back(std::chrono::duration<double, std::nano>(stop - start).count() / iterations);
+  }
+  std::nth_element(samples.begin(), samples.begin() + batches / 2, samples.end());
+  return samples[batches / 2];
+}
+
+}  // namespace
+
+int main() {
+  auto caps = load_profile("h100-sxm");
+  if (!caps) {
+    std::fprintf(stderr, "cannot load the h100-sxm profile\n");
+    return 1;
+  }
+  codegen::KernelInfo kernel;
+  kernel.name = "saxpy";
+  kernel.params = {{"y", 0, true, ir::Access::inout, ir::Type::f32, 8},
+                   {"x", 1, true, ir::Access::in, ir::Type::f32, 8},
+                   {"a", 2, false, ir::Access::inout, ir::Type::f32, 4},
+                   {"n", 3, false, ir::Access::inout, ir::Type::u32, 4}};
+  kernel.required_block = {256, 1, 1};
+  KernelResources res;
+  res.registers_per_thread = 10;
+  res.max_threads_per_block = 256;
+
+  LaunchPlan plan;
+  plan.grid = {4096, 1, 1};
+  plan.block = {256, 1, 1};
+  plan.arguments_known = true;
+  plan.arguments = {{ArgumentDesc::Kind::buffer, 8, false, false, std::nullopt, 1 << 24},
+                    {ArgumentDesc::Kind::buffer, 8, false, false, std::nullopt, 1 << 24},
+                    {ArgumentDesc::Kind::scalar, 4, false, false, ir::Type::f32, std::nullopt},
+                    {ArgumentDesc::Kind::scalar, 4, false, false, ir::Type::u32, std::nullopt}};
+  plan.required_elements = {{0, 1 << 20}, {1, 1 << 20}};
+
+  volatile bool sink = false;
+  double fresh = median_ns_per_call(
+      [&](int) { sink = check_launch(kernel, res, plan, *caps).launchable; }, 20000, 25);
+
+  auto coop_plan = plan;
+  coop_plan.cooperative = true;
+  coop_plan.grid = {1056, 1, 1};
+  double fresh_coop = median_ns_per_call(
+      [&](int) { sink = check_launch(kernel, res, coop_plan, *caps).launchable; }, 20000, 25);
+
+  LaunchPlan blocked = plan;
+  blocked.block = {2048, 1, 1};
+  double fresh_blocked = median_ns_per_call(
+      [&](int) { sink = check_launch(kernel, res, blocked, *caps).launchable; }, 5000, 25);
+
+  // The cached fast path as the backend runs it: shape of the plan, then a lookup.
+  VerdictCache cache;
+  for (uint64_t g = 1; g < VerdictCache::kCapacity; ++g) {
+    auto other = plan;
+    other.grid[0] = g;
+    cache.store(shape_of(other), true);
+  }
+  cache.store(shape_of(plan), true);
+  double cached = median_ns_per_call(
+      [&](int) {
+        auto hit = cache.lookup(shape_of(plan));
+        sink = hit && *hit;
+      },
+      1000000, 25);
+  PlanShape precomputed = shape_of(plan);
+  double lookup_only = median_ns_per_call(
+      [&](int) {
+        auto hit = cache.lookup(precomputed);
+        sink = hit && *hit;
+      },
+      1000000, 25);
+  auto oldest = plan;
+  oldest.grid[0] = 1;
+  PlanShape oldest_shape = shape_of(oldest);
+  double lookup_worst = median_ns_per_call(
+      [&](int) {
+        auto hit = cache.lookup(oldest_shape);
+        sink = hit && *hit;
+      },
+      1000000, 25);
+  (void)sink;
+
+  std::printf("validate_bench (median of 25 batches, ns per call)\n");
+  std::printf("  check_launch fresh, launchable saxpy with 4 arguments   %8.1f ns\n", fresh);
+  std::printf("  check_launch fresh, cooperative at capacity             %8.1f ns\n", fresh_coop);
+  std::printf("  check_launch fresh, blocked (diagnostics formatted)     %8.1f ns\n", fresh_blocked);
+  std::printf("  cached verdict: shape_of(plan) + VerdictCache::lookup   %8.1f ns\n", cached);
+  std::printf("  cached verdict: lookup of a precomputed shape (newest)  %8.1f ns\n", lookup_only);
+  std::printf("  cached verdict: lookup, oldest of %zu entries            %8.1f ns\n", VerdictCache::kCapacity,
+              lookup_worst);
+  return 0;
+}
