@@ -1,4 +1,5 @@
 // compile_to_entry: codegen::compile, then ptxas for a cubin and its resource report; the key inputs of a compile.
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include "ir/printer.hpp"
 #include "module_cache/module_cache.hpp"
 #include "module_cache/process.hpp"
+#include "validation/ptxas_resources.hpp"
 
 namespace ptxgate::module_cache {
 namespace {
@@ -119,10 +121,41 @@ std::expected<CacheEntry, diag::Diagnostics> compile_to_entry(const ir::Module& 
     auto cubin = run_ptxas(entry.ptx, entry.target_arch, request.ptxas.empty() ? ptxas_path() : request.ptxas, log);
     if (!cubin) return std::unexpected(cubin.error());
     entry.cubin = std::move(*cubin);
-    // Parsed per-kernel resources belong to validation/; until its parser exists the raw report is kept.
+    auto bounds = validation::ptx_launch_bounds(entry.ptx);
+    for (auto [name, res] : validation::parse_ptxas_log(log)) {
+      auto it = bounds.find(name);
+      res.max_threads_per_block = it != bounds.end() ? std::min<uint32_t>(it->second, 1024) : 1024;
+      entry.resources[name] = resources_to_json(res);
+    }
     entry.resources["ptxas_log"] = log;
   }
   return entry;
+}
+
+nlohmann::json resources_to_json(const validation::KernelResources& r) {
+  return {{"registers_per_thread", r.registers_per_thread}, {"static_shared_bytes", r.static_shared_bytes},
+          {"local_bytes", r.local_bytes},   {"max_threads_per_block", r.max_threads_per_block},
+          {"barriers", r.barriers},         {"spill_store_bytes", r.spill_store_bytes},
+          {"spill_load_bytes", r.spill_load_bytes}, {"constant_bytes", r.constant_bytes}};
+}
+
+std::optional<validation::KernelResources> kernel_resources(const CacheEntry& entry, std::string_view kernel) {
+  auto it = entry.resources.find(std::string(kernel));
+  if (it == entry.resources.end() || !it->is_object()) return std::nullopt;
+  try {
+    validation::KernelResources r;
+    r.registers_per_thread = it->at("registers_per_thread").get<uint32_t>();
+    r.static_shared_bytes = it->at("static_shared_bytes").get<uint64_t>();
+    r.local_bytes = it->at("local_bytes").get<uint64_t>();
+    r.max_threads_per_block = it->at("max_threads_per_block").get<uint32_t>();
+    r.barriers = it->value("barriers", uint32_t{0});
+    r.spill_store_bytes = it->value("spill_store_bytes", uint64_t{0});
+    r.spill_load_bytes = it->value("spill_load_bytes", uint64_t{0});
+    r.constant_bytes = it->value("constant_bytes", uint64_t{0});
+    return r;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace ptxgate::module_cache

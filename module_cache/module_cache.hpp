@@ -8,7 +8,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "codegen/codegen.hpp"
 #include "diagnostics/diagnostic.hpp"
@@ -16,6 +18,7 @@
 #include "module_cache/cache_key.hpp"
 #include "module_cache/disk_cache.hpp"
 #include "module_cache/lru_cache.hpp"
+#include "validation/launch_plan.hpp"
 
 namespace ptxgate::module_cache {
 
@@ -101,8 +104,10 @@ std::string codegen_options_text(const codegen::CodegenOptions& options);
 /// versions, libdevice hash, and the ptxas version when a cubin is produced.
 CacheKeyInputs key_inputs_for(const ir::Module& verified, const CompileRequest& request);
 
-/// codegen::compile, then (when requested) `ptxas -v -arch=<target>` for a cubin and
-/// the resource usage log. PG2005 when ptxas is missing, PG2004 with its stderr when it fails.
+/// codegen::compile, then (when requested) `ptxas -v -arch=<target>` for a cubin; its report is
+/// parsed by validation::parse_ptxas_log into `resources` (one object per kernel, see
+/// kernel_resources) and kept raw under "ptxas_log". PG2005 when ptxas is missing, PG2004 with
+/// its output when it fails.
 std::expected<CacheEntry, diag::Diagnostics> compile_to_entry(const ir::Module& verified,
                                                               const CompileRequest& request);
 
@@ -110,5 +115,12 @@ std::expected<CacheEntry, diag::Diagnostics> compile_to_entry(const ir::Module& 
 /// puts ptxas's `-v` report in `log`. Exposed for tests and the backend's JIT fallback.
 std::expected<std::string, diag::Diagnostics> run_ptxas(const std::string& ptx, const std::string& target_arch,
                                                         const std::string& ptxas, std::string& log);
+
+/// KernelResources as stored in CacheEntry::resources.
+nlohmann::json resources_to_json(const validation::KernelResources& resources);
+
+/// The ptxas resources of `kernel` stored in an entry; nullopt when the entry has none
+/// (no cubin was produced) or the stored object is malformed.
+std::optional<validation::KernelResources> kernel_resources(const CacheEntry& entry, std::string_view kernel);
 
 }  // namespace ptxgate::module_cache

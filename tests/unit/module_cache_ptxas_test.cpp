@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include "ir/frontend.hpp"
 #include "module_cache/module_cache.hpp"
 #include "module_cache_test_support.hpp"
 
@@ -68,4 +69,62 @@ TEST_CASE("ptxas cache step: a missing ptxas is PG2005 naming the path") {
   CHECK(cubin.error().items()[0].code == Code::ptxas_missing);
   CHECK(cubin.error().items()[0].message.find("/nonexistent/cuda/bin/ptxas") != std::string::npos);
   CHECK_FALSE(cubin.error().items()[0].fix.empty());
+}
+
+TEST_CASE("ptxas cache step: compile_to_entry fills PTX, cubin, kernels and parsed resources") {
+  if (!have_ptxas()) return;
+  ptxgate::diag::SourceFile file("saxpy.pg", R"(@workgroup(256)
+kernel saxpy(inout y: f32[], in x: f32[], a: f32, n: u32) {
+  let i = global_id.x;
+  if (i < n) {
+    y[i] = a * x[i] + y[i];
+  }
+}
+)");
+  auto loaded = ptxgate::ir::load_module(file);
+  REQUIRE(loaded.has_value());
+  CompileRequest request;
+  request.codegen.target = "sm_90";
+  request.ptxas = PTXGATE_PTXAS;
+  auto entry = compile_to_entry(loaded->module, request);
+  REQUIRE(entry.has_value());
+  CHECK(entry->target_arch == "sm_90");
+  CHECK(entry->ptx.find(".target sm_90") != std::string::npos);
+  CHECK(entry->cubin.substr(0, 4) == "\x7f" "ELF");
+  REQUIRE(entry->kernels.size() == 1);
+  CHECK(entry->kernels[0].name == "saxpy");
+  auto res = kernel_resources(*entry, "saxpy");
+  REQUIRE(res.has_value());
+  CHECK(res->registers_per_thread > 0);
+  CHECK(res->max_threads_per_block == 256);
+  CHECK_FALSE(kernel_resources(*entry, "missing").has_value());
+
+  request.produce_cubin = false;
+  auto ptx_only = compile_to_entry(loaded->module, request);
+  REQUIRE(ptx_only.has_value());
+  CHECK(ptx_only->cubin.empty());
+  CHECK(ptx_only->ptx == entry->ptx);
+  CHECK_FALSE(kernel_resources(*ptx_only, "saxpy").has_value());
+  CHECK(derive_key(key_inputs_for(loaded->module, request)) !=
+        derive_key(key_inputs_for(loaded->module, CompileRequest{request.codegen, true, PTXGATE_PTXAS, ""})));
+}
+
+TEST_CASE("ptxas cache step: kernel_resources round-trips resources_to_json") {
+  ptxgate::validation::KernelResources r;
+  r.registers_per_thread = 37;
+  r.static_shared_bytes = 4096;
+  r.local_bytes = 16;
+  r.max_threads_per_block = 512;
+  r.barriers = 1;
+  CacheEntry entry;
+  entry.resources["k"] = resources_to_json(r);
+  entry.resources["broken"] = {{"registers_per_thread", "many"}};
+  auto back = kernel_resources(entry, "k");
+  REQUIRE(back.has_value());
+  CHECK(back->registers_per_thread == 37);
+  CHECK(back->static_shared_bytes == 4096);
+  CHECK(back->local_bytes == 16);
+  CHECK(back->max_threads_per_block == 512);
+  CHECK(back->barriers == 1);
+  CHECK_FALSE(kernel_resources(entry, "broken").has_value());
 }
