@@ -458,6 +458,24 @@ TEST_CASE("verifier: modules without a source file get path-only locations") {
   CHECK_FALSE(d.items()[0].fix.empty());
 }
 
+TEST_CASE("verifier: a var with neither type nor value is PG1209 (builder modules)") {
+  diag::SourceFile file("t.pg", "kernel k() { var z: u32; }");
+  ir::ParseResult parsed = ir::parse(file);
+  REQUIRE(parsed.diagnostics.empty());
+  parsed.module.kernels[0].body[0]->declared_type.reset();
+  diag::Diagnostics d = ir::verify(parsed.module, &file);
+  REQUIRE(d.size() == 1);
+  CHECK(d.items()[0].code == diag::Code::cannot_infer_type);
+}
+
+TEST_CASE("verifier: verifying twice gives the same annotations") {
+  auto v = verify_body("shared t: f32[4];\n  barrier();");
+  REQUIRE(v.clean());
+  CHECK(ir::verify(v.module, v.file.get()).empty());
+  CHECK(v.kernel().static_shared_bytes == 16);
+  CHECK(v.kernel().symbols.size() == 10);
+}
+
 TEST_CASE("verifier: the diagnostic limit stops the run") {
   std::string body;
   for (int i = 0; i < 30; ++i) body += "let z" + std::to_string(i) + " = missing;\n";
