@@ -18,6 +18,13 @@
 #include "codegen/lower.hpp"
 #include "codegen/nvptx.hpp"
 
+namespace llvm {
+/// The NVPTX backend's per-Module annotation cache (lib/Target/NVPTX/NVPTXUtilities.h, not
+/// an installed header). Entries are keyed by Module address, so each must be erased before
+/// its module dies, or a later module at the same address would read stale launch bounds.
+void clearAnnotationCache(const Module* module);
+}  // namespace llvm
+
 namespace ptxgate::codegen {
 namespace {
 
@@ -49,6 +56,10 @@ struct Compilation {
   llvm::LLVMContext context;
   std::vector<std::string> llvm_errors;
   std::unique_ptr<llvm::Module> module;
+
+  ~Compilation() {
+    if (module) llvm::clearAnnotationCache(module.get());
+  }
 
   std::expected<void, diag::Diagnostics> llvm_failed(std::string_view stage) const {
     if (llvm_errors.empty()) return {};
@@ -145,9 +156,12 @@ std::expected<CompiledModule, diag::Diagnostics> compile(const ir::Module& verif
     Compilation c;
     if (auto built = build_optimised_module(c, verified, options, lease->machine()); !built)
       return std::unexpected(std::move(built.error()));
-    auto ptx = emit_ptx_text(*c.module, lease->machine());
+    auto ptx = emit_ptx_text(*c.module, *lease);
     if (!ptx) return std::unexpected(std::move(ptx.error()));
-    if (auto failed = c.llvm_failed("PTX emission"); !failed) return std::unexpected(std::move(failed.error()));
+    if (auto failed = c.llvm_failed("PTX emission"); !failed) {
+      lease->discard();  // its pipeline may hold state from the failed run
+      return std::unexpected(std::move(failed.error()));
+    }
     CompiledModule out;
     out.target = options.target;
     out.ptx_isa_version = ptx_isa_version_of(*ptx);

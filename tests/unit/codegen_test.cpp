@@ -249,3 +249,20 @@ TEST_CASE("codegen: compiles concurrently with identical results") {
   for (auto& thread : threads) thread.join();
   for (const auto& ptx : results) CHECK(ptx == expected);
 }
+
+TEST_CASE("codegen: reused target machines and pipelines carry nothing from one module to the next") {
+  const std::string saxpy = read_example("saxpy.pg");
+  const std::string first = compile_text(saxpy).ptx;
+  const std::string other = compile_text(read_example("normalize.pg") + "\n" + kMathKernel).ptx;
+  CHECK(first != other);
+  CHECK(compile_text(saxpy).ptx == first);
+  auto unbounded = compile_text(R"(
+kernel fill(out y: u32[], n: u32) {
+  let i = global_id.x;
+  if (i < n) { y[i] = i; }
+}
+)");
+  CHECK(contains(unbounded.ptx, ".entry fill("));
+  CHECK_FALSE(contains(unbounded.ptx, ".reqntid"));
+  CHECK_FALSE(contains(unbounded.ptx, "saxpy"));
+}

@@ -1,0 +1,151 @@
+// Compile latency: median of N in-process runs of parse + verify + compile (text -> PTX) per example.
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "codegen/codegen.hpp"
+#include "ir/frontend.hpp"
+
+namespace fs = std::filesystem;
+using namespace ptxgate;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Sample {
+  std::string name;
+  double first_ms = 0;       ///< the first compile of this file in the process
+  double median_ms = 0;      ///< parse + verify + compile, wall clock
+  double cpu_median_ms = 0;  ///< the same, CPU time of the compiling thread (robust on a busy machine)
+  double min_ms = 0;
+  double p90_ms = 0;
+  double frontend_median_ms = 0;  ///< parse + verify only
+  size_t ptx_bytes = 0;
+};
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+double thread_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) * 1e3 + double(t.tv_nsec) * 1e-6;
+}
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  size_t at = static_cast<size_t>(p * double(v.size() - 1) + 0.5);
+  return v[std::min(at, v.size() - 1)];
+}
+
+/// One full compile from text; returns false (after printing why) on any diagnostic.
+bool compile_once(const std::string& name, const std::string& text, const codegen::CodegenOptions& options,
+                  size_t* ptx_bytes) {
+  auto loaded = ir::load_module(diag::SourceFile(name, text));
+  if (!loaded) {
+    std::fputs(diag::render_text(loaded.error()).c_str(), stderr);
+    return false;
+  }
+  auto compiled = codegen::compile(loaded->module, options);
+  if (!compiled) {
+    std::fputs(diag::render_text(compiled.error()).c_str(), stderr);
+    return false;
+  }
+  if (ptx_bytes) *ptx_bytes = compiled->ptx.size();
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ptxgate compile-latency benchmark: median of N in-process compiles of each example"};
+  unsigned runs = 200;
+  std::string target = "sm_90";
+  std::string examples_dir = std::string(PTXGATE_SOURCE_DIR) + "/examples";
+  bool json = false;
+  app.add_option("-n,--runs", runs, "Timed runs per example")->check(CLI::Range(1u, 100000u));
+  app.add_option("--target", target, "Target architecture")->check(CLI::IsMember(codegen::supported_targets()));
+  app.add_option("--examples", examples_dir, "Directory of .pg files");
+  app.add_flag("--json", json, "Print JSON instead of a table");
+  CLI11_PARSE(app, argc, argv);
+
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(examples_dir))
+    if (entry.path().extension() == ".pg") files.push_back(entry.path());
+  std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
+    // saxpy first: it is the headline number.
+    bool a_saxpy = a.stem() == "saxpy", b_saxpy = b.stem() == "saxpy";
+    return a_saxpy != b_saxpy ? a_saxpy : a < b;
+  });
+  if (files.empty()) {
+    std::fprintf(stderr, "no .pg files in %s\n", examples_dir.c_str());
+    return 1;
+  }
+
+  codegen::CodegenOptions options;
+  options.target = target;
+  std::vector<Sample> samples;
+  for (const fs::path& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    Sample s;
+    s.name = file.stem().string();
+    auto start = Clock::now();
+    if (!compile_once(s.name, text, options, &s.ptx_bytes)) return 1;
+    s.first_ms = ms_since(start);
+
+    std::vector<double> total, cpu, frontend;
+    for (unsigned i = 0; i < runs; ++i) {
+      start = Clock::now();
+      double cpu_start = thread_cpu_ms();
+      compile_once(s.name, text, options, nullptr);
+      cpu.push_back(thread_cpu_ms() - cpu_start);
+      total.push_back(ms_since(start));
+      start = Clock::now();
+      auto loaded = ir::load_module(diag::SourceFile(s.name, text));
+      frontend.push_back(ms_since(start));
+    }
+    s.median_ms = percentile(total, 0.5);
+    s.cpu_median_ms = percentile(cpu, 0.5);
+    s.min_ms = percentile(total, 0.0);
+    s.p90_ms = percentile(total, 0.9);
+    s.frontend_median_ms = percentile(frontend, 0.5);
+    samples.push_back(s);
+  }
+
+  if (json) {
+    nlohmann::json out{{"target", target}, {"runs", runs}, {"llvm", codegen::llvm_version()}, {"examples", nlohmann::json::array()}};
+    for (const auto& s : samples)
+      out["examples"].push_back({{"name", s.name}, {"first_ms", s.first_ms}, {"median_ms", s.median_ms}, {"cpu_median_ms", s.cpu_median_ms},
+                                 {"min_ms", s.min_ms}, {"p90_ms", s.p90_ms},
+                                 {"frontend_median_ms", s.frontend_median_ms}, {"ptx_bytes", s.ptx_bytes}});
+    std::puts(out.dump(2).c_str());
+    return 0;
+  }
+  std::printf("%s", fmt::format("compile latency, text -> PTX in-process, target {}, LLVM {}, {} runs each\n\n",
+                                target, codegen::llvm_version(), runs)
+                        .c_str());
+  std::printf("%s", fmt::format("| {:<12} | {:>10} | {:>14} | {:>10} | {:>8} | {:>8} | {:>14} | {:>9} |\n", "example",
+                                "median ms", "cpu median ms", "first ms", "min ms", "p90 ms", "front end ms", "PTX bytes")
+                        .c_str());
+  std::printf("|%s|%s|%s|%s|%s|%s|%s|%s|\n", std::string(14, '-').c_str(), std::string(12, '-').c_str(),
+              std::string(16, '-').c_str(), std::string(12, '-').c_str(), std::string(10, '-').c_str(), std::string(10, '-').c_str(),
+              std::string(16, '-').c_str(), std::string(11, '-').c_str());
+  for (const auto& s : samples)
+    std::printf("%s", fmt::format("| {:<12} | {:>10.3f} | {:>14.3f} | {:>10.3f} | {:>8.3f} | {:>8.3f} | {:>14.3f} | {:>9} |\n",
+                                  s.name, s.median_ms, s.cpu_median_ms, s.first_ms, s.min_ms, s.p90_ms, s.frontend_median_ms,
+                                  s.ptx_bytes)
+                          .c_str());
+  return 0;
+}
