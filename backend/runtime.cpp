@@ -70,6 +70,8 @@ thread_local validation::LaunchPlan tls_plan;
 
 bool Kernel::loaded_from_cubin() const { return module_->from_cubin; }
 
+const module_cache::CacheEntry& Kernel::entry() const { return *module_->entry; }
+
 std::expected<void, diag::Diagnostics> Kernel::fill_plan(validation::LaunchPlan& plan, const LaunchConfig& config,
                                                          std::span<const Arg> args, CUstream stream, void** slots,
                                                          BoundSlot* values) {
@@ -164,9 +166,11 @@ diag::Diagnostics Runtime::take_warnings() {
 }
 
 std::expected<std::shared_ptr<const LoadedModule>, diag::Diagnostics> Runtime::load(
-    const module_cache::CacheKey&, const module_cache::CacheEntry& entry, const ir::Module& verified) {
+    std::shared_ptr<const module_cache::CacheEntry> shared_entry, const ir::Module& verified) {
+  const module_cache::CacheEntry& entry = *shared_entry;
   auto lm = std::make_shared<LoadedModule>();
   lm->ctx = ctx_;
+  lm->entry = shared_entry;
   std::string subject = fmt::format("module '{}' ({})", verified.path, entry.target_arch);
   if (auto ok = ctx_->healthy("cuModuleLoadData", subject); !ok) return std::unexpected(ok.error());
   if (auto ok = ctx_->make_current(); !ok) return std::unexpected(ok.error());
@@ -237,7 +241,7 @@ std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> Runtime::compile(const
     warnings_.append(got->warnings);
   }
   auto entry = got->entry;
-  auto [loaded, source] = loaded_->get_or_create(key, [&] { return load(key, *entry, verified); });
+  auto [loaded, source] = loaded_->get_or_create(key, [&] { return load(entry, verified); });
   if (!loaded) return std::unexpected(loaded.error());
   LoadedFunction* fn = (*loaded)->find(kernel);
   if (fn == nullptr) {

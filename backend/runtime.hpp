@@ -65,6 +65,8 @@ class Kernel {
   module_cache::CacheOutcome cache_outcome() const { return outcome_; }
   /// True when the module was loaded from a cubin, false for PTX (driver JIT).
   bool loaded_from_cubin() const;
+  /// The module-cache entry the kernel was loaded from (PTX, cubin, KernelInfo, resources).
+  const module_cache::CacheEntry& entry() const;
 
  private:
   friend class Runtime;
@@ -126,9 +128,8 @@ class Runtime {
   const std::string& target() const { return target_; }
 
  private:
-  std::expected<std::shared_ptr<const LoadedModule>, diag::Diagnostics> load(const module_cache::CacheKey& key,
-                                                                             const module_cache::CacheEntry& entry,
-                                                                             const ir::Module& verified);
+  std::expected<std::shared_ptr<const LoadedModule>, diag::Diagnostics> load(
+      std::shared_ptr<const module_cache::CacheEntry> entry, const ir::Module& verified);
   std::shared_ptr<Context> ctx_;
   RuntimeOptions options_;
   std::string target_;
