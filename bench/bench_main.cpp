@@ -1,0 +1,95 @@
+// ptxgate_gpu_bench: launch overhead, kernel quality, compile latency and validation cost, as JSON result files.
+#include <filesystem>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "bench/bench_parts.hpp"
+
+using namespace ptxgate::bench;
+namespace fs = std::filesystem;
+
+int main(int argc, char** argv) {
+  CLI::App app{"ptxgate GPU benchmarks; each part writes one JSON result file (partial results on failure)"};
+  app.require_subcommand(1);
+  std::string out_path, examples = PTXGATE_SOURCE_DIR "/examples", kernels = PTXGATE_SOURCE_DIR "/bench/kernels";
+  auto add_common = [&](CLI::App* cmd) {
+    cmd->add_option("--out", out_path, "JSON result file (default: none, print only)");
+    cmd->add_option("--examples", examples, "examples/ directory")->capture_default_str();
+    cmd->add_option("--kernels", kernels, "bench/kernels directory")->capture_default_str();
+  };
+  LaunchOptions lo;
+  auto* launch = app.add_subcommand("launch", "host time per launch: raw, guarded, first validated, graphs");
+  add_common(launch);
+  launch->add_option("--batches", lo.batches)->capture_default_str();
+  launch->add_option("--per-batch", lo.per_batch)->capture_default_str();
+
+  KernelOptions ko;
+  std::string cubins;
+  auto* kernels_cmd = app.add_subcommand("kernels", "GB/s and GFLOP/s: ptxgate vs nvcc vs memcpy");
+  add_common(kernels_cmd);
+  kernels_cmd->add_option("--cubins", cubins, "directory of nvcc cubins (saxpy, copy, block_sum, matmul)")->required();
+  kernels_cmd->add_option("--elements", ko.elements)->capture_default_str();
+  kernels_cmd->add_option("--matmul-size", ko.matmul_size)->capture_default_str();
+  kernels_cmd->add_option("--repetitions", ko.repetitions)->capture_default_str();
+
+  CompileOptions co;
+  std::string cache_dir = (fs::temp_directory_path() / "ptxgate-bench-cache").string();
+  bool no_gpu = false;
+  auto* compile = app.add_subcommand("compile", "compile latency: text->PTX, text->cubin, cache hits");
+  add_common(compile);
+  compile->add_option("--cache-dir", cache_dir, "emptied first")->capture_default_str();
+  compile->add_option("--repetitions", co.repetitions)->capture_default_str();
+  compile->add_option("--fresh-processes", co.fresh_processes)->capture_default_str();
+  compile->add_flag("--no-gpu", no_gpu, "skip Runtime::compile timings");
+
+  std::string mode = "cache", source, kernel;
+  auto* child = app.add_subcommand("disk-hit", "internal: one disk-cache hit in this fresh process");
+  child->add_option("--mode", mode)->check(CLI::IsMember({"cache", "runtime"}));
+  child->add_option("--source", source)->required();
+  child->add_option("--kernel", kernel)->required();
+  child->add_option("--cache-dir", cache_dir)->required();
+
+  ValidationOptions vo;
+  auto* validate = app.add_subcommand("validation", "ns per cached verdict and per fresh check_launch");
+  add_common(validate);
+  validate->add_option("--profile", vo.profile, "device profile when no device is present")->capture_default_str();
+  validate->add_option("--batches", vo.batches)->capture_default_str();
+
+  std::string emit_dir;
+  auto* emit = app.add_subcommand("emit", "write PTX, cubin and ptxas -v logs of the benchmark kernels");
+  add_common(emit);
+  emit->add_option("dir", emit_dir)->required();
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (*child) return run_disk_hit_child(mode, source, kernel, cache_dir);
+  if (*emit) return run_emit(examples, kernels, emit_dir);
+  if (*launch) {
+    ResultFile out(out_path, "launch");
+    lo.kernels_dir = kernels;
+    return run_launch_overhead(lo, out);
+  }
+  if (*kernels_cmd) {
+    ResultFile out(out_path, "kernels");
+    ko.examples_dir = examples;
+    ko.kernels_dir = kernels;
+    ko.cubin_dir = cubins;
+    return run_kernel_quality(ko, out);
+  }
+  if (*compile) {
+    ResultFile out(out_path, "compile");
+    co.examples_dir = examples;
+    co.kernels_dir = kernels;
+    co.cache_dir = cache_dir;
+    co.with_gpu = !no_gpu;
+    std::error_code ec;
+    co.self = fs::read_symlink("/proc/self/exe", ec).string();
+    return run_compile_latency(co, out);
+  }
+  ResultFile out(out_path, "validation");
+  vo.examples_dir = examples;
+  vo.kernels_dir = kernels;
+  return run_validation_cost(vo, out);
+}

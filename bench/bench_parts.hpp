@@ -1,0 +1,72 @@
+// The parts of the GPU benchmark binary: launch overhead, kernel quality, compile latency, validation cost.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+
+#include "bench/bench_common.hpp"
+
+namespace ptxgate::bench {
+
+/// Exit status of a part that could not run here (no driver or no device): not a failure.
+inline constexpr int kSkipped = 3;
+
+struct LaunchOptions {
+  std::filesystem::path kernels_dir;  ///< bench/kernels (launch0/4/16.pg)
+  size_t batches = 30;                ///< recorded batches per variant (after one warm-up batch)
+  size_t per_batch = 2000;            ///< launches per batch, synchronised at the end
+};
+/// Host time per launch: raw cuLaunchKernel, guarded (steady), Kernel::launch, first validated
+/// (verdict-cache miss every launch), a freshly resolved function, graph replays.
+int run_launch_overhead(const LaunchOptions& o, ResultFile& out);
+
+struct KernelOptions {
+  std::filesystem::path examples_dir;  ///< examples/ (saxpy, block_sum, matmul)
+  std::filesystem::path kernels_dir;   ///< bench/kernels (copy)
+  std::filesystem::path cubin_dir;     ///< nvcc cubins of bench/cuda/*.cu
+  size_t elements = size_t{1} << 26;   ///< f32 elements per bandwidth buffer
+  size_t matmul_size = 2048;           ///< square matmul size
+  size_t repetitions = 30;             ///< timed launches per variant (after 3 warm-up launches)
+};
+/// GB/s of memcpy, copy, saxpy, block_sum and GFLOP/s of matmul, ptxgate vs nvcc, checked first.
+int run_kernel_quality(const KernelOptions& o, ResultFile& out);
+
+struct CompileOptions {
+  std::filesystem::path examples_dir;
+  std::filesystem::path kernels_dir;
+  std::filesystem::path cache_dir;     ///< a fresh directory for the disk-tier measurements
+  std::string self;                    ///< this executable, for fresh-process disk hits
+  size_t repetitions = 15;
+  size_t fresh_processes = 6;
+  bool with_gpu = true;                ///< also time Runtime::compile (needs a driver)
+};
+/// text -> PTX, text -> cubin, in-process hits, disk hits in fresh processes.
+int run_compile_latency(const CompileOptions& o, ResultFile& out);
+/// The child side of a fresh-process disk hit, `mode` "cache" (ModuleCache lookup: parse, verify,
+/// key, disk read) or "runtime" (Runtime::compile: the same plus module load); prints one JSON object.
+int run_disk_hit_child(const std::string& mode, const std::filesystem::path& source, const std::string& kernel,
+                       const std::filesystem::path& cache_dir);
+
+struct ValidationOptions {
+  std::filesystem::path examples_dir;
+  std::filesystem::path kernels_dir;
+  std::string profile = "h100-sxm";    ///< caps when no live device is available
+  size_t batches = 25;
+};
+/// ns per cached-verdict lookup (shape_of + VerdictCache) and per fresh check_launch.
+int run_validation_cost(const ValidationOptions& o, ResultFile& out);
+
+/// Writes PTX, cubin and the ptxas -v log of the benchmark kernels into `dir` (for inspection).
+int run_emit(const std::filesystem::path& examples_dir, const std::filesystem::path& kernels_dir,
+             const std::filesystem::path& dir);
+
+/// The benchmark kernels as (file, kernel) pairs: saxpy, copy, block_sum, matmul.
+struct KernelSource {
+  std::string name;
+  std::filesystem::path path;
+};
+std::vector<KernelSource> quality_kernels(const std::filesystem::path& examples_dir,
+                                          const std::filesystem::path& kernels_dir);
+
+}  // namespace ptxgate::bench

@@ -1,0 +1,239 @@
+// Compile latency: text -> PTX, text -> cubin, in-process cache hits and disk hits in fresh processes.
+#include "bench/bench_parts.hpp"
+
+#include <cstdio>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "backend/runtime.hpp"
+#include "codegen/codegen.hpp"
+#include "ir/frontend.hpp"
+#include "module_cache/module_cache.hpp"
+
+namespace ptxgate::bench {
+namespace {
+
+double ms_between(Clock::time_point a, Clock::time_point b) { return ns_between(a, b) * 1e-6; }
+
+module_cache::CompileRequest cubin_request() {
+  module_cache::CompileRequest req;
+  req.codegen.target = "sm_90";
+  req.produce_cubin = true;
+  return req;
+}
+
+/// Parse + verify + key + ModuleCache lookup (compiling on a miss); the outcome says which tier answered.
+std::expected<module_cache::CacheOutcome, std::string> cached_compile(module_cache::ModuleCache& cache,
+                                                                      const std::string& path,
+                                                                      const std::string& text) {
+  auto loaded = ir::load_module(diag::SourceFile(path, text));
+  if (!loaded) return std::unexpected(one_line(loaded.error()));
+  auto req = cubin_request();
+  auto inputs = module_cache::key_inputs_for(loaded->module, req);
+  auto key = module_cache::derive_key(inputs);
+  auto got = cache.get_or_compile(
+      key, req.codegen.target, [&] { return module_cache::compile_to_entry(loaded->module, req); }, inputs.summary());
+  if (!got) return std::unexpected(one_line(got.error()));
+  return got->outcome;
+}
+
+Summary single(double v) { return summarize({v}); }
+
+}  // namespace
+
+std::vector<KernelSource> quality_kernels(const std::filesystem::path& examples_dir,
+                                          const std::filesystem::path& kernels_dir) {
+  return {{"saxpy", examples_dir / "saxpy.pg"},
+          {"copy", kernels_dir / "copy.pg"},
+          {"block_sum", examples_dir / "block_sum.pg"},
+          {"matmul", examples_dir / "matmul.pg"}};
+}
+
+int run_compile_latency(const CompileOptions& o, ResultFile& out) {
+  int status = 0;
+  std::error_code ec;
+  std::filesystem::remove_all(o.cache_dir, ec);
+  std::filesystem::create_directories(o.cache_dir, ec);
+  out.info("llvm_version", codegen::llvm_version());
+  out.info("ptxgate_version", module_cache::ptxgate_version());
+  out.info("ptxas_version", module_cache::ptxas_version());
+
+  std::unique_ptr<backend::Runtime> rt;
+  if (o.with_gpu) {
+    backend::RuntimeOptions ro;
+    ro.cache.directory = o.cache_dir;
+    auto r = backend::Runtime::create(ro);
+    if (r) {
+      rt = std::move(*r);
+    } else {
+      out.info("runtime", "no CUDA driver or device: Runtime::compile timings skipped");
+      fmt::print("  no CUDA driver or device: Runtime::compile timings skipped\n");
+    }
+  }
+  module_cache::ModuleCacheOptions disk_options;
+  disk_options.directory = o.cache_dir;
+  module_cache::ModuleCache disk_cache(disk_options);
+  module_cache::ModuleCacheOptions memory_options;
+  memory_options.use_disk = false;
+  module_cache::ModuleCache memory_cache(memory_options);
+
+  for (const auto& ks : quality_kernels(o.examples_dir, o.kernels_dir)) {
+    fmt::print("compile latency: {}\n", ks.name);
+    auto text = read_text(ks.path);
+    if (!text) {
+      out.error("compile." + ks.name, text.error());
+      status = 1;
+      continue;
+    }
+    const std::string path = ks.path.filename().string();
+    auto to_ptx = [&]() -> std::expected<double, std::string> {
+      auto t0 = Clock::now();
+      auto loaded = ir::load_module(diag::SourceFile(path, *text));
+      if (!loaded) return std::unexpected(one_line(loaded.error()));
+      codegen::CodegenOptions cg;
+      cg.target = "sm_90";
+      auto compiled = codegen::compile(loaded->module, cg);
+      if (!compiled) return std::unexpected(one_line(compiled.error()));
+      return ms_between(t0, Clock::now());
+    };
+    auto to_cubin = [&]() -> std::expected<double, std::string> {
+      auto t0 = Clock::now();
+      auto loaded = ir::load_module(diag::SourceFile(path, *text));
+      if (!loaded) return std::unexpected(one_line(loaded.error()));
+      auto entry = module_cache::compile_to_entry(loaded->module, cubin_request());
+      if (!entry) return std::unexpected(one_line(entry.error()));
+      if (entry->cubin.empty()) return std::unexpected(std::string("no cubin produced"));
+      return ms_between(t0, Clock::now());
+    };
+    auto repeat = [&](const std::string& row, size_t reps, auto&& once) {
+      std::vector<double> ms;
+      for (size_t i = 0; i < reps; ++i) {
+        auto t = once();
+        if (!t) {
+          out.error(row, t.error());
+          status = 1;
+          return;
+        }
+        ms.push_back(*t);
+      }
+      out.add(row, "ms", summarize(ms), {{"kernel", ks.name}});
+    };
+    if (auto first = to_ptx(); first)
+      out.add("compile.ptx_first_in_process." + ks.name, "ms", single(*first), {{"kernel", ks.name}});
+    repeat("compile.ptx." + ks.name, o.repetitions, to_ptx);
+    repeat("compile.cubin." + ks.name, std::max<size_t>(o.repetitions / 2, 3), to_cubin);
+
+    // In-process hit of the module cache (parse, verify, key, lookup; no LLVM).
+    if (auto warm = cached_compile(memory_cache, path, *text); !warm) {
+      out.error("compile.memory_hit." + ks.name, warm.error());
+      status = 1;
+    } else {
+      repeat("compile.memory_hit." + ks.name, o.repetitions * 20, [&]() -> std::expected<double, std::string> {
+        auto t0 = Clock::now();
+        auto outcome = cached_compile(memory_cache, path, *text);
+        double ms = ms_between(t0, Clock::now());
+        if (!outcome) return std::unexpected(outcome.error());
+        if (*outcome != module_cache::CacheOutcome::memory_hit)
+          return std::unexpected(fmt::format("expected a memory hit, got {}", module_cache::outcome_name(*outcome)));
+        return ms;
+      });
+    }
+    // Runtime::compile hit: module cache + loaded-module tier + a new Kernel handle.
+    if (rt) {
+      if (auto warm = rt->compile(*text, ks.name, path); !warm) {
+        out.error("compile.runtime_hit." + ks.name, one_line(warm.error()));
+        status = 1;
+      } else {
+        repeat("compile.runtime_hit." + ks.name, o.repetitions * 20, [&]() -> std::expected<double, std::string> {
+          auto t0 = Clock::now();
+          auto k = rt->compile(*text, ks.name, path);
+          double ms = ms_between(t0, Clock::now());
+          if (!k) return std::unexpected(one_line(k.error()));
+          return ms;
+        });
+      }
+    }
+    // Disk hit in a fresh process: publish the entry here, then time the child's first lookup.
+    if (auto warm = cached_compile(disk_cache, path, *text); !warm) {
+      out.error("compile.disk_hit." + ks.name, warm.error());
+      status = 1;
+      continue;
+    }
+    std::vector<double> cache_ms, runtime_ms;
+    // Each mode in its own fresh process: memoised versions and hashes must not leak between them.
+    for (const std::string mode : {"cache", "runtime"}) {
+      if (mode == "runtime" && !rt) continue;
+      const std::string row = mode == "cache" ? "compile.disk_hit." + ks.name : "compile.disk_hit_runtime." + ks.name;
+      for (size_t i = 0; i < o.fresh_processes && !o.self.empty(); ++i) {
+        std::string cmd = fmt::format("'{}' disk-hit --mode {} --source '{}' --kernel '{}' --cache-dir '{}'", o.self,
+                                      mode, ks.path.string(), ks.name, o.cache_dir.string());
+        FILE* pipe = popen(cmd.c_str(), "r");
+        if (pipe == nullptr) {
+          out.error(row, "popen failed");
+          status = 1;
+          break;
+        }
+        std::string child_out;
+        char buf[4096];
+        while (size_t got = fread(buf, 1, sizeof buf, pipe)) child_out.append(buf, got);
+        int rc = pclose(pipe);
+        auto j = nlohmann::json::parse(child_out, nullptr, false);
+        if (rc != 0 || j.is_discarded() || !j.contains("ms") || j.value("outcome", "") != "disk_hit") {
+          out.error(row, fmt::format("child did not report a disk hit (status {}): {}", rc, child_out));
+          status = 1;
+          break;
+        }
+        (mode == "cache" ? cache_ms : runtime_ms).push_back(j["ms"].get<double>());
+      }
+    }
+    if (!cache_ms.empty()) out.add("compile.disk_hit." + ks.name, "ms", summarize(cache_ms), {{"kernel", ks.name}});
+    if (!runtime_ms.empty())
+      out.add("compile.disk_hit_runtime." + ks.name, "ms", summarize(runtime_ms), {{"kernel", ks.name}});
+  }
+  return status;
+}
+
+int run_disk_hit_child(const std::string& mode, const std::filesystem::path& source, const std::string& kernel,
+                       const std::filesystem::path& cache_dir) {
+  nlohmann::json j;
+  j["mode"] = mode;
+  auto text = read_text(source);
+  if (!text) {
+    j["error"] = text.error();
+    fmt::print("{}\n", j.dump());
+    return 1;
+  }
+  const std::string path = source.filename().string();
+  if (mode == "cache") {
+    module_cache::ModuleCacheOptions opts;
+    opts.directory = cache_dir;
+    auto t0 = Clock::now();
+    module_cache::ModuleCache cache(opts);
+    auto outcome = cached_compile(cache, path, *text);
+    j["ms"] = ms_between(t0, Clock::now());
+    if (outcome)
+      j["outcome"] = std::string(module_cache::outcome_name(*outcome));
+    else
+      j["error"] = outcome.error();
+  } else {
+    backend::RuntimeOptions ro;
+    ro.cache.directory = cache_dir;
+    auto rt = backend::Runtime::create(ro);  // context creation is not part of the compile
+    if (rt) {
+      auto t0 = Clock::now();
+      auto k = (*rt)->compile(*text, kernel, path);
+      j["ms"] = ms_between(t0, Clock::now());
+      if (k)
+        j["outcome"] = std::string(module_cache::outcome_name((*k)->cache_outcome()));
+      else
+        j["error"] = one_line(k.error());
+    } else {
+      j["error"] = one_line(rt.error());
+    }
+  }
+  fmt::print("{}\n", j.dump());
+  return 0;
+}
+
+}  // namespace ptxgate::bench

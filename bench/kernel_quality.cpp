@@ -1,0 +1,400 @@
+// Kernel quality: ptxgate's generated kernels vs nvcc's twins and vs device-to-device memcpy, checked then timed.
+#include "bench/bench_parts.hpp"
+
+#include <cmath>
+#include <functional>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "backend/runtime.hpp"
+
+namespace ptxgate::bench {
+namespace {
+
+using backend::Arg;
+using backend::LaunchConfig;
+
+LaunchConfig grid1d(uint64_t blocks) { return LaunchConfig{{blocks, 1, 1}, {0, 0, 0}, 0, false}; }
+
+/// A benchmark step's outcome: ok, or a message.
+using Step = std::expected<void, std::string>;
+
+Step from_diag(const std::expected<void, diag::Diagnostics>& r) {
+  if (r) return {};
+  return std::unexpected(one_line(r.error()));
+}
+
+struct Bench {
+  backend::Runtime& rt;
+  backend::Stream& stream;
+  const backend::DriverApi& api;
+  ResultFile& out;
+};
+
+Step raw_launch(Bench& c, CUfunction f, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
+                std::vector<void*> params) {
+  CUresult r = c.api.cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, c.stream.handle(),
+                                    params.data(), nullptr);
+  if (r != CUDA_SUCCESS) return std::unexpected(cu_error(r, "cuLaunchKernel"));
+  return {};
+}
+
+template <class T>
+std::expected<backend::DeviceBuffer, std::string> upload(Bench& c, const std::vector<T>& host) {
+  auto b = c.rt.upload(std::span<const T>(host));
+  if (!b) return std::unexpected(one_line(b.error()));
+  return std::move(*b);
+}
+
+std::expected<std::vector<float>, std::string> download(Bench& c, const backend::DeviceBuffer& b) {
+  if (auto ok = c.stream.synchronize(); !ok) return std::unexpected(one_line(ok.error()));
+  auto v = c.rt.download<float>(b);
+  if (!v) return std::unexpected(one_line(v.error()));
+  return std::move(*v);
+}
+
+/// Relative error ||out - ref|| / ||ref||; infinite when any element is NaN.
+double relative_error(const std::vector<float>& out, const std::vector<double>& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (std::isnan(out[i])) return INFINITY;
+    num += (out[i] - ref[i]) * (out[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return std::sqrt(num) / std::max(std::sqrt(den), 1e-30);
+}
+
+struct Twins {
+  std::shared_ptr<backend::Kernel> saxpy, copy, block_sum, matmul;
+  CUfunction nv_saxpy = nullptr, nv_copy = nullptr, nv_block_sum = nullptr, nv_matmul = nullptr;
+};
+
+/// Runs both twins of each kernel on small random inputs and compares with a CPU reference.
+void verify(Bench& c, Twins& t, ResultFile& out, bool& ok_saxpy, bool& ok_copy, bool& ok_sum, bool& ok_mm) {
+  auto record = [&](const std::string& what, const Step& s, double err, double tol, bool& flag) {
+    if (!s) {
+      out.error("verify." + what, s.error());
+      flag = false;
+      return;
+    }
+    bool pass = err <= tol;
+    out.info("verify." + what, {{"relative_error", std::isfinite(err) ? err : -1.0}, {"tolerance", tol}, {"pass", pass}});
+    fmt::print("  verify {:<24} rel. error {:.3e} (tolerance {:.0e}) {}\n", what, err, tol, pass ? "ok" : "WRONG");
+    if (!pass) flag = false;
+  };
+  const uint32_t n = 1'000'003;  // not a multiple of the block size
+  const unsigned blocks = (n + 255) / 256;
+  auto x = random_floats(n, 11), y = random_floats(n, 12);
+  const float a = 1.75f;
+  // saxpy
+  for (int twin = 0; twin < 2; ++twin) {
+    bool is_pg = twin == 0;
+    if (is_pg ? !t.saxpy : !t.nv_saxpy) continue;
+    std::string what = std::string("saxpy.") + (is_pg ? "ptxgate" : "nvcc");
+    double err = INFINITY;
+    Step s = [&]() -> Step {
+      auto dx = upload(c, x);
+      auto dy = upload(c, y);
+      if (!dx || !dy) return std::unexpected(dx ? dy.error() : dx.error());
+      CUdeviceptr py = dy->pointer(), px = dx->pointer();
+      float av = a;
+      uint32_t nv = n;
+      Step l = is_pg ? from_diag(t.saxpy->launch(grid1d(blocks), {*dy, *dx, a, n}, &c.stream))
+                     : raw_launch(c, t.nv_saxpy, {blocks, 1, 1}, {256, 1, 1}, {&py, &px, &av, &nv});
+      if (!l) return l;
+      auto got = download(c, *dy);
+      if (!got) return std::unexpected(got.error());
+      std::vector<double> ref(n);
+      for (size_t i = 0; i < n; ++i) ref[i] = double(a) * x[i] + y[i];
+      err = relative_error(*got, ref);
+      return {};
+    }();
+    record(what, s, err, 1e-6, ok_saxpy);
+  }
+  // copy (destination poisoned with NaN first)
+  for (int twin = 0; twin < 2; ++twin) {
+    bool is_pg = twin == 0;
+    if (is_pg ? !t.copy : !t.nv_copy) continue;
+    std::string what = std::string("copy.") + (is_pg ? "ptxgate" : "nvcc");
+    double err = INFINITY;
+    Step s = [&]() -> Step {
+      auto dx = upload(c, x);
+      auto dd = c.rt.allocate(size_t{n} * 4);
+      if (!dx) return std::unexpected(dx.error());
+      if (!dd) return std::unexpected(one_line(dd.error()));
+      if (auto f = dd->fill_bytes(0xFF); !f) return std::unexpected(one_line(f.error()));
+      CUdeviceptr pd = dd->pointer(), px = dx->pointer();
+      uint32_t nv = n;
+      Step l = is_pg ? from_diag(t.copy->launch(grid1d(blocks), {*dd, *dx, n}, &c.stream))
+                     : raw_launch(c, t.nv_copy, {blocks, 1, 1}, {256, 1, 1}, {&pd, &px, &nv});
+      if (!l) return l;
+      auto got = download(c, *dd);
+      if (!got) return std::unexpected(got.error());
+      std::vector<double> ref(x.begin(), x.end());
+      err = relative_error(*got, ref);
+      return {};
+    }();
+    record(what, s, err, 0.0, ok_copy);
+  }
+  // block_sum (positive inputs, total zeroed)
+  auto xp = random_floats(n, 13, 0.0f, 1.0f);
+  for (int twin = 0; twin < 2; ++twin) {
+    bool is_pg = twin == 0;
+    if (is_pg ? !t.block_sum : !t.nv_block_sum) continue;
+    std::string what = std::string("block_sum.") + (is_pg ? "ptxgate" : "nvcc");
+    double err = INFINITY;
+    Step s = [&]() -> Step {
+      auto dx = upload(c, xp);
+      auto total = upload(c, std::vector<float>{0.0f});
+      if (!dx || !total) return std::unexpected(dx ? total.error() : dx.error());
+      CUdeviceptr pt = total->pointer(), px = dx->pointer();
+      uint32_t nv = n;
+      Step l = is_pg ? from_diag(t.block_sum->launch(grid1d(blocks), {*total, *dx, n}, &c.stream))
+                     : raw_launch(c, t.nv_block_sum, {blocks, 1, 1}, {256, 1, 1}, {&pt, &px, &nv});
+      if (!l) return l;
+      auto got = download(c, *total);
+      if (!got) return std::unexpected(got.error());
+      double ref = 0;
+      for (float v : xp) ref += v;
+      err = relative_error(*got, std::vector<double>{ref});
+      return {};
+    }();
+    record(what, s, err, 1e-4, ok_sum);
+  }
+  // matmul at sizes that are not multiples of the tile
+  const uint32_t m = 257, nn = 129, k = 131;
+  auto A = random_floats(size_t{m} * k, 14), B = random_floats(size_t{k} * nn, 15);
+  for (int twin = 0; twin < 2; ++twin) {
+    bool is_pg = twin == 0;
+    if (is_pg ? !t.matmul : !t.nv_matmul) continue;
+    std::string what = std::string("matmul.") + (is_pg ? "ptxgate" : "nvcc");
+    double err = INFINITY;
+    Step s = [&]() -> Step {
+      auto da = upload(c, A);
+      auto db = upload(c, B);
+      auto dc = c.rt.allocate(size_t{m} * nn * 4);
+      if (!da || !db) return std::unexpected(da ? db.error() : da.error());
+      if (!dc) return std::unexpected(one_line(dc.error()));
+      if (auto f = dc->fill_bytes(0xFF); !f) return std::unexpected(one_line(f.error()));
+      CUdeviceptr pc = dc->pointer(), pa = da->pointer(), pb = db->pointer();
+      uint32_t mv = m, nv = nn, kv = k;
+      unsigned gx = (nn + 15) / 16, gy = (m + 15) / 16;
+      Step l = is_pg ? from_diag(t.matmul->launch(LaunchConfig{{gx, gy, 1}, {0, 0, 0}, 0, false},
+                                                  {*dc, *da, *db, m, nn, k}, &c.stream))
+                     : raw_launch(c, t.nv_matmul, {gx, gy, 1}, {16, 16, 1}, {&pc, &pa, &pb, &mv, &nv, &kv});
+      if (!l) return l;
+      auto got = download(c, *dc);
+      if (!got) return std::unexpected(got.error());
+      std::vector<double> ref(size_t{m} * nn, 0.0);
+      for (size_t r = 0; r < m; ++r)
+        for (size_t q = 0; q < k; ++q)
+          for (size_t col = 0; col < nn; ++col) ref[r * nn + col] += double(A[r * k + q]) * B[q * nn + col];
+      err = relative_error(*got, ref);
+      return {};
+    }();
+    record(what, s, err, 1e-5, ok_mm);
+  }
+}
+
+/// One timed variant: a launch, and the work one launch does (bytes or flops) for the rate.
+struct Timed {
+  std::string name;
+  std::string unit;  ///< "GB/s" or "GFLOP/s"
+  double work = 0;   ///< bytes (GB/s) or floating-point operations (GFLOP/s) per launch
+  std::function<Step()> launch;
+  std::vector<double> rates;
+  std::vector<double> times_us;
+  bool failed = false;
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+}  // namespace
+
+int run_kernel_quality(const KernelOptions& o, ResultFile& out) {
+  auto rt_or = backend::Runtime::create();
+  if (!rt_or) {
+    out.error("runtime", one_line(rt_or.error()));
+    fmt::print("no CUDA driver or device: kernel quality skipped\n");
+    return kSkipped;
+  }
+  auto& rt = **rt_or;
+  auto stream_or = rt.create_stream();
+  if (!stream_or) {
+    out.error("stream", one_line(stream_or.error()));
+    return 1;
+  }
+  Bench c{rt, *stream_or, rt.context().api(), out};
+  const auto& api = c.api;
+  int status = 0;
+  out.info("device", rt.caps().name);
+  out.info("elements", o.elements);
+  out.info("matmul_size", o.matmul_size);
+
+  // ptxgate kernels.
+  Twins t;
+  for (const auto& ks : quality_kernels(o.examples_dir, o.kernels_dir)) {
+    auto text = read_text(ks.path);
+    if (!text) {
+      out.error("compile." + ks.name, text.error());
+      status = 1;
+      continue;
+    }
+    auto k = rt.compile(*text, ks.name, ks.path.filename().string());
+    if (!k) {
+      out.error("compile." + ks.name, one_line(k.error()));
+      status = 1;
+      continue;
+    }
+    const auto& res = (*k)->resources();
+    out.info("ptxgate_resources." + ks.name, {{"registers", res.registers_per_thread},
+                                              {"static_shared_bytes", res.static_shared_bytes},
+                                              {"local_bytes", res.local_bytes},
+                                              {"from_cubin", (*k)->loaded_from_cubin()}});
+    (ks.name == "saxpy" ? t.saxpy : ks.name == "copy" ? t.copy : ks.name == "block_sum" ? t.block_sum : t.matmul) = *k;
+  }
+  // nvcc twins.
+  std::vector<CUmodule> modules;
+  for (const std::string name : {"saxpy", "copy", "block_sum", "matmul"}) {
+    auto bytes = read_text(o.cubin_dir / (name + ".cubin"));
+    if (!bytes) {
+      out.error("nvcc." + name, bytes.error());
+      status = 1;
+      continue;
+    }
+    CUmodule m = nullptr;
+    CUfunction f = nullptr;
+    if (auto r = api.cuModuleLoadData(&m, bytes->data()); r != CUDA_SUCCESS) {
+      out.error("nvcc." + name, cu_error(r, "cuModuleLoadData"));
+      status = 1;
+      continue;
+    }
+    modules.push_back(m);
+    if (auto r = api.cuModuleGetFunction(&f, m, name.c_str()); r != CUDA_SUCCESS) {
+      out.error("nvcc." + name, cu_error(r, "cuModuleGetFunction"));
+      status = 1;
+      continue;
+    }
+    int regs = 0;
+    api.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
+    out.info("nvcc_resources." + name, {{"registers", regs}});
+    (name == "saxpy" ? t.nv_saxpy : name == "copy" ? t.nv_copy : name == "block_sum" ? t.nv_block_sum : t.nv_matmul) =
+        f;
+  }
+
+  fmt::print("kernel quality: verification on small random inputs\n");
+  bool ok_saxpy = true, ok_copy = true, ok_sum = true, ok_mm = true;
+  verify(c, t, out, ok_saxpy, ok_copy, ok_sum, ok_mm);
+  if (!(ok_saxpy && ok_copy && ok_sum && ok_mm)) status = 1;
+
+  // Timing buffers: large enough to defeat the L2 cache (2^26 f32 = 256 MiB each).
+  const size_t n = o.elements;
+  const auto n32 = static_cast<uint32_t>(n);
+  const unsigned blocks = static_cast<unsigned>((n + 255) / 256);
+  fmt::print("kernel quality: timing with {} elements ({} MiB per buffer)\n", n, n * 4 >> 20);
+  auto x = upload(c, random_floats(n, 21));
+  auto y = upload(c, random_floats(n, 22));
+  auto d = rt.allocate(n * 4);
+  if (!x || !y || !d) {
+    out.error("allocate", !x ? x.error() : !y ? y.error() : one_line(d.error()));
+    return 1;
+  }
+  const size_t ms = o.matmul_size;
+  auto ma = upload(c, random_floats(ms * ms, 23));
+  auto mb = upload(c, random_floats(ms * ms, 24));
+  auto mc = rt.allocate(ms * ms * 4);
+  auto total = rt.allocate(4);
+  CUdeviceptr px = x->pointer(), py = y->pointer(), pd = d->pointer();
+  CUdeviceptr pt = total ? total->pointer() : 0;
+  const float a = 1e-3f;  // small: y stays finite however often saxpy runs
+  uint32_t nv = n32;
+  float av = a;
+  auto extras = load_driver_extras();
+
+  std::vector<Timed> timed;
+  const double bytes4 = 4.0 * static_cast<double>(n);
+  if (extras && extras->cuMemcpyDtoDAsync)
+    timed.push_back({"memcpy_dtod", "GB/s", 2 * bytes4, [&]() -> Step {
+                       CUresult r = extras->cuMemcpyDtoDAsync(pd, px, n * 4, c.stream.handle());
+                       if (r != CUDA_SUCCESS) return std::unexpected(cu_error(r, "cuMemcpyDtoDAsync"));
+                       return {};
+                     }});
+  else
+    out.error("memcpy_dtod", extras ? "cuMemcpyDtoDAsync not resolved" : extras.error());
+  if (t.copy && ok_copy)
+    timed.push_back({"copy.ptxgate", "GB/s", 2 * bytes4,
+                     [&] { return from_diag(t.copy->launch(grid1d(blocks), {*d, *x, n32}, &c.stream)); }});
+  if (t.nv_copy && ok_copy)
+    timed.push_back({"copy.nvcc", "GB/s", 2 * bytes4,
+                     [&] { return raw_launch(c, t.nv_copy, {blocks, 1, 1}, {256, 1, 1}, {&pd, &px, &nv}); }});
+  if (t.saxpy && ok_saxpy)
+    timed.push_back({"saxpy.ptxgate", "GB/s", 3 * bytes4,
+                     [&] { return from_diag(t.saxpy->launch(grid1d(blocks), {*y, *x, a, n32}, &c.stream)); }});
+  if (t.nv_saxpy && ok_saxpy)
+    timed.push_back({"saxpy.nvcc", "GB/s", 3 * bytes4, [&] {
+                       return raw_launch(c, t.nv_saxpy, {blocks, 1, 1}, {256, 1, 1}, {&py, &px, &av, &nv});
+                     }});
+  if (total && t.block_sum && ok_sum)
+    timed.push_back({"block_sum.ptxgate", "GB/s", bytes4,
+                     [&] { return from_diag(t.block_sum->launch(grid1d(blocks), {*total, *x, n32}, &c.stream)); }});
+  if (total && t.nv_block_sum && ok_sum)
+    timed.push_back({"block_sum.nvcc", "GB/s", bytes4, [&] {
+                       return raw_launch(c, t.nv_block_sum, {blocks, 1, 1}, {256, 1, 1}, {&pt, &px, &nv});
+                     }});
+  uint32_t msv = static_cast<uint32_t>(ms);
+  unsigned mg = static_cast<unsigned>((ms + 15) / 16);
+  CUdeviceptr pma = ma ? ma->pointer() : 0, pmb = mb ? mb->pointer() : 0, pmc = mc ? mc->pointer() : 0;
+  const double flops = 2.0 * double(ms) * double(ms) * double(ms);
+  if (ma && mb && mc && t.matmul && ok_mm)
+    timed.push_back({"matmul.ptxgate", "GFLOP/s", flops, [&] {
+                       return from_diag(t.matmul->launch(LaunchConfig{{mg, mg, 1}, {0, 0, 0}, 0, false},
+                                                         {*mc, *ma, *mb, msv, msv, msv}, &c.stream));
+                     }});
+  if (ma && mb && mc && t.nv_matmul && ok_mm)
+    timed.push_back({"matmul.nvcc", "GFLOP/s", flops, [&] {
+                       return raw_launch(c, t.nv_matmul, {mg, mg, 1}, {16, 16, 1}, {&pmc, &pma, &pmb, &msv, &msv, &msv});
+                     }});
+
+  auto start = backend::Event::create(rt.shared_context());
+  auto stop = backend::Event::create(rt.shared_context());
+  if (!start || !stop) {
+    out.error("events", one_line(!start ? start.error() : stop.error()));
+    return 1;
+  }
+  auto run_one = [&](Timed& v, bool record) {
+    if (v.failed) return;
+    Step s = [&]() -> Step {
+      if (auto ok = start->record(c.stream.handle()); !ok) return std::unexpected(one_line(ok.error()));
+      if (auto ok = v.launch(); !ok) return ok;
+      if (auto ok = stop->record(c.stream.handle()); !ok) return std::unexpected(one_line(ok.error()));
+      if (auto ok = stop->synchronize(); !ok) return std::unexpected(one_line(ok.error()));
+      auto ms_elapsed = stop->elapsed_ms_since(*start);
+      if (!ms_elapsed) return std::unexpected(one_line(ms_elapsed.error()));
+      if (record) {
+        double sec = *ms_elapsed * 1e-3;
+        v.times_us.push_back(sec * 1e6);
+        v.rates.push_back(v.work / sec * 1e-9);
+      }
+      return {};
+    }();
+    if (!s) {
+      out.error("time." + v.name, s.error());
+      v.failed = true;
+      status = 1;
+    }
+  };
+  for (int w = 0; w < 3; ++w)
+    for (auto& v : timed) run_one(v, false);
+  for (size_t r = 0; r < o.repetitions; ++r)
+    for (auto& v : timed) run_one(v, true);
+  for (auto& v : timed) {
+    if (v.rates.empty()) continue;
+    auto ts = summarize(v.times_us);
+    out.add("kernel." + v.name, v.unit, summarize(v.rates),
+            {{"time_us_median", ts.median}, {"time_us_p10", ts.p10}, {"time_us_p90", ts.p90}, {"work", v.work}});
+  }
+  for (CUmodule m : modules) (void)api.cuModuleUnload(m);
+  return status;
+}
+
+}  // namespace ptxgate::bench

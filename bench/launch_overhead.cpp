@@ -1,0 +1,280 @@
+// Launch overhead: raw cuLaunchKernel vs ptxgate's guarded launch (steady, first validated, fresh function) vs graphs.
+#include "bench/bench_parts.hpp"
+
+#include <functional>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "backend/launch.hpp"
+#include "backend/runtime.hpp"
+#include "ir/frontend.hpp"
+#include "module_cache/module_cache.hpp"
+
+namespace ptxgate::bench {
+namespace {
+
+using backend::Arg;
+
+/// One probe kernel with its arguments bound exactly as the backend binds them.
+struct Probe {
+  std::string name;
+  std::shared_ptr<backend::Kernel> kernel;
+  std::vector<backend::DeviceBuffer> buffers;
+  std::vector<Arg> args;
+  std::vector<backend::BoundSlot> bound;
+  std::vector<void*> slots;
+  validation::LaunchPlan plan;  ///< steady plan: grid 1, the kernel's @workgroup, on the bench stream
+};
+
+std::vector<Arg> probe_args(const std::string& name, const std::vector<backend::DeviceBuffer>& b) {
+  if (name == "launch0") return {};
+  if (name == "launch4") return {Arg(b[0]), Arg(1.5f), Arg(7u), Arg(int32_t{-3})};
+  return {Arg(b[0]),  Arg(b[1]),         Arg(b[2]),        Arg(b[3]),          Arg(1.5f),           Arg(2.5f),
+          Arg(3.0),   Arg(4.0),          Arg(int32_t{-1}), Arg(int32_t{2}),    Arg(3u),             Arg(4u),
+          Arg(int64_t{-5}), Arg(uint64_t{6}), Arg(uint64_t{7}), Arg(0u)};
+}
+
+/// The LaunchPlan Kernel::launch would build for these arguments (grid x `grid`, default block).
+validation::LaunchPlan plan_for(const Probe& p, uint64_t grid) {
+  validation::LaunchPlan plan;
+  plan.grid = {grid, 1, 1};
+  plan.arguments_known = true;
+  plan.stream_is_null = false;
+  for (size_t i = 0; i < p.args.size(); ++i) {
+    validation::ArgumentDesc d;
+    const Arg& a = p.args[i];
+    d.kind = a.kind() == Arg::Kind::buffer ? validation::ArgumentDesc::Kind::buffer
+                                           : validation::ArgumentDesc::Kind::scalar;
+    d.size_bytes = p.bound[i].size;
+    if (a.kind() == Arg::Kind::scalar) d.scalar_type = p.kernel->info().params[i].type;
+    if (a.kind() == Arg::Kind::buffer && a.buffer_bytes() != 0) d.buffer_bytes = a.buffer_bytes();
+    plan.arguments.push_back(d);
+  }
+  return plan;
+}
+
+std::expected<Probe, std::string> make_probe(backend::Runtime& rt, const std::filesystem::path& dir,
+                                             const std::string& name) {
+  auto text = read_text(dir / (name + ".pg"));
+  if (!text) return std::unexpected(text.error());
+  auto kernel = rt.compile(*text, name, name + ".pg");
+  if (!kernel) return std::unexpected(fmt::format("compile {}: {}", name, one_line(kernel.error())));
+  Probe p;
+  p.name = name;
+  p.kernel = *kernel;
+  for (int i = 0; i < 4; ++i) {
+    auto b = rt.allocate(64);
+    if (!b) return std::unexpected(fmt::format("allocate: {}", one_line(b.error())));
+    p.buffers.push_back(std::move(*b));
+  }
+  p.args = probe_args(name, p.buffers);
+  const auto& params = p.kernel->info().params;
+  if (params.size() != p.args.size())
+    return std::unexpected(fmt::format("{} has {} parameters, the benchmark passes {}", name, params.size(),
+                                       p.args.size()));
+  for (size_t i = 0; i < p.args.size(); ++i) {
+    auto slot = backend::bind_argument(p.args[i], params[i], name);
+    if (!slot) return std::unexpected(fmt::format("bind {}: {}", name, one_line(slot.error())));
+    p.bound.push_back(*slot);
+  }
+  for (auto& b : p.bound) p.slots.push_back(b.bytes);
+  p.plan = plan_for(p, 1);
+  return p;
+}
+
+/// A variant launches once per call (iteration index given) and says whether it worked.
+struct Variant {
+  std::string name;
+  size_t per_batch;
+  std::function<std::expected<void, std::string>(size_t)> launch;
+  std::vector<double> per_launch_ns;
+  bool failed = false;
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+}  // namespace
+
+int run_launch_overhead(const LaunchOptions& o, ResultFile& out) {
+  auto rt_or = backend::Runtime::create();
+  if (!rt_or) {
+    out.error("runtime", one_line(rt_or.error()));
+    fmt::print("no CUDA driver or device: launch overhead skipped\n");
+    return kSkipped;
+  }
+  auto& rt = **rt_or;
+  auto& ctx = rt.context();
+  const auto& api = ctx.api();
+  out.info("device", rt.caps().name);
+  out.info("batches", o.batches);
+  out.info("launches_per_batch", o.per_batch);
+  auto stream_or = rt.create_stream();
+  if (!stream_or) {
+    out.error("stream", one_line(stream_or.error()));
+    return 1;
+  }
+  backend::Stream& stream = *stream_or;
+  CUstream s = stream.handle();
+  auto extras = load_driver_extras();
+  int status = 0;
+
+  for (const std::string name : {"launch0", "launch4", "launch16"}) {
+    fmt::print("launch overhead: {}\n", name);
+    auto probe_or = make_probe(rt, o.kernels_dir, name);
+    if (!probe_or) {
+      out.error("launch." + name, probe_or.error());
+      status = 1;
+      continue;
+    }
+    Probe& p = *probe_or;
+    CUfunction fn = p.kernel->function().handle();
+    const auto block = p.kernel->info().required_block;
+    const std::string args_tag = fmt::format("args{}", p.args.size());
+    void** slots = p.slots.data();
+    std::span<void* const> slot_span(p.slots.data(), p.slots.size());
+    backend::LaunchConfig steady_config = backend::LaunchConfig{{1, 1, 1}, {0, 0, 0}, 0, false};
+    std::span<const Arg> arg_span(p.args.data(), p.args.size());
+
+    auto cu = [](CUresult r, const char* call) -> std::expected<void, std::string> {
+      if (r == CUDA_SUCCESS) return {};
+      return std::unexpected(cu_error(r, call));
+    };
+    auto diag = [](const std::expected<void, diag::Diagnostics>& r) -> std::expected<void, std::string> {
+      if (r) return {};
+      return std::unexpected(one_line(r.error()));
+    };
+
+    // The module loaded a second time, by the benchmark, to resolve fresh LoadedFunctions from.
+    CUmodule own_module = nullptr;
+    {
+      auto text = read_text(o.kernels_dir / (name + ".pg"));
+      auto loaded = text ? ir::load_module(diag::SourceFile(name + ".pg", *text))
+                         : std::expected<ir::LoadedModule, diag::Diagnostics>(std::unexpected(diag::Diagnostics{}));
+      module_cache::CompileRequest req;
+      req.codegen.target = rt.target();
+      if (loaded) {
+        auto entry = module_cache::compile_to_entry(loaded->module, req);
+        if (entry && !entry->cubin.empty()) {
+          if (auto r = api.cuModuleLoadData(&own_module, entry->cubin.data()); r != CUDA_SUCCESS) {
+            out.error("launch.fresh_function." + args_tag, cu_error(r, "cuModuleLoadData"));
+            own_module = nullptr;
+          }
+        } else {
+          out.error("launch.fresh_function." + args_tag,
+                    entry ? "no cubin produced" : one_line(entry.error()));
+        }
+      }
+    }
+
+    std::vector<Variant> variants;
+    variants.push_back({"raw", o.per_batch, [&](size_t) {
+                          return cu(api.cuLaunchKernel(fn, 1, 1, 1, block[0], block[1], block[2], 0, s, slots,
+                                                       nullptr),
+                                    "cuLaunchKernel");
+                        }});
+    variants.push_back({"guarded", o.per_batch, [&](size_t) {
+                          return diag(backend::launch_cuda_function(ctx, p.kernel->function(), p.plan, slot_span, s));
+                        }});
+    variants.push_back({"kernel_api", o.per_batch, [&](size_t) {
+                          return diag(p.kernel->launch(steady_config, arg_span, &stream));
+                        }});
+    // Grids 1..64 in turn: 64 shapes against a 16-entry verdict cache, so every launch validates afresh.
+    variants.push_back({"raw_grid_cycle", o.per_batch, [&](size_t i) {
+                          unsigned g = 1 + static_cast<unsigned>(i % 64);
+                          return cu(api.cuLaunchKernel(fn, g, 1, 1, block[0], block[1], block[2], 0, s, slots,
+                                                       nullptr),
+                                    "cuLaunchKernel");
+                        }});
+    variants.push_back({"first_validated", o.per_batch, [&](size_t i) {
+                          backend::LaunchConfig c = steady_config;
+                          c.grid[0] = 1 + i % 64;
+                          return diag(p.kernel->launch(c, arg_span, &stream));
+                        }});
+    if (own_module != nullptr) {
+      variants.push_back({"fresh_function", std::max<size_t>(o.per_batch / 4, 1), [&](size_t) {
+                            auto f = backend::LoadedFunction::resolve(ctx, own_module, p.kernel->info());
+                            if (!f) return std::expected<void, std::string>(std::unexpected(one_line(f.error())));
+                            return diag(backend::launch_cuda_function(ctx, **f, p.plan, slot_span, s));
+                          }});
+    }
+    // Graphs: one node replayed per cuGraphLaunch, and one graph of per_batch nodes per batch.
+    CUgraphExec one_node = nullptr, many_nodes = nullptr;
+    if (extras && extras->cuStreamBeginCapture && extras->cuGraphInstantiateWithFlags && extras->cuGraphLaunch) {
+      auto capture = [&](size_t launches, CUgraphExec& exec) -> std::expected<void, std::string> {
+        CUgraph graph = nullptr;
+        if (auto r = extras->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL); r != CUDA_SUCCESS)
+          return std::unexpected(cu_error(r, "cuStreamBeginCapture"));
+        CUresult launch_result = CUDA_SUCCESS;
+        for (size_t i = 0; i < launches && launch_result == CUDA_SUCCESS; ++i)
+          launch_result = api.cuLaunchKernel(fn, 1, 1, 1, block[0], block[1], block[2], 0, s, slots, nullptr);
+        CUresult end = extras->cuStreamEndCapture(s, &graph);
+        if (launch_result != CUDA_SUCCESS) return std::unexpected(cu_error(launch_result, "cuLaunchKernel (capture)"));
+        if (end != CUDA_SUCCESS) return std::unexpected(cu_error(end, "cuStreamEndCapture"));
+        CUresult inst = extras->cuGraphInstantiateWithFlags(&exec, graph, 0);
+        if (extras->cuGraphDestroy) extras->cuGraphDestroy(graph);
+        if (inst != CUDA_SUCCESS) return std::unexpected(cu_error(inst, "cuGraphInstantiateWithFlags"));
+        return {};
+      };
+      if (auto ok = capture(1, one_node); !ok) {
+        out.error("launch.graph_1node." + args_tag, ok.error());
+        one_node = nullptr;
+      }
+      if (auto ok = capture(o.per_batch, many_nodes); !ok) {
+        out.error("launch.graph_nodes." + args_tag, ok.error());
+        many_nodes = nullptr;
+      }
+    } else {
+      out.error("launch.graph." + args_tag, extras ? "graph entry points missing" : extras.error());
+    }
+    if (one_node != nullptr)
+      variants.push_back({"graph_1node_replay", o.per_batch, [&](size_t) {
+                            return cu(extras->cuGraphLaunch(one_node, s), "cuGraphLaunch");
+                          }});
+    if (many_nodes != nullptr)
+      variants.push_back({"graph_nodes_amortised", 1, [&](size_t) {
+                            return cu(extras->cuGraphLaunch(many_nodes, s), "cuGraphLaunch");
+                          }});
+
+    auto run_batch = [&](Variant& v, bool record) {
+      if (v.failed) return;
+      auto t0 = Clock::now();
+      for (size_t i = 0; i < v.per_batch; ++i) {
+        if (auto ok = v.launch(i); !ok) {
+          out.error(fmt::format("launch.{}.{}", v.name, args_tag), ok.error());
+          v.failed = true;
+          status = 1;
+          break;
+        }
+      }
+      if (auto ok = stream.synchronize(); !ok) {
+        out.error(fmt::format("launch.{}.{} (synchronize)", v.name, args_tag), one_line(ok.error()));
+        v.failed = true;
+        status = 1;
+        return;
+      }
+      auto t1 = Clock::now();
+      size_t launches = v.name == "graph_nodes_amortised" ? o.per_batch : v.per_batch;
+      if (record && !v.failed) v.per_launch_ns.push_back(ns_between(t0, t1) / static_cast<double>(launches));
+    };
+    for (auto& v : variants) run_batch(v, false);  // warm-up: first validation, lazy loading, caches
+    auto before = p.kernel->counters();
+    for (size_t b = 0; b < o.batches; ++b)
+      for (auto& v : variants) run_batch(v, true);
+    auto after = p.kernel->counters();
+    for (auto& v : variants) {
+      if (v.per_launch_ns.empty()) continue;
+      nlohmann::json extra = {{"kernel", name}, {"args", p.args.size()}, {"variant", v.name},
+                              {"launches_per_batch", v.name == "graph_nodes_amortised" ? o.per_batch : v.per_batch}};
+      out.add(fmt::format("launch.{}.{}", v.name, args_tag), "ns", summarize(v.per_launch_ns), extra);
+    }
+    out.info("verdict_counters." + args_tag,
+             {{"validated", after.validated - before.validated}, {"cached", after.cached - before.cached},
+              {"driver_calls", after.driver_calls - before.driver_calls}});
+    if (one_node && extras->cuGraphExecDestroy) extras->cuGraphExecDestroy(one_node);
+    if (many_nodes && extras->cuGraphExecDestroy) extras->cuGraphExecDestroy(many_nodes);
+    if (own_module != nullptr) (void)api.cuModuleUnload(own_module);
+  }
+  return status;
+}
+
+}  // namespace ptxgate::bench
