@@ -34,8 +34,9 @@ std::expected<std::string, diag::Diagnostics> emit_llvm_ir(const ir::Module& ver
 std::expected<CompiledModule, diag::Diagnostics> compile(const ir::Module& verified, const CodegenOptions& options);
 
 /// The libdevice file compile() links when a module calls math functions:
-/// options.libdevice_path, else $PTXGATE_LIBDEVICE, else $CUDA_HOME/nvvm/libdevice/libdevice.10.bc,
-/// else the toolkit found at build time. PG2002 (naming every path searched) when none exists.
+/// options.libdevice_path, else $PTXGATE_LIBDEVICE (each authoritative when set), else
+/// $CUDA_HOME/nvvm/libdevice/libdevice.10.bc, else the toolkit found at build time.
+/// PG2002, naming every path searched, when none exists.
 std::expected<std::string, diag::Diagnostics> resolve_libdevice_path(const CodegenOptions& options);
 
 /// KernelInfo of each kernel, derived from the verified IR alone (no LLVM).

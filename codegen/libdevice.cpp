@@ -62,13 +62,13 @@ std::expected<std::string, diag::Diagnostics> resolve_libdevice_path(const Codeg
   if (!options.libdevice_path.empty()) {
     if (std::filesystem::is_regular_file(options.libdevice_path)) return options.libdevice_path;
     return std::unexpected(libdevice_error(
-        fmt::format("libdevice not found at '{}' (CodegenOptions::libdevice_path)", options.libdevice_path)));
+        fmt::format("libdevice not found at '{}' (the libdevice path requested)", options.libdevice_path)));
   }
-  std::vector<std::string> searched;
   if (const char* explicit_path = std::getenv("PTXGATE_LIBDEVICE"); explicit_path && *explicit_path) {
     if (std::filesystem::is_regular_file(explicit_path)) return std::string(explicit_path);
-    searched.push_back(fmt::format("{} ($PTXGATE_LIBDEVICE)", explicit_path));
+    return std::unexpected(libdevice_error(fmt::format("libdevice not found at '{}' ($PTXGATE_LIBDEVICE)", explicit_path)));
   }
+  std::vector<std::string> searched;
   if (const char* cuda_home = std::getenv("CUDA_HOME"); cuda_home && *cuda_home) {
     std::string candidate = (std::filesystem::path(cuda_home) / kLibdeviceInCudaRoot).string();
     if (std::filesystem::is_regular_file(candidate)) return candidate;

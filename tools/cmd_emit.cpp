@@ -1,4 +1,4 @@
-// `ptxgate emit FILE|- [--target T] [--emit ptx|llvm|meta] [-o OUT]`: compile IR text to PTX.
+// `ptxgate emit FILE|- [--target T] [--emit ptx|llvm|meta] [-O N] [--libdevice PATH] [-o OUT]`: IR text to PTX.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -18,6 +18,8 @@ struct EmitOptions {
   std::string emit = "ptx";
   std::string output;
   std::string format = "text";
+  unsigned opt_level = 3;
+  std::string libdevice;
 };
 
 int write_output(const std::string& text, const std::string& path, diag::Format format) {
@@ -54,6 +56,8 @@ int run_emit(const EmitOptions& opt) {
 
   codegen::CodegenOptions cg;
   cg.target = opt.target;
+  cg.opt_level = opt.opt_level;
+  cg.libdevice_path = opt.libdevice;
   std::string text;
   if (opt.emit == "meta") {
     nlohmann::json arr = nlohmann::json::array();
@@ -89,6 +93,11 @@ CLI::App* register_emit(CLI::App& app, Runner& runner) {
   cmd->add_option("--emit", opt->emit, "What to print: ptx, llvm or meta (JSON KernelInfo)")
       ->default_val("ptx")
       ->check(CLI::IsMember({"ptx", "llvm", "meta"}));
+  cmd->add_option("-O,--opt-level", opt->opt_level, "LLVM optimisation level before NVPTX (0..3)")
+      ->default_val(3)
+      ->check(CLI::Range(0, 3));
+  cmd->add_option("--libdevice", opt->libdevice,
+                  "libdevice.10.bc to link math functions from (default: $PTXGATE_LIBDEVICE, $CUDA_HOME, the toolkit)");
   cmd->add_option("-o,--output", opt->output, "Output file (default: standard output)");
   add_format_option(cmd, opt->format);
   runner = [opt] { return run_emit(*opt); };
