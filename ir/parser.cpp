@@ -129,20 +129,38 @@ class Parser {
 
   // ---- limits ---------------------------------------------------------------
 
-  /// Counts one level of nesting (blocks, statements and expressions together).
+  /// Enters one level of nesting (blocks, statements and expressions together); the
+  /// caller leaves it by decrementing depth_ (see the guards below).
+  void enter_level() {
+    if (++depth_ > limits_.max_nesting_depth)
+      fatal(diag::Code::nesting_too_deep, tok_.offset, tok_.length,
+            fmt::format("nesting too deep: more than {} levels of nested blocks and expressions (limit "
+                        "max_nesting_depth = {})",
+                        limits_.max_nesting_depth, limits_.max_nesting_depth),
+            "split the expression or block with intermediate 'let' bindings");
+  }
+
+  /// One level of nesting for the lifetime of the guard.
   struct DepthGuard {
     Parser& p;
-    explicit DepthGuard(Parser& parser) : p(parser) {
-      if (++p.depth_ > p.limits_.max_nesting_depth)
-        p.fatal(diag::Code::nesting_too_deep, p.tok_.offset, p.tok_.length,
-                fmt::format("nesting too deep: more than {} levels of nested blocks and expressions (limit "
-                            "max_nesting_depth = {})",
-                            p.limits_.max_nesting_depth, p.limits_.max_nesting_depth),
-                "split the expression or block with intermediate 'let' bindings");
-    }
+    explicit DepthGuard(Parser& parser) : p(parser) { p.enter_level(); }
     ~DepthGuard() { --p.depth_; }
     DepthGuard(const DepthGuard&) = delete;
     DepthGuard& operator=(const DepthGuard&) = delete;
+  };
+
+  /// Levels added one by one (each operator of a binary chain), all left at scope exit.
+  struct ChainDepth {
+    Parser& p;
+    uint32_t levels = 0;
+    explicit ChainDepth(Parser& parser) : p(parser) {}
+    void add() {
+      ++levels;
+      p.enter_level();
+    }
+    ~ChainDepth() { p.depth_ -= levels; }
+    ChainDepth(const ChainDepth&) = delete;
+    ChainDepth& operator=(const ChainDepth&) = delete;
   };
 
   void count_statement(uint32_t start) {
@@ -487,12 +505,15 @@ class Parser {
 
   ExprPtr parse_expr() { return parse_binary(1); }
 
-  /// Precedence climbing; all binary operators are left-associative.
+  /// Precedence climbing; all binary operators are left-associative. Each operator of a
+  /// chain nests the tree one level deeper, so it counts against the nesting limit too.
   ExprPtr parse_binary(int min_precedence) {
     ExprPtr lhs = parse_unary();
+    ChainDepth chain(*this);
     for (;;) {
       std::optional<BinaryOp> op = binary_op(tok_.kind);
       if (!op || precedence(*op) < min_precedence) return lhs;
+      chain.add();
       advance();
       ExprPtr rhs = parse_binary(precedence(*op) + 1);
       auto e = make_expr(ExprKind::binary);

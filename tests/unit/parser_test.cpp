@@ -352,6 +352,11 @@ TEST_CASE("parser limits: nesting depth") {
     CHECK(has_code(r, diag::Code::nesting_too_deep));
     CHECK(r.diagnostics.size() == 1);
   }
+  std::string chain = "kernel k() { let x = a";
+  for (int i = 0; i < 100000; ++i) chain += " + a";
+  ParseResult chained = parse_text(chain + "; }");
+  CHECK(codes(chained) == std::vector<diag::Code>{diag::Code::nesting_too_deep});  // the tree would be 100000 deep
+
   std::string ifs = "kernel k() { ";
   for (int i = 0; i < 5000; ++i) ifs += "if (a) { } else ";
   ifs += "{ } }";
