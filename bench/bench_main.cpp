@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   compile->add_option("--repetitions", co.repetitions)->capture_default_str();
   compile->add_option("--fresh-processes", co.fresh_processes)->capture_default_str();
   compile->add_flag("--no-gpu", no_gpu, "skip Runtime::compile timings");
+  compile->add_option("--only", co.only, "one kernel (saxpy, copy, block_sum, matmul)");
 
   std::string mode = "cache", source, kernel;
   auto* child = app.add_subcommand("disk-hit", "internal: one disk-cache hit in this fresh process");

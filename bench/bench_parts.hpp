@@ -40,6 +40,7 @@ struct CompileOptions {
   size_t repetitions = 15;
   size_t fresh_processes = 6;
   bool with_gpu = true;                ///< also time Runtime::compile (needs a driver)
+  std::string only;                    ///< one kernel's name; empty: all of them
 };
 /// text -> PTX, text -> cubin, in-process hits, disk hits in fresh processes.
 int run_compile_latency(const CompileOptions& o, ResultFile& out);

@@ -1,0 +1,301 @@
+#!/usr/bin/env python3
+"""Peer measurements on the GPU machine: CuPy RawKernel and Triton launch overhead, NVRTC and Triton compile latency.
+
+Writes one JSON result file in the format of ptxgate_gpu_bench (part, rows, errors, info), rewritten
+after every row so that a failure or timeout still leaves partial results.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+
+
+class ResultFile:
+    def __init__(self, path, part):
+        self.path = path
+        self.doc = {"part": part, "rows": [], "errors": [], "info": {}}
+        self.flush()
+
+    def flush(self):
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(self.doc, f, indent=2)
+        os.replace(tmp, self.path)
+
+    def add(self, name, unit, values, **extra):
+        values = sorted(values)
+        rank = lambda p: values[min(len(values) - 1, round(p * (len(values) - 1)))]
+        row = {"name": name, "unit": unit, "median": statistics.median(values), "p10": rank(0.1),
+               "p90": rank(0.9), "min": values[0], "max": values[-1], "samples": len(values)}
+        row.update(extra)
+        self.doc["rows"].append(row)
+        print(f"  {name:<48} median {row['median']:>12.3f} {unit:<8} p10 {row['p10']:>12.3f} "
+              f"p90 {row['p90']:>12.3f} (n={len(values)})", flush=True)
+        self.flush()
+
+    def error(self, step, exc):
+        message = f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else str(exc)
+        self.doc["errors"].append({"step": step, "message": message})
+        print(f"  FAILED {step}: {message}", file=sys.stderr, flush=True)
+        if isinstance(exc, BaseException):
+            traceback.print_exc()
+        self.flush()
+
+    def info(self, key, value):
+        self.doc["info"][key] = value
+        self.flush()
+
+
+def time_batches(launch, sync, batches, per_batch):
+    """Host ns per launch: per_batch launches then one synchronisation, per batch; one warm-up batch."""
+    out = []
+    for b in range(batches + 1):
+        t0 = time.perf_counter_ns()
+        for _ in range(per_batch):
+            launch()
+        sync()
+        t1 = time.perf_counter_ns()
+        if b > 0:
+            out.append((t1 - t0) / per_batch)
+    return out
+
+
+# ---------------------------------------------------------------- CuPy
+def cupy_launches(res, cuda_dir, batches, per_batch):
+    import cupy as cp
+    import numpy as np
+    res.info("cupy_version", cp.__version__)
+    src = open(os.path.join(cuda_dir, "launch.cu")).read()
+    module = cp.RawModule(code=src, options=("-std=c++17",))
+    stream = cp.cuda.Stream(non_blocking=True)
+    bufs = [cp.asarray(np.random.default_rng(1).random(16, dtype=np.float32)) for _ in range(4)]
+    argsets = {
+        0: (),
+        4: (bufs[0], np.float32(1.5), np.uint32(7), np.int32(-3)),
+        16: (bufs[0], bufs[1], bufs[2], bufs[3], np.float32(1.5), np.float32(2.5), np.float64(3.0),
+             np.float64(4.0), np.int32(-1), np.int32(2), np.uint32(3), np.uint32(4), np.int64(-5),
+             np.uint64(6), np.uint64(7), np.uint32(0)),
+    }
+    for nargs, name in ((0, "launch0"), (4, "launch4"), (16, "launch16")):
+        try:
+            kernel = module.get_function(name)
+            args = argsets[nargs]
+            with stream:
+                ns = time_batches(lambda: kernel((1,), (32,), args), stream.synchronize, batches, per_batch)
+            res.add(f"launch.cupy.args{nargs}", "ns", ns, kernel=name, args=nargs, variant="cupy")
+        except Exception as e:  # noqa: BLE001 - every failure is recorded, the rest goes on
+            res.error(f"launch.cupy.args{nargs}", e)
+
+
+# ---------------------------------------------------------------- Triton
+TRITON_SOURCE = '''
+import triton
+import triton.language as tl
+
+@triton.jit
+def launch0():
+    pass
+
+@triton.jit
+def launch4(y, a, flag, c):
+    if flag == 123456789:
+        tl.store(y, a + c)
+
+@triton.jit
+def launch16(y0, y1, x0, x1, a, b, c, d, e, f, g, h, p, q, r, flag):
+    if flag == 123456789:
+        tl.store(y0, tl.load(x0) * a + b + c + d + e + f + g + h + p + q + r)
+        tl.store(y1, tl.load(x1))
+
+@triton.jit
+def saxpy(y, x, a, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y + offs, a * tl.load(x + offs, mask=mask) + tl.load(y + offs, mask=mask), mask=mask)
+
+@triton.jit
+def copy(dst, src, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(dst + offs, tl.load(src + offs, mask=mask), mask=mask)
+
+@triton.jit
+def block_sum(total, x, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.atomic_add(total, tl.sum(tl.load(x + offs, mask=offs < n, other=0.0), axis=0))
+'''
+
+
+def load_triton_module(tag):
+    """A fresh Python module holding fresh JITFunctions (so no in-memory compile cache survives)."""
+    import importlib.util
+    d = tempfile.mkdtemp(prefix="pg_triton_src_")
+    path = os.path.join(d, f"pg_triton_kernels_{tag}.py")
+    with open(path, "w") as f:
+        f.write(TRITON_SOURCE)
+    spec = importlib.util.spec_from_file_location(f"pg_triton_kernels_{tag}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def set_triton_cache_dir(path):
+    os.environ["TRITON_CACHE_DIR"] = path
+    try:
+        import triton
+        knobs = getattr(triton, "knobs", None)
+        if knobs is not None and hasattr(knobs, "cache"):
+            knobs.cache.dir = path
+    except Exception:  # noqa: BLE001 - older Triton reads only the environment
+        pass
+
+
+def triton_launches(res, batches, per_batch):
+    import torch
+    import triton
+    res.info("triton_version", triton.__version__)
+    res.info("torch_version", torch.__version__)
+    set_triton_cache_dir(tempfile.mkdtemp(prefix="pg_triton_cache_"))
+    mod = load_triton_module("launch")
+    bufs = [torch.rand(16, device="cuda") for _ in range(4)]
+    argsets = {
+        0: (mod.launch0, ()),
+        4: (mod.launch4, (bufs[0], 1.5, 7, -3)),
+        16: (mod.launch16, (bufs[0], bufs[1], bufs[2], bufs[3], 1.5, 2.5, 3.0, 4.0, -1, 2, 3, 4, -5, 6, 7, 0)),
+    }
+    stream = torch.cuda.Stream()
+    for nargs, (fn, args) in argsets.items():
+        try:
+            with torch.cuda.stream(stream):
+                fn[(1,)](*args)  # compile outside the timing
+                stream.synchronize()
+                ns = time_batches(lambda: fn[(1,)](*args), stream.synchronize, batches, per_batch)
+            res.add(f"launch.triton.args{nargs}", "ns", ns, args=nargs, variant="triton")
+        except Exception as e:  # noqa: BLE001
+            res.error(f"launch.triton.args{nargs}", e)
+
+
+def triton_compiles(res, reps):
+    import torch
+    n = 1 << 20
+    x = torch.rand(n, device="cuda")
+    y = torch.rand(n, device="cuda")
+    total = torch.zeros(1, device="cuda")
+    calls = {
+        "saxpy": lambda m: m.saxpy[(n // 1024,)](y, x, 1.5, n, BLOCK=1024),
+        "copy": lambda m: m.copy[(n // 1024,)](y, x, n, BLOCK=1024),
+        "block_sum": lambda m: m.block_sum[(n // 256,)](total, x, n, BLOCK=256),
+    }
+    # One throw-away compile so that imports and one-time initialisation stay out of the numbers.
+    set_triton_cache_dir(tempfile.mkdtemp(prefix="pg_triton_cache_"))
+    calls["copy"](load_triton_module("warm"))
+    torch.cuda.synchronize()
+    for name, call in calls.items():
+        ms = []
+        try:
+            for i in range(reps):
+                set_triton_cache_dir(tempfile.mkdtemp(prefix="pg_triton_cache_"))
+                mod = load_triton_module(f"{name}_{i}")
+                t0 = time.perf_counter_ns()
+                call(mod)  # fresh cache dir + fresh JITFunction: a cold compile (plus the first launch)
+                torch.cuda.synchronize()
+                ms.append((time.perf_counter_ns() - t0) / 1e6)
+            res.add(f"compile.triton_cold.{name}", "ms", ms, kernel=name)
+        except Exception as e:  # noqa: BLE001
+            res.error(f"compile.triton_cold.{name}", e)
+
+
+# ---------------------------------------------------------------- NVRTC
+def nvrtc_api():
+    """(compile_fn(src, name, arch_option, want_cubin) -> bytes, version string)."""
+    try:
+        from cupy_backends.cuda.libs import nvrtc
+
+        def compile_fn(src, name, opts, want_cubin):
+            prog = nvrtc.createProgram(src, name, (), ())
+            try:
+                try:
+                    nvrtc.compileProgram(prog, list(opts))
+                except (TypeError, AttributeError):  # a build that wants bytes
+                    nvrtc.compileProgram(prog, [o.encode() for o in opts])
+                return nvrtc.getCUBIN(prog) if want_cubin else nvrtc.getPTX(prog)
+            finally:
+                nvrtc.destroyProgram(prog)
+        return compile_fn, "cupy_backends nvrtc {}.{}".format(*nvrtc.getVersion())
+    except Exception:  # noqa: BLE001 - fall back to cuda-python
+        from cuda.bindings import nvrtc as cnv
+
+        def compile_fn(src, name, opts, want_cubin):
+            err, prog = cnv.nvrtcCreateProgram(src.encode(), name.encode(), 0, [], [])
+            try:
+                (err,) = cnv.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
+                if err != cnv.nvrtcResult.NVRTC_SUCCESS:
+                    raise RuntimeError(f"nvrtcCompileProgram: {err}")
+                get_size = cnv.nvrtcGetCUBINSize if want_cubin else cnv.nvrtcGetPTXSize
+                get = cnv.nvrtcGetCUBIN if want_cubin else cnv.nvrtcGetPTX
+                err, size = get_size(prog)
+                buf = b" " * size
+                (err,) = get(prog, buf)
+                return buf
+            finally:
+                cnv.nvrtcDestroyProgram(prog)
+        err, major, minor = cnv.nvrtcVersion()
+        return compile_fn, f"cuda.bindings nvrtc {major}.{minor}"
+
+
+def nvrtc_compiles(res, cuda_dir, reps):
+    try:
+        compile_fn, version = nvrtc_api()
+    except Exception as e:  # noqa: BLE001
+        res.error("compile.nvrtc", e)
+        return
+    res.info("nvrtc", version)
+    for name in ("saxpy", "copy", "block_sum", "matmul"):
+        src = open(os.path.join(cuda_dir, f"{name}.cu")).read()
+        for kind, opts, cubin in (("ptx", ("-arch=compute_90",), False), ("cubin", ("-arch=sm_90",), True)):
+            try:
+                compile_fn(src, f"{name}.cu", opts, cubin)  # warm-up: library load, first-use costs
+                ms = []
+                for _ in range(reps):
+                    t0 = time.perf_counter_ns()
+                    out = compile_fn(src, f"{name}.cu", opts, cubin)
+                    ms.append((time.perf_counter_ns() - t0) / 1e6)
+                    if not out:
+                        raise RuntimeError("empty output")
+                res.add(f"compile.nvrtc_{kind}.{name}", "ms", ms, kernel=name)
+            except Exception as e:  # noqa: BLE001
+                res.error(f"compile.nvrtc_{kind}.{name}", e)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--cuda-dir", required=True, help="bench/cuda (the CUDA C++ twins)")
+    ap.add_argument("--batches", type=int, default=30)
+    ap.add_argument("--per-batch", type=int, default=2000)
+    ap.add_argument("--compile-reps", type=int, default=10)
+    ap.add_argument("--triton-reps", type=int, default=5)
+    args = ap.parse_args()
+    res = ResultFile(args.out, "peers")
+    res.info("python", sys.version.split()[0])
+    steps = (
+        ("cupy launches", lambda: cupy_launches(res, args.cuda_dir, args.batches, args.per_batch)),
+        ("triton launches", lambda: triton_launches(res, args.batches, args.per_batch)),
+        ("nvrtc compiles", lambda: nvrtc_compiles(res, args.cuda_dir, args.compile_reps)),
+        ("triton compiles", lambda: triton_compiles(res, args.triton_reps)),
+    )
+    for title, step in steps:
+        print(f"peers: {title}", flush=True)
+        try:
+            step()
+        except Exception as e:  # noqa: BLE001 - e.g. the package is missing; the other steps go on
+            res.error(title, e)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Merges the benchmark parts into bench_results.json and bench_results.md (ratios against targets) and draws plots.
+
+Inputs: the JSON result files of ptxgate_gpu_bench and peers.py, and env.json (device, driver, clocks,
+versions). Every ratio is computed from numbers measured in the same run; targets are compared, never assumed.
+"""
+import argparse
+import glob
+import json
+import os
+import sys
+
+# (measurement, baseline, relation, target, goal): ratio = measurement.median / baseline.median for
+# "time" rows (lower is better) and for "rate" rows (higher is better); speedups are baseline / measurement.
+ARGS = ("args0", "args4", "args16")
+
+
+def comparisons():
+    c = []
+    for a in ARGS:
+        c += [
+            (f"launch.guarded.{a}", f"launch.raw.{a}", "ratio", 1.03, "<=",
+             "guarded steady launch (launch_cuda_function, cached verdict) / raw cuLaunchKernel"),
+            (f"launch.kernel_api.{a}", f"launch.raw.{a}", "ratio", 1.03, "<=",
+             "Kernel::launch (typed args, steady) / raw cuLaunchKernel"),
+            (f"launch.first_validated.{a}", f"launch.raw.{a}", "ratio", 1.2, "<=",
+             "Kernel::launch with a verdict-cache miss every launch / raw cuLaunchKernel"),
+            (f"launch.first_validated.{a}", f"launch.raw_grid_cycle.{a}", "ratio", None, None,
+             "first validated / raw with the same cycling grids"),
+            (f"launch.fresh_function.{a}", f"launch.raw.{a}", "ratio", None, None,
+             "resolve a new LoadedFunction (4 attribute queries) + first launch / raw"),
+            (f"launch.cupy.{a}", f"launch.raw.{a}", "ratio", None, None, "CuPy RawKernel / raw"),
+            (f"launch.triton.{a}", f"launch.raw.{a}", "ratio", None, None, "Triton / raw"),
+            (f"launch.graph_1node_replay.{a}", f"launch.raw.{a}", "ratio", None, None,
+             "cuGraphLaunch of a 1-node graph / raw"),
+            (f"launch.graph_nodes_amortised.{a}", f"launch.raw.{a}", "ratio", None, None,
+             "per node of one graph of N launches / raw"),
+        ]
+    for k in ("saxpy", "copy", "block_sum", "matmul"):
+        c += [
+            (f"compile.ptx.{k}", f"compile.nvrtc_ptx.{k}", "speedup", 5.0, ">=",
+             "NVRTC (CUDA C++ -> PTX) time / ptxgate text -> PTX time"),
+            (f"compile.cubin.{k}", f"compile.nvrtc_cubin.{k}", "speedup", 5.0, ">=",
+             "NVRTC (-> cubin) time / ptxgate text -> cubin (PTX + ptxas process) time"),
+            (f"compile.cubin.{k}", f"compile.triton_cold.{k}", "speedup", None, None,
+             "Triton cold compile + first launch / ptxgate text -> cubin"),
+            (f"compile.disk_hit_runtime.{k}", f"compile.nvrtc_cubin.{k}", "speedup", None, None,
+             "NVRTC cubin / ptxgate disk hit in a fresh process (incl. module load)"),
+        ]
+    for k in ("copy", "saxpy"):
+        c += [
+            (f"kernel.{k}.ptxgate", f"kernel.{k}.nvcc", "ratio", 0.95, ">=", "GB/s ptxgate / GB/s nvcc twin"),
+            (f"kernel.{k}.ptxgate", "kernel.memcpy_dtod", "ratio", 0.90, ">=", "GB/s ptxgate / GB/s cuMemcpyDtoD"),
+            (f"kernel.{k}.nvcc", "kernel.memcpy_dtod", "ratio", None, None, "GB/s nvcc twin / GB/s cuMemcpyDtoD"),
+        ]
+    c += [
+        ("kernel.block_sum.ptxgate", "kernel.block_sum.nvcc", "ratio", 0.95, ">=", "GB/s ptxgate / GB/s nvcc twin"),
+        ("kernel.block_sum.ptxgate", "kernel.memcpy_dtod", "ratio", None, None, "read GB/s / memcpy GB/s"),
+        ("kernel.matmul.ptxgate", "kernel.matmul.nvcc", "ratio", None, None, "GFLOP/s ptxgate / GFLOP/s nvcc twin"),
+    ]
+    return c
+
+
+def load_parts(parts_dir):
+    rows, errors, info = {}, [], {}
+    for path in sorted(glob.glob(os.path.join(parts_dir, "*.json"))):
+        try:
+            doc = json.load(open(path))
+        except Exception as e:  # noqa: BLE001 - a truncated part is reported, the rest is used
+            errors.append({"part": os.path.basename(path), "step": "read", "message": str(e)})
+            continue
+        part = doc.get("part", os.path.basename(path))
+        if part in info and doc.get("info"):
+            info[part].update(doc["info"])
+            doc["info"] = {}
+        for r in doc.get("rows", []):
+            r = dict(r, part=part)
+            rows[r["name"]] = r
+        for e in doc.get("errors", []):
+            errors.append(dict(e, part=part))
+        if doc.get("info"):
+            info[part] = doc["info"]
+    return rows, errors, info
+
+
+def evaluate(rows):
+    out = []
+    for name, base, kind, target, goal, meaning in comparisons():
+        if name not in rows or base not in rows:
+            if target is not None:
+                missing = [n for n in (name, base) if n not in rows]
+                out.append({"measurement": name, "baseline": base, "meaning": meaning, "target": f"{goal} {target}",
+                            "status": "not measured", "missing": missing})
+            continue
+        m, b = rows[name], rows[base]
+        if m["median"] <= 0 or b["median"] <= 0:
+            continue
+        ratio = b["median"] / m["median"] if kind == "speedup" else m["median"] / b["median"]
+        status = "info"
+        if target is not None:
+            ok = ratio <= target if goal == "<=" else ratio >= target
+            status = "pass" if ok else "miss"
+        out.append({"measurement": name, "baseline": base, "kind": kind, "ratio": ratio, "meaning": meaning,
+                    "target": f"{goal} {target}" if target is not None else None, "status": status})
+    return out
+
+
+def fmt(v):
+    if v is None:
+        return ""
+    a = abs(v)
+    return f"{v:.0f}" if a >= 1000 else f"{v:.1f}" if a >= 100 else f"{v:.2f}" if a >= 1 else f"{v:.3g}"
+
+
+def markdown(rows, verdicts, errors, env, info):
+    L = ["# ptxgate benchmark results", ""]
+    dev = env.get("gpu", {})
+    L.append(f"Device: **{dev.get('name', '?')}**, driver {dev.get('driver_version', '?')}, "
+             f"CUDA toolkit {env.get('nvcc', '?')}; ptxgate {info.get('compile', {}).get('ptxgate_version', '?')}, "
+             f"LLVM {info.get('compile', {}).get('llvm_version', '?')}; "
+             f"CuPy {info.get('peers', {}).get('cupy_version', '?')}, Triton {info.get('peers', {}).get('triton_version', '?')}, "
+             f"torch {info.get('peers', {}).get('torch_version', '?')}, {info.get('peers', {}).get('nvrtc', 'nvrtc ?')}.")
+    for when in ("before", "after"):
+        c = env.get(f"clocks_{when}")
+        if c:
+            L.append(f"Clocks {when}: {c}")
+    L += ["", "## Against targets", "",
+          "| measurement | baseline | ratio | target | status | meaning |", "|---|---|---|---|---|---|"]
+    for v in verdicts:
+        L.append(f"| `{v['measurement']}` | `{v['baseline']}` | {fmt(v.get('ratio'))} | {v.get('target') or ''} | "
+                 f"{v['status']} | {v['meaning']} |")
+    L += ["", "## All measurements (median, p10-p90)", "",
+          "| measurement | median | p10 | p90 | unit | samples |", "|---|---|---|---|---|---|"]
+    for name in sorted(rows):
+        r = rows[name]
+        L.append(f"| `{name}` | {fmt(r['median'])} | {fmt(r['p10'])} | {fmt(r['p90'])} | {r['unit']} | {r['samples']} |")
+    if errors:
+        L += ["", "## Failed steps", ""]
+        for e in errors:
+            L.append(f"- {e.get('part', '?')} / {e.get('step', '?')}: {e.get('message', '')[:400]}")
+    return "\n".join(L) + "\n"
+
+
+def plots(rows, out_dir):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception as e:  # noqa: BLE001
+        print(f"report: no plots ({e})", file=sys.stderr)
+        return
+
+    def bars(ax, names, labels, title, unit, log=False):
+        present = [(n, l) for n, l in zip(names, labels) if n in rows]
+        if not present:
+            return
+        med = [rows[n]["median"] for n, _ in present]
+        lo = [rows[n]["median"] - rows[n]["p10"] for n, _ in present]
+        hi = [rows[n]["p90"] - rows[n]["median"] for n, _ in present]
+        ax.bar(range(len(present)), med, yerr=[lo, hi], capsize=3, color="#4878a8")
+        ax.set_xticks(range(len(present)))
+        ax.set_xticklabels([l for _, l in present], rotation=40, ha="right", fontsize=8)
+        ax.set_title(title, fontsize=10)
+        ax.set_ylabel(unit)
+        if log:
+            ax.set_yscale("log")
+
+    variants = ("raw", "guarded", "kernel_api", "first_validated", "fresh_function", "graph_1node_replay",
+                "graph_nodes_amortised", "cupy", "triton")
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+    for ax, a in zip(axes, ARGS):
+        bars(ax, [f"launch.{v}.{a}" for v in variants], variants, f"host time per launch, {a}", "ns (p10-p90)",
+             log=True)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "launch_overhead.png"), dpi=110)
+    plt.close(fig)
+
+    fig, axes = plt.subplots(1, 4, figsize=(16, 4.5))
+    kinds = ("ptx", "cubin", "memory_hit", "runtime_hit", "disk_hit", "disk_hit_runtime", "nvrtc_ptx", "nvrtc_cubin",
+             "triton_cold")
+    for ax, k in zip(axes, ("saxpy", "copy", "block_sum", "matmul")):
+        bars(ax, [f"compile.{x}.{k}" for x in kinds], kinds, f"compile latency, {k}", "ms (p10-p90)", log=True)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "compile_latency.png"), dpi=110)
+    plt.close(fig)
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [3, 1]})
+    names = ["kernel.memcpy_dtod", "kernel.copy.ptxgate", "kernel.copy.nvcc", "kernel.saxpy.ptxgate",
+             "kernel.saxpy.nvcc", "kernel.block_sum.ptxgate", "kernel.block_sum.nvcc"]
+    bars(ax1, names, [n.replace("kernel.", "") for n in names], "bandwidth (bytes read + written)", "GB/s")
+    names = ["kernel.matmul.ptxgate", "kernel.matmul.nvcc"]
+    bars(ax2, names, ["ptxgate", "nvcc"], "tiled f32 matmul", "GFLOP/s")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "kernel_quality.png"), dpi=110)
+    plt.close(fig)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--parts", required=True, help="directory of part JSON files")
+    ap.add_argument("--env", help="env.json")
+    ap.add_argument("--out", required=True, help="directory for bench_results.{json,md} and plots")
+    args = ap.parse_args()
+    rows, errors, info = load_parts(args.parts)
+    env = {}
+    if args.env and os.path.exists(args.env):
+        try:
+            env = json.load(open(args.env))
+        except Exception as e:  # noqa: BLE001
+            errors.append({"part": "env", "step": "read", "message": str(e)})
+    verdicts = evaluate(rows)
+    os.makedirs(args.out, exist_ok=True)
+    doc = {"env": env, "info": info, "comparisons": verdicts, "rows": [rows[k] for k in sorted(rows)],
+           "errors": errors}
+    with open(os.path.join(args.out, "bench_results.json"), "w") as f:
+        json.dump(doc, f, indent=2)
+    md = markdown(rows, verdicts, errors, env, info)
+    with open(os.path.join(args.out, "bench_results.md"), "w") as f:
+        f.write(md)
+    plots(rows, args.out)
+    # The short table last: the device tool returns the end of the output.
+    print("\n| measurement | ratio | target | status |\n|---|---|---|---|")
+    for v in verdicts:
+        print(f"| {v['measurement']} / {'.'.join(v['baseline'].split('.')[1:])} | {fmt(v.get('ratio'))} | {v.get('target') or ''} | {v['status']} |")
+    print(f"\n{len(rows)} measurements, {len(errors)} failed steps; see bench_results.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

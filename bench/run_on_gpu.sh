@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Runs the ptxgate benchmarks on the GPU machine from a prebuilt bundle (scripts/bench_gpu.sh); results go to $OUT.
+# Usage (repository root): bash bench/run_on_gpu.sh [BUNDLE=.bundle]
+# Writes at most 6 files to $OUT: bench_results.json, bench_results.md, bench_log.txt and 3 PNG plots.
+# Every step has its own time limit and failures are recorded; the report is written whatever happened.
+set -u
+BUNDLE=$(cd "${1:-.bundle}" && pwd)
+ROOT=$(pwd)
+OUT=${OUT:-$ROOT/out}
+mkdir -p "$OUT"
+WORK=$(mktemp -d)
+PARTS=$WORK/parts
+mkdir -p "$PARTS"
+LOG=$OUT/bench_log.txt
+: >"$LOG"
+export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+export PATH="$CUDA_HOME/bin:$PATH"
+export PTXGATE_PROFILE_DIR="$ROOT/profiles"
+export PTXGATE_CACHE_DIR="$WORK/ptxgate-cache"
+# The bundled libraries only for the benchmark binary (python, torch and nvidia-smi keep the system's).
+BENCH_LD_PATH="$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+bench() { LD_LIBRARY_PATH="$BENCH_LD_PATH" "$BUNDLE/bin/ptxgate_gpu_bench" "$@"; }
+export -f bench
+export BUNDLE BENCH_LD_PATH
+START=$(date +%s)
+
+log() { echo "[$(( $(date +%s) - START ))s] $*" | tee -a "$LOG"; }
+# step NAME LIMIT_SECONDS COMMAND...: runs with a time limit, output to the log, never aborts the script.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  log "== $name (limit ${limit}s): $*"
+  timeout --kill-after=5 "$limit" "$@" >>"$LOG" 2>&1
+  local rc=$?
+  case $rc in
+    0) log "== $name: ok" ;;
+    3) log "== $name: skipped (no driver or device)" ;;
+    124|137) log "== $name: TIMED OUT after ${limit}s (partial results kept)" ;;
+    *) log "== $name: exit status $rc (partial results kept)" ;;
+  esac
+}
+smi() { nvidia-smi --query-gpu="$1" --format=csv,noheader 2>/dev/null | head -1; }
+CLOCK_FIELDS=clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,temperature.gpu,power.draw,pstate
+
+log "bundle $BUNDLE, output $OUT, work $WORK"
+CLOCKS_BEFORE=$(smi $CLOCK_FIELDS)
+nvidia-smi >>"$LOG" 2>&1 || log "nvidia-smi failed"
+ls "$BUNDLE/bin" "$BUNDLE/lib" >>"$LOG" 2>&1
+LD_LIBRARY_PATH="$BENCH_LD_PATH" ldd "$BUNDLE/bin/ptxgate_gpu_bench" >>"$LOG" 2>&1
+
+# The nvcc twins: built with the bundle; compiled here only if missing.
+CUBINS=$BUNDLE/cubins
+for k in saxpy copy block_sum matmul launch; do
+  if [ ! -s "$CUBINS/$k.cubin" ]; then
+    mkdir -p "$WORK/cubins" && CUBINS=$WORK/cubins
+    step "nvcc $k" 60 nvcc -cubin -arch=sm_90 -O3 -o "$CUBINS/$k.cubin" "bench/cuda/$k.cu"
+  fi
+done
+
+step "validation cost" 45 bash -c 'bench "$@"' bench validation --examples examples --kernels bench/kernels --out "$PARTS/validation.json"
+step "launch overhead" 90 bash -c 'bench "$@"' bench launch --kernels bench/kernels --out "$PARTS/launch.json"
+step "kernel quality" 100 bash -c 'bench "$@"' bench kernels --examples examples --kernels bench/kernels --cubins "$CUBINS" \
+  --out "$PARTS/kernels.json"
+# One process per kernel: a crash in one (see the log) loses only that kernel's rows.
+for k in saxpy copy block_sum matmul; do
+  step "compile latency $k" 45 bash -c 'bench "$@"' bench compile --only "$k" --examples examples \
+    --kernels bench/kernels --cache-dir "$WORK/compile-cache-$k" --out "$PARTS/compile_$k.json"
+done
+step "peers (CuPy, Triton, NVRTC)" 150 python3 bench/peers.py --cuda-dir bench/cuda --out "$PARTS/peers.json"
+
+# Generated code next to nvcc's, for the log: resources and SASS of the bandwidth kernels.
+if command -v cuobjdump >/dev/null; then
+  for k in copy saxpy; do
+    {
+      echo "---- SASS $k: ptxgate"; cuobjdump -sass "$BUNDLE/emit/$k.cubin" 2>&1 | grep -E '^\s+/\*[0-9a-f]{4}\*/' | head -40
+      echo "---- SASS $k: nvcc"; cuobjdump -sass "$CUBINS/$k.cubin" 2>&1 | grep -E '^\s+/\*[0-9a-f]{4}\*/' | head -40
+    } >>"$LOG" 2>&1
+  done
+fi
+cat "$BUNDLE"/emit/*.ptxas.txt >>"$LOG" 2>/dev/null
+
+CLOCKS_AFTER=$(smi $CLOCK_FIELDS)
+python3 - "$WORK/env.json" "$CLOCKS_BEFORE" "$CLOCKS_AFTER" "$CLOCK_FIELDS" <<'PY' >>"$LOG" 2>&1
+import json, subprocess, sys
+path, before, after, fields = sys.argv[1:5]
+def run(*cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip()
+    except Exception as e:
+        return f"unavailable ({e})"
+gpu = run("nvidia-smi", "--query-gpu=name,driver_version,memory.total,compute_cap", "--format=csv,noheader")
+name, driver, memory, cc = (gpu.split(", ") + ["?"] * 4)[:4]
+env = {"gpu": {"name": name, "driver_version": driver, "memory_total": memory, "compute_cap": cc},
+       "clock_fields": fields, "clocks_before": before, "clocks_after": after,
+       "nvcc": run("nvcc", "--version").splitlines()[-1:] and run("nvcc", "--version").splitlines()[-1],
+       "ptxas": run("ptxas", "--version").splitlines()[-1:] and run("ptxas", "--version").splitlines()[-1],
+       "uname": run("uname", "-srm")}
+json.dump(env, open(path, "w"), indent=2)
+print(json.dumps(env, indent=2))
+PY
+log "clocks before: $CLOCKS_BEFORE"
+log "clocks after:  $CLOCKS_AFTER"
+
+python3 bench/report.py --parts "$PARTS" --env "$WORK/env.json" --out "$OUT" 2>&1 | tee -a "$LOG"
+log "done in $(( $(date +%s) - START ))s; files in $OUT: $(ls "$OUT" | tr '\n' ' ')"
