@@ -19,8 +19,19 @@ struct FakeDriverState {
   int allocations = 0, frees = 0, module_unloads = 0, primary_releases = 0;
   unsigned last_grid[3] = {}, last_block[3] = {};
   unsigned last_shared = 0;
-  size_t params_to_record = 0;     ///< how many kernelParams slots the next launches copy
-  std::vector<void*> last_params;  ///< kernelParams of the last launch (params_to_record slots)
+  /// Byte widths of the kernelParams slots the next launches copy (values, not pointers:
+  /// the slots live on the launcher's stack).
+  std::vector<unsigned> param_sizes;
+  std::vector<uint64_t> last_params;  ///< values of the last launch's slots, zero-extended
+
+  void record(void** params) {
+    last_params.clear();
+    for (size_t i = 0; i < param_sizes.size(); ++i) {
+      uint64_t v = 0;
+      std::memcpy(&v, params[i], param_sizes[i]);
+      last_params.push_back(v);
+    }
+  }
   int occupancy_answer = 8;        ///< cuOccupancyMaxActiveBlocksPerMultiprocessor
   int num_regs = 32, max_threads = 1024, static_shared = 0;
   int last_max_dynamic_shared = -1;
@@ -167,7 +178,7 @@ inline DriverApi make_fake_driver() {
     s.last_grid[0] = gx, s.last_grid[1] = gy, s.last_grid[2] = gz;
     s.last_block[0] = bx, s.last_block[1] = by, s.last_block[2] = bz;
     s.last_shared = shared;
-    s.last_params.assign(params, params + s.params_to_record);
+    s.record(params);
     return s.result_of("cuLaunchKernel");
   };
   api.cuLaunchCooperativeKernel = [](CUfunction, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -177,7 +188,7 @@ inline DriverApi make_fake_driver() {
     s.last_grid[0] = gx, s.last_grid[1] = gy, s.last_grid[2] = gz;
     s.last_block[0] = bx, s.last_block[1] = by, s.last_block[2] = bz;
     s.last_shared = shared;
-    s.last_params.assign(params, params + s.params_to_record);
+    s.record(params);
     return s.result_of("cuLaunchCooperativeKernel");
   };
   return api;

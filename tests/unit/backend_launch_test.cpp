@@ -147,15 +147,16 @@ TEST_CASE("backend launch: grid_sync kernels launch cooperatively with the barri
   auto fn = LoadedFunction::resolve(*f.ctx, reinterpret_cast<CUmodule>(0x4000), info);
   REQUIRE(fn);
   fake_state().occupancy_answer = 2;
-  fake_state().params_to_record = 5;
+  fake_state().param_sizes = {8, 8, 4, 4, 8};
   REQUIRE(launch_cuda_function(*f.ctx, **fn, plan_for(264, 256, 4, 0, true), f.args, nullptr));
   CHECK(fake_state().cooperative_launches == 1);
   CHECK(fake_state().launches == 0);
   REQUIRE(fake_state().last_params.size() == 5);
-  CHECK(fake_state().last_params[0] == f.args[0]);
+  CHECK(fake_state().last_params[0] == f.y);
+  CHECK(fake_state().last_params[3] == 1000);
   auto word = f.ctx->grid_barrier_word(nullptr);
   REQUIRE(word);
-  CHECK(*static_cast<CUdeviceptr*>(fake_state().last_params[4]) == *word);
+  CHECK(fake_state().last_params[4] == *word);
   CHECK(fake_state().memsets == 1);  // zeroed once at allocation
 
   REQUIRE(launch_cuda_function(*f.ctx, **fn, plan_for(264, 256, 4, 0, true), f.args, nullptr));

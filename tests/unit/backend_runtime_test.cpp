@@ -1,0 +1,92 @@
+// Runtime end to end on the CPU: real compile through the module cache, a fake driver for load and launch.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "backend/runtime.hpp"
+#include "backend_fake_driver.hpp"
+
+using namespace ptxgate;
+using namespace ptxgate::backend;
+using testing::fake_state;
+
+namespace {
+
+std::string example_text(const std::string& name) {
+  std::ifstream in(std::string(PTXGATE_SOURCE_DIR) + "/examples/" + name + ".pg");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::unique_ptr<Runtime> fake_runtime(const DriverApi& api) {
+  auto ctx = Context::open(0, &api);
+  REQUIRE(ctx);
+  RuntimeOptions options;
+  options.cache.use_disk = false;
+  return std::make_unique<Runtime>(*ctx, options);
+}
+
+}  // namespace
+
+TEST_CASE("backend runtime: compile goes through the cache once; launches bind and reach the driver") {
+  testing::reset_fake_state();
+  static DriverApi api = testing::make_fake_driver();
+  auto rt = fake_runtime(api);
+  CHECK(rt->target() == "sm_90");
+  auto k = rt->compile(example_text("saxpy"), "saxpy", "saxpy.pg");
+  if (!k) FAIL(diag::render_text(k.error()));
+  CHECK((*k)->cache_outcome() == module_cache::CacheOutcome::compiled);
+  CHECK((*k)->entry().ptx.find(".entry saxpy") != std::string::npos);
+  CHECK((*k)->info().params.size() == 4);
+  auto again = rt->compile(example_text("saxpy"), "saxpy", "saxpy.pg");
+  REQUIRE(again);
+  CHECK((*again)->cache_outcome() == module_cache::CacheOutcome::memory_hit);
+  CHECK(&(*again)->function() == &(*k)->function());
+
+  auto y = rt->allocate(4000), x = rt->allocate(4000);
+  REQUIRE(y);
+  REQUIRE(x);
+  fake_state().param_sizes = {8, 8, 4, 4};
+  for (int i = 0; i < 5; ++i) REQUIRE((*k)->launch(LaunchConfig::linear(4, 256), {*y, *x, 2.0f, 1000u}));
+  CHECK(fake_state().launches == 5);
+  CHECK((*k)->counters().validated == 1);
+  CHECK((*k)->counters().cached == 4);
+  CHECK(fake_state().last_params[0] == y->pointer());
+  CHECK(fake_state().last_params[1] == x->pointer());
+  CHECK(fake_state().last_params[2] == 0x40000000u);  // 2.0f
+  CHECK(fake_state().last_params[3] == 1000u);
+
+  auto wrong = (*k)->launch(LaunchConfig::linear(4, 256), {*y, *x, 2.0, 1000u});
+  REQUIRE_FALSE(wrong);
+  CHECK(wrong.error().items()[0].code == diag::Code::argument_size_mismatch);
+  auto missing = (*k)->launch(LaunchConfig::linear(4, 256), {*y, *x, 2.0f});
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().items()[0].code == diag::Code::argument_count_mismatch);
+  CHECK(fake_state().launches == 5);
+
+  auto none = rt->compile(example_text("saxpy"), "nope", "saxpy.pg");
+  REQUIRE_FALSE(none);
+  CHECK(none.error().items()[0].code == diag::Code::kernel_not_found);
+}
+
+TEST_CASE("backend runtime: a grid_sync kernel launches cooperatively with the backend's barrier word") {
+  testing::reset_fake_state();
+  static DriverApi api = testing::make_fake_driver();
+  auto rt = fake_runtime(api);
+  auto k = rt->compile(example_text("normalize"), "normalize", "normalize.pg");
+  if (!k) FAIL(diag::render_text(k.error()));
+  REQUIRE((*k)->info().hidden_grid_barrier_param);
+  auto x = rt->allocate(400), acc = rt->allocate(4);
+  REQUIRE(x);
+  REQUIRE(acc);
+  fake_state().param_sizes = {8, 8, 4, 8};
+  REQUIRE((*k)->launch(LaunchConfig{{132, 1, 1}, {256, 1, 1}, 0, true}, {*x, *acc, 100u}));
+  CHECK(fake_state().cooperative_launches == 1);
+  auto word = rt->context().grid_barrier_word(nullptr);
+  REQUIRE(word);
+  CHECK(fake_state().last_params[0] == x->pointer());
+  CHECK(fake_state().last_params[2] == 100u);
+  CHECK(fake_state().last_params[3] == *word);
+}
