@@ -156,12 +156,9 @@ std::expected<CompiledModule, diag::Diagnostics> compile(const ir::Module& verif
     Compilation c;
     if (auto built = build_optimised_module(c, verified, options, lease->machine()); !built)
       return std::unexpected(std::move(built.error()));
-    auto ptx = emit_ptx_text(*c.module, *lease);
+    auto ptx = emit_ptx_text(*c.module, lease->machine());
     if (!ptx) return std::unexpected(std::move(ptx.error()));
-    if (auto failed = c.llvm_failed("PTX emission"); !failed) {
-      lease->discard();  // its pipeline may hold state from the failed run
-      return std::unexpected(std::move(failed.error()));
-    }
+    if (auto failed = c.llvm_failed("PTX emission"); !failed) return std::unexpected(std::move(failed.error()));
     CompiledModule out;
     out.target = options.target;
     out.ptx_isa_version = ptx_isa_version_of(*ptx);

@@ -40,23 +40,11 @@ llvm::CodeGenOptLevel codegen_level(unsigned opt_level) {
   }
 }
 
-}  // namespace
-
-/// A target machine with its PTX emission pipeline, built on first use.
-struct PooledMachine {
-  std::unique_ptr<llvm::TargetMachine> machine;
-  llvm::SmallString<0> output;
-  llvm::raw_svector_ostream output_stream{output};
-  std::unique_ptr<llvm::legacy::PassManager> emission;
-};
-
-namespace {
-
 /// Idle target machines by "target/opt". Never destroyed: LLVM's own statics may be
 /// gone by the time static destructors would run.
 struct MachinePool {
   std::mutex mutex;
-  std::map<std::string, std::vector<std::unique_ptr<PooledMachine>>, std::less<>> idle;
+  std::map<std::string, std::vector<std::unique_ptr<llvm::TargetMachine>>, std::less<>> idle;
 };
 
 MachinePool& pool() {
@@ -87,20 +75,12 @@ bool is_supported_target(std::string_view target) {
   return std::find(all.begin(), all.end(), target) != all.end();
 }
 
-TargetMachineLease::TargetMachineLease(std::string key, std::unique_ptr<PooledMachine> pooled)
-    : key_(std::move(key)), pooled_(std::move(pooled)) {}
-TargetMachineLease::TargetMachineLease(TargetMachineLease&&) noexcept = default;
-
 TargetMachineLease::~TargetMachineLease() {
-  if (!pooled_) return;
+  if (!machine_) return;
   auto& p = pool();
   std::lock_guard lock(p.mutex);
-  p.idle[key_].push_back(std::move(pooled_));
+  p.idle[key_].push_back(std::move(machine_));
 }
-
-llvm::TargetMachine& TargetMachineLease::machine() const { return *pooled_->machine; }
-
-void TargetMachineLease::discard() { pooled_.reset(); }
 
 std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(const std::string& target,
                                                                          unsigned opt_level) {
@@ -112,9 +92,9 @@ std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(const 
     std::lock_guard lock(p.mutex);
     auto it = p.idle.find(key);
     if (it != p.idle.end() && !it->second.empty()) {
-      auto pooled = std::move(it->second.back());
+      auto machine = std::move(it->second.back());
       it->second.pop_back();
-      return TargetMachineLease(std::move(key), std::move(pooled));
+      return TargetMachineLease(std::move(key), std::move(machine));
     }
   }
   initialize_nvptx_once();
@@ -126,9 +106,7 @@ std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(const 
   std::unique_ptr<llvm::TargetMachine> machine(nvptx->createTargetMachine(
       triple, target, "", target_options, std::nullopt, std::nullopt, codegen_level(opt_level)));
   if (!machine) return std::unexpected(backend_failure("LLVM could not create a target machine for " + target));
-  auto pooled = std::make_unique<PooledMachine>();
-  pooled->machine = std::move(machine);
-  return TargetMachineLease(std::move(key), std::move(pooled));
+  return TargetMachineLease(std::move(key), std::move(machine));
 }
 
 void optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigned opt_level) {
@@ -154,20 +132,14 @@ void optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigne
   pipeline.run(module, modules);
 }
 
-std::expected<std::string, diag::Diagnostics> emit_ptx_text(llvm::Module& module, TargetMachineLease& lease) {
-  PooledMachine& pooled = *lease.pooled_;
-  if (!pooled.emission) {
-    auto passes = std::make_unique<llvm::legacy::PassManager>();
-    if (pooled.machine->addPassesToEmitFile(*passes, pooled.output_stream, nullptr,
-                                            llvm::CodeGenFileType::AssemblyFile))
-      return std::unexpected(backend_failure("the NVPTX target cannot emit assembly for this module"));
-    pooled.emission = std::move(passes);
-  }
-  pooled.output.clear();
-  pooled.emission->run(module);
-  std::string ptx(pooled.output.str());
-  pooled.output.clear();
-  return ptx;
+std::expected<std::string, diag::Diagnostics> emit_ptx_text(llvm::Module& module, llvm::TargetMachine& machine) {
+  llvm::SmallString<0> buffer;
+  llvm::raw_svector_ostream stream(buffer);
+  llvm::legacy::PassManager passes;
+  if (machine.addPassesToEmitFile(passes, stream, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    return std::unexpected(backend_failure("the NVPTX target cannot emit assembly for this module"));
+  passes.run(module);
+  return std::string(buffer.str());
 }
 
 unsigned ptx_isa_version_of(std::string_view ptx) {

@@ -19,28 +19,23 @@ inline constexpr std::string_view kNvptxTriple = "nvptx64-nvidia-cuda";
 /// True for the names supported_targets() lists.
 bool is_supported_target(std::string_view target);
 
-struct PooledMachine;
-
-/// Exclusive use of one NVPTX TargetMachine (and its PTX emission pipeline) for
-/// (target, opt level); returned to a process-wide pool on destruction, so machines
-/// and pipelines are built once and reused by later compiles, and no two threads ever
-/// share one at the same time.
+/// Exclusive use of one NVPTX TargetMachine for (target, opt level); returned to a
+/// process-wide pool on destruction, so machines are created once and reused by
+/// every later compile, and no two threads ever share one at the same time.
 class TargetMachineLease {
  public:
-  TargetMachineLease(TargetMachineLease&&) noexcept;
+  TargetMachineLease(TargetMachineLease&&) noexcept = default;
   TargetMachineLease& operator=(TargetMachineLease&&) = delete;
   ~TargetMachineLease();
 
-  llvm::TargetMachine& machine() const;
-  /// Drops the machine instead of returning it to the pool (after an LLVM error).
-  void discard();
+  llvm::TargetMachine& machine() const { return *machine_; }
 
  private:
   friend std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(const std::string&, unsigned);
-  friend std::expected<std::string, diag::Diagnostics> emit_ptx_text(llvm::Module&, TargetMachineLease&);
-  TargetMachineLease(std::string key, std::unique_ptr<PooledMachine> pooled);
+  TargetMachineLease(std::string key, std::unique_ptr<llvm::TargetMachine> machine)
+      : key_(std::move(key)), machine_(std::move(machine)) {}
   std::string key_;
-  std::unique_ptr<PooledMachine> pooled_;
+  std::unique_ptr<llvm::TargetMachine> machine_;
 };
 
 /// Initialises the NVPTX target (once per process) and leases a machine for `target`
@@ -51,10 +46,10 @@ std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(const 
 /// (NVVMReflect, intrinsic ranges) registered by the target machine.
 void optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigned opt_level);
 
-/// Lowers `module` to PTX text with the lease's codegen pipeline, built on first use
-/// and reused (LLVM's AsmPrinter resets itself per module). PG2003 when LLVM cannot
-/// build the pipeline.
-std::expected<std::string, diag::Diagnostics> emit_ptx_text(llvm::Module& module, TargetMachineLease& lease);
+/// Lowers `module` to PTX text with a codegen pipeline built for this module alone:
+/// NVPTXAsmPrinter keeps per-Function state (demoted shared variables) that would go
+/// stale if one pipeline were reused for another module. PG2003 when LLVM cannot build it.
+std::expected<std::string, diag::Diagnostics> emit_ptx_text(llvm::Module& module, llvm::TargetMachine& machine);
 
 /// The PTX ISA version of a `.version X.Y` line as X*10+Y (7.8 -> 78); 0 when absent.
 unsigned ptx_isa_version_of(std::string_view ptx);

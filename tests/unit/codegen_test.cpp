@@ -266,3 +266,16 @@ kernel fill(out y: u32[], n: u32) {
   CHECK_FALSE(contains(unbounded.ptx, ".reqntid"));
   CHECK_FALSE(contains(unbounded.ptx, "saxpy"));
 }
+
+TEST_CASE("codegen: many sequential compiles of modules with shared arrays give the same PTX each time") {
+  const std::string block_sum = read_example("block_sum.pg");
+  const std::string transpose = read_example("transpose.pg");
+  const std::string expected_sum = compile_text(block_sum).ptx;
+  const std::string expected_transpose = compile_text(transpose).ptx;
+  int mismatches = 0;
+  for (int i = 0; i < 40; ++i) {
+    mismatches += compile_text(block_sum).ptx != expected_sum;
+    mismatches += compile_text(transpose).ptx != expected_transpose;
+  }
+  CHECK(mismatches == 0);
+}
