@@ -1,6 +1,9 @@
 // The ptxgate command line: emit PTX, check a launch, run a kernel, list devices, manage the cache.
 #include <cstdio>
+#include <exception>
 #include <iostream>
+
+#include <fmt/format.h>
 
 #include "codegen/codegen.hpp"
 #include "tools/cli.hpp"
@@ -19,6 +22,20 @@ void add_format_option(CLI::App* cmd, std::string& format) {
   cmd->add_option("--format", format, "Diagnostic format")
       ->check(CLI::IsMember({"text", "json", "sarif"}))
       ->default_val("text");
+}
+
+/// An exception that escaped a subcommand is a bug in ptxgate, never the user's fault:
+/// PG9000 on stderr with a request to report it, and exit status 1.
+int report_internal_error(const char* what) noexcept {
+  try {
+    diag::Diagnostics d;
+    d.add(diag::Code::internal_error, fmt::format("internal error: {}", what), {},
+          "please report this bug with the command line and the input file");
+    std::fputs(diag::render_text(d).c_str(), stderr);
+  } catch (...) {
+    std::fputs("error[PG9000]: internal error; please report this bug\n", stderr);
+  }
+  return kDiagnostics;
 }
 
 }  // namespace ptxgate::cli
@@ -40,7 +57,13 @@ int main(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? kSuccess : kUsage;
   }
-  for (auto [cmd, runner] : commands)
-    if (cmd->parsed() && *runner) return (*runner)();
+  try {
+    for (auto [cmd, runner] : commands)
+      if (cmd->parsed() && *runner) return (*runner)();
+  } catch (const std::exception& e) {
+    return report_internal_error(e.what());
+  } catch (...) {
+    return report_internal_error("unknown exception");
+  }
   return kUsage;
 }
