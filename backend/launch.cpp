@@ -40,11 +40,63 @@ std::expected<void, diag::Diagnostics> plan_matches_call(const LoadedFunction& f
   return std::unexpected(std::move(d));
 }
 
+std::atomic<uint64_t> next_function_id{1};
+
+bool same_argument(const validation::ArgumentDesc& a, const validation::ArgumentDesc& b) {
+  return a.kind == b.kind && a.size_bytes == b.size_bytes && a.slot_is_null == b.slot_is_null &&
+         a.pointer_is_null == b.pointer_is_null && a.scalar_type == b.scalar_type && a.buffer_bytes == b.buffer_bytes;
+}
+
+/// Exact comparison of everything a verdict depends on (no hashing, so no collisions).
+bool same_shape(const validation::LaunchPlan& a, const validation::LaunchPlan& b) {
+  if (a.grid != b.grid || a.block != b.block || a.dynamic_shared_bytes != b.dynamic_shared_bytes ||
+      a.cooperative != b.cooperative || a.arguments_known != b.arguments_known ||
+      a.stream_policy != b.stream_policy || a.stream_is_null != b.stream_is_null ||
+      a.function_is_null != b.function_is_null || a.arguments.size() != b.arguments.size() ||
+      a.required_elements != b.required_elements)
+    return false;
+  for (size_t i = 0; i < a.arguments.size(); ++i)
+    if (!same_argument(a.arguments[i], b.arguments[i])) return false;
+  return true;
+}
+
+/// The last few launchable plans this thread launched, per function: the steady-state
+/// path compares the plan against them exactly, with no lock, hash or allocation.
+struct ThreadVerdictMemo {
+  static constexpr size_t kEntries = 4;
+  struct Entry {
+    uint64_t function_id = 0;
+    validation::LaunchPlan plan;
+    std::array<uint64_t, 3> block{0, 0, 0};
+  };
+  std::array<Entry, kEntries> entries;
+  size_t next = 0;
+
+  const Entry* find(uint64_t function_id, const validation::LaunchPlan& plan) const {
+    for (const auto& e : entries)
+      if (e.function_id == function_id && same_shape(e.plan, plan)) return &e;
+    return nullptr;
+  }
+  void remember(uint64_t function_id, const validation::LaunchPlan& plan, std::array<uint64_t, 3> block) {
+    Entry& e = entries[next];
+    next = (next + 1) % kEntries;
+    e.function_id = function_id;
+    e.plan = plan;  // vector assignment reuses capacity after warm-up
+    e.block = block;
+  }
+};
+
+thread_local ThreadVerdictMemo tls_memo;
+
 }  // namespace
 
 LoadedFunction::LoadedFunction(CUfunction handle, codegen::KernelInfo info, validation::KernelResources resources,
                                diag::Location location)
-    : handle_(handle), info_(std::move(info)), resources_(resources), location_(std::move(location)) {}
+    : handle_(handle),
+      info_(std::move(info)),
+      resources_(resources),
+      location_(std::move(location)),
+      id_(next_function_id.fetch_add(1, std::memory_order_relaxed)) {}
 
 std::expected<std::unique_ptr<LoadedFunction>, diag::Diagnostics> LoadedFunction::resolve(
     Context& ctx, CUmodule module, const codegen::KernelInfo& info, diag::Location location) {
@@ -119,36 +171,42 @@ std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, Loaded
   if (auto ok = ctx.make_current(); !ok) [[unlikely]]
     return ok;
 
-  const validation::PlanShape shape = validation::shape_of(plan);
-  std::optional<bool> cached;
-  {
-    std::lock_guard lock(fn.verdict_mutex_);
-    cached = fn.verdicts_.lookup(shape);
-  }
   std::array<uint64_t, 3> block = plan.block;
-  if (cached == true) [[likely]] {
+  if (const auto* memo = tls_memo.find(fn.id_, plan)) [[likely]] {
     fn.cached_.fetch_add(1, std::memory_order_relaxed);
-    block = effective_block(fn, plan);
+    block = memo->block;
   } else {
-    validation::Verdict verdict = validate_launch(ctx, fn, plan, stream);
-    fn.validated_.fetch_add(1, std::memory_order_relaxed);
+    const validation::PlanShape shape = validation::shape_of(plan);
+    std::optional<bool> cached;
     {
       std::lock_guard lock(fn.verdict_mutex_);
-      fn.verdicts_.store(shape, verdict.launchable);
+      cached = fn.verdicts_.lookup(shape);
     }
-    if (!verdict.launchable) {
-      fn.blocked_.fetch_add(1, std::memory_order_relaxed);
-      return std::unexpected(std::move(verdict.diagnostics));
+    if (cached == true) {
+      fn.cached_.fetch_add(1, std::memory_order_relaxed);
+      block = effective_block(fn, plan);
+    } else {
+      validation::Verdict verdict = validate_launch(ctx, fn, plan, stream);
+      fn.validated_.fetch_add(1, std::memory_order_relaxed);
+      {
+        std::lock_guard lock(fn.verdict_mutex_);
+        fn.verdicts_.store(shape, verdict.launchable);
+      }
+      if (!verdict.launchable) {
+        fn.blocked_.fetch_add(1, std::memory_order_relaxed);
+        return std::unexpected(std::move(verdict.diagnostics));
+      }
+      if (verdict.needs_shared_opt_in && !fn.shared_opt_in_done_.load(std::memory_order_acquire)) {
+        diag::Diagnostics d;
+        d.add(diag::Code::launch_failed,
+              fmt::format("{} needs {} bytes of shared memory, but setting the opt-in attribute failed",
+                          launch_subject(fn, plan), verdict.total_shared_bytes));
+        return std::unexpected(std::move(d));
+      }
+      if (warnings != nullptr) warnings->append(verdict.diagnostics);
+      block = verdict.block;
     }
-    if (verdict.needs_shared_opt_in && !fn.shared_opt_in_done_.load(std::memory_order_acquire)) {
-      diag::Diagnostics d;
-      d.add(diag::Code::launch_failed,
-            fmt::format("{} needs {} bytes of shared memory, but setting the opt-in attribute failed",
-                        launch_subject(fn, plan), verdict.total_shared_bytes));
-      return std::unexpected(std::move(d));
-    }
-    if (warnings != nullptr) warnings->append(verdict.diagnostics);
-    block = verdict.block;
+    tls_memo.remember(fn.id_, plan, block);
   }
 
   boost::container::small_vector<void*, kInlineArguments> slots(args.begin(), args.end());

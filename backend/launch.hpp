@@ -57,6 +57,9 @@ class LoadedFunction {
   validation::VerdictCache verdicts_;
   std::atomic<bool> shared_opt_in_done_{false};
   std::atomic<uint64_t> validated_{0}, cached_{0}, driver_calls_{0}, blocked_{0};
+  /// Unique for the process lifetime (never reused), so per-thread verdict memos
+  /// cannot confuse a destroyed function with a new one at the same address.
+  const uint64_t id_;
 };
 
 /// Validates `plan` for `fn` on `ctx`'s device with the live caps, the function's

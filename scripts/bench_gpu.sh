@@ -5,7 +5,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 BUILD=${BUILD:-build-bench}
-BUNDLE=.bundle
+BUNDLE=${BUNDLE:-.bundle}
 CUDA=${CUDA_HOME:-/usr/local/cuda}
 
 cmake -S . -B "$BUILD" -G Ninja >/dev/null

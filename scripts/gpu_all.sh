@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Build-bundle-run for the GPU machine in one device call: GPU tests, `ptxgate run`,
+# compute-sanitizer, and the benchmarks.
+#   here:            scripts/gpu_all.sh bundle      (builds build-gpu/, packs .bundle/ < 64 MiB)
+#   GPU machine:     scripts/gpu_all.sh device      (with .bundle carried; results in $OUT)
+# Parts: GPU_PARTS="tests bench" (default both).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bundle() {
+  set -e
+  BUILD_DIR=build-gpu scripts/gpu_run.sh bundle
+  BUNDLE=.bundle/bench BUILD=build-gpu bash scripts/bench_gpu.sh
+  # One copy of the library (it holds LLVM): the benchmark's is a relative link to it.
+  ln -sf ../../lib/libptxgate.so.0 .bundle/bench/lib/libptxgate.so.0
+  echo "bundle: $(du -sLm .bundle | cut -f1) MiB as followed, $(du -sm .bundle | cut -f1) MiB on disk"
+}
+
+device() {
+  local final="${OUT:-$PWD/out}" work
+  work="$(mktemp -d)"
+  mkdir -p "$final" "$work/gpu" "$work/bench"
+  local parts="${GPU_PARTS:-tests bench}"
+  if [[ " $parts " == *" tests "* ]]; then
+    OUT="$work/gpu" timeout --kill-after=10 "${GPU_TESTS_LIMIT:-270}" scripts/gpu_run.sh device
+    echo "gpu part: exit $?"
+    cp "$work/gpu/gpu_results.txt" "$final/" 2>/dev/null
+  fi
+  if [[ " $parts " == *" bench "* ]]; then
+    OUT="$work/bench" timeout --kill-after=10 "${GPU_BENCH_LIMIT:-300}" bash bench/run_on_gpu.sh .bundle/bench
+    echo "bench part: exit $?"
+    cp "$work/bench/bench_results.md" "$work/bench/bench_results.json" "$work/bench/"*.png "$final/" 2>/dev/null
+  fi
+  # The device tool returns at most 8 files: logs travel as one archive.
+  tar -czf "$final/logs.tar.gz" -C "$work" . 2>/dev/null
+  ls -l "$final"
+  cat "$final/gpu_results.txt" 2>/dev/null
+  tail -40 "$final/bench_results.md" 2>/dev/null
+}
+
+case "${1:-bundle}" in
+  bundle) bundle ;;
+  device) device ;;
+  *) echo "usage: scripts/gpu_all.sh bundle | device" >&2; exit 2 ;;
+esac
