@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <stdexcept>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -360,14 +361,17 @@ std::vector<EntrySummary> DiskCache::list() const {
     if (dir.fd >= 0) {
       if (auto text = read_at(dir.fd, kManifest)) manifest = parse_manifest(*text);
     }
-    if (manifest) {
+    try {
+      // value() throws on a mistyped field: a checksummed but hand-edited manifest is still corrupt.
+      if (!manifest) throw std::runtime_error(manifest.error());
       s.target_arch = manifest->value("target_arch", "");
       s.created_unix_seconds = manifest->value("created_unix_seconds", int64_t{0});
       for (const auto& k : manifest->value("kernels", nlohmann::json::array()))
         if (k.is_string()) s.kernel_names.push_back(k.get<std::string>());
       s.has_cubin = manifest->contains("files") && (*manifest)["files"].contains(kCubin);
-    } else {
+    } catch (const std::exception&) {
       s.target_arch = "(corrupt)";
+      s.kernel_names.clear();
     }
     out.push_back(std::move(s));
   }

@@ -302,3 +302,25 @@ TEST_CASE("disk cache: default directory follows PTXGATE_CACHE_DIR, XDG_CACHE_HO
   restore("XDG_CACHE_HOME", xdg);
   restore("HOME", home);
 }
+
+TEST_CASE("disk cache: a checksummed manifest with a mistyped field is corrupt, in lookup and list") {
+  auto dir = scratch_dir();
+  Diagnostics w;
+  auto cache = DiskCache::open(dir.path(), w);
+  const auto key = key_of("mistyped");
+  cache.publish(key, sample_entry(), {}, w);
+  auto manifest_path = entry_dir(cache, key) / "manifest.json";
+  auto doc = nlohmann::json::parse(read_file(manifest_path));
+  doc["manifest"]["target_arch"] = 90;
+  doc["manifest"]["kernels"] = "saxpy";
+  doc["checksum"] = content_hash(doc["manifest"].dump());
+  write_file(manifest_path, doc.dump());
+
+  auto listed = cache.list();
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0].target_arch == "(corrupt)");
+  CHECK(listed[0].kernel_names.empty());
+  CHECK_FALSE(cache.lookup(key, "sm_90", w).has_value());
+  CHECK(count_code(w, Code::cache_entry_corrupt) == 1);
+  CHECK(cache.list().empty());
+}
