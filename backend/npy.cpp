@@ -1,10 +1,11 @@
 // .npy parsing and writing for the element types of kernel buffers.
 #include "backend/npy.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <regex>
 
 #include <fmt/format.h>
 
@@ -19,6 +20,49 @@ diag::Diagnostics npy_error(std::string_view origin, std::string message) {
         "write a 1-D C-order array of float32, float64, int32, uint32, int64 or uint64 "
         "(e.g. numpy.save(path, numpy.ascontiguousarray(a, dtype=numpy.float32).ravel()))");
   return d;
+}
+
+/// The text after `'key'` and its ':' in a header dict, or nullopt. A hand-written scan:
+/// std::regex recurses per character and overflows the stack on a long header.
+std::optional<std::string_view> value_at(std::string_view header, std::string_view key) {
+  const std::string quoted = fmt::format("'{}'", key);
+  for (size_t at = header.find(quoted); at != std::string_view::npos; at = header.find(quoted, at + 1)) {
+    std::string_view rest = header.substr(at + quoted.size());
+    rest.remove_prefix(std::min(rest.size(), rest.find_first_not_of(" \t\r\n\v\f")));
+    if (!rest.starts_with(':')) continue;
+    rest.remove_prefix(1);
+    rest.remove_prefix(std::min(rest.size(), rest.find_first_not_of(" \t\r\n\v\f")));
+    return rest;
+  }
+  return std::nullopt;
+}
+
+/// The quoted string value of `key`, e.g. <f4 for 'descr': '<f4'.
+std::optional<std::string_view> quoted_value(std::string_view header, std::string_view key) {
+  auto value = value_at(header, key);
+  if (!value || !value->starts_with('\'')) return std::nullopt;
+  size_t close = value->find('\'', 1);
+  if (close == std::string_view::npos) return std::nullopt;
+  return value->substr(1, close - 1);
+}
+
+/// Every run of decimal digits in a shape tuple; nullopt when one exceeds 64 bits.
+std::optional<std::vector<uint64_t>> dimensions(std::string_view shape) {
+  std::vector<uint64_t> dims;
+  for (size_t i = 0; i < shape.size();) {
+    if (shape[i] < '0' || shape[i] > '9') {
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    while (end < shape.size() && shape[end] >= '0' && shape[end] <= '9') ++end;
+    uint64_t value = 0;
+    auto [ptr, ec] = std::from_chars(shape.data() + i, shape.data() + end, value);
+    if (ec != std::errc{}) return std::nullopt;
+    dims.push_back(value);
+    i = end;
+  }
+  return dims;
 }
 
 std::optional<ir::Type> type_from_descr(std::string_view descr) {
@@ -69,36 +113,42 @@ std::expected<HostArray, diag::Diagnostics> parse_npy(std::span<const std::byte>
     return std::unexpected(npy_error(origin, fmt::format("unsupported .npy version {}", major)));
   }
   if (text.size() < header_start + header_len) return std::unexpected(npy_error(origin, "truncated header"));
-  std::string header(text.substr(header_start, header_len));
-  std::smatch m;
-  if (!std::regex_search(header, m, std::regex(R"('descr'\s*:\s*'([^']*)')")))
-    return std::unexpected(npy_error(origin, "header has no 'descr'"));
-  std::string descr = m[1];
+  std::string_view header = text.substr(header_start, header_len);
+  auto descr_text = quoted_value(header, "descr");
+  if (!descr_text) return std::unexpected(npy_error(origin, "header has no 'descr'"));
+  std::string descr(*descr_text);
   auto type = type_from_descr(descr);
   if (!type)
     return std::unexpected(npy_error(
         origin, fmt::format("dtype '{}' is not supported (expected one of <f4 <f8 <i4 <u4 <i8 <u8)", descr)));
-  if (!std::regex_search(header, m, std::regex(R"('fortran_order'\s*:\s*(True|False))")))
+  auto fortran = value_at(header, "fortran_order");
+  if (!fortran || !(fortran->starts_with("True") || fortran->starts_with("False")))
     return std::unexpected(npy_error(origin, "header has no 'fortran_order'"));
-  if (m[1] == "True") return std::unexpected(npy_error(origin, "Fortran-order arrays are not supported"));
-  if (!std::regex_search(header, m, std::regex(R"('shape'\s*:\s*\(([^)]*)\))")))
+  if (fortran->starts_with("True")) return std::unexpected(npy_error(origin, "Fortran-order arrays are not supported"));
+  auto shape_text = value_at(header, "shape");
+  size_t shape_end = shape_text ? shape_text->find(')') : std::string_view::npos;
+  if (!shape_text || !shape_text->starts_with('(') || shape_end == std::string_view::npos)
     return std::unexpected(npy_error(origin, "header has no 'shape'"));
-  std::string shape = m[1];
-  std::vector<uint64_t> dims;
-  std::regex number(R"(\d+)");
-  for (auto it = std::sregex_iterator(shape.begin(), shape.end(), number); it != std::sregex_iterator(); ++it)
-    dims.push_back(std::stoull(it->str()));
-  if (dims.size() != 1)
+  std::string_view shape = shape_text->substr(1, shape_end - 1);
+  auto dims = dimensions(shape);
+  if (!dims)
+    return std::unexpected(npy_error(origin, fmt::format("shape ({}) has a dimension larger than 2^64", shape)));
+  if (dims->size() != 1)
     return std::unexpected(
-        npy_error(origin, fmt::format("shape ({}) has {} dimensions; only 1-D arrays are supported", shape, dims.size())));
+        npy_error(origin, fmt::format("shape ({}) has {} dimensions; only 1-D arrays are supported", shape, dims->size())));
+  const size_t data_start = header_start + header_len;
+  const size_t available = bytes.size() - data_start;
+  const uint64_t count = (*dims)[0], element_bytes = ir::byte_size(*type);
+  if (count > available / element_bytes) {
+    std::string needed = count > UINT64_MAX / element_bytes
+                             ? fmt::format("{} elements of {} bytes", count, element_bytes)
+                             : fmt::format("{}", count * element_bytes);
+    return std::unexpected(npy_error(origin, fmt::format("payload has {} bytes, the shape needs {}", available, needed)));
+  }
   HostArray out;
   out.type = *type;
-  out.count = dims[0];
-  size_t payload = out.count * ir::byte_size(out.type);
-  size_t data_start = header_start + header_len;
-  if (bytes.size() - data_start < payload)
-    return std::unexpected(npy_error(origin, fmt::format("payload has {} bytes, the shape needs {}",
-                                                         bytes.size() - data_start, payload)));
+  out.count = static_cast<size_t>(count);
+  const size_t payload = out.count * ir::byte_size(out.type);
   out.bytes.assign(bytes.begin() + static_cast<ptrdiff_t>(data_start),
                    bytes.begin() + static_cast<ptrdiff_t>(data_start + payload));
   return out;
