@@ -73,18 +73,21 @@ bool integer_fits(const Arg& arg, ir::Type target) {
 
 std::expected<BoundSlot, diag::Diagnostics> bind_argument(const Arg& arg, const codegen::ParamInfo& param,
                                                           std::string_view kernel) {
-  std::string where = fmt::format("argument {} ('{}') of kernel '{}'", param.index, param.name, kernel);
-  std::string expected = param.is_buffer ? fmt::format("a buffer of {}", ir::type_name(param.type))
-                                         : fmt::format("an {} scalar", ir::type_name(param.type));
+  // Messages are only formatted on failure: binding is on the steady launch path.
+  const auto where = [&] { return fmt::format("argument {} ('{}') of kernel '{}'", param.index, param.name, kernel); };
+  const auto expected = [&] {
+    return param.is_buffer ? fmt::format("a buffer of {}", ir::type_name(param.type))
+                           : fmt::format("an {} scalar", ir::type_name(param.type));
+  };
   BoundSlot slot;
   if (param.is_buffer != (arg.kind() == Arg::Kind::buffer)) {
     return std::unexpected(bind_error(diag::Code::argument_kind_mismatch,
-                                      fmt::format("{} is {}, but the parameter is {}", where, arg.describe(), expected),
-                                      fmt::format("pass {} for '{}'", expected, param.name)));
+                                      fmt::format("{} is {}, but the parameter is {}", where(), arg.describe(), expected()),
+                                      fmt::format("pass {} for '{}'", expected(), param.name)));
   }
   if (param.is_buffer) {
     if (arg.bits() == 0)
-      return std::unexpected(bind_error(diag::Code::null_buffer, fmt::format("{} is a null device pointer", where),
+      return std::unexpected(bind_error(diag::Code::null_buffer, fmt::format("{} is a null device pointer", where()),
                                         "allocate the buffer before launching"));
     uint64_t p = arg.bits();
     std::memcpy(slot.bytes, &p, 8);
@@ -110,7 +113,8 @@ std::expected<BoundSlot, diag::Diagnostics> bind_argument(const Arg& arg, const 
   if (!ok) {
     return std::unexpected(bind_error(
         diag::Code::argument_size_mismatch,
-        fmt::format("{} is {}, but the parameter is {} ({} bytes)", where, arg.describe(), expected, param.size_bytes),
+        fmt::format("{} is {}, but the parameter is {} ({} bytes)", where(), arg.describe(), expected(),
+                    param.size_bytes),
         want == ir::Type::f32 && have == ir::Type::f64
             ? fmt::format("pass a float (e.g. 2.0f) for '{}'", param.name)
             : fmt::format("pass a value of type {} for '{}'", ir::type_name(want), param.name)));

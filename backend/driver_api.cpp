@@ -25,6 +25,14 @@ diag::Diagnostics driver_unavailable(std::string_view what, std::string_view rea
   return d;
 }
 
+int entry_point_version(std::string_view name) {
+  // cuGetProcAddress returns the newest variant of a base name for the version asked
+  // for. Where CUDA 13 added a variant with a different signature than the prototype
+  // cuda.h declares under the base name, ask for the version of that prototype.
+  if (name == "cuCtxSynchronize") return 2000;  // cuCtxSynchronize_v2 (13.0) takes a CUcontext
+  return CUDA_VERSION;
+}
+
 std::expected<DriverApi, diag::Diagnostics> load_driver(const char* library) {
   void* handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
@@ -44,7 +52,7 @@ std::expected<DriverApi, diag::Diagnostics> load_driver(const char* library) {
   {                                                                                                    \
     void* fn = nullptr;                                                                                \
     CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;                               \
-    CUresult r = get_proc(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status);             \
+    CUresult r = get_proc(#name, &fn, entry_point_version(#name), CU_GET_PROC_ADDRESS_DEFAULT, &status); \
     if (r == CUDA_SUCCESS && status == CU_GET_PROC_ADDRESS_SUCCESS && fn != nullptr) {                 \
       api.name = reinterpret_cast<decltype(api.name)>(fn);                                             \
     } else {                                                                                           \

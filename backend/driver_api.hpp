@@ -5,6 +5,7 @@
 
 #include <expected>
 #include <string>
+#include <string_view>
 
 #include "diagnostics/diagnostic.hpp"
 
@@ -37,9 +38,13 @@ struct DriverApi {
   std::string library;  ///< where the table came from ("libcuda.so.1", "fake")
 };
 
+/// The CUDA version whose variant of entry point `name` matches the prototype that
+/// cuda.h declares for the base name (what the table's pointer types are).
+int entry_point_version(std::string_view name);
+
 /// Loads `library` (default libcuda.so.1) and resolves every entry point by base
-/// name for CUDA_VERSION through cuGetProcAddress_v2. PG4001 when the library or
-/// any entry point is missing. Does not call cuInit.
+/// name through cuGetProcAddress_v2, at entry_point_version(name). PG4001 when the
+/// library or any entry point is missing. Does not call cuInit.
 std::expected<DriverApi, diag::Diagnostics> load_driver(const char* library = "libcuda.so.1");
 
 /// The process-wide driver table, loaded and cuInit-ed once (thread-safe). PG4001

@@ -53,8 +53,6 @@ class LoadedFunction {
   codegen::KernelInfo info_;
   validation::KernelResources resources_;
   diag::Location location_;
-  std::mutex verdict_mutex_;
-  validation::VerdictCache verdicts_;
   std::atomic<bool> shared_opt_in_done_{false};
   std::atomic<uint64_t> validated_{0}, cached_{0}, driver_calls_{0}, blocked_{0};
   /// Unique for the process lifetime (never reused), so per-thread verdict memos

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 bundle() {
   set -e
-  BUILD_DIR=build-gpu scripts/gpu_run.sh bundle
+  PTXGATE_BUILD_BENCH=ON BUILD_DIR=build-gpu scripts/gpu_run.sh bundle
   BUNDLE=.bundle/bench BUILD=build-gpu bash scripts/bench_gpu.sh
   # One copy of the library (it holds LLVM): the benchmark's is a relative link to it.
   ln -sf ../../lib/libptxgate.so.0 .bundle/bench/lib/libptxgate.so.0

@@ -12,7 +12,7 @@ bundle() {
   set -e
   local build="${BUILD_DIR:-build-gpu}"
   local cuda="${CUDA_HOME:-/usr/local/cuda}"
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPTXGATE_BUILD_BENCH=OFF >/dev/null
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPTXGATE_BUILD_BENCH="${PTXGATE_BUILD_BENCH:-OFF}" >/dev/null
   ninja -C "$build" -j "${JOBS:-2}" ptxgate ptxgate_cli ptxgate_gpu_tests
   rm -rf "$BUNDLE"
   mkdir -p "$BUNDLE/bin" "$BUNDLE/lib/sys" "$BUNDLE/examples" "$BUNDLE/profiles"

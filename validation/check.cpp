@@ -326,6 +326,23 @@ PackedArgument pack(const ArgumentDesc& a) {
 
 }  // namespace
 
+bool same_shape(const LaunchPlan& a, const LaunchPlan& b) {
+  if (a.grid != b.grid || a.block != b.block || a.dynamic_shared_bytes != b.dynamic_shared_bytes ||
+      a.cooperative != b.cooperative || a.arguments_known != b.arguments_known ||
+      a.stream_policy != b.stream_policy || a.stream_is_null != b.stream_is_null ||
+      a.function_is_null != b.function_is_null || a.arguments.size() != b.arguments.size() ||
+      a.required_elements != b.required_elements)
+    return false;
+  for (size_t i = 0; i < a.arguments.size(); ++i) {
+    const ArgumentDesc& x = a.arguments[i];
+    const ArgumentDesc& y = b.arguments[i];
+    if (x.kind != y.kind || x.size_bytes != y.size_bytes || x.slot_is_null != y.slot_is_null ||
+        x.pointer_is_null != y.pointer_is_null || x.scalar_type != y.scalar_type || x.buffer_bytes != y.buffer_bytes)
+      return false;
+  }
+  return true;
+}
+
 PlanShape shape_of(const LaunchPlan& plan) {
   PlanShape s;
   s.grid = plan.grid;

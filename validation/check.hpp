@@ -76,6 +76,12 @@ struct PlanShape {
 };
 PlanShape shape_of(const LaunchPlan& plan);
 
+/// Exact comparison of everything a verdict depends on (geometry, shared memory, flags,
+/// every argument's description, required elements): two plans that compare equal get
+/// the same verdict. The backend's steady launch path uses it to reuse a verdict; no
+/// hashing, so no collisions.
+bool same_shape(const LaunchPlan& a, const LaunchPlan& b);
+
 /// A small fixed-capacity map PlanShape -> launchable, one per (function, device). Lookup is a
 /// linear scan of at most kCapacity entries, most recent first; no allocation, ever.
 /// Not thread-safe: the owner serialises access. A cached `false` only says "blocked": run

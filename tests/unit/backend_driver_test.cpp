@@ -168,3 +168,9 @@ TEST_CASE("backend driver: the grid barrier word is allocated and zeroed once pe
   CHECK(fake_state().memsets == 2);
   CHECK(fake_state().allocations == 2);
 }
+
+TEST_CASE("backend: entry points are resolved at the version of cuda.h's prototype") {
+  // CUDA 13 added cuCtxSynchronize_v2(CUcontext); the table's pointer is the void version.
+  CHECK(ptxgate::backend::entry_point_version("cuCtxSynchronize") == 2000);
+  CHECK(ptxgate::backend::entry_point_version("cuLaunchKernel") == CUDA_VERSION);
+}
