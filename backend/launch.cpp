@@ -113,7 +113,7 @@ LaunchCounters LoadedFunction::counters() const {
 }
 
 validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const validation::LaunchPlan& plan,
-                                    CUstream) {
+                                    CUstream, bool report_warnings) {
   const auto& caps = ctx.caps();
   auto block = effective_block(fn, plan);
   uint64_t total_shared = fn.resources_.static_shared_bytes + plan.dynamic_shared_bytes;
@@ -139,7 +139,7 @@ validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const vali
                                                               plan.dynamic_shared_bytes) == CUDA_SUCCESS)
       occupancy = static_cast<uint32_t>(blocks);
   }
-  return validation::check_launch(fn.info_, fn.resources_, plan, caps, fn.location_, occupancy);
+  return validation::check_launch(fn.info_, fn.resources_, plan, caps, fn.location_, occupancy, report_warnings);
 }
 
 std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, LoadedFunction& fn,
@@ -160,10 +160,12 @@ std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, Loaded
   } else {
     // A fresh validation (~0.1-0.2 us with the driver's occupancy answer) costs less than
     // hashing the plan for a shared cache would, so each thread validates a shape once.
-    validation::Verdict verdict = validate_launch(ctx, fn, plan, stream);
+    validation::Verdict verdict = validate_launch(ctx, fn, plan, stream, warnings != nullptr);
     fn.validated_.fetch_add(1, std::memory_order_relaxed);
     if (!verdict.launchable) {
       fn.blocked_.fetch_add(1, std::memory_order_relaxed);
+      // The report of a blocked launch carries its warnings too.
+      if (warnings == nullptr) verdict = validate_launch(ctx, fn, plan, stream, true);
       return std::unexpected(std::move(verdict.diagnostics));
     }
     if (verdict.needs_shared_opt_in && !fn.shared_opt_in_done_.load(std::memory_order_acquire)) {

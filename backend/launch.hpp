@@ -48,7 +48,7 @@ class LoadedFunction {
                                                                      const validation::LaunchPlan&,
                                                                      std::span<void* const>, CUstream,
                                                                      diag::Diagnostics*);
-  friend validation::Verdict validate_launch(Context&, LoadedFunction&, const validation::LaunchPlan&, CUstream);
+  friend validation::Verdict validate_launch(Context&, LoadedFunction&, const validation::LaunchPlan&, CUstream, bool);
   CUfunction handle_ = nullptr;
   codegen::KernelInfo info_;
   validation::KernelResources resources_;
@@ -64,7 +64,7 @@ class LoadedFunction {
 /// attributes and the driver's occupancy answer, without launching. Sets the
 /// dynamic shared-memory opt-in on the function first when the plan needs it.
 validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const validation::LaunchPlan& plan,
-                                    CUstream stream);
+                                    CUstream stream, bool report_warnings = true);
 
 /// THE launch: the only code that calls cuLaunchKernel / cuLaunchCooperativeKernel.
 /// `args` holds one pointer per user parameter (to the value: a CUdeviceptr for a

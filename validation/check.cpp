@@ -102,7 +102,7 @@ void check_arguments(const codegen::KernelInfo& kernel, const LaunchPlan& plan, 
 
 Verdict check_launch(const codegen::KernelInfo& kernel, const KernelResources& res, const LaunchPlan& plan,
                      const DeviceCaps& caps, const diag::Location& location,
-                     std::optional<uint32_t> occupancy_override) {
+                     std::optional<uint32_t> occupancy_override, bool report_warnings) {
   Verdict v;
   Reporter r{v.diagnostics, location};
   check_arguments(kernel, plan, r);
@@ -194,7 +194,8 @@ Verdict check_launch(const codegen::KernelInfo& kernel, const KernelResources& r
     resources_ok = false;
   } else if (total_shared > caps.shared_per_block) {
     v.needs_shared_opt_in = true;
-    r.add(Code::shared_memory_opt_in,
+    if (report_warnings)
+      r.add(Code::shared_memory_opt_in,
           fmt::format("shared memory {} bytes exceeds the default {} bytes per block; the backend opts in (limit {})",
                       total_shared, caps.shared_per_block, caps.shared_per_block_optin),
           {});
@@ -256,6 +257,10 @@ Verdict check_launch(const codegen::KernelInfo& kernel, const KernelResources& r
   }
 
   // Warnings.
+  if (!report_warnings) {
+    v.launchable = !v.diagnostics.has_errors();
+    return v;
+  }
   if (threads_fit && caps.warp_size && threads % caps.warp_size != 0)
     r.add(Code::block_not_warp_multiple,
           fmt::format("block of {} threads is not a multiple of the warp size {}; the last warp runs {} idle lanes",

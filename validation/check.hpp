@@ -58,9 +58,11 @@ uint64_t registers_charged_per_block(const DeviceCaps& caps, uint32_t registers_
 /// Runs every check. `location` (optional) is where launch diagnostics point,
 /// usually the kernel's declaration. `occupancy_override` lets the backend pass the
 /// driver's answer for active blocks per SM instead of the offline computation.
+/// `report_warnings = false` skips formatting warnings and notes (the verdict is the
+/// same); the launch path uses it when nobody reads them.
 Verdict check_launch(const codegen::KernelInfo& kernel, const KernelResources& resources, const LaunchPlan& plan,
                      const DeviceCaps& caps, const diag::Location& location = {},
-                     std::optional<uint32_t> occupancy_override = std::nullopt);
+                     std::optional<uint32_t> occupancy_override = std::nullopt, bool report_warnings = true);
 
 /// The part of a LaunchPlan a verdict depends on, as a fixed-size key. Per-call values that
 /// change the verdict (null slots and pointers, buffer sizes, required elements) are folded

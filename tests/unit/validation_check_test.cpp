@@ -368,3 +368,22 @@ TEST_CASE("a blocked verdict renders as SARIF 2.1.0 with the required fields") {
   CHECK(sarif["runs"][0]["results"][0]["ruleId"] == "PG3403");
   CHECK(sarif["runs"][0]["results"][0]["message"]["text"].get<std::string>().find("1056") != std::string::npos);
 }
+
+TEST_CASE("validation: check_launch without warnings gives the same verdict, minus warnings and notes") {
+  const auto caps = caps_of("h100-sxm");
+  const auto k = kernel();
+  for (uint64_t grid : {1u, 131u, 132u, 5000u}) {
+    for (uint64_t block : {31u, 32u, 1024u, 1025u}) {
+      for (uint64_t dyn : {0u, 60000u, 300000u}) {
+        auto p = plan({grid, 1, 1}, {block, 1, 1}, dyn);
+        auto full = check_launch(k, resources(32), p, caps, {}, std::nullopt, true);
+        auto quiet = check_launch(k, resources(32), p, caps, {}, std::nullopt, false);
+        CHECK(full.launchable == quiet.launchable);
+        CHECK(full.needs_shared_opt_in == quiet.needs_shared_opt_in);
+        CHECK(full.diagnostics.error_count() == quiet.diagnostics.error_count());
+        CHECK(quiet.diagnostics.warning_count() == 0);
+        for (const auto& d : quiet.diagnostics) CHECK(d.severity == diag::Severity::error);
+      }
+    }
+  }
+}
