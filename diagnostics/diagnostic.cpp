@@ -169,7 +169,8 @@ nlohmann::json to_json(const Diagnostic& d) {
 std::string render_json(const Diagnostics& diags) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& d : diags) arr.push_back(to_json(d));
-  return arr.dump(2) + "\n";
+  // Messages quote user bytes (paths, specs, source text) that need not be UTF-8: replace, never throw.
+  return arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::string render_sarif(const Diagnostics& diags) {
@@ -210,7 +211,7 @@ std::string render_sarif(const Diagnostics& diags) {
   log["runs"] = nlohmann::json::array(
       {{{"tool", {{"driver", {{"name", "ptxgate"}, {"version", PTXGATE_VERSION}, {"rules", rules}}}}},
         {"results", results}}});
-  return log.dump(2) + "\n";
+  return log.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::string render(const Diagnostics& diags, Format format) {

@@ -82,6 +82,10 @@ void write_file(const fs::path& path, std::string_view bytes) {
   if (!out) __builtin_trap();
 }
 
+std::string utf8_dump(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 /// The manifest text the harness writes for `parts` under `flags`.
 std::string manifest_text(unsigned flags, const std::vector<std::string_view>& parts) {
   if (!(flags & 1)) return std::string(parts[0]);
@@ -97,8 +101,9 @@ std::string manifest_text(unsigned flags, const std::vector<std::string_view>& p
     }
     if (flags & 4) body["key"] = kKeyHex;
   }
-  nlohmann::json doc = {{"checksum", module_cache::content_hash(body.dump())}, {"manifest", body}};
-  return doc.dump(2);
+  // Bytes that are not UTF-8 become U+FFFD, as they would in any JSON writer.
+  nlohmann::json doc = {{"checksum", module_cache::content_hash(utf8_dump(body))}, {"manifest", body}};
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 /// Checks a returned entry against the bytes that were written.

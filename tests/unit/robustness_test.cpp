@@ -340,3 +340,15 @@ TEST_CASE("robustness: cache list survives a checksummed manifest with mistyped 
   CHECK(count_code(lookup_warnings, diag::Code::cache_entry_corrupt) == 1);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("robustness: diagnostics quoting bytes that are not UTF-8 still render as JSON and SARIF") {
+  diag::Diagnostics d;
+  diag::Location where;
+  where.file = "bad\xff\xfe.pg";
+  where.line = 1;
+  where.column = 1;
+  where.source_line = "kernel \xc3(";
+  d.add(diag::Code::invalid_argument_spec, "invalid value '\xff\x80' for argument 'x'", where, "fix \xed\xa0\x80");
+  check_renders(d);
+  CHECK(diag::render_json(d).find("\xef\xbf\xbd") != std::string::npos);  // U+FFFD in place of the bad bytes
+}
