@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)"
+# ctest lists skipped tests without their output: show why the GPU tests did not run.
+ctest --test-dir build -L gpu -V 2>&1 | grep -E "SKIPPED:|Skipped|Passed" || true
 if [[ "${PTXGATE_QUICK:-0}" == 1 ]]; then
   echo "test: PTXGATE_QUICK=1, skipping sanitizer and fuzz stages"
   exit 0
