@@ -136,7 +136,11 @@ std::expected<nlohmann::json, std::string> parse_manifest(const std::string& tex
     return std::unexpected(std::string("manifest lacks its body or checksum"));
   if (content_hash(body->dump()) != sum->get<std::string>())
     return std::unexpected(std::string("manifest checksum does not match its content"));
-  if (body->value("format", "") != kFormat || body->value("format_version", 0) != kFormatVersion)
+  // value() would throw on a mistyped field; a checksummed manifest can still be hand-made.
+  auto format = body->find("format");
+  auto version = body->find("format_version");
+  if (format == body->end() || !format->is_string() || *format != kFormat || version == body->end() ||
+      !version->is_number_integer() || *version != kFormatVersion)
     return std::unexpected(std::string("manifest has an unknown format or version"));
   return *body;
 }

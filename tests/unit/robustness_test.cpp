@@ -325,8 +325,14 @@ TEST_CASE("robustness: cache list survives a checksummed manifest with mistyped 
     std::ifstream in(manifest_path);
     doc = nlohmann::json::parse(in);
   }
-  doc["manifest"]["target_arch"] = 90;
-  doc["manifest"]["created_unix_seconds"] = "yesterday";
+  SUBCASE("target and time of the wrong type") {
+    doc["manifest"]["target_arch"] = 90;
+    doc["manifest"]["created_unix_seconds"] = "yesterday";
+  }
+  SUBCASE("format and version of the wrong type (parse_manifest threw before lookup's try)") {
+    doc["manifest"]["format"] = nlohmann::json::object();
+    doc["manifest"]["format_version"] = "1";
+  }
   doc["checksum"] = module_cache::content_hash(doc["manifest"].dump());
   {
     std::ofstream out(manifest_path, std::ios::trunc);
