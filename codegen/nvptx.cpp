@@ -31,12 +31,14 @@ void initialize_nvptx_once() {
   });
 }
 
+// -O3 keeps the code generator at Default: at Aggressive, NVPTX runs GVN a second time
+// over IR that the O3 pipeline has just GVN-ed (about 12% of a compile), and uses the
+// cheaper EarlyCSE otherwise. The PTX of the examples is the same either way.
 llvm::CodeGenOptLevel codegen_level(unsigned opt_level) {
   switch (opt_level) {
     case 0: return llvm::CodeGenOptLevel::None;
     case 1: return llvm::CodeGenOptLevel::Less;
-    case 2: return llvm::CodeGenOptLevel::Default;
-    default: return llvm::CodeGenOptLevel::Aggressive;
+    default: return llvm::CodeGenOptLevel::Default;
   }
 }
 
