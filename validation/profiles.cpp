@@ -58,6 +58,32 @@ std::vector<fs::path> profile_search_dirs() {
   return dirs;
 }
 
+namespace {
+
+/// Whether JSON text nests arrays and objects at most `limit` deep. nlohmann-json parses
+/// iteratively but serialises and compares recursively, so a file of a million '[' would
+/// overflow the stack later (e.g. in dump()).
+bool json_nesting_within(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return false;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 std::expected<DeviceCaps, diag::Diagnostics> load_profile_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -68,6 +94,14 @@ std::expected<DeviceCaps, diag::Diagnostics> load_profile_file(const fs::path& p
   }
   std::stringstream buffer;
   buffer << in.rdbuf();
+  constexpr int kMaxNesting = 64;
+  if (!json_nesting_within(buffer.str(), kMaxNesting)) {
+    diag::Diagnostics d;
+    d.add(diag::Code::profile_malformed,
+          fmt::format("device profile '{}' nests arrays or objects deeper than {} levels", path.string(), kMaxNesting),
+          file_location(path), "a profile is one flat object; compare with `ptxgate devices --profile h100-sxm`");
+    return std::unexpected(std::move(d));
+  }
   auto j = nlohmann::json::parse(buffer.str(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     // Re-parse with exceptions only to obtain the parser's position for the message.

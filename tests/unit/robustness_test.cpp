@@ -21,6 +21,7 @@
 #include "ir/printer.hpp"
 #include "module_cache/cache_key.hpp"
 #include "module_cache/disk_cache.hpp"
+#include "validation/profiles.hpp"
 
 using namespace ptxgate;
 
@@ -357,4 +358,32 @@ TEST_CASE("robustness: diagnostics quoting bytes that are not UTF-8 still render
   d.add(diag::Code::invalid_argument_spec, "invalid value '\xff\x80' for argument 'x'", where, "fix \xed\xa0\x80");
   check_renders(d);
   CHECK(diag::render_json(d).find("\xef\xbf\xbd") != std::string::npos);  // U+FFFD in place of the bad bytes
+}
+
+TEST_CASE("robustness: a million nested JSON arrays in a profile or a cache manifest is a diagnostic, not a stack overflow") {
+  const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  auto dir = std::filesystem::temp_directory_path() / ("ptxgate-robustness-json-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream out(dir / "deep.json");
+    out << R"({"profile": "deep", "max_block_dim": )" << deep << "}";
+  }
+  auto profile = validation::load_profile_file(dir / "deep.json");
+  REQUIRE_FALSE(profile.has_value());
+  CHECK(count_code(profile.error(), diag::Code::profile_malformed) == 1);
+
+  diag::Diagnostics warnings;
+  auto cache = module_cache::DiskCache::open(dir / "cache", warnings);
+  REQUIRE(cache.enabled());
+  module_cache::CacheKey key{"ffeeddccbbaa99887766554433221100"};
+  std::filesystem::create_directories(dir / "cache" / "v1" / key.hex);
+  {
+    std::ofstream out(dir / "cache" / "v1" / key.hex / "manifest.json");
+    out << R"({"checksum": "0", "manifest": {"files": )" << deep << "}}";
+  }
+  CHECK(cache.list().size() == 1);
+  CHECK_FALSE(cache.lookup(key, "sm_90", warnings).has_value());
+  CHECK(count_code(warnings, diag::Code::cache_entry_corrupt) == 1);
+  std::filesystem::remove_all(dir);
 }
