@@ -13,7 +13,7 @@ if [[ " $stages " == *" address "* ]]; then
   start=$SECONDS
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPTXGATE_SANITIZE=address \
     -DPTXGATE_BUILD_BENCH=OFF -DCUDAToolkit_ROOT="$CUDA_ROOT" >/dev/null
-  cmake --build build-asan -j "$jobs" --target ptxgate_unit_tests ptxgate_cli
+  cmake --build build-asan -j "$jobs"
   # LLVM's static libraries are not instrumented; leaks in one-time target registration are not ours.
   ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:strict_string_checks=1" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
