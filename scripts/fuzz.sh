@@ -6,6 +6,8 @@
 # FUZZ_TARGETS="fuzz_pg fuzz_argspec" limits the run to some targets; FUZZ_SECONDS=0 only replays.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache (when installed) shares compiled objects between clones of the repository.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 CUDA_ROOT="${CUDA_HOME:-/usr/local/cuda}"
 seconds="${FUZZ_SECONDS:-60}"
 targets="${FUZZ_TARGETS:-$(cd fuzz && ls fuzz_*.cpp | sed 's/\.cpp$//' | tr '\n' ' ')}"

@@ -4,6 +4,8 @@
 # "thread" runs one stage only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache (when installed) shares compiled objects between clones of the repository.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 CUDA_ROOT="${CUDA_HOME:-/usr/local/cuda}"
 jobs="$(nproc)"
 stages="${SANITIZERS:-address thread}"
