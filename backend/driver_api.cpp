@@ -3,6 +3,8 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include <atomic>
@@ -74,7 +76,9 @@ std::expected<DriverApi, diag::Diagnostics> load_driver(const char* library) {
 std::expected<const DriverApi*, diag::Diagnostics> driver() {
   if (const DriverApi* fake = g_fake.load(std::memory_order_acquire)) return fake;
   static const std::expected<DriverApi, diag::Diagnostics> loaded = [] {
-    auto api = load_driver();
+    // PTXGATE_CUDA_DRIVER names another driver library (tests use it to simulate none).
+    const char* library = std::getenv("PTXGATE_CUDA_DRIVER");
+    auto api = load_driver(library != nullptr && *library != '\0' ? library : "libcuda.so.1");
     if (!api) return api;
     CUresult r = api->cuInit(0);
     if (r != CUDA_SUCCESS) {

@@ -174,3 +174,19 @@ TEST_CASE("backend: entry points are resolved at the version of cuda.h's prototy
   CHECK(ptxgate::backend::entry_point_version("cuCtxSynchronize") == 2000);
   CHECK(ptxgate::backend::entry_point_version("cuLaunchKernel") == CUDA_VERSION);
 }
+
+TEST_CASE("backend driver: a driver that reports no device is PG4004") {
+  testing::reset_fake_state();
+  static DriverApi api = testing::make_fake_driver();
+  api.cuDeviceGetCount = [](int* count) {
+    *count = 0;
+    return CUDA_SUCCESS;
+  };
+  install_driver_for_testing(&api);
+  auto devices = list_live_devices();
+  install_driver_for_testing(nullptr);
+  REQUIRE_FALSE(devices);
+  REQUIRE(devices.error().size() == 1);
+  CHECK(devices.error().items()[0].code == diag::Code::no_device);
+  CHECK_FALSE(devices.error().items()[0].fix.empty());
+}
