@@ -2,6 +2,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <expected>
+#include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -25,7 +28,87 @@ struct CheckOptions {
   std::string profile{validation::kDefaultProfile};
   std::string format = "text";
   bool verbose = false;
+  // The argument table of the launch being described (optional; enables the argument checks).
+  std::vector<std::string> args;          ///< NAME=SPEC in signature order
+  bool empty_args = false;                ///< an empty argument table
+  std::vector<uint32_t> null_slots;       ///< slots whose pointer in the table is null
+  std::vector<std::string> elements;      ///< NAME=COUNT: elements the launch touches in a buffer
+  std::string stream = "explicit";        ///< explicit | null
+  std::string stream_policy = "allow-legacy";
 };
+
+// Describes the launch's argument table from --arg/--empty-args/--null-slot/--elements/--stream.
+// SPEC: `null` (null device pointer), `buffer:BYTES`, `TYPE:VALUE` (a scalar of that type), or a
+// literal (a scalar of the parameter's type, or i32/f32 where the parameter is a buffer).
+std::expected<void, std::string> describe_arguments(const CheckOptions& opt, const codegen::KernelInfo& info,
+                                                    validation::LaunchPlan& plan) {
+  plan.stream_is_null = opt.stream == "null";
+  plan.stream_policy = opt.stream_policy == "require-explicit" ? validation::StreamPolicy::require_explicit
+                                                               : validation::StreamPolicy::allow_legacy_default;
+  if (opt.args.empty() && !opt.empty_args) {
+    if (!opt.null_slots.empty() || !opt.elements.empty())
+      return std::unexpected("--null-slot and --elements need the argument table (--arg ...)");
+    return {};
+  }
+  if (opt.empty_args && !opt.args.empty()) return std::unexpected("--empty-args and --arg exclude each other");
+  plan.arguments_known = true;
+  for (size_t i = 0; i < opt.args.size(); ++i) {
+    const std::string& a = opt.args[i];
+    size_t eq = a.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == a.size())
+      return std::unexpected(fmt::format("--arg '{}' is not NAME=SPEC", a));
+    std::string name = a.substr(0, eq), spec = a.substr(eq + 1);
+    if (i < info.params.size() && name != info.params[i].name)
+      return std::unexpected(fmt::format("--arg '{}' is argument {}, but parameter {} is '{}' (give --arg in signature order)",
+                                         name, i, i, info.params[i].name));
+    validation::ArgumentDesc d;
+    std::optional<ir::Type> typed;
+    if (auto colon = spec.find(':'); colon != std::string::npos) typed = ir::type_from_name(spec.substr(0, colon));
+    if (spec == "null") {
+      d.kind = validation::ArgumentDesc::Kind::buffer;
+      d.size_bytes = 8;
+      d.pointer_is_null = true;
+    } else if (spec.starts_with("buffer:")) {
+      uint64_t bytes = 0;
+      std::string_view n = std::string_view(spec).substr(7);
+      auto [ptr, ec] = std::from_chars(n.data(), n.data() + n.size(), bytes);
+      if (ec != std::errc() || ptr != n.data() + n.size() || n.empty())
+        return std::unexpected(fmt::format("--arg {}: 'buffer:BYTES' needs a byte count, not '{}'", name, n));
+      d.kind = validation::ArgumentDesc::Kind::buffer;
+      d.size_bytes = 8;
+      d.buffer_bytes = bytes;
+    } else {
+      ir::Type t = ir::Type::i32;
+      if (typed) t = *typed;
+      else if (i < info.params.size() && !info.params[i].is_buffer) t = info.params[i].type;
+      else if (spec.find_first_of(".eE") != std::string::npos) t = ir::Type::f32;
+      d.kind = validation::ArgumentDesc::Kind::scalar;
+      d.scalar_type = t;
+      d.size_bytes = ir::byte_size(t);
+    }
+    plan.arguments.push_back(d);
+  }
+  for (uint32_t slot : opt.null_slots) {
+    if (slot >= plan.arguments.size())
+      return std::unexpected(fmt::format("--null-slot {} is past the {} arguments given", slot, plan.arguments.size()));
+    plan.arguments[slot].slot_is_null = true;
+  }
+  for (const auto& e : opt.elements) {
+    size_t eq = e.find('=');
+    std::string name = e.substr(0, eq);
+    uint64_t count = 0;
+    std::string_view n = eq == std::string::npos ? std::string_view() : std::string_view(e).substr(eq + 1);
+    auto [ptr, ec] = std::from_chars(n.data(), n.data() + n.size(), count);
+    if (n.empty() || ec != std::errc() || ptr != n.data() + n.size())
+      return std::unexpected(fmt::format("--elements '{}' is not NAME=COUNT", e));
+    auto it = std::find_if(info.params.begin(), info.params.end(),
+                           [&](const codegen::ParamInfo& p) { return p.name == name && p.is_buffer; });
+    if (it == info.params.end())
+      return std::unexpected(fmt::format("--elements: kernel '{}' has no buffer parameter '{}'", info.name, name));
+    plan.required_elements.emplace_back(it->index, count);
+  }
+  return {};
+}
 
 // "X[,Y[,Z]]" with every component a positive or zero integer; missing axes are 1.
 std::optional<std::array<uint64_t, 3>> parse_dims(std::string_view text) {
@@ -139,6 +222,9 @@ int run_check(const CheckOptions& opt) {
   plan.block = block;
   plan.dynamic_shared_bytes = opt.shared_bytes;
   plan.cooperative = opt.cooperative || grid_max;
+  if (auto described = describe_arguments(opt, *info_it, plan); !described)
+    return usage_error(described.error(), "see `ptxgate check --help` for --arg, --elements, --null-slot and --stream",
+                       format);
   auto verdict = validation::check_launch(*info_it, res_it->second, plan, *caps, location);
   if (grid_max && verdict.max_cooperative_grid > 0) {
     plan.grid = {verdict.max_cooperative_grid, 1, 1};
@@ -199,6 +285,16 @@ CLI::App* register_check(CLI::App& app, Runner& runner) {
                   "Device profile NAME (see `ptxgate devices --profiles`) or PATH to a profile JSON file")
       ->default_val(std::string(validation::kDefaultProfile));
   add_format_option(cmd, opt->format);
+  cmd->add_option("--arg", opt->args,
+                  "NAME=SPEC per argument, in signature order: null, buffer:BYTES, TYPE:VALUE or a literal "
+                  "(enables the argument checks)");
+  cmd->add_flag("--empty-args", opt->empty_args, "Describe an empty argument table");
+  cmd->add_option("--null-slot", opt->null_slots, "Index of an argument slot whose pointer is null");
+  cmd->add_option("--elements", opt->elements, "NAME=COUNT: elements of buffer NAME the launch touches");
+  cmd->add_option("--stream", opt->stream, "Stream of the launch: explicit or null (the legacy default stream)")
+      ->check(CLI::IsMember({"explicit", "null"}));
+  cmd->add_option("--stream-policy", opt->stream_policy, "Whether a null stream is allowed")
+      ->check(CLI::IsMember({"allow-legacy", "require-explicit"}));
   cmd->add_flag("--verbose", opt->verbose, "Also print resources, occupancy and notes (e.g. the shared-memory opt-in)");
   cmd->footer("Exit status: 0 launchable, 1 blocked or the program has errors, 2 usage error.");
   runner = [opt] { return run_check(*opt); };
