@@ -1,5 +1,6 @@
 // KernelInfo to and from JSON (the `--emit meta` format and the module cache's metadata).
 #include "codegen/kernel_info.hpp"
+#include "diagnostics/json_number.hpp"
 
 namespace ptxgate::codegen {
 
@@ -31,26 +32,26 @@ std::expected<KernelInfo, std::string> kernel_info_from_json(const nlohmann::jso
   try {
     KernelInfo info;
     info.name = j.at("name").get<std::string>();
-    info.static_shared_bytes = j.at("static_shared_bytes").get<uint64_t>();
+    info.static_shared_bytes = diag::json_integer<uint64_t>(j.at("static_shared_bytes"));
     info.cooperative = j.at("cooperative").get<bool>();
     info.uses_grid_sync = j.at("uses_grid_sync").get<bool>();
     info.hidden_grid_barrier_param = j.at("hidden_grid_barrier_param").get<bool>();
     const auto& rb = j.at("required_block");
     if (!rb.is_null()) {
       if (!rb.is_array() || rb.size() != 3) return std::unexpected("required_block must be null or [x, y, z]");
-      for (size_t i = 0; i < 3; ++i) info.required_block[i] = rb[i].get<uint32_t>();
+      for (size_t i = 0; i < 3; ++i) info.required_block[i] = diag::json_integer<uint32_t>(rb[i]);
     }
     for (const auto& jp : j.at("params")) {
       ParamInfo p;
       p.name = jp.at("name").get<std::string>();
-      p.index = jp.at("index").get<uint32_t>();
+      p.index = diag::json_integer<uint32_t>(jp.at("index"));
       std::string kind = jp.at("kind").get<std::string>();
       if (kind != "buffer" && kind != "scalar") return std::unexpected("param kind must be buffer or scalar");
       p.is_buffer = kind == "buffer";
       auto t = ir::type_from_name(jp.at("type").get<std::string>());
       if (!t) return std::unexpected("unknown param type");
       p.type = *t;
-      p.size_bytes = jp.at("size_bytes").get<uint32_t>();
+      p.size_bytes = diag::json_integer<uint32_t>(jp.at("size_bytes"));
       if (p.is_buffer) {
         std::string a = jp.at("access").get<std::string>();
         if (a == "in") p.access = ir::Access::in;

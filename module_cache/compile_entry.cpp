@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "ir/printer.hpp"
+#include "diagnostics/json_number.hpp"
 #include "module_cache/module_cache.hpp"
 #include "module_cache/process.hpp"
 #include "validation/ptxas_resources.hpp"
@@ -144,14 +145,14 @@ std::optional<validation::KernelResources> kernel_resources(const CacheEntry& en
   if (it == entry.resources.end() || !it->is_object()) return std::nullopt;
   try {
     validation::KernelResources r;
-    r.registers_per_thread = it->at("registers_per_thread").get<uint32_t>();
-    r.static_shared_bytes = it->at("static_shared_bytes").get<uint64_t>();
-    r.local_bytes = it->at("local_bytes").get<uint64_t>();
-    r.max_threads_per_block = it->at("max_threads_per_block").get<uint32_t>();
-    r.barriers = it->value("barriers", uint32_t{0});
-    r.spill_store_bytes = it->value("spill_store_bytes", uint64_t{0});
-    r.spill_load_bytes = it->value("spill_load_bytes", uint64_t{0});
-    r.constant_bytes = it->value("constant_bytes", uint64_t{0});
+    r.registers_per_thread = diag::json_integer<uint32_t>(it->at("registers_per_thread"));
+    r.static_shared_bytes = diag::json_integer<uint64_t>(it->at("static_shared_bytes"));
+    r.local_bytes = diag::json_integer<uint64_t>(it->at("local_bytes"));
+    r.max_threads_per_block = diag::json_integer<uint32_t>(it->at("max_threads_per_block"));
+    r.barriers = diag::json_integer_or(*it, "barriers", uint32_t{0});
+    r.spill_store_bytes = diag::json_integer_or(*it, "spill_store_bytes", uint64_t{0});
+    r.spill_load_bytes = diag::json_integer_or(*it, "spill_load_bytes", uint64_t{0});
+    r.constant_bytes = diag::json_integer_or(*it, "constant_bytes", uint64_t{0});
     return r;
   } catch (const std::exception&) {
     return std::nullopt;

@@ -1,5 +1,6 @@
 // The on-disk tier: atomic publication by directory rename, verified reads, and the unusable-directory fallback.
 #include "module_cache/disk_cache.hpp"
+#include "diagnostics/json_number.hpp"
 
 #include <algorithm>
 #include <array>
@@ -286,7 +287,7 @@ std::optional<CacheEntry> DiskCache::lookup(const CacheKey& key, const std::stri
       if (!bytes)
         return reject(diag::Code::cache_entry_corrupt,
                       fmt::format("payload '{}' is unreadable ({})", name, std::strerror(bytes.error())));
-      const auto want_size = info.at("size").get<uint64_t>();
+      const auto want_size = diag::json_integer<uint64_t>(info.at("size"));
       if (bytes->size() != want_size)
         return reject(diag::Code::cache_entry_corrupt,
                       fmt::format("payload '{}' has {} bytes, the manifest records {}", name, bytes->size(), want_size));
@@ -399,7 +400,7 @@ std::vector<EntrySummary> DiskCache::list() const {
       // value() throws on a mistyped field: a checksummed but hand-edited manifest is still corrupt.
       if (!manifest) throw std::runtime_error(manifest.error());
       s.target_arch = manifest->value("target_arch", "");
-      s.created_unix_seconds = manifest->value("created_unix_seconds", int64_t{0});
+      s.created_unix_seconds = diag::json_integer_or(*manifest, "created_unix_seconds", int64_t{0});
       for (const auto& k : manifest->value("kernels", nlohmann::json::array()))
         if (k.is_string()) s.kernel_names.push_back(k.get<std::string>());
       s.has_cubin = manifest->contains("files") && (*manifest)["files"].contains(kCubin);

@@ -55,3 +55,17 @@ TEST_CASE("JSON and SARIF renderings carry the same record") {
   CHECK(s["runs"][0]["results"][0]["level"] == "warning");
   CHECK(s["runs"][0]["tool"]["driver"]["rules"][0]["id"] == "PG3502");
 }
+
+#include "diagnostics/json_number.hpp"
+
+TEST_CASE("checked JSON integers reject floats, negatives and values that do not fit") {
+  using ptxgate::diag::json_integer;
+  CHECK(json_integer<uint32_t>(nlohmann::json(7)) == 7u);
+  CHECK(json_integer<int64_t>(nlohmann::json(-3)) == -3);
+  CHECK(json_integer<uint64_t>(nlohmann::json(UINT64_MAX)) == UINT64_MAX);
+  CHECK_THROWS_AS(json_integer<int64_t>(nlohmann::json(1.79531e+110)), nlohmann::json::type_error);
+  CHECK_THROWS_AS(json_integer<uint32_t>(nlohmann::json(-1)), nlohmann::json::type_error);
+  CHECK_THROWS_AS(json_integer<uint32_t>(nlohmann::json(uint64_t{1} << 40)), nlohmann::json::type_error);
+  CHECK_THROWS_AS(json_integer<uint32_t>(nlohmann::json("12")), nlohmann::json::type_error);
+  CHECK(ptxgate::diag::json_integer_or(nlohmann::json::object(), "absent", uint32_t{5}) == 5u);
+}
