@@ -4,6 +4,7 @@
 # seeds a target writes itself); first replays every saved crash in fuzz/regressions/TARGET/ so
 # each becomes a permanent regression case. A new crash is copied to fuzz/regressions/TARGET/.
 # FUZZ_TARGETS="fuzz_pg fuzz_argspec" limits the run to some targets; FUZZ_SECONDS=0 only replays.
+# The seed is fixed (FUZZ_SEED, default 1) so that CI runs explore the same inputs each time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # ccache (when installed) shares compiled objects between clones of the repository.
@@ -48,7 +49,7 @@ for name in $targets; do
   [[ "$seconds" == 0 ]] && continue
   echo "== $name: fuzzing for ${seconds}s ($(ls "$corpus" | wc -l) seeds)"
   log="$work/$name.log"
-  if ! "$bin" "$corpus" "${dict[@]}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
+  if ! "$bin" "$corpus" "${dict[@]}" -seed="${FUZZ_SEED:-1}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
       -max_len=65536 -artifact_prefix="$work/$name-" -print_final_stats=1 >"$log" 2>&1; then
     tail -60 "$log"
     mkdir -p fuzz/regressions/"$name"
