@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "ir/printer.hpp"
-#include "diagnostics/json_number.hpp"
+#include "diagnostics/json_checks.hpp"
 #include "module_cache/module_cache.hpp"
 #include "module_cache/process.hpp"
 #include "validation/ptxas_resources.hpp"

@@ -1,6 +1,6 @@
 // The on-disk tier: atomic publication by directory rename, verified reads, and the unusable-directory fallback.
 #include "module_cache/disk_cache.hpp"
-#include "diagnostics/json_number.hpp"
+#include "diagnostics/json_checks.hpp"
 
 #include <algorithm>
 #include <array>
@@ -127,33 +127,11 @@ void warn_entry(diag::Diagnostics& warnings, diag::Code code, const fs::path& en
                "`ptxgate cache clear`");
 }
 
-/// Whether JSON text nests arrays and objects at most `limit` deep. nlohmann-json parses
-/// iteratively but serialises and compares recursively, so a file of a million '[' would
-/// overflow the stack later (e.g. in dump()).
-bool json_nesting_within(std::string_view text, int limit) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) return false;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return true;
-}
-
 constexpr int kMaxJsonNesting = 64;
 
 /// A parsed manifest: its body, after the self-checksum was verified.
 std::expected<nlohmann::json, std::string> parse_manifest(const std::string& text) {
-  if (!json_nesting_within(text, kMaxJsonNesting))
+  if (!diag::json_nesting_within(text, kMaxJsonNesting))
     return std::unexpected(fmt::format("manifest nests deeper than {} levels", kMaxJsonNesting));
   auto doc = nlohmann::json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) return std::unexpected(std::string("manifest is not valid JSON"));
@@ -307,7 +285,7 @@ std::optional<CacheEntry> DiskCache::lookup(const CacheKey& key, const std::stri
     if (auto t = ptx_target(entry.ptx); !t.empty() && t != target_arch)
       return reject(diag::Code::cache_entry_foreign, fmt::format("its PTX targets {}, not {}", t, target_arch));
     for (const char* json_file : {kKernels, kResources})
-      if (!json_nesting_within(payload[json_file], kMaxJsonNesting))
+      if (!diag::json_nesting_within(payload[json_file], kMaxJsonNesting))
         return reject(diag::Code::cache_entry_corrupt,
                       fmt::format("{} nests deeper than {} levels", json_file, kMaxJsonNesting));
     auto kernels = nlohmann::json::parse(payload[kKernels], nullptr, false);

@@ -1,5 +1,6 @@
 // Device profiles: search directories, lookup by name or path, listing.
 #include "validation/profiles.hpp"
+#include "diagnostics/json_checks.hpp"
 
 #include <dlfcn.h>
 
@@ -58,32 +59,6 @@ std::vector<fs::path> profile_search_dirs() {
   return dirs;
 }
 
-namespace {
-
-/// Whether JSON text nests arrays and objects at most `limit` deep. nlohmann-json parses
-/// iteratively but serialises and compares recursively, so a file of a million '[' would
-/// overflow the stack later (e.g. in dump()).
-bool json_nesting_within(std::string_view text, int limit) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) return false;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return true;
-}
-
-}  // namespace
-
 std::expected<DeviceCaps, diag::Diagnostics> load_profile_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -95,7 +70,7 @@ std::expected<DeviceCaps, diag::Diagnostics> load_profile_file(const fs::path& p
   std::stringstream buffer;
   buffer << in.rdbuf();
   constexpr int kMaxNesting = 64;
-  if (!json_nesting_within(buffer.str(), kMaxNesting)) {
+  if (!diag::json_nesting_within(buffer.str(), kMaxNesting)) {
     diag::Diagnostics d;
     d.add(diag::Code::profile_malformed,
           fmt::format("device profile '{}' nests arrays or objects deeper than {} levels", path.string(), kMaxNesting),

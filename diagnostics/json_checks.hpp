@@ -1,12 +1,37 @@
-// Checked integers from untrusted JSON: nlohmann's get<int>() on a float or out-of-range value is UB.
+// Checks for untrusted JSON: nesting depth before parsing, and integers that fit their field.
 #pragma once
 
 #include <limits>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
 namespace ptxgate::diag {
+
+/// Whether JSON text nests arrays and objects at most `limit` deep. nlohmann-json parses
+/// iteratively but serialises and compares recursively, so a file of a million '[' would
+/// overflow the stack later (e.g. in dump()). Check before parsing untrusted files.
+inline bool json_nesting_within(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return false;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return true;
+}
+
+/// Integers from untrusted JSON: nlohmann's get<int>() on a float or out-of-range value is UB.
 
 /// The integer in `j` as T; throws nlohmann::json::type_error (what get<T>() throws for a wrong
 /// type) when `j` is not an integer or does not fit T.
