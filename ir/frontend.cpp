@@ -24,6 +24,14 @@ std::expected<LoadedModule, diag::Diagnostics> load_module(const diag::SourceFil
   return LoadedModule{std::move(parsed.module), std::move(all)};
 }
 
+std::expected<LoadedFile, diag::Diagnostics> load_file(const std::string& path, const Limits& limits) {
+  auto source = read_source(path, limits);
+  if (!source) return std::unexpected(std::move(source.error()));
+  auto loaded = load_module(*source, limits);
+  if (!loaded) return std::unexpected(std::move(loaded.error()));
+  return LoadedFile{std::move(*loaded), std::move(*source)};
+}
+
 std::expected<diag::SourceFile, diag::Diagnostics> read_source(const std::string& path, const Limits& limits) {
   diag::Diagnostics d;
   std::string text;

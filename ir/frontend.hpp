@@ -19,6 +19,14 @@ struct LoadedModule {
 /// Parses and verifies `file`. On any error returns every diagnostic found.
 std::expected<LoadedModule, diag::Diagnostics> load_module(const diag::SourceFile& file, const Limits& limits = {});
 
+/// A verified module, its warnings, and the text it came from (for diagnostic locations).
+struct LoadedFile : LoadedModule {
+  diag::SourceFile source;
+};
+
+/// read_source, then load_module: every diagnostic of either step on failure.
+std::expected<LoadedFile, diag::Diagnostics> load_file(const std::string& path, const Limits& limits = {});
+
 /// Reads a file (or "-" for standard input) into a SourceFile, with PG5001/PG1902 on failure.
 std::expected<diag::SourceFile, diag::Diagnostics> read_source(const std::string& path, const Limits& limits = {});
 

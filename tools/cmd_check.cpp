@@ -164,12 +164,7 @@ int run_check(const CheckOptions& opt) {
     print_diagnostics(caps.error(), format);
     return kDiagnostics;
   }
-  auto source = ir::read_source(opt.input);
-  if (!source) {
-    print_diagnostics(source.error(), format);
-    return kDiagnostics;
-  }
-  auto loaded = ir::load_module(*source);
+  auto loaded = ir::load_file(opt.input);
   if (!loaded) {
     print_diagnostics(loaded.error(), format);
     return kDiagnostics;
@@ -182,7 +177,7 @@ int run_check(const CheckOptions& opt) {
                                    names.empty() ? "(none)" : names),
                        "pass --kernel with one of the kernel names", format);
   }
-  diag::Location location = diag::locate(*source, kernel->name_range.offset, kernel->name_range.length);
+  diag::Location location = diag::locate(loaded->source, kernel->name_range.offset, kernel->name_range.length);
 
   const auto& targets = codegen::supported_targets();
   std::string arch = caps->arch();

@@ -42,12 +42,7 @@ int write_output(const std::string& text, const std::string& path, diag::Format 
 
 int run_emit(const EmitOptions& opt) {
   auto format = *diag::format_from_name(opt.format);
-  auto source = ir::read_source(opt.input);
-  if (!source) {
-    print_diagnostics(source.error(), format);
-    return kDiagnostics;
-  }
-  auto loaded = ir::load_module(*source);
+  auto loaded = ir::load_file(opt.input);
   if (!loaded) {
     print_diagnostics(loaded.error(), format);
     return kDiagnostics;

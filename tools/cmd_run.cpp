@@ -69,9 +69,7 @@ int fail(const diag::Diagnostics& d, diag::Format format) {
 
 int run_kernel(const RunOptions& opt) {
   auto format = *diag::format_from_name(opt.format);
-  auto source = ir::read_source(opt.input);
-  if (!source) return fail(source.error(), format);
-  auto loaded = ir::load_module(*source);
+  auto loaded = ir::load_file(opt.input);
   if (!loaded) return fail(loaded.error(), format);
   if (!loaded->warnings.empty()) print_diagnostics(loaded->warnings, format);
   const ir::Kernel* kernel = loaded->module.find_kernel(opt.kernel);
