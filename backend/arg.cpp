@@ -94,30 +94,31 @@ std::expected<BoundSlot, diag::Diagnostics> bind_argument(const Arg& arg, const 
     slot.size = 8;
     return slot;
   }
-  ir::Type want = param.type;
-  ir::Type have = arg.type();
-  bool ok = false;
+  if (bind_scalar(arg, param, slot)) return slot;
+  const ir::Type want = param.type, have = arg.type();
+  return std::unexpected(bind_error(
+      diag::Code::argument_size_mismatch,
+      fmt::format("{} is {}, but the parameter is {} ({} bytes)", where(), arg.describe(), expected(), param.size_bytes),
+      want == ir::Type::f32 && have == ir::Type::f64
+          ? fmt::format("pass a float (e.g. 2.0f) for '{}'", param.name)
+          : fmt::format("pass a value of type {} for '{}'", ir::type_name(want), param.name)));
+}
+
+bool bind_scalar(const Arg& arg, const codegen::ParamInfo& param, BoundSlot& slot) noexcept {
+  const ir::Type want = param.type;
+  const ir::Type have = arg.type();
   uint64_t value = arg.bits();
   if (want == have) {
-    ok = true;
   } else if (ir::is_integer(want) && ir::is_integer(have)) {
-    ok = integer_fits(arg, want);
+    if (!integer_fits(arg, want)) return false;
   } else if (want == ir::Type::f64 && have == ir::Type::f32) {
     float f;
     uint32_t b = static_cast<uint32_t>(value);
     std::memcpy(&f, &b, 4);
     double d = f;
     std::memcpy(&value, &d, 8);
-    ok = true;
-  }
-  if (!ok) {
-    return std::unexpected(bind_error(
-        diag::Code::argument_size_mismatch,
-        fmt::format("{} is {}, but the parameter is {} ({} bytes)", where(), arg.describe(), expected(),
-                    param.size_bytes),
-        want == ir::Type::f32 && have == ir::Type::f64
-            ? fmt::format("pass a float (e.g. 2.0f) for '{}'", param.name)
-            : fmt::format("pass a value of type {} for '{}'", ir::type_name(want), param.name)));
+  } else {
+    return false;
   }
   slot.size = param.size_bytes != 0 ? param.size_bytes : ir::byte_size(want);
   if (slot.size == 4) {
@@ -126,7 +127,7 @@ std::expected<BoundSlot, diag::Diagnostics> bind_argument(const Arg& arg, const 
   } else {
     std::memcpy(slot.bytes, &value, 8);
   }
-  return slot;
+  return true;
 }
 
 }  // namespace ptxgate::backend

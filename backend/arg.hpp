@@ -78,4 +78,9 @@ struct BoundSlot {
 std::expected<BoundSlot, diag::Diagnostics> bind_argument(const Arg& arg, const codegen::ParamInfo& param,
                                                           std::string_view kernel);
 
+/// The scalar part of bind_argument without a message: writes the value converted
+/// to the parameter's type into `slot` and returns true, or false where
+/// bind_argument would report PG3007 (the steady launch path binds with it).
+bool bind_scalar(const Arg& arg, const codegen::ParamInfo& param, BoundSlot& slot) noexcept;
+
 }  // namespace ptxgate::backend

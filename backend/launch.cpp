@@ -142,10 +142,48 @@ validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const vali
   return validation::check_launch(fn.info_, fn.resources_, plan, caps, fn.location_, occupancy, report_warnings);
 }
 
+/// The driver call of a launch whose shape `ticket` proves launchable: the grid-barrier
+/// word for kernels that need it, then cuLaunchKernel / cuLaunchCooperativeKernel.
+std::expected<void, diag::Diagnostics> driver_launch(Context& ctx, LoadedFunction& fn, const LaunchTicket& ticket,
+                                                     std::span<void* const> args, CUstream stream) {
+  boost::container::small_vector<void*, kInlineArguments> slots(args.begin(), args.end());
+  CUdeviceptr barrier_word = 0;
+  if (fn.info_.hidden_grid_barrier_param) {
+    auto word = ctx.grid_barrier_word(stream);
+    if (!word) return std::unexpected(word.error());
+    barrier_word = *word;
+    slots.push_back(&barrier_word);
+  }
+  const auto& g = ticket.grid_;
+  const auto& b = ticket.block_;
+  CUresult r;
+  fn.driver_calls_.fetch_add(1, std::memory_order_relaxed);
+  if (ticket.cooperative_) {
+    r = ctx.api().cuLaunchCooperativeKernel(fn.handle_, g[0], g[1], g[2], b[0], b[1], b[2],
+                                            ticket.dynamic_shared_bytes_, stream, slots.data());
+  } else {
+    r = ctx.api().cuLaunchKernel(fn.handle_, g[0], g[1], g[2], b[0], b[1], b[2], ticket.dynamic_shared_bytes_,
+                                 stream, slots.data(), nullptr);
+  }
+  if (r == CUDA_SUCCESS) [[likely]] return {};
+  validation::LaunchPlan described;
+  described.grid = {g[0], g[1], g[2]};
+  described.block = {b[0], b[1], b[2]};
+  described.dynamic_shared_bytes = ticket.dynamic_shared_bytes_;
+  described.cooperative = ticket.cooperative_;
+  auto failed = ctx.check(r, ticket.cooperative_ ? "cuLaunchCooperativeKernel" : "cuLaunchKernel",
+                          launch_subject(fn, described));
+  auto diags = std::move(failed.error());
+  diags.items().front().code = diag::Code::launch_failed;
+  diags.items().front().notes.push_back(
+      "ptxgate validated this launch; a driver rejection here means a check is missing: please report it");
+  return std::unexpected(std::move(diags));
+}
+
 std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, LoadedFunction& fn,
                                                             const validation::LaunchPlan& plan,
                                                             std::span<void* const> args, CUstream stream,
-                                                            diag::Diagnostics* warnings) {
+                                                            diag::Diagnostics* warnings, LaunchTicket* ticket) {
   if (ctx.poisoned()) [[unlikely]]
     return std::unexpected(ctx.healthy("launch", launch_subject(fn, plan)).error());
   if (auto ok = plan_matches_call(fn, plan, args, stream); !ok) [[unlikely]]
@@ -180,33 +218,43 @@ std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, Loaded
     tls_memo.remember(fn.id_, plan, block);
   }
 
-  boost::container::small_vector<void*, kInlineArguments> slots(args.begin(), args.end());
-  CUdeviceptr barrier_word = 0;
-  if (fn.info_.hidden_grid_barrier_param) {
-    auto word = ctx.grid_barrier_word(stream);
-    if (!word) return std::unexpected(word.error());
-    barrier_word = *word;
-    slots.push_back(&barrier_word);
-  }
+  // A launchable verdict bounds every dimension by the device's limits (< 2^32).
   const auto u = [](uint64_t v) { return static_cast<unsigned>(v); };
-  const unsigned shared = u(plan.dynamic_shared_bytes);
-  CUresult r;
-  fn.driver_calls_.fetch_add(1, std::memory_order_relaxed);
-  if (plan.cooperative) {
-    r = ctx.api().cuLaunchCooperativeKernel(fn.handle_, u(plan.grid[0]), u(plan.grid[1]), u(plan.grid[2]),
-                                            u(block[0]), u(block[1]), u(block[2]), shared, stream, slots.data());
-  } else {
-    r = ctx.api().cuLaunchKernel(fn.handle_, u(plan.grid[0]), u(plan.grid[1]), u(plan.grid[2]), u(block[0]),
-                                 u(block[1]), u(block[2]), shared, stream, slots.data(), nullptr);
+  LaunchTicket t;
+  t.function_id_ = fn.id_;
+  t.grid_ = {u(plan.grid[0]), u(plan.grid[1]), u(plan.grid[2])};
+  t.block_ = {u(block[0]), u(block[1]), u(block[2])};
+  t.dynamic_shared_bytes_ = u(plan.dynamic_shared_bytes);
+  t.cooperative_ = plan.cooperative;
+  t.stream_is_null_ = stream == nullptr;
+  t.argument_count_ = args.size();
+  if (ticket != nullptr) *ticket = t;
+  return driver_launch(ctx, fn, t, args, stream);
+}
+
+std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, LoadedFunction& fn,
+                                                            const LaunchTicket& ticket, std::span<void* const> args,
+                                                            CUstream stream) {
+  if (ticket.function_id_ != fn.id_ || ticket.stream_is_null_ != (stream == nullptr) ||
+      ticket.argument_count_ != args.size()) [[unlikely]] {
+    diag::Diagnostics d;
+    d.add(diag::Code::internal_error,
+          fmt::format("launch of '{}': the launch ticket was issued for another function, stream kind or argument "
+                      "count",
+                      fn.info_.name),
+          {}, "relaunch with a ticket that launch_cuda_function issued for this function and call shape");
+    return std::unexpected(std::move(d));
   }
-  if (r == CUDA_SUCCESS) [[likely]] return {};
-  auto failed = ctx.check(r, plan.cooperative ? "cuLaunchCooperativeKernel" : "cuLaunchKernel",
-                          launch_subject(fn, plan));
-  auto diags = std::move(failed.error());
-  diags.items().front().code = diag::Code::launch_failed;
-  diags.items().front().notes.push_back(
-      "ptxgate validated this launch; a driver rejection here means a check is missing: please report it");
-  return std::unexpected(std::move(diags));
+  if (ctx.poisoned()) [[unlikely]] {
+    validation::LaunchPlan described;
+    described.grid = {ticket.grid_[0], ticket.grid_[1], ticket.grid_[2]};
+    described.block = {ticket.block_[0], ticket.block_[1], ticket.block_[2]};
+    return std::unexpected(ctx.healthy("launch", launch_subject(fn, described)).error());
+  }
+  if (auto ok = ctx.make_current(); !ok) [[unlikely]]
+    return ok;
+  fn.cached_.fetch_add(1, std::memory_order_relaxed);
+  return driver_launch(ctx, fn, ticket, args, stream);
 }
 
 }  // namespace ptxgate::backend

@@ -1,6 +1,7 @@
 // The single guarded launch: validate against live caps (cached verdicts), opt in, call the driver.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <expected>
@@ -24,6 +25,36 @@ struct LaunchCounters {
   uint64_t blocked = 0;       ///< launches rejected before the driver
 };
 
+class LoadedFunction;
+
+/// Proof that `launch_cuda_function` validated a launch shape of one function and
+/// found it launchable: the function, the geometry it launched with (block already
+/// resolved from @workgroup), the shared memory, cooperative and stream nullness.
+/// Only launch_cuda_function makes one (through its `ticket` out-parameter); the
+/// ticket overload below relaunches exactly that shape with new argument values.
+class LaunchTicket {
+ public:
+  LaunchTicket() = default;
+  bool valid() const { return function_id_ != 0; }
+
+ private:
+  friend std::expected<void, diag::Diagnostics> launch_cuda_function(Context&, LoadedFunction&,
+                                                                     const validation::LaunchPlan&,
+                                                                     std::span<void* const>, CUstream,
+                                                                     diag::Diagnostics*, LaunchTicket*);
+  friend std::expected<void, diag::Diagnostics> launch_cuda_function(Context&, LoadedFunction&, const LaunchTicket&,
+                                                                     std::span<void* const>, CUstream);
+  friend std::expected<void, diag::Diagnostics> driver_launch(Context&, LoadedFunction&, const LaunchTicket&,
+                                                              std::span<void* const>, CUstream);
+  uint64_t function_id_ = 0;
+  std::array<unsigned, 3> grid_{0, 0, 0};
+  std::array<unsigned, 3> block_{0, 0, 0};
+  unsigned dynamic_shared_bytes_ = 0;
+  bool cooperative_ = false;
+  bool stream_is_null_ = false;
+  size_t argument_count_ = 0;
+};
+
 /// A resolved CUfunction with what a launch needs: its KernelInfo, its resources
 /// from cuFuncGetAttribute, and its verdict cache. Owned by the loaded module;
 /// safe to launch from many threads.
@@ -42,12 +73,18 @@ class LoadedFunction {
   const validation::KernelResources& resources() const { return resources_; }
   const diag::Location& location() const { return location_; }
   LaunchCounters counters() const;
+  /// Unique for the process lifetime: keys per-thread memos of this function's launches.
+  uint64_t id() const { return id_; }
 
  private:
   friend std::expected<void, diag::Diagnostics> launch_cuda_function(Context&, LoadedFunction&,
                                                                      const validation::LaunchPlan&,
                                                                      std::span<void* const>, CUstream,
-                                                                     diag::Diagnostics*);
+                                                                     diag::Diagnostics*, LaunchTicket*);
+  friend std::expected<void, diag::Diagnostics> launch_cuda_function(Context&, LoadedFunction&, const LaunchTicket&,
+                                                                     std::span<void* const>, CUstream);
+  friend std::expected<void, diag::Diagnostics> driver_launch(Context&, LoadedFunction&, const LaunchTicket&,
+                                                              std::span<void* const>, CUstream);
   friend validation::Verdict validate_launch(Context&, LoadedFunction&, const validation::LaunchPlan&, CUstream, bool);
   CUfunction handle_ = nullptr;
   codegen::KernelInfo info_;
@@ -73,9 +110,20 @@ validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const vali
 /// skips validation (null checks plus the driver call, no allocation). Blocked
 /// launches return every diagnostic; warnings of a launched plan go to `warnings`
 /// when given. Driver failures are PG4002/PG4005, a poisoned context PG4003.
+/// When `ticket` is given, a launch that passed validation leaves its ticket there.
 std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, LoadedFunction& fn,
                                                             const validation::LaunchPlan& plan,
                                                             std::span<void* const> args, CUstream stream,
-                                                            diag::Diagnostics* warnings = nullptr);
+                                                            diag::Diagnostics* warnings = nullptr,
+                                                            LaunchTicket* ticket = nullptr);
+
+/// Relaunches the shape a ticket proves launchable for `fn`, with new argument
+/// values: `args` must describe arguments of the same kinds, types, null-ness and
+/// buffer sizes as the validated plan (Kernel::launch compares them before it
+/// uses a ticket). A ticket of another function, stream kind or argument count is
+/// an internal error (PG9000); a poisoned context is PG4003, driver failures PG4002/PG4005.
+std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, LoadedFunction& fn,
+                                                            const LaunchTicket& ticket, std::span<void* const> args,
+                                                            CUstream stream);
 
 }  // namespace ptxgate::backend

@@ -64,6 +64,43 @@ bool has_code(const diag::Diagnostics& d, diag::Code code) {
 
 thread_local validation::LaunchPlan tls_plan;
 
+/// What validation saw of one argument: a later launch whose arguments match these
+/// (and whose config and stream kind match) has the same verdict.
+struct ArgShape {
+  Arg::Kind kind = Arg::Kind::scalar;
+  ir::Type type = ir::Type::void_;
+  bool null = false;
+  uint64_t buffer_bytes = 0;
+  bool matches(const Arg& a) const {
+    // A scalar's value is not part of the verdict; a buffer's null-ness is.
+    return a.kind() == kind && a.type() == type && a.buffer_bytes() == buffer_bytes &&
+           (kind == Arg::Kind::scalar || (a.bits() == 0) == null);
+  }
+};
+
+/// The last few validated Kernel::launch shapes of this thread, each with the
+/// ticket launch_cuda_function issued for it: the steady path compares the call
+/// against them, binds the new values and relaunches by ticket.
+struct SteadyLaunches {
+  static constexpr size_t kEntries = 4;
+  struct Entry {
+    uint64_t function_id = 0;
+    LaunchConfig config;
+    bool stream_is_null = false;
+    LaunchTicket ticket;
+    boost::container::small_vector<ArgShape, kInlineArguments> shapes;
+  };
+  std::array<Entry, kEntries> entries;
+  size_t next = 0;
+};
+
+thread_local SteadyLaunches tls_steady;
+
+bool same_config(const LaunchConfig& a, const LaunchConfig& b) {
+  return a.grid == b.grid && a.block == b.block && a.dynamic_shared_bytes == b.dynamic_shared_bytes &&
+         a.cooperative == b.cooperative;
+}
+
 }  // namespace
 
 // ---- Kernel ----
@@ -120,9 +157,49 @@ std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config
   CUstream s = stream ? stream->handle() : nullptr;
   boost::container::small_vector<void*, kInlineArguments> slots(args.size());
   boost::container::small_vector<BoundSlot, kInlineArguments> values(args.size());
+  const uint64_t id = function_->id();
+  const auto& params = function_->info().params;
+
+  // Steady path: a call shaped like a validated one binds the new values and relaunches by ticket.
+  for (const auto& e : tls_steady.entries) {
+    if (e.function_id != id || e.stream_is_null != (s == nullptr) || e.shapes.size() != args.size() ||
+        !same_config(e.config, config))
+      continue;
+    bool bound = args.size() == params.size();
+    for (size_t i = 0; bound && i < args.size(); ++i) {
+      const Arg& a = args[i];
+      bound = e.shapes[i].matches(a);
+      if (!bound) break;
+      if (a.kind() == Arg::Kind::buffer) {
+        const uint64_t p = a.bits();
+        std::memcpy(values[i].bytes, &p, 8);
+        values[i].size = 8;
+      } else {
+        bound = bind_scalar(a, params[i], values[i]);
+      }
+      slots[i] = values[i].bytes;
+    }
+    if (bound) return launch_cuda_function(*ctx_, *function_, e.ticket, std::span<void* const>(slots.data(), slots.size()), s);
+    break;
+  }
+
   validation::LaunchPlan& plan = tls_plan;  // reused: no allocation once its vectors have grown
   if (auto ok = fill_plan(plan, config, args, s, slots.data(), values.data()); !ok) return ok;
-  return launch_cuda_function(*ctx_, *function_, plan, std::span<void* const>(slots.data(), slots.size()), s);
+  LaunchTicket ticket;
+  auto launched =
+      launch_cuda_function(*ctx_, *function_, plan, std::span<void* const>(slots.data(), slots.size()), s, nullptr,
+                           &ticket);
+  if (ticket.valid()) {
+    auto& e = tls_steady.entries[tls_steady.next];
+    tls_steady.next = (tls_steady.next + 1) % SteadyLaunches::kEntries;
+    e.function_id = id;
+    e.config = config;
+    e.stream_is_null = s == nullptr;
+    e.ticket = ticket;
+    e.shapes.clear();
+    for (const Arg& a : args) e.shapes.push_back({a.kind(), a.type(), a.kind() == Arg::Kind::buffer && a.bits() == 0, a.buffer_bytes()});
+  }
+  return launched;
 }
 
 validation::Verdict Kernel::check(const LaunchConfig& config, std::span<const Arg> args, const Stream* stream) {

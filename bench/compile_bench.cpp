@@ -30,6 +30,7 @@ struct Sample {
   double min_ms = 0;
   double p90_ms = 0;
   double frontend_median_ms = 0;  ///< parse + verify only
+  double to_llvm_median_ms = 0;   ///< parse + verify + lower + optimise (no PTX emission)
   size_t ptx_bytes = 0;
 };
 
@@ -77,6 +78,8 @@ int main(int argc, char** argv) {
   app.add_option("-n,--runs", runs, "Timed runs per example")->check(CLI::Range(1u, 100000u));
   app.add_option("--target", target, "Target architecture")->check(CLI::IsMember(codegen::supported_targets()));
   app.add_option("--examples", examples_dir, "Directory of .pg files");
+  unsigned opt_level = 3;
+  app.add_option("-O,--opt-level", opt_level, "LLVM optimisation level (0..3)")->check(CLI::Range(0u, 3u));
   app.add_flag("--json", json, "Print JSON instead of a table");
   CLI11_PARSE(app, argc, argv);
 
@@ -95,6 +98,7 @@ int main(int argc, char** argv) {
 
   codegen::CodegenOptions options;
   options.target = target;
+  options.opt_level = opt_level;
   std::vector<Sample> samples;
   for (const fs::path& file : files) {
     std::ifstream in(file, std::ios::binary);
@@ -105,7 +109,7 @@ int main(int argc, char** argv) {
     if (!compile_once(s.name, text, options, &s.ptx_bytes)) return 1;
     s.first_ms = ms_since(start);
 
-    std::vector<double> total, cpu, frontend;
+    std::vector<double> total, cpu, frontend, to_llvm;
     for (unsigned i = 0; i < runs; ++i) {
       start = Clock::now();
       double cpu_start = thread_cpu_ms();
@@ -115,7 +119,13 @@ int main(int argc, char** argv) {
       start = Clock::now();
       auto loaded = ir::load_module(diag::SourceFile(s.name, text));
       frontend.push_back(ms_since(start));
+      if (loaded) {
+        start = Clock::now();
+        (void)codegen::emit_llvm_ir(loaded->module, options);
+        to_llvm.push_back(ms_since(start) + frontend.back());
+      }
     }
+    s.to_llvm_median_ms = to_llvm.empty() ? 0 : percentile(to_llvm, 0.5);
     s.median_ms = percentile(total, 0.5);
     s.cpu_median_ms = percentile(cpu, 0.5);
     s.min_ms = percentile(total, 0.0);
@@ -129,23 +139,25 @@ int main(int argc, char** argv) {
     for (const auto& s : samples)
       out["examples"].push_back({{"name", s.name}, {"first_ms", s.first_ms}, {"median_ms", s.median_ms}, {"cpu_median_ms", s.cpu_median_ms},
                                  {"min_ms", s.min_ms}, {"p90_ms", s.p90_ms},
-                                 {"frontend_median_ms", s.frontend_median_ms}, {"ptx_bytes", s.ptx_bytes}});
+                                 {"frontend_median_ms", s.frontend_median_ms},
+                                 {"to_llvm_median_ms", s.to_llvm_median_ms}, {"ptx_bytes", s.ptx_bytes}});
     std::puts(out.dump(2).c_str());
     return 0;
   }
-  std::printf("%s", fmt::format("compile latency, text -> PTX in-process, target {}, LLVM {}, {} runs each\n\n",
-                                target, codegen::llvm_version(), runs)
+  std::printf("%s", fmt::format("compile latency, text -> PTX in-process, target {}, -O{}, LLVM {}, {} runs each\n\n",
+                                target, opt_level, codegen::llvm_version(), runs)
                         .c_str());
-  std::printf("%s", fmt::format("| {:<12} | {:>10} | {:>14} | {:>10} | {:>8} | {:>8} | {:>14} | {:>9} |\n", "example",
-                                "median ms", "cpu median ms", "first ms", "min ms", "p90 ms", "front end ms", "PTX bytes")
+  std::printf("%s", fmt::format("| {:<12} | {:>10} | {:>14} | {:>10} | {:>8} | {:>8} | {:>14} | {:>16} | {:>9} |\n", "example",
+                                "median ms", "cpu median ms", "first ms", "min ms", "p90 ms", "front end ms",
+                                "to LLVM IR ms", "PTX bytes")
                         .c_str());
-  std::printf("|%s|%s|%s|%s|%s|%s|%s|%s|\n", std::string(14, '-').c_str(), std::string(12, '-').c_str(),
+  std::printf("|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", std::string(14, '-').c_str(), std::string(12, '-').c_str(),
               std::string(16, '-').c_str(), std::string(12, '-').c_str(), std::string(10, '-').c_str(), std::string(10, '-').c_str(),
-              std::string(16, '-').c_str(), std::string(11, '-').c_str());
+              std::string(16, '-').c_str(), std::string(18, '-').c_str(), std::string(11, '-').c_str());
   for (const auto& s : samples)
-    std::printf("%s", fmt::format("| {:<12} | {:>10.3f} | {:>14.3f} | {:>10.3f} | {:>8.3f} | {:>8.3f} | {:>14.3f} | {:>9} |\n",
+    std::printf("%s", fmt::format("| {:<12} | {:>10.3f} | {:>14.3f} | {:>10.3f} | {:>8.3f} | {:>8.3f} | {:>14.3f} | {:>16.3f} | {:>9} |\n",
                                   s.name, s.median_ms, s.cpu_median_ms, s.first_ms, s.min_ms, s.p90_ms, s.frontend_median_ms,
-                                  s.ptx_bytes)
+                                  s.to_llvm_median_ms, s.ptx_bytes)
                           .c_str());
   return 0;
 }

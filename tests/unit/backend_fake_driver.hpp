@@ -19,6 +19,7 @@ struct FakeDriverState {
   int allocations = 0, frees = 0, module_unloads = 0, primary_releases = 0;
   unsigned last_grid[3] = {}, last_block[3] = {};
   unsigned last_shared = 0;
+  CUstream last_stream = nullptr;
   /// Byte widths of the kernelParams slots the next launches copy (values, not pointers:
   /// the slots live on the launcher's stack).
   std::vector<unsigned> param_sizes;
@@ -172,9 +173,10 @@ inline DriverApi make_fake_driver() {
     return fake_state().result_of("cuOccupancyMaxActiveBlocksPerMultiprocessor");
   };
   api.cuLaunchKernel = [](CUfunction, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                          unsigned shared, CUstream, void** params, void**) {
+                          unsigned shared, CUstream stream, void** params, void**) {
     auto& s = fake_state();
     ++s.launches;
+    s.last_stream = stream;
     s.last_grid[0] = gx, s.last_grid[1] = gy, s.last_grid[2] = gz;
     s.last_block[0] = bx, s.last_block[1] = by, s.last_block[2] = bz;
     s.last_shared = shared;
@@ -182,9 +184,10 @@ inline DriverApi make_fake_driver() {
     return s.result_of("cuLaunchKernel");
   };
   api.cuLaunchCooperativeKernel = [](CUfunction, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                                     unsigned bz, unsigned shared, CUstream, void** params) {
+                                     unsigned bz, unsigned shared, CUstream stream, void** params) {
     auto& s = fake_state();
     ++s.cooperative_launches;
+    s.last_stream = stream;
     s.last_grid[0] = gx, s.last_grid[1] = gy, s.last_grid[2] = gz;
     s.last_block[0] = bx, s.last_block[1] = by, s.last_block[2] = bz;
     s.last_shared = shared;

@@ -261,3 +261,57 @@ TEST_CASE("backend arg: binding checks kind, type family, width and range") {
   std::memcpy(&pv, p->bytes, 8);
   CHECK(pv == 0xabc0);
 }
+
+TEST_CASE("backend launch: a ticket relaunches its validated shape with new values, and only for its function") {
+  Fixture f;
+  auto fn = LoadedFunction::resolve(*f.ctx, reinterpret_cast<CUmodule>(0x4000), saxpy_info());
+  auto other = LoadedFunction::resolve(*f.ctx, reinterpret_cast<CUmodule>(0x4000), saxpy_info());
+  REQUIRE(fn);
+  REQUIRE(other);
+  fake_state().param_sizes = {8, 8, 4, 4};
+  LaunchTicket ticket;
+  CHECK_FALSE(ticket.valid());
+  // A blocked plan issues no ticket.
+  REQUIRE_FALSE(launch_cuda_function(*f.ctx, **fn, plan_for(4, 2048, 4), f.args, nullptr, nullptr, &ticket));
+  CHECK_FALSE(ticket.valid());
+  REQUIRE(launch_cuda_function(*f.ctx, **fn, plan_for(4, 256, 4), f.args, nullptr, nullptr, &ticket));
+  REQUIRE(ticket.valid());
+
+  f.y = 0x900;
+  f.n = 77;
+  REQUIRE(launch_cuda_function(*f.ctx, **fn, ticket, f.args, nullptr));
+  CHECK(fake_state().launches == 2);
+  REQUIRE(fake_state().last_params.size() == 4);
+  CHECK(fake_state().last_grid[0] == 4);
+  CHECK(fake_state().last_block[0] == 256);
+  CHECK(fake_state().last_params[0] == 0x900);
+  CHECK(fake_state().last_params[3] == 77);
+  CHECK((*fn)->counters().validated == 2);  // the blocked plan and the launched one
+  CHECK((*fn)->counters().blocked == 1);
+  CHECK((*fn)->counters().cached == 1);
+  CHECK((*fn)->counters().driver_calls == 2);
+
+  // Another function, another stream kind or another argument count: internal error, no driver call.
+  auto wrong_fn = launch_cuda_function(*f.ctx, **other, ticket, f.args, nullptr);
+  REQUIRE_FALSE(wrong_fn);
+  CHECK(wrong_fn.error().items()[0].code == diag::Code::internal_error);
+  auto wrong_stream = launch_cuda_function(*f.ctx, **fn, ticket, f.args, reinterpret_cast<CUstream>(0x77));
+  REQUIRE_FALSE(wrong_stream);
+  CHECK(wrong_stream.error().items()[0].code == diag::Code::internal_error);
+  std::vector<void*> three(f.args.begin(), f.args.begin() + 3);
+  auto wrong_count = launch_cuda_function(*f.ctx, **fn, ticket, three, nullptr);
+  REQUIRE_FALSE(wrong_count);
+  CHECK(wrong_count.error().items()[0].code == diag::Code::internal_error);
+  CHECK(fake_state().launches == 2);
+
+  // A ticket does not outlive a poisoned context.
+  fake_state().fail["cuLaunchKernel"] = CUDA_ERROR_LAUNCH_FAILED;
+  REQUIRE_FALSE(launch_cuda_function(*f.ctx, **fn, ticket, f.args, nullptr));
+  CHECK(f.ctx->poisoned());
+  fake_state().fail.erase("cuLaunchKernel");
+  int launches = fake_state().launches;
+  auto after = launch_cuda_function(*f.ctx, **fn, ticket, f.args, nullptr);
+  REQUIRE_FALSE(after);
+  CHECK(after.error().items()[0].code == diag::Code::context_poisoned);
+  CHECK(fake_state().launches == launches);
+}

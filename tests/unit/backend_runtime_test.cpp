@@ -71,6 +71,63 @@ TEST_CASE("backend runtime: compile goes through the cache once; launches bind a
   CHECK(none.error().items()[0].code == diag::Code::kernel_not_found);
 }
 
+TEST_CASE("backend runtime: the steady launch path rebinds values but revalidates any change of shape") {
+  testing::reset_fake_state();
+  static DriverApi api = testing::make_fake_driver();
+  auto rt = fake_runtime(api);
+  auto k = rt->compile(example_text("saxpy"), "saxpy", "saxpy.pg");
+  if (!k) FAIL(diag::render_text(k.error()));
+  auto y = rt->allocate(4000), x = rt->allocate(4000), z = rt->allocate(4000), small = rt->allocate(400);
+  REQUIRE((y && x && z && small));
+  fake_state().param_sizes = {8, 8, 4, 4};
+  const auto cfg = LaunchConfig::linear(4, 256);
+  REQUIRE((*k)->launch(cfg, {*y, *x, 2.0f, 1000u}));
+  CHECK((*k)->counters().validated == 1);
+
+  // New buffers of the same size and new scalar values (an i32 that fits the u32 n): steady, values rebound.
+  REQUIRE((*k)->launch(cfg, {*z, *y, 0.5f, 999u}));
+  CHECK((*k)->counters().validated == 1);
+  CHECK(fake_state().last_params[0] == z->pointer());
+  CHECK(fake_state().last_params[1] == y->pointer());
+  CHECK(fake_state().last_params[2] == 0x3F000000u);  // 0.5f
+  CHECK(fake_state().last_params[3] == 999u);
+  // An i32 for the u32 n binds to the same validated plan: the verdict memo answers, no new validation.
+  REQUIRE((*k)->launch(cfg, {*y, *x, 2.0f, int32_t{12}}));
+  REQUIRE((*k)->launch(cfg, {*y, *x, 2.0f, int32_t{13}}));
+  CHECK((*k)->counters().validated == 1);
+  CHECK((*k)->counters().cached == 3);
+  CHECK(fake_state().last_params[3] == 13u);
+
+  // Same shape, a value that does not fit: PG3007 from the steady path's fallback, no driver call.
+  const int before = fake_state().launches;
+  auto negative = (*k)->launch(cfg, {*y, *x, 2.0f, int32_t{-1}});
+  REQUIRE_FALSE(negative);
+  CHECK(negative.error().items()[0].code == diag::Code::argument_size_mismatch);
+  CHECK(fake_state().launches == before);
+
+  // A null buffer, a smaller buffer, another grid, another stream kind: each is validated, not relaunched.
+  auto null_ptr = (*k)->launch(cfg, {Arg::device_pointer(0, 4000), *x, 2.0f, 1000u});
+  REQUIRE_FALSE(null_ptr);
+  CHECK(null_ptr.error().items()[0].code == diag::Code::null_buffer);
+  REQUIRE((*k)->launch(cfg, {*small, *x, 2.0f, 100u}));
+  CHECK((*k)->counters().validated == 2);
+  REQUIRE((*k)->launch(LaunchConfig::linear(8, 256), {*y, *x, 2.0f, 1000u}));
+  CHECK((*k)->counters().validated == 3);
+  CHECK(fake_state().last_grid[0] == 8);
+  auto blocked = (*k)->launch(LaunchConfig::linear(4, 2048), {*y, *x, 2.0f, 1000u});
+  REQUIRE_FALSE(blocked);
+  CHECK(fake_state().last_grid[0] == 8);
+  auto stream = rt->create_stream();
+  REQUIRE(stream);
+  REQUIRE((*k)->launch(cfg, {*y, *x, 2.0f, 1000u}, &*stream));
+  CHECK(fake_state().last_stream == stream->handle());
+  const auto validated = (*k)->counters().validated;
+  REQUIRE((*k)->launch(cfg, {*y, *x, 2.0f, 1000u}, &*stream));
+  REQUIRE((*k)->launch(cfg, {*y, *x, 2.0f, 1000u}));
+  CHECK((*k)->counters().validated == validated);
+  CHECK(fake_state().last_stream == nullptr);
+}
+
 TEST_CASE("backend runtime: a grid_sync kernel launches cooperatively with the backend's barrier word") {
   testing::reset_fake_state();
   static DriverApi api = testing::make_fake_driver();
