@@ -69,5 +69,7 @@ struct KernelSource {
 };
 std::vector<KernelSource> quality_kernels(const std::filesystem::path& examples_dir,
                                           const std::filesystem::path& kernels_dir);
+/// The bandwidth kernels with four elements per thread (bench/kernels): copy4, saxpy4.
+std::vector<KernelSource> bandwidth_kernels(const std::filesystem::path& kernels_dir);
 
 }  // namespace ptxgate::bench

@@ -79,7 +79,9 @@ int main(int argc, char** argv) {
   app.add_option("--target", target, "Target architecture")->check(CLI::IsMember(codegen::supported_targets()));
   app.add_option("--examples", examples_dir, "Directory of .pg files");
   unsigned opt_level = 3;
-  app.add_option("-O,--opt-level", opt_level, "LLVM optimisation level (0..3)")->check(CLI::Range(0u, 3u));
+  app.add_option("-O,--opt-level", opt_level, "Optimisation level (0..3)")->check(CLI::Range(0u, 3u));
+  bool llvm_pipeline = false;
+  app.add_flag("--llvm-pipeline", llvm_pipeline, "At -O2/-O3, LLVM's standard pipeline instead of ptxgate's");
   app.add_flag("--json", json, "Print JSON instead of a table");
   CLI11_PARSE(app, argc, argv);
 
@@ -99,6 +101,7 @@ int main(int argc, char** argv) {
   codegen::CodegenOptions options;
   options.target = target;
   options.opt_level = opt_level;
+  options.llvm_pipeline = llvm_pipeline;
   std::vector<Sample> samples;
   for (const fs::path& file : files) {
     std::ifstream in(file, std::ios::binary);
@@ -144,8 +147,9 @@ int main(int argc, char** argv) {
     std::puts(out.dump(2).c_str());
     return 0;
   }
-  std::printf("%s", fmt::format("compile latency, text -> PTX in-process, target {}, -O{}, LLVM {}, {} runs each\n\n",
-                                target, opt_level, codegen::llvm_version(), runs)
+  std::printf("%s", fmt::format("compile latency, text -> PTX in-process, target {}, -O{} ({} pipeline), LLVM {}, {} runs each\n\n",
+                                target, opt_level, llvm_pipeline || opt_level < 2 ? "LLVM" : "ptxgate kernel",
+                                codegen::llvm_version(), runs)
                         .c_str());
   std::printf("%s", fmt::format("| {:<12} | {:>10} | {:>14} | {:>10} | {:>8} | {:>8} | {:>14} | {:>16} | {:>9} |\n", "example",
                                 "median ms", "cpu median ms", "first ms", "min ms", "p90 ms", "front end ms",

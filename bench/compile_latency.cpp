@@ -50,6 +50,10 @@ std::vector<KernelSource> quality_kernels(const std::filesystem::path& examples_
           {"matmul", examples_dir / "matmul.pg"}};
 }
 
+std::vector<KernelSource> bandwidth_kernels(const std::filesystem::path& kernels_dir) {
+  return {{"copy4", kernels_dir / "copy4.pg"}, {"saxpy4", kernels_dir / "saxpy4.pg"}};
+}
+
 int run_compile_latency(const CompileOptions& o, ResultFile& out) {
   int status = 0;
   std::error_code ec;

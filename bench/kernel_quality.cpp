@@ -66,9 +66,24 @@ double relative_error(const std::vector<float>& out, const std::vector<double>& 
 }
 
 struct Twins {
-  std::shared_ptr<backend::Kernel> saxpy, copy, block_sum, matmul;
-  CUfunction nv_saxpy = nullptr, nv_copy = nullptr, nv_block_sum = nullptr, nv_matmul = nullptr;
+  std::shared_ptr<backend::Kernel> saxpy, copy, block_sum, matmul, saxpy4, copy4;
+  CUfunction nv_saxpy = nullptr, nv_copy = nullptr, nv_block_sum = nullptr, nv_matmul = nullptr, nv_saxpy4 = nullptr,
+             nv_copy4 = nullptr;
+
+  std::shared_ptr<backend::Kernel>* pg(const std::string& name) {
+    return name == "saxpy" ? &saxpy : name == "copy" ? &copy : name == "block_sum" ? &block_sum
+         : name == "matmul" ? &matmul : name == "saxpy4" ? &saxpy4 : name == "copy4" ? &copy4 : nullptr;
+  }
+  CUfunction* nv(const std::string& name) {
+    return name == "saxpy" ? &nv_saxpy : name == "copy" ? &nv_copy : name == "block_sum" ? &nv_block_sum
+         : name == "matmul" ? &nv_matmul : name == "saxpy4" ? &nv_saxpy4 : name == "copy4" ? &nv_copy4 : nullptr;
+  }
 };
+
+/// Blocks of 256 threads for n elements at `per_thread` elements per thread.
+unsigned blocks_for(size_t n, unsigned per_thread) {
+  return static_cast<unsigned>((n + 256 * per_thread - 1) / (256 * per_thread));
+}
 
 /// Runs both twins of each kernel on small random inputs and compares with a CPU reference.
 void verify(Bench& c, Twins& t, ResultFile& out, bool& ok_saxpy, bool& ok_copy, bool& ok_sum, bool& ok_mm) {
@@ -87,11 +102,15 @@ void verify(Bench& c, Twins& t, ResultFile& out, bool& ok_saxpy, bool& ok_copy, 
   const unsigned blocks = (n + 255) / 256;
   auto x = random_floats(n, 11), y = random_floats(n, 12);
   const float a = 1.75f;
-  // saxpy
-  for (int twin = 0; twin < 2; ++twin) {
-    bool is_pg = twin == 0;
-    if (is_pg ? !t.saxpy : !t.nv_saxpy) continue;
-    std::string what = std::string("saxpy.") + (is_pg ? "ptxgate" : "nvcc");
+  // saxpy, one and four elements per thread
+  for (int twin = 0; twin < 4; ++twin) {
+    const bool is_pg = twin % 2 == 0;
+    const std::string name = twin < 2 ? "saxpy" : "saxpy4";
+    const unsigned vblocks = blocks_for(n, twin < 2 ? 1 : 4);
+    auto& pg = *t.pg(name);
+    CUfunction nvf = *t.nv(name);
+    if (is_pg ? !pg : !nvf) continue;
+    std::string what = name + (is_pg ? ".ptxgate" : ".nvcc");
     double err = INFINITY;
     Step s = [&]() -> Step {
       auto dx = upload(c, x);
@@ -100,8 +119,8 @@ void verify(Bench& c, Twins& t, ResultFile& out, bool& ok_saxpy, bool& ok_copy, 
       CUdeviceptr py = dy->pointer(), px = dx->pointer();
       float av = a;
       uint32_t nv = n;
-      Step l = is_pg ? from_diag(t.saxpy->launch(grid1d(blocks), {*dy, *dx, a, n}, &c.stream))
-                     : raw_launch(c, t.nv_saxpy, {blocks, 1, 1}, {256, 1, 1}, {&py, &px, &av, &nv});
+      Step l = is_pg ? from_diag(pg->launch(grid1d(vblocks), {*dy, *dx, a, n}, &c.stream))
+                     : raw_launch(c, nvf, {vblocks, 1, 1}, {256, 1, 1}, {&py, &px, &av, &nv});
       if (!l) return l;
       auto got = download(c, *dy);
       if (!got) return std::unexpected(got.error());
@@ -112,11 +131,15 @@ void verify(Bench& c, Twins& t, ResultFile& out, bool& ok_saxpy, bool& ok_copy, 
     }();
     record(what, s, err, 1e-6, ok_saxpy);
   }
-  // copy (destination poisoned with NaN first)
-  for (int twin = 0; twin < 2; ++twin) {
-    bool is_pg = twin == 0;
-    if (is_pg ? !t.copy : !t.nv_copy) continue;
-    std::string what = std::string("copy.") + (is_pg ? "ptxgate" : "nvcc");
+  // copy, one and four elements per thread (destination poisoned with NaN first)
+  for (int twin = 0; twin < 4; ++twin) {
+    const bool is_pg = twin % 2 == 0;
+    const std::string name = twin < 2 ? "copy" : "copy4";
+    const unsigned vblocks = blocks_for(n, twin < 2 ? 1 : 4);
+    auto& pg = *t.pg(name);
+    CUfunction nvf = *t.nv(name);
+    if (is_pg ? !pg : !nvf) continue;
+    std::string what = name + (is_pg ? ".ptxgate" : ".nvcc");
     double err = INFINITY;
     Step s = [&]() -> Step {
       auto dx = upload(c, x);
@@ -126,8 +149,8 @@ void verify(Bench& c, Twins& t, ResultFile& out, bool& ok_saxpy, bool& ok_copy, 
       if (auto f = dd->fill_bytes(0xFF); !f) return std::unexpected(one_line(f.error()));
       CUdeviceptr pd = dd->pointer(), px = dx->pointer();
       uint32_t nv = n;
-      Step l = is_pg ? from_diag(t.copy->launch(grid1d(blocks), {*dd, *dx, n}, &c.stream))
-                     : raw_launch(c, t.nv_copy, {blocks, 1, 1}, {256, 1, 1}, {&pd, &px, &nv});
+      Step l = is_pg ? from_diag(pg->launch(grid1d(vblocks), {*dd, *dx, n}, &c.stream))
+                     : raw_launch(c, nvf, {vblocks, 1, 1}, {256, 1, 1}, {&pd, &px, &nv});
       if (!l) return l;
       auto got = download(c, *dd);
       if (!got) return std::unexpected(got.error());
@@ -233,7 +256,9 @@ int run_kernel_quality(const KernelOptions& o, ResultFile& out) {
 
   // ptxgate kernels.
   Twins t;
-  for (const auto& ks : quality_kernels(o.examples_dir, o.kernels_dir)) {
+  auto sources = quality_kernels(o.examples_dir, o.kernels_dir);
+  for (auto& extra : bandwidth_kernels(o.kernels_dir)) sources.push_back(extra);
+  for (const auto& ks : sources) {
     auto text = read_text(ks.path);
     if (!text) {
       out.error("compile." + ks.name, text.error());
@@ -251,11 +276,11 @@ int run_kernel_quality(const KernelOptions& o, ResultFile& out) {
                                               {"static_shared_bytes", res.static_shared_bytes},
                                               {"local_bytes", res.local_bytes},
                                               {"from_cubin", (*k)->loaded_from_cubin()}});
-    (ks.name == "saxpy" ? t.saxpy : ks.name == "copy" ? t.copy : ks.name == "block_sum" ? t.block_sum : t.matmul) = *k;
+    if (auto* slot = t.pg(ks.name)) *slot = *k;
   }
   // nvcc twins.
   std::vector<CUmodule> modules;
-  for (const std::string name : {"saxpy", "copy", "block_sum", "matmul"}) {
+  for (const std::string name : {"saxpy", "copy", "block_sum", "matmul", "saxpy4", "copy4"}) {
     auto bytes = read_text(o.cubin_dir / (name + ".cubin"));
     if (!bytes) {
       out.error("nvcc." + name, bytes.error());
@@ -278,8 +303,7 @@ int run_kernel_quality(const KernelOptions& o, ResultFile& out) {
     int regs = 0;
     api.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
     out.info("nvcc_resources." + name, {{"registers", regs}});
-    (name == "saxpy" ? t.nv_saxpy : name == "copy" ? t.nv_copy : name == "block_sum" ? t.nv_block_sum : t.nv_matmul) =
-        f;
+    *t.nv(name) = f;
   }
 
   fmt::print("kernel quality: verification on small random inputs\n");
@@ -327,6 +351,20 @@ int run_kernel_quality(const KernelOptions& o, ResultFile& out) {
   if (t.nv_copy && ok_copy)
     timed.push_back({"copy.nvcc", "GB/s", 2 * bytes4,
                      [&] { return raw_launch(c, t.nv_copy, {blocks, 1, 1}, {256, 1, 1}, {&pd, &px, &nv}); }});
+  const unsigned blocks4 = blocks_for(n, 4);
+  if (t.copy4 && ok_copy)
+    timed.push_back({"copy4.ptxgate", "GB/s", 2 * bytes4,
+                     [&] { return from_diag(t.copy4->launch(grid1d(blocks4), {*d, *x, n32}, &c.stream)); }});
+  if (t.nv_copy4 && ok_copy)
+    timed.push_back({"copy4.nvcc", "GB/s", 2 * bytes4,
+                     [&] { return raw_launch(c, t.nv_copy4, {blocks4, 1, 1}, {256, 1, 1}, {&pd, &px, &nv}); }});
+  if (t.saxpy4 && ok_saxpy)
+    timed.push_back({"saxpy4.ptxgate", "GB/s", 3 * bytes4,
+                     [&] { return from_diag(t.saxpy4->launch(grid1d(blocks4), {*y, *x, a, n32}, &c.stream)); }});
+  if (t.nv_saxpy4 && ok_saxpy)
+    timed.push_back({"saxpy4.nvcc", "GB/s", 3 * bytes4, [&] {
+                       return raw_launch(c, t.nv_saxpy4, {blocks4, 1, 1}, {256, 1, 1}, {&py, &px, &av, &nv});
+                     }});
   if (t.saxpy && ok_saxpy)
     timed.push_back({"saxpy.ptxgate", "GB/s", 3 * bytes4,
                      [&] { return from_diag(t.saxpy->launch(grid1d(blocks), {*y, *x, a, n32}, &c.stream)); }});

@@ -50,7 +50,7 @@ LD_LIBRARY_PATH="$BENCH_LD_PATH" ldd "$BUNDLE/bin/ptxgate_gpu_bench" >>"$LOG" 2>
 
 # The nvcc twins: built with the bundle; compiled here only if missing.
 CUBINS=$BUNDLE/cubins
-for k in saxpy copy block_sum matmul launch; do
+for k in saxpy copy block_sum matmul launch saxpy4 copy4; do
   if [ ! -s "$CUBINS/$k.cubin" ]; then
     mkdir -p "$WORK/cubins" && CUBINS=$WORK/cubins
     step "nvcc $k" 60 nvcc -cubin -arch=sm_90 -O3 -o "$CUBINS/$k.cubin" "bench/cuda/$k.cu"
@@ -70,7 +70,7 @@ step "peers (CuPy, Triton, NVRTC)" 150 python3 bench/peers.py --cuda-dir bench/c
 
 # Generated code next to nvcc's, for the log: resources and SASS of the bandwidth kernels.
 if command -v cuobjdump >/dev/null; then
-  for k in copy saxpy; do
+  for k in copy saxpy copy4 saxpy4; do
     {
       echo "---- SASS $k: ptxgate"; cuobjdump -sass "$BUNDLE/emit/$k.cubin" 2>&1 | grep -E '^\s+/\*[0-9a-f]{4}\*/' | head -40
       echo "---- SASS $k: nvcc"; cuobjdump -sass "$CUBINS/$k.cubin" 2>&1 | grep -E '^\s+/\*[0-9a-f]{4}\*/' | head -40

@@ -1,4 +1,4 @@
-// The code generator's entry points: lower, link libdevice if needed, O3, then PTX or LLVM IR text.
+// The code generator's entry points: lower, link libdevice if needed, optimise, then PTX or LLVM IR text.
 #include "codegen/codegen.hpp"
 
 #include <memory>
@@ -90,7 +90,9 @@ std::expected<void, diag::Diagnostics> build_optimised_module(Compilation& c, co
     if (auto linked = link_libdevice(*c.module, *path); !linked) return linked;
   }
   internalize_non_kernels(*c.module);
-  optimize_module(*c.module, machine, options.opt_level);
+  if (std::string error; !optimize_module(*c.module, machine, options.opt_level, options.llvm_pipeline, error))
+    return std::unexpected(single(diag::Code::llvm_backend_failure, "cannot build the optimisation pipeline: " + error,
+                                  "report this as a ptxgate bug"));
   return c.llvm_failed("optimisation");
 }
 

@@ -14,6 +14,9 @@ namespace ptxgate::codegen {
 struct CodegenOptions {
   std::string target = "sm_90";    ///< sm_70 .. sm_90a
   unsigned opt_level = 3;          ///< 0..3
+  /// At -O2/-O3: LLVM's standard per-module pipeline instead of ptxgate's kernel pipeline
+  /// (codegen/nvptx.hpp kKernelPipeline); for comparisons.
+  bool llvm_pipeline = false;
   std::string libdevice_path;      ///< empty: $PTXGATE_LIBDEVICE or <cuda>/nvvm/libdevice/libdevice.10.bc
 };
 

@@ -42,9 +42,16 @@ class TargetMachineLease {
 /// ("sm_80", "sm_90a", ...) at `opt_level` 0..3. PG2001 for an unknown target.
 std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(const std::string& target, unsigned opt_level);
 
-/// Runs LLVM's default per-module pipeline (O0..O3) with the NVPTX callbacks
-/// (NVVMReflect, intrinsic ranges) registered by the target machine.
-void optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigned opt_level);
+/// ptxgate's optimisation pipeline for kernels at -O2/-O3, in LLVM's textual pass-pipeline
+/// syntax (docs/ir.md "Optimisation" explains the choice of passes).
+extern const char* const kKernelPipeline;
+
+/// Optimises `module`: at -O0/-O1, and at -O2/-O3 when `llvm_pipeline` is set, LLVM's
+/// default per-module pipeline with the NVPTX callbacks (NVVMReflect, intrinsic ranges)
+/// registered by the target machine; otherwise kKernelPipeline. Returns false (with the
+/// reason in `error`) only if a pipeline cannot be built.
+bool optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigned opt_level, bool llvm_pipeline,
+                     std::string& error);
 
 /// Lowers `module` to PTX text with a codegen pipeline built for this module alone:
 /// NVPTXAsmPrinter keeps per-Function state (demoted shared variables) that would go

@@ -41,7 +41,9 @@ std::string first_lines(const std::string& text, size_t max_lines) {
 }  // namespace
 
 std::string codegen_options_text(const codegen::CodegenOptions& options) {
-  return fmt::format("opt_level={}", options.opt_level);
+  // The pipeline is named (and versioned) at -O2/-O3, where ptxgate's own pipeline is the default.
+  if (options.opt_level < 2) return fmt::format("opt_level={}", options.opt_level);
+  return fmt::format("opt_level={};pipeline={}", options.opt_level, options.llvm_pipeline ? "llvm" : "kernel-1");
 }
 
 CacheKeyInputs key_inputs_for(const ir::Module& verified, const CompileRequest& request) {

@@ -19,6 +19,7 @@ struct EmitOptions {
   std::string output;
   std::string format = "text";
   unsigned opt_level = 3;
+  bool llvm_pipeline = false;
   std::string libdevice;
 };
 
@@ -52,6 +53,7 @@ int run_emit(const EmitOptions& opt) {
   codegen::CodegenOptions cg;
   cg.target = opt.target;
   cg.opt_level = opt.opt_level;
+  cg.llvm_pipeline = opt.llvm_pipeline;
   cg.libdevice_path = opt.libdevice;
   std::string text;
   if (opt.emit == "meta") {
@@ -88,9 +90,12 @@ CLI::App* register_emit(CLI::App& app, Runner& runner) {
   cmd->add_option("--emit", opt->emit, "What to print: ptx, llvm or meta (JSON KernelInfo)")
       ->default_val("ptx")
       ->check(CLI::IsMember({"ptx", "llvm", "meta"}));
-  cmd->add_option("-O,--opt-level", opt->opt_level, "LLVM optimisation level before NVPTX (0..3)")
+  cmd->add_option("-O,--opt-level", opt->opt_level,
+                  "Optimisation level before NVPTX (0..3; 2 and 3 use ptxgate's kernel pipeline)")
       ->default_val(3)
       ->check(CLI::Range(0, 3));
+  cmd->add_flag("--llvm-pipeline", opt->llvm_pipeline,
+                "At -O2/-O3, run LLVM's standard per-module pipeline instead of ptxgate's kernel pipeline");
   cmd->add_option("--libdevice", opt->libdevice,
                   "libdevice.10.bc to link math functions from (default: $PTXGATE_LIBDEVICE, $CUDA_HOME, the toolkit)");
   cmd->add_option("-o,--output", opt->output, "Output file (default: standard output)");

@@ -153,4 +153,14 @@ TEST_CASE("cache key: key_inputs_for fills versions and keeps the cubin fields o
   CHECK_FALSE(in.libdevice_hash.empty());
   request.codegen.opt_level = 2;
   CHECK(derive_key(key_inputs_for(module, request)) != derive_key(in));
+  // LLVM's standard pipeline instead of ptxgate's kernel pipeline is another key.
+  request.codegen.opt_level = 3;
+  CHECK(derive_key(key_inputs_for(module, request)) == derive_key(in));
+  request.codegen.llvm_pipeline = true;
+  CHECK(derive_key(key_inputs_for(module, request)) != derive_key(in));
+  CHECK(codegen_options_text(request.codegen) == "opt_level=3;pipeline=llvm");
+  request.codegen.llvm_pipeline = false;
+  CHECK(codegen_options_text(request.codegen) == "opt_level=3;pipeline=kernel-1");
+  request.codegen.opt_level = 1;
+  CHECK(codegen_options_text(request.codegen) == "opt_level=1");
 }
