@@ -146,13 +146,17 @@ validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const vali
 /// word for kernels that need it, then cuLaunchKernel / cuLaunchCooperativeKernel.
 std::expected<void, diag::Diagnostics> driver_launch(Context& ctx, LoadedFunction& fn, const LaunchTicket& ticket,
                                                      std::span<void* const> args, CUstream stream) {
-  boost::container::small_vector<void*, kInlineArguments> slots(args.begin(), args.end());
+  // The driver only reads the argument table; a copy is made only to append the barrier word.
+  void** table = const_cast<void**>(args.data());
+  boost::container::small_vector<void*, kInlineArguments> slots;
   CUdeviceptr barrier_word = 0;
   if (fn.info_.hidden_grid_barrier_param) {
     auto word = ctx.grid_barrier_word(stream);
     if (!word) return std::unexpected(word.error());
     barrier_word = *word;
+    slots.assign(args.begin(), args.end());
     slots.push_back(&barrier_word);
+    table = slots.data();
   }
   const auto& g = ticket.grid_;
   const auto& b = ticket.block_;
@@ -160,10 +164,10 @@ std::expected<void, diag::Diagnostics> driver_launch(Context& ctx, LoadedFunctio
   fn.driver_calls_.fetch_add(1, std::memory_order_relaxed);
   if (ticket.cooperative_) {
     r = ctx.api().cuLaunchCooperativeKernel(fn.handle_, g[0], g[1], g[2], b[0], b[1], b[2],
-                                            ticket.dynamic_shared_bytes_, stream, slots.data());
+                                            ticket.dynamic_shared_bytes_, stream, table);
   } else {
     r = ctx.api().cuLaunchKernel(fn.handle_, g[0], g[1], g[2], b[0], b[1], b[2], ticket.dynamic_shared_bytes_,
-                                 stream, slots.data(), nullptr);
+                                 stream, table, nullptr);
   }
   if (r == CUDA_SUCCESS) [[likely]] return {};
   validation::LaunchPlan described;

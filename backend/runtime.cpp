@@ -70,6 +70,7 @@ struct ArgShape {
   Arg::Kind kind = Arg::Kind::scalar;
   ir::Type type = ir::Type::void_;
   bool null = false;
+  bool same_bits = false;  ///< bound value = Arg::bits() (buffers; scalars of the parameter's own type)
   uint64_t buffer_bytes = 0;
   bool matches(const Arg& a) const {
     // A scalar's value is not part of the verdict; a buffer's null-ness is.
@@ -155,34 +156,44 @@ std::expected<void, diag::Diagnostics> Kernel::fill_plan(validation::LaunchPlan&
 std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config, std::span<const Arg> args,
                                                       const Stream* stream) {
   CUstream s = stream ? stream->handle() : nullptr;
-  boost::container::small_vector<void*, kInlineArguments> slots(args.size());
-  boost::container::small_vector<BoundSlot, kInlineArguments> values(args.size());
   const uint64_t id = function_->id();
   const auto& params = function_->info().params;
 
   // Steady path: a call shaped like a validated one binds the new values and relaunches by ticket.
   for (const auto& e : tls_steady.entries) {
     if (e.function_id != id || e.stream_is_null != (s == nullptr) || e.shapes.size() != args.size() ||
-        !same_config(e.config, config))
+        args.size() != params.size() || !same_config(e.config, config))
       continue;
-    bool bound = args.size() == params.size();
-    for (size_t i = 0; bound && i < args.size(); ++i) {
+    // Each value in one 8-byte word (little-endian: a 4-byte value is its low half).
+    boost::container::small_vector<uint64_t, kInlineArguments> words(args.size(), boost::container::default_init);
+    boost::container::small_vector<void*, kInlineArguments> slots(args.size(), boost::container::default_init);
+    bool bound = true;
+    for (size_t i = 0; i < args.size(); ++i) {
       const Arg& a = args[i];
-      bound = e.shapes[i].matches(a);
-      if (!bound) break;
-      if (a.kind() == Arg::Kind::buffer) {
-        const uint64_t p = a.bits();
-        std::memcpy(values[i].bytes, &p, 8);
-        values[i].size = 8;
-      } else {
-        bound = bind_scalar(a, params[i], values[i]);
+      const ArgShape& shape = e.shapes[i];
+      if (!shape.matches(a)) {
+        bound = false;
+        break;
       }
-      slots[i] = values[i].bytes;
+      if (shape.same_bits) {
+        words[i] = a.bits();
+      } else {
+        BoundSlot converted;
+        if (!bind_scalar(a, params[i], converted)) {
+          bound = false;
+          break;
+        }
+        std::memcpy(&words[i], converted.bytes, 8);
+      }
+      slots[i] = &words[i];
     }
-    if (bound) return launch_cuda_function(*ctx_, *function_, e.ticket, std::span<void* const>(slots.data(), slots.size()), s);
+    if (bound)
+      return launch_cuda_function(*ctx_, *function_, e.ticket, std::span<void* const>(slots.data(), slots.size()), s);
     break;
   }
 
+  boost::container::small_vector<void*, kInlineArguments> slots(args.size());
+  boost::container::small_vector<BoundSlot, kInlineArguments> values(args.size());
   validation::LaunchPlan& plan = tls_plan;  // reused: no allocation once its vectors have grown
   if (auto ok = fill_plan(plan, config, args, s, slots.data(), values.data()); !ok) return ok;
   LaunchTicket ticket;
@@ -197,7 +208,13 @@ std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config
     e.stream_is_null = s == nullptr;
     e.ticket = ticket;
     e.shapes.clear();
-    for (const Arg& a : args) e.shapes.push_back({a.kind(), a.type(), a.kind() == Arg::Kind::buffer && a.bits() == 0, a.buffer_bytes()});
+    for (size_t i = 0; i < args.size(); ++i) {
+      const Arg& a = args[i];
+      const bool buffer = a.kind() == Arg::Kind::buffer;
+      // A buffer's pointer, or a scalar of exactly the parameter's type, is its bits as they are.
+      const bool same_bits = buffer || (i < params.size() && a.type() == params[i].type);
+      e.shapes.push_back({a.kind(), a.type(), buffer && a.bits() == 0, same_bits, a.buffer_bytes()});
+    }
   }
   return launched;
 }

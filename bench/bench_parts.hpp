@@ -14,7 +14,7 @@ inline constexpr int kSkipped = 3;
 
 struct LaunchOptions {
   std::filesystem::path kernels_dir;  ///< bench/kernels (launch0/4/16.pg)
-  size_t batches = 30;                ///< recorded batches per variant (after one warm-up batch)
+  size_t batches = 60;                ///< recorded batches per variant (after one warm-up batch)
   size_t per_batch = 2000;            ///< launches per batch, synchronised at the end
 };
 /// Host time per launch: raw cuLaunchKernel, guarded (steady), Kernel::launch, first validated

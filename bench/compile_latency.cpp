@@ -92,16 +92,18 @@ int run_compile_latency(const CompileOptions& o, ResultFile& out) {
       continue;
     }
     const std::string path = ks.path.filename().string();
-    auto to_ptx = [&]() -> std::expected<double, std::string> {
+    auto to_ptx_with = [&](bool llvm_pipeline) -> std::expected<double, std::string> {
       auto t0 = Clock::now();
       auto loaded = ir::load_module(diag::SourceFile(path, *text));
       if (!loaded) return std::unexpected(one_line(loaded.error()));
       codegen::CodegenOptions cg;
       cg.target = "sm_90";
+      cg.llvm_pipeline = llvm_pipeline;
       auto compiled = codegen::compile(loaded->module, cg);
       if (!compiled) return std::unexpected(one_line(compiled.error()));
       return ms_between(t0, Clock::now());
     };
+    auto to_ptx = [&] { return to_ptx_with(false); };
     auto to_cubin = [&]() -> std::expected<double, std::string> {
       auto t0 = Clock::now();
       auto loaded = ir::load_module(diag::SourceFile(path, *text));
@@ -127,6 +129,8 @@ int run_compile_latency(const CompileOptions& o, ResultFile& out) {
     if (auto first = to_ptx(); first)
       out.add("compile.ptx_first_in_process." + ks.name, "ms", single(*first), {{"kernel", ks.name}});
     repeat("compile.ptx." + ks.name, o.repetitions, to_ptx);
+    // The same with LLVM's standard O3 pipeline instead of ptxgate's kernel pipeline.
+    repeat("compile.ptx_llvm_o3." + ks.name, o.repetitions, [&] { return to_ptx_with(true); });
     repeat("compile.cubin." + ks.name, std::max<size_t>(o.repetitions / 2, 3), to_cubin);
 
     // In-process hit of the module cache (parse, verify, key, lookup; no LLVM).

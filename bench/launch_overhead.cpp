@@ -261,6 +261,19 @@ int run_launch_overhead(const LaunchOptions& o, ResultFile& out) {
     for (size_t b = 0; b < o.batches; ++b)
       for (auto& v : variants) run_batch(v, true);
     auto after = p.kernel->counters();
+    // Paired ratios: each batch against the raw batch run just before it, so that drift of the
+    // driver or the host over the run cancels out of the comparison.
+    const Variant* raw = nullptr;
+    for (const auto& v : variants)
+      if (v.name == "raw" && !v.failed) raw = &v;
+    for (const auto& v : variants) {
+      if (raw == nullptr || &v == raw || v.failed || v.per_launch_ns.size() != raw->per_launch_ns.size()) continue;
+      if (v.name != "guarded" && v.name != "kernel_api" && v.name != "first_validated") continue;
+      std::vector<double> ratios;
+      for (size_t b = 0; b < v.per_launch_ns.size(); ++b) ratios.push_back(v.per_launch_ns[b] / raw->per_launch_ns[b]);
+      out.add(fmt::format("launch.{}_over_raw.{}", v.name, args_tag), "ratio", summarize(ratios),
+              {{"kernel", name}, {"args", p.args.size()}, {"variant", v.name}, {"paired_with", "raw"}});
+    }
     for (auto& v : variants) {
       if (v.per_launch_ns.empty()) continue;
       nlohmann::json extra = {{"kernel", name}, {"args", p.args.size()}, {"variant", v.name},
