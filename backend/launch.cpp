@@ -1,6 +1,8 @@
 // launch_cuda_function: the only caller of cuLaunchKernel / cuLaunchCooperativeKernel in ptxgate.
 #include "backend/launch.hpp"
 
+#include <optional>
+
 #include <boost/container/small_vector.hpp>
 #include <fmt/format.h>
 
@@ -70,6 +72,35 @@ struct ThreadVerdictMemo {
 
 thread_local ThreadVerdictMemo tls_memo;
 
+/// The driver's occupancy answers this thread asked for, by function, block size, dynamic
+/// shared memory and opt-in state (a fresh validation of a new grid then needs no driver call).
+struct ThreadOccupancyMemo {
+  static constexpr size_t kEntries = 8;
+  struct Entry {
+    uint64_t function_id = 0;
+    uint64_t threads = 0;
+    uint64_t dynamic_shared = 0;
+    bool opt_in = false;
+    uint32_t blocks = 0;
+  };
+  std::array<Entry, kEntries> entries;
+  size_t next = 0;
+
+  std::optional<uint32_t> find(uint64_t function_id, uint64_t threads, uint64_t dynamic_shared, bool opt_in) const {
+    for (const auto& e : entries)
+      if (e.function_id == function_id && e.threads == threads && e.dynamic_shared == dynamic_shared &&
+          e.opt_in == opt_in)
+        return e.blocks;
+    return std::nullopt;
+  }
+  void remember(uint64_t function_id, uint64_t threads, uint64_t dynamic_shared, bool opt_in, uint32_t blocks) {
+    entries[next] = {function_id, threads, dynamic_shared, opt_in, blocks};
+    next = (next + 1) % kEntries;
+  }
+};
+
+thread_local ThreadOccupancyMemo tls_occupancy;
+
 }  // namespace
 
 LoadedFunction::LoadedFunction(CUfunction handle, codegen::KernelInfo info, validation::KernelResources resources,
@@ -134,10 +165,19 @@ validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const vali
                             total_shared <= caps.shared_per_block_optin &&
                             (total_shared <= caps.shared_per_block || fn.shared_opt_in_done_.load());
   if (fn.handle_ != nullptr && geometry_plausible) {
-    int blocks = 0;
-    if (ctx.api().cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn.handle_, static_cast<int>(threads),
-                                                              plan.dynamic_shared_bytes) == CUDA_SUCCESS)
-      occupancy = static_cast<uint32_t>(blocks);
+    // The driver's answer depends on the function, the block size, the dynamic shared memory
+    // and the opt-in attribute, not on the grid: a new grid of a known block reuses it.
+    const bool opt_in = fn.shared_opt_in_done_.load(std::memory_order_acquire);
+    if (auto known = tls_occupancy.find(fn.id_, threads, plan.dynamic_shared_bytes, opt_in)) {
+      occupancy = *known;
+    } else {
+      int blocks = 0;
+      if (ctx.api().cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn.handle_, static_cast<int>(threads),
+                                                                plan.dynamic_shared_bytes) == CUDA_SUCCESS) {
+        occupancy = static_cast<uint32_t>(blocks);
+        tls_occupancy.remember(fn.id_, threads, plan.dynamic_shared_bytes, opt_in, *occupancy);
+      }
+    }
   }
   return validation::check_launch(fn.info_, fn.resources_, plan, caps, fn.location_, occupancy, report_warnings);
 }

@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   add_common(launch);
   launch->add_option("--batches", lo.batches)->capture_default_str();
   launch->add_option("--per-batch", lo.per_batch)->capture_default_str();
+  launch->add_option("--host-batches", lo.host_batches)->capture_default_str();
+  launch->add_option("--host-per-batch", lo.host_per_batch)->capture_default_str();
 
   KernelOptions ko;
   std::string cubins;

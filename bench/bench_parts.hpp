@@ -14,8 +14,11 @@ inline constexpr int kSkipped = 3;
 
 struct LaunchOptions {
   std::filesystem::path kernels_dir;  ///< bench/kernels (launch0/4/16.pg)
-  size_t batches = 60;                ///< recorded batches per variant (after one warm-up batch)
-  size_t per_batch = 2000;            ///< launches per batch, synchronised at the end
+  size_t batches = 30;                ///< recorded back-to-back batches per variant (after one warm-up batch)
+  size_t per_batch = 2000;            ///< launches per back-to-back batch, timed up to the end of a synchronise
+  size_t host_batches = 100;          ///< recorded host-time batches per variant
+  size_t host_per_batch = 200;        ///< launches per host-time batch: only the launch calls are timed, and
+                                      ///< few enough that the launch queue never fills
 };
 /// Host time per launch: raw cuLaunchKernel, guarded (steady), Kernel::launch, first validated
 /// (verdict-cache miss every launch), a freshly resolved function, graph replays.

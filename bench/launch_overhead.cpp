@@ -88,7 +88,8 @@ struct Variant {
   std::string name;
   size_t per_batch;
   std::function<std::expected<void, std::string>(size_t)> launch;
-  std::vector<double> per_launch_ns;
+  std::vector<double> per_launch_ns;  ///< back-to-back: batch time up to the end of a synchronise
+  std::vector<double> host_ns;        ///< host time of the launch calls alone, short batches
   bool failed = false;
   nlohmann::json extra = nlohmann::json::object();
 };
@@ -108,6 +109,8 @@ int run_launch_overhead(const LaunchOptions& o, ResultFile& out) {
   out.info("device", rt.caps().name);
   out.info("batches", o.batches);
   out.info("launches_per_batch", o.per_batch);
+  out.info("host_batches", o.host_batches);
+  out.info("host_launches_per_batch", o.host_per_batch);
   auto stream_or = rt.create_stream();
   if (!stream_or) {
     out.error("stream", one_line(stream_or.error()));
@@ -256,23 +259,56 @@ int run_launch_overhead(const LaunchOptions& o, ResultFile& out) {
       size_t launches = v.name == "graph_nodes_amortised" ? o.per_batch : v.per_batch;
       if (record && !v.failed) v.per_launch_ns.push_back(ns_between(t0, t1) / static_cast<double>(launches));
     };
+    // Host time: only the launch calls of a short batch are timed (the queue never fills, so the
+    // GPU's pace does not enter), then the stream is drained untimed. Graph variants are left out:
+    // their host cost is one cuGraphLaunch per graph, reported back to back below.
+    auto host_batch = [&](Variant& v, bool record) {
+      if (v.failed || v.name.rfind("graph_", 0) == 0) return;
+      const size_t n = std::max<size_t>(1, std::min(o.host_per_batch, v.per_batch));
+      auto t0 = Clock::now();
+      for (size_t i = 0; i < n; ++i) {
+        if (auto ok = v.launch(i); !ok) {
+          out.error(fmt::format("launch_host.{}.{}", v.name, args_tag), ok.error());
+          v.failed = true;
+          status = 1;
+          return;
+        }
+      }
+      auto t1 = Clock::now();
+      if (auto ok = stream.synchronize(); !ok) {
+        v.failed = true;
+        status = 1;
+        return;
+      }
+      if (record) v.host_ns.push_back(ns_between(t0, t1) / static_cast<double>(n));
+    };
     for (auto& v : variants) run_batch(v, false);  // warm-up: first validation, lazy loading, caches
+    for (auto& v : variants) host_batch(v, false);
     auto before = p.kernel->counters();
     for (size_t b = 0; b < o.batches; ++b)
       for (auto& v : variants) run_batch(v, true);
+    for (size_t b = 0; b < o.host_batches; ++b)
+      for (auto& v : variants) host_batch(v, true);
     auto after = p.kernel->counters();
-    // Paired ratios: each batch against the raw batch run just before it, so that drift of the
-    // driver or the host over the run cancels out of the comparison.
+    // Paired ratios of host time: each batch against the raw batch run just before it, so that
+    // drift of the driver or the host during the run cancels out of the comparison.
     const Variant* raw = nullptr;
     for (const auto& v : variants)
       if (v.name == "raw" && !v.failed) raw = &v;
     for (const auto& v : variants) {
-      if (raw == nullptr || &v == raw || v.failed || v.per_launch_ns.size() != raw->per_launch_ns.size()) continue;
+      if (raw == nullptr || &v == raw || v.failed || v.host_ns.size() != raw->host_ns.size()) continue;
       if (v.name != "guarded" && v.name != "kernel_api" && v.name != "first_validated") continue;
       std::vector<double> ratios;
-      for (size_t b = 0; b < v.per_launch_ns.size(); ++b) ratios.push_back(v.per_launch_ns[b] / raw->per_launch_ns[b]);
+      for (size_t b = 0; b < v.host_ns.size(); ++b) ratios.push_back(v.host_ns[b] / raw->host_ns[b]);
       out.add(fmt::format("launch.{}_over_raw.{}", v.name, args_tag), "ratio", summarize(ratios),
-              {{"kernel", name}, {"args", p.args.size()}, {"variant", v.name}, {"paired_with", "raw"}});
+              {{"kernel", name}, {"args", p.args.size()}, {"variant", v.name}, {"paired_with", "raw"},
+               {"of", "host time"}});
+    }
+    for (auto& v : variants) {
+      if (v.host_ns.empty()) continue;
+      out.add(fmt::format("launch_host.{}.{}", v.name, args_tag), "ns", summarize(v.host_ns),
+              {{"kernel", name}, {"args", p.args.size()}, {"variant", v.name},
+               {"launches_per_batch", std::min(o.host_per_batch, v.per_batch)}});
     }
     for (auto& v : variants) {
       if (v.per_launch_ns.empty()) continue;

@@ -77,6 +77,17 @@ TEST_CASE("backend launch: a repeated plan shape validates once and then only ca
   auto other = plan_for(8, 128, 4);
   REQUIRE(launch_cuda_function(*f.ctx, **fn, other, f.args, nullptr));
   CHECK((*fn)->counters().validated == 2);
+  CHECK(fake_state().occupancy_calls == 2);
+
+  // Another grid of a known block size is validated again, with the occupancy answer it already has.
+  fake_state().occupancy_answer = 1;  // would block a cooperative launch if it were asked again
+  REQUIRE(launch_cuda_function(*f.ctx, **fn, plan_for(9, 128, 4), f.args, nullptr));
+  CHECK((*fn)->counters().validated == 3);
+  CHECK(fake_state().occupancy_calls == 2);
+  // Another block size or dynamic shared size asks the driver.
+  REQUIRE(launch_cuda_function(*f.ctx, **fn, plan_for(9, 64, 4), f.args, nullptr));
+  REQUIRE(launch_cuda_function(*f.ctx, **fn, plan_for(9, 64, 4, 1024), f.args, nullptr));
+  CHECK(fake_state().occupancy_calls == 4);
 }
 
 TEST_CASE("backend launch: a blocked plan never reaches the driver, every time") {
