@@ -70,7 +70,12 @@ struct ThreadVerdictMemo {
   }
 };
 
-thread_local ThreadVerdictMemo tls_memo;
+/// Thread-local memos are reached through functions that are never inlined, so that callers
+/// hold a plain pointer instead of recomputing the TLS address (__tls_get_addr) at each use.
+[[gnu::noinline]] ThreadVerdictMemo& thread_verdicts() {
+  thread_local ThreadVerdictMemo memo;
+  return memo;
+}
 
 /// The driver's occupancy answers this thread asked for, by function, block size, dynamic
 /// shared memory and opt-in state (a fresh validation of a new grid then needs no driver call).
@@ -99,7 +104,10 @@ struct ThreadOccupancyMemo {
   }
 };
 
-thread_local ThreadOccupancyMemo tls_occupancy;
+[[gnu::noinline]] ThreadOccupancyMemo& thread_occupancy() {
+  thread_local ThreadOccupancyMemo memo;
+  return memo;
+}
 
 }  // namespace
 
@@ -168,14 +176,15 @@ validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const vali
     // The driver's answer depends on the function, the block size, the dynamic shared memory
     // and the opt-in attribute, not on the grid: a new grid of a known block reuses it.
     const bool opt_in = fn.shared_opt_in_done_.load(std::memory_order_acquire);
-    if (auto known = tls_occupancy.find(fn.id_, threads, plan.dynamic_shared_bytes, opt_in)) {
+    ThreadOccupancyMemo& occupancy_memo = thread_occupancy();
+    if (auto known = occupancy_memo.find(fn.id_, threads, plan.dynamic_shared_bytes, opt_in)) {
       occupancy = *known;
     } else {
       int blocks = 0;
       if (ctx.api().cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn.handle_, static_cast<int>(threads),
                                                                 plan.dynamic_shared_bytes) == CUDA_SUCCESS) {
         occupancy = static_cast<uint32_t>(blocks);
-        tls_occupancy.remember(fn.id_, threads, plan.dynamic_shared_bytes, opt_in, *occupancy);
+        occupancy_memo.remember(fn.id_, threads, plan.dynamic_shared_bytes, opt_in, *occupancy);
       }
     }
   }
@@ -236,7 +245,8 @@ std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, Loaded
     return ok;
 
   std::array<uint64_t, 3> block = plan.block;
-  if (const auto* memo = tls_memo.find(fn.id_, plan)) [[likely]] {
+  ThreadVerdictMemo& verdicts = thread_verdicts();
+  if (const auto* memo = verdicts.find(fn.id_, plan)) [[likely]] {
     fn.cached_.fetch_add(1, std::memory_order_relaxed);
     block = memo->block;
   } else {
@@ -259,7 +269,7 @@ std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, Loaded
     }
     if (warnings != nullptr) warnings->append(verdict.diagnostics);
     block = verdict.block;
-    tls_memo.remember(fn.id_, plan, block);
+    verdicts.remember(fn.id_, plan, block);
   }
 
   // A launchable verdict bounds every dimension by the device's limits (< 2^32).

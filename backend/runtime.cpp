@@ -62,7 +62,13 @@ bool has_code(const diag::Diagnostics& d, diag::Code code) {
   return false;
 }
 
-thread_local validation::LaunchPlan tls_plan;
+/// This thread's reusable plan. Thread-local objects are reached through functions that are
+/// never inlined: the caller then holds a plain pointer, where an inlined TLS access may be
+/// recomputed (a __tls_get_addr call in a shared library) at every use inside a loop.
+[[gnu::noinline]] validation::LaunchPlan& thread_plan() {
+  thread_local validation::LaunchPlan plan;
+  return plan;
+}
 
 /// What validation saw of one argument: a later launch whose arguments match these
 /// (and whose config and stream kind match) has the same verdict.
@@ -95,7 +101,10 @@ struct SteadyLaunches {
   size_t next = 0;
 };
 
-thread_local SteadyLaunches tls_steady;
+[[gnu::noinline]] SteadyLaunches& thread_steady_launches() {
+  thread_local SteadyLaunches launches;
+  return launches;
+}
 
 bool same_config(const LaunchConfig& a, const LaunchConfig& b) {
   return a.grid == b.grid && a.block == b.block && a.dynamic_shared_bytes == b.dynamic_shared_bytes &&
@@ -137,12 +146,25 @@ std::expected<void, diag::Diagnostics> Kernel::fill_plan(validation::LaunchPlan&
     if (a.kind() == Arg::Kind::buffer && a.buffer_bytes() != 0) d.buffer_bytes = a.buffer_bytes();
     slots[i] = nullptr;
     if (i >= params.size()) continue;
-    auto bound = bind_argument(a, params[i], function_->info().name);
-    if (!bound) {
-      errors.append(bound.error());
-      continue;
+    const auto& param = params[i];
+    // The message-free binding first; bind_argument only to describe a failure.
+    bool fast = false;
+    if (param.is_buffer && a.kind() == Arg::Kind::buffer && a.bits() != 0) {
+      const uint64_t p = a.bits();
+      std::memcpy(values[i].bytes, &p, 8);
+      values[i].size = 8;
+      fast = true;
+    } else if (!param.is_buffer && a.kind() == Arg::Kind::scalar) {
+      fast = bind_scalar(a, param, values[i]);
     }
-    values[i] = *bound;
+    if (!fast) {
+      auto bound = bind_argument(a, param, function_->info().name);
+      if (!bound) {
+        errors.append(bound.error());
+        continue;
+      }
+      values[i] = *bound;
+    }
     slots[i] = values[i].bytes;
     // The bound value has the parameter's width (integers convert when they fit).
     d.size_bytes = values[i].size;
@@ -160,7 +182,8 @@ std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config
   const auto& params = function_->info().params;
 
   // Steady path: a call shaped like a validated one binds the new values and relaunches by ticket.
-  for (const auto& e : tls_steady.entries) {
+  SteadyLaunches& steady = thread_steady_launches();
+  for (const auto& e : steady.entries) {
     if (e.function_id != id || e.stream_is_null != (s == nullptr) || e.shapes.size() != args.size() ||
         args.size() != params.size() || !same_config(e.config, config))
       continue;
@@ -194,15 +217,15 @@ std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config
 
   boost::container::small_vector<void*, kInlineArguments> slots(args.size());
   boost::container::small_vector<BoundSlot, kInlineArguments> values(args.size());
-  validation::LaunchPlan& plan = tls_plan;  // reused: no allocation once its vectors have grown
+  validation::LaunchPlan& plan = thread_plan();  // reused: no allocation once its vectors have grown
   if (auto ok = fill_plan(plan, config, args, s, slots.data(), values.data()); !ok) return ok;
   LaunchTicket ticket;
   auto launched =
       launch_cuda_function(*ctx_, *function_, plan, std::span<void* const>(slots.data(), slots.size()), s, nullptr,
                            &ticket);
   if (ticket.valid()) {
-    auto& e = tls_steady.entries[tls_steady.next];
-    tls_steady.next = (tls_steady.next + 1) % SteadyLaunches::kEntries;
+    auto& e = steady.entries[steady.next];
+    steady.next = (steady.next + 1) % SteadyLaunches::kEntries;
     e.function_id = id;
     e.config = config;
     e.stream_is_null = s == nullptr;
