@@ -1,4 +1,4 @@
-// Validation cost per launch: a cached verdict (shape_of + VerdictCache lookup) vs a fresh check_launch.
+// Validation cost per launch: a fresh check_launch vs the cached verdict (exact same_shape comparison), and the hashed VerdictCache.
 #include "bench/bench_parts.hpp"
 
 #include <fstream>
