@@ -6,7 +6,8 @@
 namespace ptxgate::backend {
 namespace {
 
-thread_local CUcontext tls_current_context = nullptr;
+// Initial-exec: read on every launch, and 8 bytes fit the static TLS that glibc keeps for libraries.
+[[gnu::tls_model("initial-exec")]] thread_local CUcontext tls_current_context = nullptr;
 
 // Errors while releasing resources are ignored: in a poisoned context every
 // call fails, and a destructor must neither throw nor abort.

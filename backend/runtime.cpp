@@ -96,6 +96,11 @@ struct SteadyLaunches {
     bool stream_is_null = false;
     LaunchTicket ticket;
     boost::container::small_vector<ArgShape, kInlineArguments> shapes;
+    /// The argument table of this entry's launches: words[i] holds argument i's bound value
+    /// (8 bytes, little-endian: a 4-byte value is the low half) and slots[i] == &words[i].
+    /// Rewritten by each launch through the entry; the driver reads it during the call only.
+    boost::container::small_vector<uint64_t, kInlineArguments> words;
+    boost::container::small_vector<void*, kInlineArguments> slots;
   };
   std::array<Entry, kEntries> entries;
   size_t next = 0;
@@ -107,7 +112,9 @@ struct SteadyLaunches {
 }
 
 bool same_config(const LaunchConfig& a, const LaunchConfig& b) {
-  return a.grid == b.grid && a.block == b.block && a.dynamic_shared_bytes == b.dynamic_shared_bytes &&
+  // Element by element: std::array's operator== becomes two memcmp calls here.
+  return a.grid[0] == b.grid[0] && a.grid[1] == b.grid[1] && a.grid[2] == b.grid[2] && a.block[0] == b.block[0] &&
+         a.block[1] == b.block[1] && a.block[2] == b.block[2] && a.dynamic_shared_bytes == b.dynamic_shared_bytes &&
          a.cooperative == b.cooperative;
 }
 
@@ -183,17 +190,20 @@ std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config
 
   // Steady path: a call shaped like a validated one binds the new values and relaunches by ticket.
   SteadyLaunches& steady = thread_steady_launches();
-  for (const auto& e : steady.entries) {
+  for (auto& e : steady.entries) {
     if (e.function_id != id || e.stream_is_null != (s == nullptr) || e.shapes.size() != args.size() ||
         args.size() != params.size() || !same_config(e.config, config))
       continue;
-    // Each value in one 8-byte word (little-endian: a 4-byte value is its low half).
-    boost::container::small_vector<uint64_t, kInlineArguments> words(args.size(), boost::container::default_init);
-    boost::container::small_vector<void*, kInlineArguments> slots(args.size(), boost::container::default_init);
+    // Plain pointers: the stores into words could alias the vectors' own fields otherwise,
+    // and every iteration would reload them.
+    const size_t n = args.size();
+    const Arg* in = args.data();
+    const ArgShape* shapes = e.shapes.data();
+    uint64_t* words = e.words.data();
     bool bound = true;
-    for (size_t i = 0; i < args.size(); ++i) {
-      const Arg& a = args[i];
-      const ArgShape& shape = e.shapes[i];
+    for (size_t i = 0; i < n; ++i) {
+      const Arg& a = in[i];
+      const ArgShape& shape = shapes[i];
       if (!shape.matches(a)) {
         bound = false;
         break;
@@ -208,10 +218,10 @@ std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config
         }
         std::memcpy(&words[i], converted.bytes, 8);
       }
-      slots[i] = &words[i];
     }
     if (bound)
-      return launch_cuda_function(*ctx_, *function_, e.ticket, std::span<void* const>(slots.data(), slots.size()), s);
+      return launch_cuda_function(*ctx_, *function_, e.ticket, std::span<void* const>(e.slots.data(), e.slots.size()),
+                                  s);
     break;
   }
 
@@ -238,6 +248,9 @@ std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config
       const bool same_bits = buffer || (i < params.size() && a.type() == params[i].type);
       e.shapes.push_back({a.kind(), a.type(), buffer && a.bits() == 0, same_bits, a.buffer_bytes()});
     }
+    e.words.resize(args.size());
+    e.slots.resize(args.size());
+    for (size_t i = 0; i < args.size(); ++i) e.slots[i] = &e.words[i];
   }
   return launched;
 }
