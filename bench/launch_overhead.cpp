@@ -1,6 +1,9 @@
 // Launch overhead: raw cuLaunchKernel vs ptxgate's guarded launch (steady, first validated, fresh function) vs graphs.
 #include "bench/bench_parts.hpp"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <functional>
 #include <memory>
 
@@ -118,6 +121,26 @@ int run_launch_overhead(const LaunchOptions& o, ResultFile& out) {
   }
   backend::Stream& stream = *stream_or;
   CUstream s = stream.handle();
+  // One CPU for the whole part: no migrations between the launches that are compared.
+  if (int cpu = sched_getcpu(); cpu >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof(set), &set) == 0) out.info("pinned_cpu", cpu);
+  }
+  // The cost of reading the clock, subtracted from each timed launch of the paired measurement.
+  double clock_ns = 0;
+  {
+    std::vector<double> d;
+    for (int i = 0; i < 2001; ++i) {
+      auto a = Clock::now();
+      auto b = Clock::now();
+      d.push_back(ns_between(a, b));
+    }
+    std::nth_element(d.begin(), d.begin() + 1000, d.end());
+    clock_ns = d[1000];
+    out.info("clock_read_ns", clock_ns);
+  }
   auto extras = load_driver_extras();
   int status = 0;
 
@@ -290,19 +313,46 @@ int run_launch_overhead(const LaunchOptions& o, ResultFile& out) {
     for (size_t b = 0; b < o.host_batches; ++b)
       for (auto& v : variants) host_batch(v, true);
     auto after = p.kernel->counters();
-    // Paired ratios of host time: each batch against the raw batch run just before it, so that
-    // drift of the driver or the host during the run cancels out of the comparison.
-    const Variant* raw = nullptr;
-    for (const auto& v : variants)
+    // Paired ratios of host time, launch by launch: each iteration times one raw launch and one
+    // launch of the variant next to each other (the order alternating), so that bursts of noise
+    // and drift on the host hit both; a batch's ratio is the variant's summed time over raw's, and
+    // the target uses the median over batches. The clock's own cost is subtracted from every interval.
+    Variant* raw = nullptr;
+    for (auto& v : variants)
       if (v.name == "raw" && !v.failed) raw = &v;
-    for (const auto& v : variants) {
-      if (raw == nullptr || &v == raw || v.failed || v.host_ns.size() != raw->host_ns.size()) continue;
+    for (auto& v : variants) {
+      if (raw == nullptr || &v == raw || v.failed) continue;
       if (v.name != "guarded" && v.name != "kernel_api" && v.name != "first_validated") continue;
       std::vector<double> ratios;
-      for (size_t b = 0; b < v.host_ns.size(); ++b) ratios.push_back(v.host_ns[b] / raw->host_ns[b]);
+      for (size_t b = 0; b <= o.host_batches && !v.failed; ++b) {  // batch 0: warm-up
+        double raw_ns = 0, v_ns = 0;
+        for (size_t i = 0; i < o.host_per_batch; ++i) {
+          const bool raw_first = i % 2 == 0;
+          Variant& first = raw_first ? *raw : v;
+          Variant& second = raw_first ? v : *raw;
+          auto t0 = Clock::now();
+          auto ok1 = first.launch(i);
+          auto t1 = Clock::now();
+          auto ok2 = second.launch(i);
+          auto t2 = Clock::now();
+          if (!ok1 || !ok2) {
+            out.error(fmt::format("launch.{}_over_raw.{}", v.name, args_tag), !ok1 ? ok1.error() : ok2.error());
+            v.failed = true;
+            status = 1;
+            break;
+          }
+          const double a = ns_between(t0, t1) - clock_ns, c = ns_between(t1, t2) - clock_ns;
+          (raw_first ? raw_ns : v_ns) += a;
+          (raw_first ? v_ns : raw_ns) += c;
+        }
+        if (auto ok = stream.synchronize(); !ok) v.failed = true;
+        if (b > 0 && !v.failed && raw_ns > 0) ratios.push_back(v_ns / raw_ns);
+      }
+      if (ratios.empty()) continue;
       out.add(fmt::format("launch.{}_over_raw.{}", v.name, args_tag), "ratio", summarize(ratios),
               {{"kernel", name}, {"args", p.args.size()}, {"variant", v.name}, {"paired_with", "raw"},
-               {"of", "host time"}});
+               {"of", "host time, launch by launch"}, {"pairs_per_batch", o.host_per_batch},
+               {"clock_ns_subtracted", clock_ns}});
     }
     for (auto& v : variants) {
       if (v.host_ns.empty()) continue;

@@ -20,16 +20,16 @@ def comparisons():
     c = []
     for a in ARGS:
         c += [
-            # Targets on host time per launch (only the launch calls of short batches are timed, so the
-            # GPU's pace does not enter), as paired ratios: the median over batches of (variant batch /
-            # the raw batch run just before it), robust to drift during the run. The back-to-back
-            # times (batches up to the end of a synchronise) are kept as info.
+            # Targets on host time per launch, as paired ratios: each raw launch is timed next to one
+            # launch of the variant (order alternating), a batch's ratio is the variant's summed time
+            # over raw's, and the row is the median over batches; bursts of host noise hit both sides.
+            # The back-to-back times (batches up to the end of a synchronise) are kept as info.
             (f"launch.guarded_over_raw.{a}", f"launch.raw.{a}", "paired", 1.03, "<=",
-             "host time: guarded steady launch (launch_cuda_function, cached verdict) / raw cuLaunchKernel, paired by batch"),
+             "host time: guarded steady launch (launch_cuda_function, cached verdict) / raw cuLaunchKernel, paired launch by launch"),
             (f"launch.kernel_api_over_raw.{a}", f"launch.raw.{a}", "paired", 1.03, "<=",
-             "host time: Kernel::launch (typed args, steady) / raw cuLaunchKernel, paired by batch"),
+             "host time: Kernel::launch (typed args, steady) / raw cuLaunchKernel, paired launch by launch"),
             (f"launch.first_validated_over_raw.{a}", f"launch.raw.{a}", "paired", 1.2, "<=",
-             "host time: Kernel::launch with a new grid (fresh validation) every launch / raw cuLaunchKernel, paired by batch"),
+             "host time: Kernel::launch with a new grid (fresh validation) every launch / raw cuLaunchKernel, paired launch by launch"),
             (f"launch.guarded.{a}", f"launch.raw.{a}", "ratio", None, None, "back to back: guarded steady / raw"),
             (f"launch.kernel_api.{a}", f"launch.raw.{a}", "ratio", None, None, "back to back: Kernel::launch / raw"),
             (f"launch.first_validated.{a}", f"launch.raw.{a}", "ratio", None, None,
