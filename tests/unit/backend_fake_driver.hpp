@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,12 @@ struct FakeDriverState {
 inline FakeDriverState& fake_state() {
   static FakeDriverState state;
   return state;
+}
+
+/// Serialises the fake entry points that record state, for tests that launch from many threads.
+inline std::mutex& fake_mutex() {
+  static std::mutex m;
+  return m;
 }
 
 namespace detail {
@@ -168,12 +175,14 @@ inline DriverApi make_fake_driver() {
     return s.result_of("cuFuncSetAttribute");
   };
   api.cuOccupancyMaxActiveBlocksPerMultiprocessor = [](int* n, CUfunction, int, size_t) {
+    std::lock_guard lock(fake_mutex());
     ++fake_state().occupancy_calls;
     *n = fake_state().occupancy_answer;
     return fake_state().result_of("cuOccupancyMaxActiveBlocksPerMultiprocessor");
   };
   api.cuLaunchKernel = [](CUfunction, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                           unsigned shared, CUstream stream, void** params, void**) {
+    std::lock_guard lock(fake_mutex());
     auto& s = fake_state();
     ++s.launches;
     s.last_stream = stream;
@@ -185,6 +194,7 @@ inline DriverApi make_fake_driver() {
   };
   api.cuLaunchCooperativeKernel = [](CUfunction, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                      unsigned bz, unsigned shared, CUstream stream, void** params) {
+    std::lock_guard lock(fake_mutex());
     auto& s = fake_state();
     ++s.cooperative_launches;
     s.last_stream = stream;

@@ -1,7 +1,10 @@
 // Runtime end to end on the CPU: real compile through the module cache, a fake driver for load and launch.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <fstream>
+#include <thread>
+#include <vector>
 #include <sstream>
 
 #include "backend/runtime.hpp"
@@ -146,4 +149,38 @@ TEST_CASE("backend runtime: a grid_sync kernel launches cooperatively with the b
   CHECK(fake_state().last_params[0] == x->pointer());
   CHECK(fake_state().last_params[2] == 100u);
   CHECK(fake_state().last_params[3] == *word);
+}
+
+TEST_CASE("backend runtime: concurrent launches from many threads each validate their shapes once") {
+  testing::reset_fake_state();
+  static DriverApi api = testing::make_fake_driver();
+  auto rt = fake_runtime(api);
+  auto k = rt->compile(example_text("saxpy"), "saxpy", "saxpy.pg");
+  if (!k) FAIL(diag::render_text(k.error()));
+  auto y = rt->allocate(4096), x = rt->allocate(4096);
+  REQUIRE((y && x));
+  fake_state().param_sizes = {8, 8, 4, 4};
+  constexpr int kThreads = 8, kLaunches = 500;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kLaunches; ++i) {
+        // Two shapes per thread (grid 4 and 2), values that change every launch.
+        const auto cfg = LaunchConfig::linear(i % 2 == 0 ? 4 : 2, 256);
+        if (!(*k)->launch(cfg, {*y, *x, float(t), uint32_t(i % 1000)})) failures.fetch_add(1);
+      }
+      // A value that does not fit, on a known shape: rejected on every thread.
+      if ((*k)->launch(LaunchConfig::linear(4, 256), {*y, *x, 1.0f, int32_t{-t - 1}})) failures.fetch_add(1);
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(failures.load() == 0);
+  const auto c = (*k)->counters();
+  CHECK(fake_state().launches == kThreads * kLaunches);
+  CHECK(c.driver_calls == uint64_t(kThreads * kLaunches));
+  // Each thread validates each of its two shapes once (per-thread memos); every other launch is cached.
+  CHECK(c.validated == uint64_t(kThreads * 2));
+  CHECK(c.cached == uint64_t(kThreads * kLaunches - kThreads * 2));
+  CHECK(c.blocked == 0);
 }
