@@ -219,13 +219,8 @@ std::expected<void, diag::Diagnostics> driver_launch(Context& ctx, LoadedFunctio
                                  stream, table, nullptr);
   }
   if (r == CUDA_SUCCESS) [[likely]] return {};
-  validation::LaunchPlan described;
-  described.grid = {g[0], g[1], g[2]};
-  described.block = {b[0], b[1], b[2]};
-  described.dynamic_shared_bytes = ticket.dynamic_shared_bytes_;
-  described.cooperative = ticket.cooperative_;
   auto failed = ctx.check(r, ticket.cooperative_ ? "cuLaunchCooperativeKernel" : "cuLaunchKernel",
-                          launch_subject(fn, described));
+                          launch_subject(fn, ticket.described()));
   auto diags = std::move(failed.error());
   diags.items().front().code = diag::Code::launch_failed;
   diags.items().front().notes.push_back(
@@ -300,10 +295,7 @@ std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, Loaded
     return std::unexpected(std::move(d));
   }
   if (ctx.poisoned()) [[unlikely]] {
-    validation::LaunchPlan described;
-    described.grid = {ticket.grid_[0], ticket.grid_[1], ticket.grid_[2]};
-    described.block = {ticket.block_[0], ticket.block_[1], ticket.block_[2]};
-    return std::unexpected(ctx.healthy("launch", launch_subject(fn, described)).error());
+    return std::unexpected(ctx.healthy("launch", launch_subject(fn, ticket.described())).error());
   }
   if (auto ok = ctx.make_current(); !ok) [[unlikely]]
     return ok;

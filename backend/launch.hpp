@@ -46,6 +46,15 @@ class LaunchTicket {
                                                                      std::span<void* const>, CUstream);
   friend std::expected<void, diag::Diagnostics> driver_launch(Context&, LoadedFunction&, const LaunchTicket&,
                                                               std::span<void* const>, CUstream);
+  /// The launch this ticket stands for, as a plan (geometry, shared bytes, cooperative), for messages.
+  validation::LaunchPlan described() const {
+    validation::LaunchPlan p;
+    p.grid = {grid_[0], grid_[1], grid_[2]};
+    p.block = {block_[0], block_[1], block_[2]};
+    p.dynamic_shared_bytes = dynamic_shared_bytes_;
+    p.cooperative = cooperative_;
+    return p;
+  }
   uint64_t function_id_ = 0;
   std::array<unsigned, 3> grid_{0, 0, 0};
   std::array<unsigned, 3> block_{0, 0, 0};
