@@ -1,11 +1,11 @@
 // Arg binding: buffer vs scalar, integer vs float, width and range, checked against a parameter.
-#include "backend/arg.hpp"
+#include "ptxgate/backend/arg.hpp"
 
 #include <limits>
 
 #include <fmt/format.h>
 
-#include "backend/context.hpp"
+#include "ptxgate/backend/context.hpp"
 
 namespace ptxgate::backend {
 

@@ -7,9 +7,9 @@
 #include <span>
 #include <string>
 
-#include "codegen/kernel_info.hpp"
-#include "diagnostics/diagnostic.hpp"
-#include "ir/ast.hpp"
+#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/ir/ast.hpp"
 
 namespace ptxgate::backend {
 
@@ -75,7 +75,7 @@ struct BoundSlot {
 /// Binds `arg` to parameter `param`: PG3006 for buffer vs scalar, PG3007 for a
 /// scalar of the wrong family or width (or a value that does not fit), PG3009
 /// for a null buffer. `kernel` names the kernel in messages.
-std::expected<BoundSlot, diag::Diagnostics> bind_argument(const Arg& arg, const codegen::ParamInfo& param,
+[[nodiscard]] std::expected<BoundSlot, diag::Diagnostics> bind_argument(const Arg& arg, const codegen::ParamInfo& param,
                                                           std::string_view kernel);
 
 /// The scalar part of bind_argument without a message: writes the value converted

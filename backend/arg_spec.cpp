@@ -1,5 +1,5 @@
 // Parses `--arg` specifications into host arrays and typed scalars.
-#include "backend/arg_spec.hpp"
+#include "ptxgate/backend/arg_spec.hpp"
 
 #include <charconv>
 #include <cstring>

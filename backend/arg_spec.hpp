@@ -6,15 +6,15 @@
 #include <string>
 #include <string_view>
 
-#include "backend/arg.hpp"
-#include "backend/npy.hpp"
-#include "diagnostics/diagnostic.hpp"
-#include "ir/ast.hpp"
+#include "ptxgate/backend/arg.hpp"
+#include "ptxgate/backend/npy.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/ir/ast.hpp"
 
 namespace ptxgate::backend {
 
 /// "NAME=SPEC" split at the first '='; PG5002 when there is none or NAME is empty.
-std::expected<std::pair<std::string, std::string>, diag::Diagnostics> split_assignment(std::string_view text,
+[[nodiscard]] std::expected<std::pair<std::string, std::string>, diag::Diagnostics> split_assignment(std::string_view text,
                                                                                         std::string_view option);
 
 /// Host data for a buffer parameter of element type `type` from SPEC:
@@ -25,11 +25,11 @@ std::expected<std::pair<std::string, std::string>, diag::Diagnostics> split_assi
 ///   PATH.npy             a .npy file whose dtype must equal `type`
 ///   PATH                 raw little-endian elements (size a multiple of the element size)
 /// PG5002 with the offending spec and what was expected; PG5001 for an unreadable file.
-std::expected<HostArray, diag::Diagnostics> make_buffer_data(std::string_view spec, ir::Type type,
+[[nodiscard]] std::expected<HostArray, diag::Diagnostics> make_buffer_data(std::string_view spec, ir::Type type,
                                                              std::string_view param);
 
 /// A scalar literal parsed as `type` (decimal or 0x hex integers, floats with an
 /// optional f suffix, true/false for bool). PG5002 when it does not parse or fit.
-std::expected<Arg, diag::Diagnostics> parse_scalar(std::string_view spec, ir::Type type, std::string_view param);
+[[nodiscard]] std::expected<Arg, diag::Diagnostics> parse_scalar(std::string_view spec, ir::Type type, std::string_view param);
 
 }  // namespace ptxgate::backend

@@ -1,5 +1,5 @@
 // RAII wrappers over the primary context, streams, buffers and events; destructors never throw.
-#include "backend/context.hpp"
+#include "ptxgate/backend/context.hpp"
 
 #include <fmt/format.h>
 

@@ -10,12 +10,12 @@
 #include <utility>
 #include <vector>
 
-#include <boost/container/flat_map.hpp>
+#include <map>
 
-#include "backend/device.hpp"
-#include "backend/driver_api.hpp"
-#include "backend/driver_error.hpp"
-#include "diagnostics/diagnostic.hpp"
+#include "ptxgate/backend/device.hpp"
+#include "ptxgate/backend/driver_api.hpp"
+#include "ptxgate/backend/driver_error.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
 
 namespace ptxgate::backend {
 
@@ -25,7 +25,7 @@ class Context : public std::enable_shared_from_this<Context> {
  public:
   /// Retains device `ordinal`'s primary context through `api` (the process-wide
   /// driver when null).
-  static std::expected<std::shared_ptr<Context>, diag::Diagnostics> open(int ordinal = 0,
+  [[nodiscard]] static std::expected<std::shared_ptr<Context>, diag::Diagnostics> open(int ordinal = 0,
                                                                          const DriverApi* api = nullptr);
   ~Context();
   Context(const Context&) = delete;
@@ -39,27 +39,27 @@ class Context : public std::enable_shared_from_this<Context> {
 
   /// Makes this context current on the calling thread (a thread-local compare
   /// when it already is).
-  std::expected<void, diag::Diagnostics> make_current();
+  [[nodiscard]] std::expected<void, diag::Diagnostics> make_current();
 
   /// The error boundary: success passes, failure becomes PG4002 (poisoning on
   /// sticky errors). Use through PTXGATE_CU.
-  std::expected<void, diag::Diagnostics> check(CUresult r, std::string_view call, std::string_view subject) {
+  [[nodiscard]] std::expected<void, diag::Diagnostics> check(CUresult r, std::string_view call, std::string_view subject) {
     if (r == CUDA_SUCCESS) [[likely]] return {};
     return health_.check(*api_, r, call, subject);
   }
   /// PG4003 when poisoned (fail fast before a call).
-  std::expected<void, diag::Diagnostics> healthy(std::string_view call, std::string_view subject) const {
+  [[nodiscard]] std::expected<void, diag::Diagnostics> healthy(std::string_view call, std::string_view subject) const {
     return health_.healthy(call, subject);
   }
   bool poisoned() const { return health_.poisoned(); }
   const ContextHealth& health() const { return health_; }
 
   /// cuCtxSynchronize; reports a sticky error left by an earlier kernel.
-  std::expected<void, diag::Diagnostics> synchronize(std::string_view subject = {});
+  [[nodiscard]] std::expected<void, diag::Diagnostics> synchronize(std::string_view subject = {});
 
   /// The zeroed 4-byte grid-barrier word owned by this context for `stream`,
   /// allocated (and memset to 0) on first use; later calls are a lookup.
-  std::expected<CUdeviceptr, diag::Diagnostics> grid_barrier_word(CUstream stream);
+  [[nodiscard]] std::expected<CUdeviceptr, diag::Diagnostics> grid_barrier_word(CUstream stream);
 
  private:
   Context() = default;
@@ -69,7 +69,7 @@ class Context : public std::enable_shared_from_this<Context> {
   LiveDevice live_;
   ContextHealth health_;
   std::mutex barrier_mutex_;
-  boost::container::flat_map<CUstream, CUdeviceptr> barrier_words_;
+  std::map<CUstream, CUdeviceptr> barrier_words_;
 };
 
 /// Calls `ctx.api().FN(args...)` and passes the result through the error boundary
@@ -79,7 +79,7 @@ class Context : public std::enable_shared_from_this<Context> {
 /// A non-blocking stream (CU_STREAM_NON_BLOCKING). Move-only.
 class Stream {
  public:
-  static std::expected<Stream, diag::Diagnostics> create(std::shared_ptr<Context> ctx);
+  [[nodiscard]] static std::expected<Stream, diag::Diagnostics> create(std::shared_ptr<Context> ctx);
   Stream() = default;
   Stream(Stream&& o) noexcept { *this = std::move(o); }
   Stream& operator=(Stream&& o) noexcept;
@@ -88,7 +88,7 @@ class Stream {
   void reset() noexcept;
   CUstream handle() const { return stream_; }
   Context* context() const { return ctx_.get(); }
-  std::expected<void, diag::Diagnostics> synchronize();
+  [[nodiscard]] std::expected<void, diag::Diagnostics> synchronize();
 
  private:
   std::shared_ptr<Context> ctx_;
@@ -99,7 +99,7 @@ class Stream {
 class DeviceBuffer {
  public:
   /// Allocates `bytes` (at least 1) of device memory.
-  static std::expected<DeviceBuffer, diag::Diagnostics> allocate(std::shared_ptr<Context> ctx, size_t bytes,
+  [[nodiscard]] static std::expected<DeviceBuffer, diag::Diagnostics> allocate(std::shared_ptr<Context> ctx, size_t bytes,
                                                                  std::string_view what = "buffer");
   DeviceBuffer() = default;
   DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
@@ -112,9 +112,9 @@ class DeviceBuffer {
   Context* context() const { return ctx_.get(); }
 
   /// Synchronous copies (the whole of `host`, which must fit).
-  std::expected<void, diag::Diagnostics> upload(std::span<const std::byte> host);
-  std::expected<void, diag::Diagnostics> download(std::span<std::byte> host) const;
-  std::expected<void, diag::Diagnostics> fill_bytes(uint8_t value);
+  [[nodiscard]] std::expected<void, diag::Diagnostics> upload(std::span<const std::byte> host);
+  [[nodiscard]] std::expected<void, diag::Diagnostics> download(std::span<std::byte> host) const;
+  [[nodiscard]] std::expected<void, diag::Diagnostics> fill_bytes(uint8_t value);
 
  private:
   std::shared_ptr<Context> ctx_;
@@ -125,7 +125,7 @@ class DeviceBuffer {
 /// Page-locked host memory (cuMemAllocHost), for asynchronous copies. Move-only.
 class HostBuffer {
  public:
-  static std::expected<HostBuffer, diag::Diagnostics> allocate(std::shared_ptr<Context> ctx, size_t bytes);
+  [[nodiscard]] static std::expected<HostBuffer, diag::Diagnostics> allocate(std::shared_ptr<Context> ctx, size_t bytes);
   HostBuffer() = default;
   HostBuffer(HostBuffer&& o) noexcept { *this = std::move(o); }
   HostBuffer& operator=(HostBuffer&& o) noexcept;
@@ -144,7 +144,7 @@ class HostBuffer {
 /// A CUDA event with timing enabled. Move-only.
 class Event {
  public:
-  static std::expected<Event, diag::Diagnostics> create(std::shared_ptr<Context> ctx);
+  [[nodiscard]] static std::expected<Event, diag::Diagnostics> create(std::shared_ptr<Context> ctx);
   Event() = default;
   Event(Event&& o) noexcept { *this = std::move(o); }
   Event& operator=(Event&& o) noexcept;
@@ -152,10 +152,10 @@ class Event {
   /// Releases the resource now (errors ignored; safe in a poisoned context).
   void reset() noexcept;
   CUevent handle() const { return event_; }
-  std::expected<void, diag::Diagnostics> record(CUstream stream);
-  std::expected<void, diag::Diagnostics> synchronize();
+  [[nodiscard]] std::expected<void, diag::Diagnostics> record(CUstream stream);
+  [[nodiscard]] std::expected<void, diag::Diagnostics> synchronize();
   /// Milliseconds from `start` to this event (both recorded and complete).
-  std::expected<float, diag::Diagnostics> elapsed_ms_since(const Event& start);
+  [[nodiscard]] std::expected<float, diag::Diagnostics> elapsed_ms_since(const Event& start);
 
  private:
   std::shared_ptr<Context> ctx_;

@@ -1,9 +1,9 @@
 // Fills validation::DeviceCaps from the live driver, one attribute at a time.
-#include "backend/device.hpp"
+#include "ptxgate/backend/device.hpp"
 
 #include <fmt/format.h>
 
-#include "backend/driver_error.hpp"
+#include "ptxgate/backend/driver_error.hpp"
 
 namespace ptxgate::backend {
 

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "backend/driver_api.hpp"
-#include "diagnostics/diagnostic.hpp"
-#include "validation/device_caps.hpp"
+#include "ptxgate/backend/driver_api.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/validation/device_caps.hpp"
 
 namespace ptxgate::backend {
 
@@ -20,10 +20,10 @@ struct LiveDevice {
 };
 
 /// Queries every DeviceCaps field of device `ordinal` through `api`.
-std::expected<LiveDevice, diag::Diagnostics> query_device(const DriverApi& api, int ordinal);
+[[nodiscard]] std::expected<LiveDevice, diag::Diagnostics> query_device(const DriverApi& api, int ordinal);
 
 /// Every GPU of this machine, through the process-wide driver. PG4001 without a
 /// driver, PG4004 when it reports no device. `to_json(caps)` of each is a valid profile.
-std::expected<std::vector<LiveDevice>, diag::Diagnostics> list_live_devices();
+[[nodiscard]] std::expected<std::vector<LiveDevice>, diag::Diagnostics> list_live_devices();
 
 }  // namespace ptxgate::backend

@@ -1,5 +1,5 @@
 // Loads libcuda at run time and resolves the entry-point table through cuGetProcAddress_v2.
-#include "backend/driver_api.hpp"
+#include "ptxgate/backend/driver_api.hpp"
 
 #include <dlfcn.h>
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "diagnostics/diagnostic.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
 
 namespace ptxgate::backend {
 
@@ -45,12 +45,12 @@ int entry_point_version(std::string_view name);
 /// Loads `library` (default libcuda.so.1) and resolves every entry point by base
 /// name through cuGetProcAddress_v2, at entry_point_version(name). PG4001 when the
 /// library or any entry point is missing. Does not call cuInit.
-std::expected<DriverApi, diag::Diagnostics> load_driver(const char* library = "libcuda.so.1");
+[[nodiscard]] std::expected<DriverApi, diag::Diagnostics> load_driver(const char* library = "libcuda.so.1");
 
 /// The process-wide driver table, loaded and cuInit-ed once (thread-safe). PG4001
 /// when there is no driver; PG4002/PG4004 when cuInit fails (e.g. no device).
 /// A table installed by install_driver_for_testing() takes precedence.
-std::expected<const DriverApi*, diag::Diagnostics> driver();
+[[nodiscard]] std::expected<const DriverApi*, diag::Diagnostics> driver();
 
 /// Replaces the process-wide table (tests only: a fake driver). Pass nullptr to
 /// go back to the real one. Not thread-safe against concurrent driver() calls.

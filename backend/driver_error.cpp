@@ -1,5 +1,5 @@
 // CUresult -> diagnostic (PG4002), sticky-error detection and context poisoning (PG4003).
-#include "backend/driver_error.hpp"
+#include "ptxgate/backend/driver_error.hpp"
 
 #include <fmt/format.h>
 

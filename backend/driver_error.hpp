@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "backend/driver_api.hpp"
-#include "diagnostics/diagnostic.hpp"
+#include "ptxgate/backend/driver_api.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
 
 namespace ptxgate::backend {
 
@@ -31,10 +31,10 @@ class ContextHealth {
  public:
   /// Success passes through; a failure becomes PG4002 (and, when sticky, poisons
   /// this context with a note saying so).
-  std::expected<void, diag::Diagnostics> check(const DriverApi& api, CUresult result, std::string_view call,
+  [[nodiscard]] std::expected<void, diag::Diagnostics> check(const DriverApi& api, CUresult result, std::string_view call,
                                                std::string_view subject);
   /// PG4003 naming the original error when poisoned; otherwise success.
-  std::expected<void, diag::Diagnostics> healthy(std::string_view call, std::string_view subject) const;
+  [[nodiscard]] std::expected<void, diag::Diagnostics> healthy(std::string_view call, std::string_view subject) const;
   bool poisoned() const { return poisoned_.load(std::memory_order_acquire); }
   /// Description of the poisoning error ("CUDA_ERROR_ILLEGAL_ADDRESS in cuCtxSynchronize (saxpy)").
   std::string poison_reason() const;

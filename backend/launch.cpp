@@ -1,5 +1,5 @@
 // launch_cuda_function: the only caller of cuLaunchKernel / cuLaunchCooperativeKernel in ptxgate.
-#include "backend/launch.hpp"
+#include "ptxgate/backend/launch.hpp"
 
 #include <optional>
 

@@ -9,11 +9,11 @@
 #include <span>
 #include <string>
 
-#include "backend/context.hpp"
-#include "codegen/kernel_info.hpp"
-#include "diagnostics/diagnostic.hpp"
-#include "validation/check.hpp"
-#include "validation/launch_plan.hpp"
+#include "ptxgate/backend/context.hpp"
+#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/validation/check.hpp"
+#include "ptxgate/validation/launch_plan.hpp"
 
 namespace ptxgate::backend {
 
@@ -71,7 +71,7 @@ class LoadedFunction {
  public:
   /// Resolves `info.name` in `module` and reads its attributes (NUM_REGS,
   /// SHARED_SIZE_BYTES, LOCAL_SIZE_BYTES, MAX_THREADS_PER_BLOCK).
-  static std::expected<std::unique_ptr<LoadedFunction>, diag::Diagnostics> resolve(
+  [[nodiscard]] static std::expected<std::unique_ptr<LoadedFunction>, diag::Diagnostics> resolve(
       Context& ctx, CUmodule module, const codegen::KernelInfo& info, diag::Location location = {});
   /// A function whose attributes are given (tests with a fake driver).
   LoadedFunction(CUfunction handle, codegen::KernelInfo info, validation::KernelResources resources,
@@ -120,7 +120,7 @@ validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const vali
 /// launches return every diagnostic; warnings of a launched plan go to `warnings`
 /// when given. Driver failures are PG4002/PG4005, a poisoned context PG4003.
 /// When `ticket` is given, a launch that passed validation leaves its ticket there.
-std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, LoadedFunction& fn,
+[[nodiscard]] std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, LoadedFunction& fn,
                                                             const validation::LaunchPlan& plan,
                                                             std::span<void* const> args, CUstream stream,
                                                             diag::Diagnostics* warnings = nullptr,
@@ -131,7 +131,7 @@ std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, Loaded
 /// buffer sizes as the validated plan (Kernel::launch compares them before it
 /// uses a ticket). A ticket of another function, stream kind or argument count is
 /// an internal error (PG9000); a poisoned context is PG4003, driver failures PG4002/PG4005.
-std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, LoadedFunction& fn,
+[[nodiscard]] std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, LoadedFunction& fn,
                                                             const LaunchTicket& ticket, std::span<void* const> args,
                                                             CUstream stream);
 

@@ -1,5 +1,5 @@
 // .npy parsing and writing for the element types of kernel buffers.
-#include "backend/npy.hpp"
+#include "ptxgate/backend/npy.hpp"
 
 #include <algorithm>
 #include <charconv>

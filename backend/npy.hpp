@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "diagnostics/diagnostic.hpp"
-#include "ir/ast.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/ir/ast.hpp"
 
 namespace ptxgate::backend {
 
@@ -39,13 +39,13 @@ std::optional<std::string_view> npy_descr(ir::Type type);
 
 /// Parses .npy bytes. PG5002 naming `origin` for a bad magic, an unsupported dtype
 /// (big-endian, other kinds), Fortran order, more than one dimension or a short payload.
-std::expected<HostArray, diag::Diagnostics> parse_npy(std::span<const std::byte> bytes, std::string_view origin);
+[[nodiscard]] std::expected<HostArray, diag::Diagnostics> parse_npy(std::span<const std::byte> bytes, std::string_view origin);
 /// Reads a .npy file (PG5001 when unreadable).
-std::expected<HostArray, diag::Diagnostics> read_npy(const std::filesystem::path& path);
+[[nodiscard]] std::expected<HostArray, diag::Diagnostics> read_npy(const std::filesystem::path& path);
 
 /// The .npy (version 1.0) encoding of `array`.
-std::expected<std::vector<std::byte>, diag::Diagnostics> encode_npy(const HostArray& array);
+[[nodiscard]] std::expected<std::vector<std::byte>, diag::Diagnostics> encode_npy(const HostArray& array);
 /// Writes `array` as .npy (PG5003 when the file cannot be written).
-std::expected<void, diag::Diagnostics> write_npy(const std::filesystem::path& path, const HostArray& array);
+[[nodiscard]] std::expected<void, diag::Diagnostics> write_npy(const std::filesystem::path& path, const HostArray& array);
 
 }  // namespace ptxgate::backend

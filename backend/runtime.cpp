@@ -1,11 +1,11 @@
 // Runtime: compile through the module cache, load into the context (cubin first), bind and launch.
-#include "backend/runtime.hpp"
+#include "ptxgate/backend/runtime.hpp"
 
 #include <boost/container/small_vector.hpp>
 #include <fmt/format.h>
 
-#include "codegen/codegen.hpp"
-#include "ir/frontend.hpp"
+#include "ptxgate/codegen/codegen.hpp"
+#include "ptxgate/ir/frontend.hpp"
 
 namespace ptxgate::backend {
 

@@ -11,13 +11,13 @@
 #include <string_view>
 #include <vector>
 
-#include "backend/arg.hpp"
-#include "backend/context.hpp"
-#include "backend/launch.hpp"
-#include "codegen/kernel_info.hpp"
-#include "diagnostics/diagnostic.hpp"
-#include "ir/ast.hpp"
-#include "module_cache/module_cache.hpp"
+#include "ptxgate/backend/arg.hpp"
+#include "ptxgate/backend/context.hpp"
+#include "ptxgate/backend/launch.hpp"
+#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/ir/ast.hpp"
+#include "ptxgate/module_cache/module_cache.hpp"
 
 namespace ptxgate::backend {
 
@@ -48,9 +48,9 @@ class Kernel {
  public:
   /// Binds `args` to the signature, validates (cached verdict when seen before)
   /// and launches on `stream` (the legacy default stream when null).
-  std::expected<void, diag::Diagnostics> launch(const LaunchConfig& config, std::span<const Arg> args,
+  [[nodiscard]] std::expected<void, diag::Diagnostics> launch(const LaunchConfig& config, std::span<const Arg> args,
                                                 const Stream* stream = nullptr);
-  std::expected<void, diag::Diagnostics> launch(const LaunchConfig& config, std::initializer_list<Arg> args,
+  [[nodiscard]] std::expected<void, diag::Diagnostics> launch(const LaunchConfig& config, std::initializer_list<Arg> args,
                                                 const Stream* stream = nullptr) {
     return launch(config, std::span<const Arg>(args.begin(), args.size()), stream);
   }
@@ -73,7 +73,7 @@ class Kernel {
   Kernel(std::shared_ptr<Context> ctx, std::shared_ptr<const LoadedModule> module, LoadedFunction* function,
          module_cache::CacheOutcome outcome)
       : ctx_(std::move(ctx)), module_(std::move(module)), function_(function), outcome_(outcome) {}
-  std::expected<void, diag::Diagnostics> fill_plan(validation::LaunchPlan& plan, const LaunchConfig& config,
+  [[nodiscard]] std::expected<void, diag::Diagnostics> fill_plan(validation::LaunchPlan& plan, const LaunchConfig& config,
                                                    std::span<const Arg> args, CUstream stream, void** slots,
                                                    BoundSlot* values);
   std::shared_ptr<Context> ctx_;
@@ -86,37 +86,37 @@ class Kernel {
 class Runtime {
  public:
   /// Opens the device (PG4001 without a driver, PG4004 without a device).
-  static std::expected<std::unique_ptr<Runtime>, diag::Diagnostics> create(RuntimeOptions options = {});
+  [[nodiscard]] static std::expected<std::unique_ptr<Runtime>, diag::Diagnostics> create(RuntimeOptions options = {});
   /// A runtime over a context opened elsewhere (e.g. through a fake driver in tests).
   Runtime(std::shared_ptr<Context> ctx, RuntimeOptions options);
   ~Runtime();
 
   /// Compiles (through the module cache) and loads the module, then resolves `kernel`.
-  std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> compile(const ir::Module& verified,
+  [[nodiscard]] std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> compile(const ir::Module& verified,
                                                                      std::string_view kernel);
   /// Parses and verifies `.pg` text first; `path` names it in diagnostics.
-  std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> compile(std::string_view pg_text, std::string_view kernel,
+  [[nodiscard]] std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> compile(std::string_view pg_text, std::string_view kernel,
                                                                      std::string_view path = "<text>");
 
-  std::expected<DeviceBuffer, diag::Diagnostics> allocate(size_t bytes) {
+  [[nodiscard]] std::expected<DeviceBuffer, diag::Diagnostics> allocate(size_t bytes) {
     return DeviceBuffer::allocate(ctx_, bytes);
   }
   /// A device buffer holding a copy of `host`.
   template <class T>
-  std::expected<DeviceBuffer, diag::Diagnostics> upload(std::span<const T> host) {
+  [[nodiscard]] std::expected<DeviceBuffer, diag::Diagnostics> upload(std::span<const T> host) {
     auto buf = allocate(host.size_bytes());
     if (!buf) return buf;
     if (auto ok = buf->upload(std::as_bytes(host)); !ok) return std::unexpected(ok.error());
     return buf;
   }
   template <class T>
-  std::expected<std::vector<T>, diag::Diagnostics> download(const DeviceBuffer& buffer) {
+  [[nodiscard]] std::expected<std::vector<T>, diag::Diagnostics> download(const DeviceBuffer& buffer) {
     std::vector<T> out(buffer.size_bytes() / sizeof(T));
     if (auto ok = buffer.download(std::as_writable_bytes(std::span(out))); !ok) return std::unexpected(ok.error());
     return out;
   }
-  std::expected<Stream, diag::Diagnostics> create_stream() { return Stream::create(ctx_); }
-  std::expected<void, diag::Diagnostics> synchronize() { return ctx_->synchronize(); }
+  [[nodiscard]] std::expected<Stream, diag::Diagnostics> create_stream() { return Stream::create(ctx_); }
+  [[nodiscard]] std::expected<void, diag::Diagnostics> synchronize() { return ctx_->synchronize(); }
 
   Context& context() { return *ctx_; }
   std::shared_ptr<Context> shared_context() { return ctx_; }
@@ -128,7 +128,7 @@ class Runtime {
   const std::string& target() const { return target_; }
 
  private:
-  std::expected<std::shared_ptr<const LoadedModule>, diag::Diagnostics> load(
+  [[nodiscard]] std::expected<std::shared_ptr<const LoadedModule>, diag::Diagnostics> load(
       std::shared_ptr<const module_cache::CacheEntry> entry, const ir::Module& verified);
   std::shared_ptr<Context> ctx_;
   RuntimeOptions options_;

@@ -1,5 +1,5 @@
 // Shared pieces of the GPU benchmarks: statistics, the JSON result file, extra driver entry points, file reading.
-#include "bench/bench_common.hpp"
+#include "bench_common.hpp"
 
 #include <dlfcn.h>
 
@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "backend/driver_api.hpp"
+#include "ptxgate/backend/driver_api.hpp"
 
 namespace ptxgate::bench {
 

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "diagnostics/diagnostic.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
 
 namespace ptxgate::bench {
 
@@ -73,13 +73,13 @@ struct DriverExtras {
 
 /// Resolves DriverExtras; the error names what is missing. Entries that cannot be
 /// resolved stay null (the caller skips what needs them).
-std::expected<DriverExtras, std::string> load_driver_extras();
+[[nodiscard]] std::expected<DriverExtras, std::string> load_driver_extras();
 
 /// "cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE (1)" using the driver's names.
 std::string cu_error(CUresult r, std::string_view call);
 
 /// Whole file as a string; error text when unreadable.
-std::expected<std::string, std::string> read_text(const std::filesystem::path& path);
+[[nodiscard]] std::expected<std::string, std::string> read_text(const std::filesystem::path& path);
 
 /// Deterministic uniform floats in [lo, hi) (never all zero).
 std::vector<float> random_floats(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f);

@@ -5,7 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "bench/bench_parts.hpp"
+#include "bench_parts.hpp"
 
 using namespace ptxgate::bench;
 namespace fs = std::filesystem;

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-#include "bench/bench_common.hpp"
+#include "bench_common.hpp"
 
 namespace ptxgate::bench {
 

@@ -1,15 +1,15 @@
 // Compile latency: text -> PTX, text -> cubin, in-process cache hits and disk hits in fresh processes.
-#include "bench/bench_parts.hpp"
+#include "bench_parts.hpp"
 
 #include <cstdio>
 #include <memory>
 
 #include <fmt/format.h>
 
-#include "backend/runtime.hpp"
-#include "codegen/codegen.hpp"
-#include "ir/frontend.hpp"
-#include "module_cache/module_cache.hpp"
+#include "ptxgate/backend/runtime.hpp"
+#include "ptxgate/codegen/codegen.hpp"
+#include "ptxgate/ir/frontend.hpp"
+#include "ptxgate/module_cache/module_cache.hpp"
 
 namespace ptxgate::bench {
 namespace {

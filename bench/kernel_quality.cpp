@@ -1,5 +1,5 @@
 // Kernel quality: ptxgate's generated kernels vs nvcc's twins and vs device-to-device memcpy, checked then timed.
-#include "bench/bench_parts.hpp"
+#include "bench_parts.hpp"
 
 #include <cmath>
 #include <functional>
@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "backend/runtime.hpp"
+#include "ptxgate/backend/runtime.hpp"
 
 namespace ptxgate::bench {
 namespace {

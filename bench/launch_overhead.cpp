@@ -1,5 +1,5 @@
 // Launch overhead: raw cuLaunchKernel vs ptxgate's guarded launch (steady, first validated, fresh function) vs graphs.
-#include "bench/bench_parts.hpp"
+#include "bench_parts.hpp"
 
 #include <sched.h>
 
@@ -9,10 +9,10 @@
 
 #include <fmt/format.h>
 
-#include "backend/launch.hpp"
-#include "backend/runtime.hpp"
-#include "ir/frontend.hpp"
-#include "module_cache/module_cache.hpp"
+#include "ptxgate/backend/launch.hpp"
+#include "ptxgate/backend/runtime.hpp"
+#include "ptxgate/ir/frontend.hpp"
+#include "ptxgate/module_cache/module_cache.hpp"
 
 namespace ptxgate::bench {
 namespace {

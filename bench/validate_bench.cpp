@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <vector>
 
-#include "validation/check.hpp"
-#include "validation/profiles.hpp"
+#include "ptxgate/validation/check.hpp"
+#include "ptxgate/validation/profiles.hpp"
 
 using namespace ptxgate;
 using namespace ptxgate::validation;

@@ -1,17 +1,17 @@
 // Validation cost per launch: a fresh check_launch vs the cached verdict (exact same_shape comparison), and the hashed VerdictCache.
-#include "bench/bench_parts.hpp"
+#include "bench_parts.hpp"
 
 #include <fstream>
 
 #include <fmt/format.h>
 
-#include "backend/context.hpp"
-#include "codegen/codegen.hpp"
-#include "ir/frontend.hpp"
-#include "module_cache/module_cache.hpp"
-#include "validation/check.hpp"
-#include "validation/profiles.hpp"
-#include "validation/ptxas_resources.hpp"
+#include "ptxgate/backend/context.hpp"
+#include "ptxgate/codegen/codegen.hpp"
+#include "ptxgate/ir/frontend.hpp"
+#include "ptxgate/module_cache/module_cache.hpp"
+#include "ptxgate/validation/check.hpp"
+#include "ptxgate/validation/profiles.hpp"
+#include "ptxgate/validation/ptxas_resources.hpp"
 
 namespace ptxgate::bench {
 namespace {

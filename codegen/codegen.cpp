@@ -1,5 +1,5 @@
 // The code generator's entry points: lower, link libdevice if needed, optimise, then PTX or LLVM IR text.
-#include "codegen/codegen.hpp"
+#include "ptxgate/codegen/codegen.hpp"
 
 #include <memory>
 #include <new>
@@ -14,9 +14,9 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
-#include "codegen/libdevice.hpp"
-#include "codegen/lower.hpp"
-#include "codegen/nvptx.hpp"
+#include "ptxgate/codegen/internal/libdevice.hpp"
+#include "ptxgate/codegen/internal/lower.hpp"
+#include "ptxgate/codegen/internal/nvptx.hpp"
 
 namespace llvm {
 /// The NVPTX backend's per-Module annotation cache (lib/Target/NVPTX/NVPTXUtilities.h, not

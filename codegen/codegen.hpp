@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "codegen/kernel_info.hpp"
-#include "diagnostics/diagnostic.hpp"
-#include "ir/ast.hpp"
+#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/ir/ast.hpp"
 
 namespace ptxgate::codegen {
 
@@ -31,16 +31,16 @@ struct CompiledModule {
 const std::vector<std::string>& supported_targets();
 
 /// LLVM IR text of the module after optimisation (what --emit llvm prints).
-std::expected<std::string, diag::Diagnostics> emit_llvm_ir(const ir::Module& verified, const CodegenOptions& options);
+[[nodiscard]] std::expected<std::string, diag::Diagnostics> emit_llvm_ir(const ir::Module& verified, const CodegenOptions& options);
 
 /// Compiles every kernel of a verified module into one PTX module.
-std::expected<CompiledModule, diag::Diagnostics> compile(const ir::Module& verified, const CodegenOptions& options);
+[[nodiscard]] std::expected<CompiledModule, diag::Diagnostics> compile(const ir::Module& verified, const CodegenOptions& options);
 
 /// The libdevice file compile() links when a module calls math functions:
 /// options.libdevice_path, else $PTXGATE_LIBDEVICE (each authoritative when set), else
 /// $CUDA_HOME/nvvm/libdevice/libdevice.10.bc, else the toolkit found at build time.
 /// PG2002, naming every path searched, when none exists.
-std::expected<std::string, diag::Diagnostics> resolve_libdevice_path(const CodegenOptions& options);
+[[nodiscard]] std::expected<std::string, diag::Diagnostics> resolve_libdevice_path(const CodegenOptions& options);
 
 /// KernelInfo of each kernel, derived from the verified IR alone (no LLVM).
 std::vector<KernelInfo> describe(const ir::Module& verified);

@@ -1,5 +1,5 @@
 // grid_sync(): a self-resetting grid-wide barrier on one backend-owned u32 word.
-#include "codegen/grid_sync.hpp"
+#include "ptxgate/codegen/internal/grid_sync.hpp"
 
 #include <llvm/IR/IntrinsicsNVPTX.h>
 

@@ -1,6 +1,6 @@
 // KernelInfo to and from JSON (the `--emit meta` format and the module cache's metadata).
-#include "codegen/kernel_info.hpp"
-#include "diagnostics/json_checks.hpp"
+#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/diagnostics/internal/json_checks.hpp"
 
 namespace ptxgate::codegen {
 

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ir/ast.hpp"
+#include "ptxgate/ir/ast.hpp"
 
 namespace ptxgate::codegen {
 
@@ -38,6 +38,6 @@ struct KernelInfo {
 };
 
 nlohmann::json to_json(const KernelInfo& info);
-std::expected<KernelInfo, std::string> kernel_info_from_json(const nlohmann::json& j);
+[[nodiscard]] std::expected<KernelInfo, std::string> kernel_info_from_json(const nlohmann::json& j);
 
 }  // namespace ptxgate::codegen

@@ -1,5 +1,5 @@
 // libdevice search path, the in-process cache of its bytes, lazy linking and internalisation.
-#include "codegen/libdevice.hpp"
+#include "ptxgate/codegen/internal/libdevice.hpp"
 
 #include <cstdlib>
 #include <filesystem>
@@ -15,7 +15,7 @@
 #include <llvm/Support/Error.h>
 #include <llvm/Support/MemoryBuffer.h>
 
-#include "codegen/codegen.hpp"
+#include "ptxgate/codegen/codegen.hpp"
 
 #ifndef PTXGATE_DEFAULT_CUDA_ROOT
 #define PTXGATE_DEFAULT_CUDA_ROOT "/usr/local/cuda"

@@ -1,7 +1,7 @@
 // The LLVM version ptxgate was built with.
 #include <llvm/Config/llvm-config.h>
 
-#include "codegen/codegen.hpp"
+#include "ptxgate/codegen/codegen.hpp"
 
 namespace ptxgate::codegen {
 

@@ -1,5 +1,5 @@
 // IR -> LLVM IR: kernel signatures, statements, expressions, builtins, atomics and math calls.
-#include "codegen/lower.hpp"
+#include "ptxgate/codegen/internal/lower.hpp"
 
 #include <string>
 #include <unordered_map>
@@ -12,8 +12,8 @@
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/Metadata.h>
 
-#include "codegen/grid_sync.hpp"
-#include "codegen/nvptx.hpp"
+#include "ptxgate/codegen/internal/grid_sync.hpp"
+#include "ptxgate/codegen/internal/nvptx.hpp"
 
 namespace ptxgate::codegen {
 namespace {

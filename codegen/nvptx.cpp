@@ -1,5 +1,5 @@
 // NVPTX target set-up, a pool of reusable target machines, the optimisation pipelines and PTX emission.
-#include "codegen/nvptx.hpp"
+#include "ptxgate/codegen/internal/nvptx.hpp"
 
 #include <algorithm>
 #include <map>
@@ -16,7 +16,7 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetOptions.h>
 
-#include "codegen/codegen.hpp"
+#include "ptxgate/codegen/codegen.hpp"
 
 namespace ptxgate::codegen {
 namespace {

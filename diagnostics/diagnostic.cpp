@@ -1,5 +1,5 @@
 // Diagnostic code table, source positions and the text/JSON/SARIF renderers.
-#include "diagnostics/diagnostic.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
 
 #include <algorithm>
 #include <array>
@@ -12,7 +12,7 @@ namespace {
 
 constexpr CodeInfo kCodes[] = {
 #define PG_DIAG(code, id, severity, title) {Code::id, #code, #id, Severity::severity, title},
-#include "diagnostics/codes.def"
+#include "ptxgate/diagnostics/codes.def"
 #undef PG_DIAG
 };
 

@@ -13,7 +13,7 @@ namespace ptxgate::diag {
 /// Every diagnostic code of ptxgate, from diagnostics/codes.def.
 enum class Code : uint16_t {
 #define PG_DIAG(code, id, severity, title) id,
-#include "diagnostics/codes.def"
+#include "ptxgate/diagnostics/codes.def"
 #undef PG_DIAG
 };
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <string_view>
 
-#include "backend/arg_spec.hpp"
-#include "backend/npy.hpp"
+#include "ptxgate/backend/arg_spec.hpp"
+#include "ptxgate/backend/npy.hpp"
 
 namespace {
 

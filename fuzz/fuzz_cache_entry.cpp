@@ -20,9 +20,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "codegen/kernel_info.hpp"
-#include "module_cache/cache_key.hpp"
-#include "module_cache/disk_cache.hpp"
+#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/module_cache/cache_key.hpp"
+#include "ptxgate/module_cache/disk_cache.hpp"
 
 namespace {
 

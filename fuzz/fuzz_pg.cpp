@@ -3,10 +3,10 @@
 #include <cstdint>
 #include <string>
 
-#include "codegen/codegen.hpp"
-#include "ir/frontend.hpp"
-#include "ir/parser.hpp"
-#include "ir/printer.hpp"
+#include "ptxgate/codegen/codegen.hpp"
+#include "ptxgate/ir/frontend.hpp"
+#include "ptxgate/ir/parser.hpp"
+#include "ptxgate/ir/printer.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace ptxgate;

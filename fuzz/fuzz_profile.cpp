@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "validation/device_caps.hpp"
+#include "ptxgate/validation/device_caps.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace ptxgate;

@@ -1,5 +1,5 @@
 // Names, spellings and properties of IR types, operators, builtins and intrinsics.
-#include "ir/ast.hpp"
+#include "ptxgate/ir/ast.hpp"
 
 #include <array>
 #include <utility>

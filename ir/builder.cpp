@@ -1,5 +1,5 @@
 // Builder API: expression handles, statement and kernel builders producing an ir::Module.
-#include "ir/builder.hpp"
+#include "ptxgate/ir/builder.hpp"
 
 namespace ptxgate::ir {
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/ast.hpp"
+#include "ptxgate/ir/ast.hpp"
 
 namespace ptxgate::ir {
 

@@ -1,5 +1,5 @@
 // Text to verified module: read the file, parse, verify.
-#include "ir/frontend.hpp"
+#include "ptxgate/ir/frontend.hpp"
 
 #include <cstdio>
 #include <fstream>
@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "ir/parser.hpp"
-#include "ir/verifier.hpp"
+#include "ptxgate/ir/parser.hpp"
+#include "ptxgate/ir/verifier.hpp"
 
 namespace ptxgate::ir {
 

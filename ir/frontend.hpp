@@ -4,9 +4,9 @@
 #include <expected>
 #include <string>
 
-#include "diagnostics/diagnostic.hpp"
-#include "ir/ast.hpp"
-#include "ir/limits.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/ir/ast.hpp"
+#include "ptxgate/ir/limits.hpp"
 
 namespace ptxgate::ir {
 
@@ -17,7 +17,7 @@ struct LoadedModule {
 };
 
 /// Parses and verifies `file`. On any error returns every diagnostic found.
-std::expected<LoadedModule, diag::Diagnostics> load_module(const diag::SourceFile& file, const Limits& limits = {});
+[[nodiscard]] std::expected<LoadedModule, diag::Diagnostics> load_module(const diag::SourceFile& file, const Limits& limits = {});
 
 /// A verified module, its warnings, and the text it came from (for diagnostic locations).
 struct LoadedFile : LoadedModule {
@@ -25,9 +25,9 @@ struct LoadedFile : LoadedModule {
 };
 
 /// read_source, then load_module: every diagnostic of either step on failure.
-std::expected<LoadedFile, diag::Diagnostics> load_file(const std::string& path, const Limits& limits = {});
+[[nodiscard]] std::expected<LoadedFile, diag::Diagnostics> load_file(const std::string& path, const Limits& limits = {});
 
 /// Reads a file (or "-" for standard input) into a SourceFile, with PG5001/PG1902 on failure.
-std::expected<diag::SourceFile, diag::Diagnostics> read_source(const std::string& path, const Limits& limits = {});
+[[nodiscard]] std::expected<diag::SourceFile, diag::Diagnostics> read_source(const std::string& path, const Limits& limits = {});
 
 }  // namespace ptxgate::ir

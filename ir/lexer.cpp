@@ -1,5 +1,5 @@
 // Lexer for the `.pg` text format: tokens, comments, number literals, and lexical errors.
-#include "ir/lexer.hpp"
+#include "ptxgate/ir/internal/lexer.hpp"
 
 #include <charconv>
 #include <limits>

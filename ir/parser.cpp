@@ -1,11 +1,11 @@
 // Recursive-descent parser for the `.pg` text format, with error recovery and input limits.
-#include "ir/parser.hpp"
+#include "ptxgate/ir/parser.hpp"
 
 #include <new>
 
 #include <fmt/format.h>
 
-#include "ir/lexer.hpp"
+#include "ptxgate/ir/internal/lexer.hpp"
 
 namespace ptxgate::ir {
 

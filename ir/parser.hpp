@@ -1,9 +1,9 @@
 // Lexer and parser for the `.pg` text format, with error recovery and input limits.
 #pragma once
 
-#include "diagnostics/diagnostic.hpp"
-#include "ir/ast.hpp"
-#include "ir/limits.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/ir/ast.hpp"
+#include "ptxgate/ir/limits.hpp"
 
 namespace ptxgate::ir {
 

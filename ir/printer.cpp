@@ -1,5 +1,5 @@
 // Printer: canonical `.pg` text with 2-space indentation and minimal parentheses.
-#include "ir/printer.hpp"
+#include "ptxgate/ir/printer.hpp"
 
 #include <cmath>
 

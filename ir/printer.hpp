@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "ir/ast.hpp"
+#include "ptxgate/ir/ast.hpp"
 
 namespace ptxgate::ir {
 

@@ -1,5 +1,5 @@
 // The verifier's entry point, the diagnostic reporter, and the kernel-level and statement rules.
-#include "ir/verifier.hpp"
+#include "ptxgate/ir/verifier.hpp"
 
 #include <algorithm>
 #include <exception>
@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "ir/verifier_internal.hpp"
+#include "ptxgate/ir/internal/verifier_internal.hpp"
 
 namespace ptxgate::ir {
 namespace verifier_detail {

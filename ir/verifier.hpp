@@ -1,9 +1,9 @@
 // The verifier: name resolution, typing of every expression, and the kernel rules.
 #pragma once
 
-#include "diagnostics/diagnostic.hpp"
-#include "ir/ast.hpp"
-#include "ir/limits.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/ir/ast.hpp"
+#include "ptxgate/ir/limits.hpp"
 
 namespace ptxgate::ir {
 

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "ir/verifier_internal.hpp"
+#include "ptxgate/ir/internal/verifier_internal.hpp"
 
 namespace ptxgate::ir::verifier_detail {
 namespace {

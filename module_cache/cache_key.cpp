@@ -1,5 +1,5 @@
 // Cache key derivation (XXH3-128 over length-prefixed fields) and the memoised tool/library fingerprints.
-#include "module_cache/cache_key.hpp"
+#include "ptxgate/module_cache/cache_key.hpp"
 
 #include <cstdint>
 #include <cstdlib>
@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
-#include "module_cache/process.hpp"
+#include "ptxgate/module_cache/internal/process.hpp"
 
 namespace ptxgate::module_cache {
 namespace {

@@ -7,11 +7,11 @@
 
 #include <fmt/format.h>
 
-#include "ir/printer.hpp"
-#include "diagnostics/json_checks.hpp"
-#include "module_cache/module_cache.hpp"
-#include "module_cache/process.hpp"
-#include "validation/ptxas_resources.hpp"
+#include "ptxgate/ir/printer.hpp"
+#include "ptxgate/diagnostics/internal/json_checks.hpp"
+#include "ptxgate/module_cache/module_cache.hpp"
+#include "ptxgate/module_cache/internal/process.hpp"
+#include "ptxgate/validation/ptxas_resources.hpp"
 
 namespace ptxgate::module_cache {
 namespace {

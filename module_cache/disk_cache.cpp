@@ -1,6 +1,6 @@
 // The on-disk tier: atomic publication by directory rename, verified reads, and the unusable-directory fallback.
-#include "module_cache/disk_cache.hpp"
-#include "diagnostics/json_checks.hpp"
+#include "ptxgate/module_cache/disk_cache.hpp"
+#include "ptxgate/diagnostics/internal/json_checks.hpp"
 
 #include <algorithm>
 #include <array>
@@ -17,7 +17,7 @@
 
 #include <fmt/format.h>
 
-#include "module_cache/process.hpp"
+#include "ptxgate/module_cache/internal/process.hpp"
 
 namespace ptxgate::module_cache {
 namespace fs = std::filesystem;

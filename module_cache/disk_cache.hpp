@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "codegen/kernel_info.hpp"
-#include "diagnostics/diagnostic.hpp"
-#include "module_cache/cache_key.hpp"
+#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/module_cache/cache_key.hpp"
 
 namespace ptxgate::module_cache {
 

@@ -191,7 +191,7 @@ class OnceLruCache {
   explicit OnceLruCache(size_t capacity) : lru_(capacity) {}
 
   template <class Make>
-  std::pair<std::expected<V, E>, Source> get_or_create(const K& key, Make&& make) {
+  [[nodiscard]] std::pair<std::expected<V, E>, Source> get_or_create(const K& key, Make&& make) {
     if (auto hit = lru_.get(key)) return {std::expected<V, E>(std::move(*hit)), Source::cached};
     auto [result, leader] = flights_.run(key, [&]() -> std::expected<V, E> {
       if (auto late_hit = lru_.get(key)) return std::move(*late_hit);

@@ -1,5 +1,5 @@
 // ModuleCache: memory tier over the disk tier with one lookup/compile per key in flight.
-#include "module_cache/module_cache.hpp"
+#include "ptxgate/module_cache/module_cache.hpp"
 
 #include <fmt/format.h>
 

@@ -12,13 +12,13 @@
 #include <string>
 #include <string_view>
 
-#include "codegen/codegen.hpp"
-#include "diagnostics/diagnostic.hpp"
-#include "ir/ast.hpp"
-#include "module_cache/cache_key.hpp"
-#include "module_cache/disk_cache.hpp"
-#include "module_cache/lru_cache.hpp"
-#include "validation/launch_plan.hpp"
+#include "ptxgate/codegen/codegen.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/ir/ast.hpp"
+#include "ptxgate/module_cache/cache_key.hpp"
+#include "ptxgate/module_cache/disk_cache.hpp"
+#include "ptxgate/module_cache/lru_cache.hpp"
+#include "ptxgate/validation/launch_plan.hpp"
 
 namespace ptxgate::module_cache {
 
@@ -61,7 +61,7 @@ class ModuleCache {
   /// The entry for `key`: from memory, else from disk (verified, for `target_arch`),
   /// else from `compile` (then published to disk). Concurrent callers with the same
   /// key share one lookup/compile. `inputs_summary` goes into the disk manifest.
-  std::expected<CacheResult, diag::Diagnostics> get_or_compile(const CacheKey& key, const std::string& target_arch,
+  [[nodiscard]] std::expected<CacheResult, diag::Diagnostics> get_or_compile(const CacheKey& key, const std::string& target_arch,
                                                                const CompileFn& compile,
                                                                const nlohmann::json& inputs_summary = {});
 
@@ -108,12 +108,12 @@ CacheKeyInputs key_inputs_for(const ir::Module& verified, const CompileRequest& 
 /// parsed by validation::parse_ptxas_log into `resources` (one object per kernel, see
 /// kernel_resources) and kept raw under "ptxas_log". PG2005 when ptxas is missing, PG2004 with
 /// its output when it fails.
-std::expected<CacheEntry, diag::Diagnostics> compile_to_entry(const ir::Module& verified,
+[[nodiscard]] std::expected<CacheEntry, diag::Diagnostics> compile_to_entry(const ir::Module& verified,
                                                               const CompileRequest& request);
 
 /// Runs ptxas on PTX text in a private temporary directory. Returns the cubin bytes and
 /// puts ptxas's `-v` report in `log`. Exposed for tests and the backend's JIT fallback.
-std::expected<std::string, diag::Diagnostics> run_ptxas(const std::string& ptx, const std::string& target_arch,
+[[nodiscard]] std::expected<std::string, diag::Diagnostics> run_ptxas(const std::string& ptx, const std::string& target_arch,
                                                         const std::string& ptxas, std::string& log);
 
 /// KernelResources as stored in CacheEntry::resources.

@@ -1,5 +1,5 @@
 // Runs a tool via posix_spawn with captured output; private temporary directories.
-#include "module_cache/process.hpp"
+#include "ptxgate/module_cache/internal/process.hpp"
 
 #include <cerrno>
 #include <cstdlib>

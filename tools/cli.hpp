@@ -6,7 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "diagnostics/diagnostic.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
 
 namespace ptxgate::cli {
 

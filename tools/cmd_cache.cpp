@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "module_cache/disk_cache.hpp"
-#include "tools/cli.hpp"
+#include "ptxgate/module_cache/disk_cache.hpp"
+#include "cli.hpp"
 
 namespace ptxgate::cli {
 namespace {

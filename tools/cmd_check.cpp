@@ -8,12 +8,12 @@
 
 #include <fmt/format.h>
 
-#include "codegen/codegen.hpp"
-#include "ir/frontend.hpp"
-#include "tools/cli.hpp"
-#include "validation/check.hpp"
-#include "validation/profiles.hpp"
-#include "validation/ptxas_resources.hpp"
+#include "ptxgate/codegen/codegen.hpp"
+#include "ptxgate/ir/frontend.hpp"
+#include "cli.hpp"
+#include "ptxgate/validation/check.hpp"
+#include "ptxgate/validation/profiles.hpp"
+#include "ptxgate/validation/ptxas_resources.hpp"
 
 namespace ptxgate::cli {
 namespace {

@@ -4,9 +4,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "backend/device.hpp"
-#include "tools/cli.hpp"
-#include "validation/profiles.hpp"
+#include "ptxgate/backend/device.hpp"
+#include "cli.hpp"
+#include "ptxgate/validation/profiles.hpp"
 
 namespace ptxgate::cli {
 namespace {

@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "codegen/codegen.hpp"
-#include "ir/frontend.hpp"
-#include "tools/cli.hpp"
+#include "ptxgate/codegen/codegen.hpp"
+#include "ptxgate/ir/frontend.hpp"
+#include "cli.hpp"
 
 namespace ptxgate::cli {
 namespace {

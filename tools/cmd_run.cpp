@@ -6,11 +6,11 @@
 
 #include <fmt/format.h>
 
-#include "backend/arg_spec.hpp"
-#include "backend/npy.hpp"
-#include "backend/runtime.hpp"
-#include "ir/frontend.hpp"
-#include "tools/cli.hpp"
+#include "ptxgate/backend/arg_spec.hpp"
+#include "ptxgate/backend/npy.hpp"
+#include "ptxgate/backend/runtime.hpp"
+#include "ptxgate/ir/frontend.hpp"
+#include "cli.hpp"
 
 namespace ptxgate::cli {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "codegen/codegen.hpp"
-#include "tools/cli.hpp"
+#include "ptxgate/codegen/codegen.hpp"
+#include "cli.hpp"
 
 namespace ptxgate::cli {
 

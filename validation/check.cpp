@@ -1,5 +1,5 @@
 // check_launch: every launch check (arguments, geometry, shared memory, registers, cooperative, warnings).
-#include "validation/check.hpp"
+#include "ptxgate/validation/check.hpp"
 
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>

@@ -8,10 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "codegen/kernel_info.hpp"
-#include "diagnostics/diagnostic.hpp"
-#include "validation/device_caps.hpp"
-#include "validation/launch_plan.hpp"
+#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/validation/device_caps.hpp"
+#include "ptxgate/validation/launch_plan.hpp"
 
 namespace ptxgate::validation {
 

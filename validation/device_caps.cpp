@@ -1,5 +1,5 @@
 // DeviceCaps: JSON (device-profile format) serialisation and strict parsing.
-#include "validation/device_caps.hpp"
+#include "ptxgate/validation/device_caps.hpp"
 
 #include <limits>
 

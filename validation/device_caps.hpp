@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "diagnostics/diagnostic.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
 
 namespace ptxgate::validation {
 
@@ -49,6 +49,6 @@ inline constexpr uint32_t kSmSubPartitions = 4;
 /// Serialises caps as a device-profile JSON object (the format of profiles/*.json).
 nlohmann::json to_json(const DeviceCaps& caps);
 /// Parses a device profile; every field is required. `origin` names the file in messages.
-std::expected<DeviceCaps, diag::Diagnostics> caps_from_json(const nlohmann::json& j, std::string_view origin);
+[[nodiscard]] std::expected<DeviceCaps, diag::Diagnostics> caps_from_json(const nlohmann::json& j, std::string_view origin);
 
 }  // namespace ptxgate::validation

@@ -6,7 +6,7 @@
 #include <optional>
 #include <vector>
 
-#include "ir/ast.hpp"
+#include "ptxgate/ir/ast.hpp"
 
 namespace ptxgate::validation {
 

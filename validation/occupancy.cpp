@@ -4,7 +4,7 @@
 
 #include <cuda_occupancy.h>
 
-#include "validation/check.hpp"
+#include "ptxgate/validation/check.hpp"
 
 namespace ptxgate::validation {
 

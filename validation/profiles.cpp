@@ -1,6 +1,6 @@
 // Device profiles: search directories, lookup by name or path, listing.
-#include "validation/profiles.hpp"
-#include "diagnostics/json_checks.hpp"
+#include "ptxgate/validation/profiles.hpp"
+#include "ptxgate/diagnostics/internal/json_checks.hpp"
 
 #include <dlfcn.h>
 

@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "diagnostics/diagnostic.hpp"
-#include "validation/device_caps.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/validation/device_caps.hpp"
 
 namespace ptxgate::validation {
 
@@ -22,11 +22,11 @@ std::vector<std::filesystem::path> profile_search_dirs();
 
 /// Reads one profile file. PG3602 for malformed JSON, PG3603 for a missing or invalid field,
 /// PG5001 when the file cannot be read.
-std::expected<DeviceCaps, diag::Diagnostics> load_profile_file(const std::filesystem::path& path);
+[[nodiscard]] std::expected<DeviceCaps, diag::Diagnostics> load_profile_file(const std::filesystem::path& path);
 
 /// A NAME (looked up in profile_search_dirs()) or a PATH (contains '/' or ends in .json).
 /// PG3601 for an unknown name, listing the available ones.
-std::expected<DeviceCaps, diag::Diagnostics> load_profile(std::string_view name_or_path);
+[[nodiscard]] std::expected<DeviceCaps, diag::Diagnostics> load_profile(std::string_view name_or_path);
 
 /// One available profile.
 struct ProfileEntry {
@@ -37,6 +37,6 @@ struct ProfileEntry {
 
 /// Every profile found, sorted by name; the first directory wins on duplicate names.
 /// Profiles that fail to parse are reported in the error (all of them).
-std::expected<std::vector<ProfileEntry>, diag::Diagnostics> list_profiles();
+[[nodiscard]] std::expected<std::vector<ProfileEntry>, diag::Diagnostics> list_profiles();
 
 }  // namespace ptxgate::validation

@@ -1,5 +1,5 @@
 // Runs ptxas -v via posix_spawn in a mkdtemp directory and parses its resource report.
-#include "validation/ptxas_resources.hpp"
+#include "ptxgate/validation/ptxas_resources.hpp"
 
 #include <fcntl.h>
 #include <spawn.h>

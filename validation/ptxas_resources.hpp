@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "diagnostics/diagnostic.hpp"
-#include "validation/launch_plan.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/validation/launch_plan.hpp"
 
 namespace ptxgate::validation {
 
@@ -30,6 +30,6 @@ std::filesystem::path ptxas_path();
 /// (posix_spawn, no shell) and returns each entry's resources, with max_threads_per_block
 /// taken from the entry's launch bounds (1024 when it has none).
 /// PG3303 when ptxas is missing, fails (its log is in the message) or reports no entry.
-std::expected<ResourceMap, diag::Diagnostics> query_ptxas_resources(std::string_view ptx, std::string_view arch);
+[[nodiscard]] std::expected<ResourceMap, diag::Diagnostics> query_ptxas_resources(std::string_view ptx, std::string_view arch);
 
 }  // namespace ptxgate::validation

@@ -2,11 +2,11 @@
 #include <cstdio>
 #include <vector>
 
-#include "backend/runtime.hpp"
-#include "codegen/codegen.hpp"
-#include "ir/frontend.hpp"
-#include "validation/check.hpp"
-#include "validation/profiles.hpp"
+#include "ptxgate/backend/runtime.hpp"
+#include "ptxgate/codegen/codegen.hpp"
+#include "ptxgate/ir/frontend.hpp"
+#include "ptxgate/validation/check.hpp"
+#include "ptxgate/validation/profiles.hpp"
 
 namespace pg = ptxgate;
 

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "diagnostics/diagnostic.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
 
 namespace fs = std::filesystem;
 

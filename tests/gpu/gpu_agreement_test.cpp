@@ -2,11 +2,11 @@
 // Test-only code: the raw cuLaunchKernel / cuLaunchCooperativeKernel calls here establish ground truth.
 #include <fmt/format.h>
 
-#include "backend/driver_api.hpp"
+#include "ptxgate/backend/driver_api.hpp"
 #include "gpu_support.hpp"
-#include "validation/check.hpp"
-#include "validation/profiles.hpp"
-#include "validation/ptxas_resources.hpp"
+#include "ptxgate/validation/check.hpp"
+#include "ptxgate/validation/profiles.hpp"
+#include "ptxgate/validation/ptxas_resources.hpp"
 
 using namespace ptxgate;
 using namespace ptxgate::gpu_test;

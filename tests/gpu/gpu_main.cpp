@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "backend/device.hpp"
-#include "backend/driver_api.hpp"
+#include "ptxgate/backend/device.hpp"
+#include "ptxgate/backend/driver_api.hpp"
 #include "gpu_support.hpp"
 
 namespace ptxgate::gpu_test {

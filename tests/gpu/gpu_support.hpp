@@ -11,8 +11,8 @@
 
 #include <doctest/doctest.h>
 
-#include "backend/runtime.hpp"
-#include "diagnostics/diagnostic.hpp"
+#include "ptxgate/backend/runtime.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
 
 namespace ptxgate::gpu_test {
 

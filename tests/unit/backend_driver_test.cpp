@@ -3,12 +3,12 @@
 
 #include <fmt/format.h>
 
-#include "backend/context.hpp"
-#include "backend/device.hpp"
-#include "backend/driver_api.hpp"
-#include "backend/driver_error.hpp"
+#include "ptxgate/backend/context.hpp"
+#include "ptxgate/backend/device.hpp"
+#include "ptxgate/backend/driver_api.hpp"
+#include "ptxgate/backend/driver_error.hpp"
 #include "backend_fake_driver.hpp"
-#include "validation/device_caps.hpp"
+#include "ptxgate/validation/device_caps.hpp"
 
 using namespace ptxgate;
 using namespace ptxgate::backend;

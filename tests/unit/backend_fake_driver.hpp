@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/driver_api.hpp"
+#include "ptxgate/backend/driver_api.hpp"
 
 namespace ptxgate::backend::testing {
 

@@ -3,9 +3,9 @@
 
 #include <vector>
 
-#include "backend/arg.hpp"
-#include "backend/context.hpp"
-#include "backend/launch.hpp"
+#include "ptxgate/backend/arg.hpp"
+#include "ptxgate/backend/context.hpp"
+#include "ptxgate/backend/launch.hpp"
 #include "backend_fake_driver.hpp"
 
 using namespace ptxgate;

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <unistd.h>
 
-#include "backend/arg_spec.hpp"
-#include "backend/npy.hpp"
+#include "ptxgate/backend/arg_spec.hpp"
+#include "ptxgate/backend/npy.hpp"
 
 using namespace ptxgate;
 using namespace ptxgate::backend;

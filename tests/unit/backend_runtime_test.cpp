@@ -7,7 +7,7 @@
 #include <vector>
 #include <sstream>
 
-#include "backend/runtime.hpp"
+#include "ptxgate/backend/runtime.hpp"
 #include "backend_fake_driver.hpp"
 
 using namespace ptxgate;

@@ -7,8 +7,8 @@
 #include <thread>
 #include <vector>
 
-#include "codegen/codegen.hpp"
-#include "ir/frontend.hpp"
+#include "ptxgate/codegen/codegen.hpp"
+#include "ptxgate/ir/frontend.hpp"
 
 using namespace ptxgate;
 

@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "diagnostics/diagnostic.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
 
 using namespace ptxgate::diag;
 
@@ -56,7 +56,7 @@ TEST_CASE("JSON and SARIF renderings carry the same record") {
   CHECK(s["runs"][0]["tool"]["driver"]["rules"][0]["id"] == "PG3502");
 }
 
-#include "diagnostics/json_checks.hpp"
+#include "ptxgate/diagnostics/internal/json_checks.hpp"
 
 TEST_CASE("checked JSON integers reject floats, negatives and values that do not fit") {
   using ptxgate::diag::json_integer;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/lexer.hpp"
+#include "ptxgate/ir/internal/lexer.hpp"
 
 using namespace ptxgate;
 using namespace ptxgate::ir;

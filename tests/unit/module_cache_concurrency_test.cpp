@@ -9,8 +9,8 @@
 #include <thread>
 #include <unistd.h>
 
-#include "module_cache/lru_cache.hpp"
-#include "module_cache/module_cache.hpp"
+#include "ptxgate/module_cache/lru_cache.hpp"
+#include "ptxgate/module_cache/module_cache.hpp"
 #include "module_cache_test_support.hpp"
 
 using namespace ptxgate::module_cache;

@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "module_cache/cache_key.hpp"
-#include "module_cache/disk_cache.hpp"
+#include "ptxgate/module_cache/cache_key.hpp"
+#include "ptxgate/module_cache/disk_cache.hpp"
 #include "module_cache_test_support.hpp"
 
 using namespace ptxgate::module_cache;

@@ -6,8 +6,8 @@
 #include <set>
 #include <unistd.h>
 
-#include "module_cache/cache_key.hpp"
-#include "module_cache/module_cache.hpp"
+#include "ptxgate/module_cache/cache_key.hpp"
+#include "ptxgate/module_cache/module_cache.hpp"
 #include "module_cache_test_support.hpp"
 
 using namespace ptxgate::module_cache;

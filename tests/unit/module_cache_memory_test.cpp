@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "module_cache/lru_cache.hpp"
-#include "module_cache/module_cache.hpp"
+#include "ptxgate/module_cache/lru_cache.hpp"
+#include "ptxgate/module_cache/module_cache.hpp"
 #include "module_cache_test_support.hpp"
 
 using namespace ptxgate::module_cache;

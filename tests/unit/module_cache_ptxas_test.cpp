@@ -3,8 +3,8 @@
 
 #include <unistd.h>
 
-#include "ir/frontend.hpp"
-#include "module_cache/module_cache.hpp"
+#include "ptxgate/ir/frontend.hpp"
+#include "ptxgate/module_cache/module_cache.hpp"
 #include "module_cache_test_support.hpp"
 
 using namespace ptxgate::module_cache;

@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <string>
 
-#include "diagnostics/diagnostic.hpp"
-#include "module_cache/disk_cache.hpp"
-#include "module_cache/process.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/module_cache/disk_cache.hpp"
+#include "ptxgate/module_cache/internal/process.hpp"
 
 namespace ptxgate::module_cache::testing {
 

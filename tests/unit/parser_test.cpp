@@ -7,7 +7,7 @@
 #include <random>
 #include <sstream>
 
-#include "ir/parser.hpp"
+#include "ptxgate/ir/parser.hpp"
 
 using namespace ptxgate;
 using namespace ptxgate::ir;

@@ -5,9 +5,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "ir/builder.hpp"
-#include "ir/parser.hpp"
-#include "ir/printer.hpp"
+#include "ptxgate/ir/builder.hpp"
+#include "ptxgate/ir/parser.hpp"
+#include "ptxgate/ir/printer.hpp"
 
 using namespace ptxgate;
 using namespace ptxgate::ir;

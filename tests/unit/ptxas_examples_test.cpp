@@ -13,8 +13,8 @@
 
 #include <fmt/format.h>
 
-#include "codegen/codegen.hpp"
-#include "ir/frontend.hpp"
+#include "ptxgate/codegen/codegen.hpp"
+#include "ptxgate/ir/frontend.hpp"
 
 namespace fs = std::filesystem;
 using namespace ptxgate;

@@ -14,14 +14,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backend/npy.hpp"
-#include "codegen/codegen.hpp"
-#include "ir/frontend.hpp"
-#include "ir/parser.hpp"
-#include "ir/printer.hpp"
-#include "module_cache/cache_key.hpp"
-#include "module_cache/disk_cache.hpp"
-#include "validation/profiles.hpp"
+#include "ptxgate/backend/npy.hpp"
+#include "ptxgate/codegen/codegen.hpp"
+#include "ptxgate/ir/frontend.hpp"
+#include "ptxgate/ir/parser.hpp"
+#include "ptxgate/ir/printer.hpp"
+#include "ptxgate/module_cache/cache_key.hpp"
+#include "ptxgate/module_cache/disk_cache.hpp"
+#include "ptxgate/validation/profiles.hpp"
 
 using namespace ptxgate;
 

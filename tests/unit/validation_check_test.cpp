@@ -1,5 +1,5 @@
 // check_launch: every check at, just under and just over its limit, on sm_75, sm_80, sm_89 and sm_90 profiles.
-#include "tests/unit/validation_test_support.hpp"
+#include "validation_test_support.hpp"
 
 using namespace validation_test;
 using diag::Code;

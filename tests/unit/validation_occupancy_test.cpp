@@ -1,5 +1,5 @@
 // Offline occupancy (cuda_occupancy.h over profile caps) against hand-computed values.
-#include "tests/unit/validation_test_support.hpp"
+#include "validation_test_support.hpp"
 
 using namespace validation_test;
 

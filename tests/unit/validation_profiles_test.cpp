@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "validation/check.hpp"
-#include "validation/profiles.hpp"
+#include "ptxgate/validation/check.hpp"
+#include "ptxgate/validation/profiles.hpp"
 
 using namespace ptxgate;
 using namespace ptxgate::validation;

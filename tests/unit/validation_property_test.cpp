@@ -1,6 +1,6 @@
 // Fuzz-style property test: ~100k random plans never crash check_launch, its verdict is
 // self-consistent, monotone under grid shrinking, and agrees with cuda_occupancy.h.
-#include "tests/unit/validation_test_support.hpp"
+#include "validation_test_support.hpp"
 
 #include <random>
 

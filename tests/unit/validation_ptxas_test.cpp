@@ -3,7 +3,7 @@
 
 #include <filesystem>
 
-#include "validation/ptxas_resources.hpp"
+#include "ptxgate/validation/ptxas_resources.hpp"
 
 using namespace ptxgate::validation;
 

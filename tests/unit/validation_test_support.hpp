@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "validation/check.hpp"
-#include "validation/profiles.hpp"
+#include "ptxgate/validation/check.hpp"
+#include "ptxgate/validation/profiles.hpp"
 
 namespace validation_test {
 

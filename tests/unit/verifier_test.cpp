@@ -8,8 +8,8 @@
 #include <memory>
 #include <sstream>
 
-#include "ir/parser.hpp"
-#include "ir/verifier.hpp"
+#include "ptxgate/ir/parser.hpp"
+#include "ptxgate/ir/verifier.hpp"
 
 using namespace ptxgate;
 using ir::Type;

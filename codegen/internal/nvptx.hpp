@@ -9,7 +9,7 @@
 #include <llvm/IR/Module.h>
 #include <llvm/Target/TargetMachine.h>
 
-#include "diagnostics/diagnostic.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
 
 namespace ptxgate::codegen {
 
@@ -40,7 +40,7 @@ class TargetMachineLease {
 
 /// Initialises the NVPTX target (once per process) and leases a machine for `target`
 /// ("sm_80", "sm_90a", ...) at `opt_level` 0..3. PG2001 for an unknown target.
-std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(const std::string& target, unsigned opt_level);
+[[nodiscard]] std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(const std::string& target, unsigned opt_level);
 
 /// ptxgate's optimisation pipeline for kernels at -O2/-O3, in LLVM's textual pass-pipeline
 /// syntax (docs/ir.md "Optimisation" explains the choice of passes).
@@ -56,7 +56,7 @@ bool optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigne
 /// Lowers `module` to PTX text with a codegen pipeline built for this module alone:
 /// NVPTXAsmPrinter keeps per-Function state (demoted shared variables) that would go
 /// stale if one pipeline were reused for another module. PG2003 when LLVM cannot build it.
-std::expected<std::string, diag::Diagnostics> emit_ptx_text(llvm::Module& module, llvm::TargetMachine& machine);
+[[nodiscard]] std::expected<std::string, diag::Diagnostics> emit_ptx_text(llvm::Module& module, llvm::TargetMachine& machine);
 
 /// The PTX ISA version of a `.version X.Y` line as X*10+Y (7.8 -> 78); 0 when absent.
 unsigned ptx_isa_version_of(std::string_view ptx);

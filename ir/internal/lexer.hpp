@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include "diagnostics/diagnostic.hpp"
-#include "ir/limits.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/ir/limits.hpp"
 
 namespace ptxgate::ir {
 

@@ -8,8 +8,8 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
-#include "diagnostics/diagnostic.hpp"
-#include "ir/ast.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/ir/ast.hpp"
 
 namespace ptxgate::codegen {
 
@@ -29,7 +29,7 @@ namespace ptxgate::codegen {
 /// - `for v in lo..hi step s`: lo, hi and s are evaluated once; s is treated as
 ///   unsigned (a step of 0 never advances); the loop never wraps past hi;
 /// - atomics are relaxed (monotonic) and return the old value.
-std::expected<std::unique_ptr<llvm::Module>, diag::Diagnostics> lower_module(const ir::Module& verified,
+[[nodiscard]] std::expected<std::unique_ptr<llvm::Module>, diag::Diagnostics> lower_module(const ir::Module& verified,
                                                                             llvm::LLVMContext& context,
                                                                             const llvm::DataLayout& layout);
 

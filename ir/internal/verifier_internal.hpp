@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "ir/verifier.hpp"
+#include "ptxgate/ir/verifier.hpp"
 
 namespace ptxgate::ir::verifier_detail {
 

@@ -19,7 +19,7 @@ struct ProcessResult {
 class TempDir {
  public:
   /// Creates `<parent>/<prefix>XXXXXX`; the error text says why it failed.
-  static std::expected<TempDir, std::string> create(const std::filesystem::path& parent, const std::string& prefix);
+  [[nodiscard]] static std::expected<TempDir, std::string> create(const std::filesystem::path& parent, const std::string& prefix);
   TempDir(TempDir&& other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
   TempDir& operator=(TempDir&&) = delete;
   ~TempDir();
@@ -35,6 +35,6 @@ class TempDir {
 /// Runs argv[0] (a path, not searched in PATH) via posix_spawn with stdin from
 /// /dev/null and stdout/stderr captured through files in a private temporary
 /// directory. The error text says why the process could not be started.
-std::expected<ProcessResult, std::string> run_process(const std::vector<std::string>& argv);
+[[nodiscard]] std::expected<ProcessResult, std::string> run_process(const std::vector<std::string>& argv);
 
 }  // namespace ptxgate::module_cache

@@ -6,7 +6,7 @@
 
 #include <llvm/IR/Module.h>
 
-#include "diagnostics/diagnostic.hpp"
+#include "ptxgate/diagnostics/diagnostic.hpp"
 
 namespace ptxgate::codegen {
 
@@ -16,7 +16,7 @@ bool calls_libdevice(const llvm::Module& module);
 /// Links the libdevice functions `module` needs (Linker::LinkOnlyNeeded) from the file
 /// `path`, whose bytes are read once per process and shared by every compile.
 /// PG2002 when the file cannot be read or is not libdevice bitcode.
-std::expected<void, diag::Diagnostics> link_libdevice(llvm::Module& module, const std::string& path);
+[[nodiscard]] std::expected<void, diag::Diagnostics> link_libdevice(llvm::Module& module, const std::string& path);
 
 /// Gives every definition except the PTX kernels internal linkage, so that O3 inlines
 /// and drops the linked libdevice bodies.
