@@ -1,0 +1,54 @@
+// Files and output without surprises: bounded, type-checked reads; atomic writes; checked stdout.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <string>
+#include <string_view>
+
+#include "ptxgate/diagnostics/diagnostic.hpp"
+
+namespace ptxgate::support {
+
+/// How read_file treats its path.
+struct ReadLimits {
+  uint64_t max_bytes = 16 * 1024 * 1024;  ///< larger files are refused before they are read
+  bool follow_symlinks = true;            ///< false: a symbolic link as the last component is refused
+};
+
+/// Why a read failed, for callers that pick their own diagnostic code.
+enum class ReadFailure : uint8_t { open_failed, not_regular, too_large, read_failed };
+
+struct ReadError {
+  ReadFailure failure;
+  std::string message;  ///< "'p' is a directory", "'p' is 20000000 bytes; the limit is 16777216", ...
+};
+
+/// Reads a regular file whole. The file is opened without blocking (a FIFO or a device
+/// never blocks the call), checked with fstat to be a regular file no larger than
+/// `limits.max_bytes`, and read with the same bound (a file that grows while it is read
+/// is refused too). "-" reads standard input, bounded the same way.
+[[nodiscard]] std::expected<std::string, ReadError> read_file(const std::string& path, const ReadLimits& limits = {});
+
+/// read_file, then a located PG5001 (cannot read) or `too_large_code` diagnostic naming
+/// `what` ("device profile", "argument file") and, for size, the value and the limit.
+[[nodiscard]] std::expected<std::string, diag::Diagnostics> read_file_diagnosed(
+    const std::string& path, std::string_view what, const ReadLimits& limits = {},
+    diag::Code too_large_code = diag::Code::cannot_read_file);
+
+/// Reads from an open descriptor (already checked by the caller) at most `max_bytes`;
+/// more than that is an error. Used by read_file and by the disk cache's openat reads.
+[[nodiscard]] std::expected<std::string, ReadError> read_descriptor(int fd, uint64_t max_bytes,
+                                                                    std::string_view shown_path);
+
+/// Writes `bytes` to `path` through a temporary file in the same directory, flushed and
+/// renamed over `path`: a failure leaves `path` as it was and removes the temporary.
+/// PG5003 naming the path and the reason (e.g. "No space left on device").
+[[nodiscard]] std::expected<void, diag::Diagnostics> write_file_atomically(const std::string& path,
+                                                                           std::string_view bytes);
+
+/// Writes `bytes` to standard output and flushes; PG5003 when any byte cannot be written
+/// (a full disk, a closed pipe).
+[[nodiscard]] std::expected<void, diag::Diagnostics> write_stdout(std::string_view bytes);
+
+}  // namespace ptxgate::support
