@@ -1,5 +1,6 @@
 // Bounded reads (non-blocking open, fstat, capped read), atomic writes (temporary + rename), checked stdout.
 #include "ptxgate/support/files.hpp"
+#include "ptxgate/support/unique_fd.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <string>
 #include <utility>
 
 #include <fmt/format.h>
@@ -16,21 +18,6 @@ namespace ptxgate::support {
 namespace {
 
 std::string errno_text(int err) { return std::strerror(err); }
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
 
 std::string_view file_kind(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
@@ -51,8 +38,9 @@ std::expected<std::string, ReadError> read_descriptor(int fd, uint64_t max_bytes
     ssize_t n = ::read(fd, buffer, sizeof buffer);
     if (n < 0) {
       if (errno == EINTR) continue;
+      int err = errno;
       return std::unexpected(
-          ReadError{ReadFailure::read_failed, fmt::format("error while reading '{}': {}", shown_path, errno_text(errno))});
+          ReadError{ReadFailure::read_failed, fmt::format("error while reading '{}': {}", shown_path, errno_text(err)), err});
     }
     if (n == 0) break;
     if (text.size() + static_cast<uint64_t>(n) > max_bytes)
@@ -63,30 +51,71 @@ std::expected<std::string, ReadError> read_descriptor(int fd, uint64_t max_bytes
   return text;
 }
 
-std::expected<std::string, ReadError> read_file(const std::string& path, const ReadLimits& limits) {
-  if (path == "-") return read_descriptor(STDIN_FILENO, limits.max_bytes, "<stdin>");
+namespace {
+
+/// The one bounded read behind read_file and read_file_at: `name` relative to `dir_fd`
+/// (AT_FDCWD for a plain path) is stat'ed first, so a special file is refused without being
+/// opened; the non-blocking open must then show the same regular file, still within the bound.
+std::expected<std::string, ReadError> read_regular_at(int dir_fd, const char* name, const ReadLimits& limits,
+                                                      std::string_view shown) {
+  auto fail = [](ReadFailure failure, std::string message, int err = 0) {
+    return std::unexpected(ReadError{failure, std::move(message), err});
+  };
+  auto kind_error = [&](mode_t mode) {
+    if (S_ISLNK(mode)) return fail(ReadFailure::not_regular, fmt::format("'{}' is a symbolic link", shown));
+    return fail(ReadFailure::not_regular, fmt::format("'{}' is {}, not a regular file", shown, file_kind(mode)));
+  };
+  auto size_error = [&](const struct stat& st) {
+    return fail(ReadFailure::too_large, fmt::format("'{}' is {} bytes; the limit is {} bytes", shown,
+                                                    static_cast<uint64_t>(st.st_size), limits.max_bytes));
+  };
+  struct stat before {};
+  if (::fstatat(dir_fd, name, &before, limits.follow_symlinks ? 0 : AT_SYMLINK_NOFOLLOW) != 0) {
+    int err = errno;
+    return fail(ReadFailure::open_failed, fmt::format("cannot open '{}': {}", shown, errno_text(err)), err);
+  }
+  if (!S_ISREG(before.st_mode)) return kind_error(before.st_mode);
+  if (static_cast<uint64_t>(before.st_size) > limits.max_bytes) return size_error(before);
+
   int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
   if (!limits.follow_symlinks) flags |= O_NOFOLLOW;
-  Fd fd(::open(path.c_str(), flags));
-  if (fd.get() < 0) {
+  UniqueFd fd(::openat(dir_fd, name, flags));
+  if (!fd.valid()) {
     int err = errno;
-    if (err == ELOOP && !limits.follow_symlinks)
-      return std::unexpected(ReadError{ReadFailure::not_regular, fmt::format("'{}' is a symbolic link", path)});
-    return std::unexpected(ReadError{ReadFailure::open_failed, fmt::format("cannot open '{}': {}", path, errno_text(err))});
+    if (err == ELOOP && !limits.follow_symlinks) return kind_error(S_IFLNK);
+    return fail(ReadFailure::open_failed, fmt::format("cannot open '{}': {}", shown, errno_text(err)), err);
   }
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0)
-    return std::unexpected(ReadError{ReadFailure::open_failed, fmt::format("cannot stat '{}': {}", path, errno_text(errno))});
-  if (!S_ISREG(st.st_mode))
-    return std::unexpected(
-        ReadError{ReadFailure::not_regular, fmt::format("'{}' is {}, not a regular file", path, file_kind(st.st_mode))});
-  if (static_cast<uint64_t>(st.st_size) > limits.max_bytes)
-    return std::unexpected(ReadError{ReadFailure::too_large, fmt::format("'{}' is {} bytes; the limit is {} bytes", path,
-                                                                         static_cast<uint64_t>(st.st_size), limits.max_bytes)});
+  if (::fstat(fd.get(), &st) != 0) {
+    int err = errno;
+    return fail(ReadFailure::open_failed, fmt::format("cannot stat '{}': {}", shown, errno_text(err)), err);
+  }
+  if (!S_ISREG(st.st_mode)) return kind_error(st.st_mode);
+  if (st.st_dev != before.st_dev || st.st_ino != before.st_ino)
+    return fail(ReadFailure::open_failed, fmt::format("'{}' was replaced while it was opened", shown));
+  if (static_cast<uint64_t>(st.st_size) > limits.max_bytes) return size_error(st);
   // A regular file opened with O_NONBLOCK reads normally; clear the flag anyway for network file systems.
   int fl = ::fcntl(fd.get(), F_GETFL);
   if (fl >= 0) (void)::fcntl(fd.get(), F_SETFL, fl & ~O_NONBLOCK);
-  return read_descriptor(fd.get(), limits.max_bytes, path);
+  return read_descriptor(fd.get(), limits.max_bytes, shown);
+}
+
+}  // namespace
+
+std::expected<std::string, ReadError> read_file(const std::string& path, const ReadLimits& limits) {
+  if (path == "-") return read_descriptor(STDIN_FILENO, limits.max_bytes, "<stdin>");
+  return read_regular_at(AT_FDCWD, path.c_str(), limits, path);
+}
+
+std::expected<std::string, ReadError> read_file_at(int dir_fd, std::string_view name, const ReadLimits& limits,
+                                                   std::string_view shown_path) {
+  const std::string component(name);
+  const std::string_view shown = shown_path.empty() ? std::string_view(component) : shown_path;
+  // One component only: "a/b" would resolve "a" with links followed, ".." would leave dir_fd.
+  if (component.empty() || component == "." || component == ".." || component.find('/') != std::string::npos)
+    return std::unexpected(ReadError{ReadFailure::open_failed,
+                                     fmt::format("cannot open '{}': not a single file name", shown), EINVAL});
+  return read_regular_at(dir_fd, component.c_str(), limits, shown);
 }
 
 std::expected<std::string, diag::Diagnostics> read_file_diagnosed(const std::string& path, std::string_view what,
@@ -119,8 +148,8 @@ std::expected<void, diag::Diagnostics> write_file_atomically(const std::string& 
   std::string base = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
   if (base.empty()) return fail("the path names a directory");
   std::string tmp = fmt::format("{}/.{}.tmp-XXXXXX", dir, base);
-  Fd fd(::mkstemp(tmp.data()));
-  if (fd.get() < 0) return fail(errno_text(errno));
+  UniqueFd fd(::mkstemp(tmp.data()));
+  if (!fd.valid()) return fail(errno_text(errno));
   auto remove_tmp = [&] { ::unlink(tmp.c_str()); };
   size_t done = 0;
   while (done < bytes.size()) {

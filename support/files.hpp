@@ -22,13 +22,24 @@ enum class ReadFailure : uint8_t { open_failed, not_regular, too_large, read_fai
 struct ReadError {
   ReadFailure failure;
   std::string message;  ///< "'p' is a directory", "'p' is 20000000 bytes; the limit is 16777216", ...
+  int error_number = 0;  ///< errno of a failed open, stat or read (ENOENT: the file does not exist); else 0
 };
 
-/// Reads a regular file whole. The file is opened without blocking (a FIFO or a device
-/// never blocks the call), checked with fstat to be a regular file no larger than
-/// `limits.max_bytes`, and read with the same bound (a file that grows while it is read
-/// is refused too). "-" reads standard input, bounded the same way.
+/// Reads a regular file whole. The path is checked with stat (lstat when links are not
+/// followed) before it is opened, so a FIFO, device or socket is refused without being opened;
+/// the open is non-blocking (a file swapped for a FIFO in between never blocks the call) and
+/// fstat must confirm the same regular file no larger than `limits.max_bytes`. The read has
+/// the same bound (a file that grows while it is read is refused too), so a sparse file of
+/// any apparent size costs no memory. "-" reads standard input, bounded the same way.
 [[nodiscard]] std::expected<std::string, ReadError> read_file(const std::string& path, const ReadLimits& limits = {});
+
+/// read_file for `name`, one path component (no '/'), relative to the open directory `dir_fd`
+/// (openat/fstatat): the same checks, bound and errors. `shown_path` names the file in
+/// messages (e.g. the full path); empty: `name`. With `limits.follow_symlinks` false a symbolic
+/// link is refused, never followed, so nothing outside `dir_fd` is read.
+[[nodiscard]] std::expected<std::string, ReadError> read_file_at(int dir_fd, std::string_view name,
+                                                                 const ReadLimits& limits,
+                                                                 std::string_view shown_path = {});
 
 /// read_file, then a located PG5001 (cannot read) or `too_large_code` diagnostic naming
 /// `what` ("device profile", "argument file") and, for size, the value and the limit.
@@ -37,7 +48,7 @@ struct ReadError {
     diag::Code too_large_code = diag::Code::cannot_read_file);
 
 /// Reads from an open descriptor (already checked by the caller) at most `max_bytes`;
-/// more than that is an error. Used by read_file and by the disk cache's openat reads.
+/// more than that is an error. read_file and read_file_at end here; standard input too.
 [[nodiscard]] std::expected<std::string, ReadError> read_descriptor(int fd, uint64_t max_bytes,
                                                                     std::string_view shown_path);
 
