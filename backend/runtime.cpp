@@ -339,31 +339,16 @@ std::expected<std::shared_ptr<const LoadedModule>, diag::Diagnostics> Runtime::l
 
 std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> Runtime::compile(const ir::Module& verified,
                                                                             std::string_view kernel) {
-  if (verified.find_kernel(kernel) == nullptr) {
-    std::string names;
-    for (const auto& k : verified.kernels) names += (names.empty() ? "" : ", ") + k.name;
-    diag::Diagnostics d;
-    d.add(diag::Code::kernel_not_found, fmt::format("no kernel named '{}' in '{}'", kernel, verified.path), {},
-          fmt::format("kernels in this module: {}", names.empty() ? "(none)" : names));
-    return std::unexpected(std::move(d));
-  }
+  if (auto found = ir::require_kernel(verified, kernel); !found) return std::unexpected(std::move(found.error()));
   module_cache::CompileRequest request;
   request.codegen.target = target_;
   request.codegen.opt_level = options_.opt_level;
   request.produce_cubin = options_.prefer_cubin && cubin_for_device_;
   request.driver_version = std::to_string(ctx_->live().driver_version);
-  auto attempt = [&](const module_cache::CompileRequest& req)
-      -> std::pair<std::expected<module_cache::CacheResult, diag::Diagnostics>, module_cache::CacheKey> {
-    auto inputs = module_cache::key_inputs_for(verified, req);
-    auto key = module_cache::derive_key(inputs);
-    auto got = cache_->get_or_compile(
-        key, req.codegen.target, [&] { return module_cache::compile_to_entry(verified, req); }, inputs.summary());
-    return {std::move(got), key};
-  };
-  auto [got, key] = attempt(request);
+  auto got = cache_->compile(verified, request);
   if (!got && request.produce_cubin && has_code(got.error(), diag::Code::ptxas_missing)) {
     request.produce_cubin = false;  // no toolkit: let the driver JIT the PTX
-    std::tie(got, key) = attempt(request);
+    got = cache_->compile(verified, request);
   }
   if (!got) return std::unexpected(got.error());
   if (!got->warnings.empty()) {
@@ -371,7 +356,7 @@ std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> Runtime::compile(const
     warnings_.append(got->warnings);
   }
   auto entry = got->entry;
-  auto [loaded, source] = loaded_->get_or_create(key, [&] { return load(entry, verified); });
+  auto [loaded, source] = loaded_->get_or_create(got->key, [&] { return load(entry, verified); });
   if (!loaded) return std::unexpected(loaded.error());
   LoadedFunction* fn = (*loaded)->find(kernel);
   if (fn == nullptr) {

@@ -15,6 +15,7 @@
 
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/ir/frontend.hpp"
+#include "ptxgate/toolchain/build.hpp"
 
 namespace fs = std::filesystem;
 using namespace ptxgate;
@@ -58,7 +59,7 @@ bool compile_once(const std::string& name, const std::string& text, const codege
     std::fputs(diag::render_text(loaded.error()).c_str(), stderr);
     return false;
   }
-  auto compiled = codegen::compile(loaded->module, options);
+  auto compiled = codegen::compile(loaded->module, options);  // options carry the toolkit's libdevice
   if (!compiled) {
     std::fputs(diag::render_text(compiled.error()).c_str(), stderr);
     return false;
@@ -98,7 +99,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  codegen::CodegenOptions options;
+  codegen::CodegenOptions options = toolchain::with_toolkit({}, toolchain::discover());
   options.target = target;
   options.opt_level = opt_level;
   options.llvm_pipeline = llvm_pipeline;

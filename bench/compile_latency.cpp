@@ -10,6 +10,7 @@
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/ir/frontend.hpp"
 #include "ptxgate/module_cache/module_cache.hpp"
+#include "ptxgate/toolchain/build.hpp"
 
 namespace ptxgate::bench {
 namespace {
@@ -29,11 +30,7 @@ std::expected<module_cache::CacheOutcome, std::string> cached_compile(module_cac
                                                                       const std::string& text) {
   auto loaded = ir::load_module(diag::SourceFile(path, text));
   if (!loaded) return std::unexpected(one_line(loaded.error()));
-  auto req = cubin_request();
-  auto inputs = module_cache::key_inputs_for(loaded->module, req);
-  auto key = module_cache::derive_key(inputs);
-  auto got = cache.get_or_compile(
-      key, req.codegen.target, [&] { return module_cache::compile_to_entry(loaded->module, req); }, inputs.summary());
+  auto got = cache.compile(loaded->module, cubin_request());
   if (!got) return std::unexpected(one_line(got.error()));
   return got->outcome;
 }
@@ -61,7 +58,8 @@ int run_compile_latency(const CompileOptions& o, ResultFile& out) {
   std::filesystem::create_directories(o.cache_dir, ec);
   out.info("llvm_version", codegen::llvm_version());
   out.info("ptxgate_version", module_cache::ptxgate_version());
-  out.info("ptxas_version", module_cache::ptxas_version());
+  const auto toolkit = toolchain::discover();
+  out.info("ptxas_version", toolkit.ptxas ? toolchain::ptxas_version(*toolkit.ptxas) : std::string());
 
   std::unique_ptr<backend::Runtime> rt;
   if (o.with_gpu) {
@@ -99,7 +97,7 @@ int run_compile_latency(const CompileOptions& o, ResultFile& out) {
       codegen::CodegenOptions cg;
       cg.target = "sm_90";
       cg.llvm_pipeline = llvm_pipeline;
-      auto compiled = codegen::compile(loaded->module, cg);
+      auto compiled = toolchain::build(loaded->module, cg, toolkit, /*assemble_cubin=*/false);
       if (!compiled) return std::unexpected(one_line(compiled.error()));
       return ms_between(t0, Clock::now());
     };
@@ -108,7 +106,7 @@ int run_compile_latency(const CompileOptions& o, ResultFile& out) {
       auto t0 = Clock::now();
       auto loaded = ir::load_module(diag::SourceFile(path, *text));
       if (!loaded) return std::unexpected(one_line(loaded.error()));
-      auto entry = module_cache::compile_to_entry(loaded->module, cubin_request());
+      auto entry = module_cache::compile_to_entry(loaded->module, cubin_request(), toolkit);
       if (!entry) return std::unexpected(one_line(entry.error()));
       if (entry->cubin.empty()) return std::unexpected(std::string("no cubin produced"));
       return ms_between(t0, Clock::now());

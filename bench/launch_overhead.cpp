@@ -179,7 +179,7 @@ int run_launch_overhead(const LaunchOptions& o, ResultFile& out) {
       module_cache::CompileRequest req;
       req.codegen.target = rt.target();
       if (loaded) {
-        auto entry = module_cache::compile_to_entry(loaded->module, req);
+        auto entry = module_cache::compile_to_entry(loaded->module, req, req.toolkit());
         if (entry && !entry->cubin.empty()) {
           if (auto r = api.cuModuleLoadData(&own_module, entry->cubin.data()); r != CUDA_SUCCESS) {
             out.error("launch.fresh_function." + args_tag, cu_error(r, "cuModuleLoadData"));

@@ -10,8 +10,8 @@
 #include "ptxgate/ir/frontend.hpp"
 #include "ptxgate/module_cache/module_cache.hpp"
 #include "ptxgate/validation/check.hpp"
+#include "ptxgate/toolchain/build.hpp"
 #include "ptxgate/validation/profiles.hpp"
-#include "ptxgate/validation/ptxas_resources.hpp"
 
 namespace ptxgate::bench {
 namespace {
@@ -60,6 +60,7 @@ int run_validation_cost(const ValidationOptions& o, ResultFile& out) {
                                              {"launch16", o.kernels_dir / "launch16.pg"},
                                              {"saxpy", o.examples_dir / "saxpy.pg"},
                                              {"matmul", o.examples_dir / "matmul.pg"}};
+  const auto toolkit = toolchain::discover();
   for (const auto& ks : kernels) {
     fmt::print("validation cost: {}\n", ks.name);
     auto text = read_text(ks.path);
@@ -76,7 +77,7 @@ int run_validation_cost(const ValidationOptions& o, ResultFile& out) {
     }
     codegen::CodegenOptions cg;
     cg.target = caps.arch();
-    auto compiled = codegen::compile(loaded->module, cg);
+    auto compiled = toolchain::build(loaded->module, cg, toolkit, /*assemble_cubin=*/true);
     if (!compiled || compiled->kernels.empty()) {
       out.error("validation." + ks.name, compiled ? "no kernel" : one_line(compiled.error()));
       status = 1;
@@ -84,10 +85,10 @@ int run_validation_cost(const ValidationOptions& o, ResultFile& out) {
     }
     const codegen::KernelInfo& info = compiled->kernels.front();
     validation::KernelResources res;
-    if (auto rm = validation::query_ptxas_resources(compiled->ptx, cg.target); rm && rm->contains(info.name)) {
-      res = rm->find(info.name)->second;
+    if (auto it = compiled->resources.find(info.name); it != compiled->resources.end()) {
+      res = it->second;
     } else {
-      out.error("validation.resources." + ks.name, rm ? "kernel missing from ptxas report" : one_line(rm.error()));
+      out.error("validation.resources." + ks.name, "kernel missing from ptxas report");
       res.registers_per_thread = 32;  // go on with a plausible value: the check's cost hardly depends on it
     }
     auto plan = plan_for(info);
@@ -189,7 +190,7 @@ int run_emit(const std::filesystem::path& examples_dir, const std::filesystem::p
     }
     module_cache::CompileRequest req;
     req.codegen.target = "sm_90";
-    auto entry = module_cache::compile_to_entry(loaded->module, req);
+    auto entry = module_cache::compile_to_entry(loaded->module, req, req.toolkit());
     if (!entry) {
       fmt::print(stderr, "emit {}: {}\n", ks.name, one_line(entry.error()));
       status = 1;

@@ -85,9 +85,7 @@ std::expected<void, diag::Diagnostics> build_optimised_module(Compilation& c, co
                                   "report this as a ptxgate bug together with the input module"));
 
   if (calls_libdevice(*c.module)) {
-    auto path = resolve_libdevice_path(options);
-    if (!path) return std::unexpected(std::move(path.error()));
-    if (auto linked = link_libdevice(*c.module, *path); !linked) return linked;
+    if (auto linked = link_libdevice(*c.module, options.libdevice_path); !linked) return linked;
   }
   internalize_non_kernels(*c.module);
   if (std::string error; !optimize_module(*c.module, machine, options.opt_level, options.llvm_pipeline, error))

@@ -17,7 +17,9 @@ struct CodegenOptions {
   /// At -O2/-O3: LLVM's standard per-module pipeline instead of ptxgate's kernel pipeline
   /// (codegen/nvptx.hpp kKernelPipeline); for comparisons.
   bool llvm_pipeline = false;
-  std::string libdevice_path;      ///< empty: $PTXGATE_LIBDEVICE or <cuda>/nvvm/libdevice/libdevice.10.bc
+  /// The libdevice.10.bc linked when the module calls math functions; empty: none (then such a
+  /// module is PG2002). toolchain::build fills it from toolchain::discover.
+  std::string libdevice_path;
 };
 
 struct CompiledModule {
@@ -35,12 +37,6 @@ const std::vector<std::string>& supported_targets();
 
 /// Compiles every kernel of a verified module into one PTX module.
 [[nodiscard]] std::expected<CompiledModule, diag::Diagnostics> compile(const ir::Module& verified, const CodegenOptions& options);
-
-/// The libdevice file compile() links when a module calls math functions:
-/// options.libdevice_path, else $PTXGATE_LIBDEVICE (each authoritative when set), else
-/// $CUDA_HOME/nvvm/libdevice/libdevice.10.bc, else the toolkit found at build time.
-/// PG2002, naming every path searched, when none exists.
-[[nodiscard]] std::expected<std::string, diag::Diagnostics> resolve_libdevice_path(const CodegenOptions& options);
 
 /// KernelInfo of each kernel, derived from the verified IR alone (no LLVM).
 std::vector<KernelInfo> describe(const ir::Module& verified);

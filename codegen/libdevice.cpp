@@ -1,14 +1,12 @@
-// libdevice search path, the in-process cache of its bytes, lazy linking and internalisation.
+// libdevice: the in-process cache of its bytes, lazy linking and internalisation (toolchain/ finds the file).
 #include "ptxgate/codegen/internal/libdevice.hpp"
 
 #include <cstdlib>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/IR/CallingConv.h>
 #include <llvm/Linker/Linker.h>
@@ -17,14 +15,8 @@
 
 #include "ptxgate/codegen/codegen.hpp"
 
-#ifndef PTXGATE_DEFAULT_CUDA_ROOT
-#define PTXGATE_DEFAULT_CUDA_ROOT "/usr/local/cuda"
-#endif
-
 namespace ptxgate::codegen {
 namespace {
-
-constexpr std::string_view kLibdeviceInCudaRoot = "nvvm/libdevice/libdevice.10.bc";
 
 diag::Diagnostics libdevice_error(std::string message) {
   diag::Diagnostics d;
@@ -58,30 +50,6 @@ std::expected<std::shared_ptr<llvm::MemoryBuffer>, diag::Diagnostics> libdevice_
 
 }  // namespace
 
-std::expected<std::string, diag::Diagnostics> resolve_libdevice_path(const CodegenOptions& options) {
-  if (!options.libdevice_path.empty()) {
-    if (std::filesystem::is_regular_file(options.libdevice_path)) return options.libdevice_path;
-    return std::unexpected(libdevice_error(
-        fmt::format("libdevice not found at '{}' (the libdevice path requested)", options.libdevice_path)));
-  }
-  if (const char* explicit_path = std::getenv("PTXGATE_LIBDEVICE"); explicit_path && *explicit_path) {
-    if (std::filesystem::is_regular_file(explicit_path)) return std::string(explicit_path);
-    return std::unexpected(libdevice_error(fmt::format("libdevice not found at '{}' ($PTXGATE_LIBDEVICE)", explicit_path)));
-  }
-  std::vector<std::string> searched;
-  if (const char* cuda_home = std::getenv("CUDA_HOME"); cuda_home && *cuda_home) {
-    std::string candidate = (std::filesystem::path(cuda_home) / kLibdeviceInCudaRoot).string();
-    if (std::filesystem::is_regular_file(candidate)) return candidate;
-    searched.push_back(fmt::format("{} ($CUDA_HOME)", candidate));
-  }
-  std::string fallback = (std::filesystem::path(PTXGATE_DEFAULT_CUDA_ROOT) / kLibdeviceInCudaRoot).string();
-  if (std::filesystem::is_regular_file(fallback)) return fallback;
-  searched.push_back(fmt::format("{} (toolkit found at build time)", fallback));
-  return std::unexpected(libdevice_error(fmt::format(
-      "the module calls math functions from libdevice, but libdevice.10.bc was not found; searched: {}",
-      fmt::join(searched, ", "))));
-}
-
 bool calls_libdevice(const llvm::Module& module) {
   for (const llvm::Function& f : module)
     if (f.isDeclaration() && f.getName().starts_with("__nv_") && !f.use_empty()) return true;
@@ -89,6 +57,10 @@ bool calls_libdevice(const llvm::Module& module) {
 }
 
 std::expected<void, diag::Diagnostics> link_libdevice(llvm::Module& module, const std::string& path) {
+  if (path.empty())
+    return std::unexpected(libdevice_error(
+        "the module calls math functions from libdevice, but no libdevice file was given "
+        "(CodegenOptions::libdevice_path; toolchain::discover finds the toolkit's)"));
   auto bytes = libdevice_bytes(path);
   if (!bytes) return std::unexpected(std::move(bytes.error()));
   auto library = llvm::getOwningLazyBitcodeModule(

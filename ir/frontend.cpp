@@ -67,4 +67,16 @@ std::expected<diag::SourceFile, diag::Diagnostics> read_source(const std::string
   return diag::SourceFile(shown, std::move(text));
 }
 
+std::expected<const Kernel*, diag::Diagnostics> require_kernel(const Module& module, std::string_view name) {
+  if (const Kernel* kernel = module.find_kernel(name)) return kernel;
+  std::string names;
+  for (const auto& k : module.kernels) names += (names.empty() ? "" : ", ") + k.name;
+  diag::Diagnostics d;
+  diag::Location where;
+  where.file = module.path;
+  d.add(diag::Code::kernel_not_found, fmt::format("no kernel named '{}' in '{}'", name, module.path), where,
+        fmt::format("kernels in this module: {}", names.empty() ? "(none)" : names));
+  return std::unexpected(std::move(d));
+}
+
 }  // namespace ptxgate::ir

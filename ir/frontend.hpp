@@ -30,4 +30,8 @@ struct LoadedFile : LoadedModule {
 /// Reads a file (or "-" for standard input) into a SourceFile, with PG5001/PG1902 on failure.
 [[nodiscard]] std::expected<diag::SourceFile, diag::Diagnostics> read_source(const std::string& path, const Limits& limits = {});
 
+/// The kernel of `module` named `name`, or PG2006 naming the module and listing its kernels
+/// ("kernels in this module: a, b", or "(none)").
+[[nodiscard]] std::expected<const Kernel*, diag::Diagnostics> require_kernel(const Module& module, std::string_view name);
+
 }  // namespace ptxgate::ir

@@ -1,8 +1,7 @@
-// Cache key derivation (XXH3-128 over length-prefixed fields) and the memoised tool/library fingerprints.
+// Cache key derivation (XXH3-128 over length-prefixed fields) and the memoised libdevice fingerprint.
 #include "ptxgate/module_cache/cache_key.hpp"
 
 #include <cstdint>
-#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -11,7 +10,6 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
-#include "ptxgate/module_cache/internal/process.hpp"
 
 namespace ptxgate::module_cache {
 namespace {
@@ -23,11 +21,6 @@ void append_field(std::string& out, std::string_view field) {
   uint64_t n = field.size();
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
   out.append(field);
-}
-
-std::string env_or_empty(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
 }
 
 }  // namespace
@@ -87,36 +80,6 @@ std::string libdevice_hash(const std::string& path) {
   // A missing file is not memoised, so that its later appearance changes the key.
   if (!result.starts_with("missing:")) memo.emplace(path, result);
   return result;
-}
-
-std::string ptxas_path() {
-  if (auto p = env_or_empty("PTXGATE_PTXAS"); !p.empty()) return p;
-  if (auto home = env_or_empty("CUDA_HOME"); !home.empty()) return home + "/bin/ptxas";
-#ifdef PTXGATE_DEFAULT_CUDA_ROOT
-  return std::string(PTXGATE_DEFAULT_CUDA_ROOT) + "/bin/ptxas";
-#else
-  return "ptxas";
-#endif
-}
-
-std::string ptxas_version(const std::string& ptxas) {
-  static std::mutex mutex;
-  static std::map<std::string, std::string> memo;
-  std::lock_guard lock(mutex);
-  if (auto it = memo.find(ptxas); it != memo.end()) return it->second;
-  std::string version;
-  if (auto run = run_process({ptxas, "--version"}); run && run->exit_status == 0) {
-    std::istringstream lines(run->stdout_text);
-    for (std::string line; std::getline(lines, line);) {
-      if (line.find("release") != std::string::npos) {
-        version = line;
-        break;
-      }
-      if (!line.empty()) version = line;
-    }
-  }
-  memo.emplace(ptxas, version);
-  return version;
 }
 
 std::string ptxgate_version() {

@@ -20,8 +20,8 @@ struct CacheKeyInputs {
   std::string codegen_options;        ///< a stable text form of codegen::CodegenOptions (see codegen_options_text)
   std::string ptxgate_version;        ///< ptxgate's own version
   std::string llvm_version;           ///< codegen::llvm_version()
-  std::string libdevice_hash;         ///< libdevice_hash(path) of the libdevice linked in
-  std::string ptxas_version;          ///< ptxas_version(); empty when no cubin is produced
+  std::string libdevice_hash;         ///< libdevice_hash(path) of the toolkit's libdevice (the one linked in)
+  std::string ptxas_version;          ///< toolchain::ptxas_version(); empty when no cubin is produced
   std::string driver_version;         ///< e.g. "13000" from cuDriverGetVersion; empty offline
 
   /// The inputs without the module text (which may be large), for manifests and `cache list`.
@@ -48,13 +48,6 @@ std::string content_hash(std::string_view bytes);
 /// Returns "missing:<path>" when the file cannot be read, so that the key still
 /// changes when the file appears later.
 std::string libdevice_hash(const std::string& path);
-
-/// Path of ptxas: $PTXGATE_PTXAS, else $CUDA_HOME/bin/ptxas, else the toolkit found at build time.
-std::string ptxas_path();
-
-/// The "release" line of `ptxas --version` (e.g. "Cuda compilation tools, release 13.0, V13.0.48"),
-/// run once per ptxas path per process and memoised; empty when ptxas cannot be run.
-std::string ptxas_version(const std::string& ptxas = ptxas_path());
 
 /// ptxgate's version string, as compiled in.
 std::string ptxgate_version();

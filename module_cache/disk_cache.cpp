@@ -17,7 +17,7 @@
 
 #include <fmt/format.h>
 
-#include "ptxgate/module_cache/internal/process.hpp"
+#include "ptxgate/support/temp_dir.hpp"
 
 namespace ptxgate::module_cache {
 namespace fs = std::filesystem;
@@ -191,7 +191,7 @@ DiskCache DiskCache::open(const fs::path& directory, diag::Diagnostics& warnings
     return cache;
   }
   // Probe with a real write: permission bits say nothing when running as root or on a read-only mount.
-  auto probe = TempDir::create(cache.entries_dir(), kTempPrefix);
+  auto probe = support::TempDir::create(cache.entries_dir(), kTempPrefix);
   if (!probe) cache.disable(warnings, probe.error(), 0);
   return cache;
 }
@@ -311,7 +311,7 @@ void DiskCache::publish(const CacheKey& key, const CacheEntry& entry, const nloh
   const fs::path final_dir = entries_dir() / key.hex;
   if (inode_of(final_dir) != 0) return;  // already published by someone: entries are immutable
   try {
-    auto temp = TempDir::create(entries_dir(), std::string(kTempPrefix) + key.hex + "-");
+    auto temp = support::TempDir::create(entries_dir(), std::string(kTempPrefix) + key.hex + "-");
     if (!temp) return disable(warnings, temp.error(), 0);
 
     nlohmann::json kernels = nlohmann::json::array();

@@ -83,6 +83,7 @@ std::expected<CacheResult, diag::Diagnostics> ModuleCache::get_or_compile(const 
                                                                           const nlohmann::json& inputs_summary) {
   try {
     CacheResult result;
+    result.key = key;
     if (!open_warnings_.empty() && !open_warnings_reported_.exchange(true)) result.warnings.append(open_warnings_);
     if (auto hit = memory_.get(key); hit && (*hit)->target_arch == target_arch) {
       result.entry = *hit;
@@ -114,6 +115,15 @@ std::expected<CacheResult, diag::Diagnostics> ModuleCache::get_or_compile(const 
   } catch (const std::exception& e) {
     return std::unexpected(internal_error(fmt::format("module cache failure: {}", e.what())));
   }
+}
+
+std::expected<CacheResult, diag::Diagnostics> ModuleCache::compile(const ir::Module& verified,
+                                                                  const CompileRequest& request) {
+  const toolchain::Toolkit toolkit = request.toolkit();
+  auto inputs = key_inputs_for(verified, request, toolkit);
+  return get_or_compile(
+      derive_key(inputs), request.codegen.target, [&] { return compile_to_entry(verified, request, toolkit); },
+      inputs.summary());
 }
 
 }  // namespace ptxgate::module_cache

@@ -18,6 +18,7 @@
 #include "ptxgate/module_cache/cache_key.hpp"
 #include "ptxgate/module_cache/disk_cache.hpp"
 #include "ptxgate/module_cache/lru_cache.hpp"
+#include "ptxgate/toolchain/toolkit.hpp"
 #include "ptxgate/validation/launch_plan.hpp"
 
 namespace ptxgate::module_cache {
@@ -34,6 +35,7 @@ std::string_view outcome_name(CacheOutcome outcome);
 /// A successful get_or_compile.
 struct CacheResult {
   std::shared_ptr<const CacheEntry> entry;
+  CacheKey key;
   CacheOutcome outcome = CacheOutcome::compiled;
   diag::Diagnostics warnings;  ///< PG41xx warnings met on the way (corrupt entry, unusable dir)
 };
@@ -41,6 +43,18 @@ struct CacheResult {
 /// Counters of one ModuleCache, for stats, tests and benchmarks.
 struct CacheCounters {
   uint64_t memory_hits = 0, disk_hits = 0, compiles = 0, joined = 0, compile_failures = 0;
+};
+
+/// How a module is compiled into an entry.
+struct CompileRequest {
+  codegen::CodegenOptions codegen;   ///< target, opt level; libdevice_path pins libdevice (else discovered)
+  bool produce_cubin = true;         ///< run ptxas for a cubin (needs the toolkit); false for offline emit
+  std::string ptxas;                 ///< pins ptxas (else discovered)
+  std::string driver_version;        ///< copied into the key inputs; empty offline
+
+  /// toolchain::discover with the paths this request pins: the one toolkit its key and its
+  /// compile both use.
+  toolchain::Toolkit toolkit() const;
 };
 
 /// Produces the entry for a key on a miss; errors are returned to every waiter and not cached.
@@ -64,6 +78,11 @@ class ModuleCache {
   [[nodiscard]] std::expected<CacheResult, diag::Diagnostics> get_or_compile(const CacheKey& key, const std::string& target_arch,
                                                                const CompileFn& compile,
                                                                const nlohmann::json& inputs_summary = {});
+
+  /// Compiles `verified` through the cache: discovers the toolkit once, derives the key from
+  /// it (key_inputs_for) and, on a miss, compiles with the same toolkit (compile_to_entry).
+  [[nodiscard]] std::expected<CacheResult, diag::Diagnostics> compile(const ir::Module& verified,
+                                                                      const CompileRequest& request);
 
   /// Warnings from opening the disk directory (PG4102), reported once by the first get_or_compile too.
   const diag::Diagnostics& open_warnings() const { return open_warnings_; }
@@ -89,32 +108,21 @@ class ModuleCache {
   CacheCounters counters_;
 };
 
-/// How compile_to_entry builds an entry.
-struct CompileRequest {
-  codegen::CodegenOptions codegen;   ///< target, opt level, libdevice
-  bool produce_cubin = true;         ///< run ptxas for a cubin (needs the toolkit); false for offline emit
-  std::string ptxas;                 ///< empty: ptxas_path()
-  std::string driver_version;        ///< copied into the key inputs; empty offline
-};
-
 /// A stable text of the codegen options for the key (target excluded: it has its own field).
 std::string codegen_options_text(const codegen::CodegenOptions& options);
 
-/// The key inputs for compiling `verified` with `request`: canonical text (ir::print),
-/// versions, libdevice hash, and the ptxas version when a cubin is produced.
-CacheKeyInputs key_inputs_for(const ir::Module& verified, const CompileRequest& request);
+/// The key inputs for compiling `verified` with `request` and `toolkit`: canonical text
+/// (ir::print), versions, the hash of the toolkit's libdevice (the file the compile links),
+/// and the ptxas version when a cubin is produced.
+CacheKeyInputs key_inputs_for(const ir::Module& verified, const CompileRequest& request,
+                              const toolchain::Toolkit& toolkit);
 
-/// codegen::compile, then (when requested) `ptxas -v -arch=<target>` for a cubin; its report is
-/// parsed by validation::parse_ptxas_log into `resources` (one object per kernel, see
-/// kernel_resources) and kept raw under "ptxas_log". PG2005 when ptxas is missing, PG2004 with
-/// its output when it fails.
+/// toolchain::build with `toolkit` (ptxas when request.produce_cubin), as an entry: its
+/// resources go into `resources` (one object per kernel, see kernel_resources) with the raw
+/// report under "ptxas_log". Errors are toolchain::build's (PG2002, PG2004, PG2005, codegen's).
 [[nodiscard]] std::expected<CacheEntry, diag::Diagnostics> compile_to_entry(const ir::Module& verified,
-                                                              const CompileRequest& request);
-
-/// Runs ptxas on PTX text in a private temporary directory. Returns the cubin bytes and
-/// puts ptxas's `-v` report in `log`. Exposed for tests and the backend's JIT fallback.
-[[nodiscard]] std::expected<std::string, diag::Diagnostics> run_ptxas(const std::string& ptx, const std::string& target_arch,
-                                                        const std::string& ptxas, std::string& log);
+                                                                            const CompileRequest& request,
+                                                                            const toolchain::Toolkit& toolkit);
 
 /// KernelResources as stored in CacheEntry::resources.
 nlohmann::json resources_to_json(const validation::KernelResources& resources);

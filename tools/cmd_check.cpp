@@ -13,7 +13,7 @@
 #include "cli.hpp"
 #include "ptxgate/validation/check.hpp"
 #include "ptxgate/validation/profiles.hpp"
-#include "ptxgate/validation/ptxas_resources.hpp"
+#include "ptxgate/toolchain/build.hpp"
 
 namespace ptxgate::cli {
 namespace {
@@ -191,23 +191,19 @@ int run_check(const CheckOptions& opt) {
   }
   codegen::CodegenOptions cg;
   cg.target = arch;
-  auto compiled = codegen::compile(loaded->module, cg);
-  if (!compiled) {
-    print_diagnostics(compiled.error(), format);
+  auto built = toolchain::build(loaded->module, cg, toolchain::discover(), /*assemble_cubin=*/true);
+  if (!built) {
+    print_diagnostics(built.error(), format);
     return kDiagnostics;
   }
-  auto resources = validation::query_ptxas_resources(compiled->ptx, arch);
-  if (!resources) {
-    print_diagnostics(resources.error(), format);
-    return kDiagnostics;
-  }
-  auto res_it = resources->find(opt.kernel);
-  auto info_it = std::find_if(compiled->kernels.begin(), compiled->kernels.end(),
+  auto res_it = built->resources.find(opt.kernel);
+  auto info_it = std::find_if(built->kernels.begin(), built->kernels.end(),
                               [&](const codegen::KernelInfo& k) { return k.name == opt.kernel; });
-  if (res_it == resources->end() || info_it == compiled->kernels.end()) {
+  if (res_it == built->resources.end() || info_it == built->kernels.end()) {
     diag::Diagnostics d;
-    d.add(diag::Code::internal_error, fmt::format("kernel '{}' is missing from the compiled module", opt.kernel),
-          location, "report this as a ptxgate bug");
+    d.add(diag::Code::resource_query_failed,
+          fmt::format("ptxas -arch={} reported no resources for kernel '{}'", arch, opt.kernel), location,
+          "check that ptxas (CUDA_HOME or PTXGATE_PTXAS) is the CUDA Toolkit's and supports the target");
     print_diagnostics(d, format);
     return kDiagnostics;
   }

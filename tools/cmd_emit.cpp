@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ptxgate/codegen/codegen.hpp"
+#include "ptxgate/toolchain/build.hpp"
 #include "ptxgate/ir/frontend.hpp"
 #include "cli.hpp"
 
@@ -54,21 +55,21 @@ int run_emit(const EmitOptions& opt) {
   cg.target = opt.target;
   cg.opt_level = opt.opt_level;
   cg.llvm_pipeline = opt.llvm_pipeline;
-  cg.libdevice_path = opt.libdevice;
+  auto toolkit = toolchain::discover({.libdevice = opt.libdevice});
   std::string text;
   if (opt.emit == "meta") {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& k : codegen::describe(loaded->module)) arr.push_back(codegen::to_json(k));
     text = nlohmann::json{{"target", opt.target}, {"kernels", arr}}.dump(2) + "\n";
   } else if (opt.emit == "llvm") {
-    auto ir = codegen::emit_llvm_ir(loaded->module, cg);
+    auto ir = toolchain::emit_llvm_ir(loaded->module, cg, toolkit);
     if (!ir) {
       print_diagnostics(ir.error(), format);
       return kDiagnostics;
     }
     text = std::move(*ir);
   } else {
-    auto compiled = codegen::compile(loaded->module, cg);
+    auto compiled = toolchain::build(loaded->module, cg, toolkit, /*assemble_cubin=*/false);
     if (!compiled) {
       print_diagnostics(compiled.error(), format);
       return kDiagnostics;

@@ -1,4 +1,4 @@
-// libdevice: finding libdevice.10.bc, reading it once per process, linking only what a module calls.
+// libdevice: reading libdevice.10.bc once per process, linking only what a module calls.
 #pragma once
 
 #include <expected>
@@ -15,7 +15,7 @@ bool calls_libdevice(const llvm::Module& module);
 
 /// Links the libdevice functions `module` needs (Linker::LinkOnlyNeeded) from the file
 /// `path`, whose bytes are read once per process and shared by every compile.
-/// PG2002 when the file cannot be read or is not libdevice bitcode.
+/// PG2002 when `path` is empty, the file cannot be read or is not libdevice bitcode.
 [[nodiscard]] std::expected<void, diag::Diagnostics> link_libdevice(llvm::Module& module, const std::string& path);
 
 /// Gives every definition except the PTX kernels internal linkage, so that O3 inlines

@@ -6,7 +6,7 @@
 #include "gpu_support.hpp"
 #include "ptxgate/validation/check.hpp"
 #include "ptxgate/validation/profiles.hpp"
-#include "ptxgate/validation/ptxas_resources.hpp"
+#include "ptxgate/toolchain/ptxas.hpp"
 
 using namespace ptxgate;
 using namespace ptxgate::gpu_test;
@@ -163,10 +163,10 @@ TEST_CASE("occupancy: offline (profile + ptxas resources) equals the driver's fo
   int agree = 0, total = 0;
   for (const char* name : {"saxpy", "block_sum", "normalize", "transpose", "histogram", "stencil", "math", "grid_stride"}) {
     auto k = compile_example(name);
-    auto resources = validation::query_ptxas_resources(k->entry().ptx, caps.arch());
-    if (!resources) FAIL(diag::render_text(resources.error()));
-    auto it = resources->find(name);
-    REQUIRE(it != resources->end());
+    auto assembly = toolchain::assemble(k->entry().ptx, caps.arch(), toolchain::discover());
+    if (!assembly) FAIL(diag::render_text(assembly.error()));
+    auto it = assembly->resources.find(name);
+    REQUIRE(it != assembly->resources.end());
     auto& fn = k->function();
     CHECK(it->second.registers_per_thread == fn.resources().registers_per_thread);
     CHECK(it->second.static_shared_bytes == fn.resources().static_shared_bytes);

@@ -9,6 +9,7 @@
 
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/ir/frontend.hpp"
+#include "ptxgate/toolchain/build.hpp"
 
 using namespace ptxgate;
 
@@ -27,8 +28,11 @@ ir::Module load(const std::string& text) {
   return std::move(loaded->module);
 }
 
+/// Default options with the toolkit's libdevice, as toolchain::build passes them.
+codegen::CodegenOptions with_libdevice() { return toolchain::with_toolkit({}, toolchain::discover()); }
+
 codegen::CompiledModule compile_text(const std::string& text, const std::string& target = "sm_90") {
-  codegen::CodegenOptions options;
+  auto options = with_libdevice();
   options.target = target;
   auto compiled = codegen::compile(load(text), options);
   if (!compiled) FAIL(diag::render_text(compiled.error()));
@@ -123,6 +127,12 @@ TEST_CASE("codegen: libdevice is linked only when a math function is used") {
     REQUIRE_FALSE(compiled.has_value());
     CHECK(has_code(compiled.error(), diag::Code::libdevice_missing));
     CHECK(contains(compiled.error().items().at(0).message, "/nonexistent/libdevice.10.bc"));
+  }
+  SUBCASE("a math kernel given no libdevice at all gives PG2002 saying so") {
+    auto compiled = codegen::compile(load(kMathKernel), codegen::CodegenOptions{});
+    REQUIRE_FALSE(compiled.has_value());
+    CHECK(has_code(compiled.error(), diag::Code::libdevice_missing));
+    CHECK(contains(compiled.error().items().at(0).message, "no libdevice file was given"));
   }
   SUBCASE("a math kernel gets the libdevice bodies inlined, with no external calls left") {
     auto compiled = compile_text(kMathKernel);
@@ -243,7 +253,7 @@ TEST_CASE("codegen: compiles concurrently with identical results") {
     threads.emplace_back([&, t] {
       auto loaded = ir::load_module(diag::SourceFile("test.pg", text));
       if (!loaded) return;
-      auto compiled = codegen::compile(loaded->module, {});
+      auto compiled = codegen::compile(loaded->module, with_libdevice());
       if (compiled) results[t] = compiled->ptx;
     });
   for (auto& thread : threads) thread.join();
@@ -288,7 +298,7 @@ TEST_CASE("codegen: the kernel pipeline keeps what kernels need from O3, for eve
     for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
     return n;
   };
-  codegen::CodegenOptions kernel_pipeline, llvm_o3;
+  auto kernel_pipeline = with_libdevice(), llvm_o3 = with_libdevice();
   llvm_o3.llvm_pipeline = true;
   auto matmul = load(read_example("matmul.pg"));
   auto ours = codegen::compile(matmul, kernel_pipeline);

@@ -1,4 +1,4 @@
-// Unit tests for cache key derivation, content hashes, and the memoised libdevice/ptxas fingerprints.
+// Unit tests for cache key derivation, content hashes, and the memoised libdevice fingerprint.
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -126,25 +126,13 @@ TEST_CASE("cache key: libdevice_hash hashes the file once and marks a missing fi
   CHECK(libdevice_hash(path) == first);  // memoised for the process
 }
 
-TEST_CASE("cache key: ptxas_version runs ptxas once, empty when it cannot run") {
-  CHECK(ptxas_version("/nonexistent/bin/ptxas").empty());
-  const std::string ptxas = PTXGATE_PTXAS;
-  if (::access(ptxas.c_str(), X_OK) != 0) {
-    MESSAGE("skipped: no ptxas at " << ptxas);
-    return;
-  }
-  auto v = ptxas_version(ptxas);
-  CHECK(v.find("release") != std::string::npos);
-  CHECK(ptxas_version(ptxas) == v);
-}
-
 TEST_CASE("cache key: key_inputs_for fills versions and keeps the cubin fields optional") {
   ptxgate::ir::Module module;
   CompileRequest request;
   request.codegen.target = "sm_80";
   request.produce_cubin = false;
   request.driver_version = "13000";
-  auto in = key_inputs_for(module, request);
+  auto in = key_inputs_for(module, request, request.toolkit());
   CHECK(in.target_arch == "sm_80");
   CHECK(in.ptxas_version.empty());
   CHECK(in.driver_version == "13000");
@@ -152,12 +140,12 @@ TEST_CASE("cache key: key_inputs_for fills versions and keeps the cubin fields o
   CHECK_FALSE(in.ptxgate_version.empty());
   CHECK_FALSE(in.libdevice_hash.empty());
   request.codegen.opt_level = 2;
-  CHECK(derive_key(key_inputs_for(module, request)) != derive_key(in));
+  CHECK(derive_key(key_inputs_for(module, request, request.toolkit())) != derive_key(in));
   // LLVM's standard pipeline instead of ptxgate's kernel pipeline is another key.
   request.codegen.opt_level = 3;
-  CHECK(derive_key(key_inputs_for(module, request)) == derive_key(in));
+  CHECK(derive_key(key_inputs_for(module, request, request.toolkit())) == derive_key(in));
   request.codegen.llvm_pipeline = true;
-  CHECK(derive_key(key_inputs_for(module, request)) != derive_key(in));
+  CHECK(derive_key(key_inputs_for(module, request, request.toolkit())) != derive_key(in));
   CHECK(codegen_options_text(request.codegen) == "opt_level=3;pipeline=llvm");
   request.codegen.llvm_pipeline = false;
   CHECK(codegen_options_text(request.codegen) == "opt_level=3;pipeline=kernel-1");

@@ -7,13 +7,13 @@
 
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/module_cache/disk_cache.hpp"
-#include "ptxgate/module_cache/internal/process.hpp"
+#include "ptxgate/support/temp_dir.hpp"
 
 namespace ptxgate::module_cache::testing {
 
 /// A fresh scratch directory under the system temporary directory.
-inline TempDir scratch_dir() {
-  auto dir = TempDir::create(std::filesystem::temp_directory_path(), "ptxgate-cache-test-");
+inline support::TempDir scratch_dir() {
+  auto dir = support::TempDir::create(std::filesystem::temp_directory_path(), "ptxgate-cache-test-");
   if (!dir) throw std::runtime_error(dir.error());
   return std::move(*dir);
 }

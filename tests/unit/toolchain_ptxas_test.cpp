@@ -1,11 +1,12 @@
-// Unit tests for the ptxas -v log parser (captured real outputs) and the ptxas runner.
+// Unit tests for the ptxas -v log parser (captured real outputs), launch bounds, and assemble().
 #include <doctest/doctest.h>
 
-#include <filesystem>
+#include <optional>
 
-#include "ptxgate/validation/ptxas_resources.hpp"
+#include "ptxgate/toolchain/ptxas.hpp"
 
-using namespace ptxgate::validation;
+using namespace ptxgate::toolchain;
+using ptxgate::diag::Code;
 
 namespace {
 
@@ -115,11 +116,39 @@ TEST_CASE("PTX launch bounds give the kernel's thread limit") {
   CHECK(b.count("c") == 0);
 }
 
-TEST_CASE("ptxas runs on real PTX and reports resources") {
-  if (!std::filesystem::exists(ptxas_path())) {
-    MESSAGE("skipped: ptxas not found at ", ptxas_path().string());
-    return;
-  }
+namespace {
+
+const char* kStorePtx = R"(.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry store_tid(
+	.param .u64 store_tid_param_0
+)
+{
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<3>;
+	ld.param.u64 %rd1, [store_tid_param_0];
+	cvta.to.global.u64 %rd2, %rd1;
+	mov.u32 %r1, %tid.x;
+	st.global.u32 [%rd2], %r1;
+	ret;
+}
+)";
+
+/// The toolkit when it has ptxas; a message and nullopt otherwise.
+std::optional<Toolkit> toolkit_with_ptxas() {
+  auto toolkit = discover();
+  if (toolkit.ptxas) return toolkit;
+  MESSAGE("skipped: " << toolkit.ptxas.error().items()[0].message);
+  return std::nullopt;
+}
+
+}  // namespace
+
+TEST_CASE("assemble: real PTX gives a cubin and each entry's resources with launch bounds merged") {
+  auto toolkit = toolkit_with_ptxas();
+  if (!toolkit) return;
   constexpr std::string_view ptx = R"(.version 7.0
 .target sm_75
 .address_size 64
@@ -142,17 +171,50 @@ TEST_CASE("ptxas runs on real PTX and reports resources") {
 )";
   for (const char* arch : {"sm_75", "sm_80", "sm_90"}) {
     CAPTURE(arch);
-    auto r = query_ptxas_resources(ptx, arch);
+    auto r = assemble(ptx, arch, *toolkit);
     REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.error().items()[0].message));
-    const auto& k = r->at("k");
+    CHECK(r->cubin.substr(0, 4) == "\x7f" "ELF");
+    CHECK(r->log.find("registers") != std::string::npos);
+    const auto& k = r->resources.at("k");
     CHECK(k.static_shared_bytes == 2048);
     CHECK(k.registers_per_thread > 0);
     CHECK(k.registers_per_thread < 64);
     CHECK(k.barriers == 1);
     CHECK(k.max_threads_per_block == 128);
   }
-  auto bad = query_ptxas_resources("not ptx", "sm_90");
-  REQUIRE_FALSE(bad.has_value());
-  CHECK(bad.error().items()[0].code == ptxgate::diag::Code::resource_query_failed);
-  CHECK(bad.error().items()[0].message.find("ptxas") != std::string::npos);
+  auto plain = assemble(kStorePtx, "sm_90", *toolkit);
+  REQUIRE(plain.has_value());
+  CHECK(plain->resources.at("store_tid").max_threads_per_block == 1024);
+}
+
+TEST_CASE("assemble: rejected PTX is PG2004 with ptxas's message") {
+  auto toolkit = toolkit_with_ptxas();
+  if (!toolkit) return;
+  std::string broken = kStorePtx;
+  broken.replace(broken.find("mov.u32"), 7, "mov.bogus");
+  auto cubin = assemble(broken, "sm_90", *toolkit);
+  REQUIRE_FALSE(cubin.has_value());
+  REQUIRE(cubin.error().size() == 1);
+  CHECK(cubin.error().items()[0].code == Code::ptxas_failure);
+  CHECK(cubin.error().items()[0].message.find("sm_90") != std::string::npos);
+  CHECK(cubin.error().items()[0].message.find("bogus") != std::string::npos);
+  CHECK(assemble("not ptx", "sm_90", *toolkit).error().items()[0].code == Code::ptxas_failure);
+}
+
+TEST_CASE("assemble: a missing ptxas is PG2005 naming the path") {
+  auto toolkit = discover({.ptxas = "/nonexistent/cuda/bin/ptxas"});
+  auto cubin = assemble(kStorePtx, "sm_90", toolkit);
+  REQUIRE_FALSE(cubin.has_value());
+  CHECK(cubin.error().items()[0].code == Code::ptxas_missing);
+  CHECK(cubin.error().items()[0].message.find("/nonexistent/cuda/bin/ptxas") != std::string::npos);
+  CHECK_FALSE(cubin.error().items()[0].fix.empty());
+}
+
+TEST_CASE("ptxas_version runs ptxas once, empty when it cannot run") {
+  CHECK(ptxas_version("/nonexistent/bin/ptxas").empty());
+  auto toolkit = toolkit_with_ptxas();
+  if (!toolkit) return;
+  auto v = ptxas_version(*toolkit->ptxas);
+  CHECK(v.find("release") != std::string::npos);
+  CHECK(ptxas_version(*toolkit->ptxas) == v);
 }

@@ -1,28 +1,24 @@
-// Runs ptxas -v via posix_spawn in a mkdtemp directory and parses its resource report.
-#include "ptxgate/validation/ptxas_resources.hpp"
+// assemble(): ptxas -v in a temporary directory; the parser of its resource report and of PTX launch bounds.
+#include "ptxgate/toolchain/ptxas.hpp"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cctype>
 #include <algorithm>
-#include <cerrno>
+#include <cctype>
 #include <charconv>
-#include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <sstream>
-#include <vector>
 
 #include <fmt/format.h>
 
-extern char** environ;
+#include "ptxgate/support/files.hpp"
+#include "ptxgate/support/temp_dir.hpp"
+#include "ptxgate/toolchain/internal/process.hpp"
 
-namespace ptxgate::validation {
-namespace fs = std::filesystem;
-
+namespace ptxgate::toolchain {
 namespace {
+
+/// The largest cubin read back from ptxas.
+constexpr uint64_t kMaxCubinBytes = 256 * 1024 * 1024;
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -61,7 +57,7 @@ void for_each_item(std::string_view list, F&& f) {
 }
 
 // "Used 10 registers, used 1 barriers, 4096 bytes smem, 360 bytes cmem[0], 256 bytes cumulative stack size"
-void parse_used_line(std::string_view items, KernelResources& r) {
+void parse_used_line(std::string_view items, validation::KernelResources& r) {
   for_each_item(items, [&](std::string_view item) {
     if (item.starts_with("Used ") || item.starts_with("used ")) item.remove_prefix(5);
     uint64_t n = 0;
@@ -75,7 +71,7 @@ void parse_used_line(std::string_view items, KernelResources& r) {
 }
 
 // "256 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"
-void parse_properties_line(std::string_view items, KernelResources& r) {
+void parse_properties_line(std::string_view items, validation::KernelResources& r) {
   for_each_item(items, [&](std::string_view item) {
     uint64_t n = 0;
     std::string_view unit;
@@ -86,58 +82,19 @@ void parse_properties_line(std::string_view items, KernelResources& r) {
   });
 }
 
-diag::Diagnostics ptxas_error(std::string message) {
+/// At most `max_lines` lines of a tool's output, for a diagnostic message.
+std::string first_lines(const std::string& text, size_t max_lines) {
+  std::istringstream in(text);
+  std::string out;
+  size_t n = 0;
+  for (std::string line; std::getline(in, line) && n < max_lines; ++n) out += (n ? "\n" : "") + line;
+  return out;
+}
+
+diag::Diagnostics failure(diag::Code code, std::string message, std::string fix) {
   diag::Diagnostics d;
-  d.add(diag::Code::resource_query_failed, std::move(message), {},
-        "make sure the CUDA Toolkit's ptxas is installed (set CUDA_HOME or PTXGATE_PTXAS) and supports the target");
+  d.add(code, std::move(message), {}, std::move(fix));
   return d;
-}
-
-// A private temporary directory, removed on destruction.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ptxgate-ptxas-XXXXXX").string();
-    if (char* p = mkdtemp(tmpl.data())) path_ = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-// Runs argv with stdout and stderr sent to `log_path`; returns the exit status or -1.
-int spawn_and_wait(const std::vector<std::string>& args, const fs::path& log_path) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, args[0].c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return -1;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return -1;
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 }  // namespace
@@ -210,42 +167,76 @@ std::map<std::string, uint32_t, std::less<>> ptx_launch_bounds(std::string_view 
   return out;
 }
 
-fs::path ptxas_path() {
-  if (const char* p = std::getenv("PTXGATE_PTXAS"); p && *p) return p;
-  if (const char* home = std::getenv("CUDA_HOME"); home && *home) return fs::path(home) / "bin" / "ptxas";
-#ifdef PTXGATE_DEFAULT_CUDA_ROOT
-  return fs::path(PTXGATE_DEFAULT_CUDA_ROOT) / "bin" / "ptxas";
-#else
-  return "/usr/local/cuda/bin/ptxas";
-#endif
-}
-
-std::expected<ResourceMap, diag::Diagnostics> query_ptxas_resources(std::string_view ptx, std::string_view arch) {
-  fs::path ptxas = ptxas_path();
-  if (access(ptxas.c_str(), X_OK) != 0)
-    return std::unexpected(ptxas_error(fmt::format("ptxas not found or not executable at '{}'", ptxas.string())));
-  TempDir dir;
-  if (dir.path().empty()) return std::unexpected(ptxas_error("cannot create a temporary directory for ptxas"));
-  fs::path input = dir.path() / "module.ptx", output = dir.path() / "module.cubin", log = dir.path() / "ptxas.log";
-  {
-    std::ofstream out(input, std::ios::binary);
-    out.write(ptx.data(), static_cast<std::streamsize>(ptx.size()));
-    if (!out) return std::unexpected(ptxas_error("cannot write the PTX for ptxas to a temporary file"));
-  }
-  int rc = spawn_and_wait({ptxas.string(), "-v", fmt::format("-arch={}", arch), input.string(), "-o", output.string()},
-                          log);
-  std::string text = read_all(log);
-  if (rc != 0)
-    return std::unexpected(ptxas_error(fmt::format("ptxas -arch={} failed (exit {}): {}", arch, rc, trim(text))));
-  auto resources = parse_ptxas_log(text);
-  if (resources.empty())
-    return std::unexpected(ptxas_error(fmt::format("ptxas -arch={} reported no entry function", arch)));
+void merge_launch_bounds(ResourceMap& resources, std::string_view ptx) {
   auto bounds = ptx_launch_bounds(ptx);
   for (auto& [name, r] : resources) {
     auto it = bounds.find(name);
     r.max_threads_per_block = it != bounds.end() ? std::min<uint32_t>(it->second, 1024) : 1024;
   }
-  return resources;
 }
 
-}  // namespace ptxgate::validation
+std::expected<Assembly, diag::Diagnostics> assemble(std::string_view ptx, std::string_view arch,
+                                                    const Toolkit& toolkit) {
+  if (!toolkit.ptxas) return std::unexpected(toolkit.ptxas.error());
+  const std::string& ptxas = *toolkit.ptxas;
+  auto dir = support::TempDir::create_in_tmp("ptxgate-ptxas-");
+  if (!dir)
+    return std::unexpected(failure(diag::Code::ptxas_failure, "cannot prepare ptxas input: " + dir.error(),
+                                   "set TMPDIR to a writable directory"));
+  const auto ptx_path = (dir->path() / "module.ptx").string();
+  const auto cubin_path = (dir->path() / "module.cubin").string();
+  {
+    std::ofstream input(ptx_path, std::ios::binary);
+    input.write(ptx.data(), static_cast<std::streamsize>(ptx.size()));
+    input.close();
+    if (!input)
+      return std::unexpected(failure(diag::Code::ptxas_failure, fmt::format("cannot write ptxas input '{}'", ptx_path),
+                                     "set TMPDIR to a writable directory with free space"));
+  }
+  auto run = run_process({ptxas, "-v", fmt::format("-arch={}", arch), ptx_path, "-o", cubin_path});
+  if (!run)
+    return std::unexpected(failure(diag::Code::ptxas_missing, run.error(),
+                                   "check the ptxas binary (CUDA_HOME or PTXGATE_PTXAS)"));
+  Assembly out;
+  out.log = run->stdout_text + run->stderr_text;
+  if (run->exit_status != 0)
+    return std::unexpected(failure(
+        diag::Code::ptxas_failure,
+        fmt::format("ptxas -arch={} exited with status {}: {}", arch, run->exit_status, first_lines(out.log, 20)),
+        "this is a code generation bug unless the target is unsupported by this ptxas; please report it"));
+  support::ReadLimits limits;
+  limits.max_bytes = kMaxCubinBytes;
+  auto cubin = support::read_file(cubin_path, limits);
+  if (!cubin || cubin->empty())
+    return std::unexpected(failure(diag::Code::ptxas_failure,
+                                   cubin ? std::string("ptxas succeeded but wrote no cubin")
+                                         : fmt::format("ptxas succeeded but its cubin cannot be read: {}",
+                                                       cubin.error().message),
+                                   "check the ptxas installation"));
+  out.cubin = std::move(*cubin);
+  out.resources = parse_ptxas_log(out.log);
+  merge_launch_bounds(out.resources, ptx);
+  return out;
+}
+
+std::string ptxas_version(const std::string& ptxas) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> memo;
+  std::lock_guard lock(mutex);
+  if (auto it = memo.find(ptxas); it != memo.end()) return it->second;
+  std::string version;
+  if (auto run = run_process({ptxas, "--version"}); run && run->exit_status == 0) {
+    std::istringstream lines(run->stdout_text);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("release") != std::string::npos) {
+        version = line;
+        break;
+      }
+      if (!line.empty()) version = line;
+    }
+  }
+  memo.emplace(ptxas, version);
+  return version;
+}
+
+}  // namespace ptxgate::toolchain

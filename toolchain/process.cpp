@@ -1,52 +1,25 @@
-// Runs a tool via posix_spawn with captured output; private temporary directories.
-#include "ptxgate/module_cache/internal/process.hpp"
+// run_process: posix_spawn with stdin from /dev/null and output captured in a private temporary directory.
+#include "ptxgate/toolchain/internal/process.hpp"
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
-#include <fstream>
 #include <spawn.h>
-#include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
+#include "ptxgate/support/files.hpp"
+#include "ptxgate/support/temp_dir.hpp"
+
 extern char** environ;
 
-namespace ptxgate::module_cache {
-namespace {
-
-std::string read_all(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-}  // namespace
-
-std::expected<TempDir, std::string> TempDir::create(const std::filesystem::path& parent, const std::string& prefix) {
-  std::string pattern = (parent / (prefix + "XXXXXX")).string();
-  if (::mkdtemp(pattern.data()) == nullptr)
-    return std::unexpected(fmt::format("cannot create a temporary directory in '{}': {}", parent.string(),
-                                       std::strerror(errno)));
-  return TempDir(std::filesystem::path(pattern));
-}
-
-TempDir::~TempDir() {
-  if (path_.empty()) return;
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
+namespace ptxgate::toolchain {
 
 std::expected<ProcessResult, std::string> run_process(const std::vector<std::string>& argv) {
   if (argv.empty()) return std::unexpected(std::string("no program to run"));
-  std::error_code ec;
-  auto tmp_root = std::filesystem::temp_directory_path(ec);
-  if (ec) tmp_root = "/tmp";
-  auto dir = TempDir::create(tmp_root, "ptxgate-run-");
+  auto dir = support::TempDir::create_in_tmp("ptxgate-run-");
   if (!dir) return std::unexpected(dir.error());
   const auto out_path = (dir->path() / "stdout").string();
   const auto err_path = (dir->path() / "stderr").string();
@@ -74,9 +47,15 @@ std::expected<ProcessResult, std::string> run_process(const std::vector<std::str
   } else if (WIFSIGNALED(status)) {
     result.exit_status = 128 + WTERMSIG(status);
   }
-  result.stdout_text = read_all(out_path);
-  result.stderr_text = read_all(err_path);
+  support::ReadLimits limits;
+  limits.max_bytes = kMaxToolOutputBytes;
+  auto out = support::read_file(out_path, limits);
+  if (!out) return std::unexpected(fmt::format("output of '{}': {}", argv[0], out.error().message));
+  auto err = support::read_file(err_path, limits);
+  if (!err) return std::unexpected(fmt::format("output of '{}': {}", argv[0], err.error().message));
+  result.stdout_text = std::move(*out);
+  result.stderr_text = std::move(*err);
   return result;
 }
 
-}  // namespace ptxgate::module_cache
+}  // namespace ptxgate::toolchain

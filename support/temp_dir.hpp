@@ -1,0 +1,30 @@
+// A private temporary directory (mkdtemp), removed with its contents when it goes out of scope.
+#pragma once
+
+#include <expected>
+#include <filesystem>
+#include <string>
+
+namespace ptxgate::support {
+
+/// A directory made by mkdtemp (mode 0700), removed with its contents on destruction.
+class TempDir {
+ public:
+  /// Creates `<parent>/<prefix>XXXXXX`; the error text says why it failed.
+  [[nodiscard]] static std::expected<TempDir, std::string> create(const std::filesystem::path& parent,
+                                                                  const std::string& prefix);
+  /// create() under the system temporary directory ($TMPDIR, else /tmp).
+  [[nodiscard]] static std::expected<TempDir, std::string> create_in_tmp(const std::string& prefix);
+  TempDir(TempDir&& other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
+  TempDir& operator=(TempDir&&) = delete;
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+  /// Keeps the directory (e.g. after renaming it into place): the destructor no longer removes it.
+  void release() { path_.clear(); }
+
+ private:
+  explicit TempDir(std::filesystem::path path) : path_(std::move(path)) {}
+  std::filesystem::path path_;
+};
+
+}  // namespace ptxgate::support

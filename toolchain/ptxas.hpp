@@ -1,0 +1,47 @@
+// ptxas: assemble PTX into a cubin once, and read the resources it reports (`ptxas -v`).
+#pragma once
+
+#include <expected>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/toolchain/toolkit.hpp"
+#include "ptxgate/validation/launch_plan.hpp"
+
+namespace ptxgate::toolchain {
+
+/// Resources of every entry function, by PTX entry name.
+using ResourceMap = std::map<std::string, validation::KernelResources, std::less<>>;
+
+/// Parses the info log of `ptxas -v` (any CUDA 11-13 format): "Compiling entry function 'k'",
+/// "N bytes stack frame, N bytes spill stores, N bytes spill loads" and "Used N registers, used
+/// N barriers, N bytes smem, N bytes cmem[0], ...". Only entry functions are returned;
+/// max_threads_per_block is left at its default (see merge_launch_bounds).
+ResourceMap parse_ptxas_log(std::string_view log);
+
+/// `.maxntid`/`.reqntid` of each entry in PTX text, as a thread count (product of the axes).
+std::map<std::string, uint32_t, std::less<>> ptx_launch_bounds(std::string_view ptx);
+
+/// Sets each entry's max_threads_per_block from the PTX's launch bounds (1024 when it has none).
+void merge_launch_bounds(ResourceMap& resources, std::string_view ptx);
+
+/// What one ptxas run produced.
+struct Assembly {
+  std::string cubin;        ///< the ELF cubin
+  std::string log;          ///< ptxas's `-v` report (stdout + stderr)
+  ResourceMap resources;    ///< parsed from `log`, launch bounds merged; may be empty
+};
+
+/// Runs `ptxas -v -arch=<arch>` on `ptx` in a private temporary directory (posix_spawn, no
+/// shell). PG2005 when the toolkit has no ptxas or it cannot be started; PG2004 with the
+/// start of its output when it fails or writes no cubin.
+[[nodiscard]] std::expected<Assembly, diag::Diagnostics> assemble(std::string_view ptx, std::string_view arch,
+                                                                  const Toolkit& toolkit);
+
+/// The "release" line of `<ptxas> --version` (e.g. "Cuda compilation tools, release 13.0, V13.0.48"),
+/// run once per path per process and memoised; empty when it cannot be run.
+std::string ptxas_version(const std::string& ptxas);
+
+}  // namespace ptxgate::toolchain
