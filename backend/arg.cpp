@@ -10,7 +10,14 @@
 namespace ptxgate::backend {
 
 Arg::Arg(const DeviceBuffer& buffer)
-    : kind_(Kind::buffer), bits_(buffer.pointer()), buffer_bytes_(buffer.size_bytes()) {}
+    : kind_(Kind::buffer), bits_(buffer.pointer()), buffer_bytes_(buffer.size_bytes()), track_(buffer.track()) {}
+
+Arg Arg::buffer_range(const DeviceBuffer& buffer, uint64_t offset, uint64_t bytes) {
+  Arg a(buffer);
+  a.bits_ = buffer.pointer() + offset;
+  a.buffer_bytes_ = bytes;
+  return a;
+}
 
 Arg Arg::device_pointer(uint64_t pointer, uint64_t size_bytes) {
   Arg a(ir::Type::u64, pointer);

@@ -14,6 +14,7 @@
 namespace ptxgate::backend {
 
 class DeviceBuffer;
+struct BufferTrack;
 
 /// A kernel argument as the caller supplies it: `{y, x, 2.0f, n}` where y and x
 /// are DeviceBuffers. Scalars keep their C++ type; binding checks it against the
@@ -24,7 +25,9 @@ class Arg {
   enum class Kind : uint8_t { buffer, scalar };
 
   Arg(const DeviceBuffer& buffer);  // NOLINT(google-explicit-constructor): natural {a, b, 2.0f, n} lists
-  /// A raw device pointer of a known size in bytes (0 = unknown).
+  /// `bytes` of `buffer` from byte `offset` (DeviceSpan's conversion), with the buffer's access history.
+  static Arg buffer_range(const DeviceBuffer& buffer, uint64_t offset, uint64_t bytes);
+  /// A raw device pointer of a known size in bytes (0 = unknown); not tracked.
   static Arg device_pointer(uint64_t pointer, uint64_t size_bytes = 0);
   Arg(int32_t v) : Arg(ir::Type::i32, static_cast<uint64_t>(static_cast<int64_t>(v))) {}  // NOLINT
   Arg(uint32_t v) : Arg(ir::Type::u32, v) {}                                              // NOLINT
@@ -42,6 +45,8 @@ class Arg {
   /// Device pointer (buffers) or the value's bits, sign-extended for signed integers.
   uint64_t bits() const { return bits_; }
   uint64_t buffer_bytes() const { return buffer_bytes_; }
+  /// The buffer's access history (buffers of a tracking context), else null.
+  BufferTrack* track() const { return track_; }
   /// "buffer of 4096 bytes", "f32 2.5", "i32 -3".
   std::string describe() const;
 
@@ -63,6 +68,7 @@ class Arg {
   ir::Type type_ = ir::Type::void_;
   uint64_t bits_ = 0;
   uint64_t buffer_bytes_ = 0;
+  BufferTrack* track_ = nullptr;
 };
 
 /// The by-value bytes of one bound argument (8 bytes of storage; the driver reads

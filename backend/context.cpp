@@ -32,12 +32,14 @@ std::expected<std::shared_ptr<Context>, diag::Diagnostics> Context::open(int ord
   if (auto ok = PTXGATE_CU(*ctx, subject, cuDevicePrimaryCtxRetain, &retained, ctx->device_); !ok)
     return std::unexpected(ok.error());
   ctx->context_ = retained;
+  ctx->tracker_ = std::make_unique<Tracker>(*ctx);
   if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
   return ctx;
 }
 
 Context::~Context() {
   if (context_ == nullptr) return;
+  tracker_.reset();  // frees deferred buffers after their work
   for (auto& [stream, word] : barrier_words_) ignore(api_->cuMemFree(word));
   if (tls_current_context == context_) tls_current_context = nullptr;
   ignore(api_->cuDevicePrimaryCtxRelease(device_));
@@ -53,7 +55,10 @@ std::expected<void, diag::Diagnostics> Context::make_current() {
 std::expected<void, diag::Diagnostics> Context::synchronize(std::string_view subject) {
   if (auto ok = healthy("cuCtxSynchronize", subject); !ok) return ok;
   if (auto ok = make_current(); !ok) return ok;
-  return PTXGATE_CU(*this, subject, cuCtxSynchronize);
+  auto marks = tracker_->before_context_sync();
+  if (auto ok = PTXGATE_CU(*this, subject, cuCtxSynchronize); !ok) return ok;
+  tracker_->after_context_sync(marks);
+  return {};
 }
 
 std::expected<CUdeviceptr, diag::Diagnostics> Context::grid_barrier_word(CUstream stream) {
@@ -94,6 +99,7 @@ Stream& Stream::operator=(Stream&& o) noexcept {
 void Stream::reset() noexcept {
   if (stream_ == nullptr || !ctx_) return;
   (void)ctx_->make_current();
+  ctx_->tracker().stream_destroyed(stream_);
   ignore(ctx_->api().cuStreamDestroy(stream_));
   stream_ = nullptr;
   ctx_.reset();
@@ -101,7 +107,10 @@ void Stream::reset() noexcept {
 
 std::expected<void, diag::Diagnostics> Stream::synchronize() {
   if (auto ok = ctx_->healthy("cuStreamSynchronize", "stream"); !ok) return ok;
-  return PTXGATE_CU(*ctx_, "stream", cuStreamSynchronize, stream_);
+  const uint64_t mark = ctx_->tracker().before_sync(stream_);
+  if (auto ok = PTXGATE_CU(*ctx_, "stream", cuStreamSynchronize, stream_); !ok) return ok;
+  ctx_->tracker().after_sync(stream_, mark);
+  return {};
 }
 
 // ---- DeviceBuffer ----
@@ -111,10 +120,26 @@ std::expected<DeviceBuffer, diag::Diagnostics> DeviceBuffer::allocate(std::share
   std::string subject = fmt::format("{} of {} bytes", what, bytes);
   if (auto ok = ctx->healthy("cuMemAlloc", subject); !ok) return std::unexpected(ok.error());
   if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
-  DeviceBuffer b;
-  if (auto ok = PTXGATE_CU(*ctx, subject, cuMemAlloc, &b.ptr_, bytes == 0 ? 1 : bytes); !ok)
+  ctx->tracker().reclaim();  // memory of buffers freed while in use, once their work is done
+  CUdeviceptr ptr = 0;
+  if (auto ok = PTXGATE_CU(*ctx, subject, cuMemAlloc, &ptr, bytes == 0 ? 1 : bytes); !ok)
     return std::unexpected(ok.error());
+  return adopt(std::move(ctx), ptr, bytes, MemoryKind::device);
+}
+
+DeviceBuffer DeviceBuffer::adopt(std::shared_ptr<Context> ctx, CUdeviceptr pointer, size_t bytes, MemoryKind kind,
+                                 CUstream home) {
+  DeviceBuffer b;
+  b.ptr_ = pointer;
   b.bytes_ = bytes;
+  b.kind_ = kind;
+  b.home_ = home;
+  b.track_ = ctx->tracker().track(kind, pointer);
+  if (b.track_ && kind == MemoryKind::stream_ordered) {
+    // The allocation is an operation on `home`: work on other streams must come after it.
+    BufferAccess made{b.track_.get(), AccessMode::write};
+    (void)ctx->tracker().submit(home, std::span(&made, 1), [] { return std::expected<void, diag::Diagnostics>{}; });
+  }
   b.ctx_ = std::move(ctx);
   return b;
 }
@@ -125,14 +150,24 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
     ctx_ = std::move(o.ctx_);
     ptr_ = std::exchange(o.ptr_, 0);
     bytes_ = std::exchange(o.bytes_, 0);
+    kind_ = o.kind_;
+    home_ = std::exchange(o.home_, nullptr);
+    track_ = std::move(o.track_);
   }
   return *this;
 }
 
 void DeviceBuffer::reset() noexcept {
   if (ptr_ == 0 || !ctx_) return;
-  (void)ctx_->make_current();
-  ignore(ctx_->api().cuMemFree(ptr_));
+  if (track_) {
+    ctx_->tracker().release(std::move(track_));
+  } else {
+    (void)ctx_->make_current();
+    if (kind_ == MemoryKind::stream_ordered)
+      ignore(ctx_->api().cuMemFreeAsync(ptr_, home_));
+    else
+      ignore(ctx_->api().cuMemFree(ptr_));
+  }
   ptr_ = 0;
   ctx_.reset();
 }
@@ -149,20 +184,29 @@ std::expected<void, diag::Diagnostics> DeviceBuffer::upload(std::span<const std:
   if (host.size() > bytes_) return std::unexpected(copy_too_large(host.size(), bytes_));
   if (auto ok = ctx_->healthy("cuMemcpyHtoD", "buffer upload"); !ok) return ok;
   if (auto ok = ctx_->make_current(); !ok) return ok;
-  return PTXGATE_CU(*ctx_, "buffer upload", cuMemcpyHtoD, ptr_, host.data(), host.size());
+  BufferAccess access{track_.get(), AccessMode::write};
+  return ctx_->tracker().submit(nullptr, std::span(&access, 1), [&] {
+    return PTXGATE_CU(*ctx_, "buffer upload", cuMemcpyHtoD, ptr_, host.data(), host.size());
+  });
 }
 
 std::expected<void, diag::Diagnostics> DeviceBuffer::download(std::span<std::byte> host) const {
   if (host.size() > bytes_) return std::unexpected(copy_too_large(host.size(), bytes_));
   if (auto ok = ctx_->healthy("cuMemcpyDtoH", "buffer download"); !ok) return ok;
   if (auto ok = ctx_->make_current(); !ok) return ok;
-  return PTXGATE_CU(*ctx_, "buffer download", cuMemcpyDtoH, host.data(), ptr_, host.size());
+  BufferAccess access{track_.get(), AccessMode::read};
+  return ctx_->tracker().submit(nullptr, std::span(&access, 1), [&] {
+    return PTXGATE_CU(*ctx_, "buffer download", cuMemcpyDtoH, host.data(), ptr_, host.size());
+  });
 }
 
 std::expected<void, diag::Diagnostics> DeviceBuffer::fill_bytes(uint8_t value) {
   if (auto ok = ctx_->healthy("cuMemsetD8", "buffer fill"); !ok) return ok;
   if (auto ok = ctx_->make_current(); !ok) return ok;
-  return PTXGATE_CU(*ctx_, "buffer fill", cuMemsetD8, ptr_, value, bytes_);
+  BufferAccess access{track_.get(), AccessMode::write};
+  return ctx_->tracker().submit(nullptr, std::span(&access, 1), [&] {
+    return PTXGATE_CU(*ctx_, "buffer fill", cuMemsetD8, ptr_, value, bytes_);
+  });
 }
 
 // ---- HostBuffer ----
@@ -173,10 +217,12 @@ std::expected<HostBuffer, diag::Diagnostics> HostBuffer::allocate(std::shared_pt
   if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
   HostBuffer h;
   void* p = nullptr;
+  ctx->tracker().reclaim();
   if (auto ok = PTXGATE_CU(*ctx, subject, cuMemAllocHost, &p, bytes == 0 ? 1 : bytes); !ok)
     return std::unexpected(ok.error());
   h.data_ = static_cast<std::byte*>(p);
   h.bytes_ = bytes;
+  h.track_ = ctx->tracker().track(MemoryKind::pinned_host, reinterpret_cast<uint64_t>(p));
   h.ctx_ = std::move(ctx);
   return h;
 }
@@ -187,16 +233,27 @@ HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
     ctx_ = std::move(o.ctx_);
     data_ = std::exchange(o.data_, nullptr);
     bytes_ = std::exchange(o.bytes_, 0);
+    track_ = std::move(o.track_);
   }
   return *this;
 }
 
 void HostBuffer::reset() noexcept {
   if (data_ == nullptr || !ctx_) return;
-  (void)ctx_->make_current();
-  ignore(ctx_->api().cuMemFreeHost(data_));
+  if (track_) {
+    ctx_->tracker().release(std::move(track_));
+  } else {
+    (void)ctx_->make_current();
+    ignore(ctx_->api().cuMemFreeHost(data_));
+  }
   data_ = nullptr;
   ctx_.reset();
+}
+
+std::expected<void, diag::Diagnostics> HostBuffer::wait_for_device(AccessMode mode) const {
+  if (!track_) return {};
+  if (auto ok = ctx_->healthy("cuEventSynchronize", "pinned host buffer"); !ok) return ok;
+  return ctx_->tracker().host_access(*track_, mode, "pinned host buffer");
 }
 
 // ---- Event ----

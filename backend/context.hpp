@@ -15,6 +15,7 @@
 #include "ptxgate/backend/device.hpp"
 #include "ptxgate/backend/driver_api.hpp"
 #include "ptxgate/backend/driver_error.hpp"
+#include "ptxgate/backend/tracking.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 
 namespace ptxgate::backend {
@@ -57,6 +58,9 @@ class Context : public std::enable_shared_from_this<Context> {
   /// cuCtxSynchronize; reports a sticky error left by an earlier kernel.
   [[nodiscard]] std::expected<void, diag::Diagnostics> synchronize(std::string_view subject = {});
 
+  /// The dependency tracking of this context's buffers and streams (backend/tracking.hpp).
+  Tracker& tracker() { return *tracker_; }
+
   /// The zeroed 4-byte grid-barrier word owned by this context for `stream`,
   /// allocated (and memset to 0) on first use; later calls are a lookup.
   [[nodiscard]] std::expected<CUdeviceptr, diag::Diagnostics> grid_barrier_word(CUstream stream);
@@ -68,6 +72,7 @@ class Context : public std::enable_shared_from_this<Context> {
   CUdevice device_ = 0;
   LiveDevice live_;
   ContextHealth health_;
+  std::unique_ptr<Tracker> tracker_;
   std::mutex barrier_mutex_;
   std::map<CUstream, CUdeviceptr> barrier_words_;
 };
@@ -76,7 +81,8 @@ class Context : public std::enable_shared_from_this<Context> {
 /// with the call's base name: `PTXGATE_CU(ctx, "saxpy", cuMemAlloc, &p, n)`.
 #define PTXGATE_CU(ctx, subject, fn, ...) (ctx).check((ctx).api().fn(__VA_ARGS__), #fn, (subject))
 
-/// A non-blocking stream (CU_STREAM_NON_BLOCKING). Move-only.
+/// A non-blocking stream (CU_STREAM_NON_BLOCKING). Move-only. Destroying it with work pending is
+/// safe: the work completes, and tracked buffers it used keep a point of it to wait for.
 class Stream {
  public:
   [[nodiscard]] static std::expected<Stream, diag::Diagnostics> create(std::shared_ptr<Context> ctx);
@@ -95,12 +101,17 @@ class Stream {
   CUstream stream_ = nullptr;
 };
 
-/// Device memory of a known size. Move-only.
+/// Device memory of a known size, with its access history when the context tracks dependencies.
+/// Move-only. Destroying it while pending work uses it is safe: the memory is freed after that work.
 class DeviceBuffer {
  public:
   /// Allocates `bytes` (at least 1) of device memory.
   [[nodiscard]] static std::expected<DeviceBuffer, diag::Diagnostics> allocate(std::shared_ptr<Context> ctx, size_t bytes,
                                                                  std::string_view what = "buffer");
+  /// Takes ownership of `pointer` from `kind`'s allocator (stream-ordered memory: made on
+  /// `home`, the stream it is freed on when the context does not track dependencies).
+  static DeviceBuffer adopt(std::shared_ptr<Context> ctx, CUdeviceptr pointer, size_t bytes, MemoryKind kind,
+                            CUstream home = nullptr);
   DeviceBuffer() = default;
   DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
@@ -110,8 +121,14 @@ class DeviceBuffer {
   CUdeviceptr pointer() const { return ptr_; }
   size_t size_bytes() const { return bytes_; }
   Context* context() const { return ctx_.get(); }
+  MemoryKind kind() const { return kind_; }
+  /// The access history (null when the context does not track dependencies).
+  BufferTrack* track() const { return track_.get(); }
+  const std::shared_ptr<BufferTrack>& shared_track() const { return track_; }
 
-  /// Synchronous copies (the whole of `host`, which must fit).
+  /// Synchronous copies (the whole of `host`, which must fit) and fill, on the legacy default
+  /// stream: tracked, so they come after the work of other streams that conflicts with them and
+  /// later work on other streams comes after them.
   [[nodiscard]] std::expected<void, diag::Diagnostics> upload(std::span<const std::byte> host);
   [[nodiscard]] std::expected<void, diag::Diagnostics> download(std::span<std::byte> host) const;
   [[nodiscard]] std::expected<void, diag::Diagnostics> fill_bytes(uint8_t value);
@@ -120,9 +137,13 @@ class DeviceBuffer {
   std::shared_ptr<Context> ctx_;
   CUdeviceptr ptr_ = 0;
   size_t bytes_ = 0;
+  MemoryKind kind_ = MemoryKind::device;
+  CUstream home_ = nullptr;
+  std::shared_ptr<BufferTrack> track_;
 };
 
-/// Page-locked host memory (cuMemAllocHost), for asynchronous copies. Move-only.
+/// Page-locked host memory (cuMemAllocHost), for asynchronous copies, with its access history when
+/// the context tracks dependencies. Move-only; freed after pending copies that use it.
 class HostBuffer {
  public:
   [[nodiscard]] static std::expected<HostBuffer, diag::Diagnostics> allocate(std::shared_ptr<Context> ctx, size_t bytes);
@@ -132,13 +153,32 @@ class HostBuffer {
   ~HostBuffer() { reset(); }
   /// Releases the resource now (errors ignored; safe in a poisoned context).
   void reset() noexcept;
+  /// The memory as it is, without waiting (for callers that synchronise themselves).
   std::byte* data() const { return data_; }
   size_t size_bytes() const { return bytes_; }
+  Context* context() const { return ctx_.get(); }
+  BufferTrack* track() const { return track_.get(); }
+
+  /// Waits until pending copies that write this buffer are complete, then gives its elements to read.
+  template <class T>
+  [[nodiscard]] std::expected<std::span<const T>, diag::Diagnostics> read() const {
+    if (auto ok = wait_for_device(AccessMode::read); !ok) return std::unexpected(ok.error());
+    return std::span<const T>(reinterpret_cast<const T*>(data_), bytes_ / sizeof(T));
+  }
+  /// Waits until pending copies that read or write this buffer are complete, then gives its elements to write.
+  template <class T>
+  [[nodiscard]] std::expected<std::span<T>, diag::Diagnostics> write() {
+    if (auto ok = wait_for_device(AccessMode::write); !ok) return std::unexpected(ok.error());
+    return std::span<T>(reinterpret_cast<T*>(data_), bytes_ / sizeof(T));
+  }
+  /// Blocks until device work that conflicts with the host accessing the memory (`mode`) is complete.
+  [[nodiscard]] std::expected<void, diag::Diagnostics> wait_for_device(AccessMode mode) const;
 
  private:
   std::shared_ptr<Context> ctx_;
   std::byte* data_ = nullptr;
   size_t bytes_ = 0;
+  std::shared_ptr<BufferTrack> track_;
 };
 
 /// A CUDA event with timing enabled. Move-only.

@@ -27,7 +27,14 @@ namespace ptxgate::backend {
   X(cuMemcpyDtoHAsync) X(cuMemsetD32Async) X(cuMemsetD32) X(cuMemsetD8) X(cuStreamCreate)    \
   X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate) X(cuEventRecord)                \
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy) X(cuGetErrorName)            \
-  X(cuGetErrorString)
+  X(cuGetErrorString) X(cuMemcpyDtoDAsync) X(cuMemsetD8Async) X(cuMemsetD16Async)            \
+  X(cuStreamWaitEvent) X(cuStreamQuery) X(cuEventQuery) X(cuMemAllocAsync) X(cuMemFreeAsync) \
+  X(cuMemAllocFromPoolAsync) X(cuDeviceGetDefaultMemPool) X(cuMemPoolCreate)                 \
+  X(cuMemPoolDestroy) X(cuMemPoolGetAttribute) X(cuMemPoolSetAttribute) X(cuMemPoolTrimTo)   \
+  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphCreate) X(cuGraphDestroy)           \
+  X(cuGraphAddKernelNode) X(cuGraphKernelNodeSetAttribute) X(cuGraphAddMemcpyNode)           \
+  X(cuGraphAddMemsetNode) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)                    \
+  X(cuGraphExecDestroy) X(cuGraphExecKernelNodeSetParams)
 
 /// One table of driver function pointers. Filled from libcuda by load_driver(),
 /// or by hand in tests (a fake driver); a null entry means "not available".

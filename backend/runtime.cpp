@@ -185,6 +185,19 @@ std::expected<void, diag::Diagnostics> Kernel::fill_plan(validation::LaunchPlan&
 std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config, std::span<const Arg> args,
                                                       const Stream* stream) {
   CUstream s = stream ? stream->handle() : nullptr;
+  // What the launch reads and writes, from the signature: tracked buffers only.
+  const auto& params = function_->info().params;
+  boost::container::small_vector<BufferAccess, 8> accesses;
+  const size_t n = std::min(args.size(), params.size());
+  for (size_t i = 0; i < n; ++i)
+    if (BufferTrack* t = args[i].track(); t != nullptr && params[i].is_buffer)
+      accesses.push_back({t, access_mode(params[i].access)});
+  if (accesses.empty()) return launch_on(config, args, s);
+  return ctx_->tracker().submit(s, std::span<const BufferAccess>(accesses.data(), accesses.size()), [&] { return launch_on(config, args, s); });
+}
+
+std::expected<void, diag::Diagnostics> Kernel::launch_on(const LaunchConfig& config, std::span<const Arg> args,
+                                                         CUstream s) {
   const uint64_t id = function_->id();
   const auto& params = function_->info().params;
 
@@ -281,6 +294,7 @@ std::expected<std::unique_ptr<Runtime>, diag::Diagnostics> Runtime::create(Runti
 
 Runtime::Runtime(std::shared_ptr<Context> ctx, RuntimeOptions options)
     : ctx_(std::move(ctx)), options_(std::move(options)) {
+  ctx_->tracker().set_enabled(options_.track_dependencies);
   std::tie(target_, cubin_for_device_) = target_for(ctx_->caps());
   cache_ = std::make_unique<module_cache::ModuleCache>(options_.cache);
   loaded_ = std::make_unique<

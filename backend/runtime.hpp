@@ -34,6 +34,10 @@ struct LaunchConfig {
 
 struct RuntimeOptions {
   int device = 0;                                 ///< CUDA device ordinal
+  /// Automatic dependencies (backend/tracking.hpp): launches and copies on one stream wait for
+  /// conflicting work of other streams, and buffers freed while in use are freed after that work.
+  /// Off for programs that order their streams themselves.
+  bool track_dependencies = true;
   size_t loaded_module_capacity = 32;             ///< modules kept loaded per context (LRU)
   module_cache::ModuleCacheOptions cache;         ///< memory and disk tiers of compiled modules
   bool prefer_cubin = true;                       ///< load ptxas's cubin; PTX (driver JIT) as fallback
@@ -47,7 +51,9 @@ struct LoadedModule;
 class Kernel {
  public:
   /// Binds `args` to the signature, validates (cached verdict when seen before)
-  /// and launches on `stream` (the legacy default stream when null).
+  /// and launches on `stream` (the legacy default stream when null). With dependency tracking,
+  /// buffers of `in` parameters are read and those of `out`/`inout` parameters written: the launch
+  /// waits for conflicting work of other streams, and later work waits for it.
   [[nodiscard]] std::expected<void, diag::Diagnostics> launch(const LaunchConfig& config, std::span<const Arg> args,
                                                 const Stream* stream = nullptr);
   [[nodiscard]] std::expected<void, diag::Diagnostics> launch(const LaunchConfig& config, std::initializer_list<Arg> args,
@@ -73,6 +79,8 @@ class Kernel {
   Kernel(std::shared_ptr<Context> ctx, std::shared_ptr<const LoadedModule> module, LoadedFunction* function,
          module_cache::CacheOutcome outcome)
       : ctx_(std::move(ctx)), module_(std::move(module)), function_(function), outcome_(outcome) {}
+  [[nodiscard]] std::expected<void, diag::Diagnostics> launch_on(const LaunchConfig& config, std::span<const Arg> args,
+                                                                  CUstream stream);
   [[nodiscard]] std::expected<void, diag::Diagnostics> fill_plan(validation::LaunchPlan& plan, const LaunchConfig& config,
                                                    std::span<const Arg> args, CUstream stream, void** slots,
                                                    BoundSlot* values);

@@ -12,12 +12,27 @@
 
 namespace ptxgate::backend::testing {
 
+/// One call of the fake driver that matters for ordering: submissions to a stream (launches,
+/// copies, memsets, event records, waits, stream-ordered allocations and frees), host waits
+/// (event, stream and context synchronisation) and host-side memory calls. `tests/unit/
+/// backend_fake_order.hpp` derives happens-before from this log the way the hardware would.
+struct FakeCall {
+  std::string name;          ///< the entry point's base name ("cuLaunchKernel", "cuEventRecord", ...)
+  CUstream stream = nullptr; ///< the stream it was submitted to (stream calls)
+  CUevent event = nullptr;   ///< the event recorded, waited on or synchronised
+  uint64_t dst = 0, src = 0, bytes = 0;  ///< copies and memsets; dst = the pointer of allocs and frees
+  std::vector<uint64_t> params;          ///< a launch's argument slots (as many as param_sizes)
+};
+
 /// What the fake driver recorded and what it should answer. One global instance:
 /// the fake functions are plain function pointers.
 struct FakeDriverState {
   std::map<std::string, CUresult> fail;  ///< entry-point base name -> result to return
   int launches = 0, cooperative_launches = 0, set_attribute_calls = 0, occupancy_calls = 0, memsets = 0;
   int allocations = 0, frees = 0, module_unloads = 0, primary_releases = 0;
+  int streams_created = 0, events_created = 0, events_destroyed = 0;
+  std::vector<FakeCall> calls;       ///< ordering-relevant calls, in order
+  bool events_pending = false;       ///< cuEventQuery answers CUDA_ERROR_NOT_READY (work still running)
   unsigned last_grid[3] = {}, last_block[3] = {};
   unsigned last_shared = 0;
   CUstream last_stream = nullptr;
@@ -41,6 +56,18 @@ struct FakeDriverState {
   CUresult result_of(const char* name) const {
     auto it = fail.find(name);
     return it == fail.end() ? CUDA_SUCCESS : it->second;
+  }
+  /// Appends a call to the log and answers with the result chosen for it.
+  CUresult log(FakeCall call) {
+    CUresult r = result_of(call.name.c_str());
+    if (r == CUDA_SUCCESS) calls.push_back(std::move(call));
+    return r;
+  }
+  /// How many logged calls have this name.
+  size_t count(std::string_view name) const {
+    size_t n = 0;
+    for (const auto& c : calls) n += c.name == name;
+    return n;
   }
 };
 
@@ -132,26 +159,106 @@ inline DriverApi make_fake_driver() {
     ++fake_state().primary_releases;
     return fake_state().result_of("cuDevicePrimaryCtxRelease");
   };
-  api.cuMemAlloc = [](CUdeviceptr* p, size_t) {
+  api.cuMemAlloc = [](CUdeviceptr* p, size_t bytes) {
     CUresult r = fake_state().result_of("cuMemAlloc");
     if (r == CUDA_SUCCESS) *p = 0x10000 + 0x100 * static_cast<CUdeviceptr>(++fake_state().allocations);
+    if (r == CUDA_SUCCESS) fake_state().calls.push_back({"cuMemAlloc", nullptr, nullptr, *p, 0, bytes, {}});
     return r;
   };
-  api.cuMemFree = [](CUdeviceptr) {
+  api.cuMemFree = [](CUdeviceptr p) {
     ++fake_state().frees;
-    return fake_state().result_of("cuMemFree");
+    return fake_state().log({"cuMemFree", nullptr, nullptr, p, 0, 0, {}});
   };
-  api.cuMemsetD32 = [](CUdeviceptr, unsigned, size_t) {
+  api.cuMemAllocHost = [](void** p, size_t bytes) {
+    CUresult r = fake_state().result_of("cuMemAllocHost");
+    if (r == CUDA_SUCCESS) *p = ::operator new(bytes);
+    return r;
+  };
+  api.cuMemFreeHost = [](void* p) {
+    ::operator delete(p);
+    return fake_state().log({"cuMemFreeHost", nullptr, nullptr, reinterpret_cast<uint64_t>(p), 0, 0, {}});
+  };
+  api.cuMemAllocAsync = [](CUdeviceptr* p, size_t bytes, CUstream s) {
+    CUresult r = fake_state().result_of("cuMemAllocAsync");
+    if (r != CUDA_SUCCESS) return r;
+    *p = 0x800000 + 0x100 * static_cast<CUdeviceptr>(++fake_state().allocations);
+    return fake_state().log({"cuMemAllocAsync", s, nullptr, *p, 0, bytes, {}});
+  };
+  api.cuMemAllocFromPoolAsync = [](CUdeviceptr* p, size_t bytes, CUmemoryPool, CUstream s) {
+    CUresult r = fake_state().result_of("cuMemAllocFromPoolAsync");
+    if (r != CUDA_SUCCESS) return r;
+    *p = 0x800000 + 0x100 * static_cast<CUdeviceptr>(++fake_state().allocations);
+    return fake_state().log({"cuMemAllocFromPoolAsync", s, nullptr, *p, 0, bytes, {}});
+  };
+  api.cuMemFreeAsync = [](CUdeviceptr p, CUstream s) {
+    ++fake_state().frees;
+    return fake_state().log({"cuMemFreeAsync", s, nullptr, p, 0, 0, {}});
+  };
+  api.cuMemsetD32 = [](CUdeviceptr p, unsigned v, size_t n) {
     ++fake_state().memsets;
-    return fake_state().result_of("cuMemsetD32");
+    return fake_state().log({"cuMemsetD32", nullptr, nullptr, p, v, n * 4, {}});
   };
-  api.cuCtxSynchronize = [] { return fake_state().result_of("cuCtxSynchronize"); };
+  api.cuMemsetD8 = [](CUdeviceptr p, unsigned char v, size_t n) {
+    return fake_state().log({"cuMemsetD8", nullptr, nullptr, p, v, n, {}});
+  };
+  api.cuMemsetD8Async = [](CUdeviceptr p, unsigned char v, size_t n, CUstream s) {
+    return fake_state().log({"cuMemsetD8Async", s, nullptr, p, v, n, {}});
+  };
+  api.cuMemsetD16Async = [](CUdeviceptr p, unsigned short v, size_t n, CUstream s) {
+    return fake_state().log({"cuMemsetD16Async", s, nullptr, p, v, n * 2, {}});
+  };
+  api.cuMemsetD32Async = [](CUdeviceptr p, unsigned v, size_t n, CUstream s) {
+    return fake_state().log({"cuMemsetD32Async", s, nullptr, p, v, n * 4, {}});
+  };
+  api.cuCtxSynchronize = [] { return fake_state().log({"cuCtxSynchronize", nullptr, nullptr, 0, 0, 0, {}}); };
   api.cuStreamCreate = [](CUstream* s, unsigned) {
-    *s = reinterpret_cast<CUstream>(0x2000);
-    return fake_state().result_of("cuStreamCreate");
+    CUresult r = fake_state().result_of("cuStreamCreate");
+    if (r == CUDA_SUCCESS) *s = reinterpret_cast<CUstream>(0x2000 + 0x10 * ++fake_state().streams_created);
+    return r;
   };
-  api.cuStreamDestroy = [](CUstream) { return fake_state().result_of("cuStreamDestroy"); };
-  api.cuMemcpyHtoD = [](CUdeviceptr, const void*, size_t) { return fake_state().result_of("cuMemcpyHtoD"); };
+  api.cuStreamDestroy = [](CUstream s) { return fake_state().log({"cuStreamDestroy", s, nullptr, 0, 0, 0, {}}); };
+  api.cuStreamSynchronize = [](CUstream s) {
+    return fake_state().log({"cuStreamSynchronize", s, nullptr, 0, 0, 0, {}});
+  };
+  api.cuStreamWaitEvent = [](CUstream s, CUevent e, unsigned) {
+    return fake_state().log({"cuStreamWaitEvent", s, e, 0, 0, 0, {}});
+  };
+  api.cuEventCreate = [](CUevent* e, unsigned) {
+    CUresult r = fake_state().result_of("cuEventCreate");
+    if (r == CUDA_SUCCESS) *e = reinterpret_cast<CUevent>(0x50000 + 0x10 * ++fake_state().events_created);
+    return r;
+  };
+  api.cuEventDestroy = [](CUevent e) {
+    ++fake_state().events_destroyed;
+    return fake_state().log({"cuEventDestroy", nullptr, e, 0, 0, 0, {}});
+  };
+  api.cuEventRecord = [](CUevent e, CUstream s) {
+    return fake_state().log({"cuEventRecord", s, e, 0, 0, 0, {}});
+  };
+  api.cuEventSynchronize = [](CUevent e) {
+    return fake_state().log({"cuEventSynchronize", nullptr, e, 0, 0, 0, {}});
+  };
+  api.cuEventQuery = [](CUevent e) {
+    CUresult r = fake_state().result_of("cuEventQuery");
+    if (r != CUDA_SUCCESS) return r;
+    if (fake_state().events_pending) return CUDA_ERROR_NOT_READY;
+    return fake_state().log({"cuEventQuery", nullptr, e, 0, 0, 0, {}});
+  };
+  api.cuMemcpyHtoD = [](CUdeviceptr dst, const void* src, size_t n) {
+    return fake_state().log({"cuMemcpyHtoD", nullptr, nullptr, dst, reinterpret_cast<uint64_t>(src), n, {}});
+  };
+  api.cuMemcpyDtoH = [](void* dst, CUdeviceptr src, size_t n) {
+    return fake_state().log({"cuMemcpyDtoH", nullptr, nullptr, reinterpret_cast<uint64_t>(dst), src, n, {}});
+  };
+  api.cuMemcpyHtoDAsync = [](CUdeviceptr dst, const void* src, size_t n, CUstream s) {
+    return fake_state().log({"cuMemcpyHtoDAsync", s, nullptr, dst, reinterpret_cast<uint64_t>(src), n, {}});
+  };
+  api.cuMemcpyDtoHAsync = [](void* dst, CUdeviceptr src, size_t n, CUstream s) {
+    return fake_state().log({"cuMemcpyDtoHAsync", s, nullptr, reinterpret_cast<uint64_t>(dst), src, n, {}});
+  };
+  api.cuMemcpyDtoDAsync = [](CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+    return fake_state().log({"cuMemcpyDtoDAsync", s, nullptr, dst, src, n, {}});
+  };
   api.cuModuleGetFunction = [](CUfunction* f, CUmodule, const char*) {
     *f = reinterpret_cast<CUfunction>(0x3000);
     return fake_state().result_of("cuModuleGetFunction");
@@ -190,7 +297,7 @@ inline DriverApi make_fake_driver() {
     s.last_block[0] = bx, s.last_block[1] = by, s.last_block[2] = bz;
     s.last_shared = shared;
     s.record(params);
-    return s.result_of("cuLaunchKernel");
+    return s.log({"cuLaunchKernel", stream, nullptr, 0, 0, 0, s.last_params});
   };
   api.cuLaunchCooperativeKernel = [](CUfunction, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                      unsigned bz, unsigned shared, CUstream stream, void** params) {
@@ -202,7 +309,7 @@ inline DriverApi make_fake_driver() {
     s.last_block[0] = bx, s.last_block[1] = by, s.last_block[2] = bz;
     s.last_shared = shared;
     s.record(params);
-    return s.result_of("cuLaunchCooperativeKernel");
+    return s.log({"cuLaunchCooperativeKernel", stream, nullptr, 0, 0, 0, s.last_params});
   };
   return api;
 }

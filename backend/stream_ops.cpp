@@ -1,0 +1,137 @@
+// Copies and fills on a stream: ranges and contexts checked first, then one tracked driver call.
+#include "ptxgate/backend/stream_ops.hpp"
+
+#include <boost/container/small_vector.hpp>
+#include <fmt/format.h>
+
+namespace ptxgate::backend {
+namespace {
+
+const char* where_name(CopyEnd::Where w) {
+  switch (w) {
+    case CopyEnd::Where::device: return "device buffer";
+    case CopyEnd::Where::pinned: return "pinned host buffer";
+    case CopyEnd::Where::pageable: return "host memory";
+  }
+  return "?";
+}
+
+Context* context_of(const CopyEnd& e) {
+  if (e.where == CopyEnd::Where::device) return e.device->context();
+  if (e.where == CopyEnd::Where::pinned) return e.pinned->context();
+  return nullptr;
+}
+
+size_t capacity_of(const CopyEnd& e) {
+  if (e.where == CopyEnd::Where::device) return e.device->size_bytes();
+  if (e.where == CopyEnd::Where::pinned) return e.pinned->size_bytes();
+  return e.bytes;
+}
+
+BufferTrack* track_of(const CopyEnd& e) {
+  if (e.where == CopyEnd::Where::device) return e.device->track();
+  if (e.where == CopyEnd::Where::pinned) return e.pinned->track();
+  return nullptr;
+}
+
+/// PG4006 when `e` reaches past its buffer; PG4008 when it belongs to another context than the stream.
+void check_end(const CopyEnd& e, const char* role, const Stream& stream, diag::Diagnostics& d) {
+  const size_t capacity = capacity_of(e);
+  const size_t n = e.element_size == 0 ? 1 : e.element_size;
+  if (e.offset > capacity || e.bytes > capacity - e.offset) {
+    d.add(diag::Code::copy_out_of_range,
+          fmt::format("{} range of a {}: elements [{}, {}) of {} bytes each reach byte {}, past its {} bytes", role,
+                      where_name(e.where), e.offset / n, (e.offset + e.bytes) / n, n,
+                      static_cast<unsigned long long>(e.offset) + e.bytes, capacity),
+          {}, "pass a span inside the buffer, or allocate a larger buffer");
+  }
+  Context* owner = context_of(e);
+  if (owner != nullptr && owner != stream.context()) {
+    d.add(diag::Code::foreign_object,
+          fmt::format("{} {} belongs to another context than the stream", role, where_name(e.where)), {},
+          "copy on a stream of the buffer's own runtime");
+  }
+}
+
+std::expected<void, diag::Diagnostics> null_stream() {
+  diag::Diagnostics d;
+  d.add(diag::Code::null_stream, "copy on a stream that was moved from or reset", {},
+        "pass a stream made by Runtime::create_stream");
+  return std::unexpected(std::move(d));
+}
+
+}  // namespace
+
+std::expected<void, diag::Diagnostics> copy_async(const Stream& stream, const CopyEnd& dst, const CopyEnd& src) {
+  if (stream.context() == nullptr) return null_stream();
+  Context& ctx = *stream.context();
+  diag::Diagnostics d;
+  check_end(dst, "destination", stream, d);
+  check_end(src, "source", stream, d);
+  if (dst.bytes != src.bytes)
+    d.add(diag::Code::copy_size_mismatch,
+          fmt::format("copy of {} bytes from a {} into {} bytes of a {}", src.bytes, where_name(src.where), dst.bytes,
+                      where_name(dst.where)),
+          {}, "give the source and destination spans the same number of elements");
+  const bool to_device = dst.where == CopyEnd::Where::device, from_device = src.where == CopyEnd::Where::device;
+  if (!to_device && !from_device)
+    d.add(diag::Code::copy_size_mismatch, "copy between two host ranges: one end must be a device buffer", {},
+          "copy host memory with std::memcpy");
+  if (d.has_errors()) return std::unexpected(std::move(d));
+  if (dst.bytes == 0) return {};
+
+  const char* call = to_device && from_device ? "cuMemcpyDtoDAsync" : to_device ? "cuMemcpyHtoDAsync" : "cuMemcpyDtoHAsync";
+  const std::string subject = fmt::format("copy of {} bytes", dst.bytes);
+  if (auto ok = ctx.healthy(call, subject); !ok) return ok;
+  if (auto ok = ctx.make_current(); !ok) return ok;
+  const BufferAccess accesses[] = {{track_of(src), AccessMode::read}, {track_of(dst), AccessMode::write}};
+  auto host_pointer = [](const CopyEnd& e) -> std::byte* {
+    return (e.where == CopyEnd::Where::pinned ? e.pinned->data() : e.pageable) + e.offset;
+  };
+  CUstream s = stream.handle();
+  return ctx.tracker().submit(s, accesses, [&]() -> std::expected<void, diag::Diagnostics> {
+    if (to_device && from_device)
+      return PTXGATE_CU(ctx, subject, cuMemcpyDtoDAsync, dst.device->pointer() + dst.offset,
+                        src.device->pointer() + src.offset, dst.bytes, s);
+    if (to_device)
+      return PTXGATE_CU(ctx, subject, cuMemcpyHtoDAsync, dst.device->pointer() + dst.offset, host_pointer(src),
+                        dst.bytes, s);
+    return PTXGATE_CU(ctx, subject, cuMemcpyDtoHAsync, host_pointer(dst), src.device->pointer() + src.offset,
+                      dst.bytes, s);
+  });
+}
+
+std::expected<void, diag::Diagnostics> fill_async(const Stream& stream, const CopyEnd& dst, uint32_t value,
+                                                  unsigned width) {
+  if (stream.context() == nullptr) return null_stream();
+  Context& ctx = *stream.context();
+  diag::Diagnostics d;
+  if (dst.where != CopyEnd::Where::device)
+    d.add(diag::Code::copy_out_of_range, fmt::format("fill of a {}: only device buffers are filled on a stream",
+                                                     where_name(dst.where)),
+          {}, "fill host memory with std::fill");
+  else
+    check_end(dst, "fill", stream, d);
+  if (width != 1 && width != 2 && width != 4)
+    d.add(diag::Code::copy_size_mismatch, fmt::format("fill of {}-byte elements: the driver sets 1, 2 or 4 bytes", width));
+  else if (dst.offset % width != 0 || dst.bytes % width != 0)
+    d.add(diag::Code::copy_size_mismatch,
+          fmt::format("fill of {}-byte elements over bytes [{}, {}), which is not whole elements", width, dst.offset,
+                      dst.offset + dst.bytes));
+  if (d.has_errors()) return std::unexpected(std::move(d));
+  if (dst.bytes == 0) return {};
+  const std::string subject = fmt::format("fill of {} bytes", dst.bytes);
+  if (auto ok = ctx.healthy("cuMemsetD8Async", subject); !ok) return ok;
+  if (auto ok = ctx.make_current(); !ok) return ok;
+  const BufferAccess access{dst.device->track(), AccessMode::write};
+  const CUdeviceptr p = dst.device->pointer() + dst.offset;
+  const size_t n = dst.bytes / width;
+  CUstream s = stream.handle();
+  return ctx.tracker().submit(s, std::span(&access, 1), [&]() -> std::expected<void, diag::Diagnostics> {
+    if (width == 1) return PTXGATE_CU(ctx, subject, cuMemsetD8Async, p, static_cast<unsigned char>(value), n, s);
+    if (width == 2) return PTXGATE_CU(ctx, subject, cuMemsetD16Async, p, static_cast<unsigned short>(value), n, s);
+    return PTXGATE_CU(ctx, subject, cuMemsetD32Async, p, value, n, s);
+  });
+}
+
+}  // namespace ptxgate::backend
