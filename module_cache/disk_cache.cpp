@@ -11,13 +11,16 @@
 #include <cstring>
 #include <map>
 #include <stdexcept>
+#include <utility>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
-#include "ptxgate/support/temp_dir.hpp"
+#include "ptxgate/support/directory.hpp"
+#include "ptxgate/support/files.hpp"
+#include "ptxgate/support/unique_fd.hpp"
 
 namespace ptxgate::module_cache {
 namespace fs = std::filesystem;
@@ -35,56 +38,40 @@ constexpr const char* kTrashPrefix = ".trash-";
 /// A temporary or trash directory older than this is left over from a crashed process.
 constexpr auto kStaleTemp = std::chrono::minutes(10);
 
-/// Closes a file descriptor on scope exit.
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
+/// Per-file caps: a cache file larger than its cap is corrupt and is refused before it is read.
+constexpr uint64_t kMaxManifestBytes = uint64_t{4} << 20;
+constexpr uint64_t kMaxJsonPayloadBytes = uint64_t{64} << 20;   ///< kernels.json, resources.json
+constexpr uint64_t kMaxBinaryPayloadBytes = uint64_t{512} << 20;  ///< module.ptx, module.cubin
 
-/// Reads a whole file relative to a directory descriptor; the error is an errno value.
-std::expected<std::string, int> read_at(int dir_fd, const char* name) {
-  Fd file(::openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (file.fd < 0) return std::unexpected(errno);
-  std::string bytes;
-  std::array<char, 1 << 16> chunk;
-  for (;;) {
-    ssize_t n = ::read(file.fd, chunk.data(), chunk.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return std::unexpected(errno);
-    }
-    if (n == 0) break;
-    bytes.append(chunk.data(), static_cast<size_t>(n));
-  }
-  return bytes;
+uint64_t cap_of(std::string_view name) {
+  if (name == kManifest) return kMaxManifestBytes;
+  if (name == kKernels || name == kResources) return kMaxJsonPayloadBytes;
+  return kMaxBinaryPayloadBytes;
 }
 
-/// Writes a whole new file; returns 0 or an errno value.
-int write_file(const fs::path& path, std::string_view bytes) {
-  Fd file(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-  if (file.fd < 0) return errno;
-  while (!bytes.empty()) {
-    ssize_t n = ::write(file.fd, bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-  if (::fsync(file.fd) != 0) return errno;
-  int fd = file.fd;
-  file.fd = -1;
-  return ::close(fd) == 0 ? 0 : errno;
+/// Reads one file of an entry: a regular file only (a FIFO, device, socket or link is refused
+/// unopened), at most `max_bytes`.
+std::expected<std::string, support::ReadError> read_entry_file(int entry_fd, std::string_view name,
+                                                               uint64_t max_bytes, const fs::path& entry_dir) {
+  support::ReadLimits limits;
+  limits.max_bytes = max_bytes;
+  limits.follow_symlinks = false;
+  return support::read_file_at(entry_fd, name, limits, (entry_dir / name).string());
 }
 
-uint64_t inode_of(const fs::path& path) {
+/// `name` in `dir_fd`, not followed: its inode, or 0 when it does not exist.
+uint64_t inode_at(int dir_fd, const std::string& name) {
   struct stat st{};
-  return ::lstat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+  return ::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
+
+/// Opens `<directory>/v1`. The cache root is opened as named (links in it followed: the user
+/// chose it); `v1` and everything below is opened relative to it and never through a link:
+/// ELOOP or ENOTDIR when `v1` is a symbolic link or not a directory.
+std::expected<support::UniqueFd, int> open_entries(const fs::path& directory) {
+  auto root = support::open_directory(directory.c_str());
+  if (!root) return std::unexpected(root.error());
+  return support::open_directory_at(root->get(), "v1");
 }
 
 /// The first operand of the PTX `.target` directive, or empty when there is none.
@@ -112,6 +99,44 @@ std::string unique_suffix() {
   auto now = std::chrono::steady_clock::now().time_since_epoch().count();
   return fmt::format("{}-{}-{}", ::getpid(), counter.fetch_add(1), now);
 }
+
+/// A directory `<prefix><unique>` made in `dir_fd` (mode 0700), removed with its contents
+/// (links not followed) unless released.
+class TempAt {
+ public:
+  static std::expected<TempAt, int> create(int dir_fd, const std::string& prefix) {
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      std::string name = prefix + unique_suffix();
+      if (::mkdirat(dir_fd, name.c_str(), 0700) == 0) return TempAt(dir_fd, std::move(name));
+      if (errno != EEXIST) return std::unexpected(errno);
+    }
+    return std::unexpected(EEXIST);
+  }
+  TempAt(TempAt&& other) noexcept : dir_fd_(other.dir_fd_), name_(std::exchange(other.name_, {})) {}
+  TempAt& operator=(TempAt&&) = delete;
+  ~TempAt() {
+    if (!name_.empty()) (void)support::remove_tree_at(dir_fd_, name_);
+  }
+  const std::string& name() const { return name_; }
+  void release() { name_.clear(); }
+
+ private:
+  TempAt(int dir_fd, std::string name) : dir_fd_(dir_fd), name_(std::move(name)) {}
+  int dir_fd_;
+  std::string name_;
+};
+
+/// Moves `name` in `entries_fd` aside to a `.trash-` name (so no reader sees it half-removed)
+/// and removes it there, links not followed. Only when it is still `expected_inode` (nonzero):
+/// a concurrent publisher may have replaced it. 0, ENOENT when it was gone or replaced, else an errno.
+int discard_at(int entries_fd, const std::string& name, uint64_t expected_inode) {
+  if (expected_inode == 0 || inode_at(entries_fd, name) != expected_inode) return ENOENT;
+  const std::string trash = std::string(kTrashPrefix) + name + "-" + unique_suffix();
+  if (::renameat(entries_fd, name.c_str(), entries_fd, trash.c_str()) != 0) return errno;
+  return support::remove_tree_at(entries_fd, trash);
+}
+
+bool is_not_directory_error(int err) { return err == ELOOP || err == ENOTDIR; }
 
 int64_t now_unix_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -185,14 +210,31 @@ DiskCache DiskCache::open(const fs::path& directory, diag::Diagnostics& warnings
     return cache;
   }
   std::error_code ec;
-  fs::create_directories(cache.entries_dir(), ec);
+  fs::create_directories(cache.directory_, ec);
   if (ec) {
     cache.disable(warnings, "cannot create it", ec.value());
     return cache;
   }
+  auto root = support::open_directory(cache.directory_.c_str());
+  if (!root) {
+    cache.disable(warnings, "cannot open it", root.error());
+    return cache;
+  }
+  if (::mkdirat(root->get(), "v1", 0755) != 0 && errno != EEXIST) {
+    cache.disable(warnings, "cannot create 'v1' in it", errno);
+    return cache;
+  }
+  auto entries = support::open_directory_at(root->get(), "v1");
+  if (!entries) {
+    if (is_not_directory_error(entries.error()))
+      cache.disable(warnings, "'v1' in it is a symbolic link or not a directory, which is never followed", 0);
+    else
+      cache.disable(warnings, "cannot open 'v1' in it", entries.error());
+    return cache;
+  }
   // Probe with a real write: permission bits say nothing when running as root or on a read-only mount.
-  auto probe = support::TempDir::create(cache.entries_dir(), kTempPrefix);
-  if (!probe) cache.disable(warnings, probe.error(), 0);
+  auto probe = TempAt::create(entries->get(), kTempPrefix);
+  if (!probe) cache.disable(warnings, "cannot create a temporary directory in 'v1'", probe.error());
   return cache;
 }
 
@@ -208,43 +250,44 @@ void DiskCache::disable(diag::Diagnostics& warnings, const std::string& what, in
                where, "set PTXGATE_CACHE_DIR to a writable directory with free space, or --cache-dir");
 }
 
-void DiskCache::discard(const fs::path& entry_dir, uint64_t expected_inode) {
-  // Only move away the entry that was verified: a concurrent publisher may have replaced it.
-  if (inode_of(entry_dir) != expected_inode) return;
-  fs::path trash = entries_dir() / (std::string(kTrashPrefix) + entry_dir.filename().string() + "-" + unique_suffix());
-  if (::rename(entry_dir.c_str(), trash.c_str()) != 0) return;
-  std::error_code ec;
-  fs::remove_all(trash, ec);
-}
-
 std::optional<CacheEntry> DiskCache::lookup(const CacheKey& key, const std::string& target_arch,
                                             diag::Diagnostics& warnings) {
   if (!enabled() || !CacheKey::from_hex(key.hex)) return std::nullopt;
   const fs::path entry_dir = entries_dir() / key.hex;
-  Fd dir(::open(entry_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
-  if (dir.fd < 0) {
-    if (errno != ENOENT && errno != ENOTDIR)
+  auto entries = open_entries(directory_);
+  if (!entries) return std::nullopt;  // removed while running: the next publish reports it
+  const int entries_fd = entries->get();
+  auto dir = support::open_directory_at(entries_fd, key.hex);
+  if (!dir) {
+    const int err = dir.error();
+    if (is_not_directory_error(err)) {
+      // A link or file in the entry's place: never followed; moved away so the key is usable again.
+      const uint64_t inode = inode_at(entries_fd, key.hex);
+      if (discard_at(entries_fd, key.hex, inode) == ENOENT) return std::nullopt;
+      warn_entry(warnings, diag::Code::cache_entry_corrupt, entry_dir,
+                 fmt::format("cache entry {} discarded: it is a symbolic link or a file, not a directory", key.hex));
+    } else if (err != ENOENT) {
       warnings.add(diag::Code::cache_io_error,
-                   fmt::format("cannot open cache entry '{}': {}", entry_dir.string(), std::strerror(errno)), {},
+                   fmt::format("cannot open cache entry '{}': {}", entry_dir.string(), std::strerror(err)), {},
                    "check the permissions of the cache directory");
+    }
     return std::nullopt;
   }
   struct stat st{};
-  if (::fstat(dir.fd, &st) != 0) return std::nullopt;
+  if (::fstat(dir->get(), &st) != 0) return std::nullopt;
   const uint64_t inode = st.st_ino;
   // A file that vanished while the entry directory was moved away by another reader is a miss, not corruption.
-  auto still_published = [&] { return inode_of(entry_dir) == inode; };
+  auto still_published = [&] { return inode_at(entries_fd, key.hex) == inode; };
   auto reject = [&](diag::Code code, std::string why) -> std::optional<CacheEntry> {
     if (!still_published()) return std::nullopt;
     warn_entry(warnings, code, entry_dir, fmt::format("cache entry {} discarded: {}", key.hex, why));
-    discard(entry_dir, inode);
+    (void)discard_at(entries_fd, key.hex, inode);
     return std::nullopt;
   };
 
-  auto manifest_text = read_at(dir.fd, kManifest);
+  auto manifest_text = read_entry_file(dir->get(), kManifest, kMaxManifestBytes, entry_dir);
   if (!manifest_text)
-    return reject(diag::Code::cache_entry_corrupt,
-                  fmt::format("cannot read its manifest ({})", std::strerror(manifest_text.error())));
+    return reject(diag::Code::cache_entry_corrupt, fmt::format("cannot read its manifest ({})", manifest_text.error().message));
   auto manifest = parse_manifest(*manifest_text);
   if (!manifest) return reject(diag::Code::cache_entry_corrupt, manifest.error());
   try {
@@ -261,11 +304,16 @@ std::optional<CacheEntry> DiskCache::lookup(const CacheKey& key, const std::stri
     for (const auto& [name, info] : m.at("files").items()) {
       if (name != kPtx && name != kCubin && name != kKernels && name != kResources)
         return reject(diag::Code::cache_entry_corrupt, fmt::format("unexpected file '{}' in manifest", name));
-      auto bytes = read_at(dir.fd, name.c_str());
+      const auto want_size = diag::json_integer<uint64_t>(info.at("size"));
+      if (want_size > cap_of(name))
+        return reject(diag::Code::cache_entry_corrupt,
+                      fmt::format("payload '{}' is recorded as {} bytes, more than the limit of {}", name, want_size,
+                                  cap_of(name)));
+      // Read at most the recorded size: a longer file is refused before it costs memory.
+      auto bytes = read_entry_file(dir->get(), name, want_size, entry_dir);
       if (!bytes)
         return reject(diag::Code::cache_entry_corrupt,
-                      fmt::format("payload '{}' is unreadable ({})", name, std::strerror(bytes.error())));
-      const auto want_size = diag::json_integer<uint64_t>(info.at("size"));
+                      fmt::format("payload '{}' is unreadable ({})", name, bytes.error().message));
       if (bytes->size() != want_size)
         return reject(diag::Code::cache_entry_corrupt,
                       fmt::format("payload '{}' has {} bytes, the manifest records {}", name, bytes->size(), want_size));
@@ -308,12 +356,16 @@ std::optional<CacheEntry> DiskCache::lookup(const CacheKey& key, const std::stri
 void DiskCache::publish(const CacheKey& key, const CacheEntry& entry, const nlohmann::json& inputs_summary,
                         diag::Diagnostics& warnings) {
   if (!enabled() || !CacheKey::from_hex(key.hex)) return;
-  const fs::path final_dir = entries_dir() / key.hex;
-  if (inode_of(final_dir) != 0) return;  // already published by someone: entries are immutable
+  auto entries = open_entries(directory_);
+  if (!entries) return disable(warnings, "cannot open its 'v1' directory", entries.error());
+  const int entries_fd = entries->get();
+  struct stat st{};
+  if (::fstatat(entries_fd, key.hex.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (S_ISDIR(st.st_mode)) return;  // already published by someone: entries are immutable
+    // A link or file in the entry's place blocks the key: move it away, never following it.
+    (void)discard_at(entries_fd, key.hex, static_cast<uint64_t>(st.st_ino));
+  }
   try {
-    auto temp = support::TempDir::create(entries_dir(), std::string(kTempPrefix) + key.hex + "-");
-    if (!temp) return disable(warnings, temp.error(), 0);
-
     nlohmann::json kernels = nlohmann::json::array();
     for (const auto& k : entry.kernels) kernels.push_back(codegen::to_json(k));
     std::vector<std::pair<const char*, std::string>> files;
@@ -321,12 +373,21 @@ void DiskCache::publish(const CacheKey& key, const CacheEntry& entry, const nloh
     if (!entry.cubin.empty()) files.emplace_back(kCubin, entry.cubin);
     files.emplace_back(kKernels, kernels.dump());
     files.emplace_back(kResources, entry.resources.dump());
+    // An entry that a lookup would refuse is not written: it would only be recompiled every time.
+    for (const auto& [name, bytes] : files)
+      if (bytes.size() > cap_of(name)) return;
+
+    auto temp = TempAt::create(entries_fd, std::string(kTempPrefix) + key.hex + "-");
+    if (!temp) return disable(warnings, "cannot create a temporary directory in 'v1'", temp.error());
+    auto temp_fd = support::open_directory_at(entries_fd, temp->name());
+    if (!temp_fd) return disable(warnings, "cannot open a temporary directory in 'v1'", temp_fd.error());
 
     nlohmann::json listed = nlohmann::json::object();
     nlohmann::json kernel_names = nlohmann::json::array();
     for (const auto& k : entry.kernels) kernel_names.push_back(k.name);
     for (const auto& [name, bytes] : files) {
-      if (int err = write_file(temp->path() / name, bytes)) return disable(warnings, "cannot write an entry", err);
+      if (int err = support::write_new_file_at(temp_fd->get(), name, bytes))
+        return disable(warnings, "cannot write an entry", err);
       listed[name] = {{"size", bytes.size()}, {"xxh3_128", content_hash(bytes)}};
     }
     nlohmann::json body = {{"format", kFormat},
@@ -339,16 +400,19 @@ void DiskCache::publish(const CacheKey& key, const CacheEntry& entry, const nloh
                            {"inputs", inputs_summary.is_null() ? nlohmann::json::object() : inputs_summary},
                            {"files", listed}};
     nlohmann::json manifest = {{"checksum", content_hash(body.dump())}, {"manifest", body}};
-    if (int err = write_file(temp->path() / kManifest, manifest.dump(2)))
+    const std::string manifest_text = manifest.dump(2);
+    if (manifest_text.size() > kMaxManifestBytes) return;
+    if (int err = support::write_new_file_at(temp_fd->get(), kManifest, manifest_text))
       return disable(warnings, "cannot write an entry manifest", err);
 
-    if (::rename(temp->path().c_str(), final_dir.c_str()) == 0) {
+    if (::renameat(entries_fd, temp->name().c_str(), entries_fd, key.hex.c_str()) == 0) {
       temp->release();
       return;
     }
     int err = errno;
-    // Another publisher won the race: its complete entry stays, ours is dropped.
-    if (err == EEXIST || err == ENOTEMPTY) return;
+    // Another publisher won the race (its complete entry stays, ours is dropped), or a link or
+    // file reappeared in the entry's place (the next lookup or publish moves it away).
+    if (err == EEXIST || err == ENOTEMPTY || err == ENOTDIR) return;
     disable(warnings, "cannot publish an entry", err);
   } catch (const std::exception& e) {
     disable(warnings, fmt::format("cannot publish an entry ({})", e.what()), 0);
@@ -357,23 +421,35 @@ void DiskCache::publish(const CacheKey& key, const CacheEntry& entry, const nloh
 
 std::vector<EntrySummary> DiskCache::list() const {
   std::vector<EntrySummary> out;
-  std::error_code ec;
-  for (fs::directory_iterator it(entries_dir(), ec), end; !ec && it != end; it.increment(ec)) {
-    auto name = it->path().filename().string();
+  auto entries = open_entries(directory_);
+  if (!entries) return out;
+  auto names = support::list_directory(entries->get());
+  if (!names) return out;
+  for (const auto& name : *names) {
     if (!CacheKey::from_hex(name)) continue;
     EntrySummary s;
     s.key = name;
-    std::error_code size_ec;
-    for (fs::directory_iterator f(it->path(), size_ec), fend; !size_ec && f != fend; f.increment(size_ec)) {
-      std::error_code file_ec;
-      auto n = f->file_size(file_ec);
-      if (!file_ec) s.bytes += n;
+    s.target_arch = "(corrupt)";
+    struct stat st{};
+    if (::fstatat(entries->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // removed meanwhile
+    // A link or file in an entry's place is shown as corrupt and never followed to another entry.
+    std::expected<support::UniqueFd, int> dir = std::unexpected(ENOTDIR);
+    if (S_ISDIR(st.st_mode)) dir = support::open_directory_at(entries->get(), name);
+    if (!dir) {
+      if (S_ISREG(st.st_mode)) s.bytes = static_cast<uint64_t>(st.st_size);
+      out.push_back(std::move(s));
+      continue;
     }
-    Fd dir(::open(it->path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (auto files = support::list_directory(dir->get())) {
+      for (const auto& f : *files) {
+        struct stat fst{};
+        if (::fstatat(dir->get(), f.c_str(), &fst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(fst.st_mode))
+          s.bytes += static_cast<uint64_t>(fst.st_size);
+      }
+    }
+    const fs::path entry_dir = entries_dir() / name;
     std::expected<nlohmann::json, std::string> manifest = std::unexpected(std::string("unreadable"));
-    if (dir.fd >= 0) {
-      if (auto text = read_at(dir.fd, kManifest)) manifest = parse_manifest(*text);
-    }
+    if (auto text = read_entry_file(dir->get(), kManifest, kMaxManifestBytes, entry_dir)) manifest = parse_manifest(*text);
     try {
       // value() throws on a mistyped field: a checksummed but hand-edited manifest is still corrupt.
       if (!manifest) throw std::runtime_error(manifest.error());
@@ -405,49 +481,42 @@ DiskStats DiskCache::stats() const {
 
 size_t DiskCache::clear(diag::Diagnostics& warnings) {
   size_t removed = 0;
-  std::error_code ec;
-  const auto stale_before = fs::file_time_type::clock::now() - kStaleTemp;
-  std::vector<fs::path> to_remove;
-  for (fs::directory_iterator it(entries_dir(), ec), end; !ec && it != end; it.increment(ec)) {
-    auto name = it->path().filename().string();
-    std::error_code type_ec;
-    if (!it->is_directory(type_ec) || it->is_symlink(type_ec)) continue;
+  auto io_warning = [&](std::string message) {
+    warnings.add(diag::Code::cache_io_error, std::move(message), {}, "check the permissions of the cache directory");
+  };
+  auto entries = open_entries(directory_);
+  if (!entries) {
+    const int err = entries.error();
+    if (is_not_directory_error(err))
+      io_warning(fmt::format("'{}' is a symbolic link or not a directory; it is not followed and nothing was removed",
+                             entries_dir().string()));
+    else if (err != ENOENT)
+      io_warning(fmt::format("cannot read cache directory '{}': {}", entries_dir().string(), std::strerror(err)));
+    return 0;
+  }
+  const int entries_fd = entries->get();
+  auto names = support::list_directory(entries_fd);
+  if (!names) {
+    io_warning(fmt::format("cannot read cache directory '{}': {}", entries_dir().string(), std::strerror(names.error())));
+    return 0;
+  }
+  const auto stale_before =
+      std::chrono::system_clock::to_time_t(std::chrono::system_clock::now() - kStaleTemp);
+  for (const auto& name : *names) {
+    struct stat st{};
+    if (::fstatat(entries_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // removed meanwhile
+    int err = 0;
     if (CacheKey::from_hex(name)) {
-      to_remove.push_back(it->path());
+      // Any kind of file at an entry's name goes; a link is removed itself, never its target.
+      // Moved aside first, so that no reader sees an entry half-deleted.
+      err = discard_at(entries_fd, name, static_cast<uint64_t>(st.st_ino));
+      if (err == 0) ++removed;
     } else if (name.starts_with(kTempPrefix) || name.starts_with(kTrashPrefix)) {
       // Another publisher or remover may be working in it right now; only leftovers of a crash go.
-      std::error_code time_ec;
-      auto written = it->last_write_time(time_ec);
-      if (!time_ec && written < stale_before) to_remove.push_back(it->path());
+      if (st.st_mtime < stale_before) err = support::remove_tree_at(entries_fd, name);
     }
-  }
-  if (ec && ec != std::errc::no_such_file_or_directory)
-    warnings.add(diag::Code::cache_io_error,
-                 fmt::format("cannot read cache directory '{}': {}", entries_dir().string(), ec.message()), {},
-                 "check the permissions of the cache directory");
-  for (const auto& path : to_remove) {
-    const bool is_entry = CacheKey::from_hex(path.filename().string()).has_value();
-    fs::path target = path;
-    if (is_entry) {
-      // Move the entry out of the way first, so that no reader sees it half-deleted.
-      target = entries_dir() / (std::string(kTrashPrefix) + path.filename().string() + "-" + unique_suffix());
-      if (::rename(path.c_str(), target.c_str()) != 0) {
-        if (errno != ENOENT)
-          warnings.add(diag::Code::cache_io_error,
-                       fmt::format("cannot remove cache entry '{}': {}", path.string(), std::strerror(errno)), {},
-                       "check the permissions of the cache directory");
-        continue;
-      }
-    }
-    std::error_code rm_ec;
-    fs::remove_all(target, rm_ec);
-    if (rm_ec && rm_ec != std::errc::no_such_file_or_directory) {
-      warnings.add(diag::Code::cache_io_error,
-                   fmt::format("cannot remove '{}': {}", target.string(), rm_ec.message()), {},
-                   "check the permissions of the cache directory");
-    } else if (is_entry) {
-      ++removed;
-    }
+    if (err != 0 && err != ENOENT)
+      io_warning(fmt::format("cannot remove '{}': {}", (entries_dir() / name).string(), std::strerror(err)));
   }
   return removed;
 }

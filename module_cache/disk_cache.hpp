@@ -97,7 +97,6 @@ class DiskCache {
   explicit DiskCache(std::filesystem::path directory, bool enabled);
   std::filesystem::path entries_dir() const;
   void disable(diag::Diagnostics& warnings, const std::string& what, int error_number);
-  void discard(const std::filesystem::path& entry_dir, uint64_t expected_inode);
 
   std::filesystem::path directory_;
   std::atomic<bool> enabled_{false};
