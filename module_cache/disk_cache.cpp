@@ -188,12 +188,14 @@ fs::path DiskCache::default_directory() {
   return {};
 }
 
-DiskCache::DiskCache(fs::path directory, bool enabled) : directory_(std::move(directory)), enabled_(enabled) {}
+DiskCache::DiskCache(fs::path directory, bool enabled, bool inspect_only)
+    : directory_(std::move(directory)), enabled_(enabled), inspect_only_(inspect_only) {}
 
 DiskCache::DiskCache(DiskCache&& other) noexcept
     : directory_(std::move(other.directory_)),
       enabled_(other.enabled_.load()),
-      warned_unusable_(other.warned_unusable_.load()) {}
+      warned_unusable_(other.warned_unusable_.load()),
+      inspect_only_(other.inspect_only_) {}
 
 DiskCache DiskCache::disabled() {
   DiskCache cache({}, false);
@@ -235,6 +237,25 @@ DiskCache DiskCache::open(const fs::path& directory, diag::Diagnostics& warnings
   // Probe with a real write: permission bits say nothing when running as root or on a read-only mount.
   auto probe = TempAt::create(entries->get(), kTempPrefix);
   if (!probe) cache.disable(warnings, "cannot create a temporary directory in 'v1'", probe.error());
+  return cache;
+}
+
+DiskCache DiskCache::open_existing(const fs::path& directory, diag::Diagnostics& warnings) {
+  DiskCache cache(directory.empty() ? default_directory() : directory, false, true);
+  if (cache.directory_.empty()) {
+    cache.disable(warnings, "no cache directory: none of PTXGATE_CACHE_DIR, XDG_CACHE_HOME, HOME is set", 0);
+    return cache;
+  }
+  auto root = support::open_directory(cache.directory_.c_str());
+  if (!root) {
+    if (root.error() != ENOENT) cache.disable(warnings, "cannot open it", root.error());
+    return cache;  // missing: an empty cache, created by the first compile that uses it
+  }
+  auto entries = support::open_directory_at(root->get(), "v1");
+  if (!entries && is_not_directory_error(entries.error()))
+    cache.disable(warnings, "'v1' in it is a symbolic link or not a directory, which is never followed", 0);
+  else if (!entries && entries.error() != ENOENT)
+    cache.disable(warnings, "cannot open 'v1' in it", entries.error());
   return cache;
 }
 
@@ -355,7 +376,7 @@ std::optional<CacheEntry> DiskCache::lookup(const CacheKey& key, const std::stri
 
 void DiskCache::publish(const CacheKey& key, const CacheEntry& entry, const nlohmann::json& inputs_summary,
                         diag::Diagnostics& warnings) {
-  if (!enabled() || !CacheKey::from_hex(key.hex)) return;
+  if (!enabled() || inspect_only_ || !CacheKey::from_hex(key.hex)) return;
   auto entries = open_entries(directory_);
   if (!entries) return disable(warnings, "cannot open its 'v1' directory", entries.error());
   const int entries_fd = entries->get();
@@ -472,6 +493,19 @@ DiskStats DiskCache::stats() const {
   DiskStats s;
   s.directory = directory_;
   s.enabled = enabled();
+  struct stat st{};
+  s.exists = !directory_.empty() && ::stat(directory_.c_str(), &st) == 0;
+  if (inspect_only_) s.enabled = false;
+  if (auto root = directory_.empty() ? std::unexpected(ENOENT) : support::open_directory(directory_.c_str())) {
+    if (inspect_only_) {
+      // Without writing: could a compile store entries here (in v1, or create v1)?
+      auto entries = support::open_directory_at(root->get(), "v1");
+      if (entries)
+        s.enabled = ::faccessat(entries->get(), ".", W_OK | X_OK, AT_EACCESS) == 0;
+      else
+        s.enabled = entries.error() == ENOENT && ::faccessat(root->get(), ".", W_OK | X_OK, AT_EACCESS) == 0;
+    }
+  }
   for (const auto& e : list()) {
     ++s.entries;
     s.bytes += e.bytes;

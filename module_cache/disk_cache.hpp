@@ -42,7 +42,10 @@ struct EntrySummary {
 /// Totals of the disk tier.
 struct DiskStats {
   std::filesystem::path directory;
-  bool enabled = false;                       ///< false: unusable, working memory-only
+  bool exists = false;                        ///< false: not created yet (an empty cache)
+  /// Opened by open(): the tier works (false: unusable, memory-only). Opened by
+  /// open_existing(): the directory exists and a compile could store entries in it.
+  bool enabled = false;
   uint64_t entries = 0;
   uint64_t bytes = 0;
 };
@@ -67,6 +70,12 @@ class DiskCache {
   /// Opens (creating if needed) `directory`, or default_directory() when empty.
   /// Never fails: an unusable directory gives a disabled cache and a PG4102 in `warnings`.
   static DiskCache open(const std::filesystem::path& directory, diag::Diagnostics& warnings);
+
+  /// Opens `directory` (or default_directory()) to inspect or empty it, as `ptxgate cache
+  /// stats|list|clear` do: creates and writes nothing (no directory, no write probe); lookup and
+  /// publish do nothing on it. A directory that does not exist is an empty cache, not an error;
+  /// one that cannot be opened, or whose `v1` is a link or not a directory, gives PG4102.
+  static DiskCache open_existing(const std::filesystem::path& directory, diag::Diagnostics& warnings);
 
   /// A cache that never stores anything (memory-only operation).
   static DiskCache disabled();
@@ -94,13 +103,14 @@ class DiskCache {
   const std::filesystem::path& directory() const { return directory_; }
 
  private:
-  explicit DiskCache(std::filesystem::path directory, bool enabled);
+  explicit DiskCache(std::filesystem::path directory, bool enabled, bool inspect_only = false);
   std::filesystem::path entries_dir() const;
   void disable(diag::Diagnostics& warnings, const std::string& what, int error_number);
 
   std::filesystem::path directory_;
   std::atomic<bool> enabled_{false};
   std::atomic<bool> warned_unusable_{false};
+  bool inspect_only_ = false;                 ///< opened by open_existing()
 };
 
 }  // namespace ptxgate::module_cache

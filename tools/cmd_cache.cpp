@@ -34,9 +34,9 @@ std::string human_age(int64_t created) {
   return fmt::format("{}d", s / 86400);
 }
 
-/// Opens the cache directory, creating it when it does not exist yet.
+/// Opens the cache directory without creating or writing anything: these commands only inspect or empty it.
 module_cache::DiskCache open_cache(const CacheOptions& opt, diag::Diagnostics& warnings) {
-  return module_cache::DiskCache::open(opt.directory, warnings);
+  return module_cache::DiskCache::open_existing(opt.directory, warnings);
 }
 
 int finish(const diag::Diagnostics& warnings, const CacheOptions& opt) {
@@ -49,12 +49,12 @@ int run_stats(const CacheOptions& opt) {
   auto cache = open_cache(opt, warnings);
   auto s = cache.stats();
   if (opt.json) {
-    nlohmann::json j = {{"directory", s.directory.string()}, {"enabled", s.enabled}, {"entries", s.entries},
-                        {"bytes", s.bytes}};
+    nlohmann::json j = {{"directory", s.directory.string()}, {"exists", s.exists}, {"enabled", s.enabled},
+                        {"entries", s.entries}, {"bytes", s.bytes}};
     std::fputs((j.dump(2) + "\n").c_str(), stdout);
   } else {
     std::fputs(fmt::format("directory: {}\nusable:    {}\nentries:   {}\nbytes:     {} ({})\n", s.directory.string(),
-                           s.enabled ? "yes" : "no", s.entries, s.bytes, human_bytes(s.bytes))
+                           !s.exists ? "not created yet" : s.enabled ? "yes" : "no", s.entries, s.bytes, human_bytes(s.bytes))
                    .c_str(),
                stdout);
   }

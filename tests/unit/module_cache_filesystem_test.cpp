@@ -268,3 +268,52 @@ TEST_CASE("disk cache: clear removes a stale temporary directory holding a link,
   CHECK_FALSE(fs::exists(fs::symlink_status(temp)));
   CHECK(read_file(dir.path() / "outside" / "keep") == "keep");
 }
+
+TEST_CASE("disk cache: open_existing creates nothing, for a missing directory or an existing one") {
+  auto dir = scratch_dir();
+  Diagnostics w;
+  SUBCASE("a missing directory is an empty cache") {
+    const auto missing = dir.path() / "missing" / "cache";
+    auto cache = DiskCache::open_existing(missing, w);
+    CHECK(w.empty());
+    CHECK(cache.list().empty());
+    auto s = cache.stats();
+    CHECK_FALSE(s.exists);
+    CHECK_FALSE(s.enabled);
+    CHECK(s.entries == 0);
+    CHECK(cache.clear(w) == 0);
+    CHECK_FALSE(cache.lookup(key_of("x"), "sm_90", w).has_value());
+    cache.publish(key_of("x"), sample_entry(), {}, w);
+    CHECK(w.empty());
+    CHECK_FALSE(fs::exists(dir.path() / "missing"));
+  }
+  SUBCASE("an existing cache: inspected without any write") {
+    {
+      auto writer = DiskCache::open(dir.path() / "cache", w);
+      writer.publish(key_of("one"), sample_entry(), {}, w);
+    }
+    const auto v1 = dir.path() / "cache" / "v1";
+    auto names = [&] {
+      std::vector<std::string> out;
+      for (const auto& e : fs::directory_iterator(v1)) out.push_back(e.path().filename().string());
+      return out;
+    };
+    const auto before = names();
+    const auto mtime = fs::last_write_time(v1);
+    auto cache = DiskCache::open_existing(dir.path() / "cache", w);
+    CHECK(w.empty());
+    auto s = cache.stats();
+    CHECK(s.exists);
+    CHECK(s.entries == 1);
+    CHECK(cache.list().size() == 1);
+    cache.publish(key_of("two"), sample_entry(), {}, w);
+    CHECK(names() == before);
+    CHECK(fs::last_write_time(v1) == mtime);  // not even a write probe made and removed a directory
+  }
+  SUBCASE("a directory that is a file is a PG4102, not a crash") {
+    write_file(dir.path() / "a-file", "x");
+    auto cache = DiskCache::open_existing(dir.path() / "a-file", w);
+    CHECK(count_code(w, Code::cache_unwritable) == 1);
+    CHECK(cache.list().empty());
+  }
+}
