@@ -2,13 +2,13 @@
 #include "ptxgate/module_cache/cache_key.hpp"
 
 #include <cstdint>
-#include <fstream>
 #include <map>
 #include <mutex>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <xxhash.h>
+
+#include "ptxgate/support/files.hpp"
 
 
 namespace ptxgate::module_cache {
@@ -63,20 +63,19 @@ CacheKey derive_key(const CacheKeyInputs& in) {
 
 std::string content_hash(std::string_view bytes) { return hex128(XXH3_128bits(bytes.data(), bytes.size())); }
 
+/// libdevice is about 500 KB; anything past this is not a libdevice.
+constexpr uint64_t kMaxLibdeviceBytes = uint64_t{64} << 20;
+
 std::string libdevice_hash(const std::string& path) {
   static std::mutex mutex;
   static std::map<std::string, std::string> memo;
   std::lock_guard lock(mutex);
   if (auto it = memo.find(path); it != memo.end()) return it->second;
-  std::ifstream in(path, std::ios::binary);
-  std::string result;
-  if (in) {
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
-    result = in.bad() ? "missing:" + path : content_hash(bytes.str());
-  } else {
-    result = "missing:" + path;
-  }
+  // Bounded and type-checked: a FIFO or device named as libdevice never blocks or exhausts memory.
+  support::ReadLimits limits;
+  limits.max_bytes = kMaxLibdeviceBytes;
+  auto bytes = support::read_file(path, limits);
+  std::string result = bytes ? content_hash(*bytes) : "missing:" + path;
   // A missing file is not memoised, so that its later appearance changes the key.
   if (!result.starts_with("missing:")) memo.emplace(path, result);
   return result;

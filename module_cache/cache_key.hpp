@@ -45,8 +45,8 @@ CacheKey derive_key(const CacheKeyInputs& inputs);
 std::string content_hash(std::string_view bytes);
 
 /// XXH3-128 of a file's bytes, computed once per path per process and memoised.
-/// Returns "missing:<path>" when the file cannot be read, so that the key still
-/// changes when the file appears later.
+/// Returns "missing:<path>" when the file cannot be read (absent, not a regular file,
+/// over 64 MiB; never blocks on a FIFO), so that the key still changes when it appears later.
 std::string libdevice_hash(const std::string& path);
 
 /// ptxgate's version string, as compiled in.

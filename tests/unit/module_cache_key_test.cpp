@@ -1,7 +1,11 @@
 // Unit tests for cache key derivation, content hashes, and the memoised libdevice fingerprint.
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <fcntl.h>
 #include <fstream>
+#include <future>
+#include <sys/stat.h>
 #include <functional>
 #include <set>
 #include <unistd.h>
@@ -124,6 +128,21 @@ TEST_CASE("cache key: libdevice_hash hashes the file once and marks a missing fi
   CHECK(first == content_hash("BC\xc0\xde first"));
   { std::ofstream(path, std::ios::binary) << "changed"; }
   CHECK(libdevice_hash(path) == first);  // memoised for the process
+}
+
+TEST_CASE("cache key: libdevice_hash of a FIFO or a directory is 'missing', without blocking") {
+  auto dir = testing::scratch_dir();
+  auto fifo = (dir.path() / "libdevice.fifo.bc").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  auto result = std::async(std::launch::async, [&] { return libdevice_hash(fifo); });
+  const bool in_time = result.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+  CHECK_MESSAGE(in_time, "libdevice_hash blocked on a FIFO");
+  if (!in_time) {
+    int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+  }
+  CHECK(result.get() == "missing:" + fifo);
+  CHECK(libdevice_hash(dir.path().string()) == "missing:" + dir.path().string());
 }
 
 TEST_CASE("cache key: key_inputs_for fills versions and keeps the cubin fields optional") {
