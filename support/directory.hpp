@@ -15,7 +15,8 @@ namespace ptxgate::support {
 [[nodiscard]] std::expected<UniqueFd, int> open_directory(const char* path);
 
 /// Opens `name`, one component relative to `dir_fd`, as a directory without following a link:
-/// a symbolic link gives ELOOP, any other non-directory ENOTDIR.
+/// a symbolic link or any other non-directory gives ENOTDIR (or ELOOP: kernels differ), a
+/// name that is not one component (empty, ".", "..", containing '/') EINVAL.
 [[nodiscard]] std::expected<UniqueFd, int> open_directory_at(int dir_fd, std::string_view name);
 
 /// The names in the open directory `dir_fd` ("." and ".." left out, links not followed);
