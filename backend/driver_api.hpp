@@ -34,7 +34,8 @@ namespace ptxgate::backend {
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphCreate) X(cuGraphDestroy)           \
   X(cuGraphAddKernelNode) X(cuGraphKernelNodeSetAttribute) X(cuGraphAddMemcpyNode)           \
   X(cuGraphAddMemsetNode) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)                    \
-  X(cuGraphExecDestroy) X(cuGraphExecKernelNodeSetParams)
+  X(cuGraphExecDestroy) X(cuGraphExecKernelNodeSetParams)      \
+  X(cuTensorMapEncodeTiled) X(cuTensorMapEncodeIm2col)
 
 /// One table of driver function pointers. Filled from libcuda by load_driver(),
 /// or by hand in tests (a fake driver); a null entry means "not available".

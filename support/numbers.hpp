@@ -1,4 +1,5 @@
-// The one number grammar of every count and geometry flag: plain decimal, no sign, no base prefix.
+// The one number grammar of every count and geometry flag: plain decimal, no sign, no base prefix
+// (signed integers add a leading '-'), and comma-separated lists of them.
 #pragma once
 
 #include <array>
@@ -6,6 +7,7 @@
 #include <expected>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ptxgate::support {
 
@@ -16,5 +18,17 @@ namespace ptxgate::support {
 
 /// "X[,Y[,Z]]": one to three counts separated by commas; missing axes are 1.
 [[nodiscard]] std::expected<std::array<uint64_t, 3>, std::string> parse_dims(std::string_view text);
+
+/// "A[,B...]": one to `max_items` counts separated by commas, each <= `max`.
+[[nodiscard]] std::expected<std::vector<uint64_t>, std::string> parse_count_list(std::string_view text, size_t max_items,
+                                                                                 uint64_t max = UINT64_MAX);
+
+/// A signed integer: an optional '-' then decimal digits (no '+', no base prefix), within [min, max].
+[[nodiscard]] std::expected<int64_t, std::string> parse_integer(std::string_view text, int64_t min, int64_t max);
+
+/// "A[,B...]": one to `max_items` signed integers separated by commas, each within [min, max].
+[[nodiscard]] std::expected<std::vector<int64_t>, std::string> parse_integer_list(std::string_view text,
+                                                                                  size_t max_items, int64_t min,
+                                                                                  int64_t max);
 
 }  // namespace ptxgate::support

@@ -22,6 +22,7 @@ CLI::App* register_check(CLI::App& app, Runner& runner);
 CLI::App* register_devices(CLI::App& app, Runner& runner);
 CLI::App* register_run(CLI::App& app, Runner& runner);
 CLI::App* register_cache(CLI::App& app, Runner& runner);
+CLI::App* register_tensormap(CLI::App& app, Runner& runner);
 
 /// Writes diagnostics to stderr (text) or stdout (json/sarif) in the chosen format.
 void print_diagnostics(const diag::Diagnostics& diags, diag::Format format);

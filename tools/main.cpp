@@ -46,11 +46,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("ptxgate ") + PTXGATE_VERSION + " (LLVM " +
                                         ptxgate::codegen::llvm_version() + ")");
   app.require_subcommand(1);
-  Runner emit, check, devices, run, cache;
+  Runner emit, check, devices, run, cache, tensormap;
   std::pair<CLI::App*, Runner*> commands[] = {
       {register_emit(app, emit), &emit},       {register_check(app, check), &check},
       {register_devices(app, devices), &devices}, {register_run(app, run), &run},
-      {register_cache(app, cache), &cache}};
+      {register_cache(app, cache), &cache},    {register_tensormap(app, tensormap), &tensormap}};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
