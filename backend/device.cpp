@@ -58,7 +58,7 @@ std::expected<LiveDevice, diag::Diagnostics> query_device(const DriverApi& api, 
   c.reserved_shared_per_block = u(CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, "reserved shared per block");
   c.cooperative_launch = attr(CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, "cooperative launch") != 0;
   // Not exposed as attributes; these are the values of every architecture ptxgate targets
-  // (sm_70..sm_90), as in the toolkit's cuda_occupancy.h.
+  // (sm_75 and later), as in the toolkit's cuda_occupancy.h.
   c.max_registers_per_thread = 255;
   c.register_allocation_unit = 256;
   c.shared_allocation_unit = 128;

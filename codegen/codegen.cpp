@@ -111,9 +111,17 @@ std::expected<T, diag::Diagnostics> guarded(F&& body) {
 }  // namespace
 
 const std::vector<std::string>& supported_targets() {
-  static const std::vector<std::string> targets = {"sm_70", "sm_72", "sm_75", "sm_80", "sm_86",
-                                                   "sm_87", "sm_89", "sm_90", "sm_90a"};
+  // CUDA 13's ptxas assembles sm_75 and later (sm_70/sm_72 were dropped). Blackwell's targets
+  // are newer than LLVM 19's NVPTX backend, which ends at sm_90a: their PTX is sm_90 PTX, which
+  // ptxas assembles for them and the driver JIT-compiles for them.
+  static const std::vector<std::string> targets = {"sm_75", "sm_80", "sm_86",  "sm_87", "sm_89",
+                                                   "sm_90", "sm_90a", "sm_100", "sm_120"};
   return targets;
+}
+
+std::string_view llvm_target_for(std::string_view target) {
+  if (target == "sm_100" || target == "sm_120") return "sm_90";
+  return target;
 }
 
 std::vector<KernelInfo> describe(const ir::Module& m) {

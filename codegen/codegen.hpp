@@ -12,7 +12,7 @@
 namespace ptxgate::codegen {
 
 struct CodegenOptions {
-  std::string target = "sm_90";    ///< sm_70 .. sm_90a
+  std::string target = "sm_90";    ///< one of supported_targets()
   unsigned opt_level = 3;          ///< 0..3
   /// At -O2/-O3: LLVM's standard per-module pipeline instead of ptxgate's kernel pipeline
   /// (codegen/nvptx.hpp kKernelPipeline); for comparisons.
@@ -29,8 +29,13 @@ struct CompiledModule {
   std::vector<KernelInfo> kernels;
 };
 
-/// Supported targets, in order ("sm_70", "sm_72", ..., "sm_90", "sm_90a").
+/// Supported targets, in order: "sm_75" .. "sm_90a" (what CUDA 13's ptxas assembles and LLVM 19
+/// generates), then "sm_100" and "sm_120" (Blackwell), generated as sm_90 PTX.
 const std::vector<std::string>& supported_targets();
+
+/// The NVPTX processor LLVM generates code for when compiling for `target` (the target itself,
+/// except Blackwell's: "sm_90", the newest LLVM 19 knows without architecture-specific features).
+std::string_view llvm_target_for(std::string_view target);
 
 /// LLVM IR text of the module after optimisation (what --emit llvm prints).
 [[nodiscard]] std::expected<std::string, diag::Diagnostics> emit_llvm_ir(const ir::Module& verified, const CodegenOptions& options);

@@ -106,7 +106,8 @@ std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(const 
   if (!nvptx) return std::unexpected(backend_failure("the NVPTX target is not available: " + error));
   llvm::TargetOptions target_options;
   std::unique_ptr<llvm::TargetMachine> machine(nvptx->createTargetMachine(
-      triple, target, "", target_options, std::nullopt, std::nullopt, codegen_level(opt_level)));
+      triple, std::string(llvm_target_for(target)), "", target_options, std::nullopt, std::nullopt,
+      codegen_level(opt_level)));
   if (!machine) return std::unexpected(backend_failure("LLVM could not create a target machine for " + target));
   return TargetMachineLease(std::move(key), std::move(machine));
 }

@@ -85,7 +85,7 @@ CLI::App* register_emit(CLI::App& app, Runner& runner) {
   auto opt = std::make_shared<EmitOptions>();
   auto* cmd = app.add_subcommand("emit", "Compile a .pg file to PTX, LLVM IR or kernel metadata");
   cmd->add_option("file", opt->input, "Input .pg file, or - for standard input")->required();
-  cmd->add_option("--target", opt->target, "Target architecture (sm_70 .. sm_90a)")
+  cmd->add_option("--target", opt->target, "Target architecture (sm_75 .. sm_90a, sm_100, sm_120)")
       ->default_val("sm_90")
       ->check(CLI::IsMember(codegen::supported_targets()));
   cmd->add_option("--emit", opt->emit, "What to print: ptx, llvm or meta (JSON KernelInfo)")

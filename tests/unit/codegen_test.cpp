@@ -171,6 +171,25 @@ TEST_CASE("codegen: the PTX ISA version and .target follow the target") {
   }
 }
 
+TEST_CASE("codegen: Blackwell targets are generated as sm_90 PTX; targets CUDA 13 dropped are unknown") {
+  for (const char* target : {"sm_100", "sm_120"}) {
+    CAPTURE(target);
+    auto compiled = compile_text(read_example("saxpy.pg"), target);
+    CHECK(compiled.target == target);
+    CHECK(contains(compiled.ptx, ".target sm_90\n"));
+    CHECK(codegen::llvm_target_for(target) == "sm_90");
+  }
+  CHECK(codegen::llvm_target_for("sm_90a") == "sm_90a");
+  for (const char* dropped : {"sm_70", "sm_72"}) {
+    CAPTURE(dropped);
+    codegen::CodegenOptions options;
+    options.target = dropped;
+    auto compiled = codegen::compile(load(read_example("saxpy.pg")), options);
+    REQUIRE_FALSE(compiled.has_value());
+    CHECK(has_code(compiled.error(), diag::Code::unknown_target));
+  }
+}
+
 TEST_CASE("codegen: LLVM IR output marks kernels and annotates launch bounds") {
   auto llvm_ir = codegen::emit_llvm_ir(load(read_example("saxpy.pg")), {});
   REQUIRE(llvm_ir.has_value());

@@ -51,3 +51,24 @@ TEST_CASE("ptxas assembles the PTX of every example for sm_80 and sm_90") {
     }
   }
 }
+
+TEST_CASE("the installed ptxas assembles every target ptxgate offers (Blackwell from sm_90 PTX)") {
+  const auto toolkit = toolchain::discover();
+  if (!toolkit.ptxas) {
+    MESSAGE("skipped: " << toolkit.ptxas.error().items()[0].message << " (install the CUDA Toolkit to run this test)");
+    return;
+  }
+  std::ifstream in(fs::path(PTXGATE_SOURCE_DIR) / "examples" / "block_sum.pg", std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto loaded = ir::load_module(diag::SourceFile("block_sum.pg", std::move(text)));
+  REQUIRE(loaded.has_value());
+  for (const auto& target : codegen::supported_targets()) {
+    CAPTURE(target);
+    codegen::CodegenOptions options;
+    options.target = target;
+    auto built = toolchain::build(loaded->module, options, toolkit, /*assemble_cubin=*/true);
+    REQUIRE_MESSAGE(built.has_value(), (built ? "" : diag::render_text(built.error())));
+    CHECK(built->cubin.substr(0, 4) == "\x7f" "ELF");
+    CHECK_FALSE(built->resources.empty());
+  }
+}

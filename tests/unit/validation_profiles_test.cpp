@@ -48,6 +48,7 @@ TEST_CASE("shipped profiles carry the documented per-compute-capability limits")
       {"h100-sxm", 9, 0, 132, 2048, 32, 233472, 232448, 1024}, {"h200", 9, 0, 132, 2048, 32, 233472, 232448, 1024},
       {"a100-sxm", 8, 0, 108, 2048, 32, 167936, 166912, 1024}, {"l4", 8, 9, 58, 1536, 24, 102400, 101376, 1024},
       {"t4", 7, 5, 40, 1024, 16, 65536, 65536, 0},
+      {"b200", 10, 0, 148, 2048, 32, 233472, 232448, 1024}, {"rtx-5090", 12, 0, 170, 1536, 24, 102400, 101376, 1024},
   };
   for (const auto& e : table) {
     CAPTURE(e.name);
@@ -71,6 +72,8 @@ TEST_CASE("shipped profiles carry the documented per-compute-capability limits")
   }
   CHECK(profile("h100-sxm").arch() == "sm_90");
   CHECK(profile("t4").arch() == "sm_75");
+  CHECK(profile("b200").arch() == "sm_100");
+  CHECK(profile("rtx-5090").arch() == "sm_120");
 }
 
 TEST_CASE("every profile's blocks/SM agrees with cuda_occupancy.h's own table") {
