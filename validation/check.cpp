@@ -235,7 +235,15 @@ Verdict check_launch(const codegen::KernelInfo& kernel, const KernelResources& r
   if (geometry_ok && resources_ok && threads_fit) {
     Occupancy occ = compute_occupancy(caps, res, static_cast<uint32_t>(threads), plan.dynamic_shared_bytes);
     if (occupancy_override) occ.active_blocks_per_sm = *occupancy_override;
-    if (occ.computed || occupancy_override) {
+    if (!occ.computed && !occupancy_override) {
+      // Fail closed: a cooperative grid is legal only when residency is known.
+      if (plan.cooperative && caps.cooperative_launch)
+        r.add(Code::occupancy_unknown,
+              fmt::format("cannot compute how many blocks of {} threads are resident per SM on {} ({}), so no "
+                          "cooperative grid can be shown to fit",
+                          threads, caps.name, caps.arch()),
+              "use a device profile of a supported architecture (`ptxgate devices --profiles`)");
+    } else {
       v.max_cooperative_grid = uint64_t{occ.active_blocks_per_sm} * caps.sm_count;
       if (plan.cooperative && caps.cooperative_launch) {
         if (occ.active_blocks_per_sm == 0)

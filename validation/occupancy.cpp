@@ -1,4 +1,5 @@
 // Offline occupancy: DeviceCaps + KernelResources through the toolkit's cuda_occupancy.h.
+#include <algorithm>
 #include <climits>
 #include <cstring>
 
@@ -35,11 +36,45 @@ uint32_t bound(int v) { return v == INT_MAX ? UINT32_MAX : static_cast<uint32_t>
 
 }  // namespace
 
+namespace {
+
+bool fits_int(uint64_t v) { return v <= static_cast<uint64_t>(INT_MAX); }
+
+// The shared memory one block is charged with the profile's allocation unit, and the blocks
+// of that size one SM holds in the carveout cuda_occupancy.h would pick for it; 0 blocks when
+// the allocation does not fit (the header has reported that case already).
+uint32_t blocks_by_shared(const DeviceCaps& caps, const cudaOccDeviceProp& prop, const cudaOccDeviceState& state,
+                          uint64_t per_block_bytes, uint64_t& allocated) {
+  uint64_t unit = caps.shared_allocation_unit;
+  allocated = (per_block_bytes + unit - 1) / unit * unit;
+  if (allocated == 0) return UINT32_MAX;
+  size_t preference = 0;
+  if (cudaOccSMemPerMultiprocessor(&preference, &prop, &state) != CUDA_OCC_SUCCESS) return 0;
+  size_t per_sm = preference;
+  if (preference < allocated) {
+    per_sm = static_cast<size_t>(allocated);
+    if (prop.computeMajor < 7 || cudaOccAlignUpShmemSizeVoltaPlus(&per_sm, &prop) != CUDA_OCC_SUCCESS)
+      per_sm = caps.shared_per_sm;
+  }
+  return static_cast<uint32_t>(std::min<uint64_t>(per_sm / allocated, UINT32_MAX));
+}
+
+}  // namespace
+
 Occupancy compute_occupancy(const DeviceCaps& caps, const KernelResources& res, uint32_t threads_per_block,
                             uint64_t dynamic_shared_bytes) {
   Occupancy occ;
-  if (threads_per_block == 0 || threads_per_block > INT_MAX || dynamic_shared_bytes > INT_MAX ||
-      res.static_shared_bytes > INT_MAX)
+  // cuda_occupancy.h computes in int: a value it cannot represent leaves occupancy unknown
+  // (computed = false), which every residency check treats as blocking.
+  if (threads_per_block == 0 || !fits_int(threads_per_block) || !fits_int(dynamic_shared_bytes) ||
+      !fits_int(res.static_shared_bytes) || !fits_int(res.static_shared_bytes + dynamic_shared_bytes +
+                                                      caps.reserved_shared_per_block + caps.shared_allocation_unit) ||
+      caps.cc_major <= 0 || caps.cc_minor < 0 || caps.warp_size == 0 || caps.sm_count == 0 ||
+      caps.shared_allocation_unit == 0 || caps.max_blocks_per_sm == 0 || !fits_int(caps.max_threads_per_block) ||
+      !fits_int(caps.max_threads_per_sm) || !fits_int(caps.registers_per_block) ||
+      !fits_int(caps.registers_per_sm) || !fits_int(caps.warp_size) || !fits_int(caps.sm_count) ||
+      !fits_int(caps.shared_per_block_optin) || !fits_int(caps.shared_per_sm) ||
+      !fits_int(res.registers_per_thread) || !fits_int(res.max_threads_per_block))
     return occ;
   cudaOccDeviceProp prop;
   prop.computeMajor = caps.cc_major;
@@ -75,19 +110,28 @@ Occupancy compute_occupancy(const DeviceCaps& caps, const KernelResources& res, 
                                               dynamic_shared_bytes) != CUDA_OCC_SUCCESS)
     return occ;
   occ.computed = true;
-  occ.active_blocks_per_sm = bound(result.activeBlocksPerMultiprocessor);
   occ.by_threads = bound(result.blockLimitWarps);
-  occ.by_blocks = bound(result.blockLimitBlocks);
   occ.by_registers = bound(result.blockLimitRegs);
-  occ.by_shared = bound(result.blockLimitSharedMem);
   occ.allocated_registers_per_block = static_cast<uint32_t>(result.allocatedRegistersPerBlock);
+  // The header takes blocks/SM and the shared allocation unit from its own per-architecture
+  // tables; the profile's values bind too (a profile may describe a part the tables do not).
+  occ.by_blocks = std::min(bound(result.blockLimitBlocks), caps.max_blocks_per_sm);
+  uint64_t per_block_shared = res.static_shared_bytes + caps.reserved_shared_per_block + dynamic_shared_bytes;
+  occ.by_shared = bound(result.blockLimitSharedMem);
   occ.allocated_shared_per_block = result.allocatedSharedMemPerBlock;
+  if (occ.by_shared != 0 && per_block_shared > 0) {
+    uint64_t allocated = 0;
+    uint32_t by_unit = blocks_by_shared(caps, prop, state, per_block_shared, allocated);
+    if (allocated > occ.allocated_shared_per_block) occ.allocated_shared_per_block = allocated;
+    occ.by_shared = std::min(occ.by_shared, by_unit);
+  }
+  occ.active_blocks_per_sm = std::min({bound(result.activeBlocksPerMultiprocessor), occ.by_blocks, occ.by_shared});
   // Most specific factor first: a resource the user can change beats the fixed block cap.
-  unsigned f = result.limitingFactors;
-  if (f & OCC_LIMIT_REGISTERS) occ.limiter = OccupancyLimiter::registers;
-  else if (f & OCC_LIMIT_SHARED_MEMORY) occ.limiter = OccupancyLimiter::shared_memory;
-  else if (f & OCC_LIMIT_WARPS) occ.limiter = OccupancyLimiter::threads;
-  else if (f & OCC_LIMIT_BLOCKS) occ.limiter = OccupancyLimiter::blocks;
+  const uint32_t a = occ.active_blocks_per_sm;
+  if (occ.by_registers == a) occ.limiter = OccupancyLimiter::registers;
+  else if (occ.by_shared == a) occ.limiter = OccupancyLimiter::shared_memory;
+  else if (occ.by_threads == a) occ.limiter = OccupancyLimiter::threads;
+  else if (occ.by_blocks == a) occ.limiter = OccupancyLimiter::blocks;
   return occ;
 }
 

@@ -1,14 +1,13 @@
 // Device profiles: search directories, lookup by name or path, listing.
 #include "ptxgate/validation/profiles.hpp"
 #include "ptxgate/diagnostics/internal/json_checks.hpp"
+#include "ptxgate/support/files.hpp"
 
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -59,40 +58,55 @@ std::vector<fs::path> profile_search_dirs() {
   return dirs;
 }
 
-std::expected<DeviceCaps, diag::Diagnostics> load_profile_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+std::expected<DeviceCaps, diag::Diagnostics> parse_profile(std::string_view text, std::string_view origin) {
+  diag::Location loc;
+  loc.file = std::string(origin);
+  constexpr int kMaxNesting = 64;
+  if (!diag::json_nesting_within(text, kMaxNesting)) {
     diag::Diagnostics d;
-    d.add(diag::Code::cannot_read_file, fmt::format("cannot read device profile '{}'", path.string()),
+    d.add(diag::Code::profile_malformed,
+          fmt::format("device profile '{}' nests arrays or objects deeper than {} levels", origin, kMaxNesting), loc,
+          "a profile is one flat object; compare with `ptxgate devices --profile h100-sxm`");
+    return std::unexpected(std::move(d));
+  }
+  // The last object key the parser reached names the field of a number the parser refuses
+  // (1e400 overflows a double: nlohmann reports out_of_range, not a syntax error).
+  std::string last_key;
+  nlohmann::json::parser_callback_t remember_key = [&](int, nlohmann::json::parse_event_t event,
+                                                       nlohmann::json& parsed) {
+    if (event == nlohmann::json::parse_event_t::key && parsed.is_string()) last_key = parsed.get<std::string>();
+    return true;
+  };
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text.begin(), text.end(), remember_key);
+  } catch (const nlohmann::json::out_of_range& e) {
+    diag::Diagnostics d;
+    d.add(diag::Code::profile_value_out_of_range,
+          fmt::format("device profile field '{}' holds a number no integer or double can represent ({})",
+                      last_key.empty() ? "(unknown)" : last_key, e.what()),
+          loc, "give the field the device's value (see `ptxgate devices --profile h100-sxm`)");
+    return std::unexpected(std::move(d));
+  } catch (const nlohmann::json::exception& e) {
+    diag::Diagnostics d;
+    d.add(diag::Code::profile_malformed, fmt::format("device profile '{}' is not valid JSON: {}", origin, e.what()),
+          loc, "fix the JSON syntax; compare with `ptxgate devices --profile h100-sxm`");
+    return std::unexpected(std::move(d));
+  }
+  return caps_from_json(j, origin);
+}
+
+std::expected<DeviceCaps, diag::Diagnostics> load_profile_file(const fs::path& path) {
+  support::ReadLimits limits;
+  limits.max_bytes = kMaxProfileBytes;
+  auto text = support::read_file(path.string(), limits);
+  if (!text) {
+    diag::Diagnostics d;
+    d.add(diag::Code::cannot_read_file, fmt::format("cannot read device profile: {}", text.error().message),
           file_location(path), "check the path, or give a profile name (`ptxgate devices --profiles`)");
     return std::unexpected(std::move(d));
   }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  constexpr int kMaxNesting = 64;
-  if (!diag::json_nesting_within(buffer.str(), kMaxNesting)) {
-    diag::Diagnostics d;
-    d.add(diag::Code::profile_malformed,
-          fmt::format("device profile '{}' nests arrays or objects deeper than {} levels", path.string(), kMaxNesting),
-          file_location(path), "a profile is one flat object; compare with `ptxgate devices --profile h100-sxm`");
-    return std::unexpected(std::move(d));
-  }
-  auto j = nlohmann::json::parse(buffer.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    // Re-parse with exceptions only to obtain the parser's position for the message.
-    std::string detail = "syntax error";
-    try {
-      nlohmann::json reparsed = nlohmann::json::parse(buffer.str());
-      (void)reparsed;
-    } catch (const nlohmann::json::parse_error& e) {
-      detail = e.what();
-    }
-    diag::Diagnostics d;
-    d.add(diag::Code::profile_malformed, fmt::format("device profile '{}' is not valid JSON: {}", path.string(), detail),
-          file_location(path), "fix the JSON syntax; compare with `ptxgate devices --profile h100-sxm`");
-    return std::unexpected(std::move(d));
-  }
-  auto caps = caps_from_json(j, path.string());
+  auto caps = parse_profile(*text, path.string());
   if (caps && caps->profile.empty()) caps->profile = path.stem().string();
   return caps;
 }

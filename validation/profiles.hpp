@@ -20,8 +20,16 @@ inline constexpr std::string_view kDefaultProfile = "h100-sxm";
 /// Only directories that exist are returned.
 std::vector<std::filesystem::path> profile_search_dirs();
 
-/// Reads one profile file. PG3602 for malformed JSON, PG3603 for a missing or invalid field,
-/// PG5001 when the file cannot be read.
+/// The largest profile file read (a profile is about 1 KiB); larger files are refused unread.
+inline constexpr uint64_t kMaxProfileBytes = 1024 * 1024;
+
+/// Parses profile text. PG3602 for malformed JSON, PG3603 for a missing field or a wrong JSON
+/// type, PG3604 for a value outside its physical range (a number too large for any JSON number
+/// type, like 1e400, included), each naming the field. `origin` names the text in messages.
+[[nodiscard]] std::expected<DeviceCaps, diag::Diagnostics> parse_profile(std::string_view text, std::string_view origin);
+
+/// Reads one profile file (a regular file of at most kMaxProfileBytes, checked before reading)
+/// and parses it; PG5001 when the file cannot be read.
 [[nodiscard]] std::expected<DeviceCaps, diag::Diagnostics> load_profile_file(const std::filesystem::path& path);
 
 /// A NAME (looked up in profile_search_dirs()) or a PATH (contains '/' or ends in .json).

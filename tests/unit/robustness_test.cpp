@@ -369,9 +369,14 @@ TEST_CASE("robustness: a million nested JSON arrays in a profile or a cache mani
     std::ofstream out(dir / "deep.json");
     out << R"({"profile": "deep", "max_block_dim": )" << deep << "}";
   }
+  // The file is larger than any profile: refused before it is read.
   auto profile = validation::load_profile_file(dir / "deep.json");
   REQUIRE_FALSE(profile.has_value());
-  CHECK(count_code(profile.error(), diag::Code::profile_malformed) == 1);
+  CHECK(count_code(profile.error(), diag::Code::cannot_read_file) == 1);
+  // The same text parsed: the nesting bound refuses it before the recursive parser runs.
+  auto parsed = validation::parse_profile(R"({"profile": "deep", "max_block_dim": )" + deep + "}", "deep.json");
+  REQUIRE_FALSE(parsed.has_value());
+  CHECK(count_code(parsed.error(), diag::Code::profile_malformed) == 1);
 
   diag::Diagnostics warnings;
   auto cache = module_cache::DiskCache::open(dir / "cache", warnings);
