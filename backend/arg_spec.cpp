@@ -1,18 +1,20 @@
-// Parses `--arg` specifications into host arrays and typed scalars.
+// Materialises parsed `--arg` specs: host arrays for buffers, typed Args for scalars.
 #include "ptxgate/backend/arg_spec.hpp"
 
-#include <charconv>
 #include <cstring>
-#include <cmath>
-#include <fstream>
-#include <iterator>
-#include <limits>
+#include <new>
 #include <random>
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 
+#include "ptxgate/support/files.hpp"
+
 namespace ptxgate::backend {
 namespace {
+
+using validation::ArgSpec;
 
 diag::Diagnostics spec_error(std::string_view param, std::string_view spec, std::string expected) {
   diag::Diagnostics d;
@@ -20,69 +22,6 @@ diag::Diagnostics spec_error(std::string_view param, std::string_view spec, std:
         fmt::format("invalid value '{}' for argument '{}': expected {}", spec, param, expected), {},
         fmt::format("write --arg {}=SPEC with {}", param, expected));
   return d;
-}
-
-std::string buffer_forms(ir::Type type) {
-  return fmt::format("a buffer spec for {} elements: random:COUNT[:SEED], fill:COUNT:VALUE, iota:COUNT, "
-                     "a .npy file or a raw file",
-                     ir::type_name(type));
-}
-
-std::optional<uint64_t> parse_u64(std::string_view s) {
-  uint64_t v = 0;
-  int base = 10;
-  if (s.starts_with("0x") || s.starts_with("0X")) {
-    s.remove_prefix(2);
-    base = 16;
-  }
-  if (s.empty()) return std::nullopt;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
-  if (ec != std::errc{} || p != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
-/// Parses `s` as `type` into the element's bytes (little-endian host order).
-std::optional<uint64_t> parse_value_bits(std::string_view s, ir::Type type) {
-  if (ir::is_float(type)) {
-    if (type == ir::Type::f32 && (s.ends_with('f') || s.ends_with('F'))) s.remove_suffix(1);
-    double d = 0;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
-    if (ec != std::errc{} || p != s.data() + s.size() || s.empty()) return std::nullopt;
-    if (type == ir::Type::f32) {
-      if (std::isfinite(d) && std::fabs(d) > std::numeric_limits<float>::max()) return std::nullopt;
-      float f = static_cast<float>(d);
-      uint32_t b;
-      std::memcpy(&b, &f, 4);
-      return b;
-    }
-    uint64_t b;
-    std::memcpy(&b, &d, 8);
-    return b;
-  }
-  if (type == ir::Type::bool_) {
-    if (s == "true" || s == "1") return 1;
-    if (s == "false" || s == "0") return 0;
-    return std::nullopt;
-  }
-  if (!ir::is_integer(type)) return std::nullopt;
-  bool negative = s.starts_with('-');
-  if (negative) s.remove_prefix(1);
-  auto mag = parse_u64(s);
-  if (!mag) return std::nullopt;
-  switch (type) {
-    case ir::Type::i32:
-      if (negative ? *mag > 2147483648ull : *mag > 2147483647ull) return std::nullopt;
-      return static_cast<uint32_t>(negative ? -static_cast<int64_t>(*mag) : static_cast<int64_t>(*mag));
-    case ir::Type::i64:
-      if (negative ? *mag > 9223372036854775808ull : *mag > 9223372036854775807ull) return std::nullopt;
-      return negative ? 0 - *mag : *mag;
-    case ir::Type::u32:
-      if (negative || *mag > 0xffffffffull) return std::nullopt;
-      return *mag;
-    default:
-      if (negative) return std::nullopt;
-      return *mag;
-  }
 }
 
 void store(HostArray& a, size_t i, uint64_t bits) {
@@ -102,78 +41,97 @@ uint64_t bits_of(T v) {
   return b;
 }
 
-}  // namespace
-
-std::expected<std::pair<std::string, std::string>, diag::Diagnostics> split_assignment(std::string_view text,
-                                                                                        std::string_view option) {
-  auto eq = text.find('=');
-  if (eq == std::string_view::npos || eq == 0) {
-    diag::Diagnostics d;
-    d.add(diag::Code::invalid_argument_spec, fmt::format("{} '{}' is not NAME=VALUE", option, text), {},
-          fmt::format("write {} NAME=VALUE, e.g. {} x=random:1024", option, option));
-    return std::unexpected(std::move(d));
-  }
-  return std::pair{std::string(text.substr(0, eq)), std::string(text.substr(eq + 1))};
+/// An argument file read whole, bounded and type-checked (never a directory, FIFO or device).
+std::expected<std::string, diag::Diagnostics> read_argument_file(const std::string& path, std::string_view param,
+                                                                 ir::Type type) {
+  auto data = support::read_file(path, {.max_bytes = kMaxArgumentFileBytes});
+  if (data) return std::move(*data);
+  diag::Diagnostics d;
+  diag::Location where;
+  where.file = path;
+  if (data.error().failure == support::ReadFailure::open_failed && data.error().error_number == ENOENT)
+    d.add(diag::Code::cannot_read_file,
+          fmt::format("argument '{}': '{}' is not a buffer spec and cannot be read as a file", param, path), {},
+          fmt::format("use {}", validation::buffer_spec_forms(type)));
+  else
+    d.add(diag::Code::cannot_read_file, fmt::format("argument '{}': {}", param, data.error().message), where,
+          fmt::format("give a readable regular file of at most {} bytes, or {}", kMaxArgumentFileBytes,
+                      validation::buffer_spec_forms(type)));
+  return std::unexpected(std::move(d));
 }
 
-std::expected<HostArray, diag::Diagnostics> make_buffer_data(std::string_view spec, ir::Type type,
-                                                             std::string_view param) {
-  if (!npy_descr(type))
-    return std::unexpected(spec_error(param, spec, fmt::format("a supported element type, not {}", ir::type_name(type))));
+}  // namespace
+
+std::expected<HostArray, diag::Diagnostics> make_host_data(const ArgSpec& spec, std::string_view text,
+                                                           std::string_view param) {
+  if (!npy_descr(spec.type))
+    return std::unexpected(spec_error(param, text, fmt::format("a supported element type, not {}", ir::type_name(spec.type))));
   HostArray a;
-  a.type = type;
-  unsigned elem = ir::byte_size(type);
-  auto fields = [&] {
-    std::vector<std::string_view> out;
-    size_t start = 0;
-    for (;;) {
-      size_t colon = spec.find(':', start);
-      out.push_back(spec.substr(start, colon == std::string_view::npos ? std::string_view::npos : colon - start));
-      if (colon == std::string_view::npos) break;
-      start = colon + 1;
+  a.type = spec.type;
+  const unsigned elem = ir::byte_size(spec.type);
+  if (spec.kind == ArgSpec::Kind::npy_file || spec.kind == ArgSpec::Kind::raw_file) {
+    auto data = read_argument_file(spec.path, param, spec.type);
+    if (!data) return std::unexpected(data.error());
+    if (spec.kind == ArgSpec::Kind::npy_file) {
+      auto arr = parse_npy(std::as_bytes(std::span(data->data(), data->size())), spec.path);
+      if (!arr) return std::unexpected(arr.error());
+      if (arr->type != spec.type)
+        return std::unexpected(spec_error(param, text, fmt::format("a .npy of dtype {} (for {} elements), not {}",
+                                                                   *npy_descr(spec.type), ir::type_name(spec.type),
+                                                                   *npy_descr(arr->type))));
+      if (arr->count == 0) return std::unexpected(spec_error(param, text, "a non-empty array"));
+      return std::move(*arr);
     }
-    return out;
-  }();
-  auto kind = fields[0];
-  auto count_of = [&](std::string_view s) -> std::expected<size_t, diag::Diagnostics> {
-    auto n = parse_u64(s);
-    if (!n || *n == 0 || *n > (uint64_t{1} << 34))
-      return std::unexpected(spec_error(param, spec, fmt::format("COUNT between 1 and {} in {}", uint64_t{1} << 34,
-                                                                 buffer_forms(type))));
-    return static_cast<size_t>(*n);
-  };
-  if (kind == "random" || kind == "fill" || kind == "iota") {
-    size_t want_fields = kind == "fill" ? 3 : 2;
-    if (fields.size() != want_fields && !(kind == "random" && fields.size() == 3))
-      return std::unexpected(spec_error(param, spec, buffer_forms(type)));
-    auto count = count_of(fields[1]);
-    if (!count) return std::unexpected(count.error());
-    a.count = *count;
-    a.bytes.resize(a.count * elem);
-    if (kind == "iota") {
-      for (size_t i = 0; i < a.count; ++i) {
-        uint64_t bits = type == ir::Type::f32   ? bits_of(static_cast<float>(i))
-                        : type == ir::Type::f64 ? bits_of(static_cast<double>(i))
-                                                : static_cast<uint64_t>(i);
-        store(a, i, bits);
-      }
-    } else if (kind == "fill") {
-      auto bits = parse_value_bits(fields[2], type);
-      if (!bits)
-        return std::unexpected(spec_error(param, spec, fmt::format("VALUE in fill:COUNT:VALUE to be an {} literal",
-                                                                   ir::type_name(type))));
-      for (size_t i = 0; i < a.count; ++i) store(a, i, *bits);
-    } else {
-      uint64_t seed = 1;
-      if (fields.size() == 3) {
-        auto s = parse_u64(fields[2]);
-        if (!s) return std::unexpected(spec_error(param, spec, "SEED in random:COUNT:SEED to be an unsigned integer"));
-        seed = *s;
-      }
-      std::mt19937_64 rng(seed);
+    if (data->empty() || data->size() % elem != 0)
+      return std::unexpected(spec_error(
+          param, text, fmt::format("a raw file whose size ({} bytes) is a non-zero multiple of {} ({} elements)",
+                                   data->size(), elem, ir::type_name(spec.type))));
+    a.count = data->size() / elem;
+    a.bytes.resize(data->size());
+    std::memcpy(a.bytes.data(), data->data(), data->size());
+    return a;
+  }
+  if (spec.kind == ArgSpec::Kind::null_pointer || spec.kind == ArgSpec::Kind::scalar)
+    return std::unexpected(spec_error(param, text, validation::buffer_spec_forms(spec.type)));
+  const uint64_t bytes = spec.kind == ArgSpec::Kind::device_bytes ? spec.count : spec.count * elem;
+  // Refused before allocating: an overcommitted allocation would succeed and then exhaust memory.
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page_size > 0 && bytes > static_cast<uint64_t>(pages) / 2 * static_cast<uint64_t>(page_size)) {
+    diag::Diagnostics d;
+    d.add(diag::Code::invalid_argument_spec,
+          fmt::format("argument '{}': '{}' needs {} bytes of host memory, more than half of this machine's {} bytes",
+                      param, text, bytes, static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size)),
+          {}, "use a smaller COUNT");
+    return std::unexpected(std::move(d));
+  }
+  try {
+    a.bytes.resize(bytes);
+  } catch (const std::bad_alloc&) {
+    diag::Diagnostics d;
+    d.add(diag::Code::invalid_argument_spec,
+          fmt::format("argument '{}': cannot allocate {} bytes of host memory for '{}'", param, bytes, text), {},
+          "use a smaller COUNT");
+    return std::unexpected(std::move(d));
+  } catch (const std::length_error&) {
+    return std::unexpected(spec_error(param, text, "a smaller COUNT"));
+  }
+  a.count = bytes / elem;
+  switch (spec.kind) {
+    case ArgSpec::Kind::iota:
+      for (size_t i = 0; i < a.count; ++i)
+        store(a, i,
+              spec.type == ir::Type::f32   ? bits_of(static_cast<float>(i))
+              : spec.type == ir::Type::f64 ? bits_of(static_cast<double>(i))
+                                           : static_cast<uint64_t>(i));
+      break;
+    case ArgSpec::Kind::fill:
+      for (size_t i = 0; i < a.count; ++i) store(a, i, spec.bits);
+      break;
+    case ArgSpec::Kind::random: {
+      std::mt19937_64 rng(spec.seed);
       for (size_t i = 0; i < a.count; ++i) {
         uint64_t bits = 0;
-        switch (type) {
+        switch (spec.type) {
           case ir::Type::f32: bits = bits_of(std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng)); break;
           case ir::Type::f64: bits = bits_of(std::uniform_real_distribution<double>(-1.0, 1.0)(rng)); break;
           case ir::Type::i32:
@@ -184,68 +142,54 @@ std::expected<HostArray, diag::Diagnostics> make_buffer_data(std::string_view sp
         }
         store(a, i, bits);
       }
+      break;
     }
-    return a;
+    default: break;  // device_bytes: zeros
   }
-  std::string path(spec);
-  if (path.ends_with(".npy")) {
-    auto arr = read_npy(path);
-    if (!arr) return std::unexpected(arr.error());
-    if (arr->type != type)
-      return std::unexpected(spec_error(param, spec, fmt::format("a .npy of dtype {} (for {} elements), not {}",
-                                                                 *npy_descr(type), ir::type_name(type),
-                                                                 *npy_descr(arr->type))));
-    if (arr->count == 0) return std::unexpected(spec_error(param, spec, "a non-empty array"));
-    return std::move(*arr);
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    diag::Diagnostics d;
-    d.add(diag::Code::cannot_read_file,
-          fmt::format("argument '{}': '{}' is not a buffer spec and cannot be read as a file", param, spec), {},
-          fmt::format("use {}", buffer_forms(type)));
-    return std::unexpected(std::move(d));
-  }
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (data.empty() || data.size() % elem != 0)
-    return std::unexpected(spec_error(
-        param, spec, fmt::format("a raw file whose size ({} bytes) is a non-zero multiple of {} ({} elements)",
-                                 data.size(), elem, ir::type_name(type))));
-  a.count = data.size() / elem;
-  a.bytes.resize(data.size());
-  std::memcpy(a.bytes.data(), data.data(), data.size());
   return a;
 }
 
-std::expected<Arg, diag::Diagnostics> parse_scalar(std::string_view spec, ir::Type type, std::string_view param) {
-  auto bits = parse_value_bits(spec, type);
-  if (!bits) {
-    std::string expected = type == ir::Type::bool_ ? std::string("a bool literal (true or false)")
-                           : ir::is_float(type)    ? fmt::format("an {} literal (e.g. 2.5)", ir::type_name(type))
-                           : ir::is_signed(type)   ? fmt::format("an {} integer literal in range", ir::type_name(type))
-                                                   : fmt::format("a non-negative {} integer literal in range",
-                                                                 ir::type_name(type));
-    return std::unexpected(spec_error(param, spec, expected));
-  }
-  switch (type) {
+std::expected<HostArray, diag::Diagnostics> make_buffer_data(std::string_view spec, ir::Type type,
+                                                             std::string_view param) {
+  codegen::ParamInfo p;
+  p.name = std::string(param);
+  p.is_buffer = true;
+  p.type = type;
+  auto parsed = validation::parse_arg_spec(spec, &p, param);
+  if (!parsed) return std::unexpected(parsed.error());
+  return make_host_data(*parsed, spec, param);
+}
+
+Arg scalar_arg(const ArgSpec& spec) {
+  switch (spec.type) {
     case ir::Type::f32: {
       float f;
-      uint32_t b = static_cast<uint32_t>(*bits);
+      uint32_t b = static_cast<uint32_t>(spec.bits);
       std::memcpy(&f, &b, 4);
       return Arg(f);
     }
     case ir::Type::f64: {
       double d;
-      std::memcpy(&d, &*bits, 8);
+      std::memcpy(&d, &spec.bits, 8);
       return Arg(d);
     }
-    case ir::Type::i32: return Arg(static_cast<int32_t>(static_cast<uint32_t>(*bits)));
-    case ir::Type::u32: return Arg(static_cast<uint32_t>(*bits));
-    case ir::Type::i64: return Arg(static_cast<int64_t>(*bits));
-    case ir::Type::u64: return Arg(static_cast<uint64_t>(*bits));
-    case ir::Type::bool_: return Arg(*bits != 0);
-    default: return std::unexpected(spec_error(param, spec, "a scalar parameter type"));
+    case ir::Type::i32: return Arg(static_cast<int32_t>(static_cast<uint32_t>(spec.bits)));
+    case ir::Type::u32: return Arg(static_cast<uint32_t>(spec.bits));
+    case ir::Type::i64: return Arg(static_cast<int64_t>(spec.bits));
+    case ir::Type::u64: return Arg(static_cast<uint64_t>(spec.bits));
+    default: return Arg(spec.bits != 0);
   }
+}
+
+std::expected<Arg, diag::Diagnostics> parse_scalar(std::string_view spec, ir::Type type, std::string_view param) {
+  codegen::ParamInfo p;
+  p.name = std::string(param);
+  p.type = type;
+  auto parsed = validation::parse_arg_spec(spec, &p, param);
+  if (!parsed) return std::unexpected(parsed.error());
+  if (parsed->kind != ArgSpec::Kind::scalar)
+    return std::unexpected(spec_error(param, spec, fmt::format("an {} literal", ir::type_name(type))));
+  return scalar_arg(*parsed);
 }
 
 }  // namespace ptxgate::backend

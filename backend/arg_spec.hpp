@@ -1,4 +1,5 @@
-// `--arg NAME=SPEC` for `ptxgate run`: buffer data (random/fill/iota/file) and scalar literals.
+// Host data and scalar values for `--arg NAME=SPEC` (`ptxgate run`). The grammar itself is
+// validation/arg_spec (shared with offline `check`); this file materialises a parsed spec.
 #pragma once
 
 #include <cstdint>
@@ -10,26 +11,37 @@
 #include "ptxgate/backend/npy.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/ir/ast.hpp"
+#include "ptxgate/validation/arg_spec.hpp"
 
 namespace ptxgate::backend {
 
-/// "NAME=SPEC" split at the first '='; PG5002 when there is none or NAME is empty.
-[[nodiscard]] std::expected<std::pair<std::string, std::string>, diag::Diagnostics> split_assignment(std::string_view text,
-                                                                                        std::string_view option);
+/// Largest .npy or raw argument file read (bytes); larger files are refused before reading.
+inline constexpr uint64_t kMaxArgumentFileBytes = uint64_t{1} << 32;
 
-/// Host data for a buffer parameter of element type `type` from SPEC:
-///   random:COUNT[:SEED]  uniform in [-1, 1) for floats, [-1000, 1000] for signed and
-///                        [0, 1000] for unsigned integers (seed 1 by default)
-///   fill:COUNT:VALUE     COUNT copies of VALUE (parsed as `type`)
-///   iota:COUNT           0, 1, 2, ...
-///   PATH.npy             a .npy file whose dtype must equal `type`
-///   PATH                 raw little-endian elements (size a multiple of the element size)
-/// PG5002 with the offending spec and what was expected; PG5001 for an unreadable file.
+/// "NAME=SPEC" split at the first '=' (validation::split_assignment).
+[[nodiscard]] inline std::expected<std::pair<std::string, std::string>, diag::Diagnostics> split_assignment(
+    std::string_view text, std::string_view option) {
+  return validation::split_assignment(text, option);
+}
+
+/// Host data for a parsed buffer spec (random, fill, iota, buffer:BYTES as zeros, a .npy or raw
+/// file read through support's bounded, type-checked reads). PG5002 for a spec that is not
+/// buffer data (null, a scalar), a .npy of another dtype or a raw file of a wrong size; PG5001
+/// for a file that cannot be read (missing, a directory, a device, too large); PG5002 when the
+/// host memory cannot be allocated.
+[[nodiscard]] std::expected<HostArray, diag::Diagnostics> make_host_data(const validation::ArgSpec& spec,
+                                                                         std::string_view text, std::string_view param);
+
+/// parse_arg_spec for a buffer parameter of element type `type`, then make_host_data.
 [[nodiscard]] std::expected<HostArray, diag::Diagnostics> make_buffer_data(std::string_view spec, ir::Type type,
-                                                             std::string_view param);
+                                                                           std::string_view param);
 
-/// A scalar literal parsed as `type` (decimal or 0x hex integers, floats with an
-/// optional f suffix, true/false for bool). PG5002 when it does not parse or fit.
-[[nodiscard]] std::expected<Arg, diag::Diagnostics> parse_scalar(std::string_view spec, ir::Type type, std::string_view param);
+/// The Arg of a parsed scalar spec.
+[[nodiscard]] Arg scalar_arg(const validation::ArgSpec& spec);
+
+/// parse_arg_spec for a scalar parameter of `type`, then scalar_arg. PG5002 when it does not
+/// parse or fit.
+[[nodiscard]] std::expected<Arg, diag::Diagnostics> parse_scalar(std::string_view spec, ir::Type type,
+                                                                 std::string_view param);
 
 }  // namespace ptxgate::backend

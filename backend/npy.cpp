@@ -4,10 +4,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 
 #include <fmt/format.h>
+
+#include "ptxgate/support/files.hpp"
 
 namespace ptxgate::backend {
 namespace {
@@ -155,15 +156,10 @@ std::expected<HostArray, diag::Diagnostics> parse_npy(std::span<const std::byte>
 }
 
 std::expected<HostArray, diag::Diagnostics> read_npy(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    diag::Diagnostics d;
-    d.add(diag::Code::cannot_read_file, fmt::format("cannot read '{}'", path.string()), {},
-          "check the path and permissions");
-    return std::unexpected(std::move(d));
-  }
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return parse_npy(std::as_bytes(std::span(data.data(), data.size())), path.string());
+  // Bounded and type-checked: a directory, FIFO or device is refused unopened, a huge file unread.
+  auto data = support::read_file_diagnosed(path.string(), ".npy file", {.max_bytes = uint64_t{1} << 32});
+  if (!data) return std::unexpected(data.error());
+  return parse_npy(std::as_bytes(std::span(data->data(), data->size())), path.string());
 }
 
 std::expected<std::vector<std::byte>, diag::Diagnostics> encode_npy(const HostArray& array) {
@@ -190,16 +186,9 @@ std::expected<std::vector<std::byte>, diag::Diagnostics> encode_npy(const HostAr
 std::expected<void, diag::Diagnostics> write_npy(const std::filesystem::path& path, const HostArray& array) {
   auto bytes = encode_npy(array);
   if (!bytes) return std::unexpected(bytes.error());
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes->data()), static_cast<std::streamsize>(bytes->size()));
-  out.close();
-  if (!out) {
-    diag::Diagnostics d;
-    d.add(diag::Code::cannot_write_file, fmt::format("cannot write '{}'", path.string()), {},
-          "check that the directory exists and is writable");
-    return std::unexpected(std::move(d));
-  }
-  return {};
+  // A temporary file renamed over `path`: a failed write never leaves a truncated array.
+  return support::write_file_atomically(
+      path.string(), std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
 }
 
 }  // namespace ptxgate::backend

@@ -1,4 +1,5 @@
-// Fuzz target: `ptxgate run` argument specs (NAME=SPEC, scalar literals, buffer specs) and .npy bytes.
+// Fuzz target: argument specs of `ptxgate run` and `ptxgate check` (NAME=SPEC, the one grammar of
+// validation/arg_spec, scalar literals, buffer specs) and .npy bytes.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -7,6 +8,7 @@
 
 #include "ptxgate/backend/arg_spec.hpp"
 #include "ptxgate/backend/npy.hpp"
+#include "ptxgate/validation/arg_spec.hpp"
 
 namespace {
 
@@ -63,11 +65,37 @@ void fuzz_npy(std::span<const std::byte> bytes) {
     __builtin_trap();
 }
 
+/// The grammar alone, for a buffer, a scalar or no parameter: never materialises, never opens a
+/// path; what parses has a consistent description.
+void fuzz_grammar(std::string_view text, ir::Type type, unsigned shape) {
+  codegen::ParamInfo p;
+  p.name = "x";
+  p.type = type;
+  p.is_buffer = shape == 1;
+  auto parsed = validation::parse_arg_spec(text, shape == 2 ? nullptr : &p, "x");
+  if (!parsed) {
+    if (parsed.error().empty()) __builtin_trap();
+    return;
+  }
+  using K = validation::ArgSpec::Kind;
+  if ((parsed->kind == K::random || parsed->kind == K::fill || parsed->kind == K::iota) &&
+      (parsed->count == 0 || parsed->count > validation::kMaxSpecElements || !p.is_buffer || shape == 2))
+    __builtin_trap();
+  if ((parsed->kind == K::npy_file || parsed->kind == K::raw_file) && (parsed->path != text || !p.is_buffer || shape == 2))
+    __builtin_trap();
+  auto desc = validation::describe_argument(*parsed);
+  if ((desc.kind == validation::ArgumentDesc::Kind::scalar) != (parsed->kind == K::scalar)) __builtin_trap();
+  if (parsed->kind == K::scalar) {
+    if (desc.size_bytes != ir::byte_size(parsed->type)) __builtin_trap();
+    (void)backend::scalar_arg(*parsed).describe();
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
-  const unsigned mode = data[0] % 4;
+  const unsigned mode = data[0] % 5;
   const ir::Type type = kTypes[data[1] % std::size(kTypes)];
   std::string_view text(reinterpret_cast<const char*>(data + 2), size - 2);
   switch (mode) {
@@ -99,6 +127,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       break;
     }
+    case 4: fuzz_grammar(text, type, (data[0] / 5) % 3); break;
     default: fuzz_npy(std::as_bytes(std::span(text.data(), text.size()))); break;
   }
   return 0;

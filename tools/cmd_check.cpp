@@ -1,6 +1,5 @@
 // `ptxgate check FILE --kernel NAME ...`: validate a launch offline against a device profile.
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <expected>
 #include <optional>
@@ -11,6 +10,8 @@
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/ir/frontend.hpp"
 #include "cli.hpp"
+#include "ptxgate/support/numbers.hpp"
+#include "ptxgate/validation/arg_spec.hpp"
 #include "ptxgate/validation/check.hpp"
 #include "ptxgate/validation/profiles.hpp"
 #include "ptxgate/toolchain/build.hpp"
@@ -23,7 +24,7 @@ struct CheckOptions {
   std::string kernel;
   std::string grid = "1";
   std::string block;
-  uint64_t shared_bytes = 0;
+  std::string shared_bytes = "0";
   bool cooperative = false;
   std::string profile{validation::kDefaultProfile};
   std::string format = "text";
@@ -38,10 +39,11 @@ struct CheckOptions {
 };
 
 // Describes the launch's argument table from --arg/--empty-args/--null-slot/--elements/--stream.
-// SPEC: `null` (null device pointer), `buffer:BYTES`, `TYPE:VALUE` (a scalar of that type), or a
-// literal (a scalar of the parameter's type, or i32/f32 where the parameter is a buffer).
+// Each SPEC is parsed by the library's one grammar (validation/arg_spec, shared with `run`), so a
+// value `run` rejects is rejected here too (PG5002, collected in `spec_errors`). A usage problem
+// (order, conflicting options) is the returned string.
 std::expected<void, std::string> describe_arguments(const CheckOptions& opt, const codegen::KernelInfo& info,
-                                                    validation::LaunchPlan& plan) {
+                                                    validation::LaunchPlan& plan, diag::Diagnostics& spec_errors) {
   plan.stream_is_null = opt.stream == "null";
   plan.stream_policy = opt.stream_policy == "require-explicit" ? validation::StreamPolicy::require_explicit
                                                                : validation::StreamPolicy::allow_legacy_default;
@@ -53,40 +55,22 @@ std::expected<void, std::string> describe_arguments(const CheckOptions& opt, con
   if (opt.empty_args && !opt.args.empty()) return std::unexpected("--empty-args and --arg exclude each other");
   plan.arguments_known = true;
   for (size_t i = 0; i < opt.args.size(); ++i) {
-    const std::string& a = opt.args[i];
-    size_t eq = a.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == a.size())
-      return std::unexpected(fmt::format("--arg '{}' is not NAME=SPEC", a));
-    std::string name = a.substr(0, eq), spec = a.substr(eq + 1);
-    if (i < info.params.size() && name != info.params[i].name)
-      return std::unexpected(fmt::format("--arg '{}' is argument {}, but parameter {} is '{}' (give --arg in signature order)",
-                                         name, i, i, info.params[i].name));
-    validation::ArgumentDesc d;
-    std::optional<ir::Type> typed;
-    if (auto colon = spec.find(':'); colon != std::string::npos) typed = ir::type_from_name(spec.substr(0, colon));
-    if (spec == "null") {
-      d.kind = validation::ArgumentDesc::Kind::buffer;
-      d.size_bytes = 8;
-      d.pointer_is_null = true;
-    } else if (spec.starts_with("buffer:")) {
-      uint64_t bytes = 0;
-      std::string_view n = std::string_view(spec).substr(7);
-      auto [ptr, ec] = std::from_chars(n.data(), n.data() + n.size(), bytes);
-      if (ec != std::errc() || ptr != n.data() + n.size() || n.empty())
-        return std::unexpected(fmt::format("--arg {}: 'buffer:BYTES' needs a byte count, not '{}'", name, n));
-      d.kind = validation::ArgumentDesc::Kind::buffer;
-      d.size_bytes = 8;
-      d.buffer_bytes = bytes;
-    } else {
-      ir::Type t = ir::Type::i32;
-      if (typed) t = *typed;
-      else if (i < info.params.size() && !info.params[i].is_buffer) t = info.params[i].type;
-      else if (spec.find_first_of(".eE") != std::string::npos) t = ir::Type::f32;
-      d.kind = validation::ArgumentDesc::Kind::scalar;
-      d.scalar_type = t;
-      d.size_bytes = ir::byte_size(t);
+    auto kv = validation::split_assignment(opt.args[i], "--arg");
+    if (!kv) {
+      spec_errors.append(kv.error());
+      continue;
     }
-    plan.arguments.push_back(d);
+    const auto& [name, spec] = *kv;
+    const codegen::ParamInfo* param = i < info.params.size() ? &info.params[i] : nullptr;
+    if (param != nullptr && name != param->name)
+      return std::unexpected(fmt::format("--arg '{}' is argument {}, but parameter {} is '{}' (give --arg in signature order)",
+                                         name, i, i, param->name));
+    auto parsed = validation::parse_arg_spec(spec, param, name);
+    if (!parsed) {
+      spec_errors.append(parsed.error());
+      continue;
+    }
+    plan.arguments.push_back(validation::describe_argument(*parsed));
   }
   for (uint32_t slot : opt.null_slots) {
     if (slot >= plan.arguments.size())
@@ -96,35 +80,15 @@ std::expected<void, std::string> describe_arguments(const CheckOptions& opt, con
   for (const auto& e : opt.elements) {
     size_t eq = e.find('=');
     std::string name = e.substr(0, eq);
-    uint64_t count = 0;
-    std::string_view n = eq == std::string::npos ? std::string_view() : std::string_view(e).substr(eq + 1);
-    auto [ptr, ec] = std::from_chars(n.data(), n.data() + n.size(), count);
-    if (n.empty() || ec != std::errc() || ptr != n.data() + n.size())
-      return std::unexpected(fmt::format("--elements '{}' is not NAME=COUNT", e));
+    auto count = eq == std::string::npos ? std::unexpected(std::string("no '='")) : support::parse_count(e.substr(eq + 1));
+    if (!count) return std::unexpected(fmt::format("--elements '{}' is not NAME=COUNT: {}", e, count.error()));
     auto it = std::find_if(info.params.begin(), info.params.end(),
                            [&](const codegen::ParamInfo& p) { return p.name == name && p.is_buffer; });
     if (it == info.params.end())
       return std::unexpected(fmt::format("--elements: kernel '{}' has no buffer parameter '{}'", info.name, name));
-    plan.required_elements.emplace_back(it->index, count);
+    plan.required_elements.emplace_back(it->index, *count);
   }
   return {};
-}
-
-// "X[,Y[,Z]]" with every component a positive or zero integer; missing axes are 1.
-std::optional<std::array<uint64_t, 3>> parse_dims(std::string_view text) {
-  std::array<uint64_t, 3> out{1, 1, 1};
-  size_t axis = 0;
-  while (true) {
-    if (axis == 3) return std::nullopt;
-    auto comma = text.find(',');
-    std::string_view part = text.substr(0, comma);
-    auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), out[axis]);
-    if (ec != std::errc() || ptr != part.data() + part.size() || part.empty()) return std::nullopt;
-    ++axis;
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  return out;
 }
 
 int usage_error(std::string message, std::string fix, diag::Format format) {
@@ -149,15 +113,22 @@ void print_launch_diagnostics(const diag::Diagnostics& diags, bool verbose) {
 int run_check(const CheckOptions& opt) {
   auto format = *diag::format_from_name(opt.format);
   bool grid_max = opt.grid == "max";
-  auto grid = grid_max ? std::optional<std::array<uint64_t, 3>>{{1, 1, 1}} : parse_dims(opt.grid);
+  auto grid = grid_max ? std::array<uint64_t, 3>{1, 1, 1} : support::parse_dims(opt.grid);
   if (!grid)
-    return usage_error(fmt::format("invalid --grid '{}'", opt.grid), "write --grid X[,Y[,Z]] or --grid max", format);
+    return usage_error(fmt::format("invalid --grid: {}", grid.error()),
+                       "write --grid X[,Y[,Z]] (decimal counts) or --grid max", format);
   std::array<uint64_t, 3> block{0, 0, 0};
   if (!opt.block.empty()) {
-    auto b = parse_dims(opt.block);
-    if (!b) return usage_error(fmt::format("invalid --block '{}'", opt.block), "write --block X[,Y[,Z]]", format);
+    auto b = support::parse_dims(opt.block);
+    if (!b)
+      return usage_error(fmt::format("invalid --block: {}", b.error()),
+                         "write --block X[,Y[,Z]] (decimal counts)", format);
     block = *b;
   }
+  auto shared_bytes = support::parse_count(opt.shared_bytes);
+  if (!shared_bytes)
+    return usage_error(fmt::format("invalid --shared-bytes '{}': {}", opt.shared_bytes, shared_bytes.error()),
+                       "write --shared-bytes N (a decimal byte count)", format);
 
   auto caps = validation::load_profile(opt.profile);
   if (!caps) {
@@ -211,11 +182,16 @@ int run_check(const CheckOptions& opt) {
   validation::LaunchPlan plan;
   plan.grid = *grid;
   plan.block = block;
-  plan.dynamic_shared_bytes = opt.shared_bytes;
+  plan.dynamic_shared_bytes = *shared_bytes;
   plan.cooperative = opt.cooperative || grid_max;
-  if (auto described = describe_arguments(opt, *info_it, plan); !described)
+  diag::Diagnostics spec_errors;
+  if (auto described = describe_arguments(opt, *info_it, plan, spec_errors); !described)
     return usage_error(described.error(), "see `ptxgate check --help` for --arg, --elements, --null-slot and --stream",
                        format);
+  if (!spec_errors.empty()) {
+    print_diagnostics(spec_errors, format);
+    return kDiagnostics;
+  }
   auto verdict = validation::check_launch(*info_it, res_it->second, plan, *caps, location);
   if (grid_max && verdict.max_cooperative_grid > 0) {
     plan.grid = {verdict.max_cooperative_grid, 1, 1};
@@ -270,15 +246,16 @@ CLI::App* register_check(CLI::App& app, Runner& runner) {
   cmd->add_option("--grid", opt->grid, "Grid X[,Y[,Z]], or 'max': the largest cooperative grid that fits (implies --cooperative)")
       ->default_val("1");
   cmd->add_option("--block", opt->block, "Block X[,Y[,Z]] (default: the kernel's @workgroup)");
-  cmd->add_option("--shared-bytes", opt->shared_bytes, "Dynamic shared memory per block, in bytes")->default_val(0);
+  cmd->add_option("--shared-bytes", opt->shared_bytes, "Dynamic shared memory per block, in bytes (decimal)")->default_val("0");
   cmd->add_flag("--cooperative", opt->cooperative, "Launch cooperatively (cuLaunchCooperativeKernel)");
   cmd->add_option("--device-profile", opt->profile,
                   "Device profile NAME (see `ptxgate devices --profiles`) or PATH to a profile JSON file")
       ->default_val(std::string(validation::kDefaultProfile));
   add_format_option(cmd, opt->format);
   cmd->add_option("--arg", opt->args,
-                  "NAME=SPEC per argument, in signature order: null, buffer:BYTES, TYPE:VALUE or a literal "
-                  "(enables the argument checks)");
+                  "NAME=SPEC per argument, in signature order (enables the argument checks): the specs of "
+                  "`ptxgate run` (random:COUNT[:SEED], fill:COUNT:VALUE, iota:COUNT, PATH.npy, a raw file, a literal), "
+                  "null, buffer:BYTES or TYPE:VALUE");
   cmd->add_flag("--empty-args", opt->empty_args, "Describe an empty argument table");
   cmd->add_option("--null-slot", opt->null_slots, "Index of an argument slot whose pointer is null");
   cmd->add_option("--elements", opt->elements, "NAME=COUNT: elements of buffer NAME the launch touches");

@@ -1,6 +1,5 @@
 // `ptxgate run FILE --kernel K --arg NAME=SPEC ...`: compile through the cache, validate, launch, read back.
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <map>
 
@@ -10,6 +9,7 @@
 #include "ptxgate/backend/npy.hpp"
 #include "ptxgate/backend/runtime.hpp"
 #include "ptxgate/ir/frontend.hpp"
+#include "ptxgate/support/numbers.hpp"
 #include "cli.hpp"
 
 namespace ptxgate::cli {
@@ -20,31 +20,13 @@ struct RunOptions {
   std::string kernel;
   std::string grid;
   std::string block;
-  uint64_t shared_bytes = 0;
+  std::string shared_bytes = "0";
   bool cooperative = false;
   std::vector<std::string> args, outs, prints;
-  unsigned time_runs = 0;
+  std::string time_runs = "0";
   int device = 0;
   std::string format = "text";
 };
-
-std::optional<std::array<uint64_t, 3>> parse_dims(std::string_view text) {
-  std::array<uint64_t, 3> dims{1, 1, 1};
-  size_t axis = 0;
-  while (!text.empty()) {
-    if (axis == 3) return std::nullopt;
-    auto comma = text.find(',');
-    auto part = text.substr(0, comma);
-    uint64_t v = 0;
-    auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
-    if (ec != std::errc{} || p != part.data() + part.size() || part.empty()) return std::nullopt;
-    dims[axis++] = v;
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  if (axis == 0) return std::nullopt;
-  return dims;
-}
 
 diag::Diagnostics option_error(diag::Code code, std::string message, std::string fix) {
   diag::Diagnostics d;
@@ -52,12 +34,13 @@ diag::Diagnostics option_error(diag::Code code, std::string message, std::string
   return d;
 }
 
-/// One parameter's value: host data for a buffer (and its device copy), or a scalar.
+/// One parameter's value: its parsed spec; host data for a buffer (and its device copy).
 struct BoundParam {
   const codegen::ParamInfo* param = nullptr;
+  validation::ArgSpec spec;
+  std::string text;  ///< the spec as written
   std::optional<backend::HostArray> host;
   backend::DeviceBuffer device;
-  std::optional<backend::Arg> scalar;
 };
 
 int fail(const diag::Diagnostics& d, diag::Format format) {
@@ -96,7 +79,6 @@ int run_kernel(const RunOptions& opt) {
     specs[kv->first] = kv->second;
   }
   std::vector<BoundParam> params(info.params.size());
-  uint64_t largest = 0;
   for (size_t i = 0; i < info.params.size(); ++i) {
     const auto& p = info.params[i];
     params[i].param = &p;
@@ -109,18 +91,13 @@ int run_kernel(const RunOptions& opt) {
                                  : fmt::format("add --arg {}=VALUE with an {} literal", p.name, ir::type_name(p.type)));
       continue;
     }
-    if (p.is_buffer) {
-      auto data = backend::make_buffer_data(it->second, p.type, p.name);
-      if (!data) {
-        errors.append(data.error());
-      } else {
-        largest = std::max<uint64_t>(largest, data->count);
-        params[i].host = std::move(*data);
-      }
+    // Parsed, not materialised: no host memory is spent before the driver is known to work.
+    auto parsed = validation::parse_arg_spec(it->second, &p, p.name);
+    if (!parsed) {
+      errors.append(parsed.error());
     } else {
-      auto value = backend::parse_scalar(it->second, p.type, p.name);
-      if (!value) errors.append(value.error());
-      else params[i].scalar = *value;
+      params[i].spec = std::move(*parsed);
+      params[i].text = it->second;
     }
     specs.erase(it);
   }
@@ -151,8 +128,9 @@ int run_kernel(const RunOptions& opt) {
     std::string name = p.substr(0, colon);
     size_t k = 10;
     if (colon != std::string::npos) {
-      auto [ptr, ec] = std::from_chars(p.data() + colon + 1, p.data() + p.size(), k);
-      if (ec != std::errc{} || ptr != p.data() + p.size()) {
+      auto parsed_k = support::parse_count(std::string_view(p).substr(colon + 1));
+      if (parsed_k) k = *parsed_k;
+      else {
         errors.add(diag::Code::invalid_argument_spec, fmt::format("--print '{}': K must be a number", p), {},
                    "write --print NAME or --print NAME:K");
         continue;
@@ -164,28 +142,51 @@ int run_kernel(const RunOptions& opt) {
                  {}, "name a buffer parameter of the kernel");
   }
   backend::LaunchConfig config;
-  config.dynamic_shared_bytes = opt.shared_bytes;
+  auto shared_bytes = support::parse_count(opt.shared_bytes);
+  if (shared_bytes) config.dynamic_shared_bytes = *shared_bytes;
+  else errors.add(diag::Code::invalid_launch_option, fmt::format("invalid --shared-bytes '{}': {}", opt.shared_bytes, shared_bytes.error()),
+                  {}, "write --shared-bytes N (a decimal byte count)");
+  auto time_runs = support::parse_count(opt.time_runs, 1000000);
+  if (!time_runs)
+    errors.add(diag::Code::invalid_launch_option, fmt::format("invalid --time '{}': {}", opt.time_runs, time_runs.error()),
+               {}, "write --time N (a decimal count of at most 1000000)");
   config.cooperative = opt.cooperative || info.cooperative;
   bool grid_max = opt.grid == "max";
   if (!opt.block.empty()) {
-    if (auto b = parse_dims(opt.block)) config.block = *b;
-    else errors.add(diag::Code::invalid_launch_option, fmt::format("invalid --block '{}'", opt.block), {}, "write --block X[,Y[,Z]]");
+    if (auto b = support::parse_dims(opt.block)) config.block = *b;
+    else errors.add(diag::Code::invalid_launch_option, fmt::format("invalid --block: {}", b.error()), {},
+                    "write --block X[,Y[,Z]] (decimal counts)");
   } else if (!info.has_required_block()) {
     config.block = {256, 1, 1};
   }
-  uint64_t threads = info.has_required_block() && opt.block.empty()
-                         ? uint64_t{info.required_block[0]} * info.required_block[1] * info.required_block[2]
-                         : config.block[0] * config.block[1] * config.block[2];
-  if (!opt.grid.empty() && !grid_max) {
-    if (auto g = parse_dims(opt.grid)) config.grid = *g;
-    else errors.add(diag::Code::invalid_launch_option, fmt::format("invalid --grid '{}'", opt.grid), {}, "write --grid X[,Y[,Z]] or --grid max");
-  } else if (!grid_max) {
-    config.grid = {threads == 0 ? 1 : std::max<uint64_t>(1, (largest + threads - 1) / threads), 1, 1};
+  bool grid_given = !opt.grid.empty() && !grid_max;
+  if (grid_given) {
+    if (auto g = support::parse_dims(opt.grid)) config.grid = *g;
+    else errors.add(diag::Code::invalid_launch_option, fmt::format("invalid --grid: {}", g.error()), {},
+                    "write --grid X[,Y[,Z]] (decimal counts) or --grid max");
   }
   if (errors.has_errors()) return fail(errors, format);
 
+  // The driver first: host data is materialised only when a launch can follow.
   auto rt = backend::Runtime::create({.device = opt.device});
   if (!rt) return fail(rt.error(), format);
+  uint64_t largest = 0;
+  for (auto& b : params) {
+    if (!b.spec.is_buffer() || b.spec.kind == validation::ArgSpec::Kind::null_pointer) continue;
+    auto data = backend::make_host_data(b.spec, b.text, b.param->name);
+    if (!data) errors.append(data.error());
+    else {
+      largest = std::max<uint64_t>(largest, data->count);
+      b.host = std::move(*data);
+    }
+  }
+  if (errors.has_errors()) return fail(errors, format);
+  if (!grid_given && !grid_max) {
+    uint64_t threads = info.has_required_block() && opt.block.empty()
+                           ? uint64_t{info.required_block[0]} * info.required_block[1] * info.required_block[2]
+                           : config.block[0] * config.block[1] * config.block[2];
+    config.grid = {threads == 0 ? 1 : std::max<uint64_t>(1, (largest + threads - 1) / threads), 1, 1};
+  }
   auto k = (*rt)->compile(loaded->module, opt.kernel);
   if (auto w = (*rt)->take_warnings(); !w.empty()) print_diagnostics(w, format);
   if (!k) return fail(k.error(), format);
@@ -197,13 +198,15 @@ int run_kernel(const RunOptions& opt) {
   }
   std::vector<backend::Arg> args;
   for (auto& b : params) {
-    if (b.param->is_buffer) {
+    if (b.spec.kind == validation::ArgSpec::Kind::null_pointer) {
+      args.push_back(backend::Arg::device_pointer(0));
+    } else if (b.host) {
       auto buf = (*rt)->upload(std::span<const std::byte>(b.host->bytes));
       if (!buf) return fail(buf.error(), format);
       b.device = std::move(*buf);
       args.emplace_back(b.device);
     } else {
-      args.push_back(*b.scalar);
+      args.push_back(backend::scalar_arg(b.spec));
     }
   }
   if (auto ok = (*k)->launch(config, args); !ok) return fail(ok.error(), format);
@@ -215,13 +218,13 @@ int run_kernel(const RunOptions& opt) {
                (unsigned long long)(config.block[0] ? config.block[2] : info.required_block[2]),
                (unsigned long long)config.dynamic_shared_bytes, config.cooperative ? " cooperative" : "");
 
-  if (opt.time_runs > 0) {
+  if (*time_runs > 0) {
     auto start = backend::Event::create((*rt)->shared_context());
     auto stop = backend::Event::create((*rt)->shared_context());
     if (!start) return fail(start.error(), format);
     if (!stop) return fail(stop.error(), format);
     std::vector<float> ms;
-    for (unsigned i = 0; i < opt.time_runs; ++i) {
+    for (unsigned i = 0; i < *time_runs; ++i) {
       if (auto ok = start->record(nullptr); !ok) return fail(ok.error(), format);
       if (auto ok = (*k)->launch(config, args); !ok) return fail(ok.error(), format);
       if (auto ok = stop->record(nullptr); !ok) return fail(ok.error(), format);
@@ -232,9 +235,14 @@ int run_kernel(const RunOptions& opt) {
     }
     std::sort(ms.begin(), ms.end());
     std::printf("time: median %.3f us over %u runs (min %.3f us, max %.3f us), after 1 warm-up\n",
-                ms[ms.size() / 2] * 1000.0, opt.time_runs, ms.front() * 1000.0, ms.back() * 1000.0);
+                ms[ms.size() / 2] * 1000.0, static_cast<unsigned>(*time_runs), ms.front() * 1000.0, ms.back() * 1000.0);
   }
   auto read_back = [&](BoundParam& b) -> std::expected<void, diag::Diagnostics> {
+    if (!b.host)
+      return std::unexpected(option_error(diag::Code::invalid_argument_spec,
+                                          fmt::format("buffer '{}' was given as '{}', which holds no data to read back",
+                                                      b.param->name, b.text),
+                                          "give it data (random:, fill:, iota:, buffer:, a file) or drop --print/--out"));
     return b.device.download(std::span<std::byte>(b.host->bytes));
   };
   for (auto& [b, k_elems] : prints) {
