@@ -31,6 +31,8 @@ CUresult encode_tensor_map_unchecked(const DriverApi& api, const TensorMapDesc& 
   const auto rank = static_cast<cuuint32_t>(d.rank());
   std::vector<cuuint64_t> dims(d.dims.begin(), d.dims.end());
   std::vector<cuuint64_t> strides(d.strides.begin(), d.strides.end());
+  // A rank-1 map has no strides, but the driver rejects a null array: pass one unused element.
+  if (strides.empty()) strides.push_back(0);
   std::vector<cuuint32_t> estrides(d.element_strides.begin(), d.element_strides.end());
   if (estrides.empty()) estrides.assign(rank, 1);
   // The driver writes 128 bytes aligned to 64; CUtensorMap is declared with 64-byte alignment.

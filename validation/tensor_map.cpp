@@ -214,7 +214,9 @@ diag::Diagnostics check_tensor_map(const TensorMapDesc& d, const DeviceCaps* cap
         c.add(Code::tensor_map_box, fmt::format("box[{}] = {} is out of range 1..{}", i, d.box[i], kMaxBox),
               "use box dimensions of 1 to 256 elements");
     inner_bytes = uint64_t{d.box[0]} * esize;
-    if (d.interleave == TmaInterleave::none && inner_bytes % 16 != 0)
+    // The documentation states this for interleave none only; the driver (580, sm_90) enforces it
+    // for every interleave, and so does ptxgate.
+    if (inner_bytes % 16 != 0)
       c.add(Code::tensor_map_box,
             fmt::format("the box's inner dimension is {} bytes (box[0] = {} x {} bytes), not a multiple of 16",
                         inner_bytes, d.box[0], esize),
@@ -253,7 +255,15 @@ diag::Diagnostics check_tensor_map(const TensorMapDesc& d, const DeviceCaps* cap
             fmt::format("element_strides[{}] = {} is out of range 1..{}", i, d.element_strides[i], kMaxElementStride),
             "use element strides of 1 to 8");
 
-  // Swizzle against the inner box bytes and the interleave.
+  // Swizzle against the device, the inner box bytes and the interleave.
+  const bool atom_swizzle = d.swizzle == TmaSwizzle::b128_atom32 || d.swizzle == TmaSwizzle::b128_atom32_flip8 ||
+                            d.swizzle == TmaSwizzle::b128_atom64;
+  if (atom_swizzle && caps != nullptr && caps->cc_major < 10)
+    c.add(Code::tensor_map_swizzle,
+          fmt::format("swizzle {} moves 32/64-byte atoms, which needs compute capability 10.0 or later; {} has {}.{}",
+                      name(d.swizzle), caps->name.empty() ? caps->profile : caps->name, caps->cc_major, caps->cc_minor),
+          "use swizzle 32B, 64B or 128B on this device");
+  // Documented, though the driver (580) encodes other swizzles with interleave 32B too.
   if (d.interleave == TmaInterleave::b32 && d.swizzle != TmaSwizzle::b32)
     c.add(Code::tensor_map_swizzle,
           fmt::format("interleave 32B needs swizzle 32B, not {}", name(d.swizzle)), "use swizzle 32B");

@@ -17,6 +17,8 @@ namespace {
 struct Case {
   std::string name;
   std::function<void(TensorMapDesc&)> edit;
+  /// A rule the driver documents but does not enforce: ptxgate refuses, the driver encodes.
+  bool documented_only = false;
 };
 
 TensorMapDesc tiled_base() {
@@ -94,7 +96,14 @@ std::vector<Case> tiled_cases() {
   c.push_back({"interleave 16B rank 2", [=](TensorMapDesc& d) {
                  interleaved(d, TmaInterleave::b16, TmaSwizzle::none); d.dims = {16, 8}; d.strides = {64}; d.box = {16, 8}; }});
   c.push_back({"interleave 32B swizzle 32B", [=](TensorMapDesc& d) { interleaved(d, TmaInterleave::b32, TmaSwizzle::b32); }});
-  c.push_back({"interleave 32B swizzle 64B", [=](TensorMapDesc& d) { interleaved(d, TmaInterleave::b32, TmaSwizzle::b64); }});
+  c.push_back({"interleave 32B swizzle 64B", [=](TensorMapDesc& d) { interleaved(d, TmaInterleave::b32, TmaSwizzle::b64); },
+               /*documented_only=*/true});
+  c.push_back({"interleave 16B inner 20 bytes", [=](TensorMapDesc& d) {
+                 interleaved(d, TmaInterleave::b16, TmaSwizzle::none); d.type = TmaType::f32; d.dims = {512, 8, 8};
+                 d.strides = {2048, 16384}; d.box = {5, 8, 8}; }});
+  c.push_back({"interleave 16B inner 16 bytes", [=](TensorMapDesc& d) {
+                 interleaved(d, TmaInterleave::b16, TmaSwizzle::none); d.type = TmaType::f32; d.dims = {512, 8, 8};
+                 d.strides = {2048, 16384}; d.box = {4, 8, 8}; }});
   c.push_back({"interleave 32B address +16", [=](TensorMapDesc& d) {
                  interleaved(d, TmaInterleave::b32, TmaSwizzle::b32); d.address += 16; }});
   c.push_back({"interleave 32B stride 48", [=](TensorMapDesc& d) {
@@ -153,7 +162,7 @@ TEST_CASE("tensor maps: ptxgate's verdict equals the driver's at and one past ev
   }
   auto buffer = rt.allocate(1 << 20);
   PG_REQUIRE_OK(buffer);
-  size_t agree = 0, total = 0;
+  size_t agree = 0, total = 0, documented = 0;
   auto run = [&](const TensorMapDesc& base, const std::vector<Case>& cases) {
     for (const auto& c : cases) {
       TensorMapDesc d = base;
@@ -164,6 +173,11 @@ TEST_CASE("tensor maps: ptxgate's verdict equals the driver's at and one past ev
       const CUresult r = backend::encode_tensor_map_unchecked(rt.context().api(), d, out);
       const bool driver = r == CUDA_SUCCESS;
       ++total;
+      if (c.documented_only && !ours && driver) {
+        ++documented;
+        MESSAGE("documented rule the driver does not enforce: '" << c.name << "' (ptxgate refuses, the driver encodes)");
+        continue;
+      }
       if (ours == driver) {
         ++agree;
       } else {
@@ -175,8 +189,9 @@ TEST_CASE("tensor maps: ptxgate's verdict equals the driver's at and one past ev
   };
   run(tiled_base(), tiled_cases());
   run(im2col_base(), im2col_cases());
-  MESSAGE("tensor-map agreement: " << agree << "/" << total << " cases");
-  CHECK(agree == total);
+  MESSAGE("tensor-map agreement: " << agree << "/" << total - documented << " cases (" << documented
+                                     << " documented rules the driver does not enforce)");
+  CHECK(agree + documented == total);
 }
 
 TEST_CASE("tensor maps: encode_tensor_map encodes a legal map and blocks an illegal one before the driver") {

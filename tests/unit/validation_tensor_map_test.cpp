@@ -168,6 +168,19 @@ TEST_CASE("box: 1..256 per dimension, inner bytes a multiple of 16 (PG3706)") {
   expect_ok(d);
   d.box = {12, 64};  // 24 bytes
   expect_only(d, diag::Code::tensor_map_box, "24 bytes");
+  // With interleave too (the driver enforces it there, though the documentation names only none).
+  auto c = conv_input();
+  c.kind = TensorMapKind::tiled;
+  c.type = TmaType::f32;
+  c.dims = {512, 8, 8};
+  c.strides = {2048, 16384};
+  c.box = {4, 8, 8};
+  c.lower_corner = c.upper_corner = {};
+  c.interleave = TmaInterleave::b16;
+  c.swizzle = TmaSwizzle::none;
+  expect_ok(c);
+  c.box = {5, 8, 8};
+  expect_only(c, diag::Code::tensor_map_box, "20 bytes");
 }
 
 TEST_CASE("element strides: 1..8 (PG3707)") {
@@ -195,6 +208,16 @@ TEST_CASE("swizzle: inner box bytes within the swizzle span; interleave 32B need
   c.interleave = TmaInterleave::b32;
   c.swizzle = TmaSwizzle::b64;
   expect_only(c, diag::Code::tensor_map_swizzle, "needs swizzle 32B");
+  // The 32/64-byte atom swizzles are Blackwell's: refused on sm_90, allowed on sm_100.
+  auto hopper = load_profile("h100-sxm");
+  auto blackwell = load_profile("b200");
+  REQUIRE(hopper.has_value());
+  REQUIRE(blackwell.has_value());
+  d = gemm_tile();
+  d.swizzle = TmaSwizzle::b128_atom64;
+  expect_only(d, diag::Code::tensor_map_swizzle, "compute capability 10.0", &*hopper);
+  expect_ok(d, &*blackwell);
+  expect_ok(d);  // no device: nothing to compare with
 }
 
 TEST_CASE("NaN out-of-bounds fill needs a floating-point type (PG3709)") {
