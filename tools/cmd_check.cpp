@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/ir/frontend.hpp"
@@ -91,11 +92,30 @@ std::expected<void, std::string> describe_arguments(const CheckOptions& opt, con
   return {};
 }
 
-int usage_error(std::string message, std::string fix, diag::Format format) {
+// A check that ends before its verdict. Under --format json standard output still holds exactly
+// one JSON document (no verdict, the diagnostics); under sarif one SARIF log; text goes to stderr.
+int stop(const diag::Diagnostics& d, diag::Format format, std::string_view kernel, int code) {
+  switch (format) {
+    case diag::Format::json: {
+      nlohmann::json j{{"kernel", kernel},
+                       {"launchable", false},
+                       {"status", code == kUsage ? "usage_error" : "error"},
+                       {"errors", d.error_count()},
+                       {"warnings", d.warning_count()},
+                       {"diagnostics", nlohmann::json::parse(diag::render_json(d))}};
+      std::fputs((j.dump(2) + "\n").c_str(), stdout);
+      break;
+    }
+    case diag::Format::sarif: std::fputs(diag::render_sarif(d).c_str(), stdout); break;
+    case diag::Format::text: print_diagnostics(d, format); break;
+  }
+  return code;
+}
+
+int usage_error(std::string message, std::string fix, diag::Format format, std::string_view kernel) {
   diag::Diagnostics d;
   d.add(diag::Code::invalid_launch_option, std::move(message), {}, std::move(fix));
-  print_diagnostics(d, format);
-  return kUsage;
+  return stop(d, format, kernel, kUsage);
 }
 
 // Prints diagnostics in text mode, hiding notes unless --verbose.
@@ -116,29 +136,27 @@ int run_check(const CheckOptions& opt) {
   auto grid = grid_max ? std::array<uint64_t, 3>{1, 1, 1} : support::parse_dims(opt.grid);
   if (!grid)
     return usage_error(fmt::format("invalid --grid: {}", grid.error()),
-                       "write --grid X[,Y[,Z]] (decimal counts) or --grid max", format);
+                       "write --grid X[,Y[,Z]] (decimal counts) or --grid max", format, opt.kernel);
   std::array<uint64_t, 3> block{0, 0, 0};
   if (!opt.block.empty()) {
     auto b = support::parse_dims(opt.block);
     if (!b)
       return usage_error(fmt::format("invalid --block: {}", b.error()),
-                         "write --block X[,Y[,Z]] (decimal counts)", format);
+                         "write --block X[,Y[,Z]] (decimal counts)", format, opt.kernel);
     block = *b;
   }
   auto shared_bytes = support::parse_count(opt.shared_bytes);
   if (!shared_bytes)
     return usage_error(fmt::format("invalid --shared-bytes '{}': {}", opt.shared_bytes, shared_bytes.error()),
-                       "write --shared-bytes N (a decimal byte count)", format);
+                       "write --shared-bytes N (a decimal byte count)", format, opt.kernel);
 
   auto caps = validation::load_profile(opt.profile);
   if (!caps) {
-    print_diagnostics(caps.error(), format);
-    return kDiagnostics;
+    return stop(caps.error(), format, opt.kernel, kDiagnostics);
   }
   auto loaded = ir::load_file(opt.input);
   if (!loaded) {
-    print_diagnostics(loaded.error(), format);
-    return kDiagnostics;
+    return stop(loaded.error(), format, opt.kernel, kDiagnostics);
   }
   const ir::Kernel* kernel = loaded->module.find_kernel(opt.kernel);
   if (!kernel) {
@@ -146,7 +164,7 @@ int run_check(const CheckOptions& opt) {
     for (const auto& k : loaded->module.kernels) names += (names.empty() ? "" : ", ") + k.name;
     return usage_error(fmt::format("no kernel named '{}' in '{}'; kernels: {}", opt.kernel, opt.input,
                                    names.empty() ? "(none)" : names),
-                       "pass --kernel with one of the kernel names", format);
+                       "pass --kernel with one of the kernel names", format, opt.kernel);
   }
   diag::Location location = diag::locate(loaded->source, kernel->name_range.offset, kernel->name_range.length);
 
@@ -157,15 +175,13 @@ int run_check(const CheckOptions& opt) {
     d.add(diag::Code::resource_query_failed,
           fmt::format("device profile '{}' is {}, which ptxgate cannot compile for", caps->profile, arch), location,
           "use a profile of a supported architecture (`ptxgate devices --profiles`)");
-    print_diagnostics(d, format);
-    return kDiagnostics;
+    return stop(d, format, opt.kernel, kDiagnostics);
   }
   codegen::CodegenOptions cg;
   cg.target = arch;
   auto built = toolchain::build(loaded->module, cg, toolchain::discover(), /*assemble_cubin=*/true);
   if (!built) {
-    print_diagnostics(built.error(), format);
-    return kDiagnostics;
+    return stop(built.error(), format, opt.kernel, kDiagnostics);
   }
   auto res_it = built->resources.find(opt.kernel);
   auto info_it = std::find_if(built->kernels.begin(), built->kernels.end(),
@@ -175,8 +191,7 @@ int run_check(const CheckOptions& opt) {
     d.add(diag::Code::resource_query_failed,
           fmt::format("ptxas -arch={} reported no resources for kernel '{}'", arch, opt.kernel), location,
           "check that ptxas (CUDA_HOME or PTXGATE_PTXAS) is the CUDA Toolkit's and supports the target");
-    print_diagnostics(d, format);
-    return kDiagnostics;
+    return stop(d, format, opt.kernel, kDiagnostics);
   }
 
   validation::LaunchPlan plan;
@@ -187,10 +202,9 @@ int run_check(const CheckOptions& opt) {
   diag::Diagnostics spec_errors;
   if (auto described = describe_arguments(opt, *info_it, plan, spec_errors); !described)
     return usage_error(described.error(), "see `ptxgate check --help` for --arg, --elements, --null-slot and --stream",
-                       format);
+                       format, opt.kernel);
   if (!spec_errors.empty()) {
-    print_diagnostics(spec_errors, format);
-    return kDiagnostics;
+    return stop(spec_errors, format, opt.kernel, kDiagnostics);
   }
   auto verdict = validation::check_launch(*info_it, res_it->second, plan, *caps, location);
   if (grid_max && verdict.max_cooperative_grid > 0) {
@@ -198,7 +212,7 @@ int run_check(const CheckOptions& opt) {
     verdict = validation::check_launch(*info_it, res_it->second, plan, *caps, location);
   }
 
-  if (!loaded->warnings.empty()) print_diagnostics(loaded->warnings, format == diag::Format::text ? format : diag::Format::text);
+  if (!loaded->warnings.empty()) print_diagnostics(loaded->warnings, format);
   switch (format) {
     case diag::Format::json:
       std::fputs((verdict.to_json(opt.kernel, plan).dump(2) + "\n").c_str(), stdout);

@@ -1,6 +1,5 @@
 // `ptxgate emit FILE|- [--target T] [--emit ptx|llvm|meta] [-O N] [--libdevice PATH] [-o OUT]`: IR text to PTX.
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -8,6 +7,7 @@
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/toolchain/build.hpp"
 #include "ptxgate/ir/frontend.hpp"
+#include "ptxgate/support/files.hpp"
 #include "cli.hpp"
 
 namespace ptxgate::cli {
@@ -24,19 +24,15 @@ struct EmitOptions {
   std::string libdevice;
 };
 
+// The product goes to standard output (checked when the command ends) or, with -o, to a
+// temporary file renamed over the path, so a failed write never leaves a truncated file.
 int write_output(const std::string& text, const std::string& path, diag::Format format) {
   if (path.empty() || path == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return kSuccess;
   }
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) {
-    diag::Diagnostics d;
-    d.add(diag::Code::cannot_write_file, "cannot write output file '" + path + "'", {},
-          "check that the directory exists and is writable");
-    print_diagnostics(d, format);
+  if (auto ok = support::write_file_atomically(path, text); !ok) {
+    print_diagnostics(ok.error(), format);
     return kDiagnostics;
   }
   return kSuccess;

@@ -2,6 +2,8 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <optional>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -11,11 +13,32 @@
 namespace ptxgate::cli {
 
 void print_diagnostics(const diag::Diagnostics& diags, diag::Format format) {
-  if (format == diag::Format::text) {
-    std::fputs(diag::render_text(diags).c_str(), stderr);
-  } else {
-    std::fputs(diag::render(diags, format).c_str(), stdout);
+  // Standard output carries only a command's product; diagnostics go to standard error in the
+  // format asked.
+  std::fputs(format == diag::Format::text ? diag::render_text(diags).c_str() : diag::render(diags, format).c_str(),
+             stderr);
+}
+
+int finish_output(int code) {
+  // Every byte a command wrote to standard output must have arrived (a full disk, a closed pipe).
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return code;
+  diag::Diagnostics d;
+  d.add(diag::Code::cannot_write_file, "cannot write to standard output", {},
+        "check that the output file's disk has space and the pipe's reader is still running");
+  std::fputs(diag::render_text(d).c_str(), stderr);
+  return code == kSuccess ? kDiagnostics : code;
+}
+
+std::optional<diag::Format> format_in_arguments(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    std::string_view value;
+    if (a == "--format" && i + 1 < argc) value = argv[i + 1];
+    else if (a.starts_with("--format=")) value = a.substr(9);
+    else continue;
+    if (auto f = diag::format_from_name(value); f && *f != diag::Format::text) return f;
   }
+  return std::nullopt;
 }
 
 void add_format_option(CLI::App* cmd, std::string& format) {
@@ -54,12 +77,19 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // A usage error honours --format json|sarif when the command line asked for one.
+    if (auto format = format_in_arguments(argc, argv); format && e.get_exit_code() != 0) {
+      ptxgate::diag::Diagnostics d;
+      d.add(ptxgate::diag::Code::invalid_launch_option, e.what(), {}, "see `ptxgate --help` and the command's --help");
+      print_diagnostics(d, *format);
+      return kUsage;
+    }
     int code = app.exit(e);
-    return code == 0 ? kSuccess : kUsage;
+    return finish_output(code == 0 ? kSuccess : kUsage);
   }
   try {
     for (auto [cmd, runner] : commands)
-      if (cmd->parsed() && *runner) return (*runner)();
+      if (cmd->parsed() && *runner) return finish_output((*runner)());
   } catch (const std::exception& e) {
     return report_internal_error(e.what());
   } catch (...) {
