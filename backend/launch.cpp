@@ -18,12 +18,6 @@ std::string launch_subject(const LoadedFunction& fn, const validation::LaunchPla
                      plan.dynamic_shared_bytes, plan.cooperative ? " cooperative" : "");
 }
 
-std::array<uint64_t, 3> effective_block(const LoadedFunction& fn, const validation::LaunchPlan& plan) {
-  if (plan.block[0] == 0 && plan.block[1] == 0 && plan.block[2] == 0 && fn.info().has_required_block())
-    return {fn.info().required_block[0], fn.info().required_block[1], fn.info().required_block[2]};
-  return plan.block;
-}
-
 /// Checks that the plan describes the argument table actually passed; a mismatch
 /// is a caller bug (PG9000), not a user error.
 std::expected<void, diag::Diagnostics> plan_matches_call(const LoadedFunction& fn, const validation::LaunchPlan& plan,
@@ -154,7 +148,7 @@ LaunchCounters LoadedFunction::counters() const {
 validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const validation::LaunchPlan& plan,
                                     CUstream, bool report_warnings) {
   const auto& caps = ctx.caps();
-  auto block = effective_block(fn, plan);
+  auto block = validation::effective_block(fn.info_, plan);
   uint64_t total_shared = fn.resources_.static_shared_bytes + plan.dynamic_shared_bytes;
   // The opt-in is set to its maximum once per function, before the occupancy query,
   // so that the driver's answer accounts for the dynamic shared memory asked for.

@@ -115,7 +115,7 @@ bool same_config(const LaunchConfig& a, const LaunchConfig& b) {
   // Element by element: std::array's operator== becomes two memcmp calls here.
   return a.grid[0] == b.grid[0] && a.grid[1] == b.grid[1] && a.grid[2] == b.grid[2] && a.block[0] == b.block[0] &&
          a.block[1] == b.block[1] && a.block[2] == b.block[2] && a.dynamic_shared_bytes == b.dynamic_shared_bytes &&
-         a.cooperative == b.cooperative;
+         a.cooperative == b.cooperative && a.block_given == b.block_given;
 }
 
 }  // namespace
@@ -133,6 +133,7 @@ std::expected<void, diag::Diagnostics> Kernel::fill_plan(validation::LaunchPlan&
   plan.block = config.block;
   plan.dynamic_shared_bytes = config.dynamic_shared_bytes;
   plan.cooperative = config.cooperative;
+  plan.block_given = config.block_given;
   plan.arguments_known = true;
   plan.stream_policy = validation::StreamPolicy::allow_legacy_default;
   plan.stream_is_null = stream == nullptr;

@@ -24,12 +24,15 @@ namespace ptxgate::backend {
 /// Geometry and options of one launch.
 struct LaunchConfig {
   std::array<uint64_t, 3> grid{1, 1, 1};
-  std::array<uint64_t, 3> block{0, 0, 0};  ///< all 0: the kernel's @workgroup
+  /// All 0 and `block_given` false: the kernel's @workgroup, else validation::kDefaultBlock (256).
+  std::array<uint64_t, 3> block{0, 0, 0};
   uint64_t dynamic_shared_bytes = 0;
   bool cooperative = false;
+  /// `block` was asked for explicitly: all 0 is then a zero block (PG3101), not the default.
+  bool block_given = false;
 
   /// A 1-D launch of `grid` blocks of `block` threads.
-  static LaunchConfig linear(uint64_t grid, uint64_t block) { return {{grid, 1, 1}, {block, 1, 1}, 0, false}; }
+  static LaunchConfig linear(uint64_t grid, uint64_t block) { return {{grid, 1, 1}, {block, 1, 1}, 0, false, true}; }
 };
 
 struct RuntimeOptions {

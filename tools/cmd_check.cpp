@@ -197,6 +197,7 @@ int run_check(const CheckOptions& opt) {
   validation::LaunchPlan plan;
   plan.grid = *grid;
   plan.block = block;
+  plan.block_given = !opt.block.empty();
   plan.dynamic_shared_bytes = *shared_bytes;
   plan.cooperative = opt.cooperative || grid_max;
   diag::Diagnostics spec_errors;
@@ -259,7 +260,7 @@ CLI::App* register_check(CLI::App& app, Runner& runner) {
   cmd->add_option("--kernel", opt->kernel, "Kernel to launch")->required();
   cmd->add_option("--grid", opt->grid, "Grid X[,Y[,Z]], or 'max': the largest cooperative grid that fits (implies --cooperative)")
       ->default_val("1");
-  cmd->add_option("--block", opt->block, "Block X[,Y[,Z]] (default: the kernel's @workgroup)");
+  cmd->add_option("--block", opt->block, "Block X[,Y[,Z]] (default: the kernel's @workgroup, else 256)");
   cmd->add_option("--shared-bytes", opt->shared_bytes, "Dynamic shared memory per block, in bytes (decimal)")->default_val("0");
   cmd->add_flag("--cooperative", opt->cooperative, "Launch cooperatively (cuLaunchCooperativeKernel)");
   cmd->add_option("--device-profile", opt->profile,

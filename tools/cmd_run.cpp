@@ -153,12 +153,15 @@ int run_kernel(const RunOptions& opt) {
   config.cooperative = opt.cooperative || info.cooperative;
   bool grid_max = opt.grid == "max";
   if (!opt.block.empty()) {
+    config.block_given = true;
     if (auto b = support::parse_dims(opt.block)) config.block = *b;
     else errors.add(diag::Code::invalid_launch_option, fmt::format("invalid --block: {}", b.error()), {},
                     "write --block X[,Y[,Z]] (decimal counts)");
-  } else if (!info.has_required_block()) {
-    config.block = {256, 1, 1};
   }
+  validation::LaunchPlan block_plan;
+  block_plan.block = config.block;
+  block_plan.block_given = config.block_given;
+  const auto block = validation::effective_block(info, block_plan);  // the library's one default
   bool grid_given = !opt.grid.empty() && !grid_max;
   if (grid_given) {
     if (auto g = support::parse_dims(opt.grid)) config.grid = *g;
@@ -182,9 +185,9 @@ int run_kernel(const RunOptions& opt) {
   }
   if (errors.has_errors()) return fail(errors, format);
   if (!grid_given && !grid_max) {
-    uint64_t threads = info.has_required_block() && opt.block.empty()
-                           ? uint64_t{info.required_block[0]} * info.required_block[1] * info.required_block[2]
-                           : config.block[0] * config.block[1] * config.block[2];
+    uint64_t threads = 0;
+    if (__builtin_mul_overflow(block[0], block[1], &threads) || __builtin_mul_overflow(threads, block[2], &threads))
+      threads = 0;
     config.grid = {threads == 0 ? 1 : std::max<uint64_t>(1, (largest + threads - 1) / threads), 1, 1};
   }
   auto k = (*rt)->compile(loaded->module, opt.kernel);
@@ -213,9 +216,7 @@ int run_kernel(const RunOptions& opt) {
   if (auto ok = (*rt)->synchronize(); !ok) return fail(ok.error(), format);
   std::fprintf(stderr, "ran %s: grid=(%llu,%llu,%llu) block=(%llu,%llu,%llu) shared=%llu%s\n", opt.kernel.c_str(),
                (unsigned long long)config.grid[0], (unsigned long long)config.grid[1], (unsigned long long)config.grid[2],
-               (unsigned long long)(config.block[0] ? config.block[0] : info.required_block[0]),
-               (unsigned long long)(config.block[0] ? config.block[1] : info.required_block[1]),
-               (unsigned long long)(config.block[0] ? config.block[2] : info.required_block[2]),
+               (unsigned long long)block[0], (unsigned long long)block[1], (unsigned long long)block[2],
                (unsigned long long)config.dynamic_shared_bytes, config.cooperative ? " cooperative" : "");
 
   if (*time_runs > 0) {

@@ -98,51 +98,46 @@ void check_arguments(const codegen::KernelInfo& kernel, const LaunchPlan& plan, 
   }
 }
 
-}  // namespace
+/// What the checks learn about a launch and hand on to the later ones.
+struct Facts {
+  bool block_given = false;       ///< the plan names a block (or says explicitly that it does)
+  uint64_t threads = 0, blocks = 0;
+  bool threads_known = false, blocks_known = false;
+  bool geometry_ok = true;        ///< every geometry check passed
+  bool resources_ok = true;       ///< shared memory and registers fit
+  bool threads_fit = false;       ///< 1 <= threads <= the device's per-block limit
+};
 
-Verdict check_launch(const codegen::KernelInfo& kernel, const KernelResources& res, const LaunchPlan& plan,
-                     const DeviceCaps& caps, const diag::Location& location,
-                     std::optional<uint32_t> occupancy_override, bool report_warnings) {
-  Verdict v;
-  Reporter r{v.diagnostics, location};
-  check_arguments(kernel, plan, r);
-
-  // Geometry.
-  bool block_given = plan.block[0] | plan.block[1] | plan.block[2];
-  if (block_given) v.block = plan.block;
-  else if (kernel.has_required_block())
-    v.block = {kernel.required_block[0], kernel.required_block[1], kernel.required_block[2]};
-  bool geometry_ok = true;
-  if (!block_given && !kernel.has_required_block()) {
-    r.add(Code::zero_dimension, fmt::format("no block size given and kernel '{}' has no @workgroup", kernel.name),
-          "give a block size (e.g. --block 256)");
-    geometry_ok = false;
-  } else if (v.block[0] == 0 || v.block[1] == 0 || v.block[2] == 0) {
+// PG3101-PG3106, PG3302: block and grid dimensions against the device and the kernel.
+void check_geometry(const codegen::KernelInfo& kernel, const KernelResources& res, const LaunchPlan& plan,
+                    const DeviceCaps& caps, Reporter& r, Facts& f, Verdict& v) {
+  f.block_given = block_given(plan);
+  v.block = effective_block(kernel, plan);
+  if (v.block[0] == 0 || v.block[1] == 0 || v.block[2] == 0) {
     r.add(Code::zero_dimension, fmt::format("block {} has a zero dimension", dims(v.block)),
           "every block dimension must be at least 1");
-    geometry_ok = false;
+    f.geometry_ok = false;
   }
   if (plan.grid[0] == 0 || plan.grid[1] == 0 || plan.grid[2] == 0) {
     r.add(Code::zero_dimension, fmt::format("grid {} has a zero dimension", dims(plan.grid)),
           "every grid dimension must be at least 1");
-    geometry_ok = false;
+    f.geometry_ok = false;
   }
-  uint64_t threads = 0, blocks = 0;
-  bool threads_known = !mul_overflows(v.block, threads);
-  bool blocks_known = !mul_overflows(plan.grid, blocks);
-  if (!threads_known)
+  f.threads_known = !mul_overflows(v.block, f.threads);
+  f.blocks_known = !mul_overflows(plan.grid, f.blocks);
+  if (!f.threads_known)
     r.add(Code::geometry_overflow, fmt::format("block {} has more threads than 2^64", dims(v.block)),
           fmt::format("use a block of at most {} threads", caps.max_threads_per_block));
-  if (!blocks_known)
+  if (!f.blocks_known)
     r.add(Code::geometry_overflow, fmt::format("grid {} has more blocks than 2^64", dims(plan.grid)),
           fmt::format("keep each grid dimension within the device limit {}", dims(caps.max_grid_dim)));
-  geometry_ok = geometry_ok && threads_known && blocks_known;
-  if (threads_known && threads > caps.max_threads_per_block) {
+  f.geometry_ok = f.geometry_ok && f.threads_known && f.blocks_known;
+  if (f.threads_known && f.threads > caps.max_threads_per_block) {
     r.add(Code::threads_per_block_exceeded,
-          fmt::format("block {} has {} threads; {} allows at most {} per block", dims(v.block), threads, caps.name,
+          fmt::format("block {} has {} threads; {} allows at most {} per block", dims(v.block), f.threads, caps.name,
                       caps.max_threads_per_block),
           fmt::format("use at most {} threads per block and more blocks", caps.max_threads_per_block));
-    geometry_ok = false;
+    f.geometry_ok = false;
   }
   for (int i = 0; i < 3; ++i) {
     if (v.block[i] > caps.max_block_dim[i]) {
@@ -150,7 +145,7 @@ Verdict check_launch(const codegen::KernelInfo& kernel, const KernelResources& r
             fmt::format("block.{} = {} exceeds the device limit {} (max block {})", kAxis[i], v.block[i],
                         caps.max_block_dim[i], dims(caps.max_block_dim)),
             fmt::format("make block.{} at most {}", kAxis[i], caps.max_block_dim[i]));
-      geometry_ok = false;
+      f.geometry_ok = false;
     }
   }
   for (int i = 0; i < 3; ++i) {
@@ -159,29 +154,32 @@ Verdict check_launch(const codegen::KernelInfo& kernel, const KernelResources& r
             fmt::format("grid.{} = {} exceeds the device limit {} (max grid {})", kAxis[i], plan.grid[i],
                         caps.max_grid_dim[i], dims(caps.max_grid_dim)),
             fmt::format("make grid.{} at most {}, or move work to another axis", kAxis[i], caps.max_grid_dim[i]));
-      geometry_ok = false;
+      f.geometry_ok = false;
     }
   }
-  if (block_given && kernel.has_required_block() &&
+  if (f.block_given && kernel.has_required_block() &&
       (plan.block[0] != kernel.required_block[0] || plan.block[1] != kernel.required_block[1] ||
        plan.block[2] != kernel.required_block[2]))
     r.add(Code::workgroup_mismatch,
           fmt::format("block {} differs from kernel '{}' @workgroup {}", dims(plan.block), kernel.name,
                       dims(kernel.required_block)),
           fmt::format("launch with block {} (or omit the block size)", dims(kernel.required_block)));
-  bool threads_fit = threads_known && threads >= 1 && threads <= caps.max_threads_per_block;
-  if (threads_fit && threads > res.max_threads_per_block) {
+  f.threads_fit = f.threads_known && f.threads >= 1 && f.threads <= caps.max_threads_per_block;
+  if (f.threads_fit && f.threads > res.max_threads_per_block) {
     r.add(Code::threads_exceed_kernel_max,
-          fmt::format("block of {} threads exceeds kernel '{}' maximum of {} threads per block", threads, kernel.name,
+          fmt::format("block of {} threads exceeds kernel '{}' maximum of {} threads per block", f.threads, kernel.name,
                       res.max_threads_per_block),
           fmt::format("use at most {} threads per block", res.max_threads_per_block));
-    geometry_ok = false;
+    f.geometry_ok = false;
   }
+}
 
-  // Shared memory.
-  bool resources_ok = true;
+// PG3201, PG3202: static + dynamic shared memory against the default and opt-in limits.
+void check_shared_memory(const KernelResources& res, const LaunchPlan& plan, const DeviceCaps& caps, Reporter& r,
+                         Facts& f, Verdict& v, bool report_warnings) {
   uint64_t total_shared = 0;
-  if (__builtin_add_overflow(res.static_shared_bytes, plan.dynamic_shared_bytes, &total_shared)) total_shared = UINT64_MAX;
+  if (__builtin_add_overflow(res.static_shared_bytes, plan.dynamic_shared_bytes, &total_shared))
+    total_shared = UINT64_MAX;
   v.total_shared_bytes = total_shared;
   if (total_shared > caps.shared_per_block_optin) {
     r.add(Code::shared_memory_exceeded,
@@ -191,39 +189,46 @@ Verdict check_launch(const codegen::KernelInfo& kernel, const KernelResources& r
               ? fmt::format("request at most {} bytes of dynamic shared memory",
                             caps.shared_per_block_optin - res.static_shared_bytes)
               : fmt::format("shrink the kernel's shared arrays to at most {} bytes", caps.shared_per_block_optin));
-    resources_ok = false;
+    f.resources_ok = false;
   } else if (total_shared > caps.shared_per_block) {
     v.needs_shared_opt_in = true;
     if (report_warnings)
       r.add(Code::shared_memory_opt_in,
-          fmt::format("shared memory {} bytes exceeds the default {} bytes per block; the backend opts in (limit {})",
-                      total_shared, caps.shared_per_block, caps.shared_per_block_optin),
-          {});
+            fmt::format("shared memory {} bytes exceeds the default {} bytes per block; the backend opts in (limit {})",
+                        total_shared, caps.shared_per_block, caps.shared_per_block_optin),
+            {});
   }
+}
 
-  // Registers.
+// PG3301: registers per thread and registers charged per block.
+void check_registers(const codegen::KernelInfo& kernel, const KernelResources& res, const DeviceCaps& caps,
+                     Reporter& r, Facts& f) {
   if (res.registers_per_thread > caps.max_registers_per_thread) {
     r.add(Code::registers_exceeded,
           fmt::format("kernel '{}' uses {} registers per thread; the device allows {}", kernel.name,
                       res.registers_per_thread, caps.max_registers_per_thread),
           "reduce register pressure (smaller unrolling, fewer live values)");
-    resources_ok = false;
-  } else if (threads_fit) {
-    uint64_t charged = registers_charged_per_block(caps, res.registers_per_thread, threads);
-    if (charged > caps.registers_per_block) {
-      uint64_t per_warp_block = registers_charged_per_block(caps, res.registers_per_thread, 1) / kSmSubPartitions;
-      uint64_t max_warps = per_warp_block ? caps.registers_per_block / per_warp_block / kSmSubPartitions * kSmSubPartitions : 0;
-      r.add(Code::registers_exceeded,
-            fmt::format("block of {} threads at {} registers/thread needs {} registers (allocated per warp in units "
-                        "of {}); the device allows {} per block",
-                        threads, res.registers_per_thread, charged, caps.register_allocation_unit,
-                        caps.registers_per_block),
-            fmt::format("use at most {} threads per block, or reduce register use", max_warps * caps.warp_size));
-      resources_ok = false;
-    }
+    f.resources_ok = false;
+    return;
   }
+  if (!f.threads_fit) return;
+  uint64_t charged = registers_charged_per_block(caps, res.registers_per_thread, f.threads);
+  if (charged <= caps.registers_per_block) return;
+  uint64_t per_warp_block = registers_charged_per_block(caps, res.registers_per_thread, 1) / kSmSubPartitions;
+  uint64_t max_warps =
+      per_warp_block ? caps.registers_per_block / per_warp_block / kSmSubPartitions * kSmSubPartitions : 0;
+  r.add(Code::registers_exceeded,
+        fmt::format("block of {} threads at {} registers/thread needs {} registers (allocated per warp in units "
+                    "of {}); the device allows {} per block",
+                    f.threads, res.registers_per_thread, charged, caps.register_allocation_unit,
+                    caps.registers_per_block),
+        fmt::format("use at most {} threads per block, or reduce register use", max_warps * caps.warp_size));
+  f.resources_ok = false;
+}
 
-  // Cooperative launch.
+// PG3401, PG3402: whether the launch may (or must) be cooperative.
+void check_cooperative_mode(const codegen::KernelInfo& kernel, const LaunchPlan& plan, const DeviceCaps& caps,
+                            Reporter& r) {
   if (plan.cooperative && !caps.cooperative_launch)
     r.add(Code::cooperative_unsupported, fmt::format("{} does not support cooperative launch", caps.name),
           "run on a device with cooperative-launch support, or launch without --cooperative");
@@ -231,55 +236,84 @@ Verdict check_launch(const codegen::KernelInfo& kernel, const KernelResources& r
     r.add(Code::grid_sync_needs_cooperative,
           fmt::format("kernel '{}' uses grid_sync but the launch is not cooperative (it can deadlock)", kernel.name),
           "launch cooperatively (--cooperative)");
+}
 
-  if (geometry_ok && resources_ok && threads_fit) {
-    Occupancy occ = compute_occupancy(caps, res, static_cast<uint32_t>(threads), plan.dynamic_shared_bytes);
-    if (occupancy_override) occ.active_blocks_per_sm = *occupancy_override;
-    if (!occ.computed && !occupancy_override) {
-      // Fail closed: a cooperative grid is legal only when residency is known.
-      if (plan.cooperative && caps.cooperative_launch)
-        r.add(Code::occupancy_unknown,
-              fmt::format("cannot compute how many blocks of {} threads are resident per SM on {} ({}), so no "
-                          "cooperative grid can be shown to fit",
-                          threads, caps.name, caps.arch()),
-              "use a device profile of a supported architecture (`ptxgate devices --profiles`)");
-    } else {
-      v.max_cooperative_grid = uint64_t{occ.active_blocks_per_sm} * caps.sm_count;
-      if (plan.cooperative && caps.cooperative_launch) {
-        if (occ.active_blocks_per_sm == 0)
-          r.add(Code::kernel_cannot_be_resident,
-                fmt::format("not one block of {} threads fits on an SM (limited by {}), so no cooperative grid fits",
-                            threads, limiter_name(occ.limiter)),
-                "use a smaller block or less shared memory / fewer registers");
-        else if (blocks > v.max_cooperative_grid)
-          r.add(Code::cooperative_grid_too_large,
-                fmt::format("cooperative grid of {} blocks exceeds resident capacity {} = {} blocks/SM x {} SMs "
-                            "(limited by {})",
-                            blocks, v.max_cooperative_grid, occ.active_blocks_per_sm, caps.sm_count,
-                            limiter_name(occ.limiter)),
-                fmt::format("launch at most {} blocks (--grid {}), each doing more work", v.max_cooperative_grid,
-                            v.max_cooperative_grid));
-      }
-    }
-    v.occupancy = occ;
+// PG3403-PG3405: occupancy (asked only of a launch whose geometry and resources fit) and the
+// cooperative grid against resident capacity; unknown occupancy blocks a cooperative launch.
+void check_residency(const KernelResources& res, const LaunchPlan& plan, const DeviceCaps& caps, Reporter& r,
+                     const Facts& f, Verdict& v, std::optional<uint32_t> occupancy_override) {
+  if (!f.geometry_ok || !f.resources_ok || !f.threads_fit) return;
+  Occupancy occ = compute_occupancy(caps, res, static_cast<uint32_t>(f.threads), plan.dynamic_shared_bytes);
+  if (occupancy_override) occ.active_blocks_per_sm = *occupancy_override;
+  v.occupancy = occ;
+  const bool residency_matters = plan.cooperative && caps.cooperative_launch;
+  if (!occ.computed && !occupancy_override) {
+    // Fail closed: a cooperative grid is legal only when residency is known.
+    if (residency_matters)
+      r.add(Code::occupancy_unknown,
+            fmt::format("cannot compute how many blocks of {} threads are resident per SM on {} ({}), so no "
+                        "cooperative grid can be shown to fit",
+                        f.threads, caps.name, caps.arch()),
+            "use a device profile of a supported architecture (`ptxgate devices --profiles`)");
+    return;
   }
+  v.max_cooperative_grid = uint64_t{occ.active_blocks_per_sm} * caps.sm_count;
+  if (!residency_matters) return;
+  if (occ.active_blocks_per_sm == 0)
+    r.add(Code::kernel_cannot_be_resident,
+          fmt::format("not one block of {} threads fits on an SM (limited by {}), so no cooperative grid fits",
+                      f.threads, limiter_name(occ.limiter)),
+          "use a smaller block or less shared memory / fewer registers");
+  else if (f.blocks > v.max_cooperative_grid)
+    r.add(Code::cooperative_grid_too_large,
+          fmt::format("cooperative grid of {} blocks exceeds resident capacity {} = {} blocks/SM x {} SMs "
+                      "(limited by {})",
+                      f.blocks, v.max_cooperative_grid, occ.active_blocks_per_sm, caps.sm_count,
+                      limiter_name(occ.limiter)),
+          fmt::format("launch at most {} blocks (--grid {}), each doing more work", v.max_cooperative_grid,
+                      v.max_cooperative_grid));
+}
 
-  // Warnings.
-  if (!report_warnings) {
-    v.launchable = !v.diagnostics.has_errors();
-    return v;
-  }
-  if (threads_fit && caps.warp_size && threads % caps.warp_size != 0)
+// PG3501, PG3502: launches that work but waste the device.
+void check_warnings(const DeviceCaps& caps, Reporter& r, const Facts& f) {
+  if (f.threads_fit && caps.warp_size && f.threads % caps.warp_size != 0)
     r.add(Code::block_not_warp_multiple,
           fmt::format("block of {} threads is not a multiple of the warp size {}; the last warp runs {} idle lanes",
-                      threads, caps.warp_size, caps.warp_size - threads % caps.warp_size),
-          fmt::format("use a block of {} threads", (threads / caps.warp_size + 1) * caps.warp_size));
-  if (blocks_known && blocks > 0 && blocks < caps.sm_count)
+                      f.threads, caps.warp_size, caps.warp_size - f.threads % caps.warp_size),
+          fmt::format("use a block of {} threads", (f.threads / caps.warp_size + 1) * caps.warp_size));
+  if (f.blocks_known && f.blocks > 0 && f.blocks < caps.sm_count)
     r.add(Code::grid_smaller_than_sms,
-          fmt::format("grid of {} blocks leaves {} of {}'s {} SMs idle", blocks, caps.sm_count - blocks, caps.name,
+          fmt::format("grid of {} blocks leaves {} of {}'s {} SMs idle", f.blocks, caps.sm_count - f.blocks, caps.name,
                       caps.sm_count),
           fmt::format("use at least {} blocks (smaller blocks, or more work items)", caps.sm_count));
+}
 
+}  // namespace
+
+bool block_given(const LaunchPlan& plan) {
+  return plan.block_given || (plan.block[0] | plan.block[1] | plan.block[2]) != 0;
+}
+
+std::array<uint64_t, 3> effective_block(const codegen::KernelInfo& kernel, const LaunchPlan& plan) {
+  if (block_given(plan)) return plan.block;
+  if (kernel.has_required_block())
+    return {kernel.required_block[0], kernel.required_block[1], kernel.required_block[2]};
+  return kDefaultBlock;
+}
+
+Verdict check_launch(const codegen::KernelInfo& kernel, const KernelResources& res, const LaunchPlan& plan,
+                     const DeviceCaps& caps, const diag::Location& location,
+                     std::optional<uint32_t> occupancy_override, bool report_warnings) {
+  Verdict v;
+  Reporter r{v.diagnostics, location};
+  Facts f;
+  check_arguments(kernel, plan, r);
+  check_geometry(kernel, res, plan, caps, r, f, v);
+  check_shared_memory(res, plan, caps, r, f, v, report_warnings);
+  check_registers(kernel, res, caps, r, f);
+  check_cooperative_mode(kernel, plan, caps, r);
+  check_residency(res, plan, caps, r, f, v, occupancy_override);
+  if (report_warnings) check_warnings(caps, r, f);
   v.launchable = !v.diagnostics.has_errors();
   return v;
 }
@@ -341,7 +375,7 @@ PackedArgument pack(const ArgumentDesc& a) {
 
 bool same_shape(const LaunchPlan& a, const LaunchPlan& b) {
   if (a.grid != b.grid || a.block != b.block || a.dynamic_shared_bytes != b.dynamic_shared_bytes ||
-      a.cooperative != b.cooperative || a.arguments_known != b.arguments_known ||
+      a.cooperative != b.cooperative || a.block_given != b.block_given || a.arguments_known != b.arguments_known ||
       a.stream_policy != b.stream_policy || a.stream_is_null != b.stream_is_null ||
       a.function_is_null != b.function_is_null || a.arguments.size() != b.arguments.size() ||
       a.required_elements != b.required_elements)
@@ -362,7 +396,8 @@ PlanShape shape_of(const LaunchPlan& plan) {
   s.block = plan.block;
   s.dynamic_shared_bytes = plan.dynamic_shared_bytes;
   s.flags = (plan.cooperative ? 1u : 0u) | (plan.stream_policy == StreamPolicy::require_explicit ? 2u : 0u) |
-            (plan.stream_is_null ? 4u : 0u) | (plan.function_is_null ? 8u : 0u) | (plan.arguments_known ? 16u : 0u);
+            (plan.stream_is_null ? 4u : 0u) | (plan.function_is_null ? 8u : 0u) | (plan.arguments_known ? 16u : 0u) |
+            (plan.block_given ? 32u : 0u);
   if (!plan.arguments.empty() || !plan.required_elements.empty()) {
     // Usual argument tables fit a stack buffer hashed in one call; larger ones stream.
     constexpr size_t kStackWords = 64;

@@ -38,7 +38,7 @@ Occupancy compute_occupancy(const DeviceCaps& caps, const KernelResources& res, 
 struct Verdict {
   bool launchable = false;               ///< false whenever any error diagnostic was produced
   diag::Diagnostics diagnostics;         ///< errors, warnings and notes, all independent problems
-  std::array<uint64_t, 3> block{0, 0, 0};///< effective block (after @workgroup default)
+  std::array<uint64_t, 3> block{0, 0, 0};///< effective block (effective_block: @workgroup or kDefaultBlock)
   bool needs_shared_opt_in = false;      ///< static+dynamic above the default per-block limit
   uint64_t total_shared_bytes = 0;
   std::optional<Occupancy> occupancy;    ///< computed when geometry allows
@@ -55,7 +55,20 @@ struct Verdict {
 uint64_t registers_charged_per_block(const DeviceCaps& caps, uint32_t registers_per_thread,
                                      uint64_t threads_per_block);
 
-/// Runs every check. `location` (optional) is where launch diagnostics point,
+/// The block of a kernel without @workgroup launched without a block size, by `check` and by
+/// `run` / Kernel::launch alike.
+inline constexpr std::array<uint64_t, 3> kDefaultBlock{256, 1, 1};
+
+/// Whether the plan names its block: any dimension nonzero, or `block_given` set.
+bool block_given(const LaunchPlan& plan);
+
+/// The block a launch runs with: the plan's when given, else the kernel's @workgroup, else
+/// kDefaultBlock. The one place this default is decided.
+std::array<uint64_t, 3> effective_block(const codegen::KernelInfo& kernel, const LaunchPlan& plan);
+
+/// Runs every check, in named parts reported in this order: arguments (PG30xx), geometry
+/// (PG31xx), shared memory (PG32xx), registers (PG33xx), cooperative mode and residency
+/// (PG34xx), warnings (PG35xx). `location` (optional) is where launch diagnostics point,
 /// usually the kernel's declaration. `occupancy_override` lets the backend pass the
 /// driver's answer for active blocks per SM instead of the offline computation.
 /// `report_warnings = false` skips formatting warnings and notes (the verdict is the

@@ -28,7 +28,11 @@ enum class StreamPolicy : uint8_t {
 
 struct LaunchPlan {
   std::array<uint64_t, 3> grid{1, 1, 1};
-  std::array<uint64_t, 3> block{0, 0, 0};   ///< all 0 = use the kernel's @workgroup
+  /// The block. All 0 and `block_given` false: the kernel's @workgroup, else kDefaultBlock
+  /// (validation::effective_block, check.hpp).
+  std::array<uint64_t, 3> block{0, 0, 0};
+  /// The caller asked for `block` explicitly: all 0 is then a zero block (PG3101), not "default".
+  bool block_given = false;
   uint64_t dynamic_shared_bytes = 0;
   bool cooperative = false;
   /// Arguments as supplied; when empty and `arguments_known` is false, argument

@@ -184,3 +184,31 @@ TEST_CASE("backend runtime: concurrent launches from many threads each validate 
   CHECK(c.cached == uint64_t(kThreads * kLaunches - kThreads * 2));
   CHECK(c.blocked == 0);
 }
+
+TEST_CASE("backend runtime: a kernel without @workgroup gets the library's one default block in launch and check") {
+  testing::reset_fake_state();
+  static DriverApi api = testing::make_fake_driver();
+  auto rt = fake_runtime(api);
+  const char* text = "kernel scale(inout y: f32[]) { y[global_id.x] = 2.0 * y[global_id.x]; }\n";
+  auto k = rt->compile(text, "scale", "scale.pg");
+  if (!k) FAIL(diag::render_text(k.error()));
+  REQUIRE_FALSE((*k)->info().has_required_block());
+  auto y = rt->allocate(4096);
+  REQUIRE(y);
+  fake_state().param_sizes = {8};
+  LaunchConfig config;
+  config.grid = {4, 1, 1};
+  auto verdict = (*k)->check(config, {});
+  CHECK(verdict.launchable);
+  CHECK(verdict.block == validation::kDefaultBlock);
+  REQUIRE((*k)->launch(config, {*y}));
+  CHECK(fake_state().last_block[0] == validation::kDefaultBlock[0]);
+  CHECK(fake_state().last_block[1] == 1);
+  CHECK(fake_state().last_block[2] == 1);
+  // An explicit zero block is a zero block, never the default.
+  config.block_given = true;
+  auto zero = (*k)->launch(config, {*y});
+  REQUIRE_FALSE(zero);
+  CHECK(zero.error().items()[0].code == diag::Code::zero_dimension);
+  CHECK(fake_state().launches == 1);
+}

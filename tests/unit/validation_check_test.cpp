@@ -65,12 +65,33 @@ TEST_CASE("grid axes: at, under and over each axis limit") {
   }
 }
 
-TEST_CASE("zero dimensions and a missing block size are PG3101") {
+TEST_CASE("zero dimensions are PG3101; no block size means @workgroup, else the one default block") {
   auto caps = caps_of("h100-sxm");
   auto r = resources(16);
   CHECK(count(check_launch(kernel(), r, plan({0, 1, 1}, {128, 1, 1}), caps), Code::zero_dimension) == 1);
   CHECK(count(check_launch(kernel(), r, plan({1, 1, 1}, {128, 0, 1}), caps), Code::zero_dimension) == 1);
-  CHECK(count(check_launch(kernel(), r, plan({200, 1, 1}, {0, 0, 0}), caps), Code::zero_dimension) == 1);
+  // No block and no @workgroup: kDefaultBlock, the same default `run` and Kernel::launch use.
+  auto defaulted = check_launch(kernel(), r, plan({200, 1, 1}, {0, 0, 0}), caps);
+  CHECK(defaulted.launchable);
+  CHECK(defaulted.block == kDefaultBlock);
+  CHECK(defaulted.block == std::array<uint64_t, 3>{256, 1, 1});
+  auto workgroup = check_launch(kernel({64, 2, 1}), r, plan({200, 1, 1}, {0, 0, 0}), caps);
+  CHECK(workgroup.launchable);
+  CHECK(workgroup.block == std::array<uint64_t, 3>{64, 2, 1});
+  // A block of 0,0,0 asked for explicitly is a zero block, with or without @workgroup, and the
+  // message says what was given.
+  for (auto k : {kernel(), kernel({256, 1, 1})}) {
+    auto p = plan({200, 1, 1}, {0, 0, 0});
+    p.block_given = true;
+    auto v = check_launch(k, r, p, caps);
+    CHECK_FALSE(v.launchable);
+    CHECK(count(v, Code::zero_dimension) == 1);
+    CHECK(v.diagnostics.items()[0].message.find("block 0x0x0 has a zero dimension") != std::string::npos);
+    // Like --block 0: a @workgroup kernel also reports the mismatch.
+    auto one_zero = check_launch(k, r, plan({200, 1, 1}, {0, 1, 1}), caps);
+    CHECK(count(v, Code::workgroup_mismatch) == count(one_zero, Code::workgroup_mismatch));
+    CHECK(count(v, Code::workgroup_mismatch) == (k.has_required_block() ? 1u : 0u));
+  }
   auto both = check_launch(kernel(), r, plan({1, 0, 1}, {4, 4, 0}), caps);
   CHECK(count(both, Code::zero_dimension) == 2);
   CHECK_FALSE(both.launchable);
