@@ -2,12 +2,18 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "ptxgate/codegen/codegen.hpp"
+#include "ptxgate/support/suggest.hpp"
+#include "ptxgate/toolchain/ptxas.hpp"
+#include "ptxgate/toolchain/toolkit.hpp"
 #include "cli.hpp"
 
 namespace ptxgate::cli {
@@ -61,19 +67,97 @@ int report_internal_error(const char* what) noexcept {
   return kDiagnostics;
 }
 
+/// `--version`: ptxgate and the commit it was configured from, then the LLVM it links and the
+/// CUDA Toolkit files a compile would use now (found as every command finds them).
+std::string version_text() {
+  std::string out = fmt::format("ptxgate {} (commit {})\nLLVM {}\n", PTXGATE_VERSION, PTXGATE_COMMIT,
+                                ptxgate::codegen::llvm_version());
+  const auto toolkit = toolchain::discover();
+  if (toolkit.ptxas) {
+    const std::string release = toolchain::ptxas_version(*toolkit.ptxas);
+    out += fmt::format("ptxas {} ({})\n", *toolkit.ptxas, release.empty() ? "version unknown" : release);
+  } else {
+    out += fmt::format("ptxas: not found ({})\n", toolkit.ptxas.error().items().front().message);
+  }
+  if (toolkit.libdevice) out += fmt::format("libdevice {}\n", *toolkit.libdevice);
+  else out += fmt::format("libdevice: not found ({})\n", toolkit.libdevice.error().items().front().message);
+  out.pop_back();  // CLI11 adds the final newline
+  return out;
+}
+
+/// After a usage error: "did you mean" for a misspelt subcommand (argv[1]) or long flag.
+void suggest_spelling(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2) return;
+  std::vector<std::string> names;
+  for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
+  const std::string first = argv[1];
+  const CLI::App* sub = nullptr;
+  for (const auto* s : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (s->get_name() == first) sub = s;
+  if (sub == nullptr) {
+    if (first.starts_with("-")) return;
+    if (auto near = support::closest_match(first, names))
+      std::fputs(fmt::format("did you mean '{}'? (`ptxgate help` lists the commands)\n", *near).c_str(), stderr);
+    return;
+  }
+  std::vector<std::string> flags;
+  for (const auto* opt : sub->get_options())
+    for (const auto& l : opt->get_lnames()) flags.push_back("--" + l);
+  for (int i = 2; i < argc; ++i) {
+    std::string word = argv[i];
+    if (!word.starts_with("--")) continue;
+    word = word.substr(0, word.find('='));
+    if (std::find(flags.begin(), flags.end(), word) != flags.end()) continue;
+    if (auto near = support::closest_match(word, flags))
+      std::fputs(fmt::format("did you mean '{}' for '{}'? (`ptxgate help {}` lists its options)\n", *near, word,
+                             sub->get_name())
+                     .c_str(),
+                 stderr);
+  }
+}
+
+/// `ptxgate help [SUB]`: the help of one subcommand (or of ptxgate).
+CLI::App* register_help(CLI::App& app, Runner& runner) {
+  auto topic = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand("help", "Show the help of ptxgate or of one command: ptxgate help check");
+  cmd->add_option("command", *topic, "A command name");
+  runner = [&app, topic] {
+    if (topic->empty()) {
+      // app.help() would show the help of the selected subcommand, `help` itself.
+      std::fputs(app.get_formatter()->make_help(&app, "ptxgate", CLI::AppFormatMode::Normal).c_str(), stdout);
+      return static_cast<int>(kSuccess);
+    }
+    for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+      if (sub->get_name() == *topic) {
+        std::fputs(sub->help("ptxgate").c_str(), stdout);
+        return static_cast<int>(kSuccess);
+      }
+    std::vector<std::string> names;
+    for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
+    auto near = support::closest_match(*topic, names);
+    std::fputs(fmt::format("ptxgate help: no command named '{}'{}\n", *topic,
+                           near ? fmt::format("; did you mean '{}'?", *near) : std::string())
+                   .c_str(),
+               stderr);
+    return static_cast<int>(kUsage);
+  };
+  return cmd;
+}
+
 }  // namespace ptxgate::cli
 
 int main(int argc, char** argv) {
   using namespace ptxgate::cli;
   CLI::App app{"ptxgate: compile ptxgate IR to PTX and validate CUDA launches before the driver sees them"};
-  app.set_version_flag("--version", std::string("ptxgate ") + PTXGATE_VERSION + " (LLVM " +
-                                        ptxgate::codegen::llvm_version() + ")");
+  app.set_version_flag("--version", std::function<std::string()>(version_text),
+                       "Print ptxgate's version and commit, and the LLVM, ptxas and libdevice it uses");
   app.require_subcommand(1);
-  Runner emit, check, devices, run, cache, tensormap;
+  Runner emit, check, devices, run, cache, tensormap, help;
   std::pair<CLI::App*, Runner*> commands[] = {
       {register_emit(app, emit), &emit},       {register_check(app, check), &check},
       {register_devices(app, devices), &devices}, {register_run(app, run), &run},
-      {register_cache(app, cache), &cache},    {register_tensormap(app, tensormap), &tensormap}};
+      {register_cache(app, cache), &cache},    {register_tensormap(app, tensormap), &tensormap},
+      {register_help(app, help), &help}};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -85,6 +169,7 @@ int main(int argc, char** argv) {
       return kUsage;
     }
     int code = app.exit(e);
+    if (code != 0) suggest_spelling(app, argc, argv);
     return finish_output(code == 0 ? kSuccess : kUsage);
   }
   try {
