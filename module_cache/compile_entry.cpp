@@ -30,7 +30,11 @@ CacheKeyInputs key_inputs_for(const ir::Module& verified, const CompileRequest& 
   // path searched) stands in, so that a libdevice appearing later changes the key.
   in.libdevice_hash = toolkit.libdevice ? libdevice_hash(*toolkit.libdevice)
                                         : "missing:" + toolkit.libdevice.error().items().front().message;
-  if (request.produce_cubin && toolkit.ptxas) in.ptxas_version = toolchain::ptxas_version(*toolkit.ptxas);
+  // A cubin request never shares a key with a PTX-only one, nor one without ptxas with one with it:
+  // a missing ptxas stands in as its reason, so the miss compiles and reports PG2005.
+  if (request.produce_cubin)
+    in.ptxas_version = toolkit.ptxas ? "ptxas:" + toolchain::ptxas_version(*toolkit.ptxas)
+                                     : "missing:" + toolkit.ptxas.error().items().front().message;
   in.driver_version = request.driver_version;
   return in;
 }

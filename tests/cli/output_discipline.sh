@@ -63,5 +63,13 @@ is_json "$work/out" && grep -q 'PG5002' "$work/out" || fail "check --format json
 ((rc = $?, rc == 2)) || fail "an unknown flag exited $rc"
 is_json "$work/err" && grep -q 'PG5004' "$work/err" || fail "usage error under --format json is not JSON: $(cat "$work/err")"
 
+# 6. check compiles through the module cache: `cache list` afterwards shows the module (needs ptxas).
+if PTXGATE_CACHE_DIR="$work/cache" "$cli" check "$src/examples/saxpy.pg" --kernel saxpy --grid 100 >"$work/out" 2>"$work/err"; then
+  "$cli" cache list --cache-dir "$work/cache" >"$work/out" 2>"$work/err" || fail "cache list exited $?"
+  grep -q 'saxpy' "$work/out" || fail "cache list after check does not show the module: $(cat "$work/out")"
+elif ! grep -q 'PG2005' "$work/err"; then
+  fail "check of saxpy failed: $(cat "$work/err")"
+fi
+
 ((failures == 0)) && echo "output discipline: all checks passed"
 exit $((failures > 0))

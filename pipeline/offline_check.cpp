@@ -1,0 +1,157 @@
+// check_offline: the offline pipeline, through the module cache.
+#include "ptxgate/pipeline/offline_check.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "ptxgate/codegen/codegen.hpp"
+#include "ptxgate/ir/frontend.hpp"
+#include "ptxgate/support/numbers.hpp"
+#include "ptxgate/validation/arg_spec.hpp"
+#include "ptxgate/validation/profiles.hpp"
+
+namespace ptxgate::pipeline {
+namespace {
+
+std::unexpected<OfflineStop> usage(std::string message, std::string fix) {
+  OfflineStop s;
+  s.usage = true;
+  s.diagnostics.add(diag::Code::invalid_launch_option, std::move(message), {}, std::move(fix));
+  return std::unexpected(std::move(s));
+}
+
+std::unexpected<OfflineStop> stop(diag::Diagnostics d) { return std::unexpected(OfflineStop{std::move(d), false}); }
+
+// Describes the launch's argument table from --arg/--empty-args/--null-slot/--elements/--stream.
+// Each SPEC is parsed by the library's one grammar (validation/arg_spec, shared with `run`), so a
+// value `run` rejects is rejected here too (PG5002, collected in `spec_errors`). A usage problem
+// (order, conflicting options) is the returned string.
+std::expected<void, std::string> describe_arguments(const OfflineLaunch& opt, const codegen::KernelInfo& info,
+                                                    validation::LaunchPlan& plan, diag::Diagnostics& spec_errors) {
+  plan.stream_is_null = opt.null_stream;
+  plan.stream_policy = opt.require_explicit_stream ? validation::StreamPolicy::require_explicit
+                                                   : validation::StreamPolicy::allow_legacy_default;
+  if (opt.args.empty() && !opt.empty_args) {
+    if (!opt.null_slots.empty() || !opt.elements.empty())
+      return std::unexpected("--null-slot and --elements need the argument table (--arg ...)");
+    return {};
+  }
+  if (opt.empty_args && !opt.args.empty()) return std::unexpected("--empty-args and --arg exclude each other");
+  plan.arguments_known = true;
+  for (size_t i = 0; i < opt.args.size(); ++i) {
+    auto kv = validation::split_assignment(opt.args[i], "--arg");
+    if (!kv) {
+      spec_errors.append(kv.error());
+      continue;
+    }
+    const auto& [name, spec] = *kv;
+    const codegen::ParamInfo* param = i < info.params.size() ? &info.params[i] : nullptr;
+    if (param != nullptr && name != param->name)
+      return std::unexpected(fmt::format("--arg '{}' is argument {}, but parameter {} is '{}' (give --arg in signature order)",
+                                         name, i, i, param->name));
+    auto parsed = validation::parse_arg_spec(spec, param, name);
+    if (!parsed) {
+      spec_errors.append(parsed.error());
+      continue;
+    }
+    plan.arguments.push_back(validation::describe_argument(*parsed));
+  }
+  for (uint32_t slot : opt.null_slots) {
+    if (slot >= plan.arguments.size())
+      return std::unexpected(fmt::format("--null-slot {} is past the {} arguments given", slot, plan.arguments.size()));
+    plan.arguments[slot].slot_is_null = true;
+  }
+  for (const auto& e : opt.elements) {
+    size_t eq = e.find('=');
+    std::string name = e.substr(0, eq);
+    auto count = eq == std::string::npos ? std::unexpected(std::string("no '='")) : support::parse_count(e.substr(eq + 1));
+    if (!count) return std::unexpected(fmt::format("--elements '{}' is not NAME=COUNT: {}", e, count.error()));
+    auto it = std::find_if(info.params.begin(), info.params.end(),
+                           [&](const codegen::ParamInfo& p) { return p.name == name && p.is_buffer; });
+    if (it == info.params.end())
+      return std::unexpected(fmt::format("--elements: kernel '{}' has no buffer parameter '{}'", info.name, name));
+    plan.required_elements.emplace_back(it->index, *count);
+  }
+  return {};
+}
+
+}  // namespace
+
+std::expected<OfflineCheck, OfflineStop> check_offline(const OfflineLaunch& opt) {
+  OfflineCheck out;
+  out.grid_max = opt.grid == "max";
+  auto grid = out.grid_max ? std::array<uint64_t, 3>{1, 1, 1} : support::parse_dims(opt.grid);
+  if (!grid) return usage(fmt::format("invalid --grid: {}", grid.error()), "write --grid X[,Y[,Z]] (decimal counts) or --grid max");
+  std::array<uint64_t, 3> block{0, 0, 0};
+  if (!opt.block.empty()) {
+    auto b = support::parse_dims(opt.block);
+    if (!b) return usage(fmt::format("invalid --block: {}", b.error()), "write --block X[,Y[,Z]] (decimal counts)");
+    block = *b;
+  }
+  auto shared_bytes = support::parse_count(opt.shared_bytes);
+  if (!shared_bytes)
+    return usage(fmt::format("invalid --shared-bytes '{}': {}", opt.shared_bytes, shared_bytes.error()),
+                 "write --shared-bytes N (a decimal byte count)");
+
+  auto caps = validation::load_profile(opt.profile);
+  if (!caps) return stop(caps.error());
+  out.caps = *caps;
+  auto loaded = ir::load_file(opt.input);
+  if (!loaded) return stop(loaded.error());
+  out.warnings.append(loaded->warnings);
+  auto kernel = ir::require_kernel(loaded->module, opt.kernel);
+  if (!kernel) return stop(kernel.error());
+  diag::Location location = diag::locate(loaded->source, (*kernel)->name_range.offset, (*kernel)->name_range.length);
+
+  const auto& targets = codegen::supported_targets();
+  std::string arch = caps->arch();
+  if (std::find(targets.begin(), targets.end(), arch) == targets.end()) {
+    diag::Diagnostics d;
+    d.add(diag::Code::resource_query_failed,
+          fmt::format("device profile '{}' is {}, which ptxgate cannot compile for", caps->profile, arch), location,
+          "use a profile of a supported architecture (`ptxgate devices --profiles`)");
+    return stop(std::move(d));
+  }
+  // Through the module cache: a module compiled once (by check, emit or run) is not compiled again,
+  // and `ptxgate cache list` shows it.
+  module_cache::ModuleCache cache(opt.cache);
+  module_cache::CompileRequest request;
+  request.codegen.target = arch;
+  request.produce_cubin = true;
+  auto compiled = cache.compile(loaded->module, request);
+  if (!compiled) return stop(compiled.error());
+  out.warnings.append(compiled->warnings);
+  out.cache_outcome = compiled->outcome;
+  const auto& entry = *compiled->entry;
+  auto info_it = std::find_if(entry.kernels.begin(), entry.kernels.end(),
+                              [&](const codegen::KernelInfo& k) { return k.name == opt.kernel; });
+  auto resources = module_cache::kernel_resources(entry, opt.kernel);
+  if (!resources || info_it == entry.kernels.end()) {
+    diag::Diagnostics d;
+    d.add(diag::Code::resource_query_failed,
+          fmt::format("ptxas -arch={} reported no resources for kernel '{}'", arch, opt.kernel), location,
+          "check that ptxas (CUDA_HOME or PTXGATE_PTXAS) is the CUDA Toolkit's and supports the target");
+    return stop(std::move(d));
+  }
+  out.kernel = *info_it;
+  out.resources = *resources;
+
+  out.plan.grid = *grid;
+  out.plan.block = block;
+  out.plan.block_given = !opt.block.empty();
+  out.plan.dynamic_shared_bytes = *shared_bytes;
+  out.plan.cooperative = opt.cooperative || out.grid_max;
+  diag::Diagnostics spec_errors;
+  if (auto described = describe_arguments(opt, out.kernel, out.plan, spec_errors); !described)
+    return usage(described.error(), "see `ptxgate check --help` for --arg, --elements, --null-slot and --stream");
+  if (!spec_errors.empty()) return stop(std::move(spec_errors));
+  out.verdict = validation::check_launch(out.kernel, out.resources, out.plan, out.caps, location);
+  if (out.grid_max && out.verdict.max_cooperative_grid > 0) {
+    out.plan.grid = {out.verdict.max_cooperative_grid, 1, 1};
+    out.verdict = validation::check_launch(out.kernel, out.resources, out.plan, out.caps, location);
+  }
+  return out;
+}
+
+}  // namespace ptxgate::pipeline

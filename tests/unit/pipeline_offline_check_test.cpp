@@ -1,0 +1,78 @@
+// pipeline::check_offline: the offline pipeline goes through the module cache.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <unistd.h>
+
+#include "ptxgate/module_cache/disk_cache.hpp"
+#include "ptxgate/pipeline/offline_check.hpp"
+#include "ptxgate/toolchain/toolkit.hpp"
+#include "scoped_env.hpp"
+
+using namespace ptxgate;
+
+namespace {
+std::filesystem::path fresh_dir(const char* tag) {
+  auto dir = std::filesystem::temp_directory_path() / ("ptxgate-pipeline-" + std::string(tag) + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+pipeline::OfflineLaunch saxpy(const std::filesystem::path& cache_dir) {
+  pipeline::OfflineLaunch l;
+  l.input = PTXGATE_SOURCE_DIR "/examples/saxpy.pg";
+  l.kernel = "saxpy";
+  l.grid = "132";
+  l.profile = "h100-sxm";
+  l.cache.directory = cache_dir;
+  return l;
+}
+}  // namespace
+
+TEST_CASE("pipeline: check compiles through the disk cache, and cache list shows the module") {
+  auto toolkit = toolchain::discover();
+  if (!toolkit.ptxas) {
+    MESSAGE("skipped: " << toolkit.ptxas.error().items()[0].message);
+    return;
+  }
+  auto dir = fresh_dir("list");
+  auto first = pipeline::check_offline(saxpy(dir));
+  REQUIRE_MESSAGE(first.has_value(), (first ? "" : first.error().diagnostics.items()[0].message));
+  CHECK(first->verdict.launchable);
+  CHECK(first->cache_outcome == module_cache::CacheOutcome::compiled);
+  diag::Diagnostics warnings;
+  auto listed = module_cache::DiskCache::open_existing(dir, warnings).list();
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0].has_cubin);
+  CHECK(listed[0].kernel_names == std::vector<std::string>{"saxpy"});
+  // A second check (a new process, as far as the cache knows) is a disk hit with the same verdict.
+  auto second = pipeline::check_offline(saxpy(dir));
+  REQUIRE(second);
+  CHECK(second->cache_outcome == module_cache::CacheOutcome::disk_hit);
+  CHECK(second->verdict.launchable == first->verdict.launchable);
+  CHECK(second->resources.registers_per_thread == first->resources.registers_per_thread);
+
+  // A missing ptxas is never answered from an entry compiled with one: PG2005.
+  {
+    testing::ScopedEnv env("PTXGATE_PTXAS", "/nonexistent/bin/ptxas");
+    auto missing = pipeline::check_offline(saxpy(dir));
+    REQUIRE_FALSE(missing);
+    CHECK(missing.error().diagnostics.items()[0].code == diag::Code::ptxas_missing);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("pipeline: malformed flags are usage stops, before anything is compiled") {
+  auto dir = fresh_dir("usage");
+  for (auto edit : {+[](pipeline::OfflineLaunch& l) { l.grid = "0x10"; },
+                    +[](pipeline::OfflineLaunch& l) { l.block = "-1"; },
+                    +[](pipeline::OfflineLaunch& l) { l.shared_bytes = "18446744073709551616"; }}) {
+    auto l = saxpy(dir);
+    edit(l);
+    auto r = pipeline::check_offline(l);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().usage);
+    CHECK(r.error().diagnostics.items()[0].code == diag::Code::invalid_launch_option);
+  }
+  CHECK_FALSE(std::filesystem::exists(dir));
+}
