@@ -148,41 +148,35 @@ LaunchCounters LoadedFunction::counters() const {
 validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const validation::LaunchPlan& plan,
                                     CUstream, bool report_warnings) {
   const auto& caps = ctx.caps();
-  auto block = validation::effective_block(fn.info_, plan);
-  uint64_t total_shared = fn.resources_.static_shared_bytes + plan.dynamic_shared_bytes;
-  // The opt-in is set to its maximum once per function, before the occupancy query,
-  // so that the driver's answer accounts for the dynamic shared memory asked for.
-  if (fn.handle_ != nullptr && total_shared > caps.shared_per_block && total_shared <= caps.shared_per_block_optin &&
-      !fn.shared_opt_in_done_.load(std::memory_order_acquire)) {
-    int max_dynamic = static_cast<int>(caps.shared_per_block_optin - fn.resources_.static_shared_bytes);
-    if (PTXGATE_CU(ctx, fmt::format("kernel '{}'", fn.info_.name), cuFuncSetAttribute, fn.handle_,
-                   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, max_dynamic))
-      fn.shared_opt_in_done_.store(true, std::memory_order_release);
-  }
-  std::optional<uint32_t> occupancy;
-  uint64_t threads = block[0] * block[1] * block[2];
-  bool geometry_plausible = block[0] > 0 && block[1] > 0 && block[2] > 0 && block[0] <= caps.max_block_dim[0] &&
-                            block[1] <= caps.max_block_dim[1] && block[2] <= caps.max_block_dim[2] &&
-                            threads <= caps.max_threads_per_block && threads <= fn.resources_.max_threads_per_block &&
-                            total_shared <= caps.shared_per_block_optin &&
-                            (total_shared <= caps.shared_per_block || fn.shared_opt_in_done_.load());
-  if (fn.handle_ != nullptr && geometry_plausible) {
+  // Asked by check_launch only for a launch whose geometry, shared memory and registers pass
+  // its own checks: nothing here re-checks them.
+  auto driver_occupancy = [&](uint64_t threads, uint64_t dynamic_shared) -> std::optional<uint32_t> {
+    if (fn.handle_ == nullptr) return std::nullopt;
+    // The opt-in is set to its maximum once per function, before the occupancy query,
+    // so that the driver's answer accounts for the dynamic shared memory asked for.
+    if (fn.resources_.static_shared_bytes + dynamic_shared > caps.shared_per_block &&
+        !fn.shared_opt_in_done_.load(std::memory_order_acquire)) {
+      int max_dynamic = static_cast<int>(caps.shared_per_block_optin - fn.resources_.static_shared_bytes);
+      if (PTXGATE_CU(ctx, fmt::format("kernel '{}'", fn.info_.name), cuFuncSetAttribute, fn.handle_,
+                     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, max_dynamic))
+        fn.shared_opt_in_done_.store(true, std::memory_order_release);
+      else
+        return std::nullopt;  // the launch reports the failed opt-in
+    }
     // The driver's answer depends on the function, the block size, the dynamic shared memory
     // and the opt-in attribute, not on the grid: a new grid of a known block reuses it.
     const bool opt_in = fn.shared_opt_in_done_.load(std::memory_order_acquire);
     ThreadOccupancyMemo& occupancy_memo = thread_occupancy();
-    if (auto known = occupancy_memo.find(fn.id_, threads, plan.dynamic_shared_bytes, opt_in)) {
-      occupancy = *known;
-    } else {
-      int blocks = 0;
-      if (ctx.api().cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn.handle_, static_cast<int>(threads),
-                                                                plan.dynamic_shared_bytes) == CUDA_SUCCESS) {
-        occupancy = static_cast<uint32_t>(blocks);
-        occupancy_memo.remember(fn.id_, threads, plan.dynamic_shared_bytes, opt_in, *occupancy);
-      }
-    }
-  }
-  return validation::check_launch(fn.info_, fn.resources_, plan, caps, fn.location_, occupancy, report_warnings);
+    if (auto known = occupancy_memo.find(fn.id_, threads, dynamic_shared, opt_in)) return *known;
+    int blocks = 0;
+    if (ctx.api().cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn.handle_, static_cast<int>(threads),
+                                                              dynamic_shared) != CUDA_SUCCESS)
+      return std::nullopt;
+    occupancy_memo.remember(fn.id_, threads, dynamic_shared, opt_in, static_cast<uint32_t>(blocks));
+    return static_cast<uint32_t>(blocks);
+  };
+  return validation::check_launch(fn.info_, fn.resources_, plan, caps, fn.location_, driver_occupancy,
+                                  report_warnings);
 }
 
 /// The driver call of a launch whose shape `ticket` proves launchable: the grid-barrier
@@ -245,8 +239,7 @@ std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, Loaded
     fn.validated_.fetch_add(1, std::memory_order_relaxed);
     if (!verdict.launchable) {
       fn.blocked_.fetch_add(1, std::memory_order_relaxed);
-      // The report of a blocked launch carries its warnings too.
-      if (warnings == nullptr) verdict = validate_launch(ctx, fn, plan, stream, true);
+      // check_launch reports a blocked launch whole (its warnings too): validated once.
       return std::unexpected(std::move(verdict.diagnostics));
     }
     if (verdict.needs_shared_opt_in && !fn.shared_opt_in_done_.load(std::memory_order_acquire)) {

@@ -106,6 +106,7 @@ struct Facts {
   bool geometry_ok = true;        ///< every geometry check passed
   bool resources_ok = true;       ///< shared memory and registers fit
   bool threads_fit = false;       ///< 1 <= threads <= the device's per-block limit
+  size_t opt_in_note_at = SIZE_MAX;  ///< where the PG3202 note goes when it was not formatted
 };
 
 // PG3101-PG3106, PG3302: block and grid dimensions against the device and the kernel.
@@ -159,11 +160,13 @@ void check_geometry(const codegen::KernelInfo& kernel, const KernelResources& re
   }
   if (f.block_given && kernel.has_required_block() &&
       (plan.block[0] != kernel.required_block[0] || plan.block[1] != kernel.required_block[1] ||
-       plan.block[2] != kernel.required_block[2]))
+       plan.block[2] != kernel.required_block[2])) {
     r.add(Code::workgroup_mismatch,
           fmt::format("block {} differs from kernel '{}' @workgroup {}", dims(plan.block), kernel.name,
                       dims(kernel.required_block)),
           fmt::format("launch with block {} (or omit the block size)", dims(kernel.required_block)));
+    f.geometry_ok = false;
+  }
   f.threads_fit = f.threads_known && f.threads >= 1 && f.threads <= caps.max_threads_per_block;
   if (f.threads_fit && f.threads > res.max_threads_per_block) {
     r.add(Code::threads_exceed_kernel_max,
@@ -192,7 +195,8 @@ void check_shared_memory(const KernelResources& res, const LaunchPlan& plan, con
     f.resources_ok = false;
   } else if (total_shared > caps.shared_per_block) {
     v.needs_shared_opt_in = true;
-    if (report_warnings)
+    if (!report_warnings) f.opt_in_note_at = v.diagnostics.size();
+    else
       r.add(Code::shared_memory_opt_in,
             fmt::format("shared memory {} bytes exceeds the default {} bytes per block; the backend opts in (limit {})",
                         total_shared, caps.shared_per_block, caps.shared_per_block_optin),
@@ -241,9 +245,11 @@ void check_cooperative_mode(const codegen::KernelInfo& kernel, const LaunchPlan&
 // PG3403-PG3405: occupancy (asked only of a launch whose geometry and resources fit) and the
 // cooperative grid against resident capacity; unknown occupancy blocks a cooperative launch.
 void check_residency(const KernelResources& res, const LaunchPlan& plan, const DeviceCaps& caps, Reporter& r,
-                     const Facts& f, Verdict& v, std::optional<uint32_t> occupancy_override) {
+                     const Facts& f, Verdict& v, OccupancyProvider provider) {
   if (!f.geometry_ok || !f.resources_ok || !f.threads_fit) return;
   Occupancy occ = compute_occupancy(caps, res, static_cast<uint32_t>(f.threads), plan.dynamic_shared_bytes);
+  std::optional<uint32_t> occupancy_override;
+  if (provider) occupancy_override = provider(f.threads, plan.dynamic_shared_bytes);
   if (occupancy_override) occ.active_blocks_per_sm = *occupancy_override;
   v.occupancy = occ;
   const bool residency_matters = plan.cooperative && caps.cooperative_launch;
@@ -303,7 +309,7 @@ std::array<uint64_t, 3> effective_block(const codegen::KernelInfo& kernel, const
 
 Verdict check_launch(const codegen::KernelInfo& kernel, const KernelResources& res, const LaunchPlan& plan,
                      const DeviceCaps& caps, const diag::Location& location,
-                     std::optional<uint32_t> occupancy_override, bool report_warnings) {
+                     OccupancyProvider occupancy, bool report_warnings) {
   Verdict v;
   Reporter r{v.diagnostics, location};
   Facts f;
@@ -312,9 +318,19 @@ Verdict check_launch(const codegen::KernelInfo& kernel, const KernelResources& r
   check_shared_memory(res, plan, caps, r, f, v, report_warnings);
   check_registers(kernel, res, caps, r, f);
   check_cooperative_mode(kernel, plan, caps, r);
-  check_residency(res, plan, caps, r, f, v, occupancy_override);
-  if (report_warnings) check_warnings(caps, r, f);
+  check_residency(res, plan, caps, r, f, v, occupancy);
   v.launchable = !v.diagnostics.has_errors();
+  // A blocked launch is reported whole (its notes and warnings too) without a second run.
+  if (!report_warnings && !v.launchable && f.opt_in_note_at != SIZE_MAX) {
+    diag::Diagnostics note;
+    note.add(Code::shared_memory_opt_in,
+             fmt::format("shared memory {} bytes exceeds the default {} bytes per block; the backend opts in (limit {})",
+                         v.total_shared_bytes, caps.shared_per_block, caps.shared_per_block_optin),
+             location, {});
+    auto& items = v.diagnostics.items();
+    items.insert(items.begin() + static_cast<std::ptrdiff_t>(f.opt_in_note_at), std::move(note.items().front()));
+  }
+  if (report_warnings || !v.launchable) check_warnings(caps, r, f);
   return v;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -66,16 +67,40 @@ bool block_given(const LaunchPlan& plan);
 /// kDefaultBlock. The one place this default is decided.
 std::array<uint64_t, 3> effective_block(const codegen::KernelInfo& kernel, const LaunchPlan& plan);
 
+/// Where check_launch gets active blocks per SM beyond its offline model: a non-owning reference
+/// to a callable `std::optional<uint32_t>(uint64_t threads, uint64_t dynamic_shared_bytes)`
+/// (the backend's asks the driver). check_launch asks it at most once, and only for a launch
+/// whose geometry, shared memory and registers already pass its own checks, so the provider
+/// never re-checks them; nullopt (no answer) leaves the offline model's. Empty: offline only.
+class OccupancyProvider {
+ public:
+  OccupancyProvider() = default;
+  template <class F>
+    requires(!std::is_same_v<std::remove_cvref_t<F>, OccupancyProvider> && std::is_invocable_v<F&, uint64_t, uint64_t>)
+  OccupancyProvider(F& f)  // NOLINT(google-explicit-constructor): a reference, like std::function_ref
+      : object_(const_cast<void*>(static_cast<const void*>(&f))), call_([](void* o, uint64_t threads, uint64_t dynamic_shared) {
+          return std::optional<uint32_t>((*static_cast<F*>(o))(threads, dynamic_shared));
+        }) {}
+  explicit operator bool() const { return call_ != nullptr; }
+  std::optional<uint32_t> operator()(uint64_t threads, uint64_t dynamic_shared) const {
+    return call_(object_, threads, dynamic_shared);
+  }
+
+ private:
+  void* object_ = nullptr;
+  std::optional<uint32_t> (*call_)(void*, uint64_t, uint64_t) = nullptr;
+};
+
 /// Runs every check, in named parts reported in this order: arguments (PG30xx), geometry
 /// (PG31xx), shared memory (PG32xx), registers (PG33xx), cooperative mode and residency
 /// (PG34xx), warnings (PG35xx). `location` (optional) is where launch diagnostics point,
-/// usually the kernel's declaration. `occupancy_override` lets the backend pass the
-/// driver's answer for active blocks per SM instead of the offline computation.
-/// `report_warnings = false` skips formatting warnings and notes (the verdict is the
-/// same); the launch path uses it when nobody reads them.
+/// usually the kernel's declaration. `occupancy` answers active blocks per SM in place of the
+/// offline model when it has an answer. `report_warnings = false` skips formatting warnings and
+/// notes of a launchable verdict (the verdict is the same); a blocked verdict always carries
+/// them, so a blocked launch is validated once.
 Verdict check_launch(const codegen::KernelInfo& kernel, const KernelResources& resources, const LaunchPlan& plan,
                      const DeviceCaps& caps, const diag::Location& location = {},
-                     std::optional<uint32_t> occupancy_override = std::nullopt, bool report_warnings = true);
+                     OccupancyProvider occupancy = {}, bool report_warnings = true);
 
 /// The part of a LaunchPlan a verdict depends on, as a fixed-size key. Per-call values that
 /// change the verdict (null slots and pointers, buffer sizes, required elements) are folded

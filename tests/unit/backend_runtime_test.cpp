@@ -212,3 +212,28 @@ TEST_CASE("backend runtime: a kernel without @workgroup gets the library's one d
   CHECK(zero.error().items()[0].code == diag::Code::zero_dimension);
   CHECK(fake_state().launches == 1);
 }
+
+TEST_CASE("backend runtime: a blocked launch is validated once, never asks the driver's occupancy, and is reported whole") {
+  testing::reset_fake_state();
+  static DriverApi api = testing::make_fake_driver();
+  auto rt = fake_runtime(api);
+  auto k = rt->compile(example_text("saxpy"), "saxpy", "saxpy.pg");
+  if (!k) FAIL(diag::render_text(k.error()));
+  auto y = rt->allocate(4000), x = rt->allocate(4000);
+  REQUIRE(y);
+  REQUIRE(x);
+  fake_state().param_sizes = {8, 8, 4, 4};
+  // saxpy has @workgroup(256): block 512 is blocked by geometry (PG3105, PG3302); grid 4 < 132 SMs warns.
+  auto blocked = (*k)->launch(LaunchConfig::linear(4, 512), {*y, *x, 2.0f, 1000u});
+  REQUIRE_FALSE(blocked);
+  CHECK((*k)->counters().validated == 1);
+  CHECK((*k)->counters().blocked == 1);
+  CHECK(fake_state().occupancy_calls == 0);
+  CHECK(fake_state().launches == 0);
+  bool warned = false;
+  for (const auto& d : blocked.error()) warned = warned || d.code == diag::Code::grid_smaller_than_sms;
+  CHECK(warned);
+  // A launchable shape asks the driver once.
+  REQUIRE((*k)->launch(LaunchConfig::linear(132, 256), {*y, *x, 2.0f, 1000u}));
+  CHECK(fake_state().occupancy_calls == 1);
+}

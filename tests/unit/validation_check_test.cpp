@@ -213,9 +213,27 @@ TEST_CASE("cooperative grids: capacity = occupancy x SMs, at and one past") {
   }
   auto caps = caps_of("h100-sxm");
   // The driver's answer, when given, replaces the offline occupancy.
-  auto driver = check_launch(kernel(), resources(32), plan({133, 1, 1}, {256, 1, 1}, 0, true), caps, {}, 1u);
+  int asked = 0;
+  auto one_block = [&](uint64_t threads, uint64_t dynamic_shared) -> std::optional<uint32_t> {
+    ++asked;
+    CHECK(threads == 256);
+    CHECK(dynamic_shared == 0);
+    return 1u;
+  };
+  auto driver = check_launch(kernel(), resources(32), plan({133, 1, 1}, {256, 1, 1}, 0, true), caps, {}, one_block);
   CHECK(count(driver, Code::cooperative_grid_too_large) == 1);
   CHECK(driver.max_cooperative_grid == 132);
+  CHECK(asked == 1);
+  // Asked only once geometry, shared memory and registers pass: never for a launch they block.
+  (void)check_launch(kernel(), resources(32), plan({1, 1, 1}, {2048, 1, 1}, 0, true), caps, {}, one_block);
+  (void)check_launch(kernel(), resources(32), plan({1, 1, 1}, {256, 1, 1}, 1u << 30, true), caps, {}, one_block);
+  (void)check_launch(kernel(), resources(255), plan({1, 1, 1}, {1024, 1, 1}, 0, true), caps, {}, one_block);
+  CHECK(asked == 1);
+  // No answer from the provider: the offline model's occupancy stands.
+  auto no_answer = [](uint64_t, uint64_t) -> std::optional<uint32_t> { return std::nullopt; };
+  auto offline = check_launch(kernel(), resources(32), plan({133, 1, 1}, {256, 1, 1}, 0, true), caps, {}, no_answer);
+  CHECK(offline.launchable);
+  CHECK(offline.max_cooperative_grid == check_launch(kernel(), resources(32), plan({133, 1, 1}, {256, 1, 1}, 0, true), caps).max_cooperative_grid);
   // A grid too large for residency is fine without --cooperative (no grid_sync).
   CHECK(check_launch(kernel(), resources(32), plan({5000, 1, 1}, {256, 1, 1}), caps).launchable);
 }
@@ -390,20 +408,29 @@ TEST_CASE("a blocked verdict renders as SARIF 2.1.0 with the required fields") {
   CHECK(sarif["runs"][0]["results"][0]["message"]["text"].get<std::string>().find("1056") != std::string::npos);
 }
 
-TEST_CASE("validation: check_launch without warnings gives the same verdict, minus warnings and notes") {
+TEST_CASE("validation: check_launch without warnings: the same verdict, launchable without notes, blocked reported whole") {
   const auto caps = caps_of("h100-sxm");
   const auto k = kernel();
   for (uint64_t grid : {1u, 131u, 132u, 5000u}) {
     for (uint64_t block : {31u, 32u, 1024u, 1025u}) {
       for (uint64_t dyn : {0u, 60000u, 300000u}) {
         auto p = plan({grid, 1, 1}, {block, 1, 1}, dyn);
-        auto full = check_launch(k, resources(32), p, caps, {}, std::nullopt, true);
-        auto quiet = check_launch(k, resources(32), p, caps, {}, std::nullopt, false);
+        auto full = check_launch(k, resources(32), p, caps, {}, {}, true);
+        auto quiet = check_launch(k, resources(32), p, caps, {}, {}, false);
         CHECK(full.launchable == quiet.launchable);
         CHECK(full.needs_shared_opt_in == quiet.needs_shared_opt_in);
         CHECK(full.diagnostics.error_count() == quiet.diagnostics.error_count());
-        CHECK(quiet.diagnostics.warning_count() == 0);
-        for (const auto& d : quiet.diagnostics) CHECK(d.severity == diag::Severity::error);
+        if (quiet.launchable) {
+          CHECK(quiet.diagnostics.warning_count() == 0);
+          for (const auto& d : quiet.diagnostics) CHECK(d.severity == diag::Severity::error);
+        } else {
+          // A blocked launch is validated once: its report is the full one, in the same order.
+          REQUIRE(quiet.diagnostics.size() == full.diagnostics.size());
+          for (size_t i = 0; i < full.diagnostics.size(); ++i) {
+            CHECK(quiet.diagnostics.items()[i].code == full.diagnostics.items()[i].code);
+            CHECK(quiet.diagnostics.items()[i].message == full.diagnostics.items()[i].message);
+          }
+        }
       }
     }
   }
