@@ -7,6 +7,7 @@
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/toolchain/build.hpp"
 #include "ptxgate/ir/frontend.hpp"
+#include "ptxgate/pipeline/emit.hpp"
 #include "ptxgate/support/files.hpp"
 #include "cli.hpp"
 
@@ -65,11 +66,13 @@ int run_emit(const EmitOptions& opt) {
     }
     text = std::move(*ir);
   } else {
-    auto compiled = toolchain::build(loaded->module, cg, toolkit, /*assemble_cubin=*/false);
+    cg.libdevice_path = opt.libdevice;
+    auto compiled = pipeline::emit_ptx(loaded->module, {.codegen = cg});
     if (!compiled) {
       print_diagnostics(compiled.error(), format);
       return kDiagnostics;
     }
+    if (!compiled->warnings.empty()) print_diagnostics(compiled->warnings, format);
     text = std::move(compiled->ptx);
   }
   return write_output(text, opt.output, format);

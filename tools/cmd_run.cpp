@@ -55,14 +55,7 @@ int run_kernel(const RunOptions& opt) {
   auto loaded = ir::load_file(opt.input);
   if (!loaded) return fail(loaded.error(), format);
   if (!loaded->warnings.empty()) print_diagnostics(loaded->warnings, format);
-  const ir::Kernel* kernel = loaded->module.find_kernel(opt.kernel);
-  if (kernel == nullptr) {
-    std::string names;
-    for (const auto& k : loaded->module.kernels) names += (names.empty() ? "" : ", ") + k.name;
-    return fail(option_error(diag::Code::kernel_not_found, fmt::format("no kernel named '{}' in '{}'", opt.kernel, opt.input),
-                             fmt::format("kernels in this file: {}", names)),
-                format);
-  }
+  if (auto kernel = ir::require_kernel(loaded->module, opt.kernel); !kernel) return fail(kernel.error(), format);
   codegen::KernelInfo info;
   for (auto& k : codegen::describe(loaded->module))
     if (k.name == opt.kernel) info = k;

@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include "ptxgate/module_cache/disk_cache.hpp"
+#include "ptxgate/ir/frontend.hpp"
+#include "ptxgate/pipeline/emit.hpp"
 #include "ptxgate/pipeline/offline_check.hpp"
+#include "ptxgate/toolchain/build.hpp"
 #include "ptxgate/toolchain/toolkit.hpp"
 #include "scoped_env.hpp"
 
@@ -75,4 +78,28 @@ TEST_CASE("pipeline: malformed flags are usage stops, before anything is compile
     CHECK(r.error().diagnostics.items()[0].code == diag::Code::invalid_launch_option);
   }
   CHECK_FALSE(std::filesystem::exists(dir));
+}
+
+TEST_CASE("pipeline: emit's PTX comes through the disk cache, the same text a direct build gives") {
+  auto dir = fresh_dir("emit");
+  auto loaded = ir::load_file(PTXGATE_SOURCE_DIR "/examples/saxpy.pg");
+  REQUIRE(loaded);
+  pipeline::EmitRequest request;
+  request.codegen.target = "sm_90";
+  request.cache.directory = dir;
+  auto first = pipeline::emit_ptx(loaded->module, request);
+  REQUIRE(first);
+  CHECK(first->cache_outcome == module_cache::CacheOutcome::compiled);
+  auto second = pipeline::emit_ptx(loaded->module, request);
+  REQUIRE(second);
+  CHECK(second->cache_outcome == module_cache::CacheOutcome::disk_hit);
+  CHECK(second->ptx == first->ptx);
+  auto direct = toolchain::build(loaded->module, request.codegen, toolchain::discover(), /*assemble_cubin=*/false);
+  REQUIRE(direct);
+  CHECK(direct->ptx == first->ptx);
+  diag::Diagnostics warnings;
+  auto listed = module_cache::DiskCache::open_existing(dir, warnings).list();
+  REQUIRE(listed.size() == 1);
+  CHECK_FALSE(listed[0].has_cubin);
+  std::filesystem::remove_all(dir);
 }
