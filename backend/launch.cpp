@@ -181,8 +181,9 @@ validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const vali
 
 /// The driver call of a launch whose shape `ticket` proves launchable: the grid-barrier
 /// word for kernels that need it, then cuLaunchKernel / cuLaunchCooperativeKernel.
-std::expected<void, diag::Diagnostics> driver_launch(Context& ctx, LoadedFunction& fn, const LaunchTicket& ticket,
-                                                     std::span<void* const> args, CUstream stream) {
+std::expected<void, diag::Diagnostics> LaunchTicket::drive(Context& ctx, LoadedFunction& fn,
+                                                           const LaunchTicket& ticket, std::span<void* const> args,
+                                                           CUstream stream) {
   // The driver only reads the argument table; a copy is made only to append the barrier word.
   void** table = const_cast<void**>(args.data());
   boost::container::small_vector<void*, kInlineArguments> slots;
@@ -265,13 +266,13 @@ std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, Loaded
   t.stream_is_null_ = stream == nullptr;
   t.argument_count_ = args.size();
   if (ticket != nullptr) *ticket = t;
-  return driver_launch(ctx, fn, t, args, stream);
+  return LaunchTicket::drive(ctx, fn, t, args, stream);
 }
 
 std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, LoadedFunction& fn,
                                                             const LaunchTicket& ticket, std::span<void* const> args,
                                                             CUstream stream) {
-  if (ticket.function_id_ != fn.id_ || ticket.stream_is_null_ != (stream == nullptr) ||
+  if (!ticket.valid() || ticket.function_id_ != fn.id_ || ticket.stream_is_null_ != (stream == nullptr) ||
       ticket.argument_count_ != args.size()) [[unlikely]] {
     diag::Diagnostics d;
     d.add(diag::Code::internal_error,
@@ -281,13 +282,22 @@ std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, Loaded
           {}, "relaunch with a ticket that launch_cuda_function issued for this function and call shape");
     return std::unexpected(std::move(d));
   }
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == nullptr) [[unlikely]] {
+      diag::Diagnostics d;
+      d.add(diag::Code::null_argument_slot, fmt::format("argument slot {} is a null pointer", i), fn.location_,
+            "every slot of the argument table must point at the argument's value");
+      fn.blocked_.fetch_add(1, std::memory_order_relaxed);
+      return std::unexpected(std::move(d));
+    }
+  }
   if (ctx.poisoned()) [[unlikely]] {
     return std::unexpected(ctx.healthy("launch", launch_subject(fn, ticket.described())).error());
   }
   if (auto ok = ctx.make_current(); !ok) [[unlikely]]
     return ok;
   fn.cached_.fetch_add(1, std::memory_order_relaxed);
-  return driver_launch(ctx, fn, ticket, args, stream);
+  return LaunchTicket::drive(ctx, fn, ticket, args, stream);
 }
 
 }  // namespace ptxgate::backend

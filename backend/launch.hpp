@@ -44,8 +44,13 @@ class LaunchTicket {
                                                                      diag::Diagnostics*, LaunchTicket*);
   friend std::expected<void, diag::Diagnostics> launch_cuda_function(Context&, LoadedFunction&, const LaunchTicket&,
                                                                      std::span<void* const>, CUstream);
-  friend std::expected<void, diag::Diagnostics> driver_launch(Context&, LoadedFunction&, const LaunchTicket&,
-                                                              std::span<void* const>, CUstream);
+  /// The driver call (cuLaunchKernel / cuLaunchCooperativeKernel, with the grid-barrier word
+  /// when the kernel needs it) of a shape this ticket proves launchable. Private and a member,
+  /// so neither a caller nor argument-dependent lookup reaches it: only the two
+  /// launch_cuda_function overloads, after their checks, call the driver's launch entry points.
+  [[nodiscard]] static std::expected<void, diag::Diagnostics> drive(Context& ctx, LoadedFunction& fn,
+                                                                    const LaunchTicket& ticket,
+                                                                    std::span<void* const> args, CUstream stream);
   /// The launch this ticket stands for, as a plan (geometry, shared bytes, cooperative), for messages.
   validation::LaunchPlan described() const {
     validation::LaunchPlan p;
@@ -92,8 +97,7 @@ class LoadedFunction {
                                                                      diag::Diagnostics*, LaunchTicket*);
   friend std::expected<void, diag::Diagnostics> launch_cuda_function(Context&, LoadedFunction&, const LaunchTicket&,
                                                                      std::span<void* const>, CUstream);
-  friend std::expected<void, diag::Diagnostics> driver_launch(Context&, LoadedFunction&, const LaunchTicket&,
-                                                              std::span<void* const>, CUstream);
+  friend class LaunchTicket;
   friend validation::Verdict validate_launch(Context&, LoadedFunction&, const validation::LaunchPlan&, CUstream, bool);
   CUfunction handle_ = nullptr;
   codegen::KernelInfo info_;
@@ -129,8 +133,10 @@ validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const vali
 /// Relaunches the shape a ticket proves launchable for `fn`, with new argument
 /// values: `args` must describe arguments of the same kinds, types, null-ness and
 /// buffer sizes as the validated plan (Kernel::launch compares them before it
-/// uses a ticket). A ticket of another function, stream kind or argument count is
-/// an internal error (PG9000); a poisoned context is PG4003, driver failures PG4002/PG4005.
+/// uses a ticket). A null slot in `args` is PG3004, as on the validating path. A ticket of
+/// another function, stream kind or argument count, or a default (never issued) ticket, is an
+/// internal error (PG9000) and reaches no driver; a poisoned context is PG4003, driver failures
+/// PG4002/PG4005.
 [[nodiscard]] std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, LoadedFunction& fn,
                                                             const LaunchTicket& ticket, std::span<void* const> args,
                                                             CUstream stream);

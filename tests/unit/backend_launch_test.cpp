@@ -326,3 +326,44 @@ TEST_CASE("backend launch: a ticket relaunches its validated shape with new valu
   CHECK(after.error().items()[0].code == diag::Code::context_poisoned);
   CHECK(fake_state().launches == launches);
 }
+
+namespace guard_probe {
+
+// True when an unqualified call `driver_launch(ctx, fn, ticket, args, stream)` resolves, by
+// ordinary or argument-dependent lookup, from code outside the backend.
+template <class C, class F, class T>
+concept driver_launch_reachable = requires(C& c, F& f, const T& t, std::span<void* const> a, CUstream s) {
+  driver_launch(c, f, t, a, s);
+};
+template <class T>
+concept ticket_drive_reachable = requires(Context& c, LoadedFunction& f, const T& t, std::span<void* const> a,
+                                          CUstream s) { T::drive(c, f, t, a, s); };
+
+}  // namespace guard_probe
+
+TEST_CASE("backend launch: nothing outside the guarded path reaches the driver's launch entry points") {
+  static_assert(!guard_probe::driver_launch_reachable<Context, LoadedFunction, LaunchTicket>,
+                "driver_launch must not be reachable by ADL");
+  static_assert(!guard_probe::ticket_drive_reachable<LaunchTicket>, "LaunchTicket::drive must be private");
+  Fixture f;
+  auto fn = LoadedFunction::resolve(*f.ctx, reinterpret_cast<CUmodule>(0x4000), saxpy_info());
+  REQUIRE(fn);
+  fake_state().param_sizes = {8, 8, 4, 4};
+  // A default ticket (never issued) reaches no driver.
+  LaunchTicket never_issued;
+  auto unissued = launch_cuda_function(*f.ctx, **fn, never_issued, f.args, nullptr);
+  REQUIRE_FALSE(unissued);
+  CHECK(unissued.error().items()[0].code == diag::Code::internal_error);
+  CHECK(fake_state().launches == 0);
+  // The ticket path checks null slots like the validating path does (PG3004), before the driver.
+  LaunchTicket ticket;
+  REQUIRE(launch_cuda_function(*f.ctx, **fn, plan_for(4, 256, 4), f.args, nullptr, nullptr, &ticket));
+  CHECK(fake_state().launches == 1);
+  std::vector<void*> holed = f.args;
+  holed[2] = nullptr;
+  auto null_slot = launch_cuda_function(*f.ctx, **fn, ticket, holed, nullptr);
+  REQUIRE_FALSE(null_slot);
+  CHECK(null_slot.error().items()[0].code == diag::Code::null_argument_slot);
+  CHECK(null_slot.error().items()[0].message.find("slot 2") != std::string::npos);
+  CHECK(fake_state().launches == 1);
+}
