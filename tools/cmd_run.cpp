@@ -45,9 +45,13 @@ struct BoundParam {
 
 int fail(const diag::Diagnostics& d, diag::Format format) {
   print_diagnostics(d, format);
-  for (const auto& item : d)
+  bool usage_only = !d.empty();
+  for (const auto& item : d) {
     if (item.code == diag::Code::driver_unavailable || item.code == diag::Code::no_device) return kNoDriver;
-  return kDiagnostics;
+    if (item.code != diag::Code::invalid_launch_option) usage_only = false;
+  }
+  // A malformed flag (--grid, --block, --shared-bytes, --time) is a usage error, as in check.
+  return usage_only ? kUsage : kDiagnostics;
 }
 
 int run_kernel(const RunOptions& opt) {
