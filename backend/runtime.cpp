@@ -111,6 +111,20 @@ struct SteadyLaunches {
   return launches;
 }
 
+/// PG4008 when `stream` belongs to another context than the kernel's (another device, or
+/// another runtime's context): blocked before the driver, naming both.
+std::expected<void, diag::Diagnostics> stream_in_context(const Stream* stream, const Context& ctx,
+                                                         const std::string& kernel) {
+  if (stream == nullptr || stream->context() == nullptr || stream->context() == &ctx) [[likely]] return {};
+  diag::Diagnostics d;
+  d.add(diag::Code::foreign_object,
+        fmt::format("launch of kernel '{}': the stream belongs to the context of device {} ({}), but the kernel is "
+                    "loaded in the context of device {} ({})",
+                    kernel, stream->context()->device(), stream->context()->caps().name, ctx.device(), ctx.caps().name),
+        {}, "launch on a stream made by the kernel's own runtime (Runtime::create_stream)");
+  return std::unexpected(std::move(d));
+}
+
 bool same_config(const LaunchConfig& a, const LaunchConfig& b) {
   // Element by element: std::array's operator== becomes two memcmp calls here.
   return a.grid[0] == b.grid[0] && a.grid[1] == b.grid[1] && a.grid[2] == b.grid[2] && a.block[0] == b.block[0] &&
@@ -185,6 +199,8 @@ std::expected<void, diag::Diagnostics> Kernel::fill_plan(validation::LaunchPlan&
 
 std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config, std::span<const Arg> args,
                                                       const Stream* stream) {
+  if (auto ok = stream_in_context(stream, *ctx_, function_->info().name); !ok) [[unlikely]]
+    return ok;
   CUstream s = stream ? stream->handle() : nullptr;
   // What the launch reads and writes, from the signature: tracked buffers only.
   const auto& params = function_->info().params;
@@ -270,6 +286,11 @@ std::expected<void, diag::Diagnostics> Kernel::launch_on(const LaunchConfig& con
 }
 
 validation::Verdict Kernel::check(const LaunchConfig& config, std::span<const Arg> args, const Stream* stream) {
+  if (auto ok = stream_in_context(stream, *ctx_, function_->info().name); !ok) {
+    validation::Verdict blocked;
+    blocked.diagnostics = std::move(ok.error());
+    return blocked;
+  }
   CUstream s = stream ? stream->handle() : nullptr;
   std::vector<void*> slots(args.size());
   std::vector<BoundSlot> values(args.size());

@@ -237,3 +237,31 @@ TEST_CASE("backend runtime: a blocked launch is validated once, never asks the d
   REQUIRE((*k)->launch(LaunchConfig::linear(132, 256), {*y, *x, 2.0f, 1000u}));
   CHECK(fake_state().occupancy_calls == 1);
 }
+
+TEST_CASE("backend runtime: a stream of another context is blocked before the driver, naming both contexts (PG4008)") {
+  testing::reset_fake_state();
+  static DriverApi api = testing::make_fake_driver();
+  auto rt = fake_runtime(api);
+  auto other = fake_runtime(api);
+  REQUIRE(&rt->context() != &other->context());
+  auto k = rt->compile(example_text("saxpy"), "saxpy", "saxpy.pg");
+  if (!k) FAIL(diag::render_text(k.error()));
+  auto y = rt->allocate(4000), x = rt->allocate(4000);
+  REQUIRE(y);
+  REQUIRE(x);
+  fake_state().param_sizes = {8, 8, 4, 4};
+  auto foreign = other->create_stream();
+  REQUIRE(foreign);
+  auto blocked = (*k)->launch(LaunchConfig::linear(4, 256), {*y, *x, 2.0f, 1000u}, &*foreign);
+  REQUIRE_FALSE(blocked);
+  CHECK(blocked.error().items()[0].code == diag::Code::foreign_object);
+  CHECK(blocked.error().items()[0].message.find("the stream belongs to the context of device") != std::string::npos);
+  CHECK(blocked.error().items()[0].message.find("loaded in the context of device") != std::string::npos);
+  CHECK(fake_state().launches == 0);
+  auto verdict = (*k)->check(LaunchConfig::linear(4, 256), {}, &*foreign);
+  CHECK_FALSE(verdict.launchable);
+  auto own = rt->create_stream();
+  REQUIRE(own);
+  REQUIRE((*k)->launch(LaunchConfig::linear(4, 256), {*y, *x, 2.0f, 1000u}, &*own));
+  CHECK(fake_state().launches == 1);
+}
