@@ -19,7 +19,8 @@ inline bool is_stream_call(std::string_view name) {
          name == "cuStreamWaitEvent" || name == "cuMemcpyHtoDAsync" || name == "cuMemcpyDtoHAsync" ||
          name == "cuMemcpyDtoDAsync" || name == "cuMemsetD8Async" || name == "cuMemsetD16Async" || name == "cuMemsetD32Async" ||
          name == "cuMemAllocAsync" || name == "cuMemAllocFromPoolAsync" || name == "cuMemFreeAsync" ||
-         name == "cuGraphLaunch";
+         name == "cuGraphLaunch" || name == "ncclAllReduce" || name == "ncclBroadcast" || name == "ncclReduce" ||
+         name == "ncclAllGather" || name == "ncclReduceScatter" || name == "ncclSend" || name == "ncclRecv";
 }
 
 /// Synchronous copies and memsets: submitted to the legacy default stream (ordered after its
