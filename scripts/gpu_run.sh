@@ -61,6 +61,18 @@ device() {
   elif command -v ptxas >/dev/null; then export PTXGATE_PTXAS="$(command -v ptxas)"; fi
   [[ -f "$cuda/nvvm/libdevice/libdevice.10.bc" ]] || export PTXGATE_LIBDEVICE="$BUNDLE/libdevice.10.bc"
 
+  # NCCL (collective tests): ships with PyTorch's Python packages, not with the toolkit.
+  export NCCL_NVLS_ENABLE=0
+  if [[ -z "${PTXGATE_NCCL_LIBRARY:-}" ]]; then
+    local nccl_lib
+    nccl_lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
+    if [[ ! -f "$nccl_lib" ]]; then
+      nccl_lib=$(python3 -c 'import site; print("\n".join(site.getsitepackages()))' 2>/dev/null |
+                 while read -r d; do [[ -d "$d" ]] && find "$d" -name 'libnccl.so.2' 2>/dev/null; done | head -1)
+    fi
+    [[ -f "$nccl_lib" ]] && export PTXGATE_NCCL_LIBRARY="$nccl_lib"
+  fi
+
   # Run natively when the binaries load here; else through the bundled loader and glibc.
   local prefix=()
   if ! "$BUNDLE/bin/ptxgate" --version >/dev/null 2>&1; then
@@ -78,13 +90,14 @@ device() {
   say "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi unavailable')"
   say "ptxgate: $("${cli[@]}" --version 2>&1)"
   say "loader: ${prefix[*]:-native}; ptxas: ${PTXGATE_PTXAS:-none (PTX JIT)}"
+  say "nccl: ${PTXGATE_NCCL_LIBRARY:-libnccl.so.2 on the library path (PTXGATE_NCCL_LIBRARY unset)}"
   "${cli[@]}" devices --json >"$out/device.json" 2>&1
   say "devices --json: exit $? ($(head -c 200 "$out/device.json" | tr -d '\n'))"
 
   "${tests[@]}" --no-intro=true >"$out/gpu_tests.log" 2>&1
   local rc=$?
   say "gpu tests: exit $rc"
-  grep -E '^device:|^agreement:|^occupancy agreement:|test cases:|assertions:|SKIPPED' "$out/gpu_tests.log" | tee -a "$results"
+  grep -E '^device:|^agreement:|^occupancy agreement:|^nccl:|test cases:|assertions:|SKIPPED' "$out/gpu_tests.log" | tee -a "$results"
 
   {
     echo "\$ ptxgate run examples/saxpy.pg --kernel saxpy --arg y=random:1000003:1 --arg x=random:1000003:2 --arg a=2.5 --arg n=1000003 --print y:4 --time 50"

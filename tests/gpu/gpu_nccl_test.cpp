@@ -1,0 +1,134 @@
+// NCCL on the real device: one rank (ncclCommInitAll over device 0) all-reduce, broadcast,
+// all-gather and reduce-scatter equal their host references, and a validated collective
+// that NCCL would reject never reaches it; two ranks (devices 0 and 1) when there are two GPUs.
+// Each test prints "SKIPPED: nccl ...: reason" and passes when NCCL or a second GPU is missing.
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <vector>
+
+#include "ptxgate/backend/device.hpp"
+#include "ptxgate/backend/nccl.hpp"
+#include "gpu_support.hpp"
+
+using namespace ptxgate;
+using namespace ptxgate::gpu_test;
+
+namespace {
+
+/// The NCCL table, or null after printing why the test is skipped.
+const backend::NcclApi* nccl_or_skip(const char* test) {
+  ::setenv("NCCL_NVLS_ENABLE", "0", 0);  // never NVLink multicast on the lent machines
+  auto api = backend::nccl();
+  if (!api) {
+    std::printf("SKIPPED: nccl %s: %s\n", test, diag::render_text(api.error(), false).c_str());
+    return nullptr;
+  }
+  std::printf("nccl: %s from %s\n", backend::nccl_version_text((*api)->version).c_str(), (*api)->library.c_str());
+  return *api;
+}
+
+}  // namespace
+
+TEST_CASE("nccl gpu: one rank: all-reduce, broadcast, all-gather and reduce-scatter equal the host reference") {
+  if (nccl_or_skip("one rank") == nullptr) return;
+  const std::shared_ptr<backend::Context> contexts[] = {runtime().shared_context()};
+  auto comms = backend::Communicator::init_all(contexts);
+  if (!comms) FAIL(diag::render_text(comms.error()));
+  backend::Communicator& comm = *(*comms)[0];
+  CHECK(comm.size() == 1);
+  auto s = runtime().create_stream();
+  REQUIRE(s);
+
+  constexpr size_t n = 1 << 16;
+  const auto x = random_values<float>(n, -4, 4, 11);
+  std::vector<int64_t> xi(n);
+  std::iota(xi.begin(), xi.end(), int64_t{-1000});
+  auto send = upload(x), sendi = upload(xi);
+  auto recv = *runtime().allocate(n * sizeof(float)), recvi = *runtime().allocate(n * sizeof(int64_t));
+
+  // With one rank every reduction of x is x itself; the result goes through NCCL's kernels.
+  PG_REQUIRE_OK(backend::all_reduce(comm, *s, backend::DeviceSpan<float>(send), backend::DeviceSpan<float>(recv)));
+  PG_REQUIRE_OK(comm.synchronize(*s));
+  CHECK(mismatches(download<float>(recv), x, 0, 0, "all-reduce") == 0);
+
+  PG_REQUIRE_OK(recvi.fill_bytes(0));
+  PG_REQUIRE_OK(backend::broadcast(comm, *s, backend::DeviceSpan<int64_t>(sendi), backend::DeviceSpan<int64_t>(recvi), 0));
+  CHECK(download<int64_t>(recvi) == xi);  // tracked: the download waits for the broadcast
+
+  PG_REQUIRE_OK(recv.fill_bytes(0));
+  PG_REQUIRE_OK(backend::all_gather(comm, *s, backend::DeviceSpan<float>(send), backend::DeviceSpan<float>(recv)));
+  CHECK(mismatches(download<float>(recv), x, 0, 0, "all-gather") == 0);
+
+  PG_REQUIRE_OK(recvi.fill_bytes(0));
+  PG_REQUIRE_OK(backend::reduce_scatter(comm, *s, backend::DeviceSpan<int64_t>(sendi),
+                                        backend::DeviceSpan<int64_t>(recvi), backend::ReduceOp::max));
+  CHECK(download<int64_t>(recvi) == xi);
+
+  // In place: all-reduce sum of one buffer onto itself.
+  PG_REQUIRE_OK(backend::all_reduce(comm, *s, backend::DeviceSpan<int64_t>(sendi), backend::DeviceSpan<int64_t>(sendi)));
+  CHECK(download<int64_t>(sendi) == xi);
+
+  // A count that does not fit is blocked before NCCL; the communicator stays healthy.
+  auto bad = backend::all_gather(comm, *s, backend::DeviceSpan<float>(send), backend::DeviceSpan<float>(recv, 0, n / 2));
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().items().front().code == diag::Code::collective_count);
+  PG_REQUIRE_OK(comm.healthy("after a blocked call"));
+  PG_REQUIRE_OK(comm.synchronize(*s));
+}
+
+TEST_CASE("nccl gpu: two ranks in one process: all-reduce and all-gather across devices 0 and 1") {
+  auto devices = backend::list_live_devices();
+  REQUIRE(devices);
+  if (devices->size() < 2) {
+    std::printf("SKIPPED: nccl two ranks: needs 2 GPUs (found %zu)\n", devices->size());
+    return;
+  }
+  if (nccl_or_skip("two ranks") == nullptr) return;
+  auto ctx1 = backend::Context::open(1);
+  if (!ctx1) FAIL(diag::render_text(ctx1.error()));
+  backend::RuntimeOptions options;
+  backend::Runtime rt1(*ctx1, options);
+  const std::shared_ptr<backend::Context> contexts[] = {runtime().shared_context(), *ctx1};
+  auto comms = backend::Communicator::init_all(contexts);
+  if (!comms) FAIL(diag::render_text(comms.error()));
+  backend::Runtime* rts[] = {&runtime(), &rt1};
+
+  constexpr size_t n = 4096;
+  std::vector<std::vector<float>> x;
+  std::vector<backend::DeviceBuffer> send, sum, gathered;
+  std::vector<backend::Stream> streams;
+  for (int r = 0; r < 2; ++r) {
+    x.push_back(random_values<float>(n, -1, 1, 100 + static_cast<uint64_t>(r)));
+    send.push_back(*rts[r]->upload(std::span<const float>(x.back())));
+    sum.push_back(*rts[r]->allocate(n * sizeof(float)));
+    gathered.push_back(*rts[r]->allocate(2 * n * sizeof(float)));
+    streams.push_back(*rts[r]->create_stream());
+  }
+  // Both ranks' calls of one collective in one group (one thread drives both devices).
+  backend::Group reduce_group;
+  for (int r = 0; r < 2; ++r)
+    PG_REQUIRE_OK(reduce_group.add(*(*comms)[static_cast<size_t>(r)], streams[static_cast<size_t>(r)],
+                                   {backend::CollectiveKind::all_reduce, backend::CollectiveEnd::of(backend::DeviceSpan<float>(send[static_cast<size_t>(r)])),
+                                    backend::CollectiveEnd::of(backend::DeviceSpan<float>(sum[static_cast<size_t>(r)])), ncclSum, 0}));
+  PG_REQUIRE_OK(reduce_group.end());
+  backend::Group gather_group;
+  for (int r = 0; r < 2; ++r)
+    PG_REQUIRE_OK(gather_group.add(*(*comms)[static_cast<size_t>(r)], streams[static_cast<size_t>(r)],
+                                   {backend::CollectiveKind::all_gather, backend::CollectiveEnd::of(backend::DeviceSpan<float>(send[static_cast<size_t>(r)])),
+                                    backend::CollectiveEnd::of(backend::DeviceSpan<float>(gathered[static_cast<size_t>(r)])), ncclSum, 0}));
+  PG_REQUIRE_OK(gather_group.end());
+  std::vector<float> want_sum(n), want_gather;
+  for (size_t i = 0; i < n; ++i) want_sum[i] = x[0][i] + x[1][i];
+  want_gather = x[0];
+  want_gather.insert(want_gather.end(), x[1].begin(), x[1].end());
+  for (size_t r = 0; r < 2; ++r) {
+    PG_REQUIRE_OK((*comms)[r]->synchronize(streams[r]));
+    auto got = rts[r]->download<float>(sum[r]);
+    REQUIRE(got);
+    CHECK(mismatches(*got, want_sum, 1e-6, 1e-6, "two-rank all-reduce") == 0);
+    auto all = rts[r]->download<float>(gathered[r]);
+    REQUIRE(all);
+    CHECK(mismatches(*all, want_gather, 0, 0, "two-rank all-gather") == 0);
+  }
+}
