@@ -4,7 +4,10 @@
 // Each test prints "SKIPPED: nccl ...: reason" and passes when NCCL or a second GPU is missing.
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <numeric>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "ptxgate/backend/device.hpp"
@@ -131,4 +134,79 @@ TEST_CASE("nccl gpu: two ranks in one process: all-reduce and all-gather across 
     REQUIRE(all);
     CHECK(mismatches(*all, want_gather, 0, 0, "two-rank all-gather") == 0);
   }
+}
+
+// ---- Two processes, one rank each: the documented one-process-per-GPU path (docs/nccl.md). ----
+
+namespace ptxgate::gpu_test {
+
+/// `--nccl-rank R ID_FILE`: rank R of 2 on device R, the unique id read from ID_FILE; all-reduces
+/// (in place) x_r[i] = (r + 1) * (i % 97) and checks the sum 3 * (i % 97). Exit 0 when equal.
+int nccl_rank_child(int argc, char** argv) {
+  if (argc < 4) return 2;
+  const int rank = std::atoi(argv[2]);
+  ::setenv("NCCL_NVLS_ENABLE", "0", 0);
+  auto report = [&](const diag::Diagnostics& d, int code) {
+    std::fprintf(stderr, "nccl child rank %d: %s\n", rank, diag::render_text(d, false).c_str());
+    return code;
+  };
+  auto id = backend::UniqueId::read_file(argv[3]);
+  if (!id) return report(id.error(), 3);
+  auto ctx = backend::Context::open(rank);
+  if (!ctx) return report(ctx.error(), 4);
+  backend::Runtime rt(*ctx, backend::RuntimeOptions{});
+  auto comm = backend::Communicator::init_rank(*ctx, 2, rank, *id);
+  if (!comm) return report(comm.error(), 5);
+  constexpr size_t n = 1 << 14;
+  std::vector<float> x(n), want(n);
+  for (size_t i = 0; i < n; ++i) {
+    x[i] = static_cast<float>((rank + 1) * static_cast<int>(i % 97));
+    want[i] = static_cast<float>(3 * static_cast<int>(i % 97));
+  }
+  auto buf = rt.upload(std::span<const float>(x));
+  if (!buf) return report(buf.error(), 6);
+  auto s = rt.create_stream();
+  if (!s) return report(s.error(), 6);
+  if (auto ok = backend::all_reduce(**comm, *s, backend::DeviceSpan<float>(*buf), backend::DeviceSpan<float>(*buf)); !ok)
+    return report(ok.error(), 7);
+  if (auto ok = (*comm)->synchronize(*s); !ok) return report(ok.error(), 8);
+  auto got = rt.download<float>(*buf);
+  if (!got) return report(got.error(), 9);
+  if (*got != want) {
+    std::fprintf(stderr, "nccl child rank %d: all-reduce result differs from 3 * (i %% 97)\n", rank);
+    return 10;
+  }
+  std::printf("nccl child rank %d: all-reduce of %zu floats ok\n", rank, n);
+  return 0;
+}
+
+}  // namespace ptxgate::gpu_test
+
+TEST_CASE("nccl gpu: two processes, one rank each, the unique id passed through a file") {
+  auto devices = backend::list_live_devices();
+  REQUIRE(devices);
+  if (devices->size() < 2) {
+    std::printf("SKIPPED: nccl two processes: needs 2 GPUs (found %zu)\n", devices->size());
+    return;
+  }
+  if (nccl_or_skip("two processes") == nullptr) return;
+  auto id = backend::UniqueId::create();
+  if (!id) FAIL(diag::render_text(id.error()));
+  const auto file = std::filesystem::temp_directory_path() / ("ptxgate-nccl-id-" + std::to_string(::getpid()));
+  PG_REQUIRE_OK(id->write_file(file));
+  const char* self_env = std::getenv("PTXGATE_GPU_TEST_SELF");
+  const std::string self = self_env ? std::string(self_env)
+                                    : "'" + std::filesystem::read_symlink("/proc/self/exe").string() + "'";
+  // Both ranks must run at once (ncclCommInitRank waits for every rank); a hung rank is killed.
+  int rc[2] = {-1, -1};
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.emplace_back([&, r] {
+      const std::string cmd = "timeout 300 " + self + " --nccl-rank " + std::to_string(r) + " '" + file.string() + "'";
+      rc[r] = std::system(cmd.c_str());
+    });
+  for (auto& t : ranks) t.join();
+  std::filesystem::remove(file);
+  CHECK(rc[0] == 0);
+  CHECK(rc[1] == 0);
 }
