@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include "ptxgate/backend/pool.hpp"
+#include "ptxgate/backend/profile.hpp"
+
 namespace ptxgate::backend {
 namespace {
 
@@ -39,10 +42,36 @@ std::expected<std::shared_ptr<Context>, diag::Diagnostics> Context::open(int ord
 
 Context::~Context() {
   if (context_ == nullptr) return;
+  profiler_.reset();
   tracker_.reset();  // frees deferred buffers after their work
   for (auto& [stream, word] : barrier_words_) ignore(api_->cuMemFree(word));
   if (tls_current_context == context_) tls_current_context = nullptr;
   ignore(api_->cuDevicePrimaryCtxRelease(device_));
+}
+
+std::expected<void, diag::Diagnostics> Context::failed(CUresult r, std::string_view call, std::string_view subject) {
+  auto out = health_.check(*api_, r, call, subject);
+  if (!is_sticky_error(r)) return out;
+  auto suspects = launch_log_.in_flight();
+  if (suspects.empty()) return out;
+  return std::unexpected(kernel_fault(std::move(out.error()), suspects, false));
+}
+
+void Context::enable_profiling() {
+  if (!profiler_) profiler_ = std::make_unique<Profiler>(*this);
+}
+
+std::expected<void, diag::Diagnostics> Context::complete_checked_launch(uint64_t sequence, CUstream stream) {
+  const CUresult r = api_->cuStreamSynchronize(stream);
+  if (r == CUDA_SUCCESS) [[likely]] {
+    launch_log_.stream_completed_through(stream, sequence);
+    return {};
+  }
+  auto out = health_.check(*api_, r, "cuStreamSynchronize", "a checked launch");
+  if (!is_sticky_error(r)) return out;
+  auto launch = launch_log_.find(sequence);
+  if (!launch) return out;
+  return std::unexpected(kernel_fault(std::move(out.error()), {*launch}, true));
 }
 
 std::expected<void, diag::Diagnostics> Context::make_current() {
@@ -56,8 +85,10 @@ std::expected<void, diag::Diagnostics> Context::synchronize(std::string_view sub
   if (auto ok = healthy("cuCtxSynchronize", subject); !ok) return ok;
   if (auto ok = make_current(); !ok) return ok;
   auto marks = tracker_->before_context_sync();
+  const uint64_t launched = launch_log_.last();
   if (auto ok = PTXGATE_CU(*this, subject, cuCtxSynchronize); !ok) return ok;
   tracker_->after_context_sync(marks);
+  launch_log_.completed_through(launched);
   return {};
 }
 
@@ -108,8 +139,10 @@ void Stream::reset() noexcept {
 std::expected<void, diag::Diagnostics> Stream::synchronize() {
   if (auto ok = ctx_->healthy("cuStreamSynchronize", "stream"); !ok) return ok;
   const uint64_t mark = ctx_->tracker().before_sync(stream_);
+  const uint64_t launched = ctx_->launch_log().last();
   if (auto ok = PTXGATE_CU(*ctx_, "stream", cuStreamSynchronize, stream_); !ok) return ok;
   ctx_->tracker().after_sync(stream_, mark);
+  ctx_->launch_log().stream_completed_through(stream_, launched);
   return {};
 }
 
@@ -153,6 +186,7 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
     kind_ = o.kind_;
     home_ = std::exchange(o.home_, nullptr);
     track_ = std::move(o.track_);
+    pool_account_ = std::move(o.pool_account_);
   }
   return *this;
 }
@@ -167,6 +201,10 @@ void DeviceBuffer::reset() noexcept {
       ignore(ctx_->api().cuMemFreeAsync(ptr_, home_));
     else
       ignore(ctx_->api().cuMemFree(ptr_));
+  }
+  if (pool_account_) {
+    pool_account_->live.fetch_sub(bytes_ == 0 ? 1 : bytes_, std::memory_order_relaxed);
+    pool_account_.reset();
   }
   ptr_ = 0;
   ctx_.reset();

@@ -1,6 +1,7 @@
 // RAII over the driver: the primary context, non-blocking streams, device and pinned buffers, events.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <expected>
 #include <memory>
@@ -15,10 +16,15 @@
 #include "ptxgate/backend/device.hpp"
 #include "ptxgate/backend/driver_api.hpp"
 #include "ptxgate/backend/driver_error.hpp"
+#include "ptxgate/backend/launch_log.hpp"
 #include "ptxgate/backend/tracking.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 
 namespace ptxgate::backend {
+
+struct PoolAccount;
+class MemoryPool;
+class Profiler;
 
 /// A retained primary context of one device, its live caps and its health. Shared
 /// by every object created in it; released when the last one goes. Thread-safe.
@@ -46,7 +52,7 @@ class Context : public std::enable_shared_from_this<Context> {
   /// sticky errors). Use through PTXGATE_CU.
   [[nodiscard]] std::expected<void, diag::Diagnostics> check(CUresult r, std::string_view call, std::string_view subject) {
     if (r == CUDA_SUCCESS) [[likely]] return {};
-    return health_.check(*api_, r, call, subject);
+    return failed(r, call, subject);
   }
   /// PG4003 when poisoned (fail fast before a call).
   [[nodiscard]] std::expected<void, diag::Diagnostics> healthy(std::string_view call, std::string_view subject) const {
@@ -61,18 +67,37 @@ class Context : public std::enable_shared_from_this<Context> {
   /// The dependency tracking of this context's buffers and streams (backend/tracking.hpp).
   Tracker& tracker() { return *tracker_; }
 
+  /// Sequence numbers and the recent launches, for reports of asynchronous faults.
+  LaunchLog& launch_log() { return launch_log_; }
+  /// Checked launches: every launch synchronises its stream and a fault names that launch (PG4050).
+  void set_checked_launches(bool on) { checked_launches_.store(on, std::memory_order_relaxed); }
+  bool checked_launches() const { return checked_launches_.load(std::memory_order_relaxed); }
+  /// Launch profiling (backend/profile.hpp): null unless enabled, before the first launch.
+  Profiler* profiler() const { return profiler_.get(); }
+  void enable_profiling();
+  /// The checked-launch step after launch `sequence` was submitted to `stream`: synchronises the
+  /// stream; a sticky error is PG4050 naming that launch.
+  [[nodiscard]] std::expected<void, diag::Diagnostics> complete_checked_launch(uint64_t sequence, CUstream stream);
+
   /// The zeroed 4-byte grid-barrier word owned by this context for `stream`,
   /// allocated (and memset to 0) on first use; later calls are a lookup.
   [[nodiscard]] std::expected<CUdeviceptr, diag::Diagnostics> grid_barrier_word(CUstream stream);
 
  private:
   Context() = default;
+  /// The cold half of check(): PG4002 (poisoning on sticky errors); a sticky error while launches
+  /// are in flight is a kernel fault, PG4050 naming them.
+  [[nodiscard]] std::expected<void, diag::Diagnostics> failed(CUresult r, std::string_view call,
+                                                              std::string_view subject);
   const DriverApi* api_ = nullptr;
   CUcontext context_ = nullptr;
   CUdevice device_ = 0;
   LiveDevice live_;
   ContextHealth health_;
   std::unique_ptr<Tracker> tracker_;
+  LaunchLog launch_log_;
+  std::unique_ptr<Profiler> profiler_;
+  std::atomic<bool> checked_launches_{false};
   std::mutex barrier_mutex_;
   std::map<CUstream, CUdeviceptr> barrier_words_;
 };
@@ -140,6 +165,8 @@ class DeviceBuffer {
   MemoryKind kind_ = MemoryKind::device;
   CUstream home_ = nullptr;
   std::shared_ptr<BufferTrack> track_;
+  friend class MemoryPool;
+  std::shared_ptr<PoolAccount> pool_account_;  ///< the live-byte count of the pool it came from
 };
 
 /// Page-locked host memory (cuMemAllocHost), for asynchronous copies, with its access history when

@@ -6,6 +6,8 @@
 #include <boost/container/small_vector.hpp>
 #include <fmt/format.h>
 
+#include "ptxgate/backend/profile.hpp"
+
 namespace ptxgate::backend {
 namespace {
 
@@ -200,6 +202,10 @@ std::expected<void, diag::Diagnostics> LaunchTicket::drive(Context& ctx, LoadedF
   const auto& b = ticket.block_;
   CUresult r;
   fn.driver_calls_.fetch_add(1, std::memory_order_relaxed);
+  Profiler* profiler = ctx.profiler();
+  CUevent profile_start = nullptr;
+  if (profiler != nullptr) [[unlikely]]
+    profile_start = profiler->begin(fn.info_.name, stream);
   if (ticket.cooperative_) {
     r = ctx.api().cuLaunchCooperativeKernel(fn.handle_, g[0], g[1], g[2], b[0], b[1], b[2],
                                             ticket.dynamic_shared_bytes_, stream, table);
@@ -207,10 +213,20 @@ std::expected<void, diag::Diagnostics> LaunchTicket::drive(Context& ctx, LoadedF
     r = ctx.api().cuLaunchKernel(fn.handle_, g[0], g[1], g[2], b[0], b[1], b[2], ticket.dynamic_shared_bytes_,
                                  stream, table, nullptr);
   }
-  if (r == CUDA_SUCCESS) [[likely]] return {};
+  if (r == CUDA_SUCCESS) [[likely]] {
+    const uint64_t sequence = ctx.launch_log().record(fn.info_.name, g, b, ticket.dynamic_shared_bytes_,
+                                                      ticket.cooperative_, stream);
+    if (profiler != nullptr) [[unlikely]]
+      profiler->end(profile_start, sequence, fn.info_.name, stream);
+    if (ctx.checked_launches()) [[unlikely]]
+      return ctx.complete_checked_launch(sequence, stream);
+    return {};
+  }
+  if (profiler != nullptr) profiler->cancel(profile_start);
   auto failed = ctx.check(r, ticket.cooperative_ ? "cuLaunchCooperativeKernel" : "cuLaunchKernel",
                           launch_subject(fn, ticket.described()));
   auto diags = std::move(failed.error());
+  if (diags.items().front().code == diag::Code::kernel_fault) return std::unexpected(std::move(diags));  // an earlier launch
   diags.items().front().code = diag::Code::launch_failed;
   diags.items().front().notes.push_back(
       "ptxgate validated this launch; a driver rejection here means a check is missing: please report it");

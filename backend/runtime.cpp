@@ -317,6 +317,8 @@ std::expected<std::unique_ptr<Runtime>, diag::Diagnostics> Runtime::create(Runti
 Runtime::Runtime(std::shared_ptr<Context> ctx, RuntimeOptions options)
     : ctx_(std::move(ctx)), options_(std::move(options)) {
   ctx_->tracker().set_enabled(options_.track_dependencies);
+  ctx_->set_checked_launches(options_.checked_launches);
+  if (options_.profile_launches) ctx_->enable_profiling();
   std::tie(target_, cubin_for_device_) = target_for(ctx_->caps());
   cache_ = std::make_unique<module_cache::ModuleCache>(options_.cache);
   loaded_ = std::make_unique<
@@ -325,6 +327,30 @@ Runtime::Runtime(std::shared_ptr<Context> ctx, RuntimeOptions options)
 }
 
 Runtime::~Runtime() = default;
+
+std::expected<MemoryPool*, diag::Diagnostics> Runtime::pool() {
+  std::lock_guard lock(pool_mutex_);
+  if (!pool_) {
+    auto made = MemoryPool::create(ctx_, options_.pool);
+    if (!made) return std::unexpected(made.error());
+    pool_ = std::move(*made);
+  }
+  return pool_.get();
+}
+
+std::expected<DeviceBuffer, diag::Diagnostics> Runtime::allocate(size_t bytes) {
+  if (options_.allocation == AllocationMode::synchronous) return DeviceBuffer::allocate(ctx_, bytes);
+  auto p = pool();
+  if (!p) return std::unexpected(p.error());
+  return (*p)->allocate(bytes);
+}
+
+std::expected<DeviceBuffer, diag::Diagnostics> Runtime::allocate(size_t bytes, const Stream& stream) {
+  if (options_.allocation == AllocationMode::synchronous) return DeviceBuffer::allocate(ctx_, bytes);
+  auto p = pool();
+  if (!p) return std::unexpected(p.error());
+  return (*p)->allocate(bytes, &stream);
+}
 
 diag::Diagnostics Runtime::take_warnings() {
   std::lock_guard lock(warnings_mutex_);

@@ -14,6 +14,8 @@
 #include "ptxgate/backend/arg.hpp"
 #include "ptxgate/backend/context.hpp"
 #include "ptxgate/backend/launch.hpp"
+#include "ptxgate/backend/pool.hpp"
+#include "ptxgate/backend/profile.hpp"
 #include "ptxgate/codegen/kernel_info.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/ir/ast.hpp"
@@ -41,6 +43,18 @@ struct RuntimeOptions {
   /// conflicting work of other streams, and buffers freed while in use are freed after that work.
   /// Off for programs that order their streams themselves.
   bool track_dependencies = true;
+  /// Where Runtime::allocate takes device memory: cuMemAlloc, or the runtime's stream-ordered
+  /// MemoryPool (backend/pool.hpp), created on first use with `pool`.
+  AllocationMode allocation = AllocationMode::synchronous;
+  PoolOptions pool;
+  /// Checked launches (what CUDA_LAUNCH_BLOCKING is used for, with a message that names the
+  /// launch): each launch synchronises its stream, and a fault is PG4050 naming the kernel, its
+  /// geometry and the launch's sequence number. Without it a fault is reported by a later call,
+  /// naming the launches that were in flight.
+  bool checked_launches = false;
+  /// Per-launch timing events and NVTX ranges (backend/profile.hpp): Runtime::profiler() then
+  /// gives each launch's device time and a per-kernel summary.
+  bool profile_launches = false;
   size_t loaded_module_capacity = 32;             ///< modules kept loaded per context (LRU)
   module_cache::ModuleCacheOptions cache;         ///< memory and disk tiers of compiled modules
   bool prefer_cubin = true;                       ///< load ptxas's cubin; PTX (driver JIT) as fallback
@@ -79,6 +93,7 @@ class Kernel {
 
  private:
   friend class Runtime;
+  friend struct GraphKernelAccess;  // graphs bind and validate kernel nodes as launch() does
   Kernel(std::shared_ptr<Context> ctx, std::shared_ptr<const LoadedModule> module, LoadedFunction* function,
          module_cache::CacheOutcome outcome)
       : ctx_(std::move(ctx)), module_(std::move(module)), function_(function), outcome_(outcome) {}
@@ -109,9 +124,14 @@ class Runtime {
   [[nodiscard]] std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> compile(std::string_view pg_text, std::string_view kernel,
                                                                      std::string_view path = "<text>");
 
-  [[nodiscard]] std::expected<DeviceBuffer, diag::Diagnostics> allocate(size_t bytes) {
-    return DeviceBuffer::allocate(ctx_, bytes);
-  }
+  /// `bytes` of device memory as RuntimeOptions::allocation says: cuMemAlloc, or from the
+  /// runtime's pool on the legacy default stream.
+  [[nodiscard]] std::expected<DeviceBuffer, diag::Diagnostics> allocate(size_t bytes);
+  /// The same on `stream`: a stream-ordered allocation there (usable by other streams' work after
+  /// it, with tracking) in AllocationMode::stream_ordered; cuMemAlloc in synchronous mode.
+  [[nodiscard]] std::expected<DeviceBuffer, diag::Diagnostics> allocate(size_t bytes, const Stream& stream);
+  /// The runtime's memory pool, created on first use with RuntimeOptions::pool (PG4020, PG4022).
+  [[nodiscard]] std::expected<MemoryPool*, diag::Diagnostics> pool();
   /// A device buffer holding a copy of `host`.
   template <class T>
   [[nodiscard]] std::expected<DeviceBuffer, diag::Diagnostics> upload(std::span<const T> host) {
@@ -129,6 +149,8 @@ class Runtime {
   [[nodiscard]] std::expected<Stream, diag::Diagnostics> create_stream() { return Stream::create(ctx_); }
   [[nodiscard]] std::expected<void, diag::Diagnostics> synchronize() { return ctx_->synchronize(); }
 
+  /// The launch profiler; null unless RuntimeOptions::profile_launches.
+  Profiler* profiler() { return ctx_->profiler(); }
   Context& context() { return *ctx_; }
   std::shared_ptr<Context> shared_context() { return ctx_; }
   const validation::DeviceCaps& caps() const { return ctx_->caps(); }
@@ -151,6 +173,8 @@ class Runtime {
       loaded_;
   std::mutex warnings_mutex_;
   diag::Diagnostics warnings_;
+  std::mutex pool_mutex_;
+  std::unique_ptr<MemoryPool> pool_;
 };
 
 }  // namespace ptxgate::backend

@@ -23,7 +23,7 @@ bool same_stream(const Use& earlier, const Use& later) { return earlier.stream =
 
 }  // namespace
 
-struct BufferTrack {
+struct BufferTrack : std::enable_shared_from_this<BufferTrack> {
   MemoryKind kind = MemoryKind::device;
   uint64_t address = 0;
   AccessHistory<Use> history;  ///< guarded by the tracker's mutex
@@ -31,6 +31,8 @@ struct BufferTrack {
 };
 
 bool track_alive(const BufferTrack& track) { return track.alive.load(std::memory_order_acquire); }
+
+std::shared_ptr<BufferTrack> share_track(BufferTrack& track) { return track.shared_from_this(); }
 
 /// One stream as the tracker knows it.
 struct Tracker::Slot {

@@ -45,6 +45,9 @@ struct BufferTrack;
 
 /// Whether `track` belongs to a buffer that still exists (graphs check before a replay).
 bool track_alive(const BufferTrack& track);
+/// Shared ownership of a buffer's history from the pointer an Arg or CopyEnd carries (graphs keep
+/// the histories of the buffers their nodes use, to check them before each replay).
+std::shared_ptr<BufferTrack> share_track(BufferTrack& track);
 
 /// One buffer an operation uses, and how.
 struct BufferAccess {

@@ -6,9 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include "ptxgate/backend/runtime.hpp"
 #include "ptxgate/backend/stream_ops.hpp"
-#include "backend_fake_order.hpp"
+#include "backend_programs_fixture.hpp"
 
 using namespace ptxgate;
 using namespace ptxgate::backend;
@@ -18,78 +17,23 @@ using testing::HappensBefore;
 
 namespace {
 
-constexpr const char* kKernels = R"(
-kernel copy(out dst: f32[], in src: f32[], n: u32) {
-  let i = global_id.x;
-  if (i < n) { dst[i] = src[i]; }
-}
-kernel bump(inout y: f32[], n: u32) {
-  let i = global_id.x;
-  if (i < n) { y[i] = y[i] + 1.0; }
-}
-)";
+using testing::call_on;
 
-struct Programs {
-  DriverApi api = testing::make_fake_driver();
-  std::unique_ptr<Runtime> rt;
-  std::shared_ptr<Kernel> copy, bump;
-  LaunchConfig config = LaunchConfig::linear(1, 64);
-
-  explicit Programs(bool track = true) {
-    testing::reset_fake_state();
-    auto ctx = Context::open(0, &api);
-    REQUIRE(ctx);
-    RuntimeOptions options;
-    options.cache.use_disk = false;
-    options.track_dependencies = track;
-    rt = std::make_unique<Runtime>(*ctx, options);
-    auto c = rt->compile(kKernels, "copy", "programs.pg");
-    if (!c) FAIL(diag::render_text(c.error()));
-    auto b = rt->compile(kKernels, "bump", "programs.pg");
-    REQUIRE(b);
-    copy = *c;
-    bump = *b;
-    fake_state().param_sizes = {8, 8};
+/// The programs fixture with tracking on or off.
+struct Programs : testing::ProgramFixture {
+  explicit Programs(bool track = true) : ProgramFixture(options(track)) {}
+  static RuntimeOptions options(bool track) {
+    RuntimeOptions o;
+    o.track_dependencies = track;
+    return o;
   }
-  DeviceBuffer buffer() {
-    auto b = rt->allocate(1024);
-    REQUIRE(b);
-    return std::move(*b);
+  static size_t launch_writing(const DeviceBuffer& dst, size_t nth = 0) {
+    return testing::launch_writing(dst.pointer(), nth);
   }
-  Stream stream() {
-    auto s = rt->create_stream();
-    REQUIRE(s);
-    return std::move(*s);
-  }
-  /// dst = src on `s`.
-  void copy_on(const Stream& s, const DeviceBuffer& dst, const DeviceBuffer& src) {
-    auto ok = copy->launch(config, {dst, src, 16u}, &s);
-    if (!ok) FAIL(diag::render_text(ok.error()));
-  }
-  void bump_on(const Stream& s, const DeviceBuffer& y) {
-    auto ok = bump->launch(config, {y, 16u}, &s);
-    if (!ok) FAIL(diag::render_text(ok.error()));
-  }
-  /// Index in the log of the `nth` launch whose first argument is `dst` (the buffer it writes).
-  static size_t launch_writing(CUdeviceptr dst, size_t nth = 0) {
-    HappensBefore hb(fake_state().calls);
-    return hb.find([&](const FakeCall& c) {
-      return c.name == "cuLaunchKernel" && !c.params.empty() && c.params[0] == dst;
-    }, nth);
-  }
-  static size_t launch_writing(const DeviceBuffer& dst, size_t nth = 0) { return launch_writing(dst.pointer(), nth); }
+  static size_t launch_writing(CUdeviceptr dst, size_t nth = 0) { return testing::launch_writing(dst, nth); }
 };
 
-/// Index in the log of the first call named `name` on memory at `dst` (allocations, frees, copies, fills).
-size_t call_on(std::string_view name, uint64_t dst) {
-  return HappensBefore(fake_state().calls).find([&](const FakeCall& c) { return c.name == name && c.dst == dst; });
-}
-
-bool ordered(size_t a, size_t b) {
-  REQUIRE(a != HappensBefore::npos);
-  REQUIRE(b != HappensBefore::npos);
-  return HappensBefore(fake_state().calls).ordered(a, b);
-}
+bool ordered(size_t a, size_t b) { return testing::happens_before(a, b); }
 
 }  // namespace
 

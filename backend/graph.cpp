@@ -1,0 +1,430 @@
+// Graph building (kernel nodes bound and validated as Kernel::launch does, dependencies from access
+// modes), instantiation, tracked replay, and kernel-node updates validated before the driver.
+#include "ptxgate/backend/graph.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <optional>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "ptxgate/backend/internal/access_history.hpp"
+
+namespace ptxgate::backend {
+namespace {
+
+std::atomic<uint64_t> next_graph_id{1};
+
+/// One buffer a node uses, kept alive for the liveness check of a replay.
+struct TrackedUse {
+  std::shared_ptr<BufferTrack> track;
+  AccessMode mode = AccessMode::read;
+  std::string what;  ///< "its parameter 'dst'" (messages)
+};
+
+std::string geometry(const LaunchConfig& c, const std::array<uint64_t, 3>& block) {
+  return fmt::format("grid=({},{},{}) block=({},{},{}) shared={}{}", c.grid[0], c.grid[1], c.grid[2], block[0],
+                     block[1], block[2], c.dynamic_shared_bytes, c.cooperative ? " cooperative" : "");
+}
+
+const char* verb(AccessMode m) { return m == AccessMode::write ? "writes" : "reads"; }
+
+}  // namespace
+
+/// What the graph keeps for its whole life and its executables': the context, the driver graph,
+/// the modules of its kernels, and the grid-barrier word of its cooperative nodes.
+struct GraphResources {
+  std::shared_ptr<Context> ctx;
+  uint64_t id = 0;
+  CUgraph graph = nullptr;
+  CUdeviceptr barrier_word = 0;
+  std::vector<std::shared_ptr<Kernel>> kernels;  ///< keep their modules loaded
+
+  ~GraphResources() {
+    if (!ctx) return;
+    (void)ctx->make_current();
+    if (graph != nullptr) (void)ctx->api().cuGraphDestroy(graph);
+    if (barrier_word != 0) (void)ctx->api().cuMemFree(barrier_word);
+  }
+};
+
+struct GraphNodeRecord {
+  enum class Kind : uint8_t { kernel, copy, fill };
+  Kind kind = Kind::kernel;
+  CUgraphNode handle = nullptr;
+  std::vector<uint32_t> deps;     ///< direct predecessors, by index
+  std::vector<TrackedUse> uses;   ///< tracked buffers and how the node uses them
+  bool untracked = false;         ///< uses memory without a history: ordered with every other node
+  std::string describe;           ///< "kernel 'copy' grid=(...) block=(...)"
+  std::shared_ptr<Kernel> kernel; ///< kernel nodes
+  bool cooperative = false;
+};
+
+struct GraphBuilderState {
+  std::shared_ptr<GraphResources> resources;
+  std::vector<GraphNodeRecord> nodes;
+  std::unordered_map<const BufferTrack*, AccessHistory<uint32_t>> histories;
+  std::optional<uint32_t> last_untracked;  ///< every later node is ordered after it
+};
+
+struct GraphExecState {
+  std::shared_ptr<GraphResources> resources;
+  std::vector<GraphNodeRecord> nodes;
+  CUgraphExec exec = nullptr;
+  uint64_t replays = 0;
+  std::vector<std::shared_ptr<BufferTrack>> tracks;  ///< every tracked buffer of the graph, once
+  std::vector<BufferAccess> accesses;                ///< the same, with the strongest use of any node
+
+  ~GraphExecState() {
+    if (exec == nullptr || !resources) return;
+    (void)resources->ctx->make_current();
+    (void)resources->ctx->api().cuGraphExecDestroy(exec);
+  }
+
+  /// The union of the nodes' uses, each buffer once with its strongest mode: what a replay submits.
+  void refresh_accesses() {
+    tracks.clear();
+    accesses.clear();
+    for (const auto& n : nodes)
+      for (const auto& u : n.uses) {
+        auto it = std::find(tracks.begin(), tracks.end(), u.track);
+        if (it == tracks.end()) {
+          tracks.push_back(u.track);
+          accesses.push_back({u.track.get(), u.mode});
+        } else if (u.mode == AccessMode::write) {
+          accesses[static_cast<size_t>(it - tracks.begin())].mode = AccessMode::write;
+        }
+      }
+  }
+
+  /// Whether node `a` runs before node `b` in every replay (a path of dependencies a -> b).
+  bool ordered(uint32_t a, uint32_t b) const {
+    if (a >= b) return false;
+    std::vector<bool> seen(b + 1, false);
+    std::vector<uint32_t> todo{b};
+    while (!todo.empty()) {
+      const uint32_t i = todo.back();
+      todo.pop_back();
+      for (uint32_t p : nodes[i].deps) {
+        if (p == a) return true;
+        if (p > a && !seen[p]) {
+          seen[p] = true;
+          todo.push_back(p);
+        }
+      }
+    }
+    return false;
+  }
+};
+
+/// A kernel launch bound and validated for a graph node, with the argument table the driver copies.
+struct PreparedLaunch {
+  std::array<uint64_t, 3> block{0, 0, 0};
+  std::vector<BoundSlot> values;
+  std::vector<void*> slots;
+  std::vector<TrackedUse> uses;
+  bool untracked = false;
+  std::string describe;
+};
+
+/// The part of Kernel a graph uses: binding and validation exactly as Kernel::launch does them.
+struct GraphKernelAccess {
+  static Context& context(const Kernel& k) { return *k.ctx_; }
+  static LoadedFunction& function(const Kernel& k) { return *k.function_; }
+
+  static std::expected<PreparedLaunch, diag::Diagnostics> prepare(Kernel& k, const LaunchConfig& config,
+                                                                  std::span<const Arg> args, GraphResources& res) {
+    PreparedLaunch p;
+    p.values.resize(args.size());
+    p.slots.resize(args.size());
+    validation::LaunchPlan plan;
+    if (auto bound = k.fill_plan(plan, config, args, nullptr, p.slots.data(), p.values.data()); !bound)
+      return std::unexpected(std::move(bound.error()));
+    plan.stream_is_null = false;  // a node runs on the stream of each replay, never on a null one
+    validation::Verdict verdict = validate_launch(*k.ctx_, *k.function_, plan, nullptr, false);
+    if (!verdict.launchable) return std::unexpected(std::move(verdict.diagnostics));
+    p.block = verdict.block;
+    const auto& info = k.function_->info();
+    if (info.hidden_grid_barrier_param) {
+      if (res.barrier_word == 0) {
+        Context& ctx = *res.ctx;
+        CUdeviceptr word = 0;
+        if (auto ok = PTXGATE_CU(ctx, "graph grid barrier word", cuMemAlloc, &word, 4); !ok)
+          return std::unexpected(ok.error());
+        if (auto ok = PTXGATE_CU(ctx, "graph grid barrier word", cuMemsetD32, word, 0u, 1); !ok) {
+          (void)ctx.api().cuMemFree(word);
+          return std::unexpected(ok.error());
+        }
+        res.barrier_word = word;
+      }
+      p.slots.push_back(&res.barrier_word);
+    }
+    const auto& params = info.params;
+    for (size_t i = 0; i < args.size() && i < params.size(); ++i) {
+      if (!params[i].is_buffer) continue;
+      if (BufferTrack* t = args[i].track(); t != nullptr)
+        p.uses.push_back({share_track(*t), access_mode(params[i].access), fmt::format("its parameter '{}'", params[i].name)});
+      else
+        p.untracked = true;
+    }
+    p.describe = fmt::format("kernel '{}' {}", info.name, geometry(config, p.block));
+    return p;
+  }
+
+  static CUDA_KERNEL_NODE_PARAMS node_params(const Kernel& k, const LaunchConfig& config, PreparedLaunch& p) {
+    // A launchable verdict bounds every dimension by the device's limits (< 2^32).
+    const auto u = [](uint64_t v) { return static_cast<unsigned>(v); };
+    CUDA_KERNEL_NODE_PARAMS n{};
+    n.func = k.function_->handle();
+    n.gridDimX = u(config.grid[0]);
+    n.gridDimY = u(config.grid[1]);
+    n.gridDimZ = u(config.grid[2]);
+    n.blockDimX = u(p.block[0]);
+    n.blockDimY = u(p.block[1]);
+    n.blockDimZ = u(p.block[2]);
+    n.sharedMemBytes = u(config.dynamic_shared_bytes);
+    n.kernelParams = p.slots.data();
+    return n;
+  }
+};
+
+// ---- Graph ----
+
+Graph::Graph() = default;
+Graph::Graph(Graph&&) noexcept = default;
+Graph& Graph::operator=(Graph&&) noexcept = default;
+Graph::~Graph() = default;
+
+std::expected<Graph, diag::Diagnostics> Graph::create(std::shared_ptr<Context> ctx) {
+  if (auto ok = ctx->healthy("cuGraphCreate", "graph"); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
+  auto res = std::make_shared<GraphResources>();
+  if (auto ok = PTXGATE_CU(*ctx, "graph", cuGraphCreate, &res->graph, 0); !ok) return std::unexpected(ok.error());
+  res->ctx = std::move(ctx);
+  res->id = next_graph_id.fetch_add(1, std::memory_order_relaxed);
+  Graph g;
+  g.state_ = std::make_unique<GraphBuilderState>();
+  g.state_->resources = std::move(res);
+  return g;
+}
+
+size_t Graph::size() const { return state_ ? state_->nodes.size() : 0; }
+Context* Graph::context() const { return state_ ? state_->resources->ctx.get() : nullptr; }
+
+std::vector<uint32_t> Graph::dependencies(GraphNode node) const {
+  if (!state_ || node.graph != state_->resources->id || node.index >= state_->nodes.size()) return {};
+  return state_->nodes[node.index].deps;
+}
+
+std::expected<GraphNode, diag::Diagnostics> Graph::launch(Kernel& kernel, const LaunchConfig& config,
+                                                          std::span<const Arg> args) {
+  GraphBuilderState& st = *state_;
+  GraphResources& res = *st.resources;
+  Context& ctx = *res.ctx;
+  Context& kernel_ctx = GraphKernelAccess::context(kernel);
+  if (&kernel_ctx != &ctx) {
+    diag::Diagnostics d;
+    d.add(diag::Code::foreign_object,
+          fmt::format("graph of device {} ({}): kernel '{}' is loaded in the context of device {} ({})", ctx.device(),
+                      ctx.caps().name, kernel.info().name, kernel_ctx.device(), kernel_ctx.caps().name),
+          {}, "build the graph in the kernel's own context (Graph::create(runtime.shared_context()))");
+    return std::unexpected(std::move(d));
+  }
+  if (auto ok = ctx.healthy("cuGraphAddKernelNode", kernel.info().name); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx.make_current(); !ok) return std::unexpected(ok.error());
+  auto prepared = GraphKernelAccess::prepare(kernel, config, args, res);
+  if (!prepared) return std::unexpected(std::move(prepared.error()));
+
+  GraphNodeRecord record;
+  record.kind = GraphNodeRecord::Kind::kernel;
+  record.uses = std::move(prepared->uses);
+  record.untracked = prepared->untracked;
+  record.describe = prepared->describe;
+  record.cooperative = config.cooperative;
+
+  // Dependencies: the access-mode rule per buffer; untracked nodes are ordered with everything.
+  const auto index = static_cast<uint32_t>(st.nodes.size());
+  std::vector<uint32_t> deps;
+  if (record.untracked) {
+    const uint32_t first = st.last_untracked ? *st.last_untracked : 0;
+    for (uint32_t i = first; i < index; ++i) deps.push_back(i);
+  } else {
+    for (const auto& u : record.uses)
+      if (auto it = st.histories.find(u.track.get()); it != st.histories.end())
+        it->second.for_each_dependency(u.mode, [&](uint32_t n) { deps.push_back(n); });
+    if (st.last_untracked) deps.push_back(*st.last_untracked);
+  }
+  std::sort(deps.begin(), deps.end());
+  deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+  std::vector<CUgraphNode> handles;
+  for (uint32_t d : deps) handles.push_back(st.nodes[d].handle);
+
+  CUDA_KERNEL_NODE_PARAMS params = GraphKernelAccess::node_params(kernel, config, *prepared);
+  if (auto ok = PTXGATE_CU(ctx, record.describe, cuGraphAddKernelNode, &record.handle, res.graph, handles.data(),
+                           handles.size(), &params);
+      !ok)
+    return std::unexpected(ok.error());
+  if (config.cooperative) {
+    CUkernelNodeAttrValue value{};
+    value.cooperative = 1;
+    if (auto ok = PTXGATE_CU(ctx, record.describe, cuGraphKernelNodeSetAttribute, record.handle,
+                             CU_KERNEL_NODE_ATTRIBUTE_COOPERATIVE, &value);
+        !ok)
+      return std::unexpected(ok.error());
+  }
+  record.deps = std::move(deps);
+  record.kernel = std::make_shared<Kernel>(kernel);
+  if (std::find_if(res.kernels.begin(), res.kernels.end(), [&](const auto& k) {
+        return &GraphKernelAccess::function(*k) == &GraphKernelAccess::function(kernel);
+      }) == res.kernels.end())
+    res.kernels.push_back(record.kernel);
+
+  if (record.untracked) {
+    st.histories.clear();  // everything before is ordered before this node, and it before everything after
+    st.last_untracked = index;
+  } else {
+    for (const auto& u : record.uses)
+      st.histories[u.track.get()].record(u.mode, index, [](uint32_t, uint32_t) { return false; });
+  }
+  st.nodes.push_back(std::move(record));
+  return GraphNode{res.id, index};
+}
+
+std::expected<GraphExec, diag::Diagnostics> Graph::instantiate() const {
+  const GraphBuilderState& st = *state_;
+  Context& ctx = *st.resources->ctx;
+  const std::string subject = fmt::format("graph of {} nodes", st.nodes.size());
+  if (auto ok = ctx.healthy("cuGraphInstantiateWithFlags", subject); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx.make_current(); !ok) return std::unexpected(ok.error());
+  auto es = std::make_unique<GraphExecState>();
+  if (auto ok = PTXGATE_CU(ctx, subject, cuGraphInstantiateWithFlags, &es->exec, st.resources->graph, 0); !ok)
+    return std::unexpected(ok.error());
+  es->resources = st.resources;
+  es->nodes = st.nodes;
+  es->refresh_accesses();
+  GraphExec e;
+  e.state_ = std::move(es);
+  return e;
+}
+
+// ---- GraphExec ----
+
+GraphExec::GraphExec() = default;
+GraphExec::GraphExec(GraphExec&&) noexcept = default;
+GraphExec& GraphExec::operator=(GraphExec&&) noexcept = default;
+GraphExec::~GraphExec() = default;
+
+uint64_t GraphExec::replays() const { return state_ ? state_->replays : 0; }
+size_t GraphExec::size() const { return state_ ? state_->nodes.size() : 0; }
+
+std::expected<void, diag::Diagnostics> GraphExec::launch(const Stream& stream) {
+  GraphExecState& st = *state_;
+  Context& ctx = *st.resources->ctx;
+  diag::Diagnostics d;
+  if (stream.context() == nullptr) {
+    d.add(diag::Code::null_stream, "graph replay on a stream that was moved from or reset", {},
+          "replay on a stream made by Runtime::create_stream");
+    return std::unexpected(std::move(d));
+  }
+  if (stream.context() != &ctx) {
+    d.add(diag::Code::foreign_object,
+          fmt::format("replay of a graph of device {} ({}) on a stream of device {} ({})", ctx.device(),
+                      ctx.caps().name, stream.context()->device(), stream.context()->caps().name),
+          {}, "replay on a stream of the graph's own runtime");
+    return std::unexpected(std::move(d));
+  }
+  for (const auto& t : st.tracks) {
+    if (track_alive(*t)) [[likely]]
+      continue;
+    for (size_t i = 0; i < st.nodes.size(); ++i)
+      for (const auto& u : st.nodes[i].uses)
+        if (u.track == t && !d.has_errors())
+          d.add(diag::Code::graph_buffer_released,
+                fmt::format("graph node #{} ({}) uses the buffer of {}, which was destroyed after the node was added",
+                            i, st.nodes[i].describe, u.what),
+                {}, "keep every buffer a graph uses alive while it is replayed, or update the node to a live buffer");
+    return std::unexpected(std::move(d));
+  }
+  const std::string subject = fmt::format("replay of a graph of {} nodes", st.nodes.size());
+  if (auto ok = ctx.healthy("cuGraphLaunch", subject); !ok) return ok;
+  if (auto ok = ctx.make_current(); !ok) return ok;
+  CUstream s = stream.handle();
+  auto launched = ctx.tracker().submit(s, st.accesses, [&]() -> std::expected<void, diag::Diagnostics> {
+    return PTXGATE_CU(ctx, subject, cuGraphLaunch, st.exec, s);
+  });
+  if (launched) ++st.replays;
+  return launched;
+}
+
+std::expected<void, diag::Diagnostics> GraphExec::update(GraphNode node, const LaunchConfig& config,
+                                                         std::span<const Arg> args) {
+  GraphExecState& st = *state_;
+  Context& ctx = *st.resources->ctx;
+  diag::Diagnostics d;
+  if (node.graph != st.resources->id || node.index >= st.nodes.size() ||
+      st.nodes[node.index].kind != GraphNodeRecord::Kind::kernel) {
+    const std::string which =
+        node.graph != st.resources->id ? "a node of another graph"
+        : node.index >= st.nodes.size()
+            ? fmt::format("node #{}, past the graph's {} nodes", node.index, st.nodes.size())
+            : fmt::format("node #{} ({}), which is not a kernel node", node.index, st.nodes[node.index].describe);
+    d.add(diag::Code::graph_update_node, fmt::format("graph update of {}", which), {},
+          "update a GraphNode that Graph::launch returned for the graph this executable was instantiated from");
+    return std::unexpected(std::move(d));
+  }
+  GraphNodeRecord& rec = st.nodes[node.index];
+  Kernel& kernel = *rec.kernel;
+  if (config.cooperative != rec.cooperative) {
+    d.add(diag::Code::graph_update_fixed,
+          fmt::format("graph update of node #{} ({}) turns cooperative mode {}: an instantiated graph keeps it",
+                      node.index, rec.describe, config.cooperative ? "on" : "off"),
+          {}, "build and instantiate a graph with the launch in the mode it needs");
+    return std::unexpected(std::move(d));
+  }
+  if (auto ok = ctx.healthy("cuGraphExecKernelNodeSetParams", rec.describe); !ok) return ok;
+  if (auto ok = ctx.make_current(); !ok) return ok;
+  auto prepared = GraphKernelAccess::prepare(kernel, config, args, *st.resources);
+  if (!prepared) {
+    auto errors = std::move(prepared.error());
+    for (auto& item : errors.items())
+      item.notes.push_back(fmt::format("in the update of graph node #{} ({})", node.index, rec.describe));
+    return std::unexpected(std::move(errors));
+  }
+  if (prepared->untracked && !rec.untracked) {
+    d.add(diag::Code::graph_update_fixed,
+          fmt::format("graph update of node #{} ({}) passes a buffer without an access history (a raw device pointer): "
+                      "the graph ordered this node by its buffers",
+                      node.index, rec.describe),
+          {}, "pass DeviceBuffers or DeviceSpans, or build a new graph");
+    return std::unexpected(std::move(d));
+  }
+  // Every conflict the new buffers create must already be ordered by the graph's dependencies.
+  if (!rec.untracked)
+    for (const auto& mine : prepared->uses)
+      for (uint32_t other = 0; other < st.nodes.size() && !d.has_errors(); ++other) {
+        if (other == node.index || st.nodes[other].untracked) continue;
+        for (const auto& theirs : st.nodes[other].uses) {
+          if (theirs.track != mine.track || (mine.mode == AccessMode::read && theirs.mode == AccessMode::read)) continue;
+          if (st.ordered(std::min(other, node.index), std::max(other, node.index))) continue;
+          d.add(diag::Code::graph_update_race,
+                fmt::format("graph update of node #{} ({}): the buffer of {} is one node #{} ({}) {} through {}, and "
+                            "the graph does not order the two nodes (the node {} it)",
+                            node.index, prepared->describe, mine.what, other, st.nodes[other].describe,
+                            verb(theirs.mode), theirs.what, verb(mine.mode)),
+                {}, "update to buffers the graph's dependencies already order, or build a new graph, which derives "
+                    "the order from the buffers");
+          break;
+        }
+      }
+  if (d.has_errors()) return std::unexpected(std::move(d));
+  CUDA_KERNEL_NODE_PARAMS params = GraphKernelAccess::node_params(kernel, config, *prepared);
+  if (auto ok = PTXGATE_CU(ctx, prepared->describe, cuGraphExecKernelNodeSetParams, st.exec, rec.handle, &params); !ok)
+    return ok;
+  rec.uses = std::move(prepared->uses);
+  rec.describe = std::move(prepared->describe);
+  st.refresh_accesses();
+  return {};
+}
+
+}  // namespace ptxgate::backend

@@ -1,0 +1,103 @@
+// LaunchLog: a ring of the last launches with per-slot sequence locks; PG4050 fault reports.
+#include "ptxgate/backend/launch_log.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace ptxgate::backend {
+
+std::string LaunchRecord::describe() const {
+  return fmt::format("launch #{} of kernel '{}' grid=({},{},{}) block=({},{},{}) shared={}{} on {}", sequence, kernel,
+                     grid[0], grid[1], grid[2], block[0], block[1], block[2], dynamic_shared_bytes,
+                     cooperative ? " cooperative" : "",
+                     stream == nullptr ? std::string("the legacy default stream")
+                                       : fmt::format("stream {}", static_cast<const void*>(stream)));
+}
+
+uint64_t LaunchLog::record(std::string_view kernel, const std::array<unsigned, 3>& grid,
+                           const std::array<unsigned, 3>& block, unsigned dynamic_shared_bytes, bool cooperative,
+                           CUstream stream) noexcept {
+  const uint64_t seq = next_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  Slot& s = slots_[seq % kSlots];
+  s.sequence.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  const size_t n = std::min(kernel.size(), kNameBytes - 1);
+  std::memcpy(s.kernel, kernel.data(), n);
+  s.kernel[n] = '\0';
+  s.grid = grid;
+  s.block = block;
+  s.dynamic_shared_bytes = dynamic_shared_bytes;
+  s.cooperative = cooperative;
+  s.stream = stream;
+  s.done.store(false, std::memory_order_relaxed);
+  s.sequence.store(seq, std::memory_order_release);
+  return seq;
+}
+
+bool LaunchLog::read(const Slot& s, LaunchRecord& out) const {
+  const uint64_t before = s.sequence.load(std::memory_order_acquire);
+  if (before == 0) return false;
+  out.sequence = before;
+  out.kernel = s.kernel;
+  out.grid = s.grid;
+  out.block = s.block;
+  out.dynamic_shared_bytes = s.dynamic_shared_bytes;
+  out.cooperative = s.cooperative;
+  out.stream = s.stream;
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return s.sequence.load(std::memory_order_relaxed) == before;
+}
+
+void LaunchLog::completed_through(uint64_t sequence) noexcept {
+  uint64_t c = completed_.load(std::memory_order_relaxed);
+  while (sequence > c && !completed_.compare_exchange_weak(c, sequence, std::memory_order_relaxed)) {
+  }
+}
+
+void LaunchLog::stream_completed_through(CUstream stream, uint64_t sequence) noexcept {
+  for (Slot& s : slots_) {
+    const uint64_t seq = s.sequence.load(std::memory_order_acquire);
+    if (seq != 0 && seq <= sequence && s.stream == stream) s.done.store(true, std::memory_order_relaxed);
+  }
+}
+
+std::vector<LaunchRecord> LaunchLog::in_flight() const {
+  std::vector<LaunchRecord> out;
+  const uint64_t completed = completed_.load(std::memory_order_relaxed);
+  for (const Slot& s : slots_) {
+    LaunchRecord r;
+    if (read(s, r) && r.sequence > completed && !s.done.load(std::memory_order_relaxed)) out.push_back(std::move(r));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.sequence < b.sequence; });
+  return out;
+}
+
+std::optional<LaunchRecord> LaunchLog::find(uint64_t sequence) const {
+  LaunchRecord r;
+  if (sequence != 0 && read(slots_[sequence % kSlots], r) && r.sequence == sequence) return r;
+  return std::nullopt;
+}
+
+diag::Diagnostics kernel_fault(diag::Diagnostics driver_error, const std::vector<LaunchRecord>& suspects,
+                               bool culprit_known) {
+  if (suspects.empty() || driver_error.items().empty()) return driver_error;
+  diag::Diagnostic& d = driver_error.items().front();
+  const std::string driver_message = d.message;
+  d.code = diag::Code::kernel_fault;
+  if (culprit_known || suspects.size() == 1) {
+    d.message = fmt::format("{} faulted: {}", suspects.back().describe(), driver_message);
+  } else {
+    d.message = fmt::format("a kernel faulted while {} launches were in flight, the last {}: {}", suspects.size(),
+                            suspects.back().describe(), driver_message);
+    const size_t shown = std::min<size_t>(suspects.size(), 8);
+    for (size_t i = suspects.size() - shown; i < suspects.size(); ++i)
+      d.notes.push_back(fmt::format("in flight: {}", suspects[i].describe()));
+    d.notes.push_back(
+        "set RuntimeOptions::checked_launches to synchronise after each launch and name the faulting one");
+  }
+  return driver_error;
+}
+
+}  // namespace ptxgate::backend
