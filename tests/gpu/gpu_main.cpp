@@ -41,6 +41,7 @@ std::shared_ptr<backend::Kernel> compile_example(const std::string& name) {
 
 int cache_child(int argc, char** argv);  // gpu_cache_test.cpp
 int nccl_rank_child(int argc, char** argv);  // gpu_nccl_test.cpp
+int fault_child(int argc, char** argv);      // gpu_programs_test.cpp
 
 }  // namespace ptxgate::gpu_test
 
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
   }
   if (argc >= 2 && std::strcmp(argv[1], "--cache-child") == 0) return gpu_test::cache_child(argc, argv);
   if (argc >= 2 && std::strcmp(argv[1], "--nccl-rank") == 0) return gpu_test::nccl_rank_child(argc, argv);
+  if (argc >= 2 && std::strcmp(argv[1], "--fault-child") == 0) return gpu_test::fault_child(argc, argv);
   auto rt = backend::Runtime::create();
   if (!rt) {
     std::printf("FAILED: cannot open device 0: %s\n", diag::render_text(rt.error(), false).c_str());
