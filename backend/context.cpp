@@ -118,21 +118,36 @@ std::expected<Stream, diag::Diagnostics> Stream::create(std::shared_ptr<Context>
   return s;
 }
 
+Stream Stream::borrow(std::shared_ptr<Context> ctx, CUstream handle) {
+  Stream s;
+  s.ctx_ = std::move(ctx);
+  s.stream_ = handle;
+  s.owned_ = false;
+  return s;
+}
+
 Stream& Stream::operator=(Stream&& o) noexcept {
   if (this != &o) {
     reset();
     ctx_ = std::move(o.ctx_);
     stream_ = std::exchange(o.stream_, nullptr);
+    owned_ = std::exchange(o.owned_, true);
   }
   return *this;
 }
 
 void Stream::reset() noexcept {
-  if (stream_ == nullptr || !ctx_) return;
-  (void)ctx_->make_current();
-  ctx_->tracker().stream_destroyed(stream_);
-  ignore(ctx_->api().cuStreamDestroy(stream_));
+  if (stream_ == nullptr || !ctx_) {
+    ctx_.reset();
+    return;
+  }
+  if (owned_) {
+    (void)ctx_->make_current();
+    ctx_->tracker().stream_destroyed(stream_);
+    ignore(ctx_->api().cuStreamDestroy(stream_));
+  }
   stream_ = nullptr;
+  owned_ = true;
   ctx_.reset();
 }
 

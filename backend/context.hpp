@@ -111,6 +111,9 @@ class Context : public std::enable_shared_from_this<Context> {
 class Stream {
  public:
   [[nodiscard]] static std::expected<Stream, diag::Diagnostics> create(std::shared_ptr<Context> ctx);
+  /// A stream made elsewhere in `ctx` (PyTorch's, CuPy's), used without owning it: reset() and
+  /// the destructor forget it and never destroy it. The caller vouches that it is of `ctx`.
+  static Stream borrow(std::shared_ptr<Context> ctx, CUstream handle);
   Stream() = default;
   Stream(Stream&& o) noexcept { *this = std::move(o); }
   Stream& operator=(Stream&& o) noexcept;
@@ -119,11 +122,14 @@ class Stream {
   void reset() noexcept;
   CUstream handle() const { return stream_; }
   Context* context() const { return ctx_.get(); }
+  /// False for a borrowed stream.
+  bool owned() const { return owned_; }
   [[nodiscard]] std::expected<void, diag::Diagnostics> synchronize();
 
  private:
   std::shared_ptr<Context> ctx_;
   CUstream stream_ = nullptr;
+  bool owned_ = true;
 };
 
 /// Device memory of a known size, with its access history when the context tracks dependencies.

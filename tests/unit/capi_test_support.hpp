@@ -1,0 +1,57 @@
+// Helpers of the C API tests: a diagnostics list owned like a C caller owns it, and PTX fixtures.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ptxgate/capi/ptxgate.h"
+
+namespace ptxgate::testing {
+
+/// Owns the diagnostics list a C API call hands out (`out()` frees the previous one).
+struct CapiDiagnostics {
+  ptxgate_diagnostics* list = nullptr;
+  CapiDiagnostics() = default;
+  CapiDiagnostics(const CapiDiagnostics&) = delete;
+  CapiDiagnostics& operator=(const CapiDiagnostics&) = delete;
+  ~CapiDiagnostics() { ptxgate_diagnostics_free(list); }
+  ptxgate_diagnostics** out() {
+    ptxgate_diagnostics_free(list);
+    list = nullptr;
+    return &list;
+  }
+  std::vector<std::string> codes() const {
+    std::vector<std::string> c;
+    for (size_t i = 0; i < ptxgate_diagnostics_count(list); ++i) {
+      ptxgate_diagnostic d;
+      REQUIRE(ptxgate_diagnostics_get(list, i, &d) == PTXGATE_OK);
+      c.emplace_back(d.code);
+    }
+    return c;
+  }
+  bool has(const std::string& code) const {
+    for (const auto& c : codes())
+      if (c == code) return true;
+    return false;
+  }
+  std::string first_code() const {
+    auto c = codes();
+    return c.empty() ? "" : c.front();
+  }
+  std::string text() { return list ? ptxgate_diagnostics_render(list, "text") : "(no list)"; }
+};
+
+/// The text of tests/unit/ptx/NAME (PTX written by nvcc, NVRTC and Triton).
+inline std::string ptx_fixture(const std::string& name) {
+  std::ifstream in(std::string(PTXGATE_SOURCE_DIR) + "/tests/unit/ptx/" + name, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  REQUIRE_MESSAGE(!ss.str().empty(), name);
+  return ss.str();
+}
+
+}  // namespace ptxgate::testing
