@@ -6,6 +6,7 @@
 
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/ir/frontend.hpp"
+#include "ptxgate/toolchain/ptx_entries.hpp"
 
 namespace ptxgate::backend {
 
@@ -358,12 +359,12 @@ diag::Diagnostics Runtime::take_warnings() {
 }
 
 std::expected<std::shared_ptr<const LoadedModule>, diag::Diagnostics> Runtime::load(
-    std::shared_ptr<const module_cache::CacheEntry> shared_entry, const ir::Module& verified) {
+    std::shared_ptr<const module_cache::CacheEntry> shared_entry, std::string_view path) {
   const module_cache::CacheEntry& entry = *shared_entry;
   auto lm = std::make_shared<LoadedModule>();
   lm->ctx = ctx_;
   lm->entry = shared_entry;
-  std::string subject = fmt::format("module '{}' ({})", verified.path, entry.target_arch);
+  std::string subject = fmt::format("module '{}' ({})", path, entry.target_arch);
   if (auto ok = ctx_->healthy("cuModuleLoadData", subject); !ok) return std::unexpected(ok.error());
   if (auto ok = ctx_->make_current(); !ok) return std::unexpected(ok.error());
   diag::Diagnostics cubin_failure;
@@ -391,7 +392,7 @@ std::expected<std::shared_ptr<const LoadedModule>, diag::Diagnostics> Runtime::l
   }
   for (const auto& info : entry.kernels) {
     diag::Location where;
-    where.file = verified.path;
+    where.file = std::string(path);
     auto fn = LoadedFunction::resolve(*ctx_, lm->module, info, where);
     if (!fn) return std::unexpected(fn.error());
     lm->functions.push_back(std::move(*fn));
@@ -418,7 +419,7 @@ std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> Runtime::compile(const
     warnings_.append(got->warnings);
   }
   auto entry = got->entry;
-  auto [loaded, source] = loaded_->get_or_create(got->key, [&] { return load(entry, verified); });
+  auto [loaded, source] = loaded_->get_or_create(got->key, [&] { return load(entry, verified.path); });
   if (!loaded) return std::unexpected(loaded.error());
   LoadedFunction* fn = (*loaded)->find(kernel);
   if (fn == nullptr) {
@@ -429,6 +430,33 @@ std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> Runtime::compile(const
   }
   auto outcome = got->outcome;
   return std::shared_ptr<Kernel>(new Kernel(ctx_, std::move(*loaded), fn, outcome));
+}
+
+std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> Runtime::load_ptx(std::string_view ptx, std::string_view kernel,
+                                                                             std::string_view path) {
+  diag::SourceFile file{std::string(path), std::string(ptx)};
+  auto module = toolchain::read_ptx_entries(file);
+  if (!module) return std::unexpected(std::move(module.error()));
+  auto found = toolchain::require_ptx_entry(*module, kernel, file.path());
+  if (!found) return std::unexpected(std::move(found.error()));
+  if (auto runs = toolchain::check_ptx_target(module->target, ctx_->caps().arch(), (*found)->location); !runs)
+    return std::unexpected(std::move(runs.error()));
+  // An entry of its own, outside the module cache: the driver JIT-compiles the PTX, and the
+  // resources come from the driver (cuFuncGetAttribute) as for every loaded function.
+  auto entry = std::make_shared<module_cache::CacheEntry>();
+  entry->target_arch = module->target;
+  entry->ptx_isa_version = module->isa_major * 10 + module->isa_minor;
+  entry->ptx = file.text();
+  entry->kernels.push_back((*found)->info);
+  auto loaded = load(entry, file.path());
+  if (!loaded) return std::unexpected(std::move(loaded.error()));
+  LoadedFunction* fn = (*loaded)->find(kernel);
+  if (fn == nullptr) {
+    diag::Diagnostics d;
+    d.add(diag::Code::internal_error, fmt::format("kernel '{}' was loaded but not resolved", kernel));
+    return std::unexpected(std::move(d));
+  }
+  return std::shared_ptr<Kernel>(new Kernel(ctx_, std::move(*loaded), fn, module_cache::CacheOutcome::compiled));
 }
 
 std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> Runtime::compile(std::string_view pg_text,

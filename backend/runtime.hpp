@@ -124,6 +124,13 @@ class Runtime {
   [[nodiscard]] std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> compile(std::string_view pg_text, std::string_view kernel,
                                                                      std::string_view path = "<text>");
 
+  /// Loads `kernel` of PTX made by another compiler (nvcc, NVRTC, Triton): its signature from
+  /// the PTX (toolchain/ptx_entries.hpp: pointers are buffers of any element type), the driver
+  /// JIT-compiles it, and it launches through the same guarded path. PG1004, PG2001, PG2006, PG3007, PG5001.
+  [[nodiscard]] std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> load_ptx(std::string_view ptx,
+                                                                      std::string_view kernel,
+                                                                      std::string_view path = "<ptx>");
+
   /// `bytes` of device memory as RuntimeOptions::allocation says: cuMemAlloc, or from the
   /// runtime's pool on the legacy default stream.
   [[nodiscard]] std::expected<DeviceBuffer, diag::Diagnostics> allocate(size_t bytes);
@@ -162,7 +169,7 @@ class Runtime {
 
  private:
   [[nodiscard]] std::expected<std::shared_ptr<const LoadedModule>, diag::Diagnostics> load(
-      std::shared_ptr<const module_cache::CacheEntry> entry, const ir::Module& verified);
+      std::shared_ptr<const module_cache::CacheEntry> entry, std::string_view path);
   std::shared_ptr<Context> ctx_;
   RuntimeOptions options_;
   std::string target_;

@@ -102,6 +102,11 @@ PTXGATE_CAPI ptxgate_status ptxgate_compile(const char* source, size_t size, con
 /** Like ptxgate_compile for the file at `path`. */
 PTXGATE_CAPI ptxgate_status ptxgate_compile_file(const char* path, const ptxgate_compile_options* options,
                                                  ptxgate_module** module, ptxgate_diagnostics** diagnostics);
+/** Reads PTX made by another compiler (nvcc, NVRTC, Triton; `path` names it in diagnostics) as
+ *  a module: its PTX, each launchable entry's signature derived from the PTX (pointers are
+ *  buffers of type "void": any element type) with "resources" null, and no cubin. PG2020-PG2024. */
+PTXGATE_CAPI ptxgate_status ptxgate_read_ptx(const char* ptx, size_t size, const char* path, ptxgate_module** module,
+                                             ptxgate_diagnostics** diagnostics);
 PTXGATE_CAPI const char* ptxgate_module_ptx(const ptxgate_module* module);
 /** The cubin's bytes (size 0 when none was asked for). */
 PTXGATE_CAPI const void* ptxgate_module_cubin(const ptxgate_module* module, size_t* size);
@@ -173,6 +178,11 @@ PTXGATE_CAPI void ptxgate_runtime_free(ptxgate_runtime* runtime);
 PTXGATE_CAPI ptxgate_status ptxgate_runtime_compile(ptxgate_runtime* runtime, const char* source, size_t size,
                                                     const char* path, const char* kernel, ptxgate_kernel** out,
                                                     ptxgate_diagnostics** diagnostics);
+/** Loads `kernel` of PTX made by another compiler: its signature from the PTX, the driver's
+ *  JIT, the same validated launch (PG2020-PG2024 for PTX it cannot take, PG2006 for no such entry). */
+PTXGATE_CAPI ptxgate_status ptxgate_runtime_load_ptx(ptxgate_runtime* runtime, const char* ptx, size_t size,
+                                                     const char* path, const char* kernel, ptxgate_kernel** out,
+                                                     ptxgate_diagnostics** diagnostics);
 /** The kernel's signature and resources as one JSON object (the shape of one element of
  *  ptxgate_module_kernels_json; resources from the driver). */
 PTXGATE_CAPI const char* ptxgate_kernel_json(const ptxgate_kernel* kernel);

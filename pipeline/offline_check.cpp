@@ -7,6 +7,7 @@
 
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/ir/frontend.hpp"
+#include "ptxgate/pipeline/foreign_ptx.hpp"
 #include "ptxgate/support/numbers.hpp"
 #include "ptxgate/validation/arg_spec.hpp"
 #include "ptxgate/validation/profiles.hpp"
@@ -76,6 +77,28 @@ std::expected<void, std::string> describe_arguments(const OfflineLaunch& opt, co
   return {};
 }
 
+// The launch's plan and argument table for the loaded kernel, then the checks (and `--grid max`).
+std::expected<OfflineCheck, OfflineStop> check_described(const OfflineLaunch& opt, OfflineCheck out,
+                                                         const std::array<uint64_t, 3>& grid,
+                                                         const std::array<uint64_t, 3>& block, uint64_t shared_bytes,
+                                                         const diag::Location& location) {
+  out.plan.grid = grid;
+  out.plan.block = block;
+  out.plan.block_given = !opt.block.empty();
+  out.plan.dynamic_shared_bytes = shared_bytes;
+  out.plan.cooperative = opt.cooperative || out.grid_max;
+  diag::Diagnostics spec_errors;
+  if (auto described = describe_arguments(opt, out.kernel, out.plan, spec_errors); !described)
+    return usage(described.error(), "see `ptxgate check --help` for --arg, --elements, --null-slot and --stream");
+  if (!spec_errors.empty()) return stop(std::move(spec_errors));
+  out.verdict = validation::check_launch(out.kernel, out.resources, out.plan, out.caps, location);
+  if (out.grid_max && out.verdict.max_cooperative_grid > 0) {
+    out.plan.grid = {out.verdict.max_cooperative_grid, 1, 1};
+    out.verdict = validation::check_launch(out.kernel, out.resources, out.plan, out.caps, location);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::expected<OfflineCheck, OfflineStop> check_offline(const OfflineLaunch& opt) {
@@ -97,6 +120,14 @@ std::expected<OfflineCheck, OfflineStop> check_offline(const OfflineLaunch& opt)
   auto caps = validation::load_profile(opt.profile);
   if (!caps) return stop(caps.error());
   out.caps = *caps;
+  // PTX from another compiler: its own signature and ptxas's resources (pipeline/foreign_ptx).
+  if (is_foreign_module_path(opt.input)) {
+    auto foreign = load_foreign_kernel(opt.input, opt.kernel, caps->arch());
+    if (!foreign) return stop(std::move(foreign.error()));
+    out.kernel = std::move(foreign->info);
+    out.resources = foreign->resources;
+    return check_described(opt, std::move(out), *grid, block, *shared_bytes, foreign->location);
+  }
   auto loaded = ir::load_file(opt.input);
   if (!loaded) return stop(loaded.error());
   out.warnings.append(loaded->warnings);
@@ -136,22 +167,7 @@ std::expected<OfflineCheck, OfflineStop> check_offline(const OfflineLaunch& opt)
   }
   out.kernel = *info_it;
   out.resources = *resources;
-
-  out.plan.grid = *grid;
-  out.plan.block = block;
-  out.plan.block_given = !opt.block.empty();
-  out.plan.dynamic_shared_bytes = *shared_bytes;
-  out.plan.cooperative = opt.cooperative || out.grid_max;
-  diag::Diagnostics spec_errors;
-  if (auto described = describe_arguments(opt, out.kernel, out.plan, spec_errors); !described)
-    return usage(described.error(), "see `ptxgate check --help` for --arg, --elements, --null-slot and --stream");
-  if (!spec_errors.empty()) return stop(std::move(spec_errors));
-  out.verdict = validation::check_launch(out.kernel, out.resources, out.plan, out.caps, location);
-  if (out.grid_max && out.verdict.max_cooperative_grid > 0) {
-    out.plan.grid = {out.verdict.max_cooperative_grid, 1, 1};
-    out.verdict = validation::check_launch(out.kernel, out.resources, out.plan, out.caps, location);
-  }
-  return out;
+  return check_described(opt, std::move(out), *grid, block, *shared_bytes, location);
 }
 
 }  // namespace ptxgate::pipeline

@@ -105,7 +105,7 @@ int run_check(CheckOptions& opt) {
 CLI::App* register_check(CLI::App& app, Runner& runner) {
   auto opt = std::make_shared<CheckOptions>();
   auto* cmd = app.add_subcommand("check", "Check a launch offline against a device profile (no GPU needed)");
-  cmd->add_option("file", opt->launch.input, "Input .pg file, or - for standard input")->required();
+  cmd->add_option("file", opt->launch.input, "Input .pg file (or - for standard input), or .ptx from nvcc, NVRTC or Triton")->required();
   cmd->add_option("--kernel", opt->launch.kernel, "Kernel to launch")->required();
   cmd->add_option("--grid", opt->launch.grid, "Grid X[,Y[,Z]], or 'max': the largest cooperative grid that fits (implies --cooperative)")
       ->default_val("1");

@@ -1,0 +1,46 @@
+// load_foreign_kernel: a kernel of foreign PTX, described for check_launch.
+#include "ptxgate/pipeline/foreign_ptx.hpp"
+
+#include <fmt/format.h>
+
+#include "ptxgate/ir/frontend.hpp"
+#include "ptxgate/toolchain/ptx_entries.hpp"
+#include "ptxgate/toolchain/ptxas.hpp"
+#include "ptxgate/toolchain/toolkit.hpp"
+
+namespace ptxgate::pipeline {
+
+bool is_foreign_module_path(std::string_view path) {
+  return path.ends_with(".ptx") || path.ends_with(".cubin") || path.ends_with(".fatbin");
+}
+
+std::expected<ForeignKernel, diag::Diagnostics> load_foreign_kernel(const std::string& path, const std::string& kernel,
+                                                                    const std::string& arch) {
+  auto source = ir::read_source(path);
+  if (!source) return std::unexpected(std::move(source.error()));
+  auto module = toolchain::read_ptx_entries(*source);
+  if (!module) return std::unexpected(std::move(module.error()));
+  auto entry = toolchain::require_ptx_entry(*module, kernel, source->path());
+  if (!entry) return std::unexpected(std::move(entry.error()));
+  ForeignKernel out;
+  out.info = (*entry)->info;
+  out.location = (*entry)->location;
+  if (auto runs = toolchain::check_ptx_target(module->target, arch, out.location); !runs)
+    return std::unexpected(std::move(runs.error()));
+  // Architecture-specific PTX (sm_90a) assembles only for its own target, which runs on `arch`.
+  const bool specific = module->target.ends_with('a') || module->target.ends_with('f');
+  auto assembled = toolchain::assemble(source->text(), specific ? module->target : arch, toolchain::discover());
+  if (!assembled) return std::unexpected(std::move(assembled.error()));
+  auto it = assembled->resources.find(kernel);
+  if (it == assembled->resources.end()) {
+    diag::Diagnostics d;
+    d.add(diag::Code::resource_query_failed, fmt::format("ptxas -arch={} reported no resources for kernel '{}'", arch, kernel),
+          out.location, "check that ptxas (CUDA_HOME or PTXGATE_PTXAS) is the CUDA Toolkit's and supports the target");
+    return std::unexpected(std::move(d));
+  }
+  out.resources = it->second;
+  out.info.static_shared_bytes = out.resources.static_shared_bytes;  // ptxas counts module-scope arrays too
+  return out;
+}
+
+}  // namespace ptxgate::pipeline
