@@ -9,8 +9,11 @@
 namespace ptxgate::backend {
 namespace {
 
-// Initial-exec: read on every launch, and 8 bytes fit the static TLS that glibc keeps for libraries.
-[[gnu::tls_model("initial-exec")]] thread_local CUcontext tls_current_context = nullptr;
+// The default TLS model, not initial-exec: one initial-exec variable marks the whole library
+// STATIC_TLS, and then its whole TLS block (several KiB of per-thread launch caches) must fit
+// the static TLS that glibc keeps for libraries loaded later. It does not, so dlopen (Python's
+// ctypes) failed with "cannot allocate memory in static TLS block".
+thread_local CUcontext tls_current_context = nullptr;
 
 // Errors while releasing resources are ignored: in a poisoned context every
 // call fails, and a destructor must neither throw nor abort.
