@@ -1,0 +1,116 @@
+"""A PEP 517 build backend for the ptxgate package that uses only the standard library.
+
+pip can then build and install the package with no network (no setuptools download). The wheel
+holds the pure-Python package; when PTXGATE_LIBRARY names a built libptxgate at build time, the
+library is copied into the package (next to __init__.py) and the wheel is tagged for this
+platform instead of py3-none-any.
+"""
+import base64
+import hashlib
+import os
+import sysconfig
+import tarfile
+import zipfile
+
+NAME = "ptxgate"
+VERSION = "0.1.0"
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DIST_INFO = f"{NAME}-{VERSION}.dist-info"
+
+METADATA = f"""Metadata-Version: 2.1
+Name: {NAME}
+Version: {VERSION}
+Summary: Compile, check and launch CUDA kernels through ptxgate's validating runtime
+Requires-Python: >=3.9
+"""
+
+
+def _package_files():
+    root = os.path.join(HERE, NAME)
+    for name in sorted(os.listdir(root)):
+        if name.endswith(".py"):
+            yield os.path.join(root, name), f"{NAME}/{name}"
+
+
+def _bundled_library():
+    path = os.environ.get("PTXGATE_LIBRARY")
+    if not path:
+        return None
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"PTXGATE_LIBRARY={path} is not a file")
+    return path
+
+
+def _tag():
+    if _bundled_library() is None:
+        return "py3-none-any"
+    platform = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    return f"py3-none-{platform}"
+
+
+def _record_line(arcname, data):
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{arcname},sha256={digest},{len(data)}"
+
+
+def _metadata_files():
+    wheel = f"Wheel-Version: 1.0\nGenerator: ptxgate_build\nRoot-Is-Purelib: {'false' if _bundled_library() else 'true'}\nTag: {_tag()}\n"
+    return {f"{DIST_INFO}/METADATA": METADATA.encode(), f"{DIST_INFO}/WHEEL": wheel.encode()}
+
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+
+def get_requires_for_build_sdist(config_settings=None):
+    return []
+
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    target = os.path.join(metadata_directory, DIST_INFO)
+    os.makedirs(target, exist_ok=True)
+    for arcname, data in _metadata_files().items():
+        with open(os.path.join(metadata_directory, arcname), "wb") as f:
+            f.write(data)
+    return DIST_INFO
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    filename = f"{NAME}-{VERSION}-{_tag()}.whl"
+    entries = []
+    for path, arcname in _package_files():
+        with open(path, "rb") as f:
+            entries.append((arcname, f.read()))
+    library = _bundled_library()
+    if library is not None:
+        with open(library, "rb") as f:
+            entries.append((f"{NAME}/libptxgate.so", f.read()))
+    entries.extend(_metadata_files().items())
+    record = [_record_line(arcname, data) for arcname, data in entries]
+    record.append(f"{DIST_INFO}/RECORD,,")
+    entries.append((f"{DIST_INFO}/RECORD", ("\n".join(record) + "\n").encode()))
+    with zipfile.ZipFile(os.path.join(wheel_directory, filename), "w", zipfile.ZIP_DEFLATED) as wheel:
+        for arcname, data in entries:
+            info = zipfile.ZipInfo(arcname, date_time=(2020, 1, 1, 0, 0, 0))
+            info.external_attr = (0o755 if arcname.endswith(".so") else 0o644) << 16
+            wheel.writestr(info, data, zipfile.ZIP_STORED if arcname.endswith(".so") else zipfile.ZIP_DEFLATED)
+    return filename
+
+
+def build_sdist(sdist_directory, config_settings=None):
+    base = f"{NAME}-{VERSION}"
+    filename = f"{base}.tar.gz"
+    with tarfile.open(os.path.join(sdist_directory, filename), "w:gz") as tar:
+        for rel in ["pyproject.toml", "README.md", "_build/ptxgate_build.py"]:
+            path = os.path.join(HERE, rel)
+            if os.path.exists(path):
+                tar.add(path, arcname=f"{base}/{rel}")
+        for path, arcname in _package_files():
+            tar.add(path, arcname=f"{base}/{arcname}")
+        info = tarfile.TarInfo(f"{base}/PKG-INFO")
+        data = METADATA.encode()
+        info.size = len(data)
+        import io
+
+        tar.addfile(info, io.BytesIO(data))
+    return filename

@@ -1,0 +1,66 @@
+"""pytest set-up: import the package from this source tree, and choose the driver.
+
+With $PTXGATE_FAKE_CUDA (ctest sets it to the build's stand-in libcuda), the whole session runs
+over that fake driver: runtime tests run on the CPU, GPU tests skip. Without it, the real driver
+is used when there is one (the GPU machine)."""
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+FAKE = os.environ.get("PTXGATE_FAKE_CUDA")
+if FAKE:
+    os.environ["PTXGATE_CUDA_DRIVER"] = FAKE
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLES = os.path.join(ROOT, "examples")
+
+SAXPY = """@workgroup(256)
+kernel saxpy(inout y: f32[], in x: f32[], a: f32, n: u32) {
+  let i = global_id.x;
+  if (i < n) {
+    y[i] = a * x[i] + y[i];
+  }
+}
+"""
+
+
+@pytest.fixture
+def saxpy_source():
+    return SAXPY
+
+
+@pytest.fixture
+def examples():
+    return EXAMPLES
+
+
+def has_ptxas():
+    cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    return os.path.exists(os.path.join(cuda, "bin", "ptxas")) or bool(os.environ.get("PTXGATE_PTXAS"))
+
+
+@pytest.fixture
+def fake_driver():
+    """The stand-in libcuda's recorder, or a skip when the session does not run over it."""
+    if not FAKE:
+        pytest.skip("needs PTXGATE_FAKE_CUDA (the build's stand-in libcuda; ctest sets it)")
+    import ctypes
+
+    fake = ctypes.CDLL(FAKE)
+    fake.ptxgate_fake_last_param.restype = ctypes.c_uint64
+    fake.ptxgate_fake_last_param.argtypes = [ctypes.c_int]
+    fake.ptxgate_fake_last_stream.restype = ctypes.c_size_t
+    fake.ptxgate_fake_last_block.restype = ctypes.c_uint
+    fake.ptxgate_fake_last_block.argtypes = [ctypes.c_int]
+    fake.ptxgate_fake_count.argtypes = [ctypes.c_char_p]
+    fake.ptxgate_fake_set_param_sizes.argtypes = [ctypes.POINTER(ctypes.c_uint), ctypes.c_int]
+
+    def set_param_sizes(*sizes):
+        arr = (ctypes.c_uint * len(sizes))(*sizes)
+        fake.ptxgate_fake_set_param_sizes(arr, len(sizes))
+
+    fake.set_param_sizes = set_param_sizes
+    return fake

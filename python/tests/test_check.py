@@ -1,0 +1,50 @@
+"""ptxgate.check: the offline verdict of `ptxgate check`, with diagnostics as objects and text."""
+import os
+
+import pytest
+
+import ptxgate
+from conftest import has_ptxas
+
+pytestmark = pytest.mark.skipif(not has_ptxas(), reason="check asks ptxas for resources (needs the CUDA Toolkit)")
+
+
+@pytest.fixture
+def cache(tmp_path):
+    return str(tmp_path / "cache")
+
+
+def test_blocked_launch_names_each_problem(examples, cache):
+    v = ptxgate.check(os.path.join(examples, "saxpy.pg"), "saxpy", grid=100, block=512, shared_bytes=300000,
+                      profile="h100-sxm", cache_dir=cache)
+    assert v.status == "blocked" and not v.launchable and not v
+    assert {"PG3105", "PG3302", "PG3201"} <= set(v.codes)
+    pg3201 = next(d for d in v.diagnostics if d.code == "PG3201")
+    assert pg3201.line == 4 and pg3201.file.endswith("saxpy.pg") and "232448" in pg3201.message
+    assert "error[PG3105]" in v.text and v.text.rstrip().endswith(v.summary)
+    assert v.summary.startswith("verdict: status=blocked")
+    assert v.json["launchable"] is False
+
+
+def test_launchable_from_source_text(saxpy_source, cache):
+    v = ptxgate.check(saxpy_source, "saxpy", grid=(132, 1), profile="a100-sxm", cache_dir=cache)
+    assert v.launchable, v.text
+    assert v.json["launchable"] is True
+
+
+def test_argument_table_and_elements_use_the_cli_grammar(saxpy_source, cache):
+    v = ptxgate.check(saxpy_source, "saxpy", grid=4, args={"y": "buffer:400", "x": "buffer:4000", "a": "2.0", "n": "1000"},
+                      elements={"y": 1000}, cache_dir=cache)
+    assert "PG3008" in v.codes
+    v = ptxgate.check(saxpy_source, "saxpy", grid=4, args=["y=buffer:4000", "x=buffer:4000", "a=hello", "n=1000"],
+                      cache_dir=cache)
+    assert v.status == "error" and v.codes == ["PG5002"]
+
+
+def test_stops_before_a_verdict(saxpy_source, cache):
+    v = ptxgate.check(saxpy_source, "saxpy", grid="ten", cache_dir=cache)
+    assert v.status == "usage_error" and v.codes == ["PG5004"] and v.json is None
+    v = ptxgate.check(saxpy_source, "nope", cache_dir=cache)
+    assert v.status == "error" and v.codes == ["PG2006"]
+    v = ptxgate.check(saxpy_source, "saxpy", profile="no-such-gpu", cache_dir=cache)
+    assert v.status == "error" and v.codes == ["PG3601"]

@@ -1,0 +1,67 @@
+"""ptxgate.compile: PTX, cubin, signatures and resources; program errors as Diagnostic objects."""
+import os
+import pathlib
+
+import pytest
+
+import ptxgate
+from conftest import has_ptxas
+
+
+def test_api_version_matches_the_library():
+    assert ptxgate.API_VERSION == 1
+    assert os.path.exists(ptxgate.library_path()) or "libptxgate" in ptxgate.library_path()
+
+
+def test_compile_text_gives_ptx_and_signatures(saxpy_source):
+    m = ptxgate.compile(saxpy_source, target="sm_80", cubin=False, disk_cache=False)
+    assert m.target == "sm_80"
+    assert ".entry saxpy" in m.ptx and ".target sm_80" in m.ptx
+    assert m.cubin == b""
+    k = m.kernels["saxpy"]
+    assert [p.name for p in k.params] == ["y", "x", "a", "n"]
+    assert [p.kind for p in k.params] == ["buffer", "buffer", "scalar", "scalar"]
+    assert (k.params[0].type, k.params[0].access, k.params[0].size_bytes) == ("f32", "inout", 8)
+    assert (k.params[3].type, k.params[3].access, k.params[3].size_bytes) == ("u32", None, 4)
+    assert k.required_block == (256, 1, 1)
+    assert k.resources is None
+
+
+def test_compile_path_and_pathlib(examples):
+    path = os.path.join(examples, "block_sum.pg")
+    by_str = ptxgate.compile(path, cubin=False, disk_cache=False)
+    by_path = ptxgate.compile(pathlib.Path(path), cubin=False, disk_cache=False)
+    assert by_str.ptx == by_path.ptx
+    assert "block_sum" in by_str.kernels
+
+
+@pytest.mark.skipif(not has_ptxas(), reason="needs ptxas (the CUDA Toolkit)")
+def test_compile_with_cubin_reports_resources(saxpy_source):
+    m = ptxgate.compile(saxpy_source, disk_cache=False)
+    assert m.cubin[:4] == b"\x7fELF"
+    r = m.kernels["saxpy"].resources
+    assert r is not None and r.registers_per_thread > 0 and r.spill_store_bytes == 0
+
+
+def test_program_error_is_raised_with_diagnostics_as_objects_and_text():
+    with pytest.raises(ptxgate.Error) as info:
+        ptxgate.compile("kernel k(inout y: f32[]) {\n  y[0] = missing;\n}\n", cubin=False, disk_cache=False,
+                        name="bad.pg")
+    e = info.value
+    assert e.codes == ["PG1101"]
+    d = e.diagnostics[0]
+    assert (d.severity, d.file, d.line, d.column) == ("error", "bad.pg", 2, 10)
+    assert "missing" in d.message
+    assert "bad.pg:2:10: error[PG1101]" in e.text
+    assert "bad.pg:2:10: error[PG1101]" in str(d)
+
+
+def test_bad_target_and_missing_file():
+    with pytest.raises(ptxgate.Error) as info:
+        ptxgate.compile("kernel k(inout y: f32[]) { }", target="sm_70", cubin=False, disk_cache=False)
+    assert info.value.codes == ["PG2001"]
+    with pytest.raises(ptxgate.Error) as info:
+        ptxgate.compile(pathlib.Path("/nonexistent/k.pg"), cubin=False, disk_cache=False)
+    assert info.value.codes == ["PG5001"]
+    with pytest.raises(TypeError):
+        ptxgate.compile(42)

@@ -1,0 +1,144 @@
+"""The runtime over the build's stand-in libcuda: arguments bound and checked against the
+signature, numpy arrays copied in and (for out/inout parameters) out, foreign streams borrowed,
+and blocked launches never reaching the driver."""
+import os
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ptxgate
+
+
+@pytest.fixture
+def runtime(fake_driver):
+    rt = ptxgate.Runtime(disk_cache=False)
+    yield rt
+    rt.close()
+
+
+def f32_bits(x):
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def test_runtime_and_kernel_signature(runtime, saxpy_source):
+    assert runtime.device == 0 and runtime.target == "sm_90"
+    k = runtime.compile(saxpy_source, "saxpy")
+    assert k.name == "saxpy" and [p.name for p in k.info.params] == ["y", "x", "a", "n"]
+    assert k.info.resources is not None
+
+
+def test_numpy_arguments_are_copied_in_and_written_back(runtime, fake_driver, saxpy_source):
+    k = runtime.compile(saxpy_source, "saxpy")
+    y = np.arange(1000, dtype=np.float32)
+    x = np.ones(1000, dtype=np.float32)
+    fake_driver.set_param_sizes(8, 8, 4, 4)
+    launches = fake_driver.ptxgate_fake_launches()
+    uploads, downloads = fake_driver.ptxgate_fake_count(b"cuMemcpyHtoD"), fake_driver.ptxgate_fake_count(b"cuMemcpyDtoH")
+    k.launch(4, [y, x, 2.0, 1000])
+    assert fake_driver.ptxgate_fake_launches() == launches + 1
+    assert fake_driver.ptxgate_fake_last_block(0) == 256
+    assert fake_driver.ptxgate_fake_last_param(0) != 0
+    assert fake_driver.ptxgate_fake_last_param(2) == f32_bits(2.0)
+    assert fake_driver.ptxgate_fake_last_param(3) == 1000
+    assert fake_driver.ptxgate_fake_count(b"cuMemcpyHtoD") == uploads + 2
+    assert fake_driver.ptxgate_fake_count(b"cuMemcpyDtoH") == downloads + 1  # y (inout) only, not x (in)
+    assert np.array_equal(y, np.arange(1000, dtype=np.float32))  # the fake runs no kernel: y round-trips
+
+
+def test_wrong_arrays_and_scalars_are_refused_before_the_driver(runtime, fake_driver, saxpy_source):
+    k = runtime.compile(saxpy_source, "saxpy")
+    y = np.zeros(1000, dtype=np.float32)
+    launches = fake_driver.ptxgate_fake_launches()
+    with pytest.raises(ptxgate.Error) as info:
+        k.launch(4, [y, np.zeros(1000, dtype=np.float64), 2.0, 1000])
+    assert info.value.codes == ["PG4303"] and "f64" in info.value.text
+    with pytest.raises(ptxgate.Error) as info:
+        k.launch(4, [y, y, np.float64(2.0), 1000])
+    assert "PG3007" in info.value.codes
+    with pytest.raises(ptxgate.Error) as info:
+        k.launch(4, [y, y, 2.0, -1])  # -1 does not fit u32
+    assert "PG3007" in info.value.codes
+    with pytest.raises(ptxgate.Error) as info:
+        k.launch(4, [y, y, 2.0])
+    assert "PG3005" in info.value.codes
+    with pytest.raises(ptxgate.Error) as info:
+        k.launch(4, [y, y, 2.0, 1000], block=512)
+    assert "PG3105" in info.value.codes
+    with pytest.raises(ptxgate.Error) as info:
+        k.launch(4, [2.0, y, 2.0, 1000])
+    assert "PG3006" in info.value.codes
+    assert fake_driver.ptxgate_fake_launches() == launches
+
+
+def test_device_arrays_are_passed_in_place_with_their_device(runtime, fake_driver, saxpy_source):
+    from test_arrays import FakeDeviceArray
+
+    k = runtime.compile(saxpy_source, "saxpy")
+    buf_y, buf_x = runtime.allocate(4000), runtime.allocate(4000)
+    y = FakeDeviceArray(buf_y.device_pointer, (1000,), device=0)
+    x = FakeDeviceArray(buf_x.device_pointer, (1000,))
+    fake_driver.set_param_sizes(8, 8, 4, 4)
+    k(4, y, x, 2.0, 1000)
+    assert fake_driver.ptxgate_fake_last_param(0) == buf_y.device_pointer
+    assert fake_driver.ptxgate_fake_last_param(1) == buf_x.device_pointer
+    with pytest.raises(ptxgate.Error) as info:
+        k(4, FakeDeviceArray(buf_y.device_pointer, (1000,), device=1), x, 2.0, 1000)
+    assert info.value.codes == ["PG4304"]
+    with pytest.raises(ptxgate.Error) as info:
+        k(4, FakeDeviceArray(0, (1000,), device=0), x, 2.0, 1000)
+    assert "PG3009" in info.value.codes
+
+
+def test_foreign_streams_are_borrowed_not_destroyed(runtime, fake_driver, saxpy_source):
+    k = runtime.compile(saxpy_source, "saxpy")
+    y = np.zeros(1000, dtype=np.float32)
+    destroyed = fake_driver.ptxgate_fake_count(b"cuStreamDestroy")
+    torch_like = type("TorchStream", (), {"cuda_stream": 0x7700})()
+    k.launch(4, [y, y, 2.0, 1000], stream=torch_like)
+    assert fake_driver.ptxgate_fake_last_stream() == 0x7700
+    s = runtime.stream(0x7800)
+    assert s.borrowed and s.handle == 0x7800
+    k.launch(4, [y, y, 2.0, 1000], stream=s)
+    assert fake_driver.ptxgate_fake_last_stream() == 0x7800
+    s.synchronize()
+    s.free()
+    assert fake_driver.ptxgate_fake_count(b"cuStreamDestroy") == destroyed
+    own = runtime.stream()
+    assert not own.borrowed
+    own.free()
+    assert fake_driver.ptxgate_fake_count(b"cuStreamDestroy") == destroyed + 1
+
+
+def test_buffers_round_trip(runtime):
+    b = runtime.allocate(16)
+    assert b.nbytes == 16
+    b.upload(np.arange(4, dtype=np.int32))
+    out = np.zeros(4, dtype=np.int32)
+    b.download_into(out)
+    assert out.tolist() == [0, 1, 2, 3]
+    with pytest.raises(ptxgate.Error) as info:
+        b.upload(bytes(17))
+    assert info.value.codes == ["PG4006"]
+
+
+def test_check_without_launching(runtime, fake_driver, saxpy_source):
+    k = runtime.compile(saxpy_source, "saxpy")
+    launches = fake_driver.ptxgate_fake_launches()
+    ok, diags = k.check(4, block=1024)
+    assert not ok and "PG3105" in [d.code for d in diags]
+    ok, diags = k.check(4)
+    assert ok
+    assert fake_driver.ptxgate_fake_launches() == launches
+
+
+def test_no_driver_is_pg4001(tmp_path):
+    """In a fresh process whose driver library does not exist."""
+    env = dict(os.environ, PTXGATE_CUDA_DRIVER=str(tmp_path / "libcuda-none.so.1"))
+    code = ("import ptxgate\n"
+            "try:\n    ptxgate.Runtime()\nexcept ptxgate.Error as e:\n    print(e.codes[0])\n")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert out.stdout.strip() == "PG4001", out.stderr

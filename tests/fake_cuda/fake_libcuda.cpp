@@ -1,0 +1,79 @@
+// A stand-in libcuda.so.1 for tests outside the unit binary (the Python package's): the unit
+// tests' fake driver table behind cuGetProcAddress_v2, with host-backed device memory (copies
+// really copy), and a few exported queries of what it recorded. Loaded through
+// $PTXGATE_CUDA_DRIVER; kernels do not run.
+#include <cstdlib>
+#include <cstring>
+
+#include "../unit/backend_fake_driver.hpp"
+
+namespace {
+
+using ptxgate::backend::DriverApi;
+using ptxgate::backend::testing::fake_state;
+
+const DriverApi& table() {
+  static const DriverApi api = [] {
+    DriverApi a = ptxgate::backend::testing::make_fake_driver();
+    a.cuMemAlloc = [](CUdeviceptr* p, size_t bytes) {
+      void* m = std::calloc(bytes == 0 ? 1 : bytes, 1);
+      if (m == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+      *p = reinterpret_cast<CUdeviceptr>(m);
+      ++fake_state().allocations;
+      return CUDA_SUCCESS;
+    };
+    a.cuMemFree = [](CUdeviceptr p) {
+      std::free(reinterpret_cast<void*>(p));
+      ++fake_state().frees;
+      return CUDA_SUCCESS;
+    };
+    a.cuMemcpyHtoD = [](CUdeviceptr dst, const void* src, size_t n) {
+      std::memcpy(reinterpret_cast<void*>(dst), src, n);
+      return fake_state().log({"cuMemcpyHtoD", nullptr, nullptr, dst, reinterpret_cast<uint64_t>(src), n, {}});
+    };
+    a.cuMemcpyDtoH = [](void* dst, CUdeviceptr src, size_t n) {
+      std::memcpy(dst, reinterpret_cast<const void*>(src), n);
+      return fake_state().log({"cuMemcpyDtoH", nullptr, nullptr, reinterpret_cast<uint64_t>(dst), src, n, {}});
+    };
+    return a;
+  }();
+  return api;
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int, cuuint64_t,
+                                                                    CUdriverProcAddressQueryResult* status) {
+  const DriverApi& api = table();
+  *pfn = nullptr;
+#define PTXGATE_FAKE_LOOKUP(name) \
+  if (std::strcmp(symbol, #name) == 0) *pfn = reinterpret_cast<void*>(api.name);
+  PTXGATE_DRIVER_ENTRY_POINTS(PTXGATE_FAKE_LOOKUP)
+#undef PTXGATE_FAKE_LOOKUP
+  if (status != nullptr) *status = *pfn != nullptr ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return *pfn != nullptr ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+/// Byte widths of the argument slots the next launches record.
+__attribute__((visibility("default"))) void ptxgate_fake_set_param_sizes(const unsigned* sizes, int count) {
+  fake_state().param_sizes.assign(sizes, sizes + count);
+}
+__attribute__((visibility("default"))) int ptxgate_fake_launches(void) { return fake_state().launches; }
+__attribute__((visibility("default"))) uint64_t ptxgate_fake_last_param(int index) {
+  const auto& p = fake_state().last_params;
+  return index >= 0 && static_cast<size_t>(index) < p.size() ? p[static_cast<size_t>(index)] : 0;
+}
+__attribute__((visibility("default"))) uintptr_t ptxgate_fake_last_stream(void) {
+  return reinterpret_cast<uintptr_t>(fake_state().last_stream);
+}
+__attribute__((visibility("default"))) unsigned ptxgate_fake_last_block(int axis) {
+  return axis >= 0 && axis < 3 ? fake_state().last_block[axis] : 0;
+}
+/// How many recorded calls of entry point `name` (copies, stream destruction, ...).
+__attribute__((visibility("default"))) int ptxgate_fake_count(const char* name) {
+  return static_cast<int>(fake_state().count(name));
+}
+
+}  // extern "C"
