@@ -28,7 +28,7 @@ ptxgate_status compile_loaded(const ir::Module& module, diag::Diagnostics warnin
   request.codegen.opt_level = o.opt_level < 0 ? 3u : static_cast<unsigned>(o.opt_level);
   if (request.codegen.opt_level > 3) {
     diag::Diagnostics d;
-    d.add(diag::Code::capi_invalid_value, fmt::format("ptxgate_compile: opt_level {} is not 0..3", o.opt_level), {},
+    d.add(diag::Code::invalid_argument_spec, fmt::format("ptxgate_compile: opt_level {} is not 0..3", o.opt_level), {},
           "pass an optimisation level from 0 to 3 (or -1 for the default, 3)");
     return finish(diagnostics, std::move(d), PTXGATE_USAGE);
   }

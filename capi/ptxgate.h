@@ -104,7 +104,9 @@ PTXGATE_CAPI ptxgate_status ptxgate_compile_file(const char* path, const ptxgate
                                                  ptxgate_module** module, ptxgate_diagnostics** diagnostics);
 /** Reads PTX made by another compiler (nvcc, NVRTC, Triton; `path` names it in diagnostics) as
  *  a module: its PTX, each launchable entry's signature derived from the PTX (pointers are
- *  buffers of type "void": any element type) with "resources" null, and no cubin. PG2020-PG2024. */
+ *  buffers of type "void": any element type) with "resources" null, and no cubin. PG1004 (not PTX,
+ *  malformed), PG2006 (no entry), PG5001 (a cubin or fatbin); entries a launch cannot take are left
+ *  out with a PG3007 warning. */
 PTXGATE_CAPI ptxgate_status ptxgate_read_ptx(const char* ptx, size_t size, const char* path, ptxgate_module** module,
                                              ptxgate_diagnostics** diagnostics);
 PTXGATE_CAPI const char* ptxgate_module_ptx(const ptxgate_module* module);
@@ -179,7 +181,8 @@ PTXGATE_CAPI ptxgate_status ptxgate_runtime_compile(ptxgate_runtime* runtime, co
                                                     const char* path, const char* kernel, ptxgate_kernel** out,
                                                     ptxgate_diagnostics** diagnostics);
 /** Loads `kernel` of PTX made by another compiler: its signature from the PTX, the driver's
- *  JIT, the same validated launch (PG2020-PG2024 for PTX it cannot take, PG2006 for no such entry). */
+ *  JIT, the same validated launch (PG1004, PG5001 for input that is not PTX; PG3007 for a parameter a
+ *  launch cannot pass; PG2001 for a target newer than the device; PG2006 for no such entry). */
 PTXGATE_CAPI ptxgate_status ptxgate_runtime_load_ptx(ptxgate_runtime* runtime, const char* ptx, size_t size,
                                                      const char* path, const char* kernel, ptxgate_kernel** out,
                                                      ptxgate_diagnostics** diagnostics);

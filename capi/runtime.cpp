@@ -52,8 +52,8 @@ backend::Arg scalar_arg(ir::Type type, uint64_t bits) {
 }
 
 /// The C argument as a backend::Arg, after the checks only the C API can make: the caller's
-/// element type and device against the parameter and the runtime (PG4303, PG4304), and an
-/// element count within its buffer (PG4305). Kind, width and null pointers are the backend's.
+/// element type and device against the parameter and the runtime (PG3006, PG4008), and an
+/// element count within its buffer (PG3008). Kind, width and null pointers are the backend's.
 std::expected<backend::Arg, diag::Diagnostics> to_arg(const ptxgate_arg& a, size_t index, const ptxgate_kernel& k) {
   const codegen::KernelInfo& info = k.kernel->info();
   const codegen::ParamInfo* param = index < info.params.size() ? &info.params[index] : nullptr;
@@ -62,26 +62,26 @@ std::expected<backend::Arg, diag::Diagnostics> to_arg(const ptxgate_arg& a, size
   diag::Diagnostics d;
   auto type = type_of(a.dtype);
   if (a.dtype != PTXGATE_DTYPE_UNKNOWN && !type) {
-    d.add(diag::Code::capi_invalid_value, fmt::format("{}: dtype {} is not a ptxgate_dtype", what, a.dtype), {},
+    d.add(diag::Code::invalid_argument_spec, fmt::format("{}: dtype {} is not a ptxgate_dtype", what, a.dtype), {},
           "use one of PTXGATE_DTYPE_BOOL .. PTXGATE_DTYPE_F64 (or UNKNOWN for an untyped buffer)");
     return std::unexpected(std::move(d));
   }
   if (a.kind == PTXGATE_ARG_SCALAR) {
     if (!type) {
-      d.add(diag::Code::capi_invalid_value, fmt::format("{}: a scalar needs its dtype", what), {},
+      d.add(diag::Code::invalid_argument_spec, fmt::format("{}: a scalar needs its dtype", what), {},
             "state the scalar's type (PTXGATE_DTYPE_I32 ...)");
       return std::unexpected(std::move(d));
     }
     return scalar_arg(*type, a.bits);
   }
   if (a.kind != PTXGATE_ARG_BUFFER && a.kind != PTXGATE_ARG_POINTER) {
-    d.add(diag::Code::capi_invalid_value, fmt::format("{}: kind {} is not a ptxgate_arg_kind", what, a.kind), {},
+    d.add(diag::Code::invalid_argument_spec, fmt::format("{}: kind {} is not a ptxgate_arg_kind", what, a.kind), {},
           "use PTXGATE_ARG_BUFFER, PTXGATE_ARG_POINTER or PTXGATE_ARG_SCALAR");
     return std::unexpected(std::move(d));
   }
   // A buffer parameter of unknown element type (a pointer of foreign PTX) takes any array.
   if (type && param != nullptr && param->is_buffer && param->type != ir::Type::void_ && *type != param->type) {
-    d.add(diag::Code::argument_dtype_mismatch,
+    d.add(diag::Code::argument_kind_mismatch,
           fmt::format("{}: an array of {} elements for a buffer of {}", what, ir::type_name(*type), ir::type_name(param->type)),
           {}, fmt::format("pass an array of {} (convert it first)", ir::type_name(param->type)));
     return std::unexpected(std::move(d));
@@ -90,7 +90,7 @@ std::expected<backend::Arg, diag::Diagnostics> to_arg(const ptxgate_arg& a, size
   const uint64_t element_bytes = std::max(1u, ir::byte_size(element));  // unknown type: elements are bytes
   if (a.kind == PTXGATE_ARG_POINTER) {
     if (a.device >= 0 && a.device != k.device) {
-      d.add(diag::Code::argument_device_mismatch,
+      d.add(diag::Code::foreign_object,
             fmt::format("{}: the array is on device {}, the kernel's runtime on device {}", what, a.device, k.device), {},
             fmt::format("move the array to device {}, or launch through a runtime of device {}", k.device, a.device));
       return std::unexpected(std::move(d));
@@ -98,14 +98,14 @@ std::expected<backend::Arg, diag::Diagnostics> to_arg(const ptxgate_arg& a, size
     return backend::Arg::device_pointer(a.pointer, a.elements * element_bytes);
   }
   if (a.buffer == nullptr) {
-    d.add(diag::Code::capi_null_argument, fmt::format("{}: 'buffer' is null", what), {}, "pass a ptxgate_buffer");
+    d.add(diag::Code::invalid_argument_spec, fmt::format("{}: 'buffer' is null", what), {}, "pass a ptxgate_buffer");
     return std::unexpected(std::move(d));
   }
   const backend::DeviceBuffer& buffer = a.buffer->buffer;
   if (a.elements == 0) return backend::Arg(buffer);
   const uint64_t bytes = a.elements * element_bytes;
   if (bytes / element_bytes != a.elements || bytes > buffer.size_bytes()) {
-    d.add(diag::Code::argument_elements_exceed_buffer,
+    d.add(diag::Code::buffer_too_small,
           fmt::format("{}: {} elements of {} do not fit its buffer of {} bytes", what, a.elements, ir::type_name(element),
                       buffer.size_bytes()),
           {}, fmt::format("pass at most {} elements, or a larger buffer", buffer.size_bytes() / element_bytes));

@@ -13,7 +13,7 @@
 namespace ptxgate::pipeline {
 
 /// Whether `check` reads `path` as a foreign module (.ptx; .cubin and .fatbin are refused
-/// with PG2024 by the reader) rather than as .pg source.
+/// with PG5001 by the reader) rather than as .pg source.
 bool is_foreign_module_path(std::string_view path);
 
 struct ForeignKernel {
@@ -23,7 +23,7 @@ struct ForeignKernel {
 };
 
 /// Reads the PTX at `path`, finds `kernel` (PG2006), checks that its `.target` runs on `arch`
-/// (PG2023) and assembles it with ptxas for `arch` for its resources (PG2004, PG2005).
+/// (PG2001) and assembles it with ptxas for `arch` for its resources (PG2004, PG2005).
 [[nodiscard]] std::expected<ForeignKernel, diag::Diagnostics> load_foreign_kernel(const std::string& path,
                                                                                   const std::string& kernel,
                                                                                   const std::string& arch);

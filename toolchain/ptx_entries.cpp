@@ -234,7 +234,7 @@ struct EntryReader {
     Lexer lex(clean, pos);
     auto name = lex.next();
     if (!name || !is_identifier(name->text)) {
-      errors.append(one(diag::Code::ptx_malformed, ".entry is not followed by a kernel name", at(pos, 1),
+      errors.append(one(diag::Code::expected_token, ".entry is not followed by a kernel name", at(pos, 1),
                         "pass PTX as nvcc -ptx, NVRTC or Triton wrote it"));
       return name ? name->offset + name->text.size() : clean.size();
     }
@@ -243,7 +243,7 @@ struct EntryReader {
     entry.location = at(name->offset, name->text.size());
     std::vector<RawParam> params;
     auto malformed = [&](size_t offset, std::string what) {
-      errors.append(one(diag::Code::ptx_malformed, fmt::format("entry '{}': {}", entry.info.name, what), at(offset, 1),
+      errors.append(one(diag::Code::expected_token, fmt::format("entry '{}': {}", entry.info.name, what), at(offset, 1),
                         "pass PTX as nvcc -ptx, NVRTC or Triton wrote it"));
       return clean.size();
     };
@@ -317,7 +317,7 @@ struct EntryReader {
       info.index = static_cast<uint32_t>(k);
       const unsigned bytes = type_bytes(p.type);
       if (p.array || (bytes != 4 && bytes != 8) || p.type == ".f16x2" || p.type == ".bf16x2") {
-        entry.unsupported.append(one(diag::Code::ptx_param_unsupported,
+        entry.unsupported.append(one(diag::Code::argument_size_mismatch,
                           fmt::format("entry '{}': parameter {} '{}' is {}{}; a launch passes 4- and 8-byte scalars and "
                                       "pointers",
                                       entry.info.name, k, p.name, p.array ? "an array of " : "", p.type),
@@ -360,7 +360,7 @@ std::expected<PtxModuleSummary, diag::Diagnostics> read_ptx_entries(const diag::
   diag::Location whole;
   whole.file = file.path();
   if (is_binary_module(file.text()))
-    return std::unexpected(one(diag::Code::binary_module_input,
+    return std::unexpected(one(diag::Code::cannot_read_file,
                                fmt::format("'{}' is a {}, not PTX text", file.path(),
                                            file.text().starts_with("\x7f" "ELF") ? "cubin (ELF)" : "fatbin"),
                                whole,
@@ -384,7 +384,7 @@ std::expected<PtxModuleSummary, diag::Diagnostics> read_ptx_entries(const diag::
       auto major = support::parse_count(text.substr(0, dot), 99);
       auto minor = support::parse_count(dot == std::string_view::npos ? std::string_view{} : text.substr(dot + 1), 99);
       if (dot == std::string_view::npos || !major || !minor) {
-        errors.append(one(diag::Code::ptx_malformed, ".version is not MAJOR.MINOR", reader.at(t->offset, t->text.size()),
+        errors.append(one(diag::Code::expected_token, ".version is not MAJOR.MINOR", reader.at(t->offset, t->text.size()),
                           "pass PTX as nvcc -ptx, NVRTC or Triton wrote it"));
         continue;
       }
@@ -398,11 +398,11 @@ std::expected<PtxModuleSummary, diag::Diagnostics> read_ptx_entries(const diag::
     }
   }
   if (!has_version || out.target.empty())
-    errors.append(one(diag::Code::ptx_malformed,
+    errors.append(one(diag::Code::expected_token,
                       fmt::format("'{}' is not PTX: it has no {} directive", file.path(), !has_version ? ".version" : ".target"),
                       whole, "pass PTX text as nvcc -ptx, NVRTC or Triton wrote it"));
   if (!errors.has_errors() && out.entries.empty())
-    errors.append(one(diag::Code::ptx_no_entry, fmt::format("'{}' declares no kernel (.entry with a body)", file.path()),
+    errors.append(one(diag::Code::kernel_not_found, fmt::format("'{}' declares no kernel (.entry with a body)", file.path()),
                       whole, "pass the PTX of a module with at least one __global__ / @triton.jit kernel"));
   if (errors.has_errors()) return std::unexpected(std::move(errors));
   return out;
@@ -440,7 +440,7 @@ std::expected<void, diag::Diagnostics> check_ptx_target(std::string_view ptx_tar
   if (!p || !a) return {};
   if (*p > *a || (ptx_specific && *p != *a))
     return std::unexpected(one(
-        diag::Code::ptx_target_too_new,
+        diag::Code::unknown_target,
         fmt::format("PTX for {} cannot run on a device of {}{}", ptx_target, arch,
                     ptx_specific && *p <= *a ? " (architecture-specific PTX runs only on its own architecture)" : ""),
         where, fmt::format("compile the kernel for {} or older (nvcc -arch=compute_{})", arch, *a)));

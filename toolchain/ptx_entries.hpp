@@ -26,7 +26,7 @@ namespace ptxgate::toolchain {
 ///   a 64-bit integer (.s64: i64, else u64);
 /// - .f32/.f64 are f32/f64 scalars, .s32 is i32, .u32/.b32 are u32;
 /// - anything else (8- and 16-bit values, .f16, .pred, arrays such as a struct passed by value
-///   as `.align 8 .b8 s[24]`) makes the entry unlaunchable: `unsupported` holds a PG2022 for
+///   as `.align 8 .b8 s[24]`) makes the entry unlaunchable: `unsupported` holds a PG3007 for
 ///   each such parameter (a launch passes 4- and 8-byte values only), and `info.params` stops
 ///   before the first of them.
 /// `.reqntid` becomes `info.required_block` (checked like @workgroup); `.maxntid` is
@@ -36,7 +36,7 @@ struct PtxEntry {
   codegen::KernelInfo info;
   std::array<uint32_t, 3> max_block{0, 0, 0};  ///< .maxntid; all 0: none
   diag::Location location;                     ///< the entry's name in the PTX
-  diag::Diagnostics unsupported;               ///< PG2022 per parameter a launch cannot pass; empty: launchable
+  diag::Diagnostics unsupported;               ///< PG3007 per parameter a launch cannot pass; empty: launchable
 };
 
 struct PtxModuleSummary {
@@ -45,18 +45,18 @@ struct PtxModuleSummary {
   std::vector<PtxEntry> entries;          ///< in module order; declarations without a body are skipped
 };
 
-/// Reads the module directives and every `.entry`. PG2020 for text that is not PTX (no
-/// `.version`/`.target`) or an entry that cannot be read, PG2021 when no entry has a body,
-/// PG2024 for a cubin or fatbin (binary input).
+/// Reads the module directives and every `.entry`. PG1004 for text that is not PTX (no
+/// `.version`/`.target`) or an entry that cannot be read, PG2006 when no entry has a body,
+/// PG5001 for a cubin or fatbin (binary input).
 [[nodiscard]] std::expected<PtxModuleSummary, diag::Diagnostics> read_ptx_entries(const diag::SourceFile& ptx);
 
 /// The entry named `name` when it is launchable: PG2006 listing the module's entries when there
-/// is none, its PG2022 diagnostics when a parameter cannot be passed.
+/// is none, its PG3007 diagnostics when a parameter cannot be passed.
 [[nodiscard]] std::expected<const PtxEntry*, diag::Diagnostics> require_ptx_entry(const PtxModuleSummary& module,
                                                                                   std::string_view name,
                                                                                   const std::string& path);
 
-/// PG2023 when PTX for `ptx_target` ("sm_90a") cannot run on a device of architecture `arch`
+/// PG2001 when PTX for `ptx_target` ("sm_90a") cannot run on a device of architecture `arch`
 /// ("sm_80"): a newer target, or an architecture-specific (`a`/`f`) target of another device.
 [[nodiscard]] std::expected<void, diag::Diagnostics> check_ptx_target(std::string_view ptx_target, std::string_view arch,
                                                                       const diag::Location& where = {});

@@ -76,10 +76,10 @@ inline ptxgate_status fail(ptxgate_diagnostics** out, diag::Diagnostics d) {
   return finish(out, std::move(d), PTXGATE_ERROR);
 }
 
-/// PG4301 naming the call and the parameter that was null.
+/// PG5002 naming the call and the parameter that was null.
 inline ptxgate_status null_argument(ptxgate_diagnostics** out, std::string_view call, std::string_view parameter) {
   diag::Diagnostics d;
-  d.add(diag::Code::capi_null_argument, fmt::format("{}: '{}' is null", call, parameter), {},
+  d.add(diag::Code::invalid_argument_spec, fmt::format("{}: '{}' is null", call, parameter), {},
         fmt::format("pass a valid '{}'", parameter));
   return finish(out, std::move(d), PTXGATE_USAGE);
 }

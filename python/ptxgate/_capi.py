@@ -150,10 +150,8 @@ def lib():
         loaded, path = load_library()
         version = loaded.ptxgate_api_version()
         if version != API_VERSION:
-            from .diagnostics import Diagnostic as PyDiagnostic, Error
-            raise Error([PyDiagnostic("PG4308", "error",
-                                      f"{path} has C API version {version}; this package speaks version {API_VERSION}",
-                                      fix="install the package and the library from the same ptxgate build")])
+            raise LibraryNotFound(f"{path} has C API version {version}; this package speaks version {API_VERSION}: "
+                                  "install the package and the library from the same ptxgate build")
         _lib, _lib_path = loaded, path
     return _lib
 

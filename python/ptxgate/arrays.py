@@ -17,11 +17,11 @@ _KDL_CPU, _KDL_CUDA, _KDL_CUDA_MANAGED = 1, 2, 13
 
 
 def _unsupported(index, name, what, fix):
-    return Error([Diagnostic("PG4307", "error", f"argument {index} ('{name}'): {what}", fix=fix)])
+    return Error([Diagnostic("PG5002", "error", f"argument {index} ('{name}'): {what}", fix=fix)])
 
 
 def _not_contiguous(index, name, what):
-    return Error([Diagnostic("PG4306", "error", f"argument {index} ('{name}'): {what} is not C-contiguous",
+    return Error([Diagnostic("PG5002", "error", f"argument {index} ('{name}'): {what} is not C-contiguous",
                              fix="pass a contiguous copy (numpy.ascontiguousarray, tensor.contiguous())")])
 
 

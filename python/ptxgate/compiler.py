@@ -131,8 +131,8 @@ def read_ptx(ptx_or_path: PathOrSource, *, name: str = "<ptx>") -> Module:
     """Reads PTX made by another compiler (nvcc -ptx, NVRTC, Triton's ``compiled.asm["ptx"]``):
     each launchable entry's signature as ptxgate derives it (a pointer is a buffer of type
     "void": any element type; see docs/foreign_ptx.md), with no cubin or resources. Entries with
-    a parameter a launch cannot pass are left out with a PG2022 warning; raises Error for text
-    that is not PTX (PG2020), has no entry (PG2021) or is a cubin/fatbin (PG2024)."""
+    a parameter a launch cannot pass are left out with a PG3007 warning; raises Error for text
+    that is not PTX (PG1004), has no entry (PG2006) or is a cubin/fatbin (PG5001)."""
     lib = _capi.lib()
     text, label = _read_text(ptx_or_path, name)
     handle = ctypes.c_void_p()

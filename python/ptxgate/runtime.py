@@ -115,7 +115,7 @@ def stream_handle(obj) -> int:
     value = getattr(handle, "value", handle)
     if isinstance(value, int):
         return value
-    raise Error([Diagnostic("PG4307", "error", f"a {type(obj).__name__} is not a CUDA stream",
+    raise Error([Diagnostic("PG5002", "error", f"a {type(obj).__name__} is not a CUDA stream",
                             fix="pass a ptxgate Stream, a torch.cuda.Stream, a cupy.cuda.Stream or a raw CUstream int")])
 
 

@@ -31,13 +31,13 @@ def test_numpy_arrays_are_host_arrays_with_their_dtype():
 def test_numpy_arrays_that_cannot_be_passed():
     with pytest.raises(ptxgate.Error) as info:
         classify(np.zeros(10, dtype=np.float32)[::2], 1, "x")
-    assert info.value.codes == ["PG4306"] and "argument 1 ('x')" in info.value.text
+    assert info.value.codes == ["PG5002"] and "argument 1 ('x')" in info.value.text
     with pytest.raises(ptxgate.Error) as info:
         classify(np.zeros(10, dtype=np.float16), 0, "y")
-    assert info.value.codes == ["PG4307"] and "float16" in info.value.text
+    assert info.value.codes == ["PG5002"] and "float16" in info.value.text
     with pytest.raises(ptxgate.Error) as info:
         classify(np.zeros(10, dtype=">f4"), 0, "y")
-    assert info.value.codes == ["PG4307"]
+    assert info.value.codes == ["PG5002"]
 
 
 def test_cuda_array_interface_is_used_in_place():
@@ -48,10 +48,10 @@ def test_cuda_array_interface_is_used_in_place():
     assert contiguous.dtype == _capi.DTYPE_I64 and contiguous.device == -1
     with pytest.raises(ptxgate.Error) as info:
         classify(FakeDeviceArray(0x7000, (8, 4), strides=(4, 32)), 0, "y")  # a transposed view
-    assert info.value.codes == ["PG4306"]
+    assert info.value.codes == ["PG5002"]
     with pytest.raises(ptxgate.Error) as info:
         classify(FakeDeviceArray(0x7000, (8,), typestr="<f2"), 0, "y")
-    assert info.value.codes == ["PG4307"]
+    assert info.value.codes == ["PG5002"]
 
 
 def test_dlpack_of_a_host_tensor_is_refused():
@@ -68,7 +68,7 @@ def test_dlpack_of_a_host_tensor_is_refused():
 
     with pytest.raises(ptxgate.Error) as info:
         classify(HostOnly(), 2, "z")
-    assert info.value.codes == ["PG4307"] and "not CUDA" in info.value.text
+    assert info.value.codes == ["PG5002"] and "not CUDA" in info.value.text
 
 
 def test_scalars():
@@ -84,7 +84,7 @@ def test_scalars():
     for bad in ([1, 2], "3", 1 << 64, None):
         with pytest.raises(ptxgate.Error) as info:
             scalar(bad, 3, "n", "u32")
-        assert info.value.codes == ["PG4307"]
+        assert info.value.codes == ["PG5002"]
 
 
 def test_stream_objects():
@@ -94,4 +94,4 @@ def test_stream_objects():
     assert stream_handle(type("Protocol", (), {"__cuda_stream__": lambda self: (0, 0x30)})()) == 0x30
     with pytest.raises(ptxgate.Error) as info:
         stream_handle("default")
-    assert info.value.codes == ["PG4307"]
+    assert info.value.codes == ["PG5002"]

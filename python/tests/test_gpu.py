@@ -82,17 +82,17 @@ def test_torch_arguments_are_checked_against_the_signature(runtime, saxpy_source
     y = torch.zeros(n, device="cuda")
     with pytest.raises(ptxgate.Error) as info:
         k.launch(4, [y, torch.zeros(n, device="cuda", dtype=torch.float64), 1.0, n])
-    assert info.value.codes == ["PG4303"]
+    assert info.value.codes == ["PG3006"]
     with pytest.raises(ptxgate.Error) as info:
         k.launch(4, [y, torch.zeros(2 * n, device="cuda")[::2], 1.0, n])
-    assert info.value.codes == ["PG4306"]
+    assert info.value.codes == ["PG5002"]
     with pytest.raises(ptxgate.Error) as info:
         k.launch(4, [y, torch.zeros(n), 1.0, n])  # a CPU tensor
-    assert info.value.codes == ["PG4307"]
+    assert info.value.codes == ["PG5002"]
     if torch.cuda.device_count() > 1:
         with pytest.raises(ptxgate.Error) as info:
             k.launch(4, [y, torch.zeros(n, device="cuda:1"), 1.0, n])
-        assert info.value.codes == ["PG4304"]
+        assert info.value.codes == ["PG4008"]
     with pytest.raises(ptxgate.Error) as info:
         k.launch(4, [y, y, 1.0, n], block=512)
     assert "PG3105" in info.value.codes

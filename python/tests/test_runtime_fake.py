@@ -54,7 +54,7 @@ def test_wrong_arrays_and_scalars_are_refused_before_the_driver(runtime, fake_dr
     launches = fake_driver.ptxgate_fake_launches()
     with pytest.raises(ptxgate.Error) as info:
         k.launch(4, [y, np.zeros(1000, dtype=np.float64), 2.0, 1000])
-    assert info.value.codes == ["PG4303"] and "f64" in info.value.text
+    assert info.value.codes == ["PG3006"] and "f64" in info.value.text
     with pytest.raises(ptxgate.Error) as info:
         k.launch(4, [y, y, np.float64(2.0), 1000])
     assert "PG3007" in info.value.codes
@@ -86,7 +86,7 @@ def test_device_arrays_are_passed_in_place_with_their_device(runtime, fake_drive
     assert fake_driver.ptxgate_fake_last_param(1) == buf_x.device_pointer
     with pytest.raises(ptxgate.Error) as info:
         k(4, FakeDeviceArray(buf_y.device_pointer, (1000,), device=1), x, 2.0, 1000)
-    assert info.value.codes == ["PG4304"]
+    assert info.value.codes == ["PG4008"]
     with pytest.raises(ptxgate.Error) as info:
         k(4, FakeDeviceArray(0, (1000,), device=0), x, 2.0, 1000)
     assert "PG3009" in info.value.codes

@@ -151,23 +151,23 @@ TEST_CASE("capi: a program error is data: code, severity, location, fix, and eve
   CHECK(ptxgate_compile(bad, std::strlen(bad), "bad.pg", &o, &m, nullptr) == PTXGATE_ERROR);
 }
 
-TEST_CASE("capi: null handles and pointers are PG4301 usage errors, never a crash") {
+TEST_CASE("capi: null handles and pointers are PG5002 usage errors, never a crash") {
   Diags d;
   CHECK(ptxgate_compile(kSaxpy, 10, nullptr, nullptr, nullptr, d.out()) == PTXGATE_USAGE);
-  CHECK(d.codes() == std::vector<std::string>{"PG4301"});
+  CHECK(d.codes() == std::vector<std::string>{"PG5002"});
   ptxgate_module* m = nullptr;
   CHECK(ptxgate_compile(nullptr, 10, nullptr, nullptr, &m, d.out()) == PTXGATE_USAGE);
-  CHECK(d.has("PG4301"));
+  CHECK(d.has("PG5002"));
   CHECK(ptxgate_compile_file(nullptr, nullptr, &m, d.out()) == PTXGATE_USAGE);
-  CHECK(d.has("PG4301"));
+  CHECK(d.has("PG5002"));
   ptxgate_verdict* v = nullptr;
   CHECK(ptxgate_check(nullptr, &v, d.out()) == PTXGATE_USAGE);
-  CHECK(d.has("PG4301"));
+  CHECK(d.has("PG5002"));
   ptxgate_launch_config config{};
   CHECK(ptxgate_kernel_launch(nullptr, &config, nullptr, 0, nullptr, d.out()) == PTXGATE_USAGE);
-  CHECK(d.has("PG4301"));
+  CHECK(d.has("PG5002"));
   CHECK(ptxgate_buffer_upload(nullptr, nullptr, 0, d.out()) == PTXGATE_USAGE);
-  CHECK(d.has("PG4301"));
+  CHECK(d.has("PG5002"));
   CHECK(ptxgate_diagnostics_count(nullptr) == 0);
   CHECK(ptxgate_module_ptx(nullptr) == nullptr);
   ptxgate_module_free(nullptr);
@@ -179,7 +179,7 @@ TEST_CASE("capi: null handles and pointers are PG4301 usage errors, never a cras
   auto o = ptx_only();
   o.opt_level = 7;
   CHECK(ptxgate_compile(kSaxpy, std::strlen(kSaxpy), nullptr, &o, &m, d.out()) == PTXGATE_USAGE);
-  CHECK(d.codes() == std::vector<std::string>{"PG4302"});
+  CHECK(d.codes() == std::vector<std::string>{"PG5002"});
 }
 
 TEST_CASE("capi: check gives the offline verdict through pipeline::check_offline") {
@@ -312,18 +312,18 @@ TEST_CASE("capi: the runtime over a fake driver binds, validates and launches; f
     const int before = fake_state().launches;
     ptxgate_arg wrong_type[] = {args[0], pointer(raw, PTXGATE_DTYPE_F64, 500, 0), args[2], args[3]};
     CHECK(ptxgate_kernel_launch(k, &config, wrong_type, 4, nullptr, d.out()) == PTXGATE_ERROR);
-    CHECK(d.codes() == std::vector<std::string>{"PG4303"});
+    CHECK(d.codes() == std::vector<std::string>{"PG3006"});
     CHECK(d.text().find("an array of f64 elements for a buffer of f32") != std::string::npos);
     ptxgate_arg wrong_device[] = {args[0], pointer(raw, PTXGATE_DTYPE_F32, 1000, 1), args[2], args[3]};
     CHECK(ptxgate_kernel_launch(k, &config, wrong_device, 4, nullptr, d.out()) == PTXGATE_ERROR);
-    CHECK(d.codes() == std::vector<std::string>{"PG4304"});
+    CHECK(d.codes() == std::vector<std::string>{"PG4008"});
     ptxgate_arg too_many[] = {buffer(y, PTXGATE_DTYPE_F32, 1001), args[1], args[2], args[3]};
     CHECK(ptxgate_kernel_launch(k, &config, too_many, 4, nullptr, d.out()) == PTXGATE_ERROR);
-    CHECK(d.codes() == std::vector<std::string>{"PG4305"});
+    CHECK(d.codes() == std::vector<std::string>{"PG3008"});
     ptxgate_arg bad_kind[] = {args[0], args[1], args[2], args[3]};
     bad_kind[2].kind = 9;
     CHECK(ptxgate_kernel_launch(k, &config, bad_kind, 4, nullptr, d.out()) == PTXGATE_ERROR);
-    CHECK(d.codes() == std::vector<std::string>{"PG4302"});
+    CHECK(d.codes() == std::vector<std::string>{"PG5002"});
     CHECK(fake_state().launches == before);
   }
   SUBCASE("the backend's own checks run on C arguments: a double for an f32 scalar, a block past @workgroup") {

@@ -127,7 +127,7 @@ $L__tmp0:
   CHECK(missing.error().items()[0].fix == "kernels in this module: first, second");
 }
 
-TEST_CASE("ptx entries: parameters a launch cannot pass are PG2022, each located") {
+TEST_CASE("ptx entries: parameters a launch cannot pass are PG3007, each located") {
   auto m = read_ptx_entries(text(".version 8.0\n.target sm_80\n"
                                  ".entry k(.param .align 8 .b8 k_param_0[16], .param .u16 k_param_1, .param .u32 k_param_2)\n"
                                  "{ ret; }\n.entry fine(.param .u32 n) { ret; }\n"));
@@ -135,7 +135,7 @@ TEST_CASE("ptx entries: parameters a launch cannot pass are PG2022, each located
   REQUIRE(m->entries.size() == 2);
   auto k = toolchain::require_ptx_entry(*m, "k", "k.ptx");
   REQUIRE_FALSE(k);
-  CHECK(codes(k.error()) == std::vector<diag::Code>{diag::Code::ptx_param_unsupported, diag::Code::ptx_param_unsupported});
+  CHECK(codes(k.error()) == std::vector<diag::Code>{diag::Code::argument_size_mismatch, diag::Code::argument_size_mismatch});
   CHECK(k.error().items()[0].message.find("'k_param_0' is an array of .b8") != std::string::npos);
   CHECK(k.error().items()[1].message.find("'k_param_1' is .u16") != std::string::npos);
   CHECK(k.error().items()[0].location.line == 3);
@@ -149,12 +149,12 @@ TEST_CASE("ptx entries: parameters a launch cannot pass are PG2022, each located
 TEST_CASE("ptx entries: not PTX, no entry, malformed entries and binary modules are diagnostics") {
   auto not_ptx = read_ptx_entries(text("kernel k(inout y: f32[]) {}\n"));
   REQUIRE_FALSE(not_ptx);
-  CHECK(codes(not_ptx.error()) == std::vector<diag::Code>{diag::Code::ptx_malformed});
+  CHECK(codes(not_ptx.error()) == std::vector<diag::Code>{diag::Code::expected_token});
   CHECK(not_ptx.error().items()[0].message.find("no .version") != std::string::npos);
 
   auto only_funcs = read_ptx_entries(text(".version 8.0\n.target sm_80\n.func f() { ret; }\n"));
   REQUIRE_FALSE(only_funcs);
-  CHECK(codes(only_funcs.error()) == std::vector<diag::Code>{diag::Code::ptx_no_entry});
+  CHECK(codes(only_funcs.error()) == std::vector<diag::Code>{diag::Code::kernel_not_found});
 
   for (const char* bad : {".version 8.0\n.target sm_80\n.entry k(.param .u32 a\n",
                           ".version 8.0\n.target sm_80\n.entry k(.reg .u32 a) { ret; }\n",
@@ -166,16 +166,16 @@ TEST_CASE("ptx entries: not PTX, no entry, malformed entries and binary modules 
                           ".version eight\n.target sm_80\n.entry k() { ret; }\n"}) {
     auto m = read_ptx_entries(text(bad));
     REQUIRE_FALSE_MESSAGE(m, bad);
-    CHECK_MESSAGE(m.error().items()[0].code == diag::Code::ptx_malformed, bad);
+    CHECK_MESSAGE(m.error().items()[0].code == diag::Code::expected_token, bad);
   }
 
   auto cubin = read_ptx_entries(text(std::string("\x7f" "ELF\x02\x01\x01", 7)));
   REQUIRE_FALSE(cubin);
-  CHECK(codes(cubin.error()) == std::vector<diag::Code>{diag::Code::binary_module_input});
+  CHECK(codes(cubin.error()) == std::vector<diag::Code>{diag::Code::cannot_read_file});
   CHECK(cubin.error().items()[0].message.find("cubin") != std::string::npos);
   auto fatbin = read_ptx_entries(text(std::string("\x50\xed\x55\xba\x01\x00", 6)));
   REQUIRE_FALSE(fatbin);
-  CHECK(codes(fatbin.error()) == std::vector<diag::Code>{diag::Code::binary_module_input});
+  CHECK(codes(fatbin.error()) == std::vector<diag::Code>{diag::Code::cannot_read_file});
 }
 
 TEST_CASE("ptx entries: comments and strings do not hide or invent entries") {
@@ -192,7 +192,7 @@ TEST_CASE("ptx entries: a PTX target runs on its own and newer architectures, an
   CHECK(toolchain::check_ptx_target("sm_90a", "sm_90"));
   auto newer = toolchain::check_ptx_target("sm_90", "sm_80");
   REQUIRE_FALSE(newer);
-  CHECK(newer.error().items()[0].code == diag::Code::ptx_target_too_new);
+  CHECK(newer.error().items()[0].code == diag::Code::unknown_target);
   CHECK(newer.error().items()[0].message == "PTX for sm_90 cannot run on a device of sm_80");
   auto specific = toolchain::check_ptx_target("sm_90a", "sm_100");
   REQUIRE_FALSE(specific);
