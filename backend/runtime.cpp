@@ -111,18 +111,32 @@ struct SteadyLaunches {
   return launches;
 }
 
-/// PG4008 when `stream` belongs to another context than the kernel's (another device, or
-/// another runtime's context): blocked before the driver, naming both.
-std::expected<void, diag::Diagnostics> stream_in_context(const Stream* stream, const Context& ctx,
-                                                         const std::string& kernel) {
-  if (stream == nullptr || stream->context() == nullptr || stream->context() == &ctx) [[likely]] return {};
-  diag::Diagnostics d;
-  d.add(diag::Code::foreign_object,
-        fmt::format("launch of kernel '{}': the stream belongs to the context of device {} ({}), but the kernel is "
-                    "loaded in the context of device {} ({})",
-                    kernel, stream->context()->device(), stream->context()->caps().name, ctx.device(), ctx.caps().name),
-        {}, "launch on a stream made by the kernel's own runtime (Runtime::create_stream)");
-  return std::unexpected(std::move(d));
+/// The checks of Kernel::launch and Kernel::check before binding: the stream (moved from: PG3002;
+/// another context: PG4008) and every buffer argument's context (PG4008), naming both devices.
+/// With dependency tracking, `accesses` receives what the launch reads and writes.
+std::expected<void, diag::Diagnostics> launch_objects(const Context& ctx, const codegen::KernelInfo& info,
+                                                      std::span<const Arg> args, const Stream* stream,
+                                                      boost::container::small_vector<BufferAccess, 8>* accesses) {
+  if (stream != nullptr && stream->context() != &ctx) [[unlikely]]
+    return ctx.owns(*stream, fmt::format("launch of kernel '{}'", info.name), "the kernel is loaded in");
+  const auto& params = info.params;
+  const size_t n = std::min(args.size(), params.size());
+  diag::Diagnostics foreign;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Arg& a = args[i];
+    if (a.context() != nullptr && a.context() != &ctx) [[unlikely]] {
+      foreign.append(ctx.foreign_object(fmt::format("launch of kernel '{}'", info.name),
+                                        i < params.size() ? fmt::format("argument {} ('{}')", i, params[i].name)
+                                                          : fmt::format("argument {}", i),
+                                        *a.context(), "the kernel is loaded in"));
+      continue;
+    }
+    if (accesses != nullptr && i < n)
+      if (BufferTrack* t = a.track(); t != nullptr && params[i].is_buffer)
+        accesses->push_back({t, access_mode(params[i].access)});
+  }
+  if (foreign.has_errors()) [[unlikely]] return std::unexpected(std::move(foreign));
+  return {};
 }
 
 bool same_config(const LaunchConfig& a, const LaunchConfig& b) {
@@ -149,7 +163,7 @@ std::expected<void, diag::Diagnostics> Kernel::fill_plan(validation::LaunchPlan&
   plan.cooperative = config.cooperative;
   plan.block_given = config.block_given;
   plan.arguments_known = true;
-  plan.stream_policy = validation::StreamPolicy::allow_legacy_default;
+  plan.stream_policy = ctx_->stream_policy();
   plan.stream_is_null = stream == nullptr;
   plan.function_is_null = function_->handle() == nullptr;
   plan.required_elements.clear();
@@ -171,7 +185,7 @@ std::expected<void, diag::Diagnostics> Kernel::fill_plan(validation::LaunchPlan&
     const auto& param = params[i];
     // The message-free binding first; bind_argument only to describe a failure.
     bool fast = false;
-    if (param.is_buffer && a.kind() == Arg::Kind::buffer && a.bits() != 0) {
+    if (param.is_buffer && a.kind() == Arg::Kind::buffer && a.bits() != 0 && buffer_type_fits(a, param)) {
       const uint64_t p = a.bits();
       std::memcpy(values[i].bytes, &p, 8);
       values[i].size = 8;
@@ -199,16 +213,11 @@ std::expected<void, diag::Diagnostics> Kernel::fill_plan(validation::LaunchPlan&
 
 std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config, std::span<const Arg> args,
                                                       const Stream* stream) {
-  if (auto ok = stream_in_context(stream, *ctx_, function_->info().name); !ok) [[unlikely]]
+  // What the launch reads and writes, from the signature: tracked buffers only.
+  boost::container::small_vector<BufferAccess, 8> accesses;
+  if (auto ok = launch_objects(*ctx_, function_->info(), args, stream, &accesses); !ok) [[unlikely]]
     return ok;
   CUstream s = stream ? stream->handle() : nullptr;
-  // What the launch reads and writes, from the signature: tracked buffers only.
-  const auto& params = function_->info().params;
-  boost::container::small_vector<BufferAccess, 8> accesses;
-  const size_t n = std::min(args.size(), params.size());
-  for (size_t i = 0; i < n; ++i)
-    if (BufferTrack* t = args[i].track(); t != nullptr && params[i].is_buffer)
-      accesses.push_back({t, access_mode(params[i].access)});
   if (accesses.empty()) return launch_on(config, args, s);
   return ctx_->tracker().submit(s, std::span<const BufferAccess>(accesses.data(), accesses.size()), [&] { return launch_on(config, args, s); });
 }
@@ -220,7 +229,11 @@ std::expected<void, diag::Diagnostics> Kernel::launch_on(const LaunchConfig& con
 
   // Steady path: a call shaped like a validated one binds the new values and relaunches by ticket.
   SteadyLaunches& steady = thread_steady_launches();
+  // A null stream the policy forbids is never relaunched by ticket (the policy may have changed).
+  const bool steady_allowed =
+      s != nullptr || ctx_->stream_policy() == validation::StreamPolicy::allow_legacy_default;
   for (auto& e : steady.entries) {
+    if (!steady_allowed) break;
     if (e.function_id != id || e.stream_is_null != (s == nullptr) || e.shapes.size() != args.size() ||
         args.size() != params.size() || !same_config(e.config, config))
       continue;
@@ -286,7 +299,7 @@ std::expected<void, diag::Diagnostics> Kernel::launch_on(const LaunchConfig& con
 }
 
 validation::Verdict Kernel::check(const LaunchConfig& config, std::span<const Arg> args, const Stream* stream) {
-  if (auto ok = stream_in_context(stream, *ctx_, function_->info().name); !ok) {
+  if (auto ok = launch_objects(*ctx_, function_->info(), args, stream, nullptr); !ok) {
     validation::Verdict blocked;
     blocked.diagnostics = std::move(ok.error());
     return blocked;
@@ -319,6 +332,7 @@ Runtime::Runtime(std::shared_ptr<Context> ctx, RuntimeOptions options)
   ctx_->tracker().set_enabled(options_.track_dependencies);
   ctx_->set_checked_launches(options_.checked_launches);
   if (options_.profile_launches) ctx_->enable_profiling();
+  ctx_->set_stream_policy(options_.stream_policy);
   std::tie(target_, cubin_for_device_) = target_for(ctx_->caps());
   cache_ = std::make_unique<module_cache::ModuleCache>(options_.cache);
   loaded_ = std::make_unique<
