@@ -10,6 +10,7 @@
 #include "ptxgate/codegen/kernel_info.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/ir/ast.hpp"
+#include "ptxgate/validation/launch_plan.hpp"
 
 namespace ptxgate::backend {
 
@@ -100,6 +101,42 @@ bool bind_scalar(const Arg& arg, const codegen::ParamInfo& param, BoundSlot& slo
 /// Whether a buffer argument's element type fits a buffer parameter: equal, or untyped (void_).
 inline bool buffer_type_fits(const Arg& arg, const codegen::ParamInfo& param) noexcept {
   return arg.type() == ir::Type::void_ || arg.type() == param.type;
+}
+
+/// What validation sees of `arg` as supplied (before binding): kind, slot width, null pointer,
+/// scalar type, buffer size.
+inline validation::ArgumentDesc describe_argument(const Arg& arg) noexcept {
+  validation::ArgumentDesc d;
+  if (arg.kind() == Arg::Kind::buffer) {
+    d.kind = validation::ArgumentDesc::Kind::buffer;
+    d.size_bytes = 8;
+    d.pointer_is_null = arg.bits() == 0;
+    if (arg.buffer_bytes() != 0) d.buffer_bytes = arg.buffer_bytes();
+  } else {
+    d.kind = validation::ArgumentDesc::Kind::scalar;
+    d.size_bytes = ir::byte_size(arg.type());
+    d.scalar_type = arg.type();
+  }
+  return d;
+}
+
+/// The one binder of both launch paths (Kernel::launch's steady path and its plan): binds `arg`
+/// to `param` into `slot` without a message and updates `desc` (describe_argument's) to what was
+/// bound, the parameter's width and type; false where bind_argument reports an error (then call
+/// it for the message).
+inline bool bind_described(const Arg& arg, const codegen::ParamInfo& param, BoundSlot& slot,
+                           validation::ArgumentDesc& desc) noexcept {
+  if (param.is_buffer) {
+    if (arg.kind() != Arg::Kind::buffer || arg.bits() == 0 || !buffer_type_fits(arg, param)) return false;
+    const uint64_t p = arg.bits();
+    std::memcpy(slot.bytes, &p, 8);
+    slot.size = 8;
+    return true;
+  }
+  if (arg.kind() != Arg::Kind::scalar || !bind_scalar(arg, param, slot)) return false;
+  desc.size_bytes = slot.size;
+  desc.scalar_type = param.type;
+  return true;
 }
 
 }  // namespace ptxgate::backend

@@ -52,7 +52,7 @@ TEST_CASE("guard: require_explicit blocks every use of the legacy default stream
   auto blocked = (*k)->launch(config, {*dy, *dx, 2.0f, n});
   REQUIRE_FALSE(blocked);
   CHECK(first_code(blocked.error()) == diag::Code::null_stream);
-  CHECK_FALSE((*k)->check(config, {*dy, *dx, 2.0f, n}).launchable);
+  CHECK_FALSE((*k)->check(config, std::vector<Arg>{*dy, *dx, 2.0f, n}).launchable);
   CHECK((*k)->counters().driver_calls == 0);
 
   // Events: not on the legacy default stream, but on the explicit one.

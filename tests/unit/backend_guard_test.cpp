@@ -76,7 +76,7 @@ TEST_CASE("guard: the default policy launches on the legacy default stream; requ
   auto blocked = strict.kernel->launch(kConfig, {strict.y, strict.x, 2.0f, 1000u});
   REQUIRE_FALSE(blocked);
   CHECK(first_code(blocked.error()) == diag::Code::null_stream);
-  auto verdict = strict.kernel->check(kConfig, {strict.y, strict.x, 2.0f, 1000u});
+  auto verdict = strict.kernel->check(kConfig, std::vector<Arg>{strict.y, strict.x, 2.0f, 1000u});
   CHECK_FALSE(verdict.launchable);
   CHECK(first_code(verdict.diagnostics) == diag::Code::null_stream);
   CHECK(fake_state().launches == 1);
@@ -153,7 +153,7 @@ TEST_CASE("guard: a buffer or span of another device's context is PG4008 naming 
   auto span = s.kernel->launch(kConfig, {DeviceSpan<float>(*foreign, 0, 1000), s.x, 2.0f, 1000u});
   REQUIRE_FALSE(span);
   CHECK(first_message(span.error()).find("argument 0 ('y') belongs to the context of device 1") != std::string::npos);
-  CHECK_FALSE(s.kernel->check(kConfig, {s.y, *foreign, 2.0f, 1000u}).launchable);
+  CHECK_FALSE(s.kernel->check(kConfig, std::vector<Arg>{s.y, *foreign, 2.0f, 1000u}).launchable);
   CHECK(fake_state().launches == 0);
   CHECK(fake_state().occupancy_calls == 0);
 
@@ -215,7 +215,7 @@ TEST_CASE("guard: a typed buffer of another element type than the parameter is P
   CHECK(first_code(blocked.error()) == diag::Code::buffer_element_type_mismatch);
   CHECK(first_message(blocked.error()) ==
         "argument 1 ('x') of kernel 'saxpy' is a buffer of f64 (8000 bytes), but the parameter is a buffer of f32");
-  CHECK_FALSE(s.kernel->check(kConfig, {s.y, *d64, 2.0f, 1000u}).launchable);
+  CHECK_FALSE(s.kernel->check(kConfig, std::vector<Arg>{s.y, *d64, 2.0f, 1000u}).launchable);
   // A float view of the f64 buffer still carries the memory's type; so does a span of it.
   auto view = s.kernel->launch(kConfig, {s.y, DeviceSpan<float>(*d64, 0, 1000), 2.0f, 1000u});
   REQUIRE_FALSE(view);
