@@ -10,10 +10,16 @@
 namespace ptxgate::backend {
 
 Arg::Arg(const DeviceBuffer& buffer)
-    : kind_(Kind::buffer), bits_(buffer.pointer()), buffer_bytes_(buffer.size_bytes()), track_(buffer.track()) {}
+    : kind_(Kind::buffer),
+      type_(buffer.element_type()),
+      bits_(buffer.pointer()),
+      buffer_bytes_(buffer.size_bytes()),
+      track_(buffer.track()),
+      context_(buffer.context()) {}
 
-Arg Arg::buffer_range(const DeviceBuffer& buffer, uint64_t offset, uint64_t bytes) {
+Arg Arg::buffer_range(const DeviceBuffer& buffer, uint64_t offset, uint64_t bytes, ir::Type element) {
   Arg a(buffer);
+  a.type_ = element;
   a.bits_ = buffer.pointer() + offset;
   a.buffer_bytes_ = bytes;
   return a;
@@ -28,7 +34,10 @@ Arg Arg::device_pointer(uint64_t pointer, uint64_t size_bytes) {
 }
 
 std::string Arg::describe() const {
-  if (kind_ == Kind::buffer) return fmt::format("a buffer of {} bytes", buffer_bytes_);
+  if (kind_ == Kind::buffer) {
+    if (type_ == ir::Type::void_) return fmt::format("a buffer of {} bytes", buffer_bytes_);
+    return fmt::format("a buffer of {} ({} bytes)", ir::type_name(type_), buffer_bytes_);
+  }
   switch (type_) {
     case ir::Type::f32: {
       float f;
@@ -96,6 +105,12 @@ std::expected<BoundSlot, diag::Diagnostics> bind_argument(const Arg& arg, const 
     if (arg.bits() == 0)
       return std::unexpected(bind_error(diag::Code::null_buffer, fmt::format("{} is a null device pointer", where()),
                                         "allocate the buffer before launching"));
+    if (!buffer_type_fits(arg, param))
+      return std::unexpected(bind_error(
+          diag::Code::buffer_element_type_mismatch,
+          fmt::format("{} is {}, but the parameter is {}", where(), arg.describe(), expected()),
+          fmt::format("pass a buffer of {} elements for '{}', or a byte view (as_bytes) to bind the memory untyped",
+                      ir::type_name(param.type), param.name)));
     uint64_t p = arg.bits();
     std::memcpy(slot.bytes, &p, 8);
     slot.size = 8;

@@ -10,9 +10,11 @@
 #include "ptxgate/codegen/kernel_info.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/ir/ast.hpp"
+#include "ptxgate/validation/launch_plan.hpp"
 
 namespace ptxgate::backend {
 
+class Context;
 class DeviceBuffer;
 struct BufferTrack;
 
@@ -24,10 +26,12 @@ class Arg {
  public:
   enum class Kind : uint8_t { buffer, scalar };
 
+  /// The whole buffer, of the buffer's element type.
   Arg(const DeviceBuffer& buffer);  // NOLINT(google-explicit-constructor): natural {a, b, 2.0f, n} lists
-  /// `bytes` of `buffer` from byte `offset` (DeviceSpan's conversion), with the buffer's access history.
-  static Arg buffer_range(const DeviceBuffer& buffer, uint64_t offset, uint64_t bytes);
-  /// A raw device pointer of a known size in bytes (0 = unknown); not tracked.
+  /// `bytes` of `buffer` from byte `offset` (DeviceSpan's conversion), with the buffer's access
+  /// history, of element type `element` (void_: an untyped view, e.g. as_bytes()).
+  static Arg buffer_range(const DeviceBuffer& buffer, uint64_t offset, uint64_t bytes, ir::Type element);
+  /// A raw device pointer of a known size in bytes (0 = unknown); untyped, not tracked, of no context.
   static Arg device_pointer(uint64_t pointer, uint64_t size_bytes = 0);
   Arg(int32_t v) : Arg(ir::Type::i32, static_cast<uint64_t>(static_cast<int64_t>(v))) {}  // NOLINT
   Arg(uint32_t v) : Arg(ir::Type::u32, v) {}                                              // NOLINT
@@ -40,14 +44,17 @@ class Arg {
   Arg(bool v) : Arg(ir::Type::bool_, v ? 1u : 0u) {}                                      // NOLINT
 
   Kind kind() const { return kind_; }
-  /// Scalar type (scalars only).
+  /// A scalar's type, or a buffer's element type (void_ for untyped memory, which binds to any
+  /// buffer parameter).
   ir::Type type() const { return type_; }
   /// Device pointer (buffers) or the value's bits, sign-extended for signed integers.
   uint64_t bits() const { return bits_; }
   uint64_t buffer_bytes() const { return buffer_bytes_; }
   /// The buffer's access history (buffers of a tracking context), else null.
   BufferTrack* track() const { return track_; }
-  /// "buffer of 4096 bytes", "f32 2.5", "i32 -3".
+  /// The context the buffer belongs to (buffers made by a runtime), else null.
+  const Context* context() const { return context_; }
+  /// "a buffer of 4096 bytes", "a buffer of f64 (4096 bytes)", "an f32 scalar (2.5)".
   std::string describe() const;
 
  private:
@@ -69,6 +76,7 @@ class Arg {
   uint64_t bits_ = 0;
   uint64_t buffer_bytes_ = 0;
   BufferTrack* track_ = nullptr;
+  const Context* context_ = nullptr;
 };
 
 /// The by-value bytes of one bound argument (8 bytes of storage; the driver reads
@@ -80,7 +88,8 @@ struct BoundSlot {
 
 /// Binds `arg` to parameter `param`: PG3006 for buffer vs scalar, PG3007 for a
 /// scalar of the wrong family or width (or a value that does not fit), PG3009
-/// for a null buffer. `kernel` names the kernel in messages.
+/// for a null buffer, PG3010 for a typed buffer of another element type than the
+/// parameter's. `kernel` names the kernel in messages.
 [[nodiscard]] std::expected<BoundSlot, diag::Diagnostics> bind_argument(const Arg& arg, const codegen::ParamInfo& param,
                                                           std::string_view kernel);
 
@@ -88,5 +97,46 @@ struct BoundSlot {
 /// to the parameter's type into `slot` and returns true, or false where
 /// bind_argument would report PG3007 (the steady launch path binds with it).
 bool bind_scalar(const Arg& arg, const codegen::ParamInfo& param, BoundSlot& slot) noexcept;
+
+/// Whether a buffer argument's element type fits a buffer parameter: equal, or untyped (void_).
+inline bool buffer_type_fits(const Arg& arg, const codegen::ParamInfo& param) noexcept {
+  return arg.type() == ir::Type::void_ || arg.type() == param.type;
+}
+
+/// What validation sees of `arg` as supplied (before binding): kind, slot width, null pointer,
+/// scalar type, buffer size.
+inline validation::ArgumentDesc describe_argument(const Arg& arg) noexcept {
+  validation::ArgumentDesc d;
+  if (arg.kind() == Arg::Kind::buffer) {
+    d.kind = validation::ArgumentDesc::Kind::buffer;
+    d.size_bytes = 8;
+    d.pointer_is_null = arg.bits() == 0;
+    if (arg.buffer_bytes() != 0) d.buffer_bytes = arg.buffer_bytes();
+  } else {
+    d.kind = validation::ArgumentDesc::Kind::scalar;
+    d.size_bytes = ir::byte_size(arg.type());
+    d.scalar_type = arg.type();
+  }
+  return d;
+}
+
+/// The one binder of both launch paths (Kernel::launch's steady path and its plan): binds `arg`
+/// to `param` into `slot` without a message and updates `desc` (describe_argument's) to what was
+/// bound, the parameter's width and type; false where bind_argument reports an error (then call
+/// it for the message).
+inline bool bind_described(const Arg& arg, const codegen::ParamInfo& param, BoundSlot& slot,
+                           validation::ArgumentDesc& desc) noexcept {
+  if (param.is_buffer) {
+    if (arg.kind() != Arg::Kind::buffer || arg.bits() == 0 || !buffer_type_fits(arg, param)) return false;
+    const uint64_t p = arg.bits();
+    std::memcpy(slot.bytes, &p, 8);
+    slot.size = 8;
+    return true;
+  }
+  if (arg.kind() != Arg::Kind::scalar || !bind_scalar(arg, param, slot)) return false;
+  desc.size_bytes = slot.size;
+  desc.scalar_type = param.type;
+  return true;
+}
 
 }  // namespace ptxgate::backend

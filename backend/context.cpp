@@ -95,6 +95,42 @@ std::expected<void, diag::Diagnostics> Context::synchronize(std::string_view sub
   return {};
 }
 
+std::expected<void, diag::Diagnostics> Context::legacy_stream_allowed(std::string_view operation) const {
+  if (stream_policy() == validation::StreamPolicy::allow_legacy_default) [[likely]] return {};
+  diag::Diagnostics d;
+  d.add(diag::Code::null_stream,
+        fmt::format("{} runs on the null (legacy default) stream, which the stream policy of device {} ({}) forbids",
+                    operation, device_, live_.caps.name),
+        {},
+        "pass a stream made by Runtime::create_stream (copies: copy_async / fill_async), or set "
+        "RuntimeOptions::stream_policy to allow_legacy_default");
+  return std::unexpected(std::move(d));
+}
+
+std::expected<void, diag::Diagnostics> Context::owns(const Stream& stream, std::string_view operation,
+                                                     std::string_view anchor) const {
+  if (stream.context() == this) [[likely]] return {};
+  if (stream.context() == nullptr) return std::unexpected(moved_from_stream(operation));
+  return std::unexpected(foreign_object(operation, "the stream", *stream.context(), anchor));
+}
+
+diag::Diagnostics moved_from_stream(std::string_view operation) {
+  diag::Diagnostics d;
+  d.add(diag::Code::null_stream, fmt::format("{} on a stream that was moved from or reset", operation), {},
+        "pass a stream made by Runtime::create_stream");
+  return d;
+}
+
+diag::Diagnostics Context::foreign_object(std::string_view operation, std::string_view object, const Context& owner,
+                                          std::string_view anchor) const {
+  diag::Diagnostics d;
+  d.add(diag::Code::foreign_object,
+        fmt::format("{}: {} belongs to the context of device {} ({}), but {} the context of device {} ({})", operation,
+                    object, owner.device_, owner.live_.caps.name, anchor, device_, live_.caps.name),
+        {}, "use streams, buffers and events made by one runtime (one device) together");
+  return d;
+}
+
 std::expected<CUdeviceptr, diag::Diagnostics> Context::grid_barrier_word(CUstream stream) {
   std::lock_guard lock(barrier_mutex_);
   if (auto it = barrier_words_.find(stream); it != barrier_words_.end()) [[likely]] return it->second;
@@ -167,7 +203,7 @@ std::expected<void, diag::Diagnostics> Stream::synchronize() {
 // ---- DeviceBuffer ----
 
 std::expected<DeviceBuffer, diag::Diagnostics> DeviceBuffer::allocate(std::shared_ptr<Context> ctx, size_t bytes,
-                                                                      std::string_view what) {
+                                                                      std::string_view what, ir::Type element) {
   std::string subject = fmt::format("{} of {} bytes", what, bytes);
   if (auto ok = ctx->healthy("cuMemAlloc", subject); !ok) return std::unexpected(ok.error());
   if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
@@ -175,15 +211,16 @@ std::expected<DeviceBuffer, diag::Diagnostics> DeviceBuffer::allocate(std::share
   CUdeviceptr ptr = 0;
   if (auto ok = PTXGATE_CU(*ctx, subject, cuMemAlloc, &ptr, bytes == 0 ? 1 : bytes); !ok)
     return std::unexpected(ok.error());
-  return adopt(std::move(ctx), ptr, bytes, MemoryKind::device);
+  return adopt(std::move(ctx), ptr, bytes, MemoryKind::device, nullptr, element);
 }
 
 DeviceBuffer DeviceBuffer::adopt(std::shared_ptr<Context> ctx, CUdeviceptr pointer, size_t bytes, MemoryKind kind,
-                                 CUstream home) {
+                                 CUstream home, ir::Type element) {
   DeviceBuffer b;
   b.ptr_ = pointer;
   b.bytes_ = bytes;
   b.kind_ = kind;
+  b.element_ = element;
   b.home_ = home;
   b.track_ = ctx->tracker().track(kind, pointer);
   if (b.track_ && kind == MemoryKind::stream_ordered) {
@@ -202,6 +239,7 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
     ptr_ = std::exchange(o.ptr_, 0);
     bytes_ = std::exchange(o.bytes_, 0);
     kind_ = o.kind_;
+    element_ = std::exchange(o.element_, ir::Type::void_);
     home_ = std::exchange(o.home_, nullptr);
     track_ = std::move(o.track_);
     pool_account_ = std::move(o.pool_account_);
@@ -228,6 +266,19 @@ void DeviceBuffer::reset() noexcept {
   ctx_.reset();
 }
 
+std::expected<void, diag::Diagnostics> DeviceBuffer::viewable_as(ir::Type view, std::string_view operation) const {
+  if (view == ir::Type::void_ || element_ == ir::Type::void_ || view == element_) [[likely]] return {};
+  diag::Diagnostics d;
+  d.add(diag::Code::view_type_mismatch,
+        fmt::format("{}: a view as {} of a device buffer of {} elements ({} bytes)", operation, ir::type_name(view),
+                    ir::type_name(element_), bytes_),
+        {},
+        fmt::format("view the buffer as {}, its own element type, or as bytes (as_bytes, std::byte) to use its memory "
+                    "untyped",
+                    ir::type_name(element_)));
+  return std::unexpected(std::move(d));
+}
+
 static diag::Diagnostics copy_too_large(size_t host, size_t device) {
   diag::Diagnostics d;
   d.add(diag::Code::buffer_too_small,
@@ -239,6 +290,7 @@ static diag::Diagnostics copy_too_large(size_t host, size_t device) {
 std::expected<void, diag::Diagnostics> DeviceBuffer::upload(std::span<const std::byte> host) {
   if (host.size() > bytes_) return std::unexpected(copy_too_large(host.size(), bytes_));
   if (auto ok = ctx_->healthy("cuMemcpyHtoD", "buffer upload"); !ok) return ok;
+  if (auto ok = ctx_->legacy_stream_allowed("buffer upload"); !ok) return ok;
   if (auto ok = ctx_->make_current(); !ok) return ok;
   BufferAccess access{track_.get(), AccessMode::write};
   return ctx_->tracker().submit(nullptr, std::span(&access, 1), [&] {
@@ -249,6 +301,7 @@ std::expected<void, diag::Diagnostics> DeviceBuffer::upload(std::span<const std:
 std::expected<void, diag::Diagnostics> DeviceBuffer::download(std::span<std::byte> host) const {
   if (host.size() > bytes_) return std::unexpected(copy_too_large(host.size(), bytes_));
   if (auto ok = ctx_->healthy("cuMemcpyDtoH", "buffer download"); !ok) return ok;
+  if (auto ok = ctx_->legacy_stream_allowed("buffer download"); !ok) return ok;
   if (auto ok = ctx_->make_current(); !ok) return ok;
   BufferAccess access{track_.get(), AccessMode::read};
   return ctx_->tracker().submit(nullptr, std::span(&access, 1), [&] {
@@ -258,6 +311,7 @@ std::expected<void, diag::Diagnostics> DeviceBuffer::download(std::span<std::byt
 
 std::expected<void, diag::Diagnostics> DeviceBuffer::fill_bytes(uint8_t value) {
   if (auto ok = ctx_->healthy("cuMemsetD8", "buffer fill"); !ok) return ok;
+  if (auto ok = ctx_->legacy_stream_allowed("buffer fill"); !ok) return ok;
   if (auto ok = ctx_->make_current(); !ok) return ok;
   BufferAccess access{track_.get(), AccessMode::write};
   return ctx_->tracker().submit(nullptr, std::span(&access, 1), [&] {
@@ -341,9 +395,14 @@ void Event::reset() noexcept {
   ctx_.reset();
 }
 
-std::expected<void, diag::Diagnostics> Event::record(CUstream stream) {
+std::expected<void, diag::Diagnostics> Event::record(const Stream* stream) {
   if (auto ok = ctx_->healthy("cuEventRecord", "event"); !ok) return ok;
-  return PTXGATE_CU(*ctx_, "event", cuEventRecord, event_, stream);
+  if (stream == nullptr) {
+    if (auto ok = ctx_->legacy_stream_allowed("event record"); !ok) return ok;
+  } else if (auto ok = ctx_->owns(*stream, "event record", "the event was created in"); !ok) {
+    return ok;
+  }
+  return PTXGATE_CU(*ctx_, "event", cuEventRecord, event_, stream != nullptr ? stream->handle() : nullptr);
 }
 
 std::expected<void, diag::Diagnostics> Event::synchronize() {
@@ -352,6 +411,8 @@ std::expected<void, diag::Diagnostics> Event::synchronize() {
 }
 
 std::expected<float, diag::Diagnostics> Event::elapsed_ms_since(const Event& start) {
+  if (start.ctx_ != nullptr && start.ctx_ != ctx_)
+    return std::unexpected(ctx_->foreign_object("event timing", "the start event", *start.ctx_, "the end event belongs to"));
   float ms = 0;
   if (auto ok = PTXGATE_CU(*ctx_, "event timing", cuEventElapsedTime, &ms, start.event_, event_); !ok)
     return std::unexpected(ok.error());

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -19,12 +20,15 @@
 #include "ptxgate/backend/launch_log.hpp"
 #include "ptxgate/backend/tracking.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/ir/ast.hpp"
+#include "ptxgate/validation/launch_plan.hpp"
 
 namespace ptxgate::backend {
 
 struct PoolAccount;
 class MemoryPool;
 class Profiler;
+class Stream;
 
 /// A retained primary context of one device, its live caps and its health. Shared
 /// by every object created in it; released when the last one goes. Thread-safe.
@@ -64,6 +68,22 @@ class Context : public std::enable_shared_from_this<Context> {
   /// cuCtxSynchronize; reports a sticky error left by an earlier kernel.
   [[nodiscard]] std::expected<void, diag::Diagnostics> synchronize(std::string_view subject = {});
 
+  /// Whether work may run on the legacy default (null) stream in this context: launches with no
+  /// stream, the synchronous buffer helpers, events recorded on no stream. Set from
+  /// RuntimeOptions::stream_policy by the Runtime that owns the context.
+  validation::StreamPolicy stream_policy() const { return stream_policy_.load(std::memory_order_relaxed); }
+  void set_stream_policy(validation::StreamPolicy policy) { stream_policy_.store(policy, std::memory_order_relaxed); }
+  /// PG3002 when `operation` would run on the legacy default stream and the policy forbids it.
+  [[nodiscard]] std::expected<void, diag::Diagnostics> legacy_stream_allowed(std::string_view operation) const;
+  /// The one check of a stream handed to an operation of this context: PG3002 for a stream that
+  /// was moved from or reset, PG4008 for a stream of another context, naming both devices.
+  /// `anchor` says what ties the operation to this context ("the kernel is loaded in").
+  [[nodiscard]] std::expected<void, diag::Diagnostics> owns(const Stream& stream, std::string_view operation,
+                                                            std::string_view anchor) const;
+  /// PG4008: `object` of `operation` belongs to `owner`, while `anchor` this context; both devices named.
+  diag::Diagnostics foreign_object(std::string_view operation, std::string_view object, const Context& owner,
+                                   std::string_view anchor) const;
+
   /// The dependency tracking of this context's buffers and streams (backend/tracking.hpp).
   Tracker& tracker() { return *tracker_; }
 
@@ -94,6 +114,7 @@ class Context : public std::enable_shared_from_this<Context> {
   CUdevice device_ = 0;
   LiveDevice live_;
   ContextHealth health_;
+  std::atomic<validation::StreamPolicy> stream_policy_{validation::StreamPolicy::allow_legacy_default};
   std::unique_ptr<Tracker> tracker_;
   LaunchLog launch_log_;
   std::unique_ptr<Profiler> profiler_;
@@ -105,6 +126,9 @@ class Context : public std::enable_shared_from_this<Context> {
 /// Calls `ctx.api().FN(args...)` and passes the result through the error boundary
 /// with the call's base name: `PTXGATE_CU(ctx, "saxpy", cuMemAlloc, &p, n)`.
 #define PTXGATE_CU(ctx, subject, fn, ...) (ctx).check((ctx).api().fn(__VA_ARGS__), #fn, (subject))
+
+/// PG3002: `operation` was given a stream that was moved from or reset (it has no context).
+diag::Diagnostics moved_from_stream(std::string_view operation);
 
 /// A non-blocking stream (CU_STREAM_NON_BLOCKING). Move-only. Destroying it with work pending is
 /// safe: the work completes, and tracked buffers it used keep a point of it to wait for.
@@ -132,17 +156,35 @@ class Stream {
   bool owned_ = true;
 };
 
-/// Device memory of a known size, with its access history when the context tracks dependencies.
+/// The element type of a C++ type as a buffer holds it (f32 for float, u64 for uint64_t, ...);
+/// void_ for types with no kernel counterpart (std::byte, bytes of a struct): untyped.
+template <class T>
+constexpr ir::Type element_type_of() {
+  using U = std::remove_cv_t<T>;
+  if constexpr (std::is_same_v<U, float>) return ir::Type::f32;
+  else if constexpr (std::is_same_v<U, double>) return ir::Type::f64;
+  else if constexpr (std::is_same_v<U, int32_t>) return ir::Type::i32;
+  else if constexpr (std::is_same_v<U, uint32_t>) return ir::Type::u32;
+  else if constexpr (std::is_same_v<U, int64_t> || std::is_same_v<U, long long>) return ir::Type::i64;
+  else if constexpr (std::is_same_v<U, uint64_t> || std::is_same_v<U, unsigned long long>) return ir::Type::u64;
+  else return ir::Type::void_;
+}
+
+/// Device memory of a known size, with its access history when the context tracks dependencies,
+/// and an element type: a buffer allocated for floats binds only to `f32[]` parameters (PG3010)
+/// and is viewed only as floats (PG4009); an untyped buffer (ir::Type::void_, from raw bytes)
+/// binds to any buffer parameter. The explicit escape hatch is a byte view (stream_ops.hpp's
+/// `as_bytes`), which is untyped whatever the buffer holds.
 /// Move-only. Destroying it while pending work uses it is safe: the memory is freed after that work.
 class DeviceBuffer {
  public:
-  /// Allocates `bytes` (at least 1) of device memory.
-  [[nodiscard]] static std::expected<DeviceBuffer, diag::Diagnostics> allocate(std::shared_ptr<Context> ctx, size_t bytes,
-                                                                 std::string_view what = "buffer");
+  /// Allocates `bytes` (at least 1) of device memory holding elements of `element` (void_: untyped).
+  [[nodiscard]] static std::expected<DeviceBuffer, diag::Diagnostics> allocate(
+      std::shared_ptr<Context> ctx, size_t bytes, std::string_view what = "buffer", ir::Type element = ir::Type::void_);
   /// Takes ownership of `pointer` from `kind`'s allocator (stream-ordered memory: made on
   /// `home`, the stream it is freed on when the context does not track dependencies).
   static DeviceBuffer adopt(std::shared_ptr<Context> ctx, CUdeviceptr pointer, size_t bytes, MemoryKind kind,
-                            CUstream home = nullptr);
+                            CUstream home = nullptr, ir::Type element = ir::Type::void_);
   DeviceBuffer() = default;
   DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
@@ -153,13 +195,22 @@ class DeviceBuffer {
   size_t size_bytes() const { return bytes_; }
   Context* context() const { return ctx_.get(); }
   MemoryKind kind() const { return kind_; }
+  /// What the buffer holds: f32, u64, ..., or void_ for untyped memory.
+  ir::Type element_type() const { return element_; }
+  /// Declares what the buffer holds (memory allocated untyped, e.g. from a pool): explicit, like
+  /// every other way of changing how the memory is typed.
+  void retype(ir::Type element) { element_ = element; }
+  /// PG4009 when `operation` reads or writes this buffer through a view of element type `view`
+  /// and both are typed but differ; untyped buffers and untyped (byte) views pass.
+  [[nodiscard]] std::expected<void, diag::Diagnostics> viewable_as(ir::Type view, std::string_view operation) const;
   /// The access history (null when the context does not track dependencies).
   BufferTrack* track() const { return track_.get(); }
   const std::shared_ptr<BufferTrack>& shared_track() const { return track_; }
 
   /// Synchronous copies (the whole of `host`, which must fit) and fill, on the legacy default
   /// stream: tracked, so they come after the work of other streams that conflicts with them and
-  /// later work on other streams comes after them.
+  /// later work on other streams comes after them. PG3002 when the context's stream policy
+  /// forbids the legacy default stream (use copy_async / fill_async on a stream then).
   [[nodiscard]] std::expected<void, diag::Diagnostics> upload(std::span<const std::byte> host);
   [[nodiscard]] std::expected<void, diag::Diagnostics> download(std::span<std::byte> host) const;
   [[nodiscard]] std::expected<void, diag::Diagnostics> fill_bytes(uint8_t value);
@@ -169,6 +220,7 @@ class DeviceBuffer {
   CUdeviceptr ptr_ = 0;
   size_t bytes_ = 0;
   MemoryKind kind_ = MemoryKind::device;
+  ir::Type element_ = ir::Type::void_;
   CUstream home_ = nullptr;
   std::shared_ptr<BufferTrack> track_;
   friend class MemoryPool;
@@ -225,9 +277,13 @@ class Event {
   /// Releases the resource now (errors ignored; safe in a poisoned context).
   void reset() noexcept;
   CUevent handle() const { return event_; }
-  [[nodiscard]] std::expected<void, diag::Diagnostics> record(CUstream stream);
+  Context* context() const { return ctx_.get(); }
+  /// Records the event on `stream`, or on the legacy default stream when null (PG3002 when the
+  /// stream policy forbids it); a stream of another context is PG4008.
+  [[nodiscard]] std::expected<void, diag::Diagnostics> record(const Stream* stream);
   [[nodiscard]] std::expected<void, diag::Diagnostics> synchronize();
-  /// Milliseconds from `start` to this event (both recorded and complete).
+  /// Milliseconds from `start` to this event (both recorded and complete); `start` of another
+  /// context is PG4008.
   [[nodiscard]] std::expected<float, diag::Diagnostics> elapsed_ms_since(const Event& start);
 
  private:

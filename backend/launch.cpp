@@ -3,6 +3,8 @@
 
 #include <optional>
 
+#include "ptxgate/backend/internal/launch_cache.hpp"
+
 #include <boost/container/small_vector.hpp>
 #include <fmt/format.h>
 
@@ -40,71 +42,6 @@ std::expected<void, diag::Diagnostics> plan_matches_call(const LoadedFunction& f
 
 std::atomic<uint64_t> next_function_id{1};
 
-/// The last few launchable plans this thread launched, per function: the steady-state
-/// path compares the plan against them exactly, with no lock, hash or allocation.
-struct ThreadVerdictMemo {
-  static constexpr size_t kEntries = 4;
-  struct Entry {
-    uint64_t function_id = 0;
-    validation::LaunchPlan plan;
-    std::array<uint64_t, 3> block{0, 0, 0};
-  };
-  std::array<Entry, kEntries> entries;
-  size_t next = 0;
-
-  const Entry* find(uint64_t function_id, const validation::LaunchPlan& plan) const {
-    for (const auto& e : entries)
-      if (e.function_id == function_id && validation::same_shape(e.plan, plan)) return &e;
-    return nullptr;
-  }
-  void remember(uint64_t function_id, const validation::LaunchPlan& plan, std::array<uint64_t, 3> block) {
-    Entry& e = entries[next];
-    next = (next + 1) % kEntries;
-    e.function_id = function_id;
-    e.plan = plan;  // vector assignment reuses capacity after warm-up
-    e.block = block;
-  }
-};
-
-/// Thread-local memos are reached through functions that are never inlined, so that callers
-/// hold a plain pointer instead of recomputing the TLS address (__tls_get_addr) at each use.
-[[gnu::noinline]] ThreadVerdictMemo& thread_verdicts() {
-  thread_local ThreadVerdictMemo memo;
-  return memo;
-}
-
-/// The driver's occupancy answers this thread asked for, by function, block size, dynamic
-/// shared memory and opt-in state (a fresh validation of a new grid then needs no driver call).
-struct ThreadOccupancyMemo {
-  static constexpr size_t kEntries = 8;
-  struct Entry {
-    uint64_t function_id = 0;
-    uint64_t threads = 0;
-    uint64_t dynamic_shared = 0;
-    bool opt_in = false;
-    uint32_t blocks = 0;
-  };
-  std::array<Entry, kEntries> entries;
-  size_t next = 0;
-
-  std::optional<uint32_t> find(uint64_t function_id, uint64_t threads, uint64_t dynamic_shared, bool opt_in) const {
-    for (const auto& e : entries)
-      if (e.function_id == function_id && e.threads == threads && e.dynamic_shared == dynamic_shared &&
-          e.opt_in == opt_in)
-        return e.blocks;
-    return std::nullopt;
-  }
-  void remember(uint64_t function_id, uint64_t threads, uint64_t dynamic_shared, bool opt_in, uint32_t blocks) {
-    entries[next] = {function_id, threads, dynamic_shared, opt_in, blocks};
-    next = (next + 1) % kEntries;
-  }
-};
-
-[[gnu::noinline]] ThreadOccupancyMemo& thread_occupancy() {
-  thread_local ThreadOccupancyMemo memo;
-  return memo;
-}
-
 }  // namespace
 
 LoadedFunction::LoadedFunction(CUfunction handle, codegen::KernelInfo info, validation::KernelResources resources,
@@ -113,7 +50,33 @@ LoadedFunction::LoadedFunction(CUfunction handle, codegen::KernelInfo info, vali
       info_(std::move(info)),
       resources_(resources),
       location_(std::move(location)),
-      id_(next_function_id.fetch_add(1, std::memory_order_relaxed)) {}
+      id_(next_function_id.fetch_add(1, std::memory_order_relaxed)),
+      cache_(std::make_unique<LaunchCache>(info_.params.size())) {}
+
+LoadedFunction::~LoadedFunction() = default;
+
+std::optional<LaunchTicket> LoadedFunction::cached_ticket(const validation::LaunchShape& shape,
+                                                          size_t argument_count) const {
+  auto block = cache_->find(shape);
+  if (!block) return std::nullopt;
+  return LaunchTicket::of(id_, shape, *block, argument_count);
+}
+
+LaunchTicket LaunchTicket::of(uint64_t function_id, const validation::LaunchShape& shape,
+                              const std::array<unsigned, 3>& block, size_t argument_count) {
+  // A launchable verdict bounds every dimension by the device's limits (< 2^32).
+  const auto u = [](uint64_t v) { return static_cast<unsigned>(v); };
+  const auto grid = shape.grid();
+  LaunchTicket t;
+  t.function_id_ = function_id;
+  t.grid_ = {u(grid[0]), u(grid[1]), u(grid[2])};
+  t.block_ = block;
+  t.dynamic_shared_bytes_ = u(shape.dynamic_shared_bytes());
+  t.cooperative_ = shape.cooperative();
+  t.stream_is_null_ = shape.stream_is_null();
+  t.argument_count_ = argument_count;
+  return t;
+}
 
 std::expected<std::unique_ptr<LoadedFunction>, diag::Diagnostics> LoadedFunction::resolve(
     Context& ctx, CUmodule module, const codegen::KernelInfo& info, diag::Location location) {
@@ -168,13 +131,12 @@ validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const vali
     // The driver's answer depends on the function, the block size, the dynamic shared memory
     // and the opt-in attribute, not on the grid: a new grid of a known block reuses it.
     const bool opt_in = fn.shared_opt_in_done_.load(std::memory_order_acquire);
-    ThreadOccupancyMemo& occupancy_memo = thread_occupancy();
-    if (auto known = occupancy_memo.find(fn.id_, threads, dynamic_shared, opt_in)) return *known;
+    if (auto known = fn.cache_->occupancy(threads, dynamic_shared, opt_in)) return *known;
     int blocks = 0;
     if (ctx.api().cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn.handle_, static_cast<int>(threads),
                                                               dynamic_shared) != CUDA_SUCCESS)
       return std::nullopt;
-    occupancy_memo.remember(fn.id_, threads, dynamic_shared, opt_in, static_cast<uint32_t>(blocks));
+    fn.cache_->remember_occupancy(threads, dynamic_shared, opt_in, static_cast<uint32_t>(blocks));
     return static_cast<uint32_t>(blocks);
   };
   return validation::check_launch(fn.info_, fn.resources_, plan, caps, fn.location_, driver_occupancy,
@@ -244,14 +206,13 @@ std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, Loaded
   if (auto ok = ctx.make_current(); !ok) [[unlikely]]
     return ok;
 
-  std::array<uint64_t, 3> block = plan.block;
-  ThreadVerdictMemo& verdicts = thread_verdicts();
-  if (const auto* memo = verdicts.find(fn.id_, plan)) [[likely]] {
+  const validation::LaunchShape shape = validation::LaunchShape::of(plan);
+  std::optional<std::array<unsigned, 3>> block = fn.cache_->find(shape);
+  if (block) [[likely]] {
     fn.cached_.fetch_add(1, std::memory_order_relaxed);
-    block = memo->block;
   } else {
-    // A fresh validation (~0.1-0.2 us with the driver's occupancy answer) costs less than
-    // hashing the plan for a shared cache would, so each thread validates a shape once.
+    // A fresh validation (~0.1-0.2 us with the driver's occupancy answer, itself cached by
+    // block size) costs about what one launch cache insert does.
     validation::Verdict verdict = validate_launch(ctx, fn, plan, stream, warnings != nullptr);
     fn.validated_.fetch_add(1, std::memory_order_relaxed);
     if (!verdict.launchable) {
@@ -267,20 +228,13 @@ std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, Loaded
       return std::unexpected(std::move(d));
     }
     if (warnings != nullptr) warnings->append(verdict.diagnostics);
-    block = verdict.block;
-    verdicts.remember(fn.id_, plan, block);
+    // A launchable verdict bounds every dimension by the device's limits (< 2^32).
+    block = std::array<unsigned, 3>{static_cast<unsigned>(verdict.block[0]), static_cast<unsigned>(verdict.block[1]),
+                                    static_cast<unsigned>(verdict.block[2])};
+    fn.cache_->insert(shape, verdict.block);
   }
 
-  // A launchable verdict bounds every dimension by the device's limits (< 2^32).
-  const auto u = [](uint64_t v) { return static_cast<unsigned>(v); };
-  LaunchTicket t;
-  t.function_id_ = fn.id_;
-  t.grid_ = {u(plan.grid[0]), u(plan.grid[1]), u(plan.grid[2])};
-  t.block_ = {u(block[0]), u(block[1]), u(block[2])};
-  t.dynamic_shared_bytes_ = u(plan.dynamic_shared_bytes);
-  t.cooperative_ = plan.cooperative;
-  t.stream_is_null_ = stream == nullptr;
-  t.argument_count_ = args.size();
+  const LaunchTicket t = LaunchTicket::of(fn.id_, shape, *block, args.size());
   if (ticket != nullptr) *ticket = t;
   return LaunchTicket::drive(ctx, fn, t, args, stream);
 }

@@ -5,7 +5,9 @@
 #include <atomic>
 #include <cstdint>
 #include <expected>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -14,18 +16,20 @@
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/validation/check.hpp"
 #include "ptxgate/validation/launch_plan.hpp"
+#include "ptxgate/validation/launch_shape.hpp"
 
 namespace ptxgate::backend {
 
 /// Counters of one function's launches (for tests and benchmarks).
 struct LaunchCounters {
-  uint64_t validated = 0;     ///< launches that ran check_launch (verdict cache miss)
-  uint64_t cached = 0;        ///< launches that used a cached verdict
+  uint64_t validated = 0;     ///< launches that ran check_launch (launch cache miss)
+  uint64_t cached = 0;        ///< launches whose shape the function's launch cache knew
   uint64_t driver_calls = 0;  ///< cuLaunchKernel / cuLaunchCooperativeKernel calls made
   uint64_t blocked = 0;       ///< launches rejected before the driver
 };
 
 class LoadedFunction;
+class LaunchCache;
 
 /// Proof that `launch_cuda_function` validated a launch shape of one function and
 /// found it launchable: the function, the geometry it launched with (block already
@@ -44,6 +48,10 @@ class LaunchTicket {
                                                                      diag::Diagnostics*, LaunchTicket*);
   friend std::expected<void, diag::Diagnostics> launch_cuda_function(Context&, LoadedFunction&, const LaunchTicket&,
                                                                      std::span<void* const>, CUstream);
+  friend class LoadedFunction;  // cached_ticket: shapes only launch_cuda_function put in the cache
+  /// The ticket of `shape`, validated launchable with `block`.
+  static LaunchTicket of(uint64_t function_id, const validation::LaunchShape& shape,
+                         const std::array<unsigned, 3>& block, size_t argument_count);
   /// The driver call (cuLaunchKernel / cuLaunchCooperativeKernel, with the grid-barrier word
   /// when the kernel needs it) of a shape this ticket proves launchable. Private and a member,
   /// so neither a caller nor argument-dependent lookup reaches it: only the two
@@ -70,8 +78,9 @@ class LaunchTicket {
 };
 
 /// A resolved CUfunction with what a launch needs: its KernelInfo, its resources
-/// from cuFuncGetAttribute, and its verdict cache. Owned by the loaded module;
-/// safe to launch from many threads.
+/// from cuFuncGetAttribute, and its launch cache (the launchable shapes launch_cuda_function
+/// validated, and the driver's occupancy answers; backend/internal/launch_cache.hpp). Owned by
+/// the loaded module; safe to launch from many threads.
 class LoadedFunction {
  public:
   /// Resolves `info.name` in `module` and reads its attributes (NUM_REGS,
@@ -81,14 +90,20 @@ class LoadedFunction {
   /// A function whose attributes are given (tests with a fake driver).
   LoadedFunction(CUfunction handle, codegen::KernelInfo info, validation::KernelResources resources,
                  diag::Location location = {});
+  ~LoadedFunction();
+  LoadedFunction(const LoadedFunction&) = delete;
+  LoadedFunction& operator=(const LoadedFunction&) = delete;
 
   CUfunction handle() const { return handle_; }
   const codegen::KernelInfo& info() const { return info_; }
   const validation::KernelResources& resources() const { return resources_; }
   const diag::Location& location() const { return location_; }
   LaunchCounters counters() const;
-  /// Unique for the process lifetime: keys per-thread memos of this function's launches.
+  /// Unique for the process lifetime: tickets name the function they were issued for.
   uint64_t id() const { return id_; }
+  /// The ticket of a launch of `argument_count` arguments whose shape launch_cuda_function
+  /// validated launchable before (a launch cache hit), else nothing: no lock, no allocation.
+  std::optional<LaunchTicket> cached_ticket(const validation::LaunchShape& shape, size_t argument_count) const;
 
  private:
   friend std::expected<void, diag::Diagnostics> launch_cuda_function(Context&, LoadedFunction&,
@@ -105,9 +120,10 @@ class LoadedFunction {
   diag::Location location_;
   std::atomic<bool> shared_opt_in_done_{false};
   std::atomic<uint64_t> validated_{0}, cached_{0}, driver_calls_{0}, blocked_{0};
-  /// Unique for the process lifetime (never reused), so per-thread verdict memos
-  /// cannot confuse a destroyed function with a new one at the same address.
+  /// Unique for the process lifetime (never reused), so a ticket of a destroyed function is
+  /// never taken for one of a new function at the same address.
   const uint64_t id_;
+  std::unique_ptr<LaunchCache> cache_;
 };
 
 /// Validates `plan` for `fn` on `ctx`'s device with the live caps, the function's
@@ -119,8 +135,9 @@ validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const vali
 /// THE launch: the only code that calls cuLaunchKernel / cuLaunchCooperativeKernel.
 /// `args` holds one pointer per user parameter (to the value: a CUdeviceptr for a
 /// buffer, the scalar otherwise); the grid-barrier word is appended by the backend
-/// for kernels that need it. A plan shape seen before with a launchable verdict
-/// skips validation (null checks plus the driver call, no allocation). Blocked
+/// for kernels that need it. A plan whose shape (validation::LaunchShape) the function's
+/// launch cache knows skips validation (null checks plus the driver call, no allocation);
+/// a launchable verdict puts its shape there. Blocked
 /// launches return every diagnostic; warnings of a launched plan go to `warnings`
 /// when given. Driver failures are PG4002/PG4005, a poisoned context PG4003.
 /// When `ticket` is given, a launch that passed validation leaves its ticket there.

@@ -291,7 +291,7 @@ std::expected<void, diag::Diagnostics> validate_collective(const Communicator& c
   const std::string_view name = collective_name(c.kind);
   const int nranks = comm.size();
   if (stream.context() == nullptr) {
-    d.add(diag::Code::null_stream, fmt::format("{} on a stream that was moved from or reset", name));
+    d.append(moved_from_stream(name));
   } else if (stream.context() != &comm.context()) {
     d.add(diag::Code::collective_device,
           fmt::format("{} on a stream of device {}, but communicator rank {} is on device {}", name,

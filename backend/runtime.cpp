@@ -71,66 +71,32 @@ bool has_code(const diag::Diagnostics& d, diag::Code code) {
   return plan;
 }
 
-/// What validation saw of one argument: a later launch whose arguments match these
-/// (and whose config and stream kind match) has the same verdict.
-struct ArgShape {
-  Arg::Kind kind = Arg::Kind::scalar;
-  ir::Type type = ir::Type::void_;
-  bool null = false;
-  bool same_bits = false;  ///< bound value = Arg::bits() (buffers; scalars of the parameter's own type)
-  uint64_t buffer_bytes = 0;
-  bool matches(const Arg& a) const {
-    // A scalar's value is not part of the verdict; a buffer's null-ness is.
-    return a.kind() == kind && a.type() == type && a.buffer_bytes() == buffer_bytes &&
-           (kind == Arg::Kind::scalar || (a.bits() == 0) == null);
+/// The checks of Kernel::launch and Kernel::check before binding: the stream (moved from: PG3002;
+/// another context: PG4008) and every buffer argument's context (PG4008), naming both devices.
+/// With dependency tracking, `accesses` receives what the launch reads and writes.
+std::expected<void, diag::Diagnostics> launch_objects(const Context& ctx, const codegen::KernelInfo& info,
+                                                      std::span<const Arg> args, const Stream* stream,
+                                                      boost::container::small_vector<BufferAccess, 8>* accesses) {
+  if (stream != nullptr && stream->context() != &ctx) [[unlikely]]
+    return ctx.owns(*stream, fmt::format("launch of kernel '{}'", info.name), "the kernel is loaded in");
+  const auto& params = info.params;
+  const size_t n = std::min(args.size(), params.size());
+  diag::Diagnostics foreign;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Arg& a = args[i];
+    if (a.context() != nullptr && a.context() != &ctx) [[unlikely]] {
+      foreign.append(ctx.foreign_object(fmt::format("launch of kernel '{}'", info.name),
+                                        i < params.size() ? fmt::format("argument {} ('{}')", i, params[i].name)
+                                                          : fmt::format("argument {}", i),
+                                        *a.context(), "the kernel is loaded in"));
+      continue;
+    }
+    if (accesses != nullptr && i < n)
+      if (BufferTrack* t = a.track(); t != nullptr && params[i].is_buffer)
+        accesses->push_back({t, access_mode(params[i].access)});
   }
-};
-
-/// The last few validated Kernel::launch shapes of this thread, each with the
-/// ticket launch_cuda_function issued for it: the steady path compares the call
-/// against them, binds the new values and relaunches by ticket.
-struct SteadyLaunches {
-  static constexpr size_t kEntries = 4;
-  struct Entry {
-    uint64_t function_id = 0;
-    LaunchConfig config;
-    bool stream_is_null = false;
-    LaunchTicket ticket;
-    boost::container::small_vector<ArgShape, kInlineArguments> shapes;
-    /// The argument table of this entry's launches: words[i] holds argument i's bound value
-    /// (8 bytes, little-endian: a 4-byte value is the low half) and slots[i] == &words[i].
-    /// Rewritten by each launch through the entry; the driver reads it during the call only.
-    boost::container::small_vector<uint64_t, kInlineArguments> words;
-    boost::container::small_vector<void*, kInlineArguments> slots;
-  };
-  std::array<Entry, kEntries> entries;
-  size_t next = 0;
-};
-
-[[gnu::noinline]] SteadyLaunches& thread_steady_launches() {
-  thread_local SteadyLaunches launches;
-  return launches;
-}
-
-/// PG4008 when `stream` belongs to another context than the kernel's (another device, or
-/// another runtime's context): blocked before the driver, naming both.
-std::expected<void, diag::Diagnostics> stream_in_context(const Stream* stream, const Context& ctx,
-                                                         const std::string& kernel) {
-  if (stream == nullptr || stream->context() == nullptr || stream->context() == &ctx) [[likely]] return {};
-  diag::Diagnostics d;
-  d.add(diag::Code::foreign_object,
-        fmt::format("launch of kernel '{}': the stream belongs to the context of device {} ({}), but the kernel is "
-                    "loaded in the context of device {} ({})",
-                    kernel, stream->context()->device(), stream->context()->caps().name, ctx.device(), ctx.caps().name),
-        {}, "launch on a stream made by the kernel's own runtime (Runtime::create_stream)");
-  return std::unexpected(std::move(d));
-}
-
-bool same_config(const LaunchConfig& a, const LaunchConfig& b) {
-  // Element by element: std::array's operator== becomes two memcmp calls here.
-  return a.grid[0] == b.grid[0] && a.grid[1] == b.grid[1] && a.grid[2] == b.grid[2] && a.block[0] == b.block[0] &&
-         a.block[1] == b.block[1] && a.block[2] == b.block[2] && a.dynamic_shared_bytes == b.dynamic_shared_bytes &&
-         a.cooperative == b.cooperative && a.block_given == b.block_given;
+  if (foreign.has_errors()) [[unlikely]] return std::unexpected(std::move(foreign));
+  return {};
 }
 
 }  // namespace
@@ -150,7 +116,7 @@ std::expected<void, diag::Diagnostics> Kernel::fill_plan(validation::LaunchPlan&
   plan.cooperative = config.cooperative;
   plan.block_given = config.block_given;
   plan.arguments_known = true;
-  plan.stream_policy = validation::StreamPolicy::allow_legacy_default;
+  plan.stream_policy = ctx_->stream_policy();
   plan.stream_is_null = stream == nullptr;
   plan.function_is_null = function_->handle() == nullptr;
   plan.required_elements.clear();
@@ -159,135 +125,70 @@ std::expected<void, diag::Diagnostics> Kernel::fill_plan(validation::LaunchPlan&
   diag::Diagnostics errors;
   for (size_t i = 0; i < args.size(); ++i) {
     auto& d = plan.arguments[i];
-    const Arg& a = args[i];
-    d = {};
-    d.kind = a.kind() == Arg::Kind::buffer ? validation::ArgumentDesc::Kind::buffer
-                                           : validation::ArgumentDesc::Kind::scalar;
-    d.size_bytes = a.kind() == Arg::Kind::buffer ? 8u : ir::byte_size(a.type());
-    d.pointer_is_null = a.kind() == Arg::Kind::buffer && a.bits() == 0;
-    if (a.kind() == Arg::Kind::scalar) d.scalar_type = a.type();
-    if (a.kind() == Arg::Kind::buffer && a.buffer_bytes() != 0) d.buffer_bytes = a.buffer_bytes();
-    slots[i] = nullptr;
+    d = describe_argument(args[i]);
+    slots[i] = values[i].bytes;  // an argument past the parameters: the count error is validation's
     if (i >= params.size()) continue;
-    const auto& param = params[i];
-    // The message-free binding first; bind_argument only to describe a failure.
-    bool fast = false;
-    if (param.is_buffer && a.kind() == Arg::Kind::buffer && a.bits() != 0) {
-      const uint64_t p = a.bits();
-      std::memcpy(values[i].bytes, &p, 8);
-      values[i].size = 8;
-      fast = true;
-    } else if (!param.is_buffer && a.kind() == Arg::Kind::scalar) {
-      fast = bind_scalar(a, param, values[i]);
-    }
-    if (!fast) {
-      auto bound = bind_argument(a, param, function_->info().name);
-      if (!bound) {
+    if (!bind_described(args[i], params[i], values[i], d)) {
+      // The message-free binder said no: bind_argument says why.
+      auto bound = bind_argument(args[i], params[i], function_->info().name);
+      if (bound) [[unlikely]] {  // the two binders disagree: take the one that explains itself
+        values[i] = *bound;
+        d.size_bytes = bound->size;
+        if (!params[i].is_buffer) d.scalar_type = params[i].type;
+      } else {
         errors.append(bound.error());
-        continue;
+        slots[i] = nullptr;
       }
-      values[i] = *bound;
     }
-    slots[i] = values[i].bytes;
-    // The bound value has the parameter's width (integers convert when they fit).
-    d.size_bytes = values[i].size;
-    if (!params[i].is_buffer) d.scalar_type = params[i].type;
   }
-  for (size_t i = params.size(); i < args.size(); ++i) slots[i] = values[i].bytes;  // count error reported by checks
   if (errors.has_errors()) return std::unexpected(std::move(errors));
   return {};
 }
 
 std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config, std::span<const Arg> args,
                                                       const Stream* stream) {
-  if (auto ok = stream_in_context(stream, *ctx_, function_->info().name); !ok) [[unlikely]]
+  // What the launch reads and writes, from the signature: tracked buffers only.
+  boost::container::small_vector<BufferAccess, 8> accesses;
+  if (auto ok = launch_objects(*ctx_, function_->info(), args, stream, &accesses); !ok) [[unlikely]]
     return ok;
   CUstream s = stream ? stream->handle() : nullptr;
-  // What the launch reads and writes, from the signature: tracked buffers only.
-  const auto& params = function_->info().params;
-  boost::container::small_vector<BufferAccess, 8> accesses;
-  const size_t n = std::min(args.size(), params.size());
-  for (size_t i = 0; i < n; ++i)
-    if (BufferTrack* t = args[i].track(); t != nullptr && params[i].is_buffer)
-      accesses.push_back({t, access_mode(params[i].access)});
   if (accesses.empty()) return launch_on(config, args, s);
   return ctx_->tracker().submit(s, std::span<const BufferAccess>(accesses.data(), accesses.size()), [&] { return launch_on(config, args, s); });
 }
 
 std::expected<void, diag::Diagnostics> Kernel::launch_on(const LaunchConfig& config, std::span<const Arg> args,
                                                          CUstream s) {
-  const uint64_t id = function_->id();
   const auto& params = function_->info().params;
+  const size_t n = args.size();
+  boost::container::small_vector<void*, kInlineArguments> slots(n);
+  boost::container::small_vector<BoundSlot, kInlineArguments> values(n);
 
-  // Steady path: a call shaped like a validated one binds the new values and relaunches by ticket.
-  SteadyLaunches& steady = thread_steady_launches();
-  for (auto& e : steady.entries) {
-    if (e.function_id != id || e.stream_is_null != (s == nullptr) || e.shapes.size() != args.size() ||
-        args.size() != params.size() || !same_config(e.config, config))
-      continue;
-    // Plain pointers: the stores into words could alias the vectors' own fields otherwise,
-    // and every iteration would reload them.
-    const size_t n = args.size();
-    const Arg* in = args.data();
-    const ArgShape* shapes = e.shapes.data();
-    uint64_t* words = e.words.data();
+  // Steady path: bind every argument once while describing it; a shape the function's launch
+  // cache knows (launch_cuda_function validated it before) relaunches by ticket, without a plan.
+  if (n == params.size()) [[likely]] {
+    validation::LaunchShape shape;
+    shape.start(config.grid, config.block, config.dynamic_shared_bytes,
+                {config.cooperative, config.block_given, true, s == nullptr, ctx_->stream_policy(),
+                 function_->handle() == nullptr});
     bool bound = true;
-    for (size_t i = 0; i < n; ++i) {
-      const Arg& a = in[i];
-      const ArgShape& shape = shapes[i];
-      if (!shape.matches(a)) {
-        bound = false;
-        break;
-      }
-      if (shape.same_bits) {
-        words[i] = a.bits();
-      } else {
-        BoundSlot converted;
-        if (!bind_scalar(a, params[i], converted)) {
-          bound = false;
-          break;
-        }
-        std::memcpy(&words[i], converted.bytes, 8);
-      }
+    for (size_t i = 0; i < n && bound; ++i) {
+      validation::ArgumentDesc d = describe_argument(args[i]);
+      bound = bind_described(args[i], params[i], values[i], d);
+      shape.add(d);
+      slots[i] = values[i].bytes;
     }
     if (bound)
-      return launch_cuda_function(*ctx_, *function_, e.ticket, std::span<void* const>(e.slots.data(), e.slots.size()),
-                                  s);
-    break;
+      if (auto ticket = function_->cached_ticket(shape, n))
+        return launch_cuda_function(*ctx_, *function_, *ticket, std::span<void* const>(slots.data(), n), s);
   }
 
-  boost::container::small_vector<void*, kInlineArguments> slots(args.size());
-  boost::container::small_vector<BoundSlot, kInlineArguments> values(args.size());
   validation::LaunchPlan& plan = thread_plan();  // reused: no allocation once its vectors have grown
   if (auto ok = fill_plan(plan, config, args, s, slots.data(), values.data()); !ok) return ok;
-  LaunchTicket ticket;
-  auto launched =
-      launch_cuda_function(*ctx_, *function_, plan, std::span<void* const>(slots.data(), slots.size()), s, nullptr,
-                           &ticket);
-  if (ticket.valid()) {
-    auto& e = steady.entries[steady.next];
-    steady.next = (steady.next + 1) % SteadyLaunches::kEntries;
-    e.function_id = id;
-    e.config = config;
-    e.stream_is_null = s == nullptr;
-    e.ticket = ticket;
-    e.shapes.clear();
-    for (size_t i = 0; i < args.size(); ++i) {
-      const Arg& a = args[i];
-      const bool buffer = a.kind() == Arg::Kind::buffer;
-      // A buffer's pointer, or a scalar of exactly the parameter's type, is its bits as they are.
-      const bool same_bits = buffer || (i < params.size() && a.type() == params[i].type);
-      e.shapes.push_back({a.kind(), a.type(), buffer && a.bits() == 0, same_bits, a.buffer_bytes()});
-    }
-    e.words.resize(args.size());
-    e.slots.resize(args.size());
-    for (size_t i = 0; i < args.size(); ++i) e.slots[i] = &e.words[i];
-  }
-  return launched;
+  return launch_cuda_function(*ctx_, *function_, plan, std::span<void* const>(slots.data(), n), s);
 }
 
 validation::Verdict Kernel::check(const LaunchConfig& config, std::span<const Arg> args, const Stream* stream) {
-  if (auto ok = stream_in_context(stream, *ctx_, function_->info().name); !ok) {
+  if (auto ok = launch_objects(*ctx_, function_->info(), args, stream, nullptr); !ok) {
     validation::Verdict blocked;
     blocked.diagnostics = std::move(ok.error());
     return blocked;
@@ -320,6 +221,7 @@ Runtime::Runtime(std::shared_ptr<Context> ctx, RuntimeOptions options)
   ctx_->tracker().set_enabled(options_.track_dependencies);
   ctx_->set_checked_launches(options_.checked_launches);
   if (options_.profile_launches) ctx_->enable_profiling();
+  ctx_->set_stream_policy(options_.stream_policy);
   std::tie(target_, cubin_for_device_) = target_for(ctx_->caps());
   cache_ = std::make_unique<module_cache::ModuleCache>(options_.cache);
   loaded_ = std::make_unique<

@@ -55,6 +55,11 @@ struct RuntimeOptions {
   /// Per-launch timing events and NVTX ranges (backend/profile.hpp): Runtime::profiler() then
   /// gives each launch's device time and a per-kernel summary.
   bool profile_launches = false;
+  /// Whether work may run on the null (legacy default) stream: launches given no stream, the
+  /// synchronous buffer helpers (DeviceBuffer::upload/download/fill_bytes, Runtime::upload/
+  /// download) and events recorded on no stream. `require_explicit` blocks each of them with
+  /// PG3002 before the driver (programs that capture graphs or want no implicit synchronisation).
+  validation::StreamPolicy stream_policy = validation::StreamPolicy::allow_legacy_default;
   size_t loaded_module_capacity = 32;             ///< modules kept loaded per context (LRU)
   module_cache::ModuleCacheOptions cache;         ///< memory and disk tiers of compiled modules
   bool prefer_cubin = true;                       ///< load ptxas's cubin; PTX (driver JIT) as fallback
@@ -68,7 +73,9 @@ struct LoadedModule;
 class Kernel {
  public:
   /// Binds `args` to the signature, validates (cached verdict when seen before)
-  /// and launches on `stream` (the legacy default stream when null). With dependency tracking,
+  /// and launches on `stream` (the legacy default stream when null, PG3002 when the stream
+  /// policy forbids it). A stream, buffer or span of another context is PG4008 naming both
+  /// devices, a moved-from stream PG3002, before anything reaches the driver. With dependency tracking,
   /// buffers of `in` parameters are read and those of `out`/`inout` parameters written: the launch
   /// waits for conflicting work of other streams, and later work waits for it.
   [[nodiscard]] std::expected<void, diag::Diagnostics> launch(const LaunchConfig& config, std::span<const Arg> args,
@@ -139,16 +146,26 @@ class Runtime {
   [[nodiscard]] std::expected<DeviceBuffer, diag::Diagnostics> allocate(size_t bytes, const Stream& stream);
   /// The runtime's memory pool, created on first use with RuntimeOptions::pool (PG4020, PG4022).
   [[nodiscard]] std::expected<MemoryPool*, diag::Diagnostics> pool();
-  /// A device buffer holding a copy of `host`.
+  /// A device buffer of `count` elements of T, typed (element_type_of<T>), from where allocate takes memory.
+  template <class T>
+  [[nodiscard]] std::expected<DeviceBuffer, diag::Diagnostics> allocate_array(size_t count) {
+    auto buffer = allocate(count * sizeof(T));
+    if (buffer) buffer->retype(element_type_of<T>());
+    return buffer;
+  }
+  /// A device buffer holding a copy of `host`, of T's element type (untyped for std::byte).
   template <class T>
   [[nodiscard]] std::expected<DeviceBuffer, diag::Diagnostics> upload(std::span<const T> host) {
-    auto buf = allocate(host.size_bytes());
+    auto buf = allocate_array<T>(host.size());
     if (!buf) return buf;
     if (auto ok = buf->upload(std::as_bytes(host)); !ok) return std::unexpected(ok.error());
     return buf;
   }
+  /// The buffer's elements as T: PG4009 when T is typed and the buffer holds another type
+  /// (download<std::byte> reads any buffer).
   template <class T>
   [[nodiscard]] std::expected<std::vector<T>, diag::Diagnostics> download(const DeviceBuffer& buffer) {
+    if (auto ok = buffer.viewable_as(element_type_of<T>(), "download"); !ok) return std::unexpected(ok.error());
     std::vector<T> out(buffer.size_bytes() / sizeof(T));
     if (auto ok = buffer.download(std::as_writable_bytes(std::span(out))); !ok) return std::unexpected(ok.error());
     return out;

@@ -34,8 +34,10 @@ BufferTrack* track_of(const CopyEnd& e) {
   return nullptr;
 }
 
-/// PG4006 when `e` reaches past its buffer; PG4008 when it belongs to another context than the stream.
-void check_end(const CopyEnd& e, const char* role, const Stream& stream, diag::Diagnostics& d) {
+/// PG4006 when `e` reaches past its buffer; PG4008 when it belongs to another context than the
+/// stream; PG4009 when a typed view reads a buffer of another element type.
+void check_end(const CopyEnd& e, const char* role, const Stream& stream, std::string_view operation,
+               diag::Diagnostics& d) {
   const size_t capacity = capacity_of(e);
   const size_t n = e.element_size == 0 ? 1 : e.element_size;
   if (e.offset > capacity || e.bytes > capacity - e.offset) {
@@ -46,28 +48,22 @@ void check_end(const CopyEnd& e, const char* role, const Stream& stream, diag::D
           {}, "pass a span inside the buffer, or allocate a larger buffer");
   }
   Context* owner = context_of(e);
-  if (owner != nullptr && owner != stream.context()) {
-    d.add(diag::Code::foreign_object,
-          fmt::format("{} {} belongs to another context than the stream", role, where_name(e.where)), {},
-          "copy on a stream of the buffer's own runtime");
-  }
-}
-
-std::expected<void, diag::Diagnostics> null_stream() {
-  diag::Diagnostics d;
-  d.add(diag::Code::null_stream, "copy on a stream that was moved from or reset", {},
-        "pass a stream made by Runtime::create_stream");
-  return std::unexpected(std::move(d));
+  if (owner != nullptr && owner != stream.context())
+    d.append(stream.context()->foreign_object(operation, fmt::format("the {} {}", role, where_name(e.where)), *owner,
+                                              "the stream belongs to"));
+  if (e.where == CopyEnd::Where::device)
+    if (auto ok = e.device->viewable_as(e.element, fmt::format("{} ({})", operation, role)); !ok) d.append(ok.error());
 }
 
 }  // namespace
 
 std::expected<void, diag::Diagnostics> copy_async(const Stream& stream, const CopyEnd& dst, const CopyEnd& src) {
-  if (stream.context() == nullptr) return null_stream();
+  if (stream.context() == nullptr) return std::unexpected(moved_from_stream("copy"));
   Context& ctx = *stream.context();
   diag::Diagnostics d;
-  check_end(dst, "destination", stream, d);
-  check_end(src, "source", stream, d);
+  const std::string operation = fmt::format("copy of {} bytes", src.bytes);
+  check_end(dst, "destination", stream, operation, d);
+  check_end(src, "source", stream, operation, d);
   if (dst.bytes != src.bytes)
     d.add(diag::Code::copy_size_mismatch,
           fmt::format("copy of {} bytes from a {} into {} bytes of a {}", src.bytes, where_name(src.where), dst.bytes,
@@ -103,7 +99,7 @@ std::expected<void, diag::Diagnostics> copy_async(const Stream& stream, const Co
 
 std::expected<void, diag::Diagnostics> fill_async(const Stream& stream, const CopyEnd& dst, uint32_t value,
                                                   unsigned width) {
-  if (stream.context() == nullptr) return null_stream();
+  if (stream.context() == nullptr) return std::unexpected(moved_from_stream("fill"));
   Context& ctx = *stream.context();
   diag::Diagnostics d;
   if (dst.where != CopyEnd::Where::device)
@@ -111,7 +107,7 @@ std::expected<void, diag::Diagnostics> fill_async(const Stream& stream, const Co
                                                      where_name(dst.where)),
           {}, "fill host memory with std::fill");
   else
-    check_end(dst, "fill", stream, d);
+    check_end(dst, "fill", stream, fmt::format("fill of {} bytes", dst.bytes), d);
   if (width != 1 && width != 2 && width != 4)
     d.add(diag::Code::copy_size_mismatch, fmt::format("fill of {}-byte elements: the driver sets 1, 2 or 4 bytes", width));
   else if (dst.offset % width != 0 || dst.bytes % width != 0)

@@ -16,7 +16,9 @@
 namespace ptxgate::backend {
 
 /// Elements [first, first + count) of a device buffer, as T. A view: the buffer must outlive it.
-/// The range is checked where the span is used (PG4006), with the numbers.
+/// The range is checked where the span is used (PG4006), with the numbers. A view as a type with
+/// a kernel counterpart (float, uint32_t, ...) of a buffer typed otherwise is refused where it is
+/// copied or filled (PG4009); a view as bytes (`as_bytes`) or as a type without one is untyped.
 template <class T>
 class DeviceSpan {
   static_assert(std::is_trivially_copyable_v<T> && !std::is_const_v<T>);
@@ -33,9 +35,20 @@ class DeviceSpan {
   size_t size_bytes() const { return count_ * sizeof(T); }
   CUdeviceptr pointer() const { return buffer_->pointer() + first_ * sizeof(T); }
   DeviceSpan subspan(size_t first, size_t count) const { return {*buffer_, first_ + first, count}; }
-  /// As a kernel argument: the range's first element, its size, and the buffer's access history.
+  /// The same range as bytes: the explicit untyped view (binds to any buffer parameter, copies
+  /// to and from any buffer).
+  DeviceSpan<std::byte> as_bytes() const { return {*buffer_, first_ * sizeof(T), size_bytes()}; }
+  /// The element type this view reads the memory as: T's (void_ for bytes and types without a
+  /// kernel counterpart, i.e. untyped).
+  static constexpr ir::Type view_type() { return element_type_of<T>(); }
+  /// As a kernel argument: the range's first element, its size, the buffer's access history,
+  /// and the element type of the memory (the buffer's when it has one; untyped for an untyped view).
   operator Arg() const {  // NOLINT(google-explicit-constructor): natural {span, x, 2.0f} lists
-    return Arg::buffer_range(*buffer_, first_ * sizeof(T), size_bytes());
+    const ir::Type held = buffer_->element_type();
+    const ir::Type element = view_type() == ir::Type::void_ ? ir::Type::void_
+                             : held != ir::Type::void_      ? held
+                                                            : view_type();
+    return Arg::buffer_range(*buffer_, first_ * sizeof(T), size_bytes(), element);
   }
 
  private:
@@ -43,6 +56,9 @@ class DeviceSpan {
   size_t first_;
   size_t count_;
 };
+
+/// The whole of `buffer` as bytes: the explicit untyped view.
+inline DeviceSpan<std::byte> as_bytes(const DeviceBuffer& buffer) { return DeviceSpan<std::byte>(buffer); }
 
 /// Elements [first, first + count) of a pinned host buffer, as T. A view: the buffer must outlive it.
 template <class T>
@@ -78,10 +94,12 @@ struct CopyEnd {
   size_t offset = 0;                     ///< bytes from the buffer's start
   size_t bytes = 0;
   size_t element_size = 1;               ///< for messages: ranges are reported in elements
+  ir::Type element = ir::Type::void_;    ///< Where::device: the view's element type (void_: untyped)
 
   template <class T>
   static CopyEnd of(DeviceSpan<T> s) {
-    return {Where::device, &s.buffer(), nullptr, nullptr, s.first() * sizeof(T), s.size_bytes(), sizeof(T)};
+    return {Where::device, &s.buffer(), nullptr, nullptr, s.first() * sizeof(T), s.size_bytes(), sizeof(T),
+            DeviceSpan<T>::view_type()};
   }
   template <class T>
   static CopyEnd of(HostSpan<T> s) {
@@ -97,7 +115,8 @@ struct CopyEnd {
 
 /// Copies `src` to `dst` on `stream`, asynchronously for the host. Ranges are checked against
 /// their buffers (PG4006) and must have the same size (PG4007); buffers and stream must be of one
-/// context (PG4008). With dependency tracking the copy waits for conflicting work on other
+/// context (PG4008, naming both devices); a typed view of a buffer of another element type is
+/// PG4009; a moved-from stream is PG3002. With dependency tracking the copy waits for conflicting work on other
 /// streams (the source's last writer; the destination's writer and readers) and later work
 /// waits for it. Pageable host memory works but makes the driver copy synchronously; pinned
 /// HostBuffers overlap with compute.

@@ -58,7 +58,7 @@ struct ValidationOptions {
   std::string profile = "h100-sxm";    ///< caps when no live device is available
   size_t batches = 25;
 };
-/// ns per cached-verdict lookup (shape_of + VerdictCache) and per fresh check_launch.
+/// ns per cached-verdict lookup (LaunchShape + the launch cache) and per fresh check_launch.
 int run_validation_cost(const ValidationOptions& o, ResultFile& out);
 
 /// Writes PTX, cubin and the ptxas -v log of the benchmark kernels into `dir` (for inspection).

@@ -402,9 +402,9 @@ int run_kernel_quality(const KernelOptions& o, ResultFile& out) {
   auto run_one = [&](Timed& v, bool record) {
     if (v.failed) return;
     Step s = [&]() -> Step {
-      if (auto ok = start->record(c.stream.handle()); !ok) return std::unexpected(one_line(ok.error()));
+      if (auto ok = start->record(&c.stream); !ok) return std::unexpected(one_line(ok.error()));
       if (auto ok = v.launch(); !ok) return ok;
-      if (auto ok = stop->record(c.stream.handle()); !ok) return std::unexpected(one_line(ok.error()));
+      if (auto ok = stop->record(&c.stream); !ok) return std::unexpected(one_line(ok.error()));
       if (auto ok = stop->synchronize(); !ok) return std::unexpected(one_line(ok.error()));
       auto ms_elapsed = stop->elapsed_ms_since(*start);
       if (!ms_elapsed) return std::unexpected(one_line(ms_elapsed.error()));

@@ -1,10 +1,12 @@
-// Benchmark: fresh check_launch (no ptxas) and the VerdictCache fast path, median ns per call.
+// Benchmark: fresh check_launch (no ptxas) and the launch cache fast path, median ns per call.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <vector>
 
+#include "ptxgate/backend/internal/launch_cache.hpp"
 #include "ptxgate/validation/check.hpp"
+#include "ptxgate/validation/launch_shape.hpp"
 #include "ptxgate/validation/profiles.hpp"
 
 using namespace ptxgate;
@@ -69,45 +71,30 @@ int main() {
   double fresh_blocked = median_ns_per_call(
       [&](int) { sink = check_launch(kernel, res, blocked, *caps).launchable; }, 5000, 25);
 
-  // The cached fast path as the backend runs it: shape of the plan, then a lookup.
-  VerdictCache cache;
-  for (uint64_t g = 1; g < VerdictCache::kCapacity; ++g) {
+  // The cached fast path as the backend runs it: the plan's LaunchShape, then a launch cache lookup.
+  backend::LaunchCache cache(plan.arguments.size());
+  for (uint64_t g = 1; g < backend::LaunchCache::kEntries; ++g) {
     auto other = plan;
     other.grid[0] = g;
-    cache.store(shape_of(other), true);
+    cache.insert(LaunchShape::of(other), {256, 1, 1});
   }
-  cache.store(shape_of(plan), true);
-  double cached = median_ns_per_call(
-      [&](int) {
-        auto hit = cache.lookup(shape_of(plan));
-        sink = hit && *hit;
-      },
-      1000000, 25);
-  PlanShape precomputed = shape_of(plan);
-  double lookup_only = median_ns_per_call(
-      [&](int) {
-        auto hit = cache.lookup(precomputed);
-        sink = hit && *hit;
-      },
-      1000000, 25);
+  cache.insert(LaunchShape::of(plan), {256, 1, 1});
+  double cached = median_ns_per_call([&](int) { sink = cache.find(LaunchShape::of(plan)).has_value(); }, 1000000, 25);
+  const LaunchShape precomputed = LaunchShape::of(plan);
+  double lookup_only = median_ns_per_call([&](int) { sink = cache.find(precomputed).has_value(); }, 1000000, 25);
   auto oldest = plan;
   oldest.grid[0] = 1;
-  PlanShape oldest_shape = shape_of(oldest);
-  double lookup_worst = median_ns_per_call(
-      [&](int) {
-        auto hit = cache.lookup(oldest_shape);
-        sink = hit && *hit;
-      },
-      1000000, 25);
+  const LaunchShape oldest_shape = LaunchShape::of(oldest);
+  double lookup_worst = median_ns_per_call([&](int) { sink = cache.find(oldest_shape).has_value(); }, 1000000, 25);
   (void)sink;
 
   std::printf("validate_bench (median of 25 batches, ns per call)\n");
   std::printf("  check_launch fresh, launchable saxpy with 4 arguments   %8.1f ns\n", fresh);
   std::printf("  check_launch fresh, cooperative at capacity             %8.1f ns\n", fresh_coop);
   std::printf("  check_launch fresh, blocked (diagnostics formatted)     %8.1f ns\n", fresh_blocked);
-  std::printf("  cached verdict: shape_of(plan) + VerdictCache::lookup   %8.1f ns\n", cached);
-  std::printf("  cached verdict: lookup of a precomputed shape (newest)  %8.1f ns\n", lookup_only);
-  std::printf("  cached verdict: lookup, oldest of %zu entries            %8.1f ns\n", VerdictCache::kCapacity,
+  std::printf("  cached verdict: LaunchShape::of(plan) + LaunchCache::find %6.1f ns\n", cached);
+  std::printf("  cached verdict: find of a precomputed shape (last hit)  %8.1f ns\n", lookup_only);
+  std::printf("  cached verdict: find, another of %zu entries             %8.1f ns\n", backend::LaunchCache::kEntries,
               lookup_worst);
   return 0;
 }

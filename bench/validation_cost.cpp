@@ -1,4 +1,4 @@
-// Validation cost per launch: a fresh check_launch vs the cached verdict (exact same_shape comparison), and the hashed VerdictCache.
+// Validation cost per launch: a fresh check_launch vs the cached verdict (the plan's LaunchShape in a function's launch cache).
 #include "bench_parts.hpp"
 
 #include <fstream>
@@ -9,7 +9,9 @@
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/ir/frontend.hpp"
 #include "ptxgate/module_cache/module_cache.hpp"
+#include "ptxgate/backend/internal/launch_cache.hpp"
 #include "ptxgate/validation/check.hpp"
+#include "ptxgate/validation/launch_shape.hpp"
 #include "ptxgate/toolchain/build.hpp"
 #include "ptxgate/validation/profiles.hpp"
 
@@ -110,63 +112,39 @@ int run_validation_cost(const ValidationOptions& o, ResultFile& out) {
       fresh.push_back(ns_between(t0, Clock::now()) / fresh_iters);
     }
     out.add("validation.check_launch." + ks.name, "ns", summarize(fresh), {{"kernel", ks.name}});
-    // Cached verdict as the backend's steady launch path does it: an exact comparison of the
-    // plan with the last validated plan of this function (validation::same_shape).
-    {
-      const validation::LaunchPlan remembered = plan;
-      std::vector<double> memo;
-      const size_t memo_iters = 100000;
-      for (size_t b = 0; b < o.batches; ++b) {
-        auto t0 = Clock::now();
-        for (size_t i = 0; i < memo_iters; ++i) {
-          plan.grid[1] = 1 + (g_sink & 0);  // the compiler cannot hoist the comparison
-          g_sink = g_sink + (validation::same_shape(remembered, plan) ? 1 : 0);
-        }
-        memo.push_back(ns_between(t0, Clock::now()) / memo_iters);
-      }
-      out.add("validation.cached_verdict." + ks.name, "ns", summarize(memo), {{"kernel", ks.name}});
-    }
-    // The hashed VerdictCache (shape_of + lookup among 16 entries), for library users.
-    validation::VerdictCache cache;
-    for (uint64_t g = 1; g < validation::VerdictCache::kCapacity; ++g) {
+    // Cached verdict as the backend's launch path does it: the plan's LaunchShape, looked up in
+    // a function's launch cache holding 16 shapes (the plan's among them), and the two halves apart.
+    backend::LaunchCache cache(plan.arguments.size());
+    for (uint64_t g = 1; g < backend::LaunchCache::kEntries; ++g) {
       auto other = plan;
       other.grid[0] = g;
-      cache.store(validation::shape_of(other), true);
+      cache.insert(validation::LaunchShape::of(other), {256, 1, 1});
     }
-    cache.store(validation::shape_of(plan), true);
-    std::vector<double> cached;
+    cache.insert(validation::LaunchShape::of(plan), {256, 1, 1});
+    std::vector<double> cached, shape_ns, lookup_ns;
     const size_t cached_iters = 100000;
+    const validation::LaunchShape ready = validation::LaunchShape::of(plan);
     for (size_t b = 0; b < o.batches; ++b) {
       auto t0 = Clock::now();
       for (size_t i = 0; i < cached_iters; ++i) {
-        plan.grid[1] = 1 + (g_sink & 0);  // the compiler cannot hoist shape_of out of the loop
-        auto hit = cache.lookup(validation::shape_of(plan));
-        g_sink = g_sink + (hit.value_or(false) ? 1 : 0);
-      }
-      cached.push_back(ns_between(t0, Clock::now()) / cached_iters);
-    }
-    out.add("validation.hashed_verdict_cache." + ks.name, "ns", summarize(cached), {{"kernel", ks.name}});
-    // The two halves of the cached path, apart: hashing the plan, and the lookup of a ready shape.
-    std::vector<double> shape_ns, lookup_ns;
-    const validation::PlanShape ready = validation::shape_of(plan);
-    for (size_t b = 0; b < o.batches; ++b) {
-      auto t0 = Clock::now();
-      for (size_t i = 0; i < cached_iters; ++i) {
-        plan.grid[1] = 1 + (g_sink & 0);
-        g_sink = g_sink + validation::shape_of(plan).arguments_hash;
+        plan.grid[1] = 1 + (g_sink & 0);  // the compiler cannot hoist the shape out of the loop
+        g_sink = g_sink + (cache.find(validation::LaunchShape::of(plan)) ? 1 : 0);
       }
       auto t1 = Clock::now();
       for (size_t i = 0; i < cached_iters; ++i) {
-        validation::PlanShape probe = ready;
-        probe.grid[1] = 1 + (g_sink & 0);
-        g_sink = g_sink + (cache.lookup(probe).value_or(false) ? 1 : 0);
+        plan.grid[1] = 1 + (g_sink & 0);
+        g_sink = g_sink + validation::LaunchShape::of(plan).size();
       }
       auto t2 = Clock::now();
-      shape_ns.push_back(ns_between(t0, t1) / cached_iters);
-      lookup_ns.push_back(ns_between(t1, t2) / cached_iters);
+      for (size_t i = 0; i < cached_iters; ++i) g_sink = g_sink + (cache.find(ready) ? 1 : 0);
+      auto t3 = Clock::now();
+      cached.push_back(ns_between(t0, t1) / cached_iters);
+      shape_ns.push_back(ns_between(t1, t2) / cached_iters);
+      lookup_ns.push_back(ns_between(t2, t3) / cached_iters);
     }
-    out.add("validation.shape_of." + ks.name, "ns", summarize(shape_ns), {{"kernel", ks.name}});
-    out.add("validation.verdict_lookup." + ks.name, "ns", summarize(lookup_ns), {{"kernel", ks.name}});
+    out.add("validation.cached_verdict." + ks.name, "ns", summarize(cached), {{"kernel", ks.name}});
+    out.add("validation.launch_shape." + ks.name, "ns", summarize(shape_ns), {{"kernel", ks.name}});
+    out.add("validation.launch_cache_lookup." + ks.name, "ns", summarize(lookup_ns), {{"kernel", ks.name}});
   }
   return status;
 }

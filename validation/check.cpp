@@ -1,9 +1,6 @@
 // check_launch: every launch check (arguments, geometry, shared memory, registers, cooperative, warnings).
 #include "ptxgate/validation/check.hpp"
 
-#define XXH_STATIC_LINKING_ONLY
-#include <xxhash.h>
-
 #include <cstring>
 #include <iterator>
 
@@ -369,87 +366,6 @@ nlohmann::json Verdict::to_json(const std::string& kernel_name, const LaunchPlan
   }
   j["diagnostics"] = nlohmann::json::parse(diag::render_json(diagnostics));
   return j;
-}
-
-namespace {
-
-// One argument descriptor as hashed: fixed size, no padding bytes.
-struct PackedArgument {
-  uint64_t buffer_bytes;
-  uint32_t size_bytes;
-  uint8_t kind, slot_null, pointer_null, has_bytes, scalar_type, has_type, pad[6];
-};
-static_assert(sizeof(PackedArgument) == 24, "no padding bytes in the hashed descriptor");
-
-PackedArgument pack(const ArgumentDesc& a) {
-  return {a.buffer_bytes.value_or(0), a.size_bytes, static_cast<uint8_t>(a.kind), a.slot_is_null, a.pointer_is_null,
-          a.buffer_bytes.has_value(), static_cast<uint8_t>(a.scalar_type.value_or(ir::Type::error)),
-          a.scalar_type.has_value(), {}};
-}
-
-}  // namespace
-
-bool same_shape(const LaunchPlan& a, const LaunchPlan& b) {
-  if (a.grid != b.grid || a.block != b.block || a.dynamic_shared_bytes != b.dynamic_shared_bytes ||
-      a.cooperative != b.cooperative || a.block_given != b.block_given || a.arguments_known != b.arguments_known ||
-      a.stream_policy != b.stream_policy || a.stream_is_null != b.stream_is_null ||
-      a.function_is_null != b.function_is_null || a.arguments.size() != b.arguments.size() ||
-      a.required_elements != b.required_elements)
-    return false;
-  for (size_t i = 0; i < a.arguments.size(); ++i) {
-    const ArgumentDesc& x = a.arguments[i];
-    const ArgumentDesc& y = b.arguments[i];
-    if (x.kind != y.kind || x.size_bytes != y.size_bytes || x.slot_is_null != y.slot_is_null ||
-        x.pointer_is_null != y.pointer_is_null || x.scalar_type != y.scalar_type || x.buffer_bytes != y.buffer_bytes)
-      return false;
-  }
-  return true;
-}
-
-PlanShape shape_of(const LaunchPlan& plan) {
-  PlanShape s;
-  s.grid = plan.grid;
-  s.block = plan.block;
-  s.dynamic_shared_bytes = plan.dynamic_shared_bytes;
-  s.flags = (plan.cooperative ? 1u : 0u) | (plan.stream_policy == StreamPolicy::require_explicit ? 2u : 0u) |
-            (plan.stream_is_null ? 4u : 0u) | (plan.function_is_null ? 8u : 0u) | (plan.arguments_known ? 16u : 0u) |
-            (plan.block_given ? 32u : 0u);
-  if (!plan.arguments.empty() || !plan.required_elements.empty()) {
-    // Usual argument tables fit a stack buffer hashed in one call; larger ones stream.
-    constexpr size_t kStackWords = 64;
-    uint64_t words[kStackWords * 3];
-    size_t needed = plan.arguments.size() * 3 + plan.required_elements.size() * 2;
-    if (needed <= std::size(words)) {
-      size_t n = 0;
-      for (const auto& a : plan.arguments) {
-        PackedArgument p = pack(a);
-        std::memcpy(&words[n], &p, sizeof p);
-        n += 3;
-      }
-      for (auto [index, elements] : plan.required_elements) {
-        words[n++] = index;
-        words[n++] = elements;
-      }
-      s.arguments_hash = XXH3_64bits(words, n * sizeof(uint64_t));
-    } else {
-      XXH3_state_t state;
-      XXH3_64bits_reset(&state);
-      for (const auto& a : plan.arguments) {
-        PackedArgument p = pack(a);
-        XXH3_64bits_update(&state, &p, sizeof p);
-      }
-      for (auto [index, elements] : plan.required_elements) {
-        uint64_t pair[2] = {index, elements};
-        XXH3_64bits_update(&state, pair, sizeof pair);
-      }
-      s.arguments_hash = XXH3_64bits_digest(&state);
-    }
-    s.arguments_hash |= 1;  // never 0 when there are arguments
-  }
-  uint64_t fixed[9] = {s.grid[0], s.grid[1], s.grid[2], s.block[0], s.block[1], s.block[2],
-                       s.dynamic_shared_bytes, s.arguments_hash, s.flags};
-  s.hash = XXH3_64bits(fixed, sizeof fixed);
-  return s;
 }
 
 }  // namespace ptxgate::validation

@@ -151,6 +151,10 @@ inline DriverApi make_fake_driver() {
     *v = it == h100.end() ? 0 : it->second;
     return fake_state().result_of("cuDeviceGetAttribute");
   };
+  api.cuDeviceGet = [](CUdevice* d, int ordinal) {
+    *d = ordinal;  // device N is ordinal N: contexts of two devices name different devices
+    return fake_state().result_of("cuDeviceGet");
+  };
   api.cuDevicePrimaryCtxRetain = [](CUcontext* c, CUdevice) {
     *c = reinterpret_cast<CUcontext>(0x1000);
     return fake_state().result_of("cuDevicePrimaryCtxRetain");

@@ -1,6 +1,8 @@
 // check_launch: every check at, just under and just over its limit, on sm_75, sm_80, sm_89 and sm_90 profiles.
 #include "validation_test_support.hpp"
 
+#include "ptxgate/validation/launch_shape.hpp"
+
 using namespace validation_test;
 using diag::Code;
 
@@ -368,32 +370,65 @@ TEST_CASE("the verdict line and JSON are self-consistent") {
   CHECK(j["diagnostics"][0]["code"] == "PG3102");
 }
 
-TEST_CASE("VerdictCache keys on the whole plan shape and evicts the oldest") {
+TEST_CASE("LaunchShape keys on everything a verdict depends on, and not on values") {
   auto p = plan({10, 1, 1}, {128, 1, 1});
-  VerdictCache cache;
-  CHECK_FALSE(cache.lookup(shape_of(p)).has_value());
-  cache.store(shape_of(p), true);
-  CHECK(cache.lookup(shape_of(p)) == true);
+  const auto base = LaunchShape::of(p);
+  CHECK(base.cacheable());
+  CHECK(base == LaunchShape::of(p));
+  CHECK(base.tag() == LaunchShape::of(p).tag());
+  auto differs = [&](auto change) {
+    auto q = p;
+    change(q);
+    return !(LaunchShape::of(q) == base) && LaunchShape::of(q).tag() != base.tag();
+  };
+  CHECK(differs([](LaunchPlan& q) { q.grid[2] = 2; }));
+  CHECK(differs([](LaunchPlan& q) { q.block[1] = 2; }));
+  CHECK(differs([](LaunchPlan& q) { q.block_given = true; }));
+  CHECK(differs([](LaunchPlan& q) { q.dynamic_shared_bytes = 1; }));
+  CHECK(differs([](LaunchPlan& q) { q.cooperative = true; }));
+  CHECK(differs([](LaunchPlan& q) { q.arguments_known = true; }));
+  CHECK(differs([](LaunchPlan& q) { q.stream_is_null = true; }));
+  CHECK(differs([](LaunchPlan& q) { q.stream_policy = StreamPolicy::require_explicit; }));
+  CHECK(differs([](LaunchPlan& q) { q.function_is_null = true; }));
+
   auto q = p;
-  q.dynamic_shared_bytes = 1;
-  CHECK_FALSE(cache.lookup(shape_of(q)).has_value());
-  q = p;
-  q.cooperative = true;
-  CHECK_FALSE(cache.lookup(shape_of(q)).has_value());
-  q = p;
   q.arguments_known = true;
   q.arguments.push_back({ArgumentDesc::Kind::buffer, 8, false, false, std::nullopt, 64});
-  auto with_arg = shape_of(q);
-  q.arguments[0].pointer_is_null = true;
-  CHECK_FALSE(with_arg == shape_of(q));
-  cache.store(shape_of(q), false);
-  CHECK(cache.lookup(shape_of(q)) == false);
-  for (uint64_t i = 0; i < VerdictCache::kCapacity; ++i) cache.store(shape_of(plan({100 + i, 1, 1}, {32, 1, 1})), true);
-  CHECK(cache.size() == VerdictCache::kCapacity);
-  CHECK_FALSE(cache.lookup(shape_of(p)).has_value());
-  CHECK(cache.lookup(shape_of(plan({100 + VerdictCache::kCapacity - 1, 1, 1}, {32, 1, 1}))) == true);
-  cache.clear();
-  CHECK(cache.size() == 0);
+  q.arguments.push_back({ArgumentDesc::Kind::scalar, 4, false, false, ir::Type::f32, std::nullopt});
+  const auto with_args = LaunchShape::of(q);
+  CHECK(with_args.arguments() == 2);
+  auto argument_differs = [&](auto change) {
+    auto r = q;
+    change(r);
+    return !(LaunchShape::of(r) == with_args);
+  };
+  CHECK(argument_differs([](LaunchPlan& r) { r.arguments[0].pointer_is_null = true; }));
+  CHECK(argument_differs([](LaunchPlan& r) { r.arguments[0].slot_is_null = true; }));
+  CHECK(argument_differs([](LaunchPlan& r) { r.arguments[0].buffer_bytes = 128; }));
+  CHECK(argument_differs([](LaunchPlan& r) { r.arguments[0].buffer_bytes.reset(); }));
+  CHECK(argument_differs([](LaunchPlan& r) { r.arguments[1].scalar_type = ir::Type::u32; }));
+  CHECK(argument_differs([](LaunchPlan& r) { r.arguments[1].size_bytes = 8; }));
+  CHECK(argument_differs([](LaunchPlan& r) { r.arguments[1].kind = ArgumentDesc::Kind::buffer; }));
+  CHECK(argument_differs([](LaunchPlan& r) { r.arguments.pop_back(); }));
+
+  // Built argument by argument, as the backend's steady path does, it is the plan's shape.
+  LaunchShape incremental;
+  incremental.start(q.grid, q.block, q.dynamic_shared_bytes,
+                    {q.cooperative, q.block_given, q.arguments_known, q.stream_is_null, q.stream_policy,
+                     q.function_is_null});
+  for (const auto& a : q.arguments) incremental.add(a);
+  CHECK(incremental == with_args);
+  CHECK(incremental.tag() == with_args.tag());
+
+  // Shapes whose verdict depends on more than the words hold are never cached.
+  auto required = q;
+  required.required_elements.push_back({0, 100});
+  CHECK_FALSE(LaunchShape::of(required).cacheable());
+  auto many = p;
+  many.arguments_known = true;
+  many.arguments.assign(LaunchShape::kMaxArguments + 1, {ArgumentDesc::Kind::scalar, 4, false, false, ir::Type::u32,
+                                                         std::nullopt});
+  CHECK_FALSE(LaunchShape::of(many).cacheable());
 }
 
 TEST_CASE("a blocked verdict renders as SARIF 2.1.0 with the required fields") {

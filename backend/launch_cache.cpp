@@ -1,0 +1,98 @@
+// LaunchCache: seqlocked shape entries over atomic words, packed occupancy answers; lock-free reads.
+#include "ptxgate/backend/internal/launch_cache.hpp"
+
+#include <algorithm>
+
+namespace ptxgate::backend {
+namespace {
+
+constexpr auto kAcquire = std::memory_order_acquire;
+constexpr auto kRelaxed = std::memory_order_relaxed;
+constexpr auto kRelease = std::memory_order_release;
+
+/// One occupancy answer in one word: threads (16 bits), dynamic shared bytes (24), opt-in (1),
+/// blocks (16), and bit 63 set when the entry is used. Inputs that do not fit are not cached.
+std::optional<uint64_t> occupancy_key(uint64_t threads, uint64_t dynamic_shared, bool opt_in) {
+  if (threads >= (uint64_t{1} << 16) || dynamic_shared >= (uint64_t{1} << 24)) return std::nullopt;
+  return threads | dynamic_shared << 16 | uint64_t{opt_in} << 40 | uint64_t{1} << 63;
+}
+constexpr uint64_t kOccupancyKeyMask = ((uint64_t{1} << 41) - 1) | (uint64_t{1} << 63);
+
+}  // namespace
+
+LaunchCache::LaunchCache(size_t max_arguments)
+    : max_arguments_(std::min(max_arguments, validation::LaunchShape::kMaxArguments)),
+      stride_(kEntryHeader + validation::LaunchShape::kHeaderWords +
+              validation::LaunchShape::kWordsPerArgument * max_arguments_),
+      words_(std::make_unique<std::atomic<uint64_t>[]>(kEntries * stride_)) {}
+
+bool LaunchCache::matches(const std::atomic<uint64_t>* e, const validation::LaunchShape& shape, uint64_t tag,
+                          std::array<unsigned, 3>& block) const {
+  const uint64_t sequence = e[0].load(kAcquire);
+  if (sequence == 0 || (sequence & 1) != 0) return false;  // empty, or being written
+  if (e[1].load(kAcquire) != tag) return false;
+  // Word 7 holds the argument count, so an entry of another count differs there, before its end.
+  const size_t n = shape.size();
+  for (size_t i = 0; i < n; ++i)
+    if (e[kEntryHeader + i].load(kAcquire) != shape.word(i)) return false;
+  const uint64_t xy = e[2].load(kAcquire), z = e[3].load(kAcquire);
+  // Acquire loads above keep this one after them: an unchanged sequence means no insert overlapped.
+  if (e[0].load(kRelaxed) != sequence) return false;
+  block = {static_cast<unsigned>(xy), static_cast<unsigned>(xy >> 32), static_cast<unsigned>(z)};
+  return true;
+}
+
+std::optional<std::array<unsigned, 3>> LaunchCache::find(const validation::LaunchShape& shape) const {
+  if (!shape.cacheable() || shape.arguments() > max_arguments_) [[unlikely]]
+    return std::nullopt;
+  const uint64_t tag = shape.tag();
+  std::array<unsigned, 3> block;
+  const uint32_t first = hint_.load(kRelaxed);
+  if (matches(entry(first), shape, tag, block)) [[likely]]
+    return block;
+  for (uint32_t i = 0; i < kEntries; ++i) {
+    if (i == first || !matches(entry(i), shape, tag, block)) continue;
+    hint_.store(i, kRelaxed);
+    return block;
+  }
+  return std::nullopt;
+}
+
+void LaunchCache::insert(const validation::LaunchShape& shape, const std::array<uint64_t, 3>& block) {
+  if (!shape.cacheable() || shape.arguments() > max_arguments_) return;
+  std::lock_guard lock(insert_mutex_);
+  std::array<unsigned, 3> known;
+  const uint64_t tag = shape.tag();
+  for (size_t i = 0; i < kEntries; ++i)
+    if (matches(entry(i), shape, tag, known)) return;  // another thread validated it meanwhile
+  std::atomic<uint64_t>* e = entry(next_);
+  next_ = (next_ + 1) % kEntries;
+  // Seqlock write: odd while the words change; release stores keep every word after the odd mark.
+  const uint64_t sequence = e[0].load(kRelaxed);
+  e[0].store(sequence + 1, kRelaxed);
+  e[1].store(tag, kRelease);
+  e[2].store((block[0] & 0xFFFFFFFFu) | block[1] << 32, kRelease);
+  e[3].store(block[2], kRelease);
+  const size_t n = shape.size();
+  for (size_t i = 0; i < n; ++i) e[kEntryHeader + i].store(shape.word(i), kRelease);
+  e[0].store(sequence + 2, kRelease);
+}
+
+std::optional<uint32_t> LaunchCache::occupancy(uint64_t threads, uint64_t dynamic_shared, bool opt_in) const {
+  const auto key = occupancy_key(threads, dynamic_shared, opt_in);
+  if (!key) return std::nullopt;
+  for (const auto& slot : occupancy_) {
+    const uint64_t v = slot.load(kAcquire);
+    if ((v & kOccupancyKeyMask) == *key) return static_cast<uint32_t>((v >> 41) & 0xFFFF);
+  }
+  return std::nullopt;
+}
+
+void LaunchCache::remember_occupancy(uint64_t threads, uint64_t dynamic_shared, bool opt_in, uint32_t blocks) {
+  const auto key = occupancy_key(threads, dynamic_shared, opt_in);
+  if (!key || blocks >= (1u << 16)) return;
+  const uint32_t i = occupancy_next_.fetch_add(1, kRelaxed) % kOccupancyEntries;
+  occupancy_[i].store(*key | uint64_t{blocks} << 41, kRelease);
+}
+
+}  // namespace ptxgate::backend

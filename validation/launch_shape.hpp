@@ -1,0 +1,105 @@
+// LaunchShape: everything a launch verdict depends on, as fixed words; the key of the backend's launch cache.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "ptxgate/validation/launch_plan.hpp"
+
+namespace ptxgate::validation {
+
+/// The part of a launch a verdict depends on, packed into 64-bit words: the geometry as asked
+/// (grid, block, `block_given`), dynamic shared bytes, cooperative mode, the stream's kind and
+/// policy, the function's null-ness, and every argument's description (kind, slot width, null slot
+/// and pointer, scalar type, buffer size). Scalar values and buffer addresses are not part of it:
+/// two launches of one kernel with equal shapes get the same verdict. Built without allocation
+/// from a LaunchPlan (`of`) or argument by argument (`start`, then `add`) by a caller that has no
+/// plan; both encode alike. A plan with `required_elements` or more than kMaxArguments arguments
+/// is not cacheable (its verdict is computed every time).
+class LaunchShape {
+ public:
+  static constexpr size_t kMaxArguments = 32;
+  static constexpr size_t kHeaderWords = 8;
+  static constexpr size_t kWordsPerArgument = 2;
+  static constexpr size_t kMaxWords = kHeaderWords + kWordsPerArgument * kMaxArguments;
+
+  /// The flags of the header word.
+  struct Flags {
+    bool cooperative = false;
+    bool block_given = false;
+    bool arguments_known = false;
+    bool stream_is_null = false;
+    StreamPolicy stream_policy = StreamPolicy::allow_legacy_default;
+    bool function_is_null = false;
+  };
+
+  /// The shape of `plan`.
+  static LaunchShape of(const LaunchPlan& plan);
+
+  /// Starts a shape with no arguments yet.
+  void start(const std::array<uint64_t, 3>& grid, const std::array<uint64_t, 3>& block, uint64_t dynamic_shared_bytes,
+             const Flags& flags) {
+    words_[0] = grid[0], words_[1] = grid[1], words_[2] = grid[2];
+    words_[3] = block[0], words_[4] = block[1], words_[5] = block[2];
+    words_[6] = dynamic_shared_bytes;
+    words_[7] = uint64_t{flags.cooperative} | uint64_t{flags.block_given} << 1 | uint64_t{flags.arguments_known} << 2 |
+                uint64_t{flags.stream_is_null} << 3 |
+                uint64_t{flags.stream_policy == StreamPolicy::require_explicit} << 4 |
+                uint64_t{flags.function_is_null} << 5;
+    arguments_ = 0;
+    cacheable_ = true;
+  }
+  /// Appends one argument's description (past kMaxArguments the shape stops being cacheable).
+  void add(const ArgumentDesc& a) {
+    if (arguments_ == kMaxArguments) [[unlikely]] {
+      cacheable_ = false;
+      return;
+    }
+    const size_t at = kHeaderWords + kWordsPerArgument * arguments_++;
+    words_[at] = uint64_t{a.kind == ArgumentDesc::Kind::buffer} | uint64_t{a.slot_is_null} << 1 |
+                 uint64_t{a.pointer_is_null} << 2 | uint64_t{a.buffer_bytes.has_value()} << 3 |
+                 uint64_t{a.scalar_type.has_value()} << 4 |
+                 uint64_t{static_cast<uint8_t>(a.scalar_type.value_or(ir::Type::error))} << 8 |
+                 uint64_t{a.size_bytes} << 32;
+    words_[at + 1] = a.buffer_bytes.value_or(0);
+  }
+  /// Marks the shape as one whose verdict must be computed every time.
+  void set_uncacheable() { cacheable_ = false; }
+
+  bool cacheable() const { return cacheable_; }
+  size_t arguments() const { return arguments_; }
+  /// The header (with the argument count folded into its flags word) and the arguments' words.
+  size_t size() const { return kHeaderWords + kWordsPerArgument * arguments_; }
+  /// Word i of the key; word 7 carries the argument count too.
+  uint64_t word(size_t i) const { return i == 7 ? words_[7] | uint64_t{arguments_} << 32 : words_[i]; }
+  std::array<uint64_t, 3> grid() const { return {words_[0], words_[1], words_[2]}; }
+  uint64_t dynamic_shared_bytes() const { return words_[6]; }
+  bool cooperative() const { return (words_[7] & 1) != 0; }
+  bool stream_is_null() const { return (words_[7] & 8) != 0; }
+
+  /// A cheap mix of every word (rotate and add, two operations a word): compared first, so that
+  /// most misses cost one comparison. Never 0, the tag of an empty cache entry.
+  uint64_t tag() const {
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    const size_t n = size();
+    for (size_t i = 0; i < n; ++i) h = ((h << 13) | (h >> 51)) + word(i);
+    return h | 1;
+  }
+
+  friend bool operator==(const LaunchShape& a, const LaunchShape& b) {
+    if (a.arguments_ != b.arguments_ || a.cacheable_ != b.cacheable_) return false;
+    const size_t n = a.size();
+    for (size_t i = 0; i < n; ++i)
+      if (a.words_[i] != b.words_[i]) return false;
+    return true;
+  }
+
+ private:
+  uint64_t words_[kMaxWords];  // only the first size() are written
+  uint32_t arguments_ = 0;
+  bool cacheable_ = false;
+};
+
+}  // namespace ptxgate::validation
