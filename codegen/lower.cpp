@@ -328,9 +328,11 @@ class KernelLowering {
       next = builder_.CreateAdd(current, llvm::ConstantInt::get(current->getType(), 1), s.name + ".next",
                                 /*HasNUW=*/!is_signed, /*HasNSW=*/is_signed);
       more = is_signed ? builder_.CreateICmpSLT(next, hi) : builder_.CreateICmpULT(next, hi);
-    } else {  // another iteration iff step < hi - current (as unsigned), which cannot wrap
+    } else {  // another iteration iff 0 < step < hi - current (as unsigned), which cannot wrap:
+              // a step of 0 at run time ends the loop after its first iteration (docs/ir.md)
       llvm::Value* remaining = builder_.CreateSub(hi, current);
-      more = builder_.CreateICmpULT(step, remaining);
+      llvm::Value* advances = builder_.CreateICmpNE(step, llvm::ConstantInt::get(step->getType(), 0));
+      more = builder_.CreateAnd(advances, builder_.CreateICmpULT(step, remaining));
       next = builder_.CreateAdd(current, step, s.name + ".next");
     }
     builder_.CreateStore(next, slot);
@@ -350,6 +352,9 @@ class KernelLowering {
                                             llvm::UndefValue::get(array_type), kernel_.name + "_" + s.name, nullptr,
                                             llvm::GlobalValue::NotThreadLocal, kSharedSpace);
     global->setAlignment(llvm::Align(16));
+    // Uninitialised shared memory holds whatever is there, not LLVM's undef: no optimiser may
+    // fold a load of it to an arbitrary value.
+    global->setExternallyInitialized(true);
     Binding binding{Binding::Kind::shared, global, symbol.type, array_type, -1};
     bindings_[&symbol] = binding;
     arrays_by_name_[s.name] = binding;
@@ -432,8 +437,8 @@ class KernelLowering {
       case Op::add: return is_float ? b.CreateFAdd(l, r) : b.CreateAdd(l, r);
       case Op::sub: return is_float ? b.CreateFSub(l, r) : b.CreateSub(l, r);
       case Op::mul: return is_float ? b.CreateFMul(l, r) : b.CreateMul(l, r);
-      case Op::div: return is_float ? b.CreateFDiv(l, r) : is_signed ? b.CreateSDiv(l, r) : b.CreateUDiv(l, r);
-      case Op::rem: return is_float ? b.CreateFRem(l, r) : is_signed ? b.CreateSRem(l, r) : b.CreateURem(l, r);
+      case Op::div: return is_float ? b.CreateFDiv(l, r) : integer_division(l, r, is_signed, /*remainder=*/false);
+      case Op::rem: return is_float ? b.CreateFRem(l, r) : integer_division(l, r, is_signed, /*remainder=*/true);
       case Op::shl: return b.CreateShl(l, shift_amount(r, l->getType()));
       case Op::shr: {
         llvm::Value* amount = shift_amount(r, l->getType());
@@ -452,6 +457,31 @@ class KernelLowering {
       case Op::logical_or: break;
     }
     invariant_failed("unknown binary operator");
+  }
+
+  /// Integer / and % defined for every operand (docs/ir.md, "Results of every operation"):
+  /// x / 0 is all ones (u: max, i: -1), x % 0 is x; MIN / -1 is MIN (wraps) and MIN % -1 is 0.
+  /// The divisor the hardware sees is never 0 nor (for MIN) -1, so LLVM never meets its
+  /// undefined cases; a constant divisor folds the guards away.
+  llvm::Value* integer_division(llvm::Value* l, llvm::Value* r, bool is_signed, bool remainder) {
+    auto& b = builder_;
+    llvm::Type* t = l->getType();
+    llvm::Value* zero = llvm::ConstantInt::get(t, 0);
+    llvm::Value* one = llvm::ConstantInt::get(t, 1);
+    llvm::Value* by_zero = b.CreateICmpEQ(r, zero, "div.by.zero");
+    llvm::Value* unsafe = by_zero;
+    if (is_signed) {
+      llvm::Value* min = llvm::ConstantInt::get(t, llvm::APInt::getSignedMinValue(t->getIntegerBitWidth()));
+      llvm::Value* overflow = b.CreateAnd(b.CreateICmpEQ(l, min), b.CreateICmpEQ(r, llvm::ConstantInt::getAllOnesValue(t)),
+                                          "div.overflow");
+      unsafe = b.CreateOr(by_zero, overflow);
+    }
+    // MIN / 1 == MIN and MIN % 1 == 0 are exactly the wrapped results of MIN / -1 and MIN % -1.
+    llvm::Value* divisor = b.CreateSelect(unsafe, one, r, "divisor");
+    llvm::Value* result = remainder ? (is_signed ? b.CreateSRem(l, divisor) : b.CreateURem(l, divisor))
+                                    : (is_signed ? b.CreateSDiv(l, divisor) : b.CreateUDiv(l, divisor));
+    llvm::Value* if_zero = remainder ? l : llvm::ConstantInt::getAllOnesValue(t);
+    return b.CreateSelect(by_zero, if_zero, result);
   }
 
   /// The shift amount in the shifted value's width, modulo that width.

@@ -397,13 +397,23 @@ void KernelChecker::check_for(Stmt& s) {
     }
   }
   if (s.step) {
-    if (type != Type::error)
-      expect(*s.step, type, [&](Type found) {
+    if (type != Type::error) {
+      Type step = expect(*s.step, type, [&](Type found) {
         return fmt::format("the step of the for loop over '{}' has type {}, but its bounds have type {}", s.name,
                            describe_type(found), type_name(type));
       });
-    else
+      std::optional<__int128> constant = step != Type::error ? eval_int_constant(*s.step) : std::nullopt;
+      if (constant && *constant <= 0)
+        reporter_.report(diag::Code::invalid_loop_step, s.step->range,
+                         fmt::format("the step of the for loop over '{}' is {}; it must be positive (the loop "
+                                     "counts up from its lower bound)",
+                                     s.name, int128_text(*constant)),
+                         fmt::format("use a positive step such as 'step 1'; to count down, count up and derive "
+                                     "the index: for k in LO..HI {{ let {} = HI - 1 - k; ... }}",
+                                     s.name));
+    } else {
       concrete(*s.step);
+    }
   }
   push_scope();
   s.symbol = declare(SymbolKind::loop_var, s.name, s.name_range, type, &s);
@@ -519,6 +529,12 @@ diag::Diagnostics verify(Module& module, const diag::SourceFile* file, const Lim
       KernelChecker(kernel, reporter, limits).run();
       if (reporter.stopped()) break;
     }
+    if (module.kernels.empty())
+      reporter.report(diag::Code::module_without_kernels, {},
+                      fmt::format("module '{}' has no kernels; there is nothing to compile or launch",
+                                  file ? file->path() : module.path),
+                      "add a kernel, e.g. 'kernel NAME(inout y: f32[]) { ... }', or pass the file that holds "
+                      "your kernels");
   } catch (const std::exception& e) {
     diag::Diagnostics result = reporter.take();
     result.add(diag::Code::internal_error, fmt::format("verifier failed: {}", e.what()), {},

@@ -543,7 +543,9 @@ Type KernelChecker::infer_binary(Expr& e) {
   }
   if (is_bitwise(op)) {
     if (common == Type::int_literal || is_integer(common)) return common;
-    return invalid(common == Type::bool_ ? "use && and || for bool values"
+    const bool is_shift = op == BinaryOp::shl || op == BinaryOp::shr;
+    if (common == Type::bool_ && !is_shift) return common;  // & | ^ on bool: both sides evaluated
+    return invalid(common == Type::bool_ ? "shifts need integer operands; convert explicitly with u32(b)"
                                          : "bitwise and shift operators need integer operands");
   }
   if (common == Type::bool_) return invalid("arithmetic needs numbers; convert explicitly with u32(b)");
