@@ -121,7 +121,7 @@ TEST_CASE("semantics: a for loop whose step is 0 at run time runs its body once"
   CHECK(value_of("u32", "var c: u32 = 0; let s: u32 = 0; for i in 5..5 step s { c = c + 1; } y[0] = c;") == "0");
   CHECK(value_of("u32", "var c: u32 = 0; let s: u32 = 3; for i in 0..10 step s { c = c + 1; } y[0] = c;") == "4");
   // A negative signed step is a huge unsigned one: the body runs once.
-  CHECK(value_of("i32", "var c: i32 = 0; let s: i32 = -2; for i in 0..10 step s { c = c + 1; } y[0] = c;") == "1");
+  CHECK(value_of("i32", "var c: i32 = 0; let s: i32 = -2; let lo: i32 = 0; for i in lo..10 step s { c = c + 1; } y[0] = c;") == "1");
 }
 
 TEST_CASE("semantics: & | ^ on bool evaluate both sides") {
