@@ -66,17 +66,19 @@ double relative_error(const std::vector<float>& out, const std::vector<double>& 
 }
 
 struct Twins {
-  std::shared_ptr<backend::Kernel> saxpy, copy, block_sum, matmul, saxpy4, copy4;
+  std::shared_ptr<backend::Kernel> saxpy, copy, block_sum, matmul, saxpy4, copy4, warp_sum;
   CUfunction nv_saxpy = nullptr, nv_copy = nullptr, nv_block_sum = nullptr, nv_matmul = nullptr, nv_saxpy4 = nullptr,
-             nv_copy4 = nullptr;
+             nv_copy4 = nullptr, nv_warp_sum = nullptr;
 
   std::shared_ptr<backend::Kernel>* pg(const std::string& name) {
     return name == "saxpy" ? &saxpy : name == "copy" ? &copy : name == "block_sum" ? &block_sum
-         : name == "matmul" ? &matmul : name == "saxpy4" ? &saxpy4 : name == "copy4" ? &copy4 : nullptr;
+         : name == "matmul" ? &matmul : name == "saxpy4" ? &saxpy4 : name == "copy4" ? &copy4
+         : name == "warp_sum" ? &warp_sum : nullptr;
   }
   CUfunction* nv(const std::string& name) {
     return name == "saxpy" ? &nv_saxpy : name == "copy" ? &nv_copy : name == "block_sum" ? &nv_block_sum
-         : name == "matmul" ? &nv_matmul : name == "saxpy4" ? &nv_saxpy4 : name == "copy4" ? &nv_copy4 : nullptr;
+         : name == "matmul" ? &nv_matmul : name == "saxpy4" ? &nv_saxpy4 : name == "copy4" ? &nv_copy4
+         : name == "warp_sum" ? &nv_warp_sum : nullptr;
   }
 };
 
@@ -160,12 +162,16 @@ void verify(Bench& c, Twins& t, ResultFile& out, bool& ok_saxpy, bool& ok_copy, 
     }();
     record(what, s, err, 0.0, ok_copy);
   }
-  // block_sum (positive inputs, total zeroed)
+  // block_sum and warp_sum (positive inputs, total zeroed)
   auto xp = random_floats(n, 13, 0.0f, 1.0f);
-  for (int twin = 0; twin < 2; ++twin) {
-    bool is_pg = twin == 0;
-    if (is_pg ? !t.block_sum : !t.nv_block_sum) continue;
-    std::string what = std::string("block_sum.") + (is_pg ? "ptxgate" : "nvcc");
+  for (int twin = 0; twin < 4; ++twin) {
+    bool is_pg = twin % 2 == 0;
+    const bool warp = twin >= 2;
+    auto& pg_sum = warp ? t.warp_sum : t.block_sum;
+    CUfunction nv_sum = warp ? t.nv_warp_sum : t.nv_block_sum;
+    if (is_pg ? !pg_sum : !nv_sum) continue;
+    const unsigned sum_blocks = warp ? std::min(blocks, c.rt.caps().sm_count * 8) : blocks;
+    std::string what = std::string(warp ? "warp_sum." : "block_sum.") + (is_pg ? "ptxgate" : "nvcc");
     double err = INFINITY;
     Step s = [&]() -> Step {
       auto dx = upload(c, xp);
@@ -173,8 +179,8 @@ void verify(Bench& c, Twins& t, ResultFile& out, bool& ok_saxpy, bool& ok_copy, 
       if (!dx || !total) return std::unexpected(dx ? total.error() : dx.error());
       CUdeviceptr pt = total->pointer(), px = dx->pointer();
       uint32_t nv = n;
-      Step l = is_pg ? from_diag(t.block_sum->launch(grid1d(blocks), {*total, *dx, n}, &c.stream))
-                     : raw_launch(c, t.nv_block_sum, {blocks, 1, 1}, {256, 1, 1}, {&pt, &px, &nv});
+      Step l = is_pg ? from_diag(pg_sum->launch(grid1d(sum_blocks), {*total, *dx, n}, &c.stream))
+                     : raw_launch(c, nv_sum, {sum_blocks, 1, 1}, {256, 1, 1}, {&pt, &px, &nv});
       if (!l) return l;
       auto got = download(c, *total);
       if (!got) return std::unexpected(got.error());
@@ -258,6 +264,7 @@ int run_kernel_quality(const KernelOptions& o, ResultFile& out) {
   Twins t;
   auto sources = quality_kernels(o.examples_dir, o.kernels_dir);
   for (auto& extra : bandwidth_kernels(o.kernels_dir)) sources.push_back(extra);
+  sources.push_back({"warp_sum", o.kernels_dir / "warp_sum.pg"});  // the warp-shuffle reduction (#13)
   for (const auto& ks : sources) {
     auto text = read_text(ks.path);
     if (!text) {
@@ -280,7 +287,7 @@ int run_kernel_quality(const KernelOptions& o, ResultFile& out) {
   }
   // nvcc twins.
   std::vector<CUmodule> modules;
-  for (const std::string name : {"saxpy", "copy", "block_sum", "matmul", "saxpy4", "copy4"}) {
+  for (const std::string name : {"saxpy", "copy", "block_sum", "matmul", "saxpy4", "copy4", "warp_sum"}) {
     auto bytes = read_text(o.cubin_dir / (name + ".cubin"));
     if (!bytes) {
       out.error("nvcc." + name, bytes.error());
@@ -378,6 +385,15 @@ int run_kernel_quality(const KernelOptions& o, ResultFile& out) {
   if (total && t.nv_block_sum && ok_sum)
     timed.push_back({"block_sum.nvcc", "GB/s", bytes4, [&] {
                        return raw_launch(c, t.nv_block_sum, {blocks, 1, 1}, {256, 1, 1}, {&pt, &px, &nv});
+                     }});
+  // The warp-shuffle sum: one read of x, grid of 8 blocks per SM (grid-stride), against memcpy's rate.
+  const unsigned warp_blocks = std::min(blocks, rt.caps().sm_count * 8);
+  if (total && t.warp_sum && ok_sum)
+    timed.push_back({"warp_sum.ptxgate", "GB/s", bytes4,
+                     [&] { return from_diag(t.warp_sum->launch(grid1d(warp_blocks), {*total, *x, n32}, &c.stream)); }});
+  if (total && t.nv_warp_sum && ok_sum)
+    timed.push_back({"warp_sum.nvcc", "GB/s", bytes4, [&] {
+                       return raw_launch(c, t.nv_warp_sum, {warp_blocks, 1, 1}, {256, 1, 1}, {&pt, &px, &nv});
                      }});
   uint32_t msv = static_cast<uint32_t>(ms);
   unsigned mg = static_cast<unsigned>((ms + 15) / 16);

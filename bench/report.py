@@ -74,6 +74,9 @@ def comparisons():
     c += [
         ("kernel.block_sum.ptxgate", "kernel.block_sum.nvcc", "ratio", 0.95, ">=", "GB/s ptxgate / GB/s nvcc twin"),
         ("kernel.block_sum.ptxgate", "kernel.memcpy_dtod", "ratio", None, None, "read GB/s / memcpy GB/s"),
+        # Issue 13: a sum reduction at >= 0.9x device-to-device memcpy bandwidth (warp shuffles).
+        ("kernel.warp_sum.ptxgate", "kernel.memcpy_dtod", "ratio", 0.90, ">=", "read GB/s (warp shuffles) / memcpy GB/s"),
+        ("kernel.warp_sum.ptxgate", "kernel.warp_sum.nvcc", "ratio", 0.95, ">=", "GB/s ptxgate / GB/s nvcc twin"),
         ("kernel.matmul.ptxgate", "kernel.matmul.nvcc", "ratio", None, None, "GFLOP/s ptxgate / GFLOP/s nvcc twin"),
     ]
     return c
@@ -210,7 +213,8 @@ def plots(rows, out_dir):
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(15, 4.5), gridspec_kw={"width_ratios": [3, 1]})
     names = ["kernel.memcpy_dtod", "kernel.copy4.ptxgate", "kernel.copy4.nvcc", "kernel.saxpy4.ptxgate",
              "kernel.saxpy4.nvcc", "kernel.copy.ptxgate", "kernel.copy.nvcc", "kernel.saxpy.ptxgate",
-             "kernel.saxpy.nvcc", "kernel.block_sum.ptxgate", "kernel.block_sum.nvcc"]
+             "kernel.saxpy.nvcc", "kernel.block_sum.ptxgate", "kernel.block_sum.nvcc", "kernel.warp_sum.ptxgate",
+             "kernel.warp_sum.nvcc"]
     bars(ax1, names, [n.replace("kernel.", "") for n in names], "bandwidth (bytes read + written)", "GB/s")
     names = ["kernel.matmul.ptxgate", "kernel.matmul.nvcc"]
     bars(ax2, names, ["ptxgate", "nvcc"], "tiled f32 matmul", "GFLOP/s")

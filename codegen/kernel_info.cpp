@@ -20,6 +20,8 @@ nlohmann::json to_json(const KernelInfo& info) {
                    {"static_shared_bytes", info.static_shared_bytes},
                    {"cooperative", info.cooperative},
                    {"uses_grid_sync", info.uses_grid_sync},
+                   {"uses_warp_operations", info.uses_warp_operations},
+                   {"dynamic_shared_element_bytes", info.dynamic_shared_element_bytes},
                    {"hidden_grid_barrier_param", info.hidden_grid_barrier_param}};
   if (info.has_required_block())
     j["required_block"] = {info.required_block[0], info.required_block[1], info.required_block[2]};
@@ -35,6 +37,10 @@ std::expected<KernelInfo, std::string> kernel_info_from_json(const nlohmann::jso
     info.static_shared_bytes = diag::json_integer<uint64_t>(j.at("static_shared_bytes"));
     info.cooperative = j.at("cooperative").get<bool>();
     info.uses_grid_sync = j.at("uses_grid_sync").get<bool>();
+    // Absent in metadata written before warp operations existed.
+    info.uses_warp_operations = j.value("uses_warp_operations", false);
+    if (j.contains("dynamic_shared_element_bytes"))
+      info.dynamic_shared_element_bytes = diag::json_integer<uint32_t>(j.at("dynamic_shared_element_bytes"));
     info.hidden_grid_barrier_param = j.at("hidden_grid_barrier_param").get<bool>();
     const auto& rb = j.at("required_block");
     if (!rb.is_null()) {

@@ -30,6 +30,12 @@ struct KernelInfo {
   uint64_t static_shared_bytes = 0;
   bool cooperative = false;                           ///< declared @cooperative
   bool uses_grid_sync = false;
+  /// Shuffles, votes or warp reductions: they need whole warps, so a launch's block size
+  /// (x*y*z) must be a multiple of 32 (the verifier checks @workgroup, PG1320).
+  bool uses_warp_operations = false;
+  /// Element size in bytes of the kernel's dynamic shared array (`shared NAME: T[];`), 0 when
+  /// it has none. Such a kernel needs dynamic shared bytes > 0, a multiple of this size.
+  uint32_t dynamic_shared_element_bytes = 0;
   /// When true the PTX entry has one extra trailing parameter, a pointer to a
   /// 4-byte device word holding grid-barrier state, supplied by the backend.
   bool hidden_grid_barrier_param = false;

@@ -243,6 +243,7 @@ class KernelLowering {
         return;
       case ir::StmtKind::block: return statements(s.body);
       case ir::StmtKind::shared_decl: return shared_array(s);
+      case ir::StmtKind::const_decl: invariant_failed(fmt::format("constant '{}' declared inside a kernel", s.name));
     }
   }
 
@@ -328,9 +329,11 @@ class KernelLowering {
       next = builder_.CreateAdd(current, llvm::ConstantInt::get(current->getType(), 1), s.name + ".next",
                                 /*HasNUW=*/!is_signed, /*HasNSW=*/is_signed);
       more = is_signed ? builder_.CreateICmpSLT(next, hi) : builder_.CreateICmpULT(next, hi);
-    } else {  // another iteration iff step < hi - current (as unsigned), which cannot wrap
+    } else {  // another iteration iff 0 < step < hi - current (as unsigned), which cannot wrap:
+              // a step of 0 at run time ends the loop after its first iteration (docs/ir.md)
       llvm::Value* remaining = builder_.CreateSub(hi, current);
-      more = builder_.CreateICmpULT(step, remaining);
+      llvm::Value* advances = builder_.CreateICmpNE(step, llvm::ConstantInt::get(step->getType(), 0));
+      more = builder_.CreateAnd(advances, builder_.CreateICmpULT(step, remaining));
       next = builder_.CreateAdd(current, step, s.name + ".next");
     }
     builder_.CreateStore(next, slot);
@@ -341,6 +344,7 @@ class KernelLowering {
 
   void shared_array(const ir::Stmt& s) {
     const ir::Symbol& symbol = declared_symbol(s);
+    if (symbol.dynamic) return dynamic_shared_array(s, symbol);
     uint64_t count = symbol.array_size;
     if (count == 0 && s.value && s.value->kind == ir::ExprKind::int_literal) count = s.value->int_value;
     if (count == 0) invariant_failed(fmt::format("shared array '{}' has no size", s.name));
@@ -349,6 +353,23 @@ class KernelLowering {
     auto* global = new llvm::GlobalVariable(module_, array_type, false, llvm::GlobalValue::InternalLinkage,
                                             llvm::UndefValue::get(array_type), kernel_.name + "_" + s.name, nullptr,
                                             llvm::GlobalValue::NotThreadLocal, kSharedSpace);
+    global->setAlignment(llvm::Align(16));
+    // Uninitialised shared memory holds whatever is there, not LLVM's undef: no optimiser may
+    // fold a load of it to an arbitrary value.
+    global->setExternallyInitialized(true);
+    Binding binding{Binding::Kind::shared, global, symbol.type, array_type, -1};
+    bindings_[&symbol] = binding;
+    arrays_by_name_[s.name] = binding;
+  }
+
+  /// `shared NAME: T[];`: PTX `.extern .shared .align 16 .b8 NAME[];`, the block's dynamic
+  /// shared memory (CUDA's `extern __shared__`), sized by the launch.
+  void dynamic_shared_array(const ir::Stmt& s, const ir::Symbol& symbol) {
+    llvm::Type* element = memory_type(context_, symbol.type);
+    auto* array_type = llvm::ArrayType::get(element, 0);
+    auto* global = new llvm::GlobalVariable(module_, array_type, false, llvm::GlobalValue::ExternalLinkage, nullptr,
+                                            kernel_.name + "_" + s.name, nullptr, llvm::GlobalValue::NotThreadLocal,
+                                            kSharedSpace);
     global->setAlignment(llvm::Align(16));
     Binding binding{Binding::Kind::shared, global, symbol.type, array_type, -1};
     bindings_[&symbol] = binding;
@@ -368,6 +389,7 @@ class KernelLowering {
         return llvm::ConstantFP::get(value_type(context_, e.type), e.float_value);
       case ir::ExprKind::bool_literal: return builder_.getInt1(e.bool_value);
       case ir::ExprKind::name: {
+        if (e.symbol && e.symbol->kind == ir::SymbolKind::constant) return constant(*e.symbol);
         const Binding& b = binding_of(e);
         if (b.kind == Binding::Kind::value) return b.value;
         if (b.kind == Binding::Kind::slot) return builder_.CreateLoad(value_type(context_, b.type), b.value, e.name);
@@ -388,8 +410,20 @@ class KernelLowering {
     invariant_failed("unknown expression kind");
   }
 
+  /// A module constant: integers from the value the verifier computed, bool and float
+  /// constants from their (constant, so folded) value expression.
+  llvm::Value* constant(const ir::Symbol& symbol) {
+    if (ir::is_integer(symbol.type)) return llvm::ConstantInt::get(value_type(context_, symbol.type), symbol.constant_bits);
+    if (!symbol.decl || !symbol.decl->value)
+      invariant_failed(fmt::format("constant '{}' has no value", symbol.name));
+    const ir::Expr& value = *symbol.decl->value;
+    return convert(expr(value), value.type, symbol.type);
+  }
+
   llvm::Value* builtin(ir::Builtin which, uint8_t component) {
     namespace I = llvm::Intrinsic;
+    if (which == ir::Builtin::lane_id) return builder_.CreateIntrinsic(I::nvvm_read_ptx_sreg_laneid, {}, {});
+    if (which == ir::Builtin::warp_id) return warp_index();
     if (component > 2) invariant_failed("builtin component out of range");
     static constexpr I::ID tid[3] = {I::nvvm_read_ptx_sreg_tid_x, I::nvvm_read_ptx_sreg_tid_y, I::nvvm_read_ptx_sreg_tid_z};
     static constexpr I::ID ctaid[3] = {I::nvvm_read_ptx_sreg_ctaid_x, I::nvvm_read_ptx_sreg_ctaid_y,
@@ -405,8 +439,100 @@ class KernelLowering {
       case ir::Builtin::block_dim: return read(ntid);
       case ir::Builtin::grid_dim: return read(nctaid);
       case ir::Builtin::global_id: return builder_.CreateAdd(builder_.CreateMul(read(ctaid), read(ntid)), read(tid));
+      case ir::Builtin::lane_id:
+      case ir::Builtin::warp_id: break;
     }
     invariant_failed("unknown builtin");
+  }
+
+  /// warp_id: the thread's linear index in the block (x fastest, as CUDA numbers warps) / 32.
+  /// Not %warpid, which names a hardware slot and may change while the thread runs.
+  llvm::Value* warp_index() {
+    namespace I = llvm::Intrinsic;
+    auto read = [&](I::ID id) { return builder_.CreateIntrinsic(id, {}, {}); };
+    llvm::Value* linear = read(I::nvvm_read_ptx_sreg_tid_z);
+    linear = builder_.CreateAdd(builder_.CreateMul(linear, read(I::nvvm_read_ptx_sreg_ntid_y)),
+                                read(I::nvvm_read_ptx_sreg_tid_y));
+    linear = builder_.CreateAdd(builder_.CreateMul(linear, read(I::nvvm_read_ptx_sreg_ntid_x)),
+                                read(I::nvvm_read_ptx_sreg_tid_x));
+    return builder_.CreateLShr(linear, 5, "warp_id");
+  }
+
+  // ---- warp operations (the verifier guarantees all 32 lanes arrive) ----
+
+  static constexpr uint32_t kFullWarp = 0xffffffffu;
+
+  /// One shfl.sync of a 32- or 64-bit value (64-bit values move as two 32-bit halves).
+  /// `lane` is the shfl operand b (only its low 5 bits count).
+  llvm::Value* shuffle(ir::Intrinsic mode, llvm::Value* v, llvm::Value* lane) {
+    namespace I = llvm::Intrinsic;
+    I::ID id_i32 = I::nvvm_shfl_sync_bfly_i32, id_f32 = I::nvvm_shfl_sync_bfly_f32;
+    uint32_t clamp = 0x1f;
+    switch (mode) {
+      case ir::Intrinsic::shfl_xor: break;
+      case ir::Intrinsic::shfl_down: id_i32 = I::nvvm_shfl_sync_down_i32; id_f32 = I::nvvm_shfl_sync_down_f32; break;
+      case ir::Intrinsic::shfl_up:
+        id_i32 = I::nvvm_shfl_sync_up_i32;
+        id_f32 = I::nvvm_shfl_sync_up_f32;
+        clamp = 0;
+        break;
+      case ir::Intrinsic::shfl_idx: id_i32 = I::nvvm_shfl_sync_idx_i32; id_f32 = I::nvvm_shfl_sync_idx_f32; break;
+      default: invariant_failed("not a shuffle");
+    }
+    auto& b = builder_;
+    llvm::Value* mask = b.getInt32(kFullWarp);
+    llvm::Value* c = b.getInt32(clamp);
+    llvm::Type* t = v->getType();
+    if (t->isFloatTy()) return b.CreateIntrinsic(id_f32, {}, {mask, v, lane, c});
+    if (t->isIntegerTy(32)) return b.CreateIntrinsic(id_i32, {}, {mask, v, lane, c});
+    if (t->getPrimitiveSizeInBits() != 64) invariant_failed("shuffle of a value that is not 32 or 64 bits");
+    llvm::Value* bits = t->isIntegerTy() ? v : b.CreateBitCast(v, b.getInt64Ty());
+    llvm::Value* lo = b.CreateTrunc(bits, b.getInt32Ty());
+    llvm::Value* hi = b.CreateTrunc(b.CreateLShr(bits, 32), b.getInt32Ty());
+    lo = b.CreateIntrinsic(id_i32, {}, {mask, lo, lane, c});
+    hi = b.CreateIntrinsic(id_i32, {}, {mask, hi, lane, c});
+    llvm::Value* joined = b.CreateOr(b.CreateZExt(lo, b.getInt64Ty()), b.CreateShl(b.CreateZExt(hi, b.getInt64Ty()), 32));
+    return t->isIntegerTy() ? joined : b.CreateBitCast(joined, t);
+  }
+
+  /// ballot/any/all, shuffles and the butterfly warp reductions (every lane gets the result;
+  /// IEEE addition is commutative, so every lane's float sum is the same bits).
+  llvm::Value* warp_operation(const ir::Expr& e, ir::Intrinsic which) {
+    namespace I = llvm::Intrinsic;
+    auto& b = builder_;
+    llvm::Value* v = expr(*e.operands.at(0));
+    switch (which) {
+      case ir::Intrinsic::ballot: return b.CreateIntrinsic(I::nvvm_vote_ballot_sync, {}, {b.getInt32(kFullWarp), v});
+      case ir::Intrinsic::any: return b.CreateIntrinsic(I::nvvm_vote_any_sync, {}, {b.getInt32(kFullWarp), v});
+      case ir::Intrinsic::all: return b.CreateIntrinsic(I::nvvm_vote_all_sync, {}, {b.getInt32(kFullWarp), v});
+      case ir::Intrinsic::shfl_xor:
+      case ir::Intrinsic::shfl_down:
+      case ir::Intrinsic::shfl_up:
+      case ir::Intrinsic::shfl_idx: {
+        llvm::Value* lane = convert(expr(*e.operands.at(1)), e.operands[1]->type, ir::Type::u32);
+        return shuffle(which, v, lane);
+      }
+      case ir::Intrinsic::warp_sum:
+      case ir::Intrinsic::warp_min:
+      case ir::Intrinsic::warp_max: {
+        const ir::Type t = e.operands[0]->type;
+        const bool is_float = ir::is_float(t), is_signed = ir::is_signed(t);
+        for (uint32_t offset = 16; offset > 0; offset /= 2) {
+          llvm::Value* other = shuffle(ir::Intrinsic::shfl_xor, v, b.getInt32(offset));
+          if (which == ir::Intrinsic::warp_sum) {
+            v = is_float ? b.CreateFAdd(v, other) : b.CreateAdd(v, other);
+          } else {
+            const bool is_min = which == ir::Intrinsic::warp_min;
+            I::ID id = is_float ? (is_min ? I::minnum : I::maxnum)
+                       : is_signed ? (is_min ? I::smin : I::smax)
+                                   : (is_min ? I::umin : I::umax);
+            v = b.CreateIntrinsic(id, {v->getType()}, {v, other});
+          }
+        }
+        return v;
+      }
+      default: invariant_failed("not a warp operation");
+    }
   }
 
   llvm::Value* unary(const ir::Expr& e) {
@@ -432,8 +558,8 @@ class KernelLowering {
       case Op::add: return is_float ? b.CreateFAdd(l, r) : b.CreateAdd(l, r);
       case Op::sub: return is_float ? b.CreateFSub(l, r) : b.CreateSub(l, r);
       case Op::mul: return is_float ? b.CreateFMul(l, r) : b.CreateMul(l, r);
-      case Op::div: return is_float ? b.CreateFDiv(l, r) : is_signed ? b.CreateSDiv(l, r) : b.CreateUDiv(l, r);
-      case Op::rem: return is_float ? b.CreateFRem(l, r) : is_signed ? b.CreateSRem(l, r) : b.CreateURem(l, r);
+      case Op::div: return is_float ? b.CreateFDiv(l, r) : integer_division(l, r, is_signed, /*remainder=*/false);
+      case Op::rem: return is_float ? b.CreateFRem(l, r) : integer_division(l, r, is_signed, /*remainder=*/true);
       case Op::shl: return b.CreateShl(l, shift_amount(r, l->getType()));
       case Op::shr: {
         llvm::Value* amount = shift_amount(r, l->getType());
@@ -452,6 +578,31 @@ class KernelLowering {
       case Op::logical_or: break;
     }
     invariant_failed("unknown binary operator");
+  }
+
+  /// Integer / and % defined for every operand (docs/ir.md, "Results of every operation"):
+  /// x / 0 is all ones (u: max, i: -1), x % 0 is x; MIN / -1 is MIN (wraps) and MIN % -1 is 0.
+  /// The divisor the hardware sees is never 0 nor (for MIN) -1, so LLVM never meets its
+  /// undefined cases; a constant divisor folds the guards away.
+  llvm::Value* integer_division(llvm::Value* l, llvm::Value* r, bool is_signed, bool remainder) {
+    auto& b = builder_;
+    llvm::Type* t = l->getType();
+    llvm::Value* zero = llvm::ConstantInt::get(t, 0);
+    llvm::Value* one = llvm::ConstantInt::get(t, 1);
+    llvm::Value* by_zero = b.CreateICmpEQ(r, zero, "div.by.zero");
+    llvm::Value* unsafe = by_zero;
+    if (is_signed) {
+      llvm::Value* min = llvm::ConstantInt::get(t, llvm::APInt::getSignedMinValue(t->getIntegerBitWidth()));
+      llvm::Value* overflow = b.CreateAnd(b.CreateICmpEQ(l, min), b.CreateICmpEQ(r, llvm::ConstantInt::getAllOnesValue(t)),
+                                          "div.overflow");
+      unsafe = b.CreateOr(by_zero, overflow);
+    }
+    // MIN / 1 == MIN and MIN % 1 == 0 are exactly the wrapped results of MIN / -1 and MIN % -1.
+    llvm::Value* divisor = b.CreateSelect(unsafe, one, r, "divisor");
+    llvm::Value* result = remainder ? (is_signed ? b.CreateSRem(l, divisor) : b.CreateURem(l, divisor))
+                                    : (is_signed ? b.CreateSDiv(l, divisor) : b.CreateUDiv(l, divisor));
+    llvm::Value* if_zero = remainder ? l : llvm::ConstantInt::getAllOnesValue(t);
+    return b.CreateSelect(by_zero, if_zero, result);
   }
 
   /// The shift amount in the shifted value's width, modulo that width.
@@ -526,6 +677,7 @@ class KernelLowering {
     if (!e.intrinsic) invariant_failed(fmt::format("call of unknown function '{}'", e.name));
     const I which = *e.intrinsic;
     if (ir::is_atomic(which)) return atomic(e, which);
+    if (ir::is_warp_operation(which)) return warp_operation(e, which);
     auto arg = [&](size_t i) { return expr(*e.operands.at(i)); };
     switch (which) {
       case I::barrier: builder_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); return nullptr;

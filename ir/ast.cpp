@@ -113,12 +113,19 @@ int precedence(BinaryOp op) {
 }
 
 namespace {
-constexpr std::array<std::string_view, 5> kBuiltins = {"thread_id", "block_id", "block_dim", "grid_dim", "global_id"};
-constexpr std::array<std::string_view, 25> kIntrinsics = {
+constexpr std::array<std::string_view, 7> kBuiltins = {"thread_id", "block_id", "block_dim", "grid_dim",
+                                                      "global_id", "lane_id",  "warp_id"};
+/// In the order of enum Intrinsic.
+constexpr std::array<std::string_view, 36> kIntrinsics = {
     "sqrt", "rsqrt", "exp", "log", "sin", "cos", "tanh", "pow", "fma", "min", "max", "abs", "floor", "ceil",
     "select", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_and", "atomic_or", "atomic_xor",
-    "atomic_exch", "atomic_cas", "barrier"};
+    "atomic_exch", "atomic_cas", "barrier", "grid_sync", "shfl_xor", "shfl_down", "shfl_up", "shfl_idx", "ballot",
+    "any", "all", "warp_sum", "warp_min", "warp_max"};
+static_assert(kIntrinsics.size() == static_cast<size_t>(Intrinsic::warp_max) + 1);
+static_assert(kBuiltins.size() == static_cast<size_t>(Builtin::warp_id) + 1);
 }  // namespace
+
+bool is_scalar_builtin(Builtin b) { return b == Builtin::lane_id || b == Builtin::warp_id; }
 
 std::string_view builtin_name(Builtin b) { return kBuiltins[static_cast<size_t>(b)]; }
 
@@ -128,19 +135,16 @@ std::optional<Builtin> builtin_from_name(std::string_view n) {
   return std::nullopt;
 }
 
-std::string_view intrinsic_name(Intrinsic i) {
-  if (i == Intrinsic::grid_sync) return "grid_sync";
-  return kIntrinsics[static_cast<size_t>(i)];
-}
+std::string_view intrinsic_name(Intrinsic i) { return kIntrinsics[static_cast<size_t>(i)]; }
 
 std::optional<Intrinsic> intrinsic_from_name(std::string_view n) {
-  if (n == "grid_sync") return Intrinsic::grid_sync;
   for (size_t i = 0; i < kIntrinsics.size(); ++i)
     if (kIntrinsics[i] == n) return static_cast<Intrinsic>(i);
   return std::nullopt;
 }
 
 bool is_atomic(Intrinsic i) { return i >= Intrinsic::atomic_add && i <= Intrinsic::atomic_cas; }
+bool is_warp_operation(Intrinsic i) { return i >= Intrinsic::shfl_xor && i <= Intrinsic::warp_max; }
 
 const Kernel* Module::find_kernel(std::string_view name) const {
   for (const auto& k : kernels)

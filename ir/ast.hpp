@@ -49,8 +49,12 @@ std::string_view op_spelling(UnaryOp op);   ///< "-", "~", "!"
 /// < <= > >= 7, << >> 8, + - 9, * / % 10.
 int precedence(BinaryOp op);
 
-/// The five builtin id vectors; each has components .x .y .z of type u32.
-enum class Builtin : uint8_t { thread_id, block_id, block_dim, grid_dim, global_id };
+/// The five builtin id vectors, each with components .x .y .z of type u32, and the two
+/// scalar u32 builtins `lane_id` (0..31 within the warp) and `warp_id` (the linear thread
+/// index in the block / 32), written without a component.
+enum class Builtin : uint8_t { thread_id, block_id, block_dim, grid_dim, global_id, lane_id, warp_id };
+/// lane_id and warp_id: written without a component.
+bool is_scalar_builtin(Builtin b);
 std::string_view builtin_name(Builtin b);
 std::optional<Builtin> builtin_from_name(std::string_view);
 
@@ -63,10 +67,14 @@ enum class Intrinsic : uint8_t {
   atomic_add, atomic_sub, atomic_min, atomic_max, atomic_and, atomic_or, atomic_xor, atomic_exch, atomic_cas,
   // synchronisation (statements, no value)
   barrier, grid_sync,
+  // warp operations (all 32 lanes of the warp take part; the verifier checks convergence)
+  shfl_xor, shfl_down, shfl_up, shfl_idx, ballot, any, all, warp_sum, warp_min, warp_max,
 };
 std::string_view intrinsic_name(Intrinsic i);
 std::optional<Intrinsic> intrinsic_from_name(std::string_view);
 bool is_atomic(Intrinsic i);
+/// shfl_*, ballot, any, all and the warp reductions.
+bool is_warp_operation(Intrinsic i);
 
 struct Symbol;
 
@@ -116,7 +124,8 @@ enum class StmtKind : uint8_t {
   break_, continue_, return_,
   expr,         ///< expression statement (a call)
   block,        ///< { body }
-  shared_decl,  ///< shared name: elem[size_expr]
+  shared_decl,  ///< shared name: elem[size_expr], or elem[] (value null: dynamic, sized by the launch)
+  const_decl,   ///< module level: const name: type = value (in Module::constants)
 };
 
 struct Stmt {
@@ -151,7 +160,7 @@ struct Param {
   const Symbol* symbol = nullptr;
 };
 
-enum class SymbolKind : uint8_t { scalar_param, buffer_param, let, var, loop_var, shared_array };
+enum class SymbolKind : uint8_t { scalar_param, buffer_param, let, var, loop_var, shared_array, constant };
 
 /// A resolved declaration; owned by its Kernel, created by the verifier.
 struct Symbol {
@@ -160,7 +169,11 @@ struct Symbol {
   Type type = Type::error;       ///< value type, or element type for buffers/shared arrays
   Access access = Access::inout; ///< buffer_param only
   uint32_t param_index = 0;      ///< params only: position in the signature
-  uint64_t array_size = 0;       ///< shared_array only: element count
+  uint64_t array_size = 0;       ///< shared_array only: element count (0 for a dynamic array)
+  bool dynamic = false;          ///< shared_array only: `shared NAME: T[];`
+  /// constant of integer or bool type: its value, as the type's bits (two's complement,
+  /// zero-extended to 64 bits). Float constants are lowered from `decl->value`.
+  uint64_t constant_bits = 0;
   SourceRange range;
   const Stmt* decl = nullptr;    ///< declaring statement (null for params)
 };
@@ -178,7 +191,10 @@ struct Kernel {
   bool cooperative = false;
   bool uses_grid_sync = false;
   bool uses_barrier = false;
+  bool uses_warp_operations = false;  ///< shuffles, votes or warp reductions
   uint64_t static_shared_bytes = 0;
+  /// The element size of the kernel's dynamic shared array (`shared NAME: T[];`); 0: none.
+  uint32_t dynamic_shared_element_bytes = 0;
   std::vector<std::unique_ptr<Symbol>> symbols;
 
   bool has_workgroup() const { return workgroup[0] != 0; }
@@ -186,7 +202,12 @@ struct Kernel {
 
 struct Module {
   std::string path;  ///< file name used in diagnostics ("<stdin>", "<builder>")
+  /// `const NAME: T = EXPR;` declarations (StmtKind::const_decl) in source order; each is
+  /// visible in every kernel and in the constants after it.
+  std::vector<StmtPtr> constants;
   std::vector<Kernel> kernels;
+  /// Symbols of the constants, owned here; created by the verifier.
+  std::vector<std::unique_ptr<Symbol>> constant_symbols;
 
   const Kernel* find_kernel(std::string_view name) const;
 };

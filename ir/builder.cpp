@@ -201,11 +201,20 @@ Ex BlockBuilder::var_(std::string n, Type type) {
   return name(std::move(n));
 }
 
-Ex BlockBuilder::shared(std::string n, Type elem, uint64_t size) {
+Ex BlockBuilder::shared(std::string n, Type elem, uint64_t size) { return shared(std::move(n), elem, Ex(size)); }
+
+Ex BlockBuilder::shared_dynamic(std::string n, Type elem) {
   Stmt& s = append(StmtKind::shared_decl);
   s.name = n;
   s.declared_type = elem;
-  s.value = Ex(size).take();
+  return name(std::move(n));
+}
+
+Ex BlockBuilder::shared(std::string n, Type elem, Ex size) {
+  Stmt& s = append(StmtKind::shared_decl);
+  s.name = n;
+  s.declared_type = elem;
+  s.value = std::move(size).take();
   return name(std::move(n));
 }
 
@@ -331,9 +340,21 @@ KernelBuilder& KernelBuilder::scalar(std::string name, Type type) {
 
 KernelBuilder& ModuleBuilder::kernel(std::string name) { return kernels_.emplace_back(std::move(name)); }
 
+Ex ModuleBuilder::constant(std::string name, Type type, Ex value) {
+  auto s = std::make_unique<Stmt>();
+  s->kind = StmtKind::const_decl;
+  s->name = name;
+  s->declared_type = type;
+  s->value = std::move(value).take();
+  constants_.push_back(std::move(s));
+  return ExprFactory{}.name(std::move(name));
+}
+
 Module ModuleBuilder::take() {
   Module m;
   m.path = path_;
+  m.constants = std::move(constants_);
+  constants_.clear();
   for (auto& k : kernels_) m.kernels.push_back(std::move(k).take());
   kernels_.clear();
   return m;

@@ -107,6 +107,11 @@ class ExprFactory {
   Ex block_dim(char component = 'x') const { return builtin(Builtin::block_dim, component); }
   Ex grid_dim(char component = 'x') const { return builtin(Builtin::grid_dim, component); }
   Ex global_id(char component = 'x') const { return builtin(Builtin::global_id, component); }
+  /// The scalar builtins `lane_id` and `warp_id` (no component).
+  Ex lane_id() const { return builtin(Builtin::lane_id); }
+  Ex warp_id() const { return builtin(Builtin::warp_id); }
+  /// A warp operation, e.g. `warp(Intrinsic::shfl_xor, {v, 16})` or `warp(Intrinsic::warp_sum, {v})`.
+  Ex warp(Intrinsic op, std::vector<Ex> args) const { return call(op, std::move(args)); }
   Ex binary(BinaryOp op, Ex a, Ex b) const;
   Ex unary(UnaryOp op, Ex a) const;
   Ex add(Ex a, Ex b) const { return binary(BinaryOp::add, std::move(a), std::move(b)); }
@@ -152,6 +157,10 @@ class BlockBuilder : public ExprFactory {
   Ex var_(std::string name, Type type);
   /// `shared name: elem[size];` and returns a handle naming it.
   Ex shared(std::string name, Type elem, uint64_t size);
+  /// `shared name: elem[size];` with a constant size expression, e.g. a module constant's name.
+  Ex shared(std::string name, Type elem, Ex size);
+  /// `shared name: elem[];`: the kernel's dynamic shared array, sized by the launch.
+  Ex shared_dynamic(std::string name, Type elem);
   /// `target = value;` where target is a name or index handle.
   BlockBuilder& assign(Ex target, Ex value);
   BlockBuilder& assign(std::string name, Ex value) { return assign(this->name(std::move(name)), std::move(value)); }
@@ -207,11 +216,15 @@ class ModuleBuilder {
   explicit ModuleBuilder(std::string path = "<builder>") : path_(std::move(path)) {}
   /// Starts a new kernel; the reference stays valid until take().
   KernelBuilder& kernel(std::string name);
+  /// `const name: type = value;` at module level; returns a handle naming it (usable in
+  /// every kernel and in later constants).
+  Ex constant(std::string name, Type type, Ex value);
   /// The finished module; the builder is empty afterwards.
   Module take();
 
  private:
   std::string path_;
+  std::vector<StmtPtr> constants_;
   std::deque<KernelBuilder> kernels_;
 };
 

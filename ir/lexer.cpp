@@ -29,7 +29,7 @@ constexpr Keyword kKeywords[] = {
     {"if", TokenKind::kw_if},         {"else", TokenKind::kw_else},   {"while", TokenKind::kw_while},
     {"for", TokenKind::kw_for},       {"break", TokenKind::kw_break}, {"continue", TokenKind::kw_continue},
     {"return", TokenKind::kw_return}, {"shared", TokenKind::kw_shared}, {"true", TokenKind::kw_true},
-    {"false", TokenKind::kw_false},
+    {"false", TokenKind::kw_false},   {"const", TokenKind::kw_const},
 };
 
 /// Whether the byte at `s[i]` starts something the lexer accepts outside comments.
@@ -61,6 +61,7 @@ std::string_view token_kind_name(TokenKind kind) {
     case TokenKind::kw_shared: return "'shared'";
     case TokenKind::kw_true: return "'true'";
     case TokenKind::kw_false: return "'false'";
+    case TokenKind::kw_const: return "'const'";
     case TokenKind::l_paren: return "'('";
     case TokenKind::r_paren: return "')'";
     case TokenKind::l_brace: return "'{'";

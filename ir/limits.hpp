@@ -14,6 +14,7 @@ struct Limits {
   uint32_t max_diagnostics = 100;          ///< PG1905: then stop
   uint32_t max_parameters = 256;           ///< PG1906
   uint32_t max_statements_per_kernel = 100000;  ///< PG1907
+  uint32_t max_constants = 10000;          ///< PG1908 (parsing stops)
 };
 
 }  // namespace ptxgate::ir

@@ -52,7 +52,8 @@ class Parser {
     advance();
     while (tok_.kind != TokenKind::end_of_file) {
       try {
-        parse_kernel(module);
+        if (at(TokenKind::kw_const)) parse_constant(module);
+        else parse_kernel(module);
       } catch (const SyntaxError&) {
         sync_top_level();
       }
@@ -175,7 +176,8 @@ class Parser {
 
   /// Skips to the next attribute or kernel (parse_kernel always consumes those).
   void sync_top_level() {
-    while (!at(TokenKind::end_of_file) && !at(TokenKind::kw_kernel) && !at(TokenKind::at)) advance();
+    while (!at(TokenKind::end_of_file) && !at(TokenKind::kw_kernel) && !at(TokenKind::at) && !at(TokenKind::kw_const))
+      advance();
   }
 
   bool at_item_start() const {
@@ -225,8 +227,10 @@ class Parser {
     while (at(TokenKind::at)) attributes.push_back(parse_attribute());
     if (!at(TokenKind::kw_kernel)) {
       if (attributes.empty())
-        fail_here(diag::Code::expected_kernel, fmt::format("expected a kernel declaration, found {}", describe(tok_)),
-                  "start a kernel with 'kernel NAME(PARAMS) { ... }', optionally after attributes like @workgroup(256)");
+        fail_here(diag::Code::expected_kernel,
+                  fmt::format("expected a kernel or constant declaration, found {}", describe(tok_)),
+                  "start a kernel with 'kernel NAME(PARAMS) { ... }', optionally after attributes like "
+                  "@workgroup(256), or declare a constant with 'const NAME: TYPE = VALUE;'");
       fail_here(diag::Code::expected_kernel,
                 fmt::format("expected 'kernel' after the attributes, found {}", describe(tok_)),
                 "attributes must be followed by 'kernel NAME(PARAMS) { ... }'");
@@ -264,6 +268,28 @@ class Parser {
     }
     parse_block_into(kernel.body, "the kernel body");
     kernel.range = range_from(start);
+  }
+
+  /// `const NAME: TYPE = VALUE;` at module level.
+  void parse_constant(Module& module) {
+    uint32_t start = tok_.offset;
+    if (module.constants.size() >= limits_.max_constants)
+      fatal(diag::Code::too_many_constants, tok_.offset, tok_.length,
+            fmt::format("module has more than {} constants (limit max_constants = {})", limits_.max_constants,
+                        limits_.max_constants),
+            "split the module into several files");
+    advance();
+    StmtPtr s = make_stmt(StmtKind::const_decl);
+    s->name = expect_identifier("a constant name after 'const'", &s->name_range);
+    expect(TokenKind::colon, fmt::format("after constant '{}'", s->name),
+           fmt::format("a constant needs a type: 'const {}: u32 = 256;'", s->name));
+    s->declared_type = expect_type(fmt::format("for constant '{}'", s->name));
+    expect(TokenKind::assign, fmt::format("after the type of constant '{}'", s->name),
+           fmt::format("a constant needs a value: 'const {}: {} = ...;'", s->name, type_name(*s->declared_type)));
+    s->value = parse_expr();
+    expect(TokenKind::semicolon, "after the constant declaration", "add ';'");
+    s->range = range_from(start);
+    module.constants.push_back(std::move(s));
   }
 
   Attribute parse_attribute() {
@@ -349,6 +375,9 @@ class Parser {
       case TokenKind::kw_let:
       case TokenKind::kw_var: s = parse_binding(); break;
       case TokenKind::kw_shared: s = parse_shared(); break;
+      case TokenKind::kw_const:
+        fail_here(diag::Code::expected_statement, "'const' declares a module constant and cannot appear inside a kernel",
+                  "move it to module level, before the kernel (const NAME: TYPE = VALUE;), or use 'let' here");
       case TokenKind::kw_if: s = parse_if(); break;
       case TokenKind::kw_while: {
         s = make_stmt(StmtKind::while_);
@@ -438,8 +467,9 @@ class Parser {
     s->name = expect_identifier("a shared array name", &s->name_range);
     expect(TokenKind::colon, fmt::format("after shared array '{}'", s->name), "write 'shared NAME: T[SIZE];'");
     s->declared_type = expect_type(fmt::format("for shared array '{}'", s->name));
-    expect(TokenKind::l_bracket, "after the shared array element type", "write 'shared NAME: T[SIZE];'");
-    s->value = parse_expr();
+    expect(TokenKind::l_bracket, "after the shared array element type",
+           "write 'shared NAME: T[SIZE];', or 'shared NAME: T[];' for dynamic shared memory");
+    if (!at(TokenKind::r_bracket)) s->value = parse_expr();  // none: sized by the launch
     expect(TokenKind::r_bracket, "after the shared array size", "close the size with ']'");
     expect(TokenKind::semicolon, "after declaration", "add ';'");
     return s;
@@ -607,6 +637,10 @@ class Parser {
           e->name = std::move(name);
           e->operands.push_back(parse_expr());
           expect(TokenKind::r_bracket, fmt::format("after the index into '{}'", e->name), "close the index with ']'");
+        } else if (std::optional<Builtin> b = builtin_from_name(name); b && is_scalar_builtin(*b)) {
+          e = make_expr(ExprKind::builtin);  // lane_id, warp_id
+          e->builtin = *b;
+          e->name = std::move(name);
         } else {
           e = make_expr(ExprKind::name);
           e->name = std::move(name);
@@ -628,6 +662,19 @@ class Parser {
     auto e = make_expr(ExprKind::builtin);
     e->name = std::string(name_tok.text);
     std::optional<Builtin> b = builtin_from_name(name_tok.text);
+    if (b && is_scalar_builtin(*b)) {
+      bad_builtin_at_ = name_tok.offset;
+      sink_.error(diag::Code::unknown_builtin, name_tok.offset, name_tok.length,
+                  fmt::format("builtin '{}' is a single u32 and has no components", name_tok.text),
+                  fmt::format("write '{}' without '.x'", name_tok.text));
+      if (sink_.stopped()) throw Abort{};
+      b.reset();
+      advance();  // the component
+      auto placeholder = make_expr(ExprKind::builtin);
+      placeholder->name = std::string(name_tok.text);
+      placeholder->builtin = Builtin::lane_id;
+      return placeholder;
+    }
     if (!b) {
       bad_builtin_at_ = name_tok.offset;
       sink_.error(diag::Code::unknown_builtin, name_tok.offset, name_tok.length,

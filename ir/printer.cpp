@@ -38,9 +38,11 @@ class Printer {
  public:
   std::string out;
 
+  /// Constants first (in their order), a blank line, then the kernels.
   void module(const Module& m) {
+    for (const auto& c : m.constants) statement(*c);
     for (size_t i = 0; i < m.kernels.size(); ++i) {
-      if (i) out += '\n';
+      if (i || !m.constants.empty()) out += '\n';
       kernel(m.kernels[i]);
     }
   }
@@ -163,8 +165,13 @@ class Printer {
       case StmtKind::block: block(s.body); break;
       case StmtKind::shared_decl:
         out += fmt::format("shared {}: {}[", s.name, type_name(s.declared_type.value_or(Type::error)));
-        expr(*s.value, 0);
+        if (s.value) expr(*s.value, 0);
         out += "];";
+        break;
+      case StmtKind::const_decl:
+        out += fmt::format("const {}: {} = ", s.name, type_name(s.declared_type.value_or(Type::error)));
+        expr(*s.value, 0);
+        out += ';';
         break;
     }
   }
@@ -188,7 +195,10 @@ class Printer {
       case ExprKind::bool_literal: out += e.bool_value ? "true" : "false"; break;
       case ExprKind::name: out += e.name; break;
       case ExprKind::builtin:
-        out += fmt::format("{}.{}", builtin_name(e.builtin), static_cast<char>('x' + (e.component % 3)));
+        if (is_scalar_builtin(e.builtin))
+          out += builtin_name(e.builtin);
+        else
+          out += fmt::format("{}.{}", builtin_name(e.builtin), static_cast<char>('x' + (e.component % 3)));
         break;
       case ExprKind::index:
         out += e.name;

@@ -16,6 +16,7 @@ namespace {
 constexpr uint64_t kMaxStaticSharedBytes = 49152;
 constexpr std::array<uint64_t, 3> kMaxWorkgroupDims = {1024, 1024, 64};
 constexpr uint64_t kMaxWorkgroupThreads = 1024;
+constexpr uint64_t kWarpSize = 32;
 
 }  // namespace
 
@@ -27,6 +28,7 @@ std::string_view symbol_kind_words(SymbolKind kind) {
     case SymbolKind::var: return "variable";
     case SymbolKind::loop_var: return "loop variable";
     case SymbolKind::shared_array: return "shared array";
+    case SymbolKind::constant: return "module constant";
   }
   return "name";
 }
@@ -100,15 +102,18 @@ std::optional<std::string> closest_name(std::string_view name, const std::vector
   return best;
 }
 
-KernelChecker::KernelChecker(Kernel& kernel, Reporter& reporter, const Limits& limits)
-    : kernel_(kernel), reporter_(reporter), limits_(limits) {}
+KernelChecker::KernelChecker(Kernel& kernel, Reporter& reporter, const Limits& limits,
+                             const ConstantTable* constants)
+    : kernel_(kernel), reporter_(reporter), limits_(limits), constants_(constants) {}
 
 void KernelChecker::run() {
   kernel_.workgroup = {0, 0, 0};
   kernel_.cooperative = false;
   kernel_.uses_grid_sync = false;
   kernel_.uses_barrier = false;
+  kernel_.uses_warp_operations = false;
   kernel_.static_shared_bytes = 0;
+  kernel_.dynamic_shared_element_bytes = 0;
   kernel_.symbols.clear();
   check_attributes();
   push_scope();
@@ -116,7 +121,24 @@ void KernelChecker::run() {
   check_block(kernel_.body);
   pop_scope();
   check_shared_total();
+  check_whole_warps();
   if (!reporter_.stopped()) check_divergence(kernel_, reporter_);
+}
+
+void KernelChecker::check_whole_warps() {
+  if (!kernel_.uses_warp_operations || !kernel_.has_workgroup()) return;
+  const uint64_t threads = uint64_t{kernel_.workgroup[0]} * std::max(kernel_.workgroup[1], 1u) *
+                           std::max(kernel_.workgroup[2], 1u);
+  if (threads % kWarpSize == 0) return;
+  SourceRange where = kernel_.name_range;
+  for (const auto& attr : kernel_.attributes)
+    if (attr.name == "workgroup") where = attr.range;
+  reporter_.report(diag::Code::partial_warp_block, where,
+                   fmt::format("kernel '{}' uses warp operations, but its block of {} threads is not a whole number "
+                               "of warps ({} lanes each): the last warp would be partial",
+                               kernel_.name, threads, kWarpSize),
+                   fmt::format("use a block size that is a multiple of {}, e.g. @workgroup({})", kWarpSize,
+                               (threads + kWarpSize - 1) / kWarpSize * kWarpSize));
 }
 
 void KernelChecker::check_attributes() {
@@ -163,24 +185,38 @@ void KernelChecker::check_workgroup(Attribute& attr) {
   static constexpr std::string_view kAxis[] = {"x", "y", "z"};
   for (size_t i = 0; i < attr.args.size(); ++i) {
     Expr& arg = *attr.args[i];
-    if (arg.kind != ExprKind::int_literal || arg.int_value == 0) {
-      std::string found = arg.kind == ExprKind::int_literal ? "0" : "an expression that is not an integer literal";
+    // Integer literals and module constants (and operators on them): checked before typing,
+    // so that a parameter's name reads as "not a constant", not as an undefined name.
+    std::string what;
+    std::optional<__int128> size;
+    if (is_constant_expression(arg, what)) {
+      Type t = value(arg);
+      if (t == Type::error) {
+        valid = false;
+        continue;
+      }
+      if (t == Type::int_literal || is_integer(t)) size = eval_int_constant(arg);
+      if (t == Type::int_literal || t == Type::float_literal)
+        assign_literal_types(arg, t == Type::int_literal ? Type::u32 : Type::f32);
+      if (!size) what = fmt::format("an expression of type {}", describe_type(t));
+    }
+    if (!size || *size <= 0) {
+      std::string found = size ? int128_text(*size) : what;
       reporter_.report(diag::Code::invalid_attribute_argument, arg.range,
-                       fmt::format("@workgroup {} size must be a positive integer literal, found {}", kAxis[i], found),
-                       "write a number such as @workgroup(256)");
+                       fmt::format("@workgroup {} size must be a positive integer constant, found {}", kAxis[i], found),
+                       "write a number or a module constant, such as @workgroup(256) or @workgroup(BLOCK)");
       valid = false;
       continue;
     }
-    arg.type = Type::u32;
-    if (arg.int_value > kMaxWorkgroupDims[i]) {
+    if (*size > static_cast<__int128>(kMaxWorkgroupDims[i])) {
       reporter_.report(diag::Code::workgroup_too_large, arg.range,
-                       fmt::format("@workgroup {} size {} exceeds the limit of {}", kAxis[i], arg.int_value,
+                       fmt::format("@workgroup {} size {} exceeds the limit of {}", kAxis[i], int128_text(*size),
                                    kMaxWorkgroupDims[i]),
                        fmt::format("use a {} size of at most {}", kAxis[i], kMaxWorkgroupDims[i]));
       valid = false;
       continue;
     }
-    dims[i] = arg.int_value;
+    dims[i] = static_cast<uint64_t>(*size);
   }
   if (!valid) return;
   uint64_t threads = dims[0] * dims[1] * dims[2];
@@ -220,12 +256,17 @@ Symbol* KernelChecker::declare(SymbolKind kind, const std::string& name, SourceR
   Symbol* symbol = owned.get();
   kernel_.symbols.push_back(std::move(owned));
 
-  auto found = visible_.find(name);
-  Symbol* previous = found == visible_.end() ? nullptr : found->second;
-  if (previous) {
+  Symbol* previous = lookup(name);
+  if (auto b = builtin_from_name(name); b && is_scalar_builtin(*b))
+    reporter_.report(diag::Code::redefined_name, range,
+                     fmt::format("'{}' is a builtin (a u32 value in every thread) and cannot be redefined", name),
+                     fmt::format("rename this {}", symbol_kind_words(kind)));
+  else if (previous) {
     std::string where = reporter_.line_of(previous->range);
     std::string message;
-    if (is_param(*previous))
+    if (previous->kind == SymbolKind::constant)
+      message = fmt::format("'{}' is already a module constant ({})", name, where);
+    else if (is_param(*previous))
       message = fmt::format("'{}' is already a parameter of kernel '{}'", name, kernel_.name);
     else if (scope_of_[previous] == scope_marks_.size())
       message = fmt::format("'{}' is already defined in this scope ({} {})", name, symbol_kind_words(previous->kind),
@@ -244,7 +285,12 @@ Symbol* KernelChecker::declare(SymbolKind kind, const std::string& name, SourceR
 
 Symbol* KernelChecker::lookup(const std::string& name) const {
   auto found = visible_.find(name);
-  return found == visible_.end() ? nullptr : found->second;
+  if (found != visible_.end()) return found->second;
+  if (constants_) {
+    auto constant = constants_->find(name);
+    if (constant != constants_->end()) return constant->second;
+  }
+  return nullptr;
 }
 
 void KernelChecker::push_scope() { scope_marks_.push_back(shadowed_.size()); }
@@ -266,6 +312,9 @@ std::vector<std::string> KernelChecker::visible_names() const {
   std::vector<std::string> names;
   for (const auto& [name, symbol] : visible_)
     if (symbol) names.push_back(name);
+  if (constants_)
+    for (const auto& [name, symbol] : *constants_)
+      if (!visible_.contains(name)) names.push_back(name);
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -329,6 +378,11 @@ void KernelChecker::check_stmt(Stmt& s) {
     case StmtKind::expr: check_expr_stmt(s); break;
     case StmtKind::block: check_block(s.body); break;
     case StmtKind::shared_decl: check_shared(s); break;
+    case StmtKind::const_decl:  // only the builder can put one here; the parser keeps them at module level
+      reporter_.report(diag::Code::invalid_constant, s.range,
+                       fmt::format("constant '{}' is declared inside kernel '{}'", s.name, kernel_.name),
+                       fmt::format("declare it at module level, or use 'let {} = ...;' inside the kernel", s.name));
+      break;
   }
   --nesting_;
 }
@@ -397,13 +451,23 @@ void KernelChecker::check_for(Stmt& s) {
     }
   }
   if (s.step) {
-    if (type != Type::error)
-      expect(*s.step, type, [&](Type found) {
+    if (type != Type::error) {
+      Type step = expect(*s.step, type, [&](Type found) {
         return fmt::format("the step of the for loop over '{}' has type {}, but its bounds have type {}", s.name,
                            describe_type(found), type_name(type));
       });
-    else
+      std::optional<__int128> constant = step != Type::error ? eval_int_constant(*s.step) : std::nullopt;
+      if (constant && *constant <= 0)
+        reporter_.report(diag::Code::invalid_loop_step, s.step->range,
+                         fmt::format("the step of the for loop over '{}' is {}; it must be positive (the loop "
+                                     "counts up from its lower bound)",
+                                     s.name, int128_text(*constant)),
+                         fmt::format("use a positive step such as 'step 1'; to count down, count up and derive "
+                                     "the index: for up in LO..HI {{ let {} = HI - 1 - up; ... }}",
+                                     s.name));
+    } else {
       concrete(*s.step);
+    }
   }
   push_scope();
   s.symbol = declare(SymbolKind::loop_var, s.name, s.name_range, type, &s);
@@ -452,23 +516,45 @@ void KernelChecker::check_shared(Stmt& s) {
                      fmt::format("shared array '{}' has element type bool; shared arrays hold numbers", s.name),
                      "use u32 elements (0 or 1)");
   uint64_t count = 0;
+  if (!s.value) {  // dynamic: one per kernel, sized by the launch
+    Symbol* array = declare(SymbolKind::shared_array, s.name, s.name_range, elem, &s);
+    array->dynamic = true;
+    s.symbol = array;
+    if (dynamic_shared_) {
+      reporter_.report(diag::Code::invalid_dynamic_shared, s.range,
+                       fmt::format("kernel '{}' declares a second dynamic shared array '{}'; the first is '{}' {}",
+                                   kernel_.name, s.name, dynamic_shared_->name, reporter_.line_of(dynamic_shared_->range)),
+                       fmt::format("dynamic shared memory is one region: declare one array and index it with "
+                                   "offsets, e.g. {}[n + i]",
+                                   dynamic_shared_->name));
+    } else if (valid) {
+      dynamic_shared_ = array;
+      kernel_.dynamic_shared_element_bytes = byte_size(elem);
+    }
+    return;
+  }
   if (s.value) {
-    std::optional<__int128> size = eval_int_constant(*s.value);
-    if (!size) {
-      concrete(*s.value);
+    Type size_type = value(*s.value);  // resolves the constants a size may use
+    std::optional<__int128> size =
+        size_type == Type::int_literal || is_integer(size_type) ? eval_int_constant(*s.value) : std::nullopt;
+    if (size_type == Type::error) {
+      valid = false;
+    } else if (!size) {
+      if (is_literal(size_type)) concrete(*s.value);
       reporter_.report(diag::Code::invalid_shared_size, s.value->range,
                        fmt::format("the size of shared array '{}' is not a constant integer expression", s.name),
-                       fmt::format("write the size with integer literals, e.g. shared {}: {}[256];", s.name,
-                                   type_name(elem)));
+                       fmt::format("write the size with integer literals and module constants, e.g. shared {}: "
+                                   "{}[256]; or const N: u32 = 256; ... shared {}: {}[N];",
+                                   s.name, type_name(elem), s.name, type_name(elem)));
       valid = false;
     } else if (*size <= 0) {
       reporter_.report(diag::Code::invalid_shared_size, s.value->range,
                        fmt::format("the size of shared array '{}' is {}; it must be positive", s.name,
                                    int128_text(*size)),
                        "give the array at least one element");
-      if (is_literal(value(*s.value))) assign_literal_types(*s.value, Type::i64);
+      if (is_literal(size_type)) assign_literal_types(*s.value, Type::i64);
       valid = false;
-    } else if (value(*s.value) == Type::int_literal && coerce(*s.value, Type::u64)) {
+    } else if (size_type != Type::int_literal || coerce(*s.value, Type::u64)) {
       count = static_cast<uint64_t>(*size);
     } else {
       valid = false;
@@ -508,6 +594,24 @@ diag::Diagnostics verify(Module& module, const diag::SourceFile* file, const Lim
   using namespace verifier_detail;
   Reporter reporter(module.path, file, limits.max_diagnostics);
   try {
+    // Module constants first, in order: each sees the ones before it; every kernel sees all.
+    ConstantTable constants;
+    module.constant_symbols.clear();
+    {
+      Kernel scratch;
+      scratch.name = "<module constants>";
+      KernelChecker checker(scratch, reporter, limits, &constants);
+      for (auto& c : module.constants) {
+        if (!c || reporter.stopped()) continue;
+        Symbol* symbol = checker.check_constant(*c, module.constant_symbols);
+        auto [found, inserted] = constants.emplace(c->name, symbol);
+        if (!inserted)
+          reporter.report(diag::Code::redefined_name, c->name_range,
+                          fmt::format("constant '{}' is defined twice; the first definition is {}", c->name,
+                                      reporter.line_of(found->second->range)),
+                          "rename one of the two constants");
+      }
+    }
     std::unordered_map<std::string, const Kernel*> first_definition;
     for (auto& kernel : module.kernels) {
       auto [found, inserted] = first_definition.emplace(kernel.name, &kernel);
@@ -516,9 +620,15 @@ diag::Diagnostics verify(Module& module, const diag::SourceFile* file, const Lim
                         fmt::format("kernel '{}' is defined twice; the first definition is {}", kernel.name,
                                     reporter.line_of(found->second->name_range)),
                         "rename one of the two kernels");
-      KernelChecker(kernel, reporter, limits).run();
+      KernelChecker(kernel, reporter, limits, &constants).run();
       if (reporter.stopped()) break;
     }
+    if (module.kernels.empty())
+      reporter.report(diag::Code::module_without_kernels, {},
+                      fmt::format("module '{}' has no kernels; there is nothing to compile or launch",
+                                  file ? file->path() : module.path),
+                      "add a kernel, e.g. 'kernel NAME(inout y: f32[]) { ... }', or pass the file that holds "
+                      "your kernels");
   } catch (const std::exception& e) {
     diag::Diagnostics result = reporter.take();
     result.add(diag::Code::internal_error, fmt::format("verifier failed: {}", e.what()), {},

@@ -8,6 +8,12 @@
 // the iteration), inside a whole loop with a `break` or `return` taken under divergent control, and
 // after a `return` taken under divergent control (rest of the kernel). Loops feed values back to
 // their conditions, so the walk repeats until nothing new becomes divergent; a final walk reports.
+//
+// Warp operations (shuffles, votes, warp reductions; PG1318) need every lane of the warp, so the
+// same walk runs a second time at warp scope: there block_id and warp_id are uniform (the same in
+// every lane of a warp), and so are the results of ballot/any/all and the warp reductions, while
+// lane_id and shuffle results vary by lane. At block scope every warp operation's result, lane_id
+// and warp_id are divergent.
 #include <unordered_map>
 #include <unordered_set>
 
@@ -45,9 +51,13 @@ struct Exits {
   }
 };
 
+/// Which threads must agree: those of a block (barrier, grid_sync) or the lanes of a warp.
+enum class Scope : uint8_t { block, warp };
+
 class DivergenceAnalysis {
  public:
-  DivergenceAnalysis(const Kernel& kernel, Reporter& reporter) : kernel_(kernel), reporter_(reporter) {}
+  DivergenceAnalysis(const Kernel& kernel, Reporter& reporter, Scope scope)
+      : kernel_(kernel), reporter_(reporter), scope_(scope) {}
 
   void run() {
     bool converged = false;
@@ -77,12 +87,16 @@ class DivergenceAnalysis {
 
   std::optional<Origin> origin(const Expr& e) const {
     switch (e.kind) {
-      case ExprKind::builtin:
-        if (e.builtin == Builtin::thread_id || e.builtin == Builtin::global_id || e.builtin == Builtin::block_id) {
-          std::string text = fmt::format("{}.{}", builtin_name(e.builtin), "xyz"[e.component % 3]);
-          return Origin{text, text};
-        }
-        return std::nullopt;
+      case ExprKind::builtin: {
+        const bool varies = e.builtin == Builtin::thread_id || e.builtin == Builtin::global_id ||
+                            e.builtin == Builtin::lane_id ||
+                            (scope_ == Scope::block && (e.builtin == Builtin::block_id || e.builtin == Builtin::warp_id));
+        if (!varies) return std::nullopt;
+        std::string text = is_scalar_builtin(e.builtin)
+                               ? std::string(builtin_name(e.builtin))
+                               : fmt::format("{}.{}", builtin_name(e.builtin), "xyz"[e.component % 3]);
+        return Origin{text, text};
+      }
       case ExprKind::name: {
         auto found = divergent_.find(e.symbol);
         if (!e.symbol || found == divergent_.end()) return std::nullopt;
@@ -93,10 +107,11 @@ class DivergenceAnalysis {
         return Origin{text, text};
       }
       case ExprKind::call:
-        if (e.intrinsic && is_atomic(*e.intrinsic)) {
+        if (e.intrinsic && (is_atomic(*e.intrinsic) || (is_warp_operation(*e.intrinsic) && lane_varying(*e.intrinsic)))) {
           std::string text = fmt::format("the result of {}", intrinsic_name(*e.intrinsic));
           return Origin{text, text};
         }
+        if (e.intrinsic && is_warp_operation(*e.intrinsic)) return std::nullopt;  // the same in every lane
         break;
       default: break;
     }
@@ -106,9 +121,28 @@ class DivergenceAnalysis {
     return std::nullopt;
   }
 
-  /// Reports barrier()/grid_sync() calls inside `e` when control is divergent.
+  /// Whether a warp operation's result differs between the threads of this scope: at block
+  /// scope every one (warps differ), at warp scope only the shuffles.
+  bool lane_varying(Intrinsic fn) const {
+    return scope_ == Scope::block || fn == Intrinsic::shfl_xor || fn == Intrinsic::shfl_down ||
+           fn == Intrinsic::shfl_up || fn == Intrinsic::shfl_idx;
+  }
+
+  /// Reports barrier()/grid_sync() calls (block scope) or warp operations (warp scope) inside
+  /// `e` when control is divergent.
   void check_sync(const Expr* e, const Control* control) {
     if (!e) return;
+    if (scope_ == Scope::warp) {
+      if (e->kind == ExprKind::call && e->intrinsic && is_warp_operation(*e->intrinsic) && control && reporting_)
+        reporter_.report(diag::Code::divergent_warp_operation, e->range,
+                         fmt::format("{}() in kernel '{}' may be reached by only some lanes of the warp: {}",
+                                     intrinsic_name(*e->intrinsic), kernel_.name, control->reason),
+                         "call it where every lane of the warp arrives: compute the value under the branch and call "
+                         "it after, e.g. var v = 0.0; if (c) { v = x[i]; } let s = warp_sum(v); (conditions on "
+                         "warp_id, block_id and uniform values are fine)");
+      for (const auto& operand : e->operands) check_sync(operand.get(), control);
+      return;
+    }
     if (e->kind == ExprKind::call && e->intrinsic && control && reporting_) {
       if (*e->intrinsic == Intrinsic::barrier)
         reporter_.report(diag::Code::divergent_barrier, e->range,
@@ -236,13 +270,15 @@ class DivergenceAnalysis {
         break;
       case StmtKind::expr: check_sync(s.value.get(), control); break;
       case StmtKind::block: exits = walk_list(s.body, control); break;
-      case StmtKind::shared_decl: break;
+      case StmtKind::shared_decl:
+      case StmtKind::const_decl: break;
     }
     return exits;
   }
 
   const Kernel& kernel_;
   Reporter& reporter_;
+  const Scope scope_;
   std::unordered_map<const Symbol*, std::string> divergent_;  ///< symbol -> root origin
   std::unordered_map<const Stmt*, Control> exit_loops_;       ///< loops some threads leave early
   std::optional<Control> returned_;                            ///< set after a divergent return
@@ -253,6 +289,9 @@ class DivergenceAnalysis {
 
 }  // namespace
 
-void check_divergence(const Kernel& kernel, Reporter& reporter) { DivergenceAnalysis(kernel, reporter).run(); }
+void check_divergence(const Kernel& kernel, Reporter& reporter) {
+  DivergenceAnalysis(kernel, reporter, Scope::block).run();
+  if (kernel.uses_warp_operations) DivergenceAnalysis(kernel, reporter, Scope::warp).run();
+}
 
 }  // namespace ptxgate::ir::verifier_detail

@@ -61,6 +61,16 @@ std::string_view signature(Intrinsic fn) {
     case Intrinsic::atomic_cas: return "atomic_cas(buffer, index, expected, value)";
     case Intrinsic::barrier: return "barrier()";
     case Intrinsic::grid_sync: return "grid_sync()";
+    case Intrinsic::shfl_xor: return "shfl_xor(value, lane_mask)";
+    case Intrinsic::shfl_down: return "shfl_down(value, delta)";
+    case Intrinsic::shfl_up: return "shfl_up(value, delta)";
+    case Intrinsic::shfl_idx: return "shfl_idx(value, lane)";
+    case Intrinsic::ballot: return "ballot(condition)";
+    case Intrinsic::any: return "any(condition)";
+    case Intrinsic::all: return "all(condition)";
+    case Intrinsic::warp_sum: return "warp_sum(value)";
+    case Intrinsic::warp_min: return "warp_min(value)";
+    case Intrinsic::warp_max: return "warp_max(value)";
     default: return is_atomic(fn) ? "atomic_op(buffer, index, value)" : "f(x)";
   }
 }
@@ -68,6 +78,7 @@ std::string_view signature(Intrinsic fn) {
 size_t arity(Intrinsic fn) {
   switch (fn) {
     case Intrinsic::pow: case Intrinsic::min: case Intrinsic::max: return 2;
+    case Intrinsic::shfl_xor: case Intrinsic::shfl_down: case Intrinsic::shfl_up: case Intrinsic::shfl_idx: return 2;
     case Intrinsic::fma: case Intrinsic::select: return 3;
     case Intrinsic::atomic_cas: return 4;
     case Intrinsic::barrier: case Intrinsic::grid_sync: return 0;
@@ -115,6 +126,28 @@ std::optional<__int128> eval_int_constant(const Expr& e) {
   };
   switch (e.kind) {
     case ExprKind::int_literal: return static_cast<__int128>(e.int_value);
+    case ExprKind::name: {
+      // A module constant of integer type (its symbol is resolved once the name is typed).
+      if (!e.symbol || e.symbol->kind != SymbolKind::constant || !is_integer(e.symbol->type)) return std::nullopt;
+      const unsigned spare = 64 - bit_width(e.symbol->type);
+      const uint64_t raw = e.symbol->constant_bits;
+      if (!is_signed(e.symbol->type)) return static_cast<__int128>(raw);
+      return static_cast<__int128>(static_cast<int64_t>(raw << spare) >> spare);
+    }
+    case ExprKind::cast: {
+      // Integer to integer: the value wrapped into the target type, as at run time.
+      if (!is_integer(e.cast_type) || e.operands.size() != 1 || !e.operands[0]) return std::nullopt;
+      const Type from = e.operands[0]->type;
+      if (!is_integer(from) && from != Type::int_literal) return std::nullopt;
+      auto v = eval_int_constant(*e.operands[0]);
+      if (!v) return std::nullopt;
+      const unsigned width = bit_width(e.cast_type);
+      const unsigned __int128 modulus = static_cast<unsigned __int128>(1) << width;
+      unsigned __int128 wrapped = static_cast<unsigned __int128>(*v) & (modulus - 1);
+      if (is_signed(e.cast_type) && (wrapped >> (width - 1)) != 0)
+        return static_cast<__int128>(wrapped) - static_cast<__int128>(modulus);
+      return static_cast<__int128>(wrapped);
+    }
     case ExprKind::unary: {
       if (e.unary_op != UnaryOp::neg || e.operands.size() != 1 || !e.operands[0]) return std::nullopt;
       auto v = eval_int_constant(*e.operands[0]);
@@ -156,6 +189,88 @@ std::optional<__int128> eval_int_constant(const Expr& e) {
     }
     default: return std::nullopt;
   }
+}
+
+bool KernelChecker::is_constant_expression(const Expr& e, std::string& what) const {
+  switch (e.kind) {
+    case ExprKind::int_literal:
+    case ExprKind::float_literal:
+    case ExprKind::bool_literal: return true;
+    case ExprKind::name: {
+      const Symbol* symbol = lookup(e.name);
+      if (symbol && symbol->kind == SymbolKind::constant) return true;
+      what = symbol ? fmt::format("'{}', a {}", e.name, symbol_kind_words(symbol->kind))
+                    : fmt::format("'{}', which is not a constant declared before it", e.name);
+      return false;
+    }
+    case ExprKind::builtin:
+      what = fmt::format("the builtin {}.{}", builtin_name(e.builtin), "xyz"[e.component % 3]);
+      return false;
+    case ExprKind::index:
+      what = fmt::format("an element of '{}'", e.name);
+      return false;
+    case ExprKind::call:
+      what = fmt::format("a call of '{}'", e.name.empty() && e.intrinsic ? intrinsic_name(*e.intrinsic) : e.name);
+      return false;
+    case ExprKind::unary:
+    case ExprKind::binary:
+    case ExprKind::cast:
+      for (const auto& operand : e.operands)
+        if (operand && !is_constant_expression(*operand, what)) return false;
+      return true;
+  }
+  return false;
+}
+
+Symbol* KernelChecker::check_constant(Stmt& s, std::vector<std::unique_ptr<Symbol>>& owner) {
+  const Type declared = s.declared_type.value_or(Type::error);
+  Type type = declared;
+  uint64_t bits = 0;
+  std::string what;
+  if (!s.value || !is_value_type(declared)) {
+    type = Type::error;
+  } else if (!is_constant_expression(*s.value, what)) {
+    reporter_.report(diag::Code::invalid_constant, s.value->range,
+                     fmt::format("the value of constant '{}' is not a constant expression: it uses {}", s.name, what),
+                     "a constant's value may use literals, constants declared before it, operators and casts; "
+                     "compute run-time values with 'let' inside a kernel");
+    type = Type::error;
+  } else if (expect(*s.value, declared, [&](Type found) {
+               return fmt::format("cannot initialise constant '{}' of type {} with a value of type {}", s.name,
+                                  type_name(declared), describe_type(found));
+             }) == Type::error) {
+    type = Type::error;
+  } else if (is_integer(declared)) {
+    std::optional<__int128> v = eval_int_constant(*s.value);
+    if (!v) {
+      reporter_.report(diag::Code::invalid_constant, s.value->range,
+                       fmt::format("the value of constant '{}' cannot be computed: it divides by zero, shifts by a "
+                                   "negative or too large amount, or leaves the range of 2^100 on the way",
+                                   s.name),
+                       "change the expression so that every step is defined");
+      type = Type::error;
+    } else if (*v < min_value(declared) || *v > static_cast<__int128>(max_value(declared))) {
+      reporter_.report(diag::Code::invalid_constant, s.value->range,
+                       fmt::format("constant '{}' is {}, which does not fit {} (range {})", s.name, int128_text(*v),
+                                   type_name(declared), range_text(declared)),
+                       "use a wider type such as i64 or u64, or change the value");
+      type = Type::error;
+    } else {
+      const unsigned width = bit_width(declared);
+      const uint64_t mask = width == 64 ? UINT64_MAX : (uint64_t{1} << width) - 1;
+      bits = static_cast<uint64_t>(*v) & mask;
+    }
+  }
+  auto symbol = std::make_unique<Symbol>();
+  symbol->kind = SymbolKind::constant;
+  symbol->name = s.name;
+  symbol->type = type;  // error for an invalid constant: its uses stay silent
+  symbol->constant_bits = bits;
+  symbol->range = s.name_range;
+  symbol->decl = &s;
+  s.symbol = symbol.get();
+  owner.push_back(std::move(symbol));
+  return owner.back().get();
 }
 
 Type KernelChecker::infer(Expr& e) {
@@ -442,6 +557,10 @@ Type KernelChecker::infer_assign_target(Expr& target) {
   std::string message, fix;
   switch (symbol->kind) {
     case SymbolKind::var: return symbol->type;
+    case SymbolKind::constant:
+      message = fmt::format("cannot assign to '{}': it is a module constant", target.name);
+      fix = fmt::format("copy it into a variable first: var k = {};", target.name);
+      break;
     case SymbolKind::let:
       message = fmt::format("cannot assign to '{}': it is declared with let", target.name);
       fix = fmt::format("declare it with 'var {}' to make it mutable", target.name);
@@ -543,7 +662,9 @@ Type KernelChecker::infer_binary(Expr& e) {
   }
   if (is_bitwise(op)) {
     if (common == Type::int_literal || is_integer(common)) return common;
-    return invalid(common == Type::bool_ ? "use && and || for bool values"
+    const bool is_shift = op == BinaryOp::shl || op == BinaryOp::shr;
+    if (common == Type::bool_ && !is_shift) return common;  // & | ^ on bool: both sides evaluated
+    return invalid(common == Type::bool_ ? "shifts need integer operands; convert explicitly with u32(b)"
                                          : "bitwise and shift operators need integer operands");
   }
   if (common == Type::bool_) return invalid("arithmetic needs numbers; convert explicitly with u32(b)");
@@ -599,18 +720,19 @@ Type KernelChecker::infer_call(Expr& e) {
     for (auto& operand : e.operands)
       if (operand) concrete(*operand);
     std::vector<std::string> known;
-    for (int i = 0; i <= static_cast<int>(Intrinsic::grid_sync); ++i)
+    for (int i = 0; i <= static_cast<int>(Intrinsic::warp_max); ++i)
       known.emplace_back(intrinsic_name(static_cast<Intrinsic>(i)));
     auto hint = closest_name(e.name, known);
     reporter_.report(diag::Code::unknown_function, e.range, fmt::format("unknown function '{}'", e.name),
                      hint ? fmt::format("did you mean '{}'?", *hint)
                           : "the functions are the math functions (sqrt, exp, min, ...), select, the atomics, "
-                            "barrier and grid_sync");
+                            "barrier, grid_sync and the warp operations (shfl_xor, ballot, warp_sum, ...)");
     return Type::error;
   }
   const Intrinsic fn = *e.intrinsic;
   const std::string_view name = intrinsic_name(fn);
   if (is_atomic(fn)) return infer_atomic(e, fn);
+  if (is_warp_operation(fn)) return infer_warp(e, fn);
   switch (fn) {
     case Intrinsic::barrier:
       check_arity(e, name, 0);
@@ -629,6 +751,41 @@ Type KernelChecker::infer_call(Expr& e) {
     case Intrinsic::select: return infer_select(e);
     default: return infer_math(e, fn);
   }
+}
+
+Type KernelChecker::infer_warp(Expr& e, Intrinsic fn) {
+  const std::string_view name = intrinsic_name(fn);
+  kernel_.uses_warp_operations = true;
+  if (!check_arity(e, name, arity(fn))) return Type::error;
+  if (fn == Intrinsic::ballot || fn == Intrinsic::any || fn == Intrinsic::all) {
+    Type cond = value(*e.operands[0]);
+    if (cond != Type::error && cond != Type::bool_) {
+      reporter_.report(diag::Code::condition_not_bool, e.operands[0]->range,
+                       fmt::format("the argument of '{}' has type {}; it must be bool", name, describe_type(cond)),
+                       fmt::format("compare to get a bool, e.g. {}(x != 0)", name));
+      if (is_literal(cond)) assign_literal_types(*e.operands[0], cond == Type::float_literal ? Type::f32 : Type::i32);
+    }
+    return fn == Intrinsic::ballot ? Type::u32 : Type::bool_;
+  }
+  // shuffles and reductions: the value is a number of 32 or 64 bits
+  Type t = concrete(*e.operands[0]);
+  if (e.operands.size() == 2) {
+    std::string_view what = fn == Intrinsic::shfl_xor ? "lane mask" : fn == Intrinsic::shfl_idx ? "lane" : "delta";
+    expect(*e.operands[1], Type::u32, [&](Type found) {
+      return fmt::format("the {} of '{}' has type {}; it must be u32", what, name, describe_type(found));
+    });
+  }
+  if (t == Type::error) return t;
+  if (!is_numeric(t)) {
+    reporter_.report(diag::Code::invalid_warp_operand, e.operands[0]->range,
+                     fmt::format("'{}' needs a value of type i32, u32, i64, u64, f32 or f64, found {}", name,
+                                 describe_type(t)),
+                     t == Type::bool_ ? fmt::format("vote on bools with ballot/any/all, or convert: {}(u32(b), ...)",
+                                                    name)
+                                      : "convert the value explicitly");
+    return Type::error;
+  }
+  return t;
 }
 
 Type KernelChecker::infer_math(Expr& e, Intrinsic fn) {

@@ -201,6 +201,36 @@ void check_shared_memory(const KernelResources& res, const LaunchPlan& plan, con
   }
 }
 
+// PG1319, PG1320: what the kernel's language features need of the launch (docs/ir.md): a dynamic
+// shared array needs dynamic shared bytes, a whole number of its elements; warp operations need
+// a block of whole warps.
+void check_language_needs(const codegen::KernelInfo& kernel, const LaunchPlan& plan, const DeviceCaps& caps,
+                          Reporter& r, const Facts& f) {
+  if (const uint64_t element = kernel.dynamic_shared_element_bytes; element > 0) {
+    if (plan.dynamic_shared_bytes == 0)
+      r.add(Code::invalid_dynamic_shared,
+            fmt::format("kernel '{}' declares a dynamic shared array of {}-byte elements, but the launch gives it 0 "
+                        "bytes of dynamic shared memory (every access would be out of bounds)",
+                        kernel.name, element),
+            fmt::format("pass the array's size in bytes as the dynamic shared memory, e.g. {} for 256 elements",
+                        256 * element));
+    else if (plan.dynamic_shared_bytes % element != 0)
+      r.add(Code::invalid_dynamic_shared,
+            fmt::format("dynamic shared memory of {} bytes is not a whole number of the {}-byte elements of kernel "
+                        "'{}''s dynamic shared array",
+                        plan.dynamic_shared_bytes, element, kernel.name),
+            fmt::format("give a multiple of {} bytes (elements x {}), e.g. {}", element, element,
+                        (plan.dynamic_shared_bytes / element + 1) * element));
+  }
+  const uint64_t warp = caps.warp_size ? caps.warp_size : 32;
+  if (kernel.uses_warp_operations && f.threads_known && f.threads > 0 && f.threads % warp != 0)
+    r.add(Code::partial_warp_block,
+          fmt::format("kernel '{}' uses warp operations, but the block of {} threads is not a whole number of "
+                      "{}-thread warps (the last warp would be partial)",
+                      kernel.name, f.threads, warp),
+          fmt::format("use a block size that is a multiple of {}, e.g. {}", warp, (f.threads / warp + 1) * warp));
+}
+
 // PG3301: registers per thread and registers charged per block.
 void check_registers(const codegen::KernelInfo& kernel, const KernelResources& res, const DeviceCaps& caps,
                      Reporter& r, Facts& f) {
@@ -313,6 +343,7 @@ Verdict check_launch(const codegen::KernelInfo& kernel, const KernelResources& r
   check_arguments(kernel, plan, r);
   check_geometry(kernel, res, plan, caps, r, f, v);
   check_shared_memory(res, plan, caps, r, f, v, report_warnings);
+  check_language_needs(kernel, plan, caps, r, f);
   check_registers(kernel, res, caps, r, f);
   check_cooperative_mode(kernel, plan, caps, r);
   check_residency(res, plan, caps, r, f, v, occupancy);

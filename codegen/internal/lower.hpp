@@ -21,13 +21,16 @@ namespace ptxgate::codegen {
 /// - parameters by value: buffers as `ptr addrspace(1)` (readonly/writeonly as the
 ///   kernel's own accesses allow, never noalias: buffers may alias), scalars by value,
 ///   bool scalars as i32 (0 = false); bool elements in memory take one byte;
-/// - integer + - * wrap; / and % by zero are undefined; shift amounts are taken modulo
-///   the bit width; float arithmetic is IEEE (no contraction; fma only when written);
+/// - every operation has a defined result for every operand (docs/ir.md, "Results of every
+///   operation"); nothing reaches LLVM poison or undefined behaviour: integer + - * wrap;
+///   x / 0 is all ones and x % 0 is x; MIN / -1 is MIN and MIN % -1 is 0; shift amounts are
+///   taken modulo the bit width; float arithmetic is IEEE (no contraction; fma only when written);
 /// - float -> integer casts saturate (NaN -> 0);
 /// - sqrt, floor, ceil, fma, abs, min, max lower to LLVM intrinsics (sqrt is correctly
 ///   rounded); rsqrt, exp, log, sin, cos, tanh, pow call libdevice (__nv_*f for f32);
 /// - `for v in lo..hi step s`: lo, hi and s are evaluated once; s is treated as
-///   unsigned (a step of 0 never advances); the loop never wraps past hi;
+///   unsigned; a step of 0 at run time ends the loop after one iteration; the loop never
+///   wraps past hi;
 /// - atomics are relaxed (monotonic) and return the old value.
 [[nodiscard]] std::expected<std::unique_ptr<llvm::Module>, diag::Diagnostics> lower_module(const ir::Module& verified,
                                                                             llvm::LLVMContext& context,

@@ -20,7 +20,7 @@ enum class TokenKind : uint8_t {
   float_literal,
   // keywords
   kw_kernel, kw_let, kw_var, kw_if, kw_else, kw_while, kw_for, kw_break, kw_continue, kw_return,
-  kw_shared, kw_true, kw_false,
+  kw_shared, kw_true, kw_false, kw_const,
   // punctuation
   l_paren, r_paren, l_brace, r_brace, l_bracket, r_bracket,
   comma, semicolon, colon, dot, dot_dot, at,

@@ -49,11 +49,20 @@ std::optional<__int128> eval_int_constant(const Expr& e);
 /// Decimal spelling of a 128-bit integer.
 std::string int128_text(__int128 v);
 
+/// The module's constants by name (symbols owned by the Module).
+using ConstantTable = std::unordered_map<std::string, Symbol*>;
+
 /// Resolves names, types every expression and checks the kernel rules of one kernel.
+/// `constants` are visible everywhere in the kernel (outside every scope, so a
+/// parameter or local of the same name is a redefinition).
 class KernelChecker {
  public:
-  KernelChecker(Kernel& kernel, Reporter& reporter, const Limits& limits);
+  KernelChecker(Kernel& kernel, Reporter& reporter, const Limits& limits, const ConstantTable* constants = nullptr);
   void run();
+  /// Checks one module constant against the constants before it (the table this checker
+  /// was made with), evaluates integer and bool constants, and returns its new symbol,
+  /// owned by `owner`. Run on a checker over an empty scratch kernel.
+  Symbol* check_constant(Stmt& s, std::vector<std::unique_ptr<Symbol>>& owner);
 
  private:
   // Kernel-level pieces (verifier.cpp).
@@ -69,6 +78,8 @@ class KernelChecker {
   void check_condition(Expr& cond, std::string_view statement);
   void check_expr_stmt(Stmt& s);
   void check_shared_total();
+  /// PG1320: a kernel with warp operations and a @workgroup that is not whole warps.
+  void check_whole_warps();
   Symbol* declare(SymbolKind kind, const std::string& name, SourceRange range, Type type, const Stmt* decl);
   Symbol* lookup(const std::string& name) const;
   void push_scope();
@@ -101,6 +112,7 @@ class KernelChecker {
   Type infer_math(Expr& e, Intrinsic fn);
   Type infer_select(Expr& e);
   Type infer_atomic(Expr& e, Intrinsic fn);
+  Type infer_warp(Expr& e, Intrinsic fn);
   Type index_operand(Expr& index, const std::string& target);
   /// Resolves a name that must denote a buffer or shared array (indexing, atomics).
   Symbol* storage(Expr& e, std::string_view use);
@@ -109,9 +121,14 @@ class KernelChecker {
   /// Types the target of an assignment (a write: `in` buffers are rejected, `out` allowed).
   Type infer_assign_target(Expr& target);
 
+  /// Whether `e` only uses literals, constants, operators and casts (PG1109 otherwise);
+  /// `what` receives the first thing that is not constant.
+  bool is_constant_expression(const Expr& e, std::string& what) const;
+
   Kernel& kernel_;
   Reporter& reporter_;
   const Limits& limits_;
+  const ConstantTable* constants_;
   std::unordered_map<std::string, Symbol*> visible_;
   std::unordered_map<const Symbol*, uint32_t> scope_of_;
   std::vector<std::pair<std::string, Symbol*>> shadowed_;  ///< undo log for pop_scope
@@ -123,10 +140,12 @@ class KernelChecker {
   bool saw_workgroup_ = false;
   bool saw_cooperative_ = false;
   std::vector<const Symbol*> shared_arrays_;
+  const Symbol* dynamic_shared_ = nullptr;  ///< the kernel's `shared NAME: T[];`, if any
 };
 
 /// The divergence analysis: PG1305 for barrier() and PG1312 for grid_sync() reached under
-/// control flow that depends on thread-varying values. Needs resolved symbols.
+/// control flow that depends on thread-varying values, and PG1318 for warp operations under
+/// control flow that depends on lane-varying values. Needs resolved symbols.
 void check_divergence(const Kernel& kernel, Reporter& reporter);
 
 }  // namespace ptxgate::ir::verifier_detail

@@ -76,11 +76,11 @@ TEST_CASE("lexer: float literals and ranges") {
 }
 
 TEST_CASE("lexer: keywords are reserved, in/out/inout/step and type names are identifiers") {
-  Lexed l = lex("kernel let var if else while for break continue return shared true false in out inout step f32");
+  Lexed l = lex("kernel let var if else while for break continue return shared true false const in out inout step f32");
   using K = TokenKind;
   CHECK(kinds(l) == std::vector<K>{K::kw_kernel, K::kw_let, K::kw_var, K::kw_if, K::kw_else, K::kw_while, K::kw_for,
                                     K::kw_break, K::kw_continue, K::kw_return, K::kw_shared, K::kw_true,
-                                    K::kw_false, K::identifier, K::identifier, K::identifier, K::identifier,
+                                    K::kw_false, K::kw_const, K::identifier, K::identifier, K::identifier, K::identifier,
                                     K::identifier, K::end_of_file});
 }
 

@@ -504,3 +504,47 @@ TEST_CASE("verifier: every example verifies clean and fully typed") {
   }
   CHECK(count >= 3);
 }
+
+TEST_CASE("verifier: a constant for-loop step must be positive (PG1316)") {
+  CHECK(verify_body("for i in 0..10 step 0 { }").has("PG1316"));
+  CHECK(verify_body("for i in 0..s step -1 { }").has("PG1316"));
+  CHECK(verify_body("for i in 0..10 step 3 - 3 { }").has("PG1316"));
+  CHECK(verify_body("for i in 0..n step 0 { }").has("PG1316"));
+  auto v = verify_body("for i in 0..10 step 0 { }");
+  REQUIRE(v.diags.size() == 1);
+  CHECK(v.diags.items()[0].location.line == 3);
+  CHECK(v.diags.items()[0].message.find("'i' is 0") != std::string::npos);
+  CHECK_FALSE(v.diags.items()[0].fix.empty());
+  // Positive constants and run-time steps are accepted.
+  CHECK(verify_body("for i in 0..10 step 2 { }").clean());
+  CHECK(verify_body("for i in 0..n step n { }").clean());
+  CHECK(verify_body("for i in 0..s step s { }").clean());
+  // A negative literal for an unsigned loop stays a range error.
+  CHECK(verify_body("for i in 0..n step -1 { }").has("PG1206"));
+}
+
+TEST_CASE("verifier: a module without kernels is PG1317") {
+  for (std::string text : {"", "// only a comment\n", "  \n\n/* block */\n"}) {
+    CAPTURE(text);
+    auto v = verify_text(text);
+    REQUIRE(v.diags.size() == 1);
+    CHECK(v.has("PG1317"));
+    CHECK(v.diags.items()[0].message.find("'t.pg' has no kernels") != std::string::npos);
+  }
+  ir::Module built;
+  built.path = "<builder>";
+  auto d = ir::verify(built, nullptr);
+  CHECK(d.has_errors());
+  CHECK(d.items().at(0).code == diag::Code::module_without_kernels);
+}
+
+TEST_CASE("verifier: & | ^ accept bool operands; shifts do not") {
+  auto v = verify_body("let z = flag & (n < 3); let w = flag | flag; let q = flag ^ true; y[0] = select(z ^ w | q, a, 0.0);");
+  INFO(render(v));
+  CHECK(v.clean());
+  for (const auto& s : v.kernel().body)
+    if (s->kind == ir::StmtKind::let_decl) CHECK(s->symbol->type == Type::bool_);
+  CHECK(verify_body("let z = flag << flag;").has("PG1203"));
+  CHECK(verify_body("let z = flag & n;").has("PG1201"));
+  CHECK(verify_body("let z = flag & 1;").has("PG1201"));
+}

@@ -1,0 +1,206 @@
+// Unit tests for module constants (`const NAME: T = EXPR;`): parsing, verification, where a
+// constant is required, printing, the builder API and code generation.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "ptxgate/codegen/codegen.hpp"
+#include "ptxgate/ir/builder.hpp"
+#include "ptxgate/ir/frontend.hpp"
+#include "ptxgate/ir/parser.hpp"
+#include "ptxgate/ir/printer.hpp"
+#include "ptxgate/ir/verifier.hpp"
+
+using namespace ptxgate;
+
+namespace {
+
+struct Checked {
+  ir::Module module;
+  diag::Diagnostics diags;
+  bool has(diag::Code code) const {
+    return std::any_of(diags.begin(), diags.end(), [&](const diag::Diagnostic& d) { return d.code == code; });
+  }
+};
+
+Checked check(const std::string& text, const ir::Limits& limits = {}) {
+  diag::SourceFile file("c.pg", text);
+  ir::ParseResult parsed = ir::parse(file, limits);
+  Checked c;
+  if (parsed.diagnostics.has_errors()) {
+    c.diags = std::move(parsed.diagnostics);
+    return c;
+  }
+  c.module = std::move(parsed.module);
+  c.diags = ir::verify(c.module, &file, limits);
+  return c;
+}
+
+std::string llvm_ir(const std::string& text) {
+  auto loaded = ir::load_module(diag::SourceFile("c.pg", text));
+  if (!loaded) FAIL(diag::render_text(loaded.error()));
+  auto out = codegen::emit_llvm_ir(loaded->module, {});
+  if (!out) FAIL(diag::render_text(out.error()));
+  return *out;
+}
+
+}  // namespace
+
+TEST_CASE("constants: declared at module level, typed, visible in every kernel and later constants") {
+  auto c = check(R"(
+kernel before(out y: u32[]) { y[0] = N; }
+const N: u32 = 256;
+const M: u32 = N / 8 + 1;
+const BIG: i64 = -(1 << 40);
+const HALF: f32 = 0.5;
+const WIDE: f64 = f64(N) * 2.0;
+const ON: bool = true;
+kernel after(out y: u32[], out z: f32[]) { y[0] = M; z[0] = select(ON, HALF, 0.0); }
+)");
+  INFO(diag::render_text(c.diags));
+  REQUIRE(c.diags.empty());
+  REQUIRE(c.module.constants.size() == 6);
+  REQUIRE(c.module.constant_symbols.size() == 6);
+  CHECK(c.module.constant_symbols[0]->constant_bits == 256);
+  CHECK(c.module.constant_symbols[1]->constant_bits == 33);
+  CHECK(c.module.constant_symbols[2]->constant_bits == static_cast<uint64_t>(-(int64_t{1} << 40)));
+  CHECK(c.module.constant_symbols[3]->type == ir::Type::f32);
+  CHECK(c.module.constant_symbols[0]->kind == ir::SymbolKind::constant);
+}
+
+TEST_CASE("constants: usable where a constant is required") {
+  auto c = check(R"(
+const BLOCK: u32 = 128;
+const TILE: u32 = BLOCK * 2;
+const STEP: u32 = 4;
+@workgroup(BLOCK, 2)
+kernel k(inout y: f32[]) {
+  shared t: f32[TILE + 1];
+  for i in 0..TILE step STEP { t[i] = 0.0; }
+}
+)");
+  INFO(diag::render_text(c.diags));
+  REQUIRE(c.diags.empty());
+  const ir::Kernel& k = c.module.kernels.at(0);
+  CHECK(k.workgroup == std::array<uint32_t, 3>{128, 2, 1});
+  CHECK(k.static_shared_bytes == 257 * 4);
+  // A constant step of 0 is still caught through the constant.
+  CHECK(check("const Z: u32 = 0; kernel k() { for i in 0..10 step Z { } }").has(diag::Code::invalid_loop_step));
+  CHECK(check("const Z: u32 = 0; kernel k() { shared t: f32[Z]; }").has(diag::Code::invalid_shared_size));
+  CHECK(check("const Z: u32 = 2000; @workgroup(Z) kernel k() { }").has(diag::Code::workgroup_too_large));
+  CHECK(check("const Z: i32 = -4; @workgroup(Z) kernel k() { }").has(diag::Code::invalid_attribute_argument));
+  // A parameter in @workgroup is "not a constant", not an undefined name.
+  auto p = check("@workgroup(n) kernel k(n: u32) { }");
+  CHECK(p.has(diag::Code::invalid_attribute_argument));
+  CHECK_FALSE(p.has(diag::Code::undefined_name));
+}
+
+TEST_CASE("constants: diagnostics with codes, locations and fixes") {
+  struct Case {
+    const char* text;
+    diag::Code code;
+  };
+  const Case cases[] = {
+      {"const A: u32 = n; kernel k(n: u32) { }", diag::Code::invalid_constant},
+      {"const A: u32 = thread_id.x; kernel k() { }", diag::Code::invalid_constant},
+      {"const A: f32 = sqrt(2.0); kernel k() { }", diag::Code::invalid_constant},
+      {"const A: u32 = B; const B: u32 = 1; kernel k() { }", diag::Code::invalid_constant},
+      {"const A: u32 = A + 1; kernel k() { }", diag::Code::invalid_constant},
+      {"const A: u32 = 1 / 0; kernel k() { }", diag::Code::invalid_constant},
+      {"const A: u32 = 4000000000; const B: u32 = A + A; kernel k() { }", diag::Code::invalid_constant},
+      {"const A: u32 = 5000000000; kernel k() { }", diag::Code::literal_out_of_range},
+      {"const A: u32 = 1.5; kernel k() { }", diag::Code::type_mismatch},
+      {"const A: u32 = 1; const A: u32 = 2; kernel k() { }", diag::Code::redefined_name},
+      {"const A: u32 = 1; kernel k(A: u32) { }", diag::Code::redefined_name},
+      {"const A: u32 = 1; kernel k() { let A = 2; }", diag::Code::redefined_name},
+      {"const A: u32 = 1; kernel k() { A = 2; }", diag::Code::assign_to_immutable},
+      {"const A: u32 = 1; kernel k() { let x = A[0]; }", diag::Code::not_indexable},
+      {"const A: u32 = 1; kernel k() { let x: i32 = A; }", diag::Code::type_mismatch},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.text);
+    auto r = check(c.text);
+    INFO(diag::render_text(r.diags));
+    REQUIRE(r.has(c.code));
+    for (const auto& d : r.diags) {
+      CHECK(d.location.line >= 1);
+      CHECK_FALSE(d.fix.empty());
+    }
+  }
+  // Only the bad constant is reported; its uses stay silent.
+  auto r = check("const A: u32 = n; kernel k(out y: u32[], n: u32) { y[0] = A + 1; shared t: f32[A]; }");
+  CHECK(r.diags.size() == 1);
+}
+
+TEST_CASE("constants: parse errors and the limit") {
+  CHECK(check("const A = 1; kernel k() { }").has(diag::Code::expected_token));
+  CHECK(check("const A: u32; kernel k() { }").has(diag::Code::expected_token));
+  CHECK(check("const A: u32 = 1 kernel k() { }").has(diag::Code::expected_token));
+  // The parser recovers at the next kernel or constant.
+  auto r = check("const : u32 = 1; const B: u32 = 2; kernel k() { }");
+  CHECK(r.diags.size() == 1);
+  ir::Limits limits;
+  limits.max_constants = 3;
+  CHECK(check("const A: u32 = 1; const B: u32 = 1; const C: u32 = 1; kernel k() { }", limits).diags.empty());
+  CHECK(check("const A: u32 = 1; const B: u32 = 1; const C: u32 = 1; const D: u32 = 1; kernel k() { }", limits)
+            .has(diag::Code::too_many_constants));
+  // 'const' is a keyword now.
+  CHECK(check("kernel k() { let const = 1; }").has(diag::Code::expected_token));
+}
+
+TEST_CASE("constants: print first and round-trip") {
+  const std::string text = "kernel k(out y: u32[]) { y[0] = N; }\nconst N: u32 = 2 * (3 + 4);\nconst F: f32 = 1e-5;\n";
+  diag::SourceFile file("c.pg", text);
+  auto parsed = ir::parse(file);
+  REQUIRE(parsed.diagnostics.empty());
+  std::string once = ir::print(parsed.module);
+  CHECK(once ==
+        "const N: u32 = 2 * (3 + 4);\nconst F: f32 = 1e-5;\n\nkernel k(out y: u32[]) {\n  y[0] = N;\n}\n");
+  diag::SourceFile again("c2.pg", once);
+  auto reparsed = ir::parse(again);
+  REQUIRE(reparsed.diagnostics.empty());
+  CHECK(ir::print(reparsed.module) == once);
+}
+
+TEST_CASE("constants: builder API") {
+  ir::ModuleBuilder mb;
+  ir::Ex block = mb.constant("BLOCK", ir::Type::u32, 64);
+  ir::Ex scale = mb.constant("SCALE", ir::Type::f32, 2.5);
+  auto& k = mb.kernel("k");
+  k.attribute("workgroup", {block}).buffer("y", ir::Access::inout, ir::Type::f32);
+  k.shared("t", ir::Type::f32, block * 2);
+  k.assign(k.index("y", k.global_id()), k.index("y", k.global_id()) * scale);
+  ir::Module m = mb.take();
+  auto d = ir::verify(m, nullptr);
+  INFO(diag::render_text(d));
+  REQUIRE(d.empty());
+  CHECK(m.kernels[0].workgroup[0] == 64);
+  CHECK(m.kernels[0].static_shared_bytes == 512);
+  CHECK(ir::print(m).starts_with("const BLOCK: u32 = 64;\nconst SCALE: f32 = 2.5;\n\n@workgroup(BLOCK)\n"));
+  auto ir_text = codegen::emit_llvm_ir(m, {});
+  REQUIRE(ir_text.has_value());
+  CHECK(ir_text->find("2.500000e+00") != std::string::npos);
+}
+
+TEST_CASE("constants: code generation uses their values") {
+  std::string out = llvm_ir(R"(
+const N: i32 = -7;
+const W: u32 = u32(N);
+const F: f32 = 0.25 * 2.0;
+const B: bool = N < 0;
+kernel k(out a: i32[], out b: u32[], out c: f32[], out d: u32[]) { a[0] = N; b[0] = W; c[0] = F; d[0] = u32(B); }
+)");
+  CHECK(out.find("store i32 -7, ptr addrspace(1) %a") != std::string::npos);
+  CHECK(out.find("store i32 -7, ptr addrspace(1) %b") != std::string::npos);  // 4294967289 prints as -7
+  CHECK(out.find("store float 5.000000e-01, ptr addrspace(1) %c") != std::string::npos);
+  CHECK(out.find("store i32 1, ptr addrspace(1) %d") != std::string::npos);
+}
+
+TEST_CASE("constants: a const inside a kernel is one clear error, and parsing goes on") {
+  auto r = check("kernel k(out y: u32[]) { const A: u32 = 1; y[0] = 2; }\nkernel j() { }");
+  REQUIRE(r.diags.size() == 1);
+  CHECK(r.diags.items()[0].code == diag::Code::expected_statement);
+  CHECK(r.diags.items()[0].message.find("module constant") != std::string::npos);
+}
