@@ -49,8 +49,8 @@ TEST_CASE("occupancy: the offline table and suggestion equal the driver's occupa
   REQUIRE(libcuda != nullptr);
   auto potential = reinterpret_cast<PotentialBlockSize>(::dlsym(libcuda, "cuOccupancyMaxPotentialBlockSize"));
   auto active = reinterpret_cast<ActiveBlocks>(::dlsym(libcuda, "cuOccupancyMaxActiveBlocksPerMultiprocessor"));
-  REQUIRE(potential != nullptr);
-  REQUIRE(active != nullptr);
+  const bool resolved = potential != nullptr && active != nullptr;
+  REQUIRE(resolved);
   const auto profile = live_profile_file();
   int agree = 0, total = 0;
   const auto free_path = std::filesystem::temp_directory_path() / fmt::format("free_block-{}.pg", ::getpid());
