@@ -51,7 +51,7 @@ std::expected<std::string, diag::Diagnostics> read_argument_file(const std::stri
   where.file = path;
   if (data.error().failure == support::ReadFailure::open_failed && data.error().error_number == ENOENT)
     d.add(diag::Code::cannot_read_file,
-          fmt::format("argument '{}': '{}' is not a buffer spec and cannot be read as a file", param, path), {},
+          fmt::format("argument '{}': '{}' is not a buffer spec and no such file exists", param, path), where,
           fmt::format("use {}", validation::buffer_spec_forms(type)));
   else
     d.add(diag::Code::cannot_read_file, fmt::format("argument '{}': {}", param, data.error().message), where,

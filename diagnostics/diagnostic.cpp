@@ -117,24 +117,35 @@ std::string excerpt_line(std::string_view line) {
 
 }  // namespace
 
-std::string render_text(const Diagnostics& diags, bool with_summary) {
+std::string render_text(const Diagnostics& diags, bool with_summary) { return render_text(diags, with_summary, {}); }
+
+std::string render_text(const Diagnostics& diags, bool with_summary, const TextStyle& style) {
+  // SGR sequences as clang's diagnostics use them; empty strings when colour is off.
+  const bool c = style.color;
+  const std::string_view bold = c ? "\033[1m" : "", reset = c ? "\033[0m" : "", green = c ? "\033[1;32m" : "";
+  auto severity_color = [c](Severity s) -> std::string_view {
+    if (!c) return "";
+    return s == Severity::error ? "\033[1;31m" : s == Severity::warning ? "\033[1;35m" : "\033[1;36m";
+  };
   std::string out;
   for (const auto& d : diags) {
     const auto& loc = d.location;
+    out += bold;
     if (!loc.file.empty() && loc.line > 0)
       out += fmt::format("{}:{}:{}: ", loc.file, loc.line, loc.column);
     else if (!loc.file.empty())
       out += fmt::format("{}: ", loc.file);
-    out += fmt::format("{}[{}]: {}\n", severity_name(d.severity), info(d.code).name, d.message);
+    out += fmt::format("{}{}[{}]:{}{} {}{}\n", severity_color(d.severity), severity_name(d.severity), info(d.code).name,
+                       reset, bold, d.message, reset);
     if (loc.line > 0 && !loc.source_line.empty()) {
       std::string line = excerpt_line(loc.source_line);
       out += fmt::format("  {:>4} | {}\n", loc.line, line);
       size_t col = loc.column > 0 ? loc.column - 1 : 0;
       size_t width = std::max<size_t>(1, std::min<size_t>(loc.length, line.size() > col ? line.size() - col : 1));
-      out += fmt::format("       | {}{}\n", std::string(col, ' '), std::string(width, '^'));
+      out += fmt::format("       | {}{}{}{}\n", std::string(col, ' '), green, std::string(width, '^'), reset);
     }
-    for (const auto& note : d.notes) out += fmt::format("note: {}\n", note);
-    if (!d.fix.empty()) out += fmt::format("fix: {}\n", d.fix);
+    for (const auto& note : d.notes) out += fmt::format("{}note:{} {}\n", severity_color(Severity::note), reset, note);
+    if (!d.fix.empty()) out += fmt::format("{}fix:{} {}\n", green, reset, d.fix);
   }
   if (with_summary) {
     size_t errors = diags.error_count(), warnings = diags.warning_count();
@@ -143,6 +154,31 @@ std::string render_text(const Diagnostics& diags, bool with_summary) {
                          warnings == 1 ? "" : "s");
   }
   return out;
+}
+
+std::optional<ColorMode> color_mode_from_name(std::string_view name) {
+  if (name == "auto") return ColorMode::automatic;
+  if (name == "always") return ColorMode::always;
+  if (name == "never") return ColorMode::never;
+  return std::nullopt;
+}
+
+bool use_color(ColorMode mode, bool stream_is_terminal, const char* no_color_env, const char* term_env) {
+  if (mode != ColorMode::automatic) return mode == ColorMode::always;
+  if (no_color_env != nullptr && *no_color_env != '\0') return false;
+  if (term_env != nullptr && std::string_view(term_env) == "dumb") return false;
+  return stream_is_terminal;
+}
+
+size_t promote_warnings(Diagnostics& diags) {
+  size_t promoted = 0;
+  for (auto& d : diags.items()) {
+    if (d.severity != Severity::warning) continue;
+    d.severity = Severity::error;
+    d.notes.push_back("-Werror turned this warning into an error");
+    ++promoted;
+  }
+  return promoted;
 }
 
 namespace {

@@ -99,6 +99,23 @@ std::optional<Format> format_from_name(std::string_view name);
 /// line with a caret, then `fix: ...`. Ends with a summary line when
 /// `with_summary` is set and there is anything to summarise.
 std::string render_text(const Diagnostics& diags, bool with_summary = true);
+
+/// How render_text decorates its text.
+struct TextStyle {
+  bool color = false;  ///< ANSI colours as clang's: bold location and message, red error, magenta
+                       ///< warning, cyan note, green caret and fix
+};
+std::string render_text(const Diagnostics& diags, bool with_summary, const TextStyle& style);
+
+/// `--color=auto|always|never`.
+enum class ColorMode : uint8_t { automatic, always, never };
+std::optional<ColorMode> color_mode_from_name(std::string_view name);
+/// Whether to colour a stream: always and never decide alone; auto colours a terminal unless
+/// NO_COLOR is set to a non-empty value (no-color.org) or TERM is "dumb".
+bool use_color(ColorMode mode, bool stream_is_terminal, const char* no_color_env, const char* term_env);
+
+/// `-Werror`: every warning becomes an error, with a note saying so. Returns how many changed.
+size_t promote_warnings(Diagnostics& diags);
 /// A JSON array of diagnostic objects.
 std::string render_json(const Diagnostics& diags);
 /// A SARIF 2.1.0 log with one run of the tool "ptxgate".

@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "ptxgate/backend/arg_spec.hpp"
 #include "ptxgate/codegen/codegen.hpp"
+#include "ptxgate/pipeline/reports.hpp"
 #include "ptxgate/ir/frontend.hpp"
 #include "ptxgate/pipeline/foreign_ptx.hpp"
 #include "ptxgate/support/numbers.hpp"
@@ -56,7 +58,18 @@ std::expected<void, std::string> describe_arguments(const OfflineLaunch& opt, co
       spec_errors.append(parsed.error());
       continue;
     }
-    plan.arguments.push_back(validation::describe_argument(*parsed));
+    auto described = validation::describe_argument(*parsed);
+    // A .npy or raw file is read as `run` would read it (PG5001 located at the path when it
+    // cannot be; PG5002 for a wrong dtype or size), so check knows the buffer's size too.
+    if (parsed->kind == validation::ArgSpec::Kind::npy_file || parsed->kind == validation::ArgSpec::Kind::raw_file) {
+      auto data = backend::make_host_data(*parsed, spec, name);
+      if (!data) {
+        spec_errors.append(data.error());
+        continue;
+      }
+      described.buffer_bytes = data->bytes.size();
+    }
+    plan.arguments.push_back(described);
   }
   for (uint32_t slot : opt.null_slots) {
     if (slot >= plan.arguments.size())
@@ -96,10 +109,63 @@ std::expected<OfflineCheck, OfflineStop> check_described(const OfflineLaunch& op
     out.plan.grid = {out.verdict.max_cooperative_grid, 1, 1};
     out.verdict = validation::check_launch(out.kernel, out.resources, out.plan, out.caps, location);
   }
+  if (opt.warnings_as_errors &&
+      diag::promote_warnings(out.warnings) + diag::promote_warnings(out.verdict.diagnostics) > 0)
+    out.verdict.launchable = false;
   return out;
 }
 
 }  // namespace
+
+std::expected<ProfiledKernel, diag::Diagnostics> compile_for_profile(const std::string& input, const std::string& kernel_name,
+                                                                    const std::string& profile,
+                                                                    const module_cache::ModuleCacheOptions& cache_options) {
+  ProfiledKernel out;
+  auto caps = validation::load_profile(profile);
+  if (!caps) return std::unexpected(caps.error());
+  out.caps = *caps;
+  auto loaded = ir::load_file(input);
+  if (!loaded) return std::unexpected(loaded.error());
+  out.warnings.append(loaded->warnings);
+  auto kernel = ir::require_kernel(loaded->module, kernel_name);
+  if (!kernel) return std::unexpected(kernel.error());
+  out.location = diag::locate(loaded->source, (*kernel)->name_range.offset, (*kernel)->name_range.length);
+  const auto& location = out.location;
+
+  const auto& targets = codegen::supported_targets();
+  std::string arch = caps->arch();
+  if (std::find(targets.begin(), targets.end(), arch) == targets.end()) {
+    diag::Diagnostics d;
+    d.add(diag::Code::resource_query_failed,
+          fmt::format("device profile '{}' is {}, which ptxgate cannot compile for", caps->profile, arch), location,
+          "use a profile of a supported architecture (`ptxgate devices --profiles`)");
+    return std::unexpected(std::move(d));
+  }
+  // Through the module cache: a module compiled once (by check, emit or run) is not compiled again,
+  // and `ptxgate cache list` shows it.
+  module_cache::ModuleCache cache(cache_options);
+  module_cache::CompileRequest request;
+  request.codegen.target = arch;
+  request.produce_cubin = true;
+  auto compiled = cache.compile(loaded->module, request);
+  if (!compiled) return std::unexpected(compiled.error());
+  out.warnings.append(compiled->warnings);
+  out.cache_outcome = compiled->outcome;
+  const auto& entry = *compiled->entry;
+  auto info_it = std::find_if(entry.kernels.begin(), entry.kernels.end(),
+                              [&](const codegen::KernelInfo& k) { return k.name == kernel_name; });
+  auto resources = module_cache::kernel_resources(entry, kernel_name);
+  if (!resources || info_it == entry.kernels.end()) {
+    diag::Diagnostics d;
+    d.add(diag::Code::resource_query_failed,
+          fmt::format("ptxas -arch={} reported no resources for kernel '{}'", arch, kernel_name), location,
+          "check that ptxas (CUDA_HOME or PTXGATE_PTXAS) is the CUDA Toolkit's and supports the target");
+    return std::unexpected(std::move(d));
+  }
+  out.kernel = *info_it;
+  out.resources = *resources;
+  return out;
+}
 
 std::expected<OfflineCheck, OfflineStop> check_offline(const OfflineLaunch& opt) {
   OfflineCheck out;
@@ -117,57 +183,63 @@ std::expected<OfflineCheck, OfflineStop> check_offline(const OfflineLaunch& opt)
     return usage(fmt::format("invalid --shared-bytes '{}': {}", opt.shared_bytes, shared_bytes.error()),
                  "write --shared-bytes N (a decimal byte count)");
 
-  auto caps = validation::load_profile(opt.profile);
-  if (!caps) return stop(caps.error());
-  out.caps = *caps;
   // PTX from another compiler: its own signature and ptxas's resources (pipeline/foreign_ptx).
   if (is_foreign_module_path(opt.input)) {
+    auto caps = validation::load_profile(opt.profile);
+    if (!caps) return stop(caps.error());
+    out.caps = *caps;
     auto foreign = load_foreign_kernel(opt.input, opt.kernel, caps->arch());
     if (!foreign) return stop(std::move(foreign.error()));
     out.kernel = std::move(foreign->info);
     out.resources = foreign->resources;
     return check_described(opt, std::move(out), *grid, block, *shared_bytes, foreign->location);
   }
-  auto loaded = ir::load_file(opt.input);
-  if (!loaded) return stop(loaded.error());
-  out.warnings.append(loaded->warnings);
-  auto kernel = ir::require_kernel(loaded->module, opt.kernel);
-  if (!kernel) return stop(kernel.error());
-  diag::Location location = diag::locate(loaded->source, (*kernel)->name_range.offset, (*kernel)->name_range.length);
+  auto profiled = compile_for_profile(opt.input, opt.kernel, opt.profile, opt.cache);
+  if (!profiled) return stop(profiled.error());
+  out.caps = profiled->caps;
+  out.kernel = profiled->kernel;
+  out.resources = profiled->resources;
+  out.cache_outcome = profiled->cache_outcome;
+  out.warnings = std::move(profiled->warnings);
+  return check_described(opt, std::move(out), *grid, block, *shared_bytes, profiled->location);
+}
 
-  const auto& targets = codegen::supported_targets();
-  std::string arch = caps->arch();
-  if (std::find(targets.begin(), targets.end(), arch) == targets.end()) {
-    diag::Diagnostics d;
-    d.add(diag::Code::resource_query_failed,
-          fmt::format("device profile '{}' is {}, which ptxgate cannot compile for", caps->profile, arch), location,
-          "use a profile of a supported architecture (`ptxgate devices --profiles`)");
-    return stop(std::move(d));
+nlohmann::json check_json(const OfflineCheck& check, const std::string& kernel) {
+  auto j = check.verdict.to_json(kernel, check.plan);
+  j["schema_version"] = kJsonSchemaVersion;
+  return j;
+}
+
+nlohmann::json check_stop_json(const OfflineStop& stop, const std::string& kernel) {
+  const auto& d = stop.diagnostics;
+  return {{"schema_version", kJsonSchemaVersion},
+          {"kernel", kernel},
+          {"launchable", false},
+          {"status", stop.usage ? "usage_error" : "error"},
+          {"errors", d.error_count()},
+          {"warnings", d.warning_count()},
+          {"diagnostics", nlohmann::json::parse(diag::render_json(d))}};
+}
+
+std::string check_text(const OfflineCheck& check, const std::string& kernel, bool verbose) {
+  const auto& [caps, info, r, plan, verdict, grid_max, outcome, warnings] = check;
+  const auto& occupancy = verdict.occupancy;
+  std::string out;
+  if (verbose) {
+    out += fmt::format("device: {} ({}, {}, {} SMs)\n", caps.profile, caps.name, caps.arch(), caps.sm_count);
+    out += fmt::format("resources: {} registers/thread, {} bytes static shared, {} bytes local, max {} threads/block\n",
+                       r.registers_per_thread, r.static_shared_bytes, r.local_bytes, r.max_threads_per_block);
+    if (occupancy)
+      out += fmt::format("occupancy: {} blocks/SM, limited by {} (threads {}, registers {}, shared {}, blocks {})\n",
+                         occupancy->active_blocks_per_sm, validation::limiter_name(occupancy->limiter),
+                         occupancy->by_threads, occupancy->by_registers, occupancy->by_shared, occupancy->by_blocks);
   }
-  // Through the module cache: a module compiled once (by check, emit or run) is not compiled again,
-  // and `ptxgate cache list` shows it.
-  module_cache::ModuleCache cache(opt.cache);
-  module_cache::CompileRequest request;
-  request.codegen.target = arch;
-  request.produce_cubin = true;
-  auto compiled = cache.compile(loaded->module, request);
-  if (!compiled) return stop(compiled.error());
-  out.warnings.append(compiled->warnings);
-  out.cache_outcome = compiled->outcome;
-  const auto& entry = *compiled->entry;
-  auto info_it = std::find_if(entry.kernels.begin(), entry.kernels.end(),
-                              [&](const codegen::KernelInfo& k) { return k.name == opt.kernel; });
-  auto resources = module_cache::kernel_resources(entry, opt.kernel);
-  if (!resources || info_it == entry.kernels.end()) {
-    diag::Diagnostics d;
-    d.add(diag::Code::resource_query_failed,
-          fmt::format("ptxas -arch={} reported no resources for kernel '{}'", arch, opt.kernel), location,
-          "check that ptxas (CUDA_HOME or PTXGATE_PTXAS) is the CUDA Toolkit's and supports the target");
-    return stop(std::move(d));
-  }
-  out.kernel = *info_it;
-  out.resources = *resources;
-  return check_described(opt, std::move(out), *grid, block, *shared_bytes, location);
+  if (grid_max)
+    out += occupancy ? fmt::format("max cooperative grid: {} blocks ({} blocks/SM x {} SMs, limited by {})\n",
+                                   verdict.max_cooperative_grid, occupancy->active_blocks_per_sm, caps.sm_count,
+                                   validation::limiter_name(occupancy->limiter))
+                     : std::string("max cooperative grid: none (the block does not fit)\n");
+  return out + verdict.summary_line(kernel, plan) + "\n";
 }
 
 }  // namespace ptxgate::pipeline

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "ptxgate/codegen/kernel_info.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/module_cache/module_cache.hpp"
@@ -36,7 +38,26 @@ struct OfflineLaunch {
   bool null_stream = false;
   bool require_explicit_stream = false;
   module_cache::ModuleCacheOptions cache;  ///< where compiled modules are looked up and published
+  bool warnings_as_errors = false;         ///< -Werror: any warning (program or launch) blocks the launch
 };
+
+/// A kernel compiled for a device profile through the module cache (ptxas for its resources):
+/// what check and occupancy start from.
+struct ProfiledKernel {
+  validation::DeviceCaps caps;
+  codegen::KernelInfo kernel;
+  validation::KernelResources resources;
+  diag::Location location;                 ///< the kernel's name in its source, for diagnostics
+  module_cache::CacheOutcome cache_outcome = module_cache::CacheOutcome::compiled;
+  diag::Diagnostics warnings;              ///< the program's and the cache's warnings
+};
+
+/// Loads the profile (NAME or PATH) and the program, finds the kernel (PG2006), compiles for
+/// the profile's architecture through the cache and reads the kernel's ptxas resources (PG3303
+/// when there are none or the architecture cannot be compiled for).
+[[nodiscard]] std::expected<ProfiledKernel, diag::Diagnostics> compile_for_profile(
+    const std::string& input, const std::string& kernel, const std::string& profile,
+    const module_cache::ModuleCacheOptions& cache);
 
 /// A verdict and what it was computed from.
 struct OfflineCheck {
@@ -58,5 +79,14 @@ struct OfflineStop {
 };
 
 [[nodiscard]] std::expected<OfflineCheck, OfflineStop> check_offline(const OfflineLaunch& launch);
+
+/// The verdict as `check --format json` prints it: Verdict::to_json plus "schema_version".
+[[nodiscard]] nlohmann::json check_json(const OfflineCheck& check, const std::string& kernel);
+/// A check that stopped before its verdict, in the same shape: {"schema_version", "kernel",
+/// "launchable": false, "status": "error"|"usage_error", "errors", "warnings", "diagnostics"}.
+[[nodiscard]] nlohmann::json check_stop_json(const OfflineStop& stop, const std::string& kernel);
+/// The text report: with `verbose` the device, resources and occupancy; `--grid max`'s answer;
+/// then the verdict line.
+[[nodiscard]] std::string check_text(const OfflineCheck& check, const std::string& kernel, bool verbose);
 
 }  // namespace ptxgate::pipeline

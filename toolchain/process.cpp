@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <sstream>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -56,6 +57,14 @@ std::expected<ProcessResult, std::string> run_process(const std::vector<std::str
   result.stdout_text = std::move(*out);
   result.stderr_text = std::move(*err);
   return result;
+}
+
+std::string first_lines(const std::string& text, size_t max_lines) {
+  std::istringstream in(text);
+  std::string out;
+  size_t n = 0;
+  for (std::string line; std::getline(in, line) && n < max_lines; ++n) out += (n ? "\n" : "") + line;
+  return out;
 }
 
 }  // namespace ptxgate::toolchain

@@ -83,14 +83,6 @@ void parse_properties_line(std::string_view items, validation::KernelResources& 
 }
 
 /// At most `max_lines` lines of a tool's output, for a diagnostic message.
-std::string first_lines(const std::string& text, size_t max_lines) {
-  std::istringstream in(text);
-  std::string out;
-  size_t n = 0;
-  for (std::string line; std::getline(in, line) && n < max_lines; ++n) out += (n ? "\n" : "") + line;
-  return out;
-}
-
 diag::Diagnostics failure(diag::Code code, std::string message, std::string fix) {
   diag::Diagnostics d;
   d.add(code, std::move(message), {}, std::move(fix));

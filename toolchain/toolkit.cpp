@@ -35,6 +35,11 @@ constexpr ToolFile kLibdevice{"nvvm/libdevice/libdevice.10.bc", "PTXGATE_LIBDEVI
                               "the toolkit)",
                               false};
 
+constexpr ToolFile kNvdisasm{"bin/nvdisasm", "PTXGATE_NVDISASM", "nvdisasm", diag::Code::disassembler_unavailable,
+                             "install the CUDA Toolkit's nvdisasm (package cuda-nvdisasm) and set CUDA_HOME, or point "
+                             "PTXGATE_NVDISASM at it",
+                             true};
+
 bool usable(const std::string& path, const ToolFile& file) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
@@ -79,5 +84,7 @@ std::vector<CudaRoot> cuda_roots() {
 Toolkit discover(const ToolkitOverrides& overrides) {
   return Toolkit{find(kPtxas, overrides.ptxas), find(kLibdevice, overrides.libdevice)};
 }
+
+std::expected<std::string, diag::Diagnostics> find_nvdisasm() { return find(kNvdisasm, {}); }
 
 }  // namespace ptxgate::toolchain

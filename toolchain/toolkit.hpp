@@ -42,4 +42,8 @@ struct Toolkit {
 /// to look further. ptxas must be an executable file, libdevice a regular file.
 Toolkit discover(const ToolkitOverrides& overrides = {});
 
+/// The toolkit's SASS disassembler, in discover()'s order: $PTXGATE_NVDISASM when set, else
+/// <root>/bin/nvdisasm in each of cuda_roots(). PG5005 naming every path tried.
+[[nodiscard]] std::expected<std::string, diag::Diagnostics> find_nvdisasm();
+
 }  // namespace ptxgate::toolchain

@@ -3,6 +3,8 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -23,11 +25,30 @@ CLI::App* register_devices(CLI::App& app, Runner& runner);
 CLI::App* register_run(CLI::App& app, Runner& runner);
 CLI::App* register_cache(CLI::App& app, Runner& runner);
 CLI::App* register_tensormap(CLI::App& app, Runner& runner);
+CLI::App* register_occupancy(CLI::App& app, Runner& runner);
 
-/// Writes diagnostics to stderr (text) or stdout (json/sarif) in the chosen format.
+/// Options every subcommand takes: --color, -Werror (as -W error) and -v.
+struct CommonOptions {
+  std::string color = "auto";
+  std::vector<std::string> warning_options;  ///< -W VALUE; "error" makes warnings errors
+  bool verbose = false;
+  bool warnings_as_errors() const;
+};
+/// The one set of common options of this process (one subcommand runs).
+CommonOptions& common_options();
+
+/// Writes diagnostics to standard error in the chosen format (text coloured per --color).
+/// Under -Werror warnings are rendered as errors, and the command then exits 1 (finish_output).
 void print_diagnostics(const diag::Diagnostics& diags, diag::Format format);
 
-/// Adds `--format text|json|sarif` to a subcommand.
-void add_format_option(CLI::App* cmd, std::string& format);
+/// Prints `warnings` (if any); true when -Werror made any of them an error, so the command
+/// must stop before writing its product.
+bool warnings_stop(const diag::Diagnostics& warnings, diag::Format format);
+
+/// Writes a command's product to standard output (checked when the command ends).
+void print_product(std::string_view bytes);
+
+/// Adds `--format text|json|sarif` and the common options (--color, -Werror, -v) to a subcommand.
+void add_common_options(CLI::App* cmd, std::string& format);
 
 }  // namespace ptxgate::cli

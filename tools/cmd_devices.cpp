@@ -1,12 +1,7 @@
-// `ptxgate devices [--json] | --profiles | --profile NAME|PATH`: live GPUs or the shipped device profiles.
-#include <cstdio>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
-#include "ptxgate/backend/device.hpp"
-#include "cli.hpp"
+// `ptxgate devices [--format json] | --profiles | --profile NAME|PATH`: live GPUs or the shipped device profiles.
+#include "ptxgate/pipeline/reports.hpp"
 #include "ptxgate/validation/profiles.hpp"
+#include "cli.hpp"
 
 namespace ptxgate::cli {
 namespace {
@@ -18,69 +13,31 @@ struct DevicesOptions {
   std::string format = "text";
 };
 
-void print_caps_table_header() {
-  std::fputs(fmt::format("{:<12} {:<28} {:<6} {:>4}\n", "PROFILE", "DEVICE", "CC", "SMS").c_str(), stdout);
-}
-
-int run_profiles(const DevicesOptions& opt, diag::Format format) {
-  auto profiles = validation::list_profiles();
-  if (!profiles) {
-    print_diagnostics(profiles.error(), format);
-    return kDiagnostics;
-  }
-  if (opt.json) {
-    nlohmann::json arr = nlohmann::json::array();
-    for (const auto& p : *profiles) arr.push_back(validation::to_json(p.caps));
-    std::fputs((arr.dump(2) + "\n").c_str(), stdout);
+int run_devices(const DevicesOptions& opt) {
+  const bool json = opt.json || opt.format == "json";
+  const auto format = json ? diag::Format::json : *diag::format_from_name(opt.format);
+  if (!opt.profile.empty()) {
+    // A profile document, in the profile file format (`--device-profile` reads it back).
+    auto caps = validation::load_profile(opt.profile);
+    if (!caps) return print_diagnostics(caps.error(), format), kDiagnostics;
+    print_product(validation::to_json(*caps).dump(2) + "\n");
     return kSuccess;
   }
-  print_caps_table_header();
-  for (const auto& p : *profiles)
-    std::fputs(fmt::format("{:<12} {:<28} {:<6} {:>4}{}\n", p.name, p.caps.name,
-                           fmt::format("{}.{}", p.caps.cc_major, p.caps.cc_minor), p.caps.sm_count,
-                           p.name == validation::kDefaultProfile ? "  (default)" : "")
-                   .c_str(),
-               stdout);
-  return kSuccess;
-}
-
-int run_one_profile(const DevicesOptions& opt, diag::Format format) {
-  auto caps = validation::load_profile(opt.profile);
-  if (!caps) {
-    print_diagnostics(caps.error(), format);
-    return kDiagnostics;
-  }
-  std::fputs((validation::to_json(*caps).dump(2) + "\n").c_str(), stdout);
-  return kSuccess;
-}
-
-int run_live(const DevicesOptions& opt, diag::Format format) {
-  auto devices = backend::list_live_devices();
-  if (!devices) {
-    print_diagnostics(devices.error(), format);
-    bool no_driver = false;
-    for (const auto& d : devices.error())
-      no_driver |= d.code == diag::Code::driver_unavailable || d.code == diag::Code::no_device;
-    return no_driver ? kNoDriver : kDiagnostics;
-  }
-  if (opt.json) {
-    nlohmann::json out;
-    if (devices->size() == 1) {
-      out = validation::to_json(devices->front().caps);
-    } else {
-      out = nlohmann::json::array();
-      for (const auto& d : *devices) out.push_back(validation::to_json(d.caps));
-    }
-    std::fputs((out.dump(2) + "\n").c_str(), stdout);
+  if (opt.list_profiles) {
+    auto profiles = validation::list_profiles();
+    if (!profiles) return print_diagnostics(profiles.error(), format), kDiagnostics;
+    print_product(json ? pipeline::profiles_json(*profiles).dump(2) + "\n" : pipeline::profiles_text(*profiles));
     return kSuccess;
   }
-  std::fputs(fmt::format("{:<8} {:<28} {:<6} {:>4}\n", "ORDINAL", "DEVICE", "CC", "SMS").c_str(), stdout);
-  for (const auto& d : *devices)
-    std::fputs(fmt::format("{:<8} {:<28} {:<6} {:>4}\n", d.ordinal, d.caps.name,
-                           fmt::format("{}.{}", d.caps.cc_major, d.caps.cc_minor), d.caps.sm_count)
-                   .c_str(),
-               stdout);
-  return kSuccess;
+  // Under JSON one document of one shape with or without a driver; its diagnostics inside it.
+  auto listing = pipeline::list_devices();
+  if (json) print_product(pipeline::devices_json(listing).dump(2) + "\n");
+  else if (listing.driver_available) print_product(pipeline::devices_text(listing));
+  else print_diagnostics(listing.diagnostics, format);
+  if (listing.driver_available) return kSuccess;
+  for (const auto& d : listing.diagnostics)
+    if (d.code == diag::Code::driver_unavailable || d.code == diag::Code::no_device) return kNoDriver;
+  return kDiagnostics;
 }
 
 }  // namespace
@@ -91,14 +48,9 @@ CLI::App* register_devices(CLI::App& app, Runner& runner) {
   auto* profiles = cmd->add_flag("--profiles", opt->list_profiles, "List the device profiles (name, device, cc, SMs)");
   cmd->add_option("--profile", opt->profile, "Print one device profile (NAME or PATH) as JSON")
       ->excludes(profiles);
-  cmd->add_flag("--json", opt->json, "Print JSON (a device profile per GPU / profile)");
-  add_format_option(cmd, opt->format);
-  runner = [opt] {
-    auto format = *diag::format_from_name(opt->format);
-    if (!opt->profile.empty()) return run_one_profile(*opt, format);
-    if (opt->list_profiles) return run_profiles(*opt, format);
-    return run_live(*opt, format);
-  };
+  cmd->add_flag("--json", opt->json, "Print JSON (the same as --format json)");
+  add_common_options(cmd, opt->format);
+  runner = [opt] { return run_devices(*opt); };
   return cmd;
 }
 

@@ -1,11 +1,7 @@
 // `ptxgate tensormap`: check a TMA tensor-map description against a device profile, offline.
-#include <cstdio>
-
-#include <fmt/format.h>
-
 #include "cli.hpp"
 #include "ptxgate/validation/profiles.hpp"
-#include "ptxgate/validation/tensor_map.hpp"
+#include "ptxgate/pipeline/tensor_map_check.hpp"
 
 namespace ptxgate::cli {
 
@@ -38,29 +34,16 @@ CLI::App* register_tensormap(CLI::App& app, Runner& runner) {
       ->capture_default_str();
   cmd->add_option("--buffer-bytes", t.buffer_bytes, "Bytes of the allocation: the tensor must fit");
   cmd->add_option("--device-profile", opt->profile, "Device profile NAME or PATH")->capture_default_str();
-  add_format_option(cmd, opt->format);
+  add_common_options(cmd, opt->format);
   runner = [opt] {
     const auto format = *diag::format_from_name(opt->format);
-    auto desc = validation::parse_tensor_map(opt->text);
-    if (!desc) {
-      print_diagnostics(desc.error(), format);
-      return static_cast<int>(kUsage);
-    }
-    auto caps = validation::load_profile(opt->profile);
-    if (!caps) {
-      print_diagnostics(caps.error(), format);
-      return static_cast<int>(kDiagnostics);
-    }
-    auto diags = validation::check_tensor_map(*desc, &*caps);
-    if (diags.has_errors()) {
-      print_diagnostics(diags, format);
-      return static_cast<int>(kDiagnostics);
-    }
-    std::fputs(fmt::format("tensor map ok on {} ({}): {}; extent {} bytes\n", caps->profile, caps->arch(),
-                           validation::describe(*desc), validation::tensor_extent_bytes(*desc))
-                   .c_str(),
-               stdout);
-    return static_cast<int>(kSuccess);
+    auto report = pipeline::check_tensor_map_text(opt->text, opt->profile);
+    if (common_options().warnings_as_errors() && diag::promote_warnings(report.diagnostics) > 0) report.valid = false;
+    // Under --format json one document, valid or not, with its diagnostics inside.
+    if (format == diag::Format::json) print_product(pipeline::tensor_map_json(report).dump(2) + "\n");
+    else if (report.valid) print_product(pipeline::tensor_map_text(report));
+    if (format != diag::Format::json && !report.diagnostics.empty()) print_diagnostics(report.diagnostics, format);
+    return static_cast<int>(report.usage ? kUsage : report.valid ? kSuccess : kDiagnostics);
   };
   return cmd;
 }

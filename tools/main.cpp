@@ -1,5 +1,8 @@
 // The ptxgate command line: emit PTX, check a launch, run a kernel, list devices, manage the cache.
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
 #include <exception>
 #include <iostream>
 #include <memory>
@@ -18,15 +21,47 @@
 
 namespace ptxgate::cli {
 
+bool CommonOptions::warnings_as_errors() const {
+  return std::find(warning_options.begin(), warning_options.end(), "error") != warning_options.end();
+}
+
+CommonOptions& common_options() {
+  static CommonOptions options;
+  return options;
+}
+
+namespace {
+bool g_warning_became_error = false;  // -Werror turned a printed warning into an error
+}  // namespace
+
 void print_diagnostics(const diag::Diagnostics& diags, diag::Format format) {
   // Standard output carries only a command's product; diagnostics go to standard error in the
   // format asked.
-  std::fputs(format == diag::Format::text ? diag::render_text(diags).c_str() : diag::render(diags, format).c_str(),
+  const diag::Diagnostics* shown = &diags;
+  diag::Diagnostics promoted;
+  if (common_options().warnings_as_errors() && diags.warning_count() > 0) {
+    promoted = diags;
+    g_warning_became_error |= diag::promote_warnings(promoted) > 0;
+    shown = &promoted;
+  }
+  const auto mode = diag::color_mode_from_name(common_options().color).value_or(diag::ColorMode::automatic);
+  const bool color = diag::use_color(mode, ::isatty(STDERR_FILENO) == 1, std::getenv("NO_COLOR"), std::getenv("TERM"));
+  std::fputs(format == diag::Format::text ? diag::render_text(*shown, true, {.color = color}).c_str()
+                                          : diag::render(*shown, format).c_str(),
              stderr);
 }
 
+bool warnings_stop(const diag::Diagnostics& warnings, diag::Format format) {
+  if (warnings.empty()) return false;
+  print_diagnostics(warnings, format);
+  return common_options().warnings_as_errors() && warnings.warning_count() > 0;
+}
+
+void print_product(std::string_view bytes) { std::fwrite(bytes.data(), 1, bytes.size(), stdout); }
+
 int finish_output(int code) {
   // Every byte a command wrote to standard output must have arrived (a full disk, a closed pipe).
+  if (code == kSuccess && g_warning_became_error) code = kDiagnostics;
   if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return code;
   diag::Diagnostics d;
   d.add(diag::Code::cannot_write_file, "cannot write to standard output", {},
@@ -47,10 +82,18 @@ std::optional<diag::Format> format_in_arguments(int argc, char** argv) {
   return std::nullopt;
 }
 
-void add_format_option(CLI::App* cmd, std::string& format) {
-  cmd->add_option("--format", format, "Diagnostic format")
+void add_common_options(CLI::App* cmd, std::string& format) {
+  auto& common = common_options();
+  cmd->add_option("--format", format, "Output format: text, json (one document per command, with schema_version) or sarif")
       ->check(CLI::IsMember({"text", "json", "sarif"}))
       ->default_val("text");
+  cmd->add_option("--color", common.color, "Colour diagnostics: auto (on a terminal, unless NO_COLOR is set), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->default_val("auto");
+  cmd->add_option("-W", common.warning_options, "-Werror: treat warnings as errors (exit status 1)")
+      ->check(CLI::IsMember({"error"}))
+      ->allow_extra_args(false);
+  cmd->add_flag("-v,--verbose", common.verbose, "Say more: resources, occupancy, notes, where the compile came from");
 }
 
 /// An exception that escaped a subcommand is a bug in ptxgate, never the user's fault:
@@ -152,9 +195,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::function<std::string()>(version_text),
                        "Print ptxgate's version and commit, and the LLVM, ptxas and libdevice it uses");
   app.require_subcommand(1);
-  Runner emit, check, devices, run, cache, tensormap, help;
+  Runner emit, check, occupancy, devices, run, cache, tensormap, help;
   std::pair<CLI::App*, Runner*> commands[] = {
       {register_emit(app, emit), &emit},       {register_check(app, check), &check},
+      {register_occupancy(app, occupancy), &occupancy},
       {register_devices(app, devices), &devices}, {register_run(app, run), &run},
       {register_cache(app, cache), &cache},    {register_tensormap(app, tensormap), &tensormap},
       {register_help(app, help), &help}};

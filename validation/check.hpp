@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -34,6 +35,27 @@ struct Occupancy {
 /// is modelled as set to its maximum, as the backend does.
 Occupancy compute_occupancy(const DeviceCaps& caps, const KernelResources& res, uint32_t threads_per_block,
                             uint64_t dynamic_shared_bytes);
+
+/// Occupancy at one block size.
+struct BlockSizeOccupancy {
+  uint32_t block_threads = 0;
+  Occupancy occupancy;
+  uint32_t active_warps_per_sm = 0;      ///< active blocks x warps per block
+  double occupancy_percent = 0;          ///< active warps / the SM's warp slots, in percent
+};
+
+/// Occupancy over block sizes and the block size cuOccupancyMaxPotentialBlockSize suggests.
+struct OccupancyTable {
+  uint32_t block_limit = 0;              ///< min(device, function) max threads per block
+  std::vector<BlockSizeOccupancy> rows;  ///< each multiple of the warp size up to block_limit, and block_limit
+  /// cuda_occupancy.h's search (cudaOccMaxPotentialOccupancyBlockSize): the largest block size
+  /// with the most active threads per SM; 0 when no block size lets a block be resident.
+  uint32_t suggested_block = 0;
+  uint64_t min_grid_for_full_occupancy = 0;  ///< active blocks at the suggestion x SMs
+};
+
+/// compute_occupancy at every block size of the table, with `dynamic_shared_bytes` per block.
+OccupancyTable occupancy_table(const DeviceCaps& caps, const KernelResources& res, uint64_t dynamic_shared_bytes);
 
 /// The outcome of validating one launch.
 struct Verdict {

@@ -135,4 +135,32 @@ Occupancy compute_occupancy(const DeviceCaps& caps, const KernelResources& res, 
   return occ;
 }
 
+OccupancyTable occupancy_table(const DeviceCaps& caps, const KernelResources& res, uint64_t dynamic_shared_bytes) {
+  OccupancyTable table;
+  const uint32_t warp = caps.warp_size ? caps.warp_size : 32;
+  table.block_limit = std::min<uint32_t>(caps.max_threads_per_block, res.max_threads_per_block);
+  const uint32_t warp_slots = caps.max_threads_per_sm / warp;
+  for (uint32_t aligned = warp; table.block_limit > 0 && aligned < table.block_limit + warp; aligned += warp) {
+    BlockSizeOccupancy row;
+    row.block_threads = std::min(aligned, table.block_limit);
+    row.occupancy = compute_occupancy(caps, res, row.block_threads, dynamic_shared_bytes);
+    const uint32_t blocks = row.occupancy.computed ? row.occupancy.active_blocks_per_sm : 0;
+    row.active_warps_per_sm = blocks * ((row.block_threads + warp - 1) / warp);
+    row.occupancy_percent = warp_slots ? 100.0 * row.active_warps_per_sm / warp_slots : 0;
+    table.rows.push_back(row);
+  }
+  // The header's search: from the largest size down, keep a size only when it holds strictly
+  // more threads per SM, so ties go to the larger block.
+  uint64_t best_threads = 0;
+  for (auto it = table.rows.rbegin(); it != table.rows.rend(); ++it) {
+    const uint64_t blocks = it->occupancy.computed ? it->occupancy.active_blocks_per_sm : 0;
+    if (blocks * it->block_threads > best_threads) {
+      best_threads = blocks * it->block_threads;
+      table.suggested_block = it->block_threads;
+      table.min_grid_for_full_occupancy = blocks * caps.sm_count;
+    }
+  }
+  return table;
+}
+
 }  // namespace ptxgate::validation

@@ -69,3 +69,57 @@ TEST_CASE("checked JSON integers reject floats, negatives and values that do not
   CHECK_THROWS_AS(json_integer<uint32_t>(nlohmann::json("12")), nlohmann::json::type_error);
   CHECK(ptxgate::diag::json_integer_or(nlohmann::json::object(), "absent", uint32_t{5}) == 5u);
 }
+
+TEST_CASE("text rendering in colour: the same text with clang's SGR sequences, plain when off") {
+  SourceFile f("a.pg", "let x = y;\n");
+  Diagnostics d;
+  d.add(Code::undefined_name, "undefined name 'y'", locate(f, 8, 1), "declare it");
+  d.add(Code::unused_result_required, "unused 'x'", locate(f, 4, 1));
+  const std::string plain = render_text(d, true, {});
+  CHECK(plain == render_text(d));
+  CHECK(plain.find('\033') == std::string::npos);
+  const std::string colored = render_text(d, true, {.color = true});
+  CHECK(colored.find("\033[1;31merror[PG1101]:\033[0m") != std::string::npos);
+  CHECK(colored.find("\033[1;35mwarning[") != std::string::npos);
+  CHECK(colored.find("\033[1;32m^\033[0m") != std::string::npos);
+  CHECK(colored.find("\033[1;32mfix:\033[0m declare it") != std::string::npos);
+  // Removing every escape sequence gives back the plain text.
+  std::string stripped;
+  for (size_t i = 0; i < colored.size(); ++i) {
+    if (colored[i] == '\033') {
+      i = colored.find('m', i);
+      continue;
+    }
+    stripped += colored[i];
+  }
+  CHECK(stripped == plain);
+}
+
+TEST_CASE("--color: always and never decide alone; auto needs a terminal, no NO_COLOR and no dumb TERM") {
+  CHECK(color_mode_from_name("auto") == ColorMode::automatic);
+  CHECK(color_mode_from_name("always") == ColorMode::always);
+  CHECK(color_mode_from_name("never") == ColorMode::never);
+  CHECK_FALSE(color_mode_from_name("yes").has_value());
+  CHECK(use_color(ColorMode::always, false, "1", "dumb"));
+  CHECK_FALSE(use_color(ColorMode::never, true, nullptr, "xterm"));
+  CHECK(use_color(ColorMode::automatic, true, nullptr, "xterm"));
+  CHECK(use_color(ColorMode::automatic, true, "", "xterm"));  // an empty NO_COLOR does not count
+  CHECK_FALSE(use_color(ColorMode::automatic, true, "1", "xterm"));
+  CHECK_FALSE(use_color(ColorMode::automatic, true, nullptr, "dumb"));
+  CHECK_FALSE(use_color(ColorMode::automatic, false, nullptr, "xterm"));
+}
+
+TEST_CASE("-Werror: warnings become errors with a note; errors and notes stay") {
+  Diagnostics d;
+  d.add(Code::undefined_name, "e");
+  d.add(Code::unused_result_required, "w");
+  auto& note = d.add(Code::unused_result_required, "n");
+  note.severity = Severity::note;
+  CHECK(d.warning_count() == 1);
+  CHECK(promote_warnings(d) == 1);
+  CHECK(d.warning_count() == 0);
+  CHECK(d.error_count() == 2);
+  CHECK(d.items()[1].notes.back() == "-Werror turned this warning into an error");
+  CHECK(d.items()[2].severity == Severity::note);
+  CHECK(promote_warnings(d) == 0);
+}

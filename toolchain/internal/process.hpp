@@ -23,4 +23,7 @@ inline constexpr uint64_t kMaxToolOutputBytes = 16 * 1024 * 1024;
 /// text says why the process could not be started or its output not read.
 [[nodiscard]] std::expected<ProcessResult, std::string> run_process(const std::vector<std::string>& argv);
 
+/// The first `max_lines` lines of a tool's output, for a message.
+[[nodiscard]] std::string first_lines(const std::string& text, size_t max_lines);
+
 }  // namespace ptxgate::toolchain

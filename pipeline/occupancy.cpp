@@ -1,0 +1,109 @@
+// occupancy_offline and its reports.
+#include "ptxgate/pipeline/occupancy.hpp"
+
+#include <climits>
+
+#include <fmt/format.h>
+
+#include "ptxgate/pipeline/reports.hpp"
+#include "ptxgate/support/numbers.hpp"
+
+namespace ptxgate::pipeline {
+namespace {
+
+nlohmann::json bound_json(uint32_t v) { return v == UINT32_MAX ? nlohmann::json(nullptr) : nlohmann::json(v); }
+std::string bound_text(uint32_t v) { return v == UINT32_MAX ? std::string("-") : fmt::format("{}", v); }
+
+}  // namespace
+
+std::expected<OccupancyReport, OfflineStop> occupancy_offline(const OccupancyRequest& request) {
+  auto shared = support::parse_count(request.shared_bytes);
+  if (!shared) {
+    OfflineStop s{{}, true};
+    s.diagnostics.add(diag::Code::invalid_launch_option,
+                      fmt::format("invalid --shared-bytes '{}': {}", request.shared_bytes, shared.error()), {},
+                      "write --shared-bytes N (a decimal byte count)");
+    return std::unexpected(std::move(s));
+  }
+  auto compiled = compile_for_profile(request.input, request.kernel, request.profile, request.cache);
+  if (!compiled) return std::unexpected(OfflineStop{compiled.error(), false});
+  OccupancyReport report{std::move(*compiled), *shared, {}};
+  report.table = validation::occupancy_table(report.compiled.caps, report.compiled.resources, *shared);
+  if (report.table.suggested_block == 0) {
+    const auto& r = report.compiled.resources;
+    OfflineStop s{report.compiled.warnings, false};
+    s.diagnostics.add(diag::Code::no_resident_block_size,
+                      fmt::format("kernel '{}' cannot be resident on {} at any block size up to {}: {} registers/thread, "
+                                  "{} bytes static + {} bytes dynamic shared memory per block",
+                                  request.kernel, report.compiled.caps.profile, report.table.block_limit,
+                                  r.registers_per_thread, r.static_shared_bytes, *shared),
+                      report.compiled.location, "use less shared memory (--shared-bytes) or fewer registers per thread");
+    return std::unexpected(std::move(s));
+  }
+  return report;
+}
+
+nlohmann::json occupancy_json(const OccupancyReport& report) {
+  const auto& c = report.compiled;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& row : report.table.rows) {
+    const auto& o = row.occupancy;
+    rows.push_back({{"block", row.block_threads},
+                    {"active_blocks_per_sm", o.computed ? o.active_blocks_per_sm : 0},
+                    {"active_warps_per_sm", row.active_warps_per_sm},
+                    {"occupancy_percent", row.occupancy_percent},
+                    {"limiter", validation::limiter_name(o.limiter)},
+                    {"by_threads", bound_json(o.by_threads)},
+                    {"by_registers", bound_json(o.by_registers)},
+                    {"by_shared", bound_json(o.by_shared)},
+                    {"by_blocks", bound_json(o.by_blocks)}});
+  }
+  return {{"schema_version", kJsonSchemaVersion},
+          {"kernel", c.kernel.name},
+          {"profile", c.caps.profile},
+          {"arch", c.caps.arch()},
+          {"sm_count", c.caps.sm_count},
+          {"dynamic_shared_bytes", report.dynamic_shared_bytes},
+          {"resources",
+           {{"registers", c.resources.registers_per_thread},
+            {"static_shared_bytes", c.resources.static_shared_bytes},
+            {"local_bytes", c.resources.local_bytes},
+            {"max_threads_per_block", c.resources.max_threads_per_block}}},
+          {"block_limit", report.table.block_limit},
+          {"suggested_block", report.table.suggested_block},
+          {"min_grid_for_full_occupancy", report.table.min_grid_for_full_occupancy},
+          {"rows", rows}};
+}
+
+std::string occupancy_text(const OccupancyReport& report, bool verbose) {
+  const auto& c = report.compiled;
+  const auto& r = c.resources;
+  std::string out = fmt::format(
+      "kernel {} on {} ({}, {} SMs): {} registers/thread, {} bytes static shared, {} bytes dynamic shared\n",
+      c.kernel.name, c.caps.profile, c.caps.arch(), c.caps.sm_count, r.registers_per_thread, r.static_shared_bytes,
+      report.dynamic_shared_bytes);
+  // Each line without the trailing spaces of its last column.
+  auto add_line = [&out](std::string line) {
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  };
+  std::string header = fmt::format("{:>5}  {:>10}  {:>10}  {:>9}  {:<13}", "BLOCK", "BLOCKS/SM", "WARPS/SM", "OCCUPANCY",
+                                   "LIMITED BY");
+  if (verbose) header += fmt::format("  {:>7}  {:>9}  {:>6}  {:>6}", "THREADS", "REGISTERS", "SHARED", "BLOCKS");
+  add_line(std::move(header));
+  for (const auto& row : report.table.rows) {
+    const auto& o = row.occupancy;
+    std::string line = fmt::format("{:>5}  {:>10}  {:>10}  {:>8.1f}%  {:<13}", row.block_threads,
+                                   o.computed ? o.active_blocks_per_sm : 0, row.active_warps_per_sm,
+                                   row.occupancy_percent, validation::limiter_name(o.limiter));
+    if (verbose)
+      line += fmt::format("  {:>7}  {:>9}  {:>6}  {:>6}", bound_text(o.by_threads), bound_text(o.by_registers),
+                          bound_text(o.by_shared), bound_text(o.by_blocks));
+    add_line(std::move(line));
+  }
+  out += fmt::format("suggested block size: {} (cuOccupancyMaxPotentialBlockSize; a grid of {} blocks fills the device)\n",
+                     report.table.suggested_block, report.table.min_grid_for_full_occupancy);
+  return out;
+}
+
+}  // namespace ptxgate::pipeline
