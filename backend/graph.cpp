@@ -189,6 +189,39 @@ struct GraphKernelAccess {
   }
 };
 
+/// Adds `record` to the graph after the nodes the access-mode rule says it waits for (untracked
+/// nodes are ordered with every node), through `add(handle, deps, count, subject)`, the driver call.
+template <class Add>
+std::expected<GraphNode, diag::Diagnostics> add_node(GraphBuilderState& st, GraphNodeRecord record, Add&& add) {
+  const auto index = static_cast<uint32_t>(st.nodes.size());
+  std::vector<uint32_t> deps;
+  if (record.untracked) {
+    const uint32_t first = st.last_untracked ? *st.last_untracked : 0;
+    for (uint32_t i = first; i < index; ++i) deps.push_back(i);
+  } else {
+    for (const auto& u : record.uses)
+      if (auto it = st.histories.find(u.track.get()); it != st.histories.end())
+        it->second.for_each_dependency(u.mode, [&](uint32_t n) { deps.push_back(n); });
+    if (st.last_untracked) deps.push_back(*st.last_untracked);
+  }
+  std::sort(deps.begin(), deps.end());
+  deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+  std::vector<CUgraphNode> handles;
+  for (uint32_t d : deps) handles.push_back(st.nodes[d].handle);
+  if (auto ok = add(&record.handle, handles.data(), handles.size(), record.describe); !ok)
+    return std::unexpected(std::move(ok.error()));
+  record.deps = std::move(deps);
+  if (record.untracked) {
+    st.histories.clear();  // everything before is ordered before this node, and it before everything after
+    st.last_untracked = index;
+  } else {
+    for (const auto& u : record.uses)
+      st.histories[u.track.get()].record(u.mode, index, [](uint32_t, uint32_t) { return false; });
+  }
+  st.nodes.push_back(std::move(record));
+  return GraphNode{st.resources->id, index};
+}
+
 // ---- Graph ----
 
 Graph::Graph() = default;
@@ -243,52 +276,112 @@ std::expected<GraphNode, diag::Diagnostics> Graph::launch(Kernel& kernel, const 
   record.describe = prepared->describe;
   record.cooperative = config.cooperative;
 
-  // Dependencies: the access-mode rule per buffer; untracked nodes are ordered with everything.
-  const auto index = static_cast<uint32_t>(st.nodes.size());
-  std::vector<uint32_t> deps;
-  if (record.untracked) {
-    const uint32_t first = st.last_untracked ? *st.last_untracked : 0;
-    for (uint32_t i = first; i < index; ++i) deps.push_back(i);
-  } else {
-    for (const auto& u : record.uses)
-      if (auto it = st.histories.find(u.track.get()); it != st.histories.end())
-        it->second.for_each_dependency(u.mode, [&](uint32_t n) { deps.push_back(n); });
-    if (st.last_untracked) deps.push_back(*st.last_untracked);
-  }
-  std::sort(deps.begin(), deps.end());
-  deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-  std::vector<CUgraphNode> handles;
-  for (uint32_t d : deps) handles.push_back(st.nodes[d].handle);
-
   CUDA_KERNEL_NODE_PARAMS params = GraphKernelAccess::node_params(kernel, config, *prepared);
-  if (auto ok = PTXGATE_CU(ctx, record.describe, cuGraphAddKernelNode, &record.handle, res.graph, handles.data(),
-                           handles.size(), &params);
-      !ok)
-    return std::unexpected(ok.error());
-  if (config.cooperative) {
+  const bool cooperative = config.cooperative;
+  auto node = add_node(st, std::move(record), [&](CUgraphNode* handle, const CUgraphNode* deps, size_t count,
+                                                  const std::string& subject) -> std::expected<void, diag::Diagnostics> {
+    if (auto ok = PTXGATE_CU(ctx, subject, cuGraphAddKernelNode, handle, res.graph, deps, count, &params); !ok) return ok;
+    if (!cooperative) return {};
     CUkernelNodeAttrValue value{};
     value.cooperative = 1;
-    if (auto ok = PTXGATE_CU(ctx, record.describe, cuGraphKernelNodeSetAttribute, record.handle,
-                             CU_KERNEL_NODE_ATTRIBUTE_COOPERATIVE, &value);
-        !ok)
-      return std::unexpected(ok.error());
-  }
-  record.deps = std::move(deps);
-  record.kernel = std::make_shared<Kernel>(kernel);
+    return PTXGATE_CU(ctx, subject, cuGraphKernelNodeSetAttribute, *handle, CU_KERNEL_NODE_ATTRIBUTE_COOPERATIVE,
+                      &value);
+  });
+  if (!node) return node;
+  GraphNodeRecord& added = st.nodes.back();
+  added.kernel = std::make_shared<Kernel>(kernel);
   if (std::find_if(res.kernels.begin(), res.kernels.end(), [&](const auto& k) {
         return &GraphKernelAccess::function(*k) == &GraphKernelAccess::function(kernel);
       }) == res.kernels.end())
-    res.kernels.push_back(record.kernel);
+    res.kernels.push_back(added.kernel);
+  return node;
+}
 
-  if (record.untracked) {
-    st.histories.clear();  // everything before is ordered before this node, and it before everything after
-    st.last_untracked = index;
+namespace {
+
+/// A copy end's history (null: untracked memory).
+BufferTrack* track_of(const CopyEnd& e) {
+  if (e.where == CopyEnd::Where::device) return e.device->track();
+  if (e.where == CopyEnd::Where::pinned) return e.pinned->track();
+  return nullptr;
+}
+
+void set_end(const CopyEnd& e, CUmemorytype& type, CUdeviceptr& device, void*& host) {
+  if (e.where == CopyEnd::Where::device) {
+    type = CU_MEMORYTYPE_DEVICE;
+    device = e.device->pointer() + e.offset;
   } else {
-    for (const auto& u : record.uses)
-      st.histories[u.track.get()].record(u.mode, index, [](uint32_t, uint32_t) { return false; });
+    type = CU_MEMORYTYPE_HOST;
+    host = e.pinned->data() + e.offset;
   }
-  st.nodes.push_back(std::move(record));
-  return GraphNode{res.id, index};
+}
+
+}  // namespace
+
+std::expected<GraphNode, diag::Diagnostics> Graph::copy(const CopyEnd& dst, const CopyEnd& src) {
+  GraphBuilderState& st = *state_;
+  Context& ctx = *st.resources->ctx;
+  diag::Diagnostics d = check_copy(ctx, dst, src);
+  for (const CopyEnd* e : {&dst, &src})
+    if (e->where == CopyEnd::Where::pageable)
+      d.add(diag::Code::graph_pageable_memory,
+            fmt::format("graph copy of {} bytes with ordinary host memory as its {}: every replay would use that "
+                        "memory long after this call",
+                        src.bytes, e == &dst ? "destination" : "source"),
+            {}, "copy through a pinned HostBuffer (HostSpan) in a graph");
+  if (d.has_errors()) return std::unexpected(std::move(d));
+  if (auto ok = ctx.healthy("cuGraphAddMemcpyNode", "graph copy"); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx.make_current(); !ok) return std::unexpected(ok.error());
+  CUDA_MEMCPY3D p{};
+  void* dst_host = nullptr;
+  void* src_host = nullptr;
+  set_end(dst, p.dstMemoryType, p.dstDevice, dst_host);
+  set_end(src, p.srcMemoryType, p.srcDevice, src_host);
+  p.dstHost = dst_host;
+  p.srcHost = src_host;
+  p.WidthInBytes = dst.bytes;
+  p.Height = 1;
+  p.Depth = 1;
+  GraphNodeRecord record;
+  record.kind = GraphNodeRecord::Kind::copy;
+  record.describe = fmt::format("copy of {} bytes", dst.bytes);
+  const std::pair<const CopyEnd*, AccessMode> ends[] = {{&src, AccessMode::read}, {&dst, AccessMode::write}};
+  for (const auto& [e, mode] : ends) {
+    if (BufferTrack* t = track_of(*e); t != nullptr)
+      record.uses.push_back({share_track(*t), mode, e == &dst ? "its destination" : "its source"});
+    else
+      record.untracked = true;
+  }
+  return add_node(st, std::move(record), [&](CUgraphNode* handle, const CUgraphNode* deps, size_t count,
+                                             const std::string& subject) {
+    return PTXGATE_CU(ctx, subject, cuGraphAddMemcpyNode, handle, st.resources->graph, deps, count, &p, ctx.handle());
+  });
+}
+
+std::expected<GraphNode, diag::Diagnostics> Graph::fill(const CopyEnd& dst, uint32_t value, unsigned width) {
+  GraphBuilderState& st = *state_;
+  Context& ctx = *st.resources->ctx;
+  diag::Diagnostics d = check_fill(ctx, dst, width);
+  if (d.has_errors()) return std::unexpected(std::move(d));
+  if (auto ok = ctx.healthy("cuGraphAddMemsetNode", "graph fill"); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx.make_current(); !ok) return std::unexpected(ok.error());
+  CUDA_MEMSET_NODE_PARAMS p{};
+  p.dst = dst.device->pointer() + dst.offset;
+  p.value = value;
+  p.elementSize = width;
+  p.width = dst.bytes / width;
+  p.height = 1;
+  GraphNodeRecord record;
+  record.kind = GraphNodeRecord::Kind::fill;
+  record.describe = fmt::format("fill of {} bytes", dst.bytes);
+  if (BufferTrack* t = dst.device->track(); t != nullptr)
+    record.uses.push_back({share_track(*t), AccessMode::write, "its destination"});
+  else
+    record.untracked = true;
+  return add_node(st, std::move(record), [&](CUgraphNode* handle, const CUgraphNode* deps, size_t count,
+                                             const std::string& subject) {
+    return PTXGATE_CU(ctx, subject, cuGraphAddMemsetNode, handle, st.resources->graph, deps, count, &p, ctx.handle());
+  });
 }
 
 std::expected<GraphExec, diag::Diagnostics> Graph::instantiate() const {

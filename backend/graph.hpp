@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ptxgate/backend/runtime.hpp"
+#include "ptxgate/backend/stream_ops.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 
 namespace ptxgate::backend {
@@ -48,6 +49,32 @@ class Graph {
                                                                    std::initializer_list<Arg> args) {
     return launch(kernel, config, std::span<const Arg>(args.begin(), args.size()));
   }
+  /// Adds a copy, checked as copy_async checks it (PG4006, PG4007, PG4008): it reads its source
+  /// and writes its destination. Pageable host memory is PG4031 (a replay reads or writes it long
+  /// after this call): copy through a HostBuffer.
+  [[nodiscard]] std::expected<GraphNode, diag::Diagnostics> copy(const CopyEnd& dst, const CopyEnd& src);
+  /// Adds a fill of `width`-byte elements (1, 2 or 4), checked as fill_async checks it.
+  [[nodiscard]] std::expected<GraphNode, diag::Diagnostics> fill(const CopyEnd& dst, uint32_t value, unsigned width);
+  template <class T>
+  [[nodiscard]] std::expected<GraphNode, diag::Diagnostics> copy(DeviceSpan<T> dst, HostSpan<T> src) {
+    return copy(CopyEnd::of(dst), CopyEnd::of(src));
+  }
+  template <class T>
+  [[nodiscard]] std::expected<GraphNode, diag::Diagnostics> copy(HostSpan<T> dst, DeviceSpan<T> src) {
+    return copy(CopyEnd::of(dst), CopyEnd::of(src));
+  }
+  template <class T>
+  [[nodiscard]] std::expected<GraphNode, diag::Diagnostics> copy(DeviceSpan<T> dst, DeviceSpan<T> src) {
+    return copy(CopyEnd::of(dst), CopyEnd::of(src));
+  }
+  template <class T>
+  [[nodiscard]] std::expected<GraphNode, diag::Diagnostics> fill(DeviceSpan<T> dst, T value) {
+    static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4, "fills set elements of 1, 2 or 4 bytes");
+    uint32_t bits = 0;
+    std::memcpy(&bits, &value, sizeof(T));
+    return fill(CopyEnd::of(dst), bits, sizeof(T));
+  }
+
   /// An executable graph of the nodes so far (cuGraphInstantiateWithFlags). The builder stays
   /// usable; each instantiation is independent.
   [[nodiscard]] std::expected<GraphExec, diag::Diagnostics> instantiate() const;

@@ -36,7 +36,7 @@ BufferTrack* track_of(const CopyEnd& e) {
 
 /// PG4006 when `e` reaches past its buffer; PG4008 when it belongs to another context than the
 /// stream; PG4009 when a typed view reads a buffer of another element type.
-void check_end(const CopyEnd& e, const char* role, const Stream& stream, std::string_view operation,
+void check_end(const CopyEnd& e, const char* role, const Context& ctx, std::string_view operation,
                diag::Diagnostics& d) {
   const size_t capacity = capacity_of(e);
   const size_t n = e.element_size == 0 ? 1 : e.element_size;
@@ -48,31 +48,53 @@ void check_end(const CopyEnd& e, const char* role, const Stream& stream, std::st
           {}, "pass a span inside the buffer, or allocate a larger buffer");
   }
   Context* owner = context_of(e);
-  if (owner != nullptr && owner != stream.context())
-    d.append(stream.context()->foreign_object(operation, fmt::format("the {} {}", role, where_name(e.where)), *owner,
-                                              "the stream belongs to"));
+  if (owner != nullptr && owner != &ctx)
+    d.append(ctx.foreign_object(operation, fmt::format("the {} {}", role, where_name(e.where)), *owner,
+                                "the stream belongs to"));
   if (e.where == CopyEnd::Where::device)
     if (auto ok = e.device->viewable_as(e.element, fmt::format("{} ({})", operation, role)); !ok) d.append(ok.error());
 }
 
 }  // namespace
 
-std::expected<void, diag::Diagnostics> copy_async(const Stream& stream, const CopyEnd& dst, const CopyEnd& src) {
-  if (stream.context() == nullptr) return std::unexpected(moved_from_stream("copy"));
-  Context& ctx = *stream.context();
+diag::Diagnostics check_copy(const Context& ctx, const CopyEnd& dst, const CopyEnd& src) {
   diag::Diagnostics d;
   const std::string operation = fmt::format("copy of {} bytes", src.bytes);
-  check_end(dst, "destination", stream, operation, d);
-  check_end(src, "source", stream, operation, d);
+  check_end(dst, "destination", ctx, operation, d);
+  check_end(src, "source", ctx, operation, d);
   if (dst.bytes != src.bytes)
     d.add(diag::Code::copy_size_mismatch,
           fmt::format("copy of {} bytes from a {} into {} bytes of a {}", src.bytes, where_name(src.where), dst.bytes,
                       where_name(dst.where)),
           {}, "give the source and destination spans the same number of elements");
-  const bool to_device = dst.where == CopyEnd::Where::device, from_device = src.where == CopyEnd::Where::device;
-  if (!to_device && !from_device)
+  if (dst.where != CopyEnd::Where::device && src.where != CopyEnd::Where::device)
     d.add(diag::Code::copy_size_mismatch, "copy between two host ranges: one end must be a device buffer", {},
           "copy host memory with std::memcpy");
+  return d;
+}
+
+diag::Diagnostics check_fill(const Context& ctx, const CopyEnd& dst, unsigned width) {
+  diag::Diagnostics d;
+  if (dst.where != CopyEnd::Where::device)
+    d.add(diag::Code::copy_out_of_range, fmt::format("fill of a {}: only device buffers are filled on a stream",
+                                                     where_name(dst.where)),
+          {}, "fill host memory with std::fill");
+  else
+    check_end(dst, "fill", ctx, fmt::format("fill of {} bytes", dst.bytes), d);
+  if (width != 1 && width != 2 && width != 4)
+    d.add(diag::Code::copy_size_mismatch, fmt::format("fill of {}-byte elements: the driver sets 1, 2 or 4 bytes", width));
+  else if (dst.offset % width != 0 || dst.bytes % width != 0)
+    d.add(diag::Code::copy_size_mismatch,
+          fmt::format("fill of {}-byte elements over bytes [{}, {}), which is not whole elements", width, dst.offset,
+                      dst.offset + dst.bytes));
+  return d;
+}
+
+std::expected<void, diag::Diagnostics> copy_async(const Stream& stream, const CopyEnd& dst, const CopyEnd& src) {
+  if (stream.context() == nullptr) return std::unexpected(moved_from_stream("copy"));
+  Context& ctx = *stream.context();
+  diag::Diagnostics d = check_copy(ctx, dst, src);
+  const bool to_device = dst.where == CopyEnd::Where::device, from_device = src.where == CopyEnd::Where::device;
   if (d.has_errors()) return std::unexpected(std::move(d));
   if (dst.bytes == 0) return {};
 
@@ -101,19 +123,7 @@ std::expected<void, diag::Diagnostics> fill_async(const Stream& stream, const Co
                                                   unsigned width) {
   if (stream.context() == nullptr) return std::unexpected(moved_from_stream("fill"));
   Context& ctx = *stream.context();
-  diag::Diagnostics d;
-  if (dst.where != CopyEnd::Where::device)
-    d.add(diag::Code::copy_out_of_range, fmt::format("fill of a {}: only device buffers are filled on a stream",
-                                                     where_name(dst.where)),
-          {}, "fill host memory with std::fill");
-  else
-    check_end(dst, "fill", stream, fmt::format("fill of {} bytes", dst.bytes), d);
-  if (width != 1 && width != 2 && width != 4)
-    d.add(diag::Code::copy_size_mismatch, fmt::format("fill of {}-byte elements: the driver sets 1, 2 or 4 bytes", width));
-  else if (dst.offset % width != 0 || dst.bytes % width != 0)
-    d.add(diag::Code::copy_size_mismatch,
-          fmt::format("fill of {}-byte elements over bytes [{}, {}), which is not whole elements", width, dst.offset,
-                      dst.offset + dst.bytes));
+  diag::Diagnostics d = check_fill(ctx, dst, width);
   if (d.has_errors()) return std::unexpected(std::move(d));
   if (dst.bytes == 0) return {};
   const std::string subject = fmt::format("fill of {} bytes", dst.bytes);

@@ -113,6 +113,12 @@ struct CopyEnd {
   }
 };
 
+/// The checks of copy_async and fill_async without a stream (graph copy nodes use them too):
+/// ranges inside their buffers (PG4006), equal sizes and one device end (PG4007), buffers of
+/// `ctx` (PG4008); fills of device buffers in whole elements of 1, 2 or 4 bytes.
+diag::Diagnostics check_copy(const Context& ctx, const CopyEnd& dst, const CopyEnd& src);
+diag::Diagnostics check_fill(const Context& ctx, const CopyEnd& dst, unsigned width);
+
 /// Copies `src` to `dst` on `stream`, asynchronously for the host. Ranges are checked against
 /// their buffers (PG4006) and must have the same size (PG4007); buffers and stream must be of one
 /// context (PG4008, naming both devices); a typed view of a buffer of another element type is

@@ -275,3 +275,62 @@ TEST_CASE("graph update: a new buffer that would race with a node the graph does
   REQUIRE(exec.update(n2, LaunchConfig::linear(2, 64), {c, a, 16u}));
   CHECK(fake_programs().updates.size() == 1);
 }
+
+TEST_CASE("graph: copies and fills become memcpy and memset nodes, ordered with kernels by their buffers") {
+  ProgramFixture f;
+  auto d = f.buffer(), e = f.buffer();
+  auto h = HostBuffer::allocate(f.rt->shared_context(), 1024);
+  REQUIRE(h);
+  auto g = new_graph(f);
+  auto n0 = g.fill(DeviceSpan<float>(e), 0.0f);                                   // writes e
+  auto n1 = g.copy(DeviceSpan<float>(d, 0, 16), HostSpan<float>(*h, 0, 16));     // writes d, reads h
+  REQUIRE(n0);
+  REQUIRE(n1);
+  auto n2 = add(g, *f.copy, f.config, {e, d, 16u});                               // writes e, reads d
+  auto n3 = g.copy(HostSpan<float>(*h, 16, 16), DeviceSpan<float>(e, 0, 16));     // writes h, reads e
+  REQUIRE(n3);
+  CHECK(g.dependencies(n2) == std::vector<uint32_t>{0, 1});
+  CHECK(g.dependencies(*n3) == std::vector<uint32_t>{1, 2});  // after n1's read of h, n2's write of e
+  const auto& nodes = fake_programs().nodes;
+  REQUIRE(nodes.size() == 4);
+  CHECK(nodes[0].kind == "memset");
+  CHECK(nodes[0].dst == e.pointer());
+  CHECK(nodes[0].element_size == 4);
+  CHECK(nodes[0].bytes == 1024);
+  CHECK(nodes[1].kind == "memcpy");
+  CHECK(nodes[1].dst == d.pointer());
+  CHECK(nodes[1].src == reinterpret_cast<uint64_t>(h->data()));
+  CHECK(nodes[1].bytes == 64);
+  CHECK(nodes[3].dst == reinterpret_cast<uint64_t>(h->data()) + 64);
+  CHECK(nodes[3].src == e.pointer());
+  // The host reads the pinned buffer after a replay only once the replay is complete.
+  auto exec = instantiate(g);
+  auto s = f.stream();
+  REQUIRE(exec.launch(s));
+  REQUIRE(h->read<float>());
+  HappensBefore hb(fake_state().calls);
+  CHECK(hb.ordered(hb.find("cuGraphLaunch"), hb.find("cuEventSynchronize")));
+}
+
+TEST_CASE("graph: a copy with pageable host memory is PG4031; ranges and sizes are checked as copy_async does") {
+  ProgramFixture f;
+  auto d = f.buffer();
+  auto h = HostBuffer::allocate(f.rt->shared_context(), 64);
+  REQUIRE(h);
+  auto g = new_graph(f);
+  std::vector<float> pageable(16);
+  auto r = g.copy(CopyEnd::of(DeviceSpan<float>(d, 0, 16)), CopyEnd::of(std::span<const float>(pageable)));
+  REQUIRE_FALSE(r);
+  CHECK(first_code(r.error()) == diag::Code::graph_pageable_memory);
+  CHECK(diag::render_text(r.error()).find("ordinary host memory as its source") != std::string::npos);
+  auto past = g.copy(DeviceSpan<float>(d, 250, 16), HostSpan<float>(*h));
+  REQUIRE_FALSE(past);
+  CHECK(first_code(past.error()) == diag::Code::copy_out_of_range);
+  auto sizes = g.copy(DeviceSpan<float>(d, 0, 8), HostSpan<float>(*h));
+  REQUIRE_FALSE(sizes);
+  CHECK(first_code(sizes.error()) == diag::Code::copy_size_mismatch);
+  auto odd = g.fill(CopyEnd::of(DeviceSpan<std::byte>(d, 1, 6)), 0u, 4);
+  REQUIRE_FALSE(odd);
+  CHECK(first_code(odd.error()) == diag::Code::copy_size_mismatch);
+  CHECK(fake_programs().nodes.empty());
+}
