@@ -111,7 +111,7 @@ std::expected<backend::Arg, diag::Diagnostics> to_arg(const ptxgate_arg& a, size
           {}, fmt::format("pass at most {} elements, or a larger buffer", buffer.size_bytes() / element_bytes));
     return std::unexpected(std::move(d));
   }
-  return backend::Arg::buffer_range(buffer, 0, bytes);
+  return backend::Arg::buffer_range(buffer, 0, bytes, element);
 }
 
 struct Launch {
