@@ -171,7 +171,7 @@ multigpu() {
   say "\$ ptxgate devices: exit $?"
   tee -a "$results" <"$logs/devices.txt"
   "${cli[@]}" devices --json >"$logs/devices.json" 2>&1
-  say "\$ ptxgate devices --json: exit $? (schema $(grep -m1 '"schema"' "$logs/devices.json" | tr -dc '0-9'))"
+  say "\$ ptxgate devices --json: exit $? (schema_version $(grep -m1 "schema_version" "$logs/devices.json" | tr -dc 0-9))"
 
   timeout --kill-after=10 "${MULTIGPU_TESTS_LIMIT:-300}" "${tests[@]}" --min-gpus 2 --no-intro=true --test-case='multigpu*' \
     >"$logs/multigpu_tests.log" 2>&1
