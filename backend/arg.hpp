@@ -53,7 +53,7 @@ class Arg {
   /// The buffer's access history (buffers of a tracking context), else null.
   BufferTrack* track() const { return track_; }
   /// The context the buffer belongs to (buffers made by a runtime), else null.
-  const Context* context() const { return context_; }
+  Context* context() const { return context_; }
   /// "a buffer of 4096 bytes", "a buffer of f64 (4096 bytes)", "an f32 scalar (2.5)".
   std::string describe() const;
 
@@ -76,7 +76,7 @@ class Arg {
   uint64_t bits_ = 0;
   uint64_t buffer_bytes_ = 0;
   BufferTrack* track_ = nullptr;
-  const Context* context_ = nullptr;
+  Context* context_ = nullptr;
 };
 
 /// The by-value bytes of one bound argument (8 bytes of storage; the driver reads

@@ -5,6 +5,7 @@
 
 #include "ptxgate/backend/pool.hpp"
 #include "ptxgate/backend/profile.hpp"
+#include "ptxgate/backend/internal/peer_bridge.hpp"
 
 namespace ptxgate::backend {
 namespace {
@@ -47,6 +48,7 @@ Context::~Context() {
   if (context_ == nullptr) return;
   profiler_.reset();
   tracker_.reset();  // frees deferred buffers after their work
+  forget_peer_bridge(*this);
   for (auto& [stream, word] : barrier_words_) ignore(api_->cuMemFree(word));
   if (tls_current_context == context_) tls_current_context = nullptr;
   ignore(api_->cuDevicePrimaryCtxRelease(device_));

@@ -47,6 +47,18 @@ class Context : public std::enable_shared_from_this<Context> {
   CUdevice device() const { return device_; }
   const LiveDevice& live() const { return live_; }
   const validation::DeviceCaps& caps() const { return live_.caps; }
+  /// The device's ordinal (cuDeviceGet's numbering).
+  int ordinal() const { return live_.ordinal; }
+  /// Whether launches and copies of this context may use memory of device `ordinal`: its own
+  /// device, or a peer whose access this context enabled (DeviceSet, backend/multi_device.hpp).
+  bool can_access(int ordinal) const {
+    return ordinal == live_.ordinal ||
+           (ordinal >= 0 && ordinal < 64 && (peers_.load(std::memory_order_acquire) >> ordinal & 1u) != 0);
+  }
+  /// Records that peer access to device `ordinal` (below 64) is enabled in this context.
+  void record_peer_access(int ordinal) {
+    if (ordinal >= 0 && ordinal < 64) peers_.fetch_or(uint64_t{1} << ordinal, std::memory_order_acq_rel);
+  }
 
   /// Makes this context current on the calling thread (a thread-local compare
   /// when it already is).
@@ -113,6 +125,7 @@ class Context : public std::enable_shared_from_this<Context> {
   CUcontext context_ = nullptr;
   CUdevice device_ = 0;
   LiveDevice live_;
+  std::atomic<uint64_t> peers_{0};  ///< bit d: peer access to device d enabled
   ContextHealth health_;
   std::atomic<validation::StreamPolicy> stream_policy_{validation::StreamPolicy::allow_legacy_default};
   std::unique_ptr<Tracker> tracker_;

@@ -35,7 +35,8 @@ namespace ptxgate::backend {
   X(cuGraphAddKernelNode) X(cuGraphKernelNodeSetAttribute) X(cuGraphAddMemcpyNode)           \
   X(cuGraphAddMemsetNode) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)                    \
   X(cuGraphExecDestroy) X(cuGraphExecKernelNodeSetParams)      \
-  X(cuTensorMapEncodeTiled) X(cuTensorMapEncodeIm2col)
+  X(cuTensorMapEncodeTiled) X(cuTensorMapEncodeIm2col) X(cuDeviceCanAccessPeer)                \
+  X(cuCtxEnablePeerAccess) X(cuMemcpyPeerAsync)
 
 /// One table of driver function pointers. Filled from libcuda by load_driver(),
 /// or by hand in tests (a fake driver); a null entry means "not available".

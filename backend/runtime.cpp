@@ -4,6 +4,7 @@
 #include <boost/container/small_vector.hpp>
 #include <fmt/format.h>
 
+#include "ptxgate/backend/internal/peer_bridge.hpp"
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/ir/frontend.hpp"
 #include "ptxgate/toolchain/ptx_entries.hpp"
@@ -72,11 +73,15 @@ bool has_code(const diag::Diagnostics& d, diag::Code code) {
 }
 
 /// The checks of Kernel::launch and Kernel::check before binding: the stream (moved from: PG3002;
-/// another context: PG4008) and every buffer argument's context (PG4008), naming both devices.
-/// With dependency tracking, `accesses` receives what the launch reads and writes.
+/// another context: PG4008) and every buffer argument's context, naming both devices: another
+/// context of the kernel's device is PG4008; another device is allowed when the kernel's context
+/// has peer access to it (`*across` set: the launch is ordered by both contexts' tracking), else
+/// PG4070. With dependency tracking, `accesses` receives what the launch reads and writes of its
+/// own context's buffers.
 std::expected<void, diag::Diagnostics> launch_objects(const Context& ctx, const codegen::KernelInfo& info,
                                                       std::span<const Arg> args, const Stream* stream,
-                                                      boost::container::small_vector<BufferAccess, 8>* accesses) {
+                                                      boost::container::small_vector<BufferAccess, 8>* accesses,
+                                                      bool* across) {
   if (stream != nullptr && stream->context() != &ctx) [[unlikely]]
     return ctx.owns(*stream, fmt::format("launch of kernel '{}'", info.name), "the kernel is loaded in");
   const auto& params = info.params;
@@ -84,6 +89,15 @@ std::expected<void, diag::Diagnostics> launch_objects(const Context& ctx, const 
   diag::Diagnostics foreign;
   for (size_t i = 0; i < args.size(); ++i) {
     const Arg& a = args[i];
+    if (a.context() != nullptr && a.context() != &ctx && a.context()->ordinal() != ctx.ordinal()) [[unlikely]] {
+      check_peer_access(ctx, *a.context(),
+                        i < params.size()
+                            ? fmt::format("launch of kernel '{}': the buffer of parameter '{}'", info.name, params[i].name)
+                            : fmt::format("launch of kernel '{}': the buffer of argument {}", info.name, i),
+                        foreign);
+      if (across != nullptr) *across = true;
+      continue;
+    }
     if (a.context() != nullptr && a.context() != &ctx) [[unlikely]] {
       foreign.append(ctx.foreign_object(fmt::format("launch of kernel '{}'", info.name),
                                         i < params.size() ? fmt::format("argument {} ('{}')", i, params[i].name)
@@ -149,11 +163,32 @@ std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config
                                                       const Stream* stream) {
   // What the launch reads and writes, from the signature: tracked buffers only.
   boost::container::small_vector<BufferAccess, 8> accesses;
-  if (auto ok = launch_objects(*ctx_, function_->info(), args, stream, &accesses); !ok) [[unlikely]]
+  bool across = false;
+  if (auto ok = launch_objects(*ctx_, function_->info(), args, stream, &accesses, &across); !ok) [[unlikely]]
     return ok;
   CUstream s = stream ? stream->handle() : nullptr;
+  if (across) [[unlikely]]
+    return launch_across(config, args, s);
   if (accesses.empty()) return launch_on(config, args, s);
   return ctx_->tracker().submit(s, std::span<const BufferAccess>(accesses.data(), accesses.size()), [&] { return launch_on(config, args, s); });
+}
+
+std::expected<void, diag::Diagnostics> Kernel::launch_across(const LaunchConfig& config, std::span<const Arg> args,
+                                                             CUstream s) {
+  const auto& params = function_->info().params;
+  boost::container::small_vector<BufferAccess, 8> local;
+  boost::container::small_vector<ForeignAccess, 4> foreign;
+  for (size_t i = 0; i < std::min(args.size(), params.size()); ++i) {
+    if (!params[i].is_buffer) continue;
+    const Arg& a = args[i];
+    if (a.context() != nullptr && a.context() != ctx_.get())
+      foreign.push_back({a.context(), a.track(), access_mode(params[i].access)});
+    else if (a.track() != nullptr)
+      local.push_back({a.track(), access_mode(params[i].access)});
+  }
+  return submit_across(*ctx_, s, std::span<const BufferAccess>(local.data(), local.size()),
+                       std::span<const ForeignAccess>(foreign.data(), foreign.size()),
+                       [&] { return launch_on(config, args, s); });
 }
 
 std::expected<void, diag::Diagnostics> Kernel::launch_on(const LaunchConfig& config, std::span<const Arg> args,
@@ -188,7 +223,7 @@ std::expected<void, diag::Diagnostics> Kernel::launch_on(const LaunchConfig& con
 }
 
 validation::Verdict Kernel::check(const LaunchConfig& config, std::span<const Arg> args, const Stream* stream) {
-  if (auto ok = launch_objects(*ctx_, function_->info(), args, stream, nullptr); !ok) {
+  if (auto ok = launch_objects(*ctx_, function_->info(), args, stream, nullptr, nullptr); !ok) {
     validation::Verdict blocked;
     blocked.diagnostics = std::move(ok.error());
     return blocked;

@@ -106,6 +106,9 @@ class Kernel {
       : ctx_(std::move(ctx)), module_(std::move(module)), function_(function), outcome_(outcome) {}
   [[nodiscard]] std::expected<void, diag::Diagnostics> launch_on(const LaunchConfig& config, std::span<const Arg> args,
                                                                   CUstream stream);
+  /// launch() with buffers of peer devices (checked by launch_objects): ordered by both contexts' tracking.
+  [[nodiscard]] std::expected<void, diag::Diagnostics> launch_across(const LaunchConfig& config,
+                                                                     std::span<const Arg> args, CUstream stream);
   [[nodiscard]] std::expected<void, diag::Diagnostics> fill_plan(validation::LaunchPlan& plan, const LaunchConfig& config,
                                                    std::span<const Arg> args, CUstream stream, void** slots,
                                                    BoundSlot* values);

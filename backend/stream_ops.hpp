@@ -121,13 +121,29 @@ diag::Diagnostics check_fill(const Context& ctx, const CopyEnd& dst, unsigned wi
 
 /// Copies `src` to `dst` on `stream`, asynchronously for the host. Ranges are checked against
 /// their buffers (PG4006) and must have the same size (PG4007); buffers and stream must be of one
-/// context (PG4008, naming both devices); a typed view of a buffer of another element type is
+/// context (PG4008, naming both devices), except a device buffer of another device where the
+/// stream's context has peer access (ordered by both contexts' tracking; PG4070 without access,
+/// copy_peer_async needs none); a typed view of a buffer of another element type is
 /// PG4009; a moved-from stream is PG3002. With dependency tracking the copy waits for conflicting work on other
 /// streams (the source's last writer; the destination's writer and readers) and later work
 /// waits for it. Pageable host memory works but makes the driver copy synchronously; pinned
 /// HostBuffers overlap with compute.
 [[nodiscard]] std::expected<void, diag::Diagnostics> copy_async(const Stream& stream, const CopyEnd& dst,
                                                                 const CopyEnd& src);
+/// Copies between device buffers of two contexts (usually two devices) with cuMemcpyPeerAsync on
+/// `stream`, which belongs to the context of one end. Needs no peer access (the driver stages the
+/// copy through the host where there is none). Both ends device buffers, and the stream of one
+/// end's context (PG4072); ranges inside their buffers (PG4006); equal sizes (PG4007). Ordered by
+/// both contexts' dependency tracking: the copy waits for conflicting work on either device, and
+/// later conflicting work on either device waits for it.
+[[nodiscard]] std::expected<void, diag::Diagnostics> copy_peer_async(const Stream& stream, const CopyEnd& dst,
+                                                                     const CopyEnd& src);
+template <class T>
+[[nodiscard]] std::expected<void, diag::Diagnostics> copy_peer_async(const Stream& s, DeviceSpan<T> dst,
+                                                                     DeviceSpan<T> src) {
+  return copy_peer_async(s, CopyEnd::of(dst), CopyEnd::of(src));
+}
+
 /// Sets every `width`-byte element of `dst` (width 1, 2 or 4) to the low `width` bytes of `value`.
 [[nodiscard]] std::expected<void, diag::Diagnostics> fill_async(const Stream& stream, const CopyEnd& dst,
                                                                 uint32_t value, unsigned width);

@@ -73,6 +73,10 @@ DeviceListing list_devices() {
   }
   listing.driver_available = true;
   listing.devices = std::move(*devices);
+  if (auto peers = backend::live_peer_matrix(listing.devices))
+    listing.peers = std::move(*peers);
+  else
+    listing.diagnostics.append(peers.error());
   return listing;
 }
 
@@ -81,14 +85,21 @@ nlohmann::json devices_json(const DeviceListing& listing) {
   for (const auto& d : listing.devices)
     arr.push_back({{"ordinal", d.ordinal}, {"total_memory_bytes", d.total_memory_bytes},
                    {"driver_version", d.driver_version}, {"profile", validation::to_json(d.caps)}});
+  nlohmann::json peers = nlohmann::json::array();
+  for (size_t i = 0; i < listing.peers.size(); ++i) {
+    nlohmann::json row = nlohmann::json::array();
+    for (size_t j = 0; j < listing.peers.size(); ++j) row.push_back(listing.peers.can_access(i, j));
+    peers.push_back(std::move(row));
+  }
   return {{"schema_version", kJsonSchemaVersion}, {"driver_available", listing.driver_available},
-          {"devices", arr}, {"diagnostics", nlohmann::json::parse(diag::render_json(listing.diagnostics))}};
+          {"devices", arr}, {"peer_access", peers}, {"diagnostics", nlohmann::json::parse(diag::render_json(listing.diagnostics))}};
 }
 
 std::string devices_text(const DeviceListing& listing) {
   std::string out = fmt::format("{:<8} {:<28} {:<6} {:>4}\n", "ORDINAL", "DEVICE", "CC", "SMS");
   for (const auto& d : listing.devices)
     out += fmt::format("{:<8} {:<28} {:<6} {:>4}\n", d.ordinal, d.caps.name, cc(d.caps), d.caps.sm_count);
+  if (listing.peers.size() != 0) out += "\n" + backend::format_peer_matrix(listing.peers);
   return out;
 }
 

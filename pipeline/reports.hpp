@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ptxgate/backend/device.hpp"
+#include "ptxgate/backend/multi_device.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/module_cache/disk_cache.hpp"
 #include "ptxgate/validation/profiles.hpp"
@@ -42,10 +43,13 @@ nlohmann::json cache_clear_json(const std::filesystem::path& directory, size_t r
 // --- devices -------------------------------------------------------------------------------
 /// The live GPUs, or why there are none. The JSON has one shape with or without a driver:
 /// {"schema_version", "driver_available", "devices": [{"ordinal", "total_memory_bytes",
-/// "driver_version", "profile": DeviceCaps}], "diagnostics": [...]}.
+/// "driver_version", "profile": DeviceCaps}], "peer_access": [[bool]] (row i: device i can access
+/// device j's memory; empty without a driver), "diagnostics": [...]}; the text form ends with the
+/// peer-access matrix.
 struct DeviceListing {
   bool driver_available = false;             ///< false: no driver or no device (see diagnostics)
   std::vector<backend::LiveDevice> devices;
+  backend::PeerMatrix peers;                 ///< cuDeviceCanAccessPeer of every ordered pair of `devices`
   diag::Diagnostics diagnostics;
 };
 DeviceListing list_devices();

@@ -3,7 +3,8 @@
 # compute-sanitizer, and the benchmarks.
 #   here:            scripts/gpu_all.sh bundle      (builds build-gpu/, packs .bundle/ < 64 MiB)
 #   GPU machine:     scripts/gpu_all.sh device      (with .bundle carried; results in $OUT)
-# Parts: GPU_PARTS="tests bench" (default both).
+# Parts: GPU_PARTS="tests bench" (default both); "multigpu" (a machine with 2 or 4 GPUs): the multi-GPU
+# tests, the data-parallel example on 1/2/4 GPUs and the NCCL benchmark (multigpu_results.txt).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,10 +32,16 @@ device() {
     echo "bench part: exit $?"
     cp "$work/bench/bench_results.md" "$work/bench/bench_results.json" "$work/bench/"*.png "$final/" 2>/dev/null
   fi
+  if [[ " $parts " == *" multigpu "* ]]; then
+    mkdir -p "$work/multigpu"
+    OUT="$work/multigpu" timeout --kill-after=10 "${GPU_MULTIGPU_LIMIT:-540}" scripts/gpu_run.sh multigpu
+    echo "multigpu part: exit $?"
+    cp "$work/multigpu/multigpu_results.txt" "$final/" 2>/dev/null
+  fi
   # The device tool returns at most 8 files: logs travel as one archive.
   tar -czf "$final/logs.tar.gz" -C "$work" . 2>/dev/null
   ls -l "$final"
-  cat "$final/gpu_results.txt" 2>/dev/null
+  cat "$final/gpu_results.txt" "$final/multigpu_results.txt" 2>/dev/null
   tail -40 "$final/bench_results.md" 2>/dev/null
 }
 

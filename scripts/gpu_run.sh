@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # GPU run in two halves. Here: `scripts/gpu_run.sh bundle` builds and packs .bundle/ (< 64 MiB).
 # On the GPU machine: `scripts/gpu_run.sh device` runs the GPU tests, `ptxgate run`, and
-# compute-sanitizer memcheck + racecheck, writing $OUT/gpu_results.txt and logs.
+# compute-sanitizer memcheck + racecheck, writing $OUT/gpu_results.txt and logs;
+# `scripts/gpu_run.sh multigpu` runs the multi-GPU tests, the data-parallel example on 1/2/4 GPUs
+# and the NCCL benchmark, writing $OUT/multigpu_results.txt and $OUT/multigpu_logs.tar.gz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -13,14 +15,18 @@ bundle() {
   local build="${BUILD_DIR:-build-gpu}"
   local cuda="${CUDA_HOME:-/usr/local/cuda}"
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPTXGATE_BUILD_BENCH="${PTXGATE_BUILD_BENCH:-OFF}" >/dev/null
-  ninja -C "$build" -j "${JOBS:-2}" ptxgate ptxgate_cli ptxgate_gpu_tests
+  local targets=(ptxgate ptxgate_cli ptxgate_gpu_tests ptxgate_data_parallel)
+  [[ "${PTXGATE_BUILD_BENCH:-OFF}" == ON ]] && targets+=(ptxgate_nccl_bench)
+  ninja -C "$build" -j "${JOBS:-2}" "${targets[@]}"
   rm -rf "$BUNDLE"
   mkdir -p "$BUNDLE/bin" "$BUNDLE/lib/sys" "$BUNDLE/examples" "$BUNDLE/profiles"
-  cp "$build/tools/ptxgate" "$build/tests/gpu/ptxgate_gpu_tests" "$BUNDLE/bin/"
+  cp "$build/tools/ptxgate" "$build/tests/gpu/ptxgate_gpu_tests" "$build/examples/data_parallel/ptxgate_data_parallel" \
+    "$BUNDLE/bin/"
+  [[ -x "$build/bench/ptxgate_nccl_bench" ]] && cp "$build/bench/ptxgate_nccl_bench" "$BUNDLE/bin/"
   cp -L "$build/libptxgate.so.0" "$BUNDLE/lib/"
   strip --strip-unneeded "$BUNDLE/lib/libptxgate.so.0" "$BUNDLE/bin/"*
   # Non-system libraries the binaries need (Debian packages the GPU image may lack).
-  for lib in $(ldd "$BUNDLE/bin/ptxgate" "$BUNDLE/bin/ptxgate_gpu_tests" "$BUNDLE/lib/libptxgate.so.0" |
+  for lib in $(ldd "$BUNDLE/bin/"* "$BUNDLE/lib/libptxgate.so.0" |
                awk '/=> \// {print $3}' | sort -u); do
     case "$(basename "$lib")" in
       libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|ld-linux*|libptxgate*) ;;
@@ -45,14 +51,10 @@ bundle() {
   echo "next: run 'scripts/gpu_run.sh device' on the GPU machine with .bundle carried"
 }
 
-device() {
-  local out="${OUT:-$ROOT/out}"
-  mkdir -p "$out"
-  local results="$out/gpu_results.txt"
-  : >"$results"
-  say() { echo "$*" | tee -a "$results"; }
-  [[ -x "$BUNDLE/bin/ptxgate_gpu_tests" ]] || { say "FAILED: no .bundle (run 'scripts/gpu_run.sh bundle' first and carry .bundle)"; return 1; }
-
+# The environment of the bundled binaries on the GPU machine: libraries, examples, ptxas, NCCL
+# (NCCL_NVLS_ENABLE=0, libnccl.so.2 from python3's site-packages), and the loader prefix; sets
+# the arrays tests=(...) and cli=(...) and prefix=(...).
+setup_env() {
   export LD_LIBRARY_PATH="$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export PTXGATE_EXAMPLES_DIR="$BUNDLE/examples" PTXGATE_PROFILE_DIR="$BUNDLE/profiles"
   export PTXGATE_CACHE_DIR="$(mktemp -d)"
@@ -74,16 +76,28 @@ device() {
   fi
 
   # Run natively when the binaries load here; else through the bundled loader and glibc.
-  local prefix=()
+  prefix=()
   if ! "$BUNDLE/bin/ptxgate" --version >/dev/null 2>&1; then
     export LD_LIBRARY_PATH="$BUNDLE/lib/sys:$LD_LIBRARY_PATH"
     if ! "$BUNDLE/bin/ptxgate" --version >/dev/null 2>&1; then
       prefix=("$BUNDLE/lib/sys/ld-linux-x86-64.so.2" --library-path "$LD_LIBRARY_PATH")
     fi
   fi
-  local tests=("${prefix[@]}" "$BUNDLE/bin/ptxgate_gpu_tests")
+  tests=("${prefix[@]}" "$BUNDLE/bin/ptxgate_gpu_tests")
   export PTXGATE_GPU_TEST_SELF="${tests[*]}"
-  local cli=("${prefix[@]}" "$BUNDLE/bin/ptxgate")
+  cli=("${prefix[@]}" "$BUNDLE/bin/ptxgate")
+}
+
+device() {
+  local out="${OUT:-$ROOT/out}"
+  mkdir -p "$out"
+  local results="$out/gpu_results.txt"
+  : >"$results"
+  say() { echo "$*" | tee -a "$results"; }
+  [[ -x "$BUNDLE/bin/ptxgate_gpu_tests" ]] || { say "FAILED: no .bundle (run 'scripts/gpu_run.sh bundle' first and carry .bundle)"; return 1; }
+  local prefix=() tests=() cli=()
+  setup_env
+  local cuda="${CUDA_HOME:-/usr/local/cuda}"
 
   say "== ptxgate GPU run $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   say "host: $(uname -srm)"
@@ -135,8 +149,67 @@ device() {
   return "$rc"
 }
 
+# Several GPUs: the multigpu tests, the data-parallel example on 1, 2 and 4 GPUs (as many as there
+# are), and the all-reduce benchmark; $OUT/multigpu_results.txt holds what to read, the full logs
+# travel as $OUT/multigpu_logs.tar.gz.
+multigpu() {
+  local out="${OUT:-$ROOT/out}" logs
+  mkdir -p "$out"
+  logs="$(mktemp -d)"
+  local results="$out/multigpu_results.txt"
+  : >"$results"
+  say() { echo "$*" | tee -a "$results"; }
+  [[ -x "$BUNDLE/bin/ptxgate_data_parallel" ]] || { say "FAILED: no .bundle with ptxgate_data_parallel (run 'scripts/gpu_run.sh bundle')"; return 1; }
+  local prefix=() tests=() cli=()
+  setup_env
+  local count rc=0
+  count=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  say "== ptxgate multi-GPU run $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  say "gpus: $count: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sort | uniq -c | tr -s ' \n' ' ')"
+  say "nccl: ${PTXGATE_NCCL_LIBRARY:-libnccl.so.2 on the library path}; NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE"
+  "${cli[@]}" devices >"$logs/devices.txt" 2>&1
+  say "\$ ptxgate devices: exit $?"
+  tee -a "$results" <"$logs/devices.txt"
+  "${cli[@]}" devices --json >"$logs/devices.json" 2>&1
+  say "\$ ptxgate devices --json: exit $? (schema_version $(grep -m1 "schema_version" "$logs/devices.json" | tr -dc 0-9))"
+
+  timeout --kill-after=10 "${MULTIGPU_TESTS_LIMIT:-300}" "${tests[@]}" --min-gpus 2 --no-intro=true --test-case='multigpu*' \
+    >"$logs/multigpu_tests.log" 2>&1
+  local trc=$?
+  ((trc == 0 || trc == 77)) || rc=1
+  say "multigpu tests: exit $trc (77: skipped, fewer than 2 GPUs)"
+  grep -E '^multigpu|test cases:|assertions:|SKIPPED|ERROR|FAILED' "$logs/multigpu_tests.log" | tee -a "$results"
+
+  local g
+  for g in 1 2 4; do
+    ((g <= count)) || { say "data-parallel gpus=$g: SKIPPED (this machine has $count)"; continue; }
+    timeout --kill-after=10 "${DATA_PARALLEL_LIMIT:-180}" "${prefix[@]}" "$BUNDLE/bin/ptxgate_data_parallel" --gpus "$g" \
+      --rows "${DATA_PARALLEL_ROWS:-16777216}" --steps "${DATA_PARALLEL_STEPS:-10}" >"$logs/data_parallel_$g.log" 2>&1
+    local drc=$?
+    ((drc == 0)) || rc=1
+    say "data-parallel gpus=$g: exit $drc"
+    grep -E '^data-parallel:|^equal|^weights|step (1|2|10):|error' "$logs/data_parallel_$g.log" | tee -a "$results"
+  done
+
+  if [[ -x "$BUNDLE/bin/ptxgate_nccl_bench" ]]; then
+    timeout --kill-after=10 "${NCCL_BENCH_LIMIT:-240}" "${prefix[@]}" "$BUNDLE/bin/ptxgate_nccl_bench" \
+      --json "$logs/nccl_bench.json" >"$logs/nccl_bench.log" 2>&1
+    local brc=$?
+    ((brc == 0)) || rc=1
+    say "nccl bench: exit $brc"
+    grep -vE '^  nccl\.' "$logs/nccl_bench.log" | tee -a "$results"
+  else
+    say "nccl bench: SKIPPED (bundle built without PTXGATE_BUILD_BENCH=ON; scripts/gpu_all.sh bundle builds it)"
+  fi
+  tar -czf "$out/multigpu_logs.tar.gz" -C "$logs" . 2>/dev/null
+  rm -rf "$PTXGATE_CACHE_DIR" "$logs"
+  say "== done (exit $rc)"
+  return "$rc"
+}
+
 case "$MODE" in
   bundle) bundle ;;
   device) device ;;
-  *) echo "usage: scripts/gpu_run.sh bundle | device" >&2; exit 2 ;;
+  multigpu) multigpu ;;
+  *) echo "usage: scripts/gpu_run.sh bundle | device | multigpu" >&2; exit 2 ;;
 esac

@@ -1,4 +1,5 @@
-// GPU test main: skips (exit 77) with a reason when there is no driver or GPU; child modes for cache tests.
+// GPU test main: skips (exit 77) with a reason when there is no driver or GPU (or fewer than --min-gpus);
+// child modes for the cache and NCCL tests.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -42,6 +43,7 @@ std::shared_ptr<backend::Kernel> compile_example(const std::string& name) {
 int cache_child(int argc, char** argv);  // gpu_cache_test.cpp
 int nccl_rank_child(int argc, char** argv);  // gpu_nccl_test.cpp
 int fault_child(int argc, char** argv);      // gpu_programs_test.cpp
+int nccl_collectives_child(int argc, char** argv);  // gpu_multigpu_test.cpp
 
 }  // namespace ptxgate::gpu_test
 
@@ -61,6 +63,18 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "--cache-child") == 0) return gpu_test::cache_child(argc, argv);
   if (argc >= 2 && std::strcmp(argv[1], "--nccl-rank") == 0) return gpu_test::nccl_rank_child(argc, argv);
   if (argc >= 2 && std::strcmp(argv[1], "--fault-child") == 0) return gpu_test::fault_child(argc, argv);
+  if (argc >= 2 && std::strcmp(argv[1], "--nccl-collectives") == 0) return gpu_test::nccl_collectives_child(argc, argv);
+  // `--min-gpus N` (first): skip the whole run on a machine with fewer GPUs (the multigpu label).
+  if (argc >= 3 && std::strcmp(argv[1], "--min-gpus") == 0) {
+    const size_t need = static_cast<size_t>(std::atoi(argv[2]));
+    if (devices->size() < need) {
+      std::printf("SKIPPED: needs %zu GPUs, found %zu\n", need, devices->size());
+      return 77;
+    }
+    argv[2] = argv[0];  // doctest reads the rest
+    argc -= 2;
+    argv += 2;
+  }
   auto rt = backend::Runtime::create();
   if (!rt) {
     std::printf("FAILED: cannot open device 0: %s\n", diag::render_text(rt.error(), false).c_str());

@@ -17,7 +17,7 @@ namespace ptxgate::backend::testing {
 inline bool is_stream_call(std::string_view name) {
   return name == "cuLaunchKernel" || name == "cuLaunchCooperativeKernel" || name == "cuEventRecord" ||
          name == "cuStreamWaitEvent" || name == "cuMemcpyHtoDAsync" || name == "cuMemcpyDtoHAsync" ||
-         name == "cuMemcpyDtoDAsync" || name == "cuMemsetD8Async" || name == "cuMemsetD16Async" || name == "cuMemsetD32Async" ||
+         name == "cuMemcpyDtoDAsync" || name == "cuMemcpyPeerAsync" || name == "cuMemsetD8Async" || name == "cuMemsetD16Async" || name == "cuMemsetD32Async" ||
          name == "cuMemAllocAsync" || name == "cuMemAllocFromPoolAsync" || name == "cuMemFreeAsync" ||
          name == "cuGraphLaunch" || name == "ncclAllReduce" || name == "ncclBroadcast" || name == "ncclReduce" ||
          name == "ncclAllGather" || name == "ncclReduceScatter" || name == "ncclSend" || name == "ncclRecv";

@@ -1,0 +1,200 @@
+// ptxgate_nccl_bench: all-reduce bus bandwidth over every GPU of a DeviceSet, ptxgate's validated and
+// tracked collective against raw NCCL calls on the same communicators, buffers and streams in the same
+// run (nccl-tests' definitions: algBw = bytes / time, busBw = algBw * 2(n-1)/n), and the host cost of
+// validating one collective. Prints a table with the ratios; --json writes the rows.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "bench_common.hpp"
+#include "ptxgate/backend/multi_device.hpp"
+#include "ptxgate/backend/nccl.hpp"
+
+namespace be = ptxgate::backend;
+using ptxgate::bench::Clock;
+using ptxgate::bench::ns_between;
+using ptxgate::bench::summarize;
+
+namespace {
+
+struct Rank {
+  be::Communicator* comm = nullptr;
+  be::Stream stream;
+  be::DeviceBuffer send, recv;
+};
+
+struct Failure {
+  std::string what;
+};
+
+template <class T>
+T need(std::expected<T, ptxgate::diag::Diagnostics> r, const char* what) {
+  if (!r) throw Failure{fmt::format("{}: {}", what, ptxgate::bench::one_line(r.error()))};
+  return std::move(*r);
+}
+void need(std::expected<void, ptxgate::diag::Diagnostics> r, const char* what) {
+  if (!r) throw Failure{fmt::format("{}: {}", what, ptxgate::bench::one_line(r.error()))};
+}
+
+be::Collective all_reduce_of(Rank& r, size_t count) {
+  return {be::CollectiveKind::all_reduce, be::CollectiveEnd::of(be::DeviceSpan<float>(r.send, 0, count)),
+          be::CollectiveEnd::of(be::DeviceSpan<float>(r.recv, 0, count)), ncclSum, 0};
+}
+
+/// One all-reduce over every rank through ptxgate: validated, health-checked, tracked, one group.
+void ptxgate_all_reduce(std::vector<Rank>& ranks, size_t count) {
+  be::Group group;
+  for (auto& r : ranks) need(group.add(*r.comm, r.stream, all_reduce_of(r, count)), "ptxgate all-reduce");
+  need(group.end(), "ptxgate group end");
+}
+
+/// The same all-reduce as raw NCCL calls.
+void raw_all_reduce(std::vector<Rank>& ranks, size_t count) {
+  const be::NcclApi& api = ranks.front().comm->api();
+  if (api.ncclGroupStart() != ncclSuccess) throw Failure{"ncclGroupStart failed"};
+  for (auto& r : ranks)
+    if (ncclResult_t e = api.ncclAllReduce(reinterpret_cast<const void*>(r.send.pointer()),
+                                           reinterpret_cast<void*>(r.recv.pointer()), count, ncclFloat32, ncclSum,
+                                           r.comm->handle(), r.stream.handle());
+        e != ncclSuccess)
+      throw Failure{fmt::format("ncclAllReduce failed: {}", api.ncclGetErrorString(e))};
+  if (ncclResult_t e = api.ncclGroupEnd(); e != ncclSuccess)
+    throw Failure{fmt::format("ncclGroupEnd failed: {}", api.ncclGetErrorString(e))};
+}
+
+void wait_all(std::vector<Rank>& ranks) {
+  for (auto& r : ranks) need(r.comm->synchronize(r.stream), "synchronize");
+}
+
+/// Microseconds per all-reduce: `iters` back to back after the streams are idle, wall clock until all are idle again.
+double time_us(std::vector<Rank>& ranks, size_t count, int iters,
+               const std::function<void(std::vector<Rank>&, size_t)>& issue) {
+  wait_all(ranks);
+  const auto start = Clock::now();
+  for (int i = 0; i < iters; ++i) issue(ranks, count);
+  wait_all(ranks);
+  return ns_between(start, Clock::now()) / 1000.0 / iters;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int gpus = 0, repeats = 5;
+  size_t min_bytes = size_t{1} << 20, max_bytes = size_t{1} << 30;
+  std::string json_path;
+  CLI::App app("All-reduce bus bandwidth, ptxgate vs raw NCCL, and validation cost per collective");
+  app.add_option("--gpus", gpus, "GPUs (0: all)");
+  app.add_option("--min-bytes", min_bytes, "Smallest message")->capture_default_str();
+  app.add_option("--max-bytes", max_bytes, "Largest message")->capture_default_str();
+  app.add_option("--repeats", repeats, "Alternating timed rounds per size (median reported)")->capture_default_str();
+  app.add_option("--json", json_path, "Write the rows as JSON here");
+  CLI11_PARSE(app, argc, argv);
+  ::setenv("NCCL_NVLS_ENABLE", "0", 0);  // never NVLink multicast
+  ptxgate::bench::ResultFile results(json_path, "nccl");
+  try {
+    auto api = be::driver();
+    if (!api) {
+      std::printf("SKIPPED: nccl bench: %s", ptxgate::diag::render_text(api.error(), false).c_str());
+      return 3;
+    }
+    be::DeviceSetOptions so;
+    for (int i = 0; i < gpus; ++i) so.devices.push_back(i);
+    auto set = need(be::DeviceSet::open(so), "device set");
+    auto comms = need(be::Communicator::init_all(set->contexts()), "ncclCommInitAll");
+    const size_t n = set->size();
+    std::vector<Rank> ranks(n);
+    for (size_t i = 0; i < n; ++i) {
+      ranks[i].comm = comms[i].get();
+      ranks[i].stream = need(set->runtime(i).create_stream(), "stream");
+      ranks[i].send = need(set->runtime(i).allocate(max_bytes), "send buffer");
+      ranks[i].recv = need(set->runtime(i).allocate(max_bytes), "recv buffer");
+      need(ranks[i].send.fill_bytes(0), "fill");
+    }
+    const double bus_factor = n > 1 ? 2.0 * static_cast<double>(n - 1) / static_cast<double>(n) : 0.0;
+    std::printf("nccl bench: %zu GPU%s (%s), NCCL %s, busBw factor 2(n-1)/n = %.3f\n%s", n, n == 1 ? "" : "s",
+                set->context(0).caps().name.c_str(), be::nccl_version_text(comms[0]->api().version).c_str(), bus_factor,
+                be::format_peer_matrix(set->peers()).c_str());
+    results.info("gpus", n);
+    results.info("device", set->context(0).caps().name);
+    results.info("nccl", be::nccl_version_text(comms[0]->api().version));
+
+    // Validation cost: validate_collective alone, on the host, for one rank (no NCCL call).
+    {
+      const auto c = all_reduce_of(ranks[0], 1024);
+      std::vector<double> per_call;
+      constexpr int kCalls = 20000;
+      for (int round = 0; round < 15; ++round) {
+        const auto start = Clock::now();
+        for (int i = 0; i < kCalls; ++i) need(be::validate_collective(*ranks[0].comm, ranks[0].stream, c), "validate");
+        per_call.push_back(ns_between(start, Clock::now()) / kCalls);
+      }
+      const auto s = summarize(per_call);
+      results.add("nccl.validate_collective", "ns", s);
+      std::printf("validation cost per collective (validate_collective, host): median %.0f ns (target <= 2000 ns): %s\n",
+                  s.median, s.median <= 2000 ? "within" : "OVER");
+    }
+    // Host cost of issuing one small all-reduce over all ranks (no waiting): ptxgate vs raw.
+    {
+      std::vector<double> ptx, raw;
+      constexpr int kIssues = 200;
+      for (int round = 0; round < 9; ++round) {
+        for (auto* which : {&raw, &ptx}) {
+          wait_all(ranks);
+          const auto start = Clock::now();
+          for (int i = 0; i < kIssues; ++i) (which == &raw ? raw_all_reduce : ptxgate_all_reduce)(ranks, 256);
+          which->push_back(ns_between(start, Clock::now()) / kIssues);
+        }
+      }
+      wait_all(ranks);
+      const auto sp = summarize(ptx), sr = summarize(raw);
+      results.add("nccl.issue.ptxgate", "ns", sp, {{"ranks", n}});
+      results.add("nccl.issue.raw", "ns", sr, {{"ranks", n}});
+      std::printf("host time to issue one 1 KiB all-reduce over %zu ranks: ptxgate %.0f ns, raw NCCL %.0f ns, "
+                  "added %.0f ns (%.0f ns per rank)\n",
+                  n, sp.median, sr.median, sp.median - sr.median, (sp.median - sr.median) / static_cast<double>(n));
+    }
+
+    std::vector<std::string> table;
+    for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
+      const size_t count = bytes / sizeof(float);
+      const int iters = static_cast<int>(std::clamp<size_t>((size_t{1} << 31) / bytes, 5, 50));
+      // Warm up both paths at this size, then alternate timed rounds so drift hits both alike.
+      raw_all_reduce(ranks, count);
+      ptxgate_all_reduce(ranks, count);
+      std::vector<double> raw_us, ptx_us;
+      for (int round = 0; round < repeats; ++round) {
+        raw_us.push_back(time_us(ranks, count, iters, raw_all_reduce));
+        ptx_us.push_back(time_us(ranks, count, iters, ptxgate_all_reduce));
+      }
+      const auto sr = summarize(raw_us), sp = summarize(ptx_us);
+      const double raw_bus = static_cast<double>(bytes) / (sr.median * 1e3) * bus_factor;
+      const double ptx_bus = static_cast<double>(bytes) / (sp.median * 1e3) * bus_factor;
+      const double ratio = sr.median / sp.median;  // bandwidth ratio ptxgate/raw
+      const std::string size = bytes >= (size_t{1} << 30) ? fmt::format("{} GiB", bytes >> 30)
+                                                           : fmt::format("{} MiB", bytes >> 20);
+      table.push_back(fmt::format("| {} | {:.1f} | {:.2f} | {:.1f} | {:.2f} | {:.3f} |", size, sr.median, raw_bus,
+                                  sp.median, ptx_bus, ratio));
+      results.add(fmt::format("nccl.all_reduce.raw.{}", bytes), "us", sr,
+                  {{"bytes", bytes}, {"bus_gbps", raw_bus}, {"ranks", n}});
+      results.add(fmt::format("nccl.all_reduce.ptxgate.{}", bytes), "us", sp,
+                  {{"bytes", bytes}, {"bus_gbps", ptx_bus}, {"ranks", n}, {"ratio_to_raw", ratio}});
+    }
+    std::printf("\nall-reduce f32 sum over %zu GPUs (median of %d alternating rounds):\n", n, repeats);
+    std::printf("| size | raw time (us) | raw busBw (GB/s) | ptxgate time (us) | ptxgate busBw (GB/s) | ptxgate/raw |\n");
+    std::printf("|---:|---:|---:|---:|---:|---:|\n");
+    for (const auto& row : table) std::printf("%s\n", row.c_str());
+    std::printf("(ratio = raw time / ptxgate time = ptxgate busBw / raw busBw; target >= 0.97 from 64 MiB)\n");
+  } catch (const Failure& f) {
+    std::fprintf(stderr, "nccl bench: %s\n", f.what.c_str());
+    results.error("nccl", f.what);
+    return 1;
+  }
+  return 0;
+}
