@@ -131,7 +131,7 @@ ptxgate_status ptxgate_check(const ptxgate_check_request* request, ptxgate_verdi
     launch.block = capi::text_or(request->block, "");
     launch.shared_bytes = capi::text_or(request->shared_bytes, "0");
     launch.cooperative = request->cooperative != 0;
-    launch.profile = capi::text_or(request->profile, "");
+    launch.profile = capi::text_or(request->profile, "h100-sxm");  // the CLI's default
     for (size_t i = 0; i < request->arg_count; ++i) {
       if (request->args[i] == nullptr) return null_argument(diagnostics, "ptxgate_check", fmt::format("request->args[{}]", i));
       launch.args.emplace_back(request->args[i]);

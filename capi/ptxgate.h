@@ -193,10 +193,10 @@ PTXGATE_CAPI void ptxgate_kernel_free(ptxgate_kernel* kernel);
 
 PTXGATE_CAPI ptxgate_status ptxgate_buffer_allocate(ptxgate_runtime* runtime, size_t bytes, ptxgate_buffer** out,
                                                     ptxgate_diagnostics** diagnostics);
-/** Copies `bytes` from host memory into the buffer, from its start (PG4006 when they do not fit). */
+/** Copies `bytes` from host memory into the buffer, from its start (PG3008 when they do not fit). */
 PTXGATE_CAPI ptxgate_status ptxgate_buffer_upload(ptxgate_buffer* buffer, const void* host, size_t bytes,
                                                   ptxgate_diagnostics** diagnostics);
-/** Copies `bytes` from the buffer's start into host memory (PG4006 past its end). */
+/** Copies `bytes` from the buffer's start into host memory (PG3008 past its end). */
 PTXGATE_CAPI ptxgate_status ptxgate_buffer_download(const ptxgate_buffer* buffer, void* host, size_t bytes,
                                                     ptxgate_diagnostics** diagnostics);
 PTXGATE_CAPI uint64_t ptxgate_buffer_device_pointer(const ptxgate_buffer* buffer);

@@ -121,7 +121,7 @@ def test_buffers_round_trip(runtime):
     assert out.tolist() == [0, 1, 2, 3]
     with pytest.raises(ptxgate.Error) as info:
         b.upload(bytes(17))
-    assert info.value.codes == ["PG4006"]
+    assert info.value.codes == ["PG3008"]
 
 
 def test_check_without_launching(runtime, fake_driver, saxpy_source):

@@ -268,7 +268,7 @@ TEST_CASE("capi: the runtime over a fake driver binds, validates and launches; f
   CHECK(ptxgate_buffer_upload(y, host.data(), 4000, d.out()) == PTXGATE_OK);
   CHECK(fake_state().count("cuMemcpyHtoD") == 1);
   CHECK(ptxgate_buffer_upload(y, host.data(), 4004, d.out()) == PTXGATE_ERROR);
-  CHECK(d.has("PG4006"));
+  CHECK(d.has("PG3008"));
   CHECK(ptxgate_buffer_download(y, host.data(), 4000, d.out()) == PTXGATE_OK);
 
   ptxgate_launch_config config{};
