@@ -9,15 +9,15 @@ BUNDLE=${BUNDLE:-.bundle}
 CUDA=${CUDA_HOME:-/usr/local/cuda}
 
 cmake -S . -B "$BUILD" -G Ninja >/dev/null
-ninja -C "$BUILD" -j2 ptxgate_gpu_bench
+ninja -C "$BUILD" -j2 ptxgate_gpu_bench ptxgate_programs_bench ptxgate_jacobi
 
 rm -rf "$BUNDLE"
 mkdir -p "$BUNDLE/bin" "$BUNDLE/lib" "$BUNDLE/cubins" "$BUNDLE/emit"
-cp "$BUILD/bench/ptxgate_gpu_bench" "$BUNDLE/bin/"
+cp "$BUILD/bench/ptxgate_gpu_bench" "$BUILD/bench/ptxgate_programs_bench" "$BUILD/examples/jacobi/ptxgate_jacobi" "$BUNDLE/bin/"
 cp -L "$BUILD/libptxgate.so.0" "$BUNDLE/lib/libptxgate.so.0"
-strip --strip-unneeded "$BUNDLE/bin/ptxgate_gpu_bench" "$BUNDLE/lib/libptxgate.so.0"
+strip --strip-unneeded "$BUNDLE"/bin/* "$BUNDLE/lib/libptxgate.so.0"
 # Libraries the GPU machine may lack (fmt, xxhash); Ubuntu 24.04 has newer glibc, libstdc++, zlib and zstd.
-ldd "$BUNDLE/lib/libptxgate.so.0" "$BUNDLE/bin/ptxgate_gpu_bench" | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
+ldd "$BUNDLE/lib/libptxgate.so.0" "$BUNDLE"/bin/* | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
   case $(basename "$lib") in
     libc.so*|libm.so*|libgcc_s.so*|libstdc++.so*|ld-linux*|libdl.so*|libpthread.so*|librt.so*|libz.so*|libzstd.so*|libptxgate.so*) ;;
     *) cp -L "$lib" "$BUNDLE/lib/" ;;

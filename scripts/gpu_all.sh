@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # Build-bundle-run for the GPU machine in one device call: GPU tests, `ptxgate run`,
 # compute-sanitizer, and the benchmarks.
-#   here:            scripts/gpu_all.sh bundle      (builds build-gpu/, packs .bundle/ < 64 MiB)
+#   here:            scripts/gpu_all.sh bundle      (builds $BUILD_DIR or build-gpu/, packs .bundle/ < 64 MiB)
 #   GPU machine:     scripts/gpu_all.sh device      (with .bundle carried; results in $OUT)
-# Parts: GPU_PARTS="tests bench" (default both); "multigpu" (a machine with 2 or 4 GPUs): the multi-GPU
-# tests, the data-parallel example on 1/2/4 GPUs and the NCCL benchmark (multigpu_results.txt).
+# Parts: GPU_PARTS="tests bench programs launch_ab" (default "tests bench"):
+#   programs   ptxgate_programs_bench (100 small kernels: launches, graph replay, overlap), the CuPy and
+#              PyTorch graph-replay peers, and the Jacobi example;
+#   launch_ab  before/after launch overhead against a benchmark bundle of an earlier commit
+#              (GPU_BEFORE: a directory, or a .tar.xz holding one directory; bench/launch_ab.sh).
+#   multigpu   (a machine with 2 or 4 GPUs): the multi-GPU tests, the data-parallel example on
+#              1/2/4 GPUs and the NCCL benchmark (multigpu_results.txt).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 bundle() {
   set -e
-  PTXGATE_BUILD_BENCH=ON BUILD_DIR=build-gpu scripts/gpu_run.sh bundle
-  BUNDLE=.bundle/bench BUILD=build-gpu bash scripts/bench_gpu.sh
+  # BUILD_DIR=build reuses scripts/build.sh's Release tree (it builds the benchmarks too).
+  PTXGATE_BUILD_BENCH=ON BUILD_DIR="${BUILD_DIR:-build-gpu}" scripts/gpu_run.sh bundle
+  BUNDLE=.bundle/bench BUILD="${BUILD_DIR:-build-gpu}" bash scripts/bench_gpu.sh
   # One copy of the library (it holds LLVM): the benchmark's is a relative link to it.
   ln -sf ../../lib/libptxgate.so.0 .bundle/bench/lib/libptxgate.so.0
   echo "bundle: $(du -sLm .bundle | cut -f1) MiB as followed, $(du -sm .bundle | cut -f1) MiB on disk"
@@ -38,11 +44,35 @@ device() {
     echo "multigpu part: exit $?"
     cp "$work/multigpu/multigpu_results.txt" "$final/" 2>/dev/null
   fi
+  if [[ " $parts " == *" programs "* ]]; then
+    {
+      echo "\$ ptxgate_programs_bench"
+      LD_LIBRARY_PATH=".bundle/bench/lib" timeout --kill-after=5 "${GPU_PROGRAMS_LIMIT:-180}" .bundle/bench/bin/ptxgate_programs_bench
+      echo "exit $?"
+      echo "\$ python3 bench/graph_replay_peers.py"
+      timeout --kill-after=5 180 python3 bench/graph_replay_peers.py
+      echo "exit $?"
+      echo "\$ ptxgate_jacobi"
+      PTXGATE_CACHE_DIR="$work/jacobi-cache" LD_LIBRARY_PATH=".bundle/bench/lib" timeout --kill-after=5 120 .bundle/bench/bin/ptxgate_jacobi
+      echo "exit $?"
+    } >"$final/programs.txt" 2>&1
+    echo "programs part: $(grep -c '^exit 0' "$final/programs.txt") of 3 steps exit 0"
+  fi
+  if [[ " $parts " == *" launch_ab "* && -n "${GPU_BEFORE:-}" ]]; then
+    local before="$GPU_BEFORE"
+    if [[ "$before" == *.tar.xz ]]; then
+      mkdir -p "$work/before" && tar -xJf "$before" -C "$work/before" && before=$(find "$work/before" -mindepth 1 -maxdepth 1 -type d | head -1)
+    fi
+    OUT="$work" bash bench/launch_ab.sh "$before" .bundle/bench "${GPU_AB_ROUNDS:-3}"
+    cp "$work/launch_ab.md" "$final/" 2>/dev/null
+  fi
   # The device tool returns at most 8 files: logs travel as one archive.
   tar -czf "$final/logs.tar.gz" -C "$work" . 2>/dev/null
   ls -l "$final"
   cat "$final/gpu_results.txt" "$final/multigpu_results.txt" 2>/dev/null
   tail -40 "$final/bench_results.md" 2>/dev/null
+  cat "$final/launch_ab.md" 2>/dev/null
+  tail -60 "$final/programs.txt" 2>/dev/null
 }
 
 case "${1:-bundle}" in
