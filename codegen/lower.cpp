@@ -36,6 +36,10 @@ llvm::Type* value_type(llvm::LLVMContext& c, ir::Type t) {
     case ir::Type::i64: case ir::Type::u64: return llvm::Type::getInt64Ty(c);
     case ir::Type::f32: return llvm::Type::getFloatTy(c);
     case ir::Type::f64: return llvm::Type::getDoubleTy(c);
+    case ir::Type::i8: case ir::Type::u8: return llvm::Type::getInt8Ty(c);
+    case ir::Type::i16: case ir::Type::u16: return llvm::Type::getInt16Ty(c);
+    case ir::Type::f16: return llvm::Type::getHalfTy(c);
+    case ir::Type::bf16: return llvm::Type::getBFloatTy(c);
     default: invariant_failed(fmt::format("type '{}' reached code generation", ir::type_name(t)));
   }
 }
@@ -646,7 +650,12 @@ class KernelLowering {
     if (ir::is_float(from) && ir::is_integer(to))
       return b.CreateIntrinsic(ir::is_signed(to) ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat,
                                {target, v->getType()}, {v});
-    if (ir::is_float(from) && ir::is_float(to)) return b.CreateFPCast(v, target);
+    if (ir::is_float(from) && ir::is_float(to)) {
+      // f16 <-> bf16: through f32 (exact for either), then one rounding; CreateFPCast would bitcast
+      // two 16-bit types. Every narrowing rounds to nearest even (fptrunc).
+      if (ir::is_half(from) && ir::is_half(to)) v = b.CreateFPExt(v, b.getFloatTy());
+      return b.CreateFPCast(v, target);
+    }
     invariant_failed(fmt::format("conversion from {} to {}", ir::type_name(from), ir::type_name(to)));
   }
 

@@ -19,27 +19,40 @@ std::string_view type_name(Type t) {
     case Type::f64: return "f64";
     case Type::int_literal: return "{integer literal}";
     case Type::float_literal: return "{float literal}";
+    case Type::i8: return "i8";
+    case Type::u8: return "u8";
+    case Type::i16: return "i16";
+    case Type::u16: return "u16";
+    case Type::f16: return "f16";
+    case Type::bf16: return "bf16";
   }
   return "{error}";
 }
 
 std::optional<Type> type_from_name(std::string_view n) {
   static constexpr std::pair<std::string_view, Type> kTypes[] = {
-      {"bool", Type::bool_}, {"i32", Type::i32}, {"u32", Type::u32}, {"i64", Type::i64},
-      {"u64", Type::u64},    {"f32", Type::f32}, {"f64", Type::f64}};
+      {"bool", Type::bool_}, {"i32", Type::i32}, {"u32", Type::u32}, {"i64", Type::i64}, {"u64", Type::u64},
+      {"f32", Type::f32},    {"f64", Type::f64}, {"i8", Type::i8},   {"u8", Type::u8},   {"i16", Type::i16},
+      {"u16", Type::u16},    {"f16", Type::f16}, {"bf16", Type::bf16}};
   for (auto [name, t] : kTypes)
     if (name == n) return t;
   return std::nullopt;
 }
 
-bool is_integer(Type t) { return t == Type::i32 || t == Type::u32 || t == Type::i64 || t == Type::u64; }
-bool is_signed(Type t) { return t == Type::i32 || t == Type::i64; }
-bool is_float(Type t) { return t == Type::f32 || t == Type::f64; }
+bool is_integer(Type t) {
+  return t == Type::i32 || t == Type::u32 || t == Type::i64 || t == Type::u64 || t == Type::i8 || t == Type::u8 ||
+         t == Type::i16 || t == Type::u16;
+}
+bool is_signed(Type t) { return t == Type::i32 || t == Type::i64 || t == Type::i8 || t == Type::i16; }
+bool is_float(Type t) { return t == Type::f32 || t == Type::f64 || is_half(t); }
+bool is_half(Type t) { return t == Type::f16 || t == Type::bf16; }
 bool is_numeric(Type t) { return is_integer(t) || is_float(t); }
 
 unsigned bit_width(Type t) {
   switch (t) {
     case Type::bool_: return 1;
+    case Type::i8: case Type::u8: return 8;
+    case Type::i16: case Type::u16: case Type::f16: case Type::bf16: return 16;
     case Type::i32: case Type::u32: case Type::f32: return 32;
     case Type::i64: case Type::u64: case Type::f64: return 64;
     default: return 0;
@@ -48,6 +61,8 @@ unsigned bit_width(Type t) {
 
 unsigned byte_size(Type t) {
   switch (t) {
+    case Type::i8: case Type::u8: return 1;
+    case Type::i16: case Type::u16: case Type::f16: case Type::bf16: return 2;
     case Type::bool_: case Type::i32: case Type::u32: case Type::f32: return 4;
     case Type::i64: case Type::u64: case Type::f64: return 8;
     default: return 0;

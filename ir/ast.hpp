@@ -15,16 +15,20 @@ namespace ptxgate::ir {
 /// literals before the verifier gives them the type their context needs; after a
 /// successful verify no expression has them. `error` marks an expression whose type
 /// could not be determined (an error was already reported).
-enum class Type : uint8_t { error, void_, bool_, i32, u32, i64, u64, f32, f64, int_literal, float_literal };
+enum class Type : uint8_t {
+  error, void_, bool_, i32, u32, i64, u64, f32, f64, int_literal, float_literal,
+  i8, u8, i16, u16, f16, bf16,  ///< the small types (appended: the values above keep their numbers)
+};
 
 std::string_view type_name(Type t);                    ///< "f32", "{integer literal}", ...
-std::optional<Type> type_from_name(std::string_view);  ///< only the seven spellable types
-bool is_integer(Type t);   ///< i32 u32 i64 u64 (not int_literal)
-bool is_signed(Type t);    ///< i32 i64
-bool is_float(Type t);     ///< f32 f64 (not float_literal)
+std::optional<Type> type_from_name(std::string_view);  ///< only the thirteen spellable types
+bool is_integer(Type t);   ///< i8 u8 i16 u16 i32 u32 i64 u64 (not int_literal)
+bool is_signed(Type t);    ///< i8 i16 i32 i64
+bool is_float(Type t);     ///< f16 bf16 f32 f64 (not float_literal)
+bool is_half(Type t);      ///< f16 bf16: arithmetic as if in f32, rounded after every operation
 bool is_numeric(Type t);   ///< integer or float
-unsigned bit_width(Type t);  ///< 1 for bool, 32/64 for numbers, 0 otherwise
-unsigned byte_size(Type t);  ///< 4 for bool (as a kernel parameter), 4/8 for numbers
+unsigned bit_width(Type t);  ///< 1 for bool, 8/16/32/64 for numbers, 0 otherwise
+unsigned byte_size(Type t);  ///< 4 for bool (as a kernel parameter), 1/2/4/8 for numbers
 
 /// Byte range in the source text. Nodes built by the builder API have offset 0, length 0.
 struct SourceRange {

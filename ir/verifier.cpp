@@ -237,6 +237,15 @@ void KernelChecker::declare_params() {
       reporter_.report(diag::Code::invalid_element_type, p.range,
                        fmt::format("buffer '{}' has element type bool; buffers hold numbers", p.name),
                        fmt::format("use u32 elements (0 or 1): {} {}: u32[]", access_name(p.access), p.name));
+    if (!p.is_buffer && is_numeric(p.type) && bit_width(p.type) < 32) {
+      const std::string_view wide = is_float(p.type) ? "f32" : is_signed(p.type) ? "i32" : "u32";
+      reporter_.report(diag::Code::unsupported_parameter_type, p.range,
+                       fmt::format("scalar parameter '{}' has type {}; scalar parameters are 32 or 64 bits (the "
+                                   "small types are for buffer and shared elements and locals)",
+                                   p.name, type_name(p.type)),
+                       fmt::format("pass a {0} and convert inside the kernel: {1}: {0}, then {2}({1})", wide, p.name,
+                                   type_name(p.type)));
+    }
     Symbol* s = declare(p.is_buffer ? SymbolKind::buffer_param : SymbolKind::scalar_param, p.name, p.range, p.type,
                         nullptr);
     s->access = p.access;

@@ -27,6 +27,10 @@ bool is_value_type(Type t) { return t == Type::bool_ || is_numeric(t); }
 
 uint64_t max_value(Type t) {
   switch (t) {
+    case Type::i8: return INT8_MAX;
+    case Type::u8: return UINT8_MAX;
+    case Type::i16: return INT16_MAX;
+    case Type::u16: return UINT16_MAX;
     case Type::i32: return INT32_MAX;
     case Type::u32: return UINT32_MAX;
     case Type::i64: return INT64_MAX;
@@ -36,6 +40,8 @@ uint64_t max_value(Type t) {
 
 __int128 min_value(Type t) {
   switch (t) {
+    case Type::i8: return INT8_MIN;
+    case Type::i16: return INT16_MIN;
     case Type::i32: return INT32_MIN;
     case Type::i64: return INT64_MIN;
     default: return 0;
@@ -86,15 +92,29 @@ size_t arity(Intrinsic fn) {
   }
 }
 
+/// What the hardware has: 32- and 64-bit integer atomics, f32/f64 add and exchange, f16 and
+/// bf16 add (red/atom.add.noftz.f16 and .bf16). No 8- or 16-bit integer atomics.
 bool atomic_supports(Intrinsic fn, Type elem) {
-  if (is_integer(elem)) return true;
+  if (is_integer(elem)) return bit_width(elem) >= 32;
+  if (is_half(elem)) return fn == Intrinsic::atomic_add;
   if (is_float(elem)) return fn == Intrinsic::atomic_add || fn == Intrinsic::atomic_exch;
   return false;
 }
 
 std::string_view atomic_types(Intrinsic fn) {
-  return fn == Intrinsic::atomic_add || fn == Intrinsic::atomic_exch ? "i32, u32, i64, u64, f32 and f64"
-                                                                     : "i32, u32, i64 and u64";
+  return fn == Intrinsic::atomic_add    ? "i32, u32, i64, u64, f16, bf16, f32 and f64"
+         : fn == Intrinsic::atomic_exch ? "i32, u32, i64, u64, f32 and f64"
+                                        : "i32, u32, i64 and u64";
+}
+
+/// The largest finite value of a float type.
+double float_max(Type t) {
+  switch (t) {
+    case Type::f16: return 65504.0;
+    case Type::bf16: return 3.3895313892515355e38;
+    case Type::f32: return FLT_MAX;
+    default: return DBL_MAX;
+  }
 }
 
 std::string conversion_fix(Type from, Type to) {
@@ -367,6 +387,13 @@ bool KernelChecker::coerce_tree(Expr& e, Type target, bool under_negation) {
   }
   switch (e.kind) {
     case ExprKind::int_literal: {
+      if (is_half(target) && static_cast<double>(e.int_value) > float_max(target)) {
+        reporter_.report(diag::Code::literal_out_of_range, e.range,
+                         fmt::format("integer literal {} does not fit {} (largest {:g})", literal_text(e),
+                                     type_name(target), float_max(target)),
+                         "use f32 for values this large");
+        return false;
+      }
       if (is_integer(target)) {
         uint64_t limit = max_value(target);
         bool fits = e.int_value <= limit || (under_negation && is_signed(target) && e.int_value == limit + 1);
@@ -381,10 +408,11 @@ bool KernelChecker::coerce_tree(Expr& e, Type target, bool under_negation) {
       break;
     }
     case ExprKind::float_literal:
-      if (target == Type::f32 && std::isfinite(e.float_value) && std::fabs(e.float_value) > FLT_MAX) {
+      if (target != Type::f64 && std::isfinite(e.float_value) && std::fabs(e.float_value) > float_max(target)) {
         reporter_.report(diag::Code::literal_out_of_range, e.range,
-                         fmt::format("float literal {} does not fit f32 (largest {:g})", literal_text(e), FLT_MAX),
-                         "use f64 for values this large");
+                         fmt::format("float literal {} does not fit {} (largest {:g})", literal_text(e),
+                                     type_name(target), float_max(target)),
+                         target == Type::f32 ? "use f64 for values this large" : "use f32 for values this large");
         return false;
       }
       break;
@@ -678,7 +706,7 @@ Type KernelChecker::infer_cast(Expr& e) {
   Type t = value(operand);
   if (!is_value_type(target)) {
     reporter_.report(diag::Code::invalid_cast, e.range, fmt::format("cannot cast to {}", describe_type(target)),
-                     "cast to one of bool, i32, u32, i64, u64, f32, f64");
+                     "cast to one of bool, i8, u8, i16, u16, i32, u32, i64, u64, f16, bf16, f32, f64");
     return Type::error;
   }
   if (t == Type::error) return target;
@@ -776,13 +804,14 @@ Type KernelChecker::infer_warp(Expr& e, Intrinsic fn) {
     });
   }
   if (t == Type::error) return t;
-  if (!is_numeric(t)) {
+  if (!is_numeric(t) || bit_width(t) < 32) {
     reporter_.report(diag::Code::invalid_warp_operand, e.operands[0]->range,
                      fmt::format("'{}' needs a value of type i32, u32, i64, u64, f32 or f64, found {}", name,
                                  describe_type(t)),
                      t == Type::bool_ ? fmt::format("vote on bools with ballot/any/all, or convert: {}(u32(b), ...)",
                                                     name)
-                                      : "convert the value explicitly");
+                                      : fmt::format("convert the value explicitly, e.g. {}({}(x), ...)", name,
+                                                    is_float(t) ? "f32" : is_signed(t) ? "i32" : "u32"));
     return Type::error;
   }
   return t;
@@ -825,6 +854,14 @@ Type KernelChecker::infer_math(Expr& e, Intrinsic fn) {
     }
   }
   if (failed) return Type::error;
+  if (float_only && is_half(common)) {
+    reporter_.report(diag::Code::invalid_operand, e.range,
+                     fmt::format("'{}' needs f32 or f64 arguments, found {} (math functions are not defined on "
+                                 "half types)",
+                                 name, type_name(common)),
+                     fmt::format("compute in f32 and round once: {}({}(f32(x)))", type_name(common), name));
+    return Type::error;
+  }
   if (float_only && !is_float(common)) {
     reporter_.report(diag::Code::invalid_operand, e.range,
                      fmt::format("'{}' needs f32 or f64 arguments, found {}", name, type_name(common)),
