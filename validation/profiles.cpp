@@ -50,7 +50,11 @@ std::vector<fs::path> profile_search_dirs() {
   };
   if (const char* env = std::getenv("PTXGATE_PROFILE_DIR"); env && *env) add(env);
   if (auto lib = library_dir()) {
+#ifdef PTXGATE_LIB_TO_PROFILES
+    add(*lib / PTXGATE_LIB_TO_PROFILES);  // the install layout's relative path (GNUInstallDirs)
+#else
     add(*lib / ".." / "share" / "ptxgate" / "profiles");
+#endif
   }
 #ifdef PTXGATE_SOURCE_DIR
   add(fs::path(PTXGATE_SOURCE_DIR) / "profiles");

@@ -1,6 +1,9 @@
 // Example consumer of an installed ptxgate: check a launch offline, then run it when a GPU is present.
 #include <cstdio>
+#include <cstring>
 #include <vector>
+
+#include "saxpy_ptx.hpp"  // generated at build time by ptxgate_add_kernels
 
 #include "ptxgate/backend/runtime.hpp"
 #include "ptxgate/codegen/codegen.hpp"
@@ -18,6 +21,14 @@ kernel saxpy(inout y: f32[], in x: f32[], a: f32, n: u32) {
 )";
 
 int main() {
+  // Build time: ptxgate_add_kernels compiled ../saxpy.pg for sm_80 and embedded the PTX.
+  if (std::strlen(reinterpret_cast<const char*>(saxpy_ptx)) != saxpy_ptx_size ||
+      !std::strstr(reinterpret_cast<const char*>(saxpy_ptx), ".entry saxpy") ||
+      !std::strstr(reinterpret_cast<const char*>(saxpy_ptx), ".target sm_80")) {
+    std::fputs("the embedded PTX is not saxpy's for sm_80\n", stderr);
+    return 1;
+  }
+  std::printf("embedded PTX: %zu bytes\n", saxpy_ptx_size);
   // Offline: parse and verify, then validate a launch against a shipped device profile.
   pg::diag::SourceFile file("saxpy.pg", kSaxpy);
   auto module = pg::ir::load_module(file);
