@@ -8,6 +8,8 @@
 #              PyTorch graph-replay peers, and the Jacobi example;
 #   launch_ab  before/after launch overhead against a benchmark bundle of an earlier commit
 #              (GPU_BEFORE: a directory, or a .tar.xz holding one directory; bench/launch_ab.sh).
+#   python     the Python package's tests (python/tests, GPU ones with PyTorch/CuPy) over the bundle's library;
+#   sanitize   compute-sanitizer memcheck, racecheck and synccheck over the programs GPU tests;
 #   multigpu   (a machine with 2 or 4 GPUs): the multi-GPU tests, the data-parallel example on
 #              1/2/4 GPUs and the NCCL benchmark (multigpu_results.txt).
 set -uo pipefail
@@ -57,6 +59,21 @@ device() {
       echo "exit $?"
     } >"$final/programs.txt" 2>&1
     echo "programs part: $(grep -c '^exit 0' "$final/programs.txt") of 3 steps exit 0"
+  fi
+  if [[ " $parts " == *" python "* ]]; then
+    PTXGATE_LIBRARY="$PWD/.bundle/lib/libptxgate.so.0" LD_LIBRARY_PATH="$PWD/.bundle/lib" PTXGATE_CACHE_DIR="$work/py-cache" \
+      timeout --kill-after=5 "${GPU_PYTHON_LIMIT:-240}" python3 -m pytest -q -rs -p no:cacheprovider python/tests >"$final/python.txt" 2>&1
+    echo "python part: exit $? — $(tail -1 "$final/python.txt")"
+  fi
+  if [[ " $parts " == *" sanitize "* ]]; then
+    local tool
+    for tool in memcheck racecheck synccheck; do
+      LD_LIBRARY_PATH="$PWD/.bundle/lib" PTXGATE_CACHE_DIR="$work/san-cache" PTXGATE_EXAMPLES_DIR="$PWD/.bundle/examples" \
+        PTXGATE_GPU_TEST_SELF="$PWD/.bundle/bin/ptxgate_gpu_tests" PTXGATE_PROFILE_DIR="$PWD/.bundle/profiles" \
+        timeout --kill-after=5 "${GPU_SANITIZE_LIMIT:-150}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+        .bundle/bin/ptxgate_gpu_tests --no-intro=true -tc='programs*' >"$work/sanitize_$tool.log" 2>&1
+      echo "sanitize $tool (programs tests): exit $? — $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|test cases:' "$work/sanitize_$tool.log" | tr '\n' ' ')"
+    done
   fi
   if [[ " $parts " == *" launch_ab "* && -n "${GPU_BEFORE:-}" ]]; then
     local before="$GPU_BEFORE"
