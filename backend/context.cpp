@@ -152,53 +152,37 @@ std::expected<CUdeviceptr, diag::Diagnostics> Context::grid_barrier_word(CUstrea
 std::expected<Stream, diag::Diagnostics> Stream::create(std::shared_ptr<Context> ctx) {
   if (auto ok = ctx->healthy("cuStreamCreate", "stream"); !ok) return std::unexpected(ok.error());
   if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
-  Stream s;
-  if (auto ok = PTXGATE_CU(*ctx, "stream", cuStreamCreate, &s.stream_, CU_STREAM_NON_BLOCKING); !ok)
+  CUstream stream = nullptr;
+  if (auto ok = PTXGATE_CU(*ctx, "stream", cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING); !ok)
     return std::unexpected(ok.error());
-  s.ctx_ = std::move(ctx);
+  Stream s;
+  s.owned_ = Owned<Handle>(std::move(ctx), Handle{stream});
   return s;
 }
 
 Stream Stream::borrow(std::shared_ptr<Context> ctx, CUstream handle) {
   Stream s;
-  s.ctx_ = std::move(ctx);
-  s.stream_ = handle;
-  s.owned_ = false;
+  s.owned_ = Owned<Handle>(std::move(ctx), Handle{handle, false});
   return s;
 }
 
-Stream& Stream::operator=(Stream&& o) noexcept {
-  if (this != &o) {
-    reset();
-    ctx_ = std::move(o.ctx_);
-    stream_ = std::exchange(o.stream_, nullptr);
-    owned_ = std::exchange(o.owned_, true);
-  }
-  return *this;
-}
-
-void Stream::reset() noexcept {
-  if (stream_ == nullptr || !ctx_) {
-    ctx_.reset();
-    return;
-  }
-  if (owned_) {
-    (void)ctx_->make_current();
-    ctx_->tracker().stream_destroyed(stream_);
-    ignore(ctx_->api().cuStreamDestroy(stream_));
-  }
-  stream_ = nullptr;
-  owned_ = true;
-  ctx_.reset();
+void Stream::Handle::release(Context& ctx) noexcept {
+  if (!owned) return;
+  (void)ctx.make_current();
+  ctx.tracker().stream_destroyed(stream);
+  ignore(ctx.api().cuStreamDestroy(stream));
 }
 
 std::expected<void, diag::Diagnostics> Stream::synchronize() {
-  if (auto ok = ctx_->healthy("cuStreamSynchronize", "stream"); !ok) return ok;
-  const uint64_t mark = ctx_->tracker().before_sync(stream_);
-  const uint64_t launched = ctx_->launch_log().last();
-  if (auto ok = PTXGATE_CU(*ctx_, "stream", cuStreamSynchronize, stream_); !ok) return ok;
-  ctx_->tracker().after_sync(stream_, mark);
-  ctx_->launch_log().stream_completed_through(stream_, launched);
+  if (context() == nullptr) return std::unexpected(moved_from_stream("stream synchronize"));
+  Context& ctx = *context();
+  if (auto ok = ctx.healthy("cuStreamSynchronize", "stream"); !ok) return ok;
+  const CUstream stream = handle();
+  const uint64_t mark = ctx.tracker().before_sync(stream);
+  const uint64_t launched = ctx.launch_log().last();
+  if (auto ok = PTXGATE_CU(ctx, "stream", cuStreamSynchronize, stream); !ok) return ok;
+  ctx.tracker().after_sync(stream, mark);
+  ctx.launch_log().stream_completed_through(stream, launched);
   return {};
 }
 
@@ -218,66 +202,40 @@ std::expected<DeviceBuffer, diag::Diagnostics> DeviceBuffer::allocate(std::share
 
 DeviceBuffer DeviceBuffer::adopt(std::shared_ptr<Context> ctx, CUdeviceptr pointer, size_t bytes, MemoryKind kind,
                                  CUstream home, ir::Type element) {
-  DeviceBuffer b;
-  b.ptr_ = pointer;
-  b.bytes_ = bytes;
-  b.kind_ = kind;
-  b.element_ = element;
-  b.home_ = home;
-  b.track_ = ctx->tracker().track(kind, pointer);
-  if (b.track_ && kind == MemoryKind::stream_ordered) {
+  auto track = ctx->tracker().track(kind, pointer);
+  if (track && kind == MemoryKind::stream_ordered) {
     // The allocation is an operation on `home`: work on other streams must come after it.
-    BufferAccess made{b.track_.get(), AccessMode::write};
+    BufferAccess made{track.get(), AccessMode::write};
     (void)ctx->tracker().submit(home, std::span(&made, 1), [] { return std::expected<void, diag::Diagnostics>{}; });
   }
-  b.ctx_ = std::move(ctx);
+  DeviceBuffer b;
+  b.owned_ = Owned<Handle>(std::move(ctx), Handle{pointer, bytes, kind, element, home, std::move(track)});
   return b;
 }
 
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
-  if (this != &o) {
-    reset();
-    ctx_ = std::move(o.ctx_);
-    ptr_ = std::exchange(o.ptr_, 0);
-    bytes_ = std::exchange(o.bytes_, 0);
-    kind_ = o.kind_;
-    element_ = std::exchange(o.element_, ir::Type::void_);
-    home_ = std::exchange(o.home_, nullptr);
-    track_ = std::move(o.track_);
-    pool_account_ = std::move(o.pool_account_);
-  }
-  return *this;
-}
-
-void DeviceBuffer::reset() noexcept {
-  if (ptr_ == 0 || !ctx_) return;
-  if (track_) {
-    ctx_->tracker().release(std::move(track_));
+void DeviceBuffer::Handle::release(Context& ctx) noexcept {
+  if (track) {
+    ctx.tracker().release(std::move(track));
   } else {
-    (void)ctx_->make_current();
-    if (kind_ == MemoryKind::stream_ordered)
-      ignore(ctx_->api().cuMemFreeAsync(ptr_, home_));
+    (void)ctx.make_current();
+    if (kind == MemoryKind::stream_ordered)
+      ignore(ctx.api().cuMemFreeAsync(pointer, home));
     else
-      ignore(ctx_->api().cuMemFree(ptr_));
+      ignore(ctx.api().cuMemFree(pointer));
   }
-  if (pool_account_) {
-    pool_account_->live.fetch_sub(bytes_ == 0 ? 1 : bytes_, std::memory_order_relaxed);
-    pool_account_.reset();
-  }
-  ptr_ = 0;
-  ctx_.reset();
+  if (pool_account) pool_account->live.fetch_sub(bytes == 0 ? 1 : bytes, std::memory_order_relaxed);
 }
 
 std::expected<void, diag::Diagnostics> DeviceBuffer::viewable_as(ir::Type view, std::string_view operation) const {
-  if (view == ir::Type::void_ || element_ == ir::Type::void_ || view == element_) [[likely]] return {};
+  if (view == ir::Type::void_ || element_type() == ir::Type::void_ || view == element_type()) [[likely]] return {};
   diag::Diagnostics d;
   d.add(diag::Code::view_type_mismatch,
         fmt::format("{}: a view as {} of a device buffer of {} elements ({} bytes)", operation, ir::type_name(view),
-                    ir::type_name(element_), bytes_),
+                    ir::type_name(element_type()), size_bytes()),
         {},
         fmt::format("view the buffer as {}, its own element type, or as bytes (as_bytes, std::byte) to use its memory "
                     "untyped",
-                    ir::type_name(element_)));
+                    ir::type_name(element_type())));
   return std::unexpected(std::move(d));
 }
 
@@ -290,34 +248,34 @@ static diag::Diagnostics copy_too_large(size_t host, size_t device) {
 }
 
 std::expected<void, diag::Diagnostics> DeviceBuffer::upload(std::span<const std::byte> host) {
-  if (host.size() > bytes_) return std::unexpected(copy_too_large(host.size(), bytes_));
-  if (auto ok = ctx_->healthy("cuMemcpyHtoD", "buffer upload"); !ok) return ok;
-  if (auto ok = ctx_->legacy_stream_allowed("buffer upload"); !ok) return ok;
-  if (auto ok = ctx_->make_current(); !ok) return ok;
-  BufferAccess access{track_.get(), AccessMode::write};
-  return ctx_->tracker().submit(nullptr, std::span(&access, 1), [&] {
-    return PTXGATE_CU(*ctx_, "buffer upload", cuMemcpyHtoD, ptr_, host.data(), host.size());
+  if (host.size() > size_bytes()) return std::unexpected(copy_too_large(host.size(), size_bytes()));
+  if (auto ok = context()->healthy("cuMemcpyHtoD", "buffer upload"); !ok) return ok;
+  if (auto ok = context()->legacy_stream_allowed("buffer upload"); !ok) return ok;
+  if (auto ok = context()->make_current(); !ok) return ok;
+  BufferAccess access{track(), AccessMode::write};
+  return context()->tracker().submit(nullptr, std::span(&access, 1), [&] {
+    return PTXGATE_CU(*context(), "buffer upload", cuMemcpyHtoD, pointer(), host.data(), host.size());
   });
 }
 
 std::expected<void, diag::Diagnostics> DeviceBuffer::download(std::span<std::byte> host) const {
-  if (host.size() > bytes_) return std::unexpected(copy_too_large(host.size(), bytes_));
-  if (auto ok = ctx_->healthy("cuMemcpyDtoH", "buffer download"); !ok) return ok;
-  if (auto ok = ctx_->legacy_stream_allowed("buffer download"); !ok) return ok;
-  if (auto ok = ctx_->make_current(); !ok) return ok;
-  BufferAccess access{track_.get(), AccessMode::read};
-  return ctx_->tracker().submit(nullptr, std::span(&access, 1), [&] {
-    return PTXGATE_CU(*ctx_, "buffer download", cuMemcpyDtoH, host.data(), ptr_, host.size());
+  if (host.size() > size_bytes()) return std::unexpected(copy_too_large(host.size(), size_bytes()));
+  if (auto ok = context()->healthy("cuMemcpyDtoH", "buffer download"); !ok) return ok;
+  if (auto ok = context()->legacy_stream_allowed("buffer download"); !ok) return ok;
+  if (auto ok = context()->make_current(); !ok) return ok;
+  BufferAccess access{track(), AccessMode::read};
+  return context()->tracker().submit(nullptr, std::span(&access, 1), [&] {
+    return PTXGATE_CU(*context(), "buffer download", cuMemcpyDtoH, host.data(), pointer(), host.size());
   });
 }
 
 std::expected<void, diag::Diagnostics> DeviceBuffer::fill_bytes(uint8_t value) {
-  if (auto ok = ctx_->healthy("cuMemsetD8", "buffer fill"); !ok) return ok;
-  if (auto ok = ctx_->legacy_stream_allowed("buffer fill"); !ok) return ok;
-  if (auto ok = ctx_->make_current(); !ok) return ok;
-  BufferAccess access{track_.get(), AccessMode::write};
-  return ctx_->tracker().submit(nullptr, std::span(&access, 1), [&] {
-    return PTXGATE_CU(*ctx_, "buffer fill", cuMemsetD8, ptr_, value, bytes_);
+  if (auto ok = context()->healthy("cuMemsetD8", "buffer fill"); !ok) return ok;
+  if (auto ok = context()->legacy_stream_allowed("buffer fill"); !ok) return ok;
+  if (auto ok = context()->make_current(); !ok) return ok;
+  BufferAccess access{track(), AccessMode::write};
+  return context()->tracker().submit(nullptr, std::span(&access, 1), [&] {
+    return PTXGATE_CU(*context(), "buffer fill", cuMemsetD8, pointer(), value, size_bytes());
   });
 }
 
@@ -327,45 +285,29 @@ std::expected<HostBuffer, diag::Diagnostics> HostBuffer::allocate(std::shared_pt
   std::string subject = fmt::format("pinned host buffer of {} bytes", bytes);
   if (auto ok = ctx->healthy("cuMemAllocHost", subject); !ok) return std::unexpected(ok.error());
   if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
-  HostBuffer h;
   void* p = nullptr;
   ctx->tracker().reclaim();
   if (auto ok = PTXGATE_CU(*ctx, subject, cuMemAllocHost, &p, bytes == 0 ? 1 : bytes); !ok)
     return std::unexpected(ok.error());
-  h.data_ = static_cast<std::byte*>(p);
-  h.bytes_ = bytes;
-  h.track_ = ctx->tracker().track(MemoryKind::pinned_host, reinterpret_cast<uint64_t>(p));
-  h.ctx_ = std::move(ctx);
+  auto track = ctx->tracker().track(MemoryKind::pinned_host, reinterpret_cast<uint64_t>(p));
+  HostBuffer h;
+  h.owned_ = Owned<Handle>(std::move(ctx), Handle{static_cast<std::byte*>(p), bytes, std::move(track)});
   return h;
 }
 
-HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
-  if (this != &o) {
-    reset();
-    ctx_ = std::move(o.ctx_);
-    data_ = std::exchange(o.data_, nullptr);
-    bytes_ = std::exchange(o.bytes_, 0);
-    track_ = std::move(o.track_);
+void HostBuffer::Handle::release(Context& ctx) noexcept {
+  if (track) {
+    ctx.tracker().release(std::move(track));
+    return;
   }
-  return *this;
-}
-
-void HostBuffer::reset() noexcept {
-  if (data_ == nullptr || !ctx_) return;
-  if (track_) {
-    ctx_->tracker().release(std::move(track_));
-  } else {
-    (void)ctx_->make_current();
-    ignore(ctx_->api().cuMemFreeHost(data_));
-  }
-  data_ = nullptr;
-  ctx_.reset();
+  (void)ctx.make_current();
+  ignore(ctx.api().cuMemFreeHost(data));
 }
 
 std::expected<void, diag::Diagnostics> HostBuffer::wait_for_device(AccessMode mode) const {
-  if (!track_) return {};
-  if (auto ok = ctx_->healthy("cuEventSynchronize", "pinned host buffer"); !ok) return ok;
-  return ctx_->tracker().host_access(*track_, mode, "pinned host buffer");
+  if (!owned_->track) return {};
+  if (auto ok = context()->healthy("cuEventSynchronize", "pinned host buffer"); !ok) return ok;
+  return context()->tracker().host_access(*owned_->track, mode, "pinned host buffer");
 }
 
 // ---- Event ----
@@ -373,50 +315,40 @@ std::expected<void, diag::Diagnostics> HostBuffer::wait_for_device(AccessMode mo
 std::expected<Event, diag::Diagnostics> Event::create(std::shared_ptr<Context> ctx) {
   if (auto ok = ctx->healthy("cuEventCreate", "event"); !ok) return std::unexpected(ok.error());
   if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
-  Event e;
-  if (auto ok = PTXGATE_CU(*ctx, "event", cuEventCreate, &e.event_, CU_EVENT_DEFAULT); !ok)
+  CUevent event = nullptr;
+  if (auto ok = PTXGATE_CU(*ctx, "event", cuEventCreate, &event, CU_EVENT_DEFAULT); !ok)
     return std::unexpected(ok.error());
-  e.ctx_ = std::move(ctx);
+  Event e;
+  e.owned_ = Owned<Handle>(std::move(ctx), Handle{event});
   return e;
 }
 
-Event& Event::operator=(Event&& o) noexcept {
-  if (this != &o) {
-    reset();
-    ctx_ = std::move(o.ctx_);
-    event_ = std::exchange(o.event_, nullptr);
-  }
-  return *this;
-}
-
-void Event::reset() noexcept {
-  if (event_ == nullptr || !ctx_) return;
-  (void)ctx_->make_current();
-  ignore(ctx_->api().cuEventDestroy(event_));
-  event_ = nullptr;
-  ctx_.reset();
+void Event::Handle::release(Context& ctx) noexcept {
+  (void)ctx.make_current();
+  ignore(ctx.api().cuEventDestroy(event));
 }
 
 std::expected<void, diag::Diagnostics> Event::record(const Stream* stream) {
-  if (auto ok = ctx_->healthy("cuEventRecord", "event"); !ok) return ok;
+  if (auto ok = context()->healthy("cuEventRecord", "event"); !ok) return ok;
   if (stream == nullptr) {
-    if (auto ok = ctx_->legacy_stream_allowed("event record"); !ok) return ok;
-  } else if (auto ok = ctx_->owns(*stream, "event record", "the event was created in"); !ok) {
+    if (auto ok = context()->legacy_stream_allowed("event record"); !ok) return ok;
+  } else if (auto ok = context()->owns(*stream, "event record", "the event was created in"); !ok) {
     return ok;
   }
-  return PTXGATE_CU(*ctx_, "event", cuEventRecord, event_, stream != nullptr ? stream->handle() : nullptr);
+  return PTXGATE_CU(*context(), "event", cuEventRecord, handle(), stream != nullptr ? stream->handle() : nullptr);
 }
 
 std::expected<void, diag::Diagnostics> Event::synchronize() {
-  if (auto ok = ctx_->healthy("cuEventSynchronize", "event"); !ok) return ok;
-  return PTXGATE_CU(*ctx_, "event", cuEventSynchronize, event_);
+  if (auto ok = context()->healthy("cuEventSynchronize", "event"); !ok) return ok;
+  return PTXGATE_CU(*context(), "event", cuEventSynchronize, handle());
 }
 
 std::expected<float, diag::Diagnostics> Event::elapsed_ms_since(const Event& start) {
-  if (start.ctx_ != nullptr && start.ctx_ != ctx_)
-    return std::unexpected(ctx_->foreign_object("event timing", "the start event", *start.ctx_, "the end event belongs to"));
+  if (start.context() != nullptr && start.context() != context())
+    return std::unexpected(
+        context()->foreign_object("event timing", "the start event", *start.context(), "the end event belongs to"));
   float ms = 0;
-  if (auto ok = PTXGATE_CU(*ctx_, "event timing", cuEventElapsedTime, &ms, start.event_, event_); !ok)
+  if (auto ok = PTXGATE_CU(*context(), "event timing", cuEventElapsedTime, &ms, start.handle(), handle()); !ok)
     return std::unexpected(ok.error());
   return ms;
 }

@@ -143,6 +143,45 @@ class Context : public std::enable_shared_from_this<Context> {
 /// PG3002: `operation` was given a stream that was moved from or reset (it has no context).
 diag::Diagnostics moved_from_stream(std::string_view operation);
 
+/// The one ownership of a driver resource made in a context, for the handle types below (stream,
+/// device memory, pinned memory, event): move-only, the context kept alive while the resource
+/// lives, released exactly once by `Resource::release(Context&)` (which ignores errors, so it is
+/// safe in a poisoned context and never throws). `Resource` is a value type whose default value
+/// holds nothing (`held()` false); moving from an Owned leaves that value behind.
+template <class Resource>
+class Owned {
+ public:
+  Owned() = default;
+  Owned(std::shared_ptr<Context> ctx, Resource resource) noexcept
+      : ctx_(std::move(ctx)), resource_(std::move(resource)) {}
+  Owned(Owned&& o) noexcept : ctx_(std::move(o.ctx_)), resource_(std::exchange(o.resource_, Resource{})) {}
+  Owned& operator=(Owned&& o) noexcept {
+    if (this != &o) {
+      reset();
+      ctx_ = std::move(o.ctx_);
+      resource_ = std::exchange(o.resource_, Resource{});
+    }
+    return *this;
+  }
+  ~Owned() { reset(); }
+  /// Releases the resource now.
+  void reset() noexcept {
+    if (ctx_ && resource_.held()) resource_.release(*ctx_);
+    resource_ = Resource{};
+    ctx_.reset();
+  }
+  const Resource& operator*() const { return resource_; }
+  /// The resource itself, for its owner to change what it records (never to release it).
+  Resource& get() { return resource_; }
+  const Resource* operator->() const { return &resource_; }
+  Context* context() const { return ctx_.get(); }
+  const std::shared_ptr<Context>& shared_context() const { return ctx_; }
+
+ private:
+  std::shared_ptr<Context> ctx_;
+  Resource resource_{};
+};
+
 /// A non-blocking stream (CU_STREAM_NON_BLOCKING). Move-only. Destroying it with work pending is
 /// safe: the work completes, and tracked buffers it used keep a point of it to wait for.
 class Stream {
@@ -152,21 +191,22 @@ class Stream {
   /// the destructor forget it and never destroy it. The caller vouches that it is of `ctx`.
   static Stream borrow(std::shared_ptr<Context> ctx, CUstream handle);
   Stream() = default;
-  Stream(Stream&& o) noexcept { *this = std::move(o); }
-  Stream& operator=(Stream&& o) noexcept;
-  ~Stream() { reset(); }
   /// Releases the resource now (errors ignored; safe in a poisoned context).
-  void reset() noexcept;
-  CUstream handle() const { return stream_; }
-  Context* context() const { return ctx_.get(); }
+  void reset() noexcept { owned_.reset(); }
+  CUstream handle() const { return owned_->stream; }
+  Context* context() const { return owned_.context(); }
   /// False for a borrowed stream.
-  bool owned() const { return owned_; }
+  bool owned() const { return owned_->owned; }
   [[nodiscard]] std::expected<void, diag::Diagnostics> synchronize();
 
  private:
-  std::shared_ptr<Context> ctx_;
-  CUstream stream_ = nullptr;
-  bool owned_ = true;
+  struct Handle {
+    CUstream stream = nullptr;
+    bool owned = true;  ///< false: borrowed, forgotten on release, never destroyed
+    bool held() const { return stream != nullptr; }
+    void release(Context& ctx) noexcept;
+  };
+  Owned<Handle> owned_;
 };
 
 /// The element type of a C++ type as a buffer holds it (f32 for float, u64 for uint64_t, ...);
@@ -199,26 +239,23 @@ class DeviceBuffer {
   static DeviceBuffer adopt(std::shared_ptr<Context> ctx, CUdeviceptr pointer, size_t bytes, MemoryKind kind,
                             CUstream home = nullptr, ir::Type element = ir::Type::void_);
   DeviceBuffer() = default;
-  DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
-  ~DeviceBuffer() { reset(); }
   /// Releases the resource now (errors ignored; safe in a poisoned context).
-  void reset() noexcept;
-  CUdeviceptr pointer() const { return ptr_; }
-  size_t size_bytes() const { return bytes_; }
-  Context* context() const { return ctx_.get(); }
-  MemoryKind kind() const { return kind_; }
+  void reset() noexcept { owned_.reset(); }
+  CUdeviceptr pointer() const { return owned_->pointer; }
+  size_t size_bytes() const { return owned_->bytes; }
+  Context* context() const { return owned_.context(); }
+  MemoryKind kind() const { return owned_->kind; }
   /// What the buffer holds: f32, u64, ..., or void_ for untyped memory.
-  ir::Type element_type() const { return element_; }
+  ir::Type element_type() const { return owned_->element; }
   /// Declares what the buffer holds (memory allocated untyped, e.g. from a pool): explicit, like
   /// every other way of changing how the memory is typed.
-  void retype(ir::Type element) { element_ = element; }
+  void retype(ir::Type element) { owned_.get().element = element; }
   /// PG4009 when `operation` reads or writes this buffer through a view of element type `view`
   /// and both are typed but differ; untyped buffers and untyped (byte) views pass.
   [[nodiscard]] std::expected<void, diag::Diagnostics> viewable_as(ir::Type view, std::string_view operation) const;
   /// The access history (null when the context does not track dependencies).
-  BufferTrack* track() const { return track_.get(); }
-  const std::shared_ptr<BufferTrack>& shared_track() const { return track_; }
+  BufferTrack* track() const { return owned_->track.get(); }
+  const std::shared_ptr<BufferTrack>& shared_track() const { return owned_->track; }
 
   /// Synchronous copies (the whole of `host`, which must fit) and fill, on the legacy default
   /// stream: tracked, so they come after the work of other streams that conflicts with them and
@@ -229,15 +266,19 @@ class DeviceBuffer {
   [[nodiscard]] std::expected<void, diag::Diagnostics> fill_bytes(uint8_t value);
 
  private:
-  std::shared_ptr<Context> ctx_;
-  CUdeviceptr ptr_ = 0;
-  size_t bytes_ = 0;
-  MemoryKind kind_ = MemoryKind::device;
-  ir::Type element_ = ir::Type::void_;
-  CUstream home_ = nullptr;
-  std::shared_ptr<BufferTrack> track_;
+  struct Handle {
+    CUdeviceptr pointer = 0;
+    size_t bytes = 0;
+    MemoryKind kind = MemoryKind::device;
+    ir::Type element = ir::Type::void_;
+    CUstream home = nullptr;  ///< stream-ordered memory: the stream it was made on
+    std::shared_ptr<BufferTrack> track;
+    std::shared_ptr<PoolAccount> pool_account;  ///< the live-byte count of the pool it came from
+    bool held() const { return pointer != 0; }
+    void release(Context& ctx) noexcept;
+  };
+  Owned<Handle> owned_;
   friend class MemoryPool;
-  std::shared_ptr<PoolAccount> pool_account_;  ///< the live-byte count of the pool it came from
 };
 
 /// Page-locked host memory (cuMemAllocHost), for asynchronous copies, with its access history when
@@ -246,37 +287,38 @@ class HostBuffer {
  public:
   [[nodiscard]] static std::expected<HostBuffer, diag::Diagnostics> allocate(std::shared_ptr<Context> ctx, size_t bytes);
   HostBuffer() = default;
-  HostBuffer(HostBuffer&& o) noexcept { *this = std::move(o); }
-  HostBuffer& operator=(HostBuffer&& o) noexcept;
-  ~HostBuffer() { reset(); }
   /// Releases the resource now (errors ignored; safe in a poisoned context).
-  void reset() noexcept;
+  void reset() noexcept { owned_.reset(); }
   /// The memory as it is, without waiting (for callers that synchronise themselves).
-  std::byte* data() const { return data_; }
-  size_t size_bytes() const { return bytes_; }
-  Context* context() const { return ctx_.get(); }
-  BufferTrack* track() const { return track_.get(); }
+  std::byte* data() const { return owned_->data; }
+  size_t size_bytes() const { return owned_->bytes; }
+  Context* context() const { return owned_.context(); }
+  BufferTrack* track() const { return owned_->track.get(); }
 
   /// Waits until pending copies that write this buffer are complete, then gives its elements to read.
   template <class T>
   [[nodiscard]] std::expected<std::span<const T>, diag::Diagnostics> read() const {
     if (auto ok = wait_for_device(AccessMode::read); !ok) return std::unexpected(ok.error());
-    return std::span<const T>(reinterpret_cast<const T*>(data_), bytes_ / sizeof(T));
+    return std::span<const T>(reinterpret_cast<const T*>(data()), size_bytes() / sizeof(T));
   }
   /// Waits until pending copies that read or write this buffer are complete, then gives its elements to write.
   template <class T>
   [[nodiscard]] std::expected<std::span<T>, diag::Diagnostics> write() {
     if (auto ok = wait_for_device(AccessMode::write); !ok) return std::unexpected(ok.error());
-    return std::span<T>(reinterpret_cast<T*>(data_), bytes_ / sizeof(T));
+    return std::span<T>(reinterpret_cast<T*>(data()), size_bytes() / sizeof(T));
   }
   /// Blocks until device work that conflicts with the host accessing the memory (`mode`) is complete.
   [[nodiscard]] std::expected<void, diag::Diagnostics> wait_for_device(AccessMode mode) const;
 
  private:
-  std::shared_ptr<Context> ctx_;
-  std::byte* data_ = nullptr;
-  size_t bytes_ = 0;
-  std::shared_ptr<BufferTrack> track_;
+  struct Handle {
+    std::byte* data = nullptr;
+    size_t bytes = 0;
+    std::shared_ptr<BufferTrack> track;
+    bool held() const { return data != nullptr; }
+    void release(Context& ctx) noexcept;
+  };
+  Owned<Handle> owned_;
 };
 
 /// A CUDA event with timing enabled. Move-only.
@@ -284,13 +326,10 @@ class Event {
  public:
   [[nodiscard]] static std::expected<Event, diag::Diagnostics> create(std::shared_ptr<Context> ctx);
   Event() = default;
-  Event(Event&& o) noexcept { *this = std::move(o); }
-  Event& operator=(Event&& o) noexcept;
-  ~Event() { reset(); }
   /// Releases the resource now (errors ignored; safe in a poisoned context).
-  void reset() noexcept;
-  CUevent handle() const { return event_; }
-  Context* context() const { return ctx_.get(); }
+  void reset() noexcept { owned_.reset(); }
+  CUevent handle() const { return owned_->event; }
+  Context* context() const { return owned_.context(); }
   /// Records the event on `stream`, or on the legacy default stream when null (PG3002 when the
   /// stream policy forbids it); a stream of another context is PG4008.
   [[nodiscard]] std::expected<void, diag::Diagnostics> record(const Stream* stream);
@@ -300,8 +339,12 @@ class Event {
   [[nodiscard]] std::expected<float, diag::Diagnostics> elapsed_ms_since(const Event& start);
 
  private:
-  std::shared_ptr<Context> ctx_;
-  CUevent event_ = nullptr;
+  struct Handle {
+    CUevent event = nullptr;
+    bool held() const { return event != nullptr; }
+    void release(Context& ctx) noexcept;
+  };
+  Owned<Handle> owned_;
 };
 
 }  // namespace ptxgate::backend

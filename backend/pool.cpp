@@ -115,7 +115,7 @@ std::expected<DeviceBuffer, diag::Diagnostics> MemoryPool::allocate(size_t bytes
   }
   account_->allocations.fetch_add(1, std::memory_order_relaxed);
   DeviceBuffer b = DeviceBuffer::adopt(ctx_, p, bytes, MemoryKind::stream_ordered, s);
-  b.pool_account_ = account_;
+  b.owned_.get().pool_account = account_;
   return b;
 }
 
