@@ -55,13 +55,14 @@ device() {
       timeout --kill-after=5 180 python3 bench/graph_replay_peers.py
       echo "exit $?"
       echo "\$ ptxgate_jacobi"
-      PTXGATE_CACHE_DIR="$work/jacobi-cache" LD_LIBRARY_PATH=".bundle/bench/lib" timeout --kill-after=5 120 .bundle/bench/bin/ptxgate_jacobi
+      PTXGATE_CACHE_DIR="$work/jacobi-cache" PTXGATE_EXAMPLES_DIR="$PWD/examples" LD_LIBRARY_PATH=".bundle/bench/lib" timeout --kill-after=5 120 .bundle/bench/bin/ptxgate_jacobi
       echo "exit $?"
     } >"$final/programs.txt" 2>&1
     echo "programs part: $(grep -c '^exit 0' "$final/programs.txt") of 3 steps exit 0"
   fi
   if [[ " $parts " == *" python "* ]]; then
     PTXGATE_LIBRARY="$PWD/.bundle/lib/libptxgate.so.0" LD_LIBRARY_PATH="$PWD/.bundle/lib" PTXGATE_CACHE_DIR="$work/py-cache" \
+      PTXGATE_PROFILE_DIR="$PWD/profiles" PTXGATE_EXAMPLES_DIR="$PWD/examples" \
       timeout --kill-after=5 "${GPU_PYTHON_LIMIT:-240}" python3 -m pytest -q -rs -p no:cacheprovider python/tests >"$final/python.txt" 2>&1
     echo "python part: exit $? — $(tail -1 "$final/python.txt")"
   fi
