@@ -134,14 +134,17 @@ TEST_CASE("programs gpu: buffers destroyed while kernels still use them are free
     }
     auto got = (*rt)->download<float>(*y);
     REQUIRE(got);
-    // spin maps 2 towards 1: v_k = 1 + 0.999^k; after 20000 steps within 1e-6 of 1.
-    CHECK(mismatches(*got, std::vector<float>(n, 1.0f), 1e-5, 0, "y") == 0);
+    // spin maps 2 towards 1 (v = 0.999 v + 0.001). In f32 the iteration stops moving once a step is
+    // below half an ulp, within about 1e-4 of its fixed point 1.0000129 (1.00009 measured on an
+    // H100). Memory handed out again before the work ended would read 1e30 (scratch's fill).
+    CHECK(mismatches(*got, std::vector<float>(n, 1.0f), 2e-4, 0, "y") == 0);
     if (mode == backend::AllocationMode::stream_ordered) {
       auto usage = (*(*rt)->pool())->usage();
       REQUIRE(usage);
       MESSAGE("pool: reserved " << usage->reserved_bytes << " B, used " << usage->used_bytes << " B, peak "
                                 << usage->used_peak_bytes << " B");
-      CHECK(usage->live_bytes == 0);
+      // Only y (uploaded into the pool) is still alive: temp and the scratch buffers were given back.
+      CHECK(usage->live_bytes == (y->kind() == backend::MemoryKind::stream_ordered ? y->size_bytes() : 0));
     }
   }
 }

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Host instructions ptxgate adds to a launch, on a CPU machine: runs ptxgate_launch_instructions
+# over the test build's stand-in libcuda under callgrind, one probe kernel at a time, and prints
+# instructions per launch of each path and the same minus the raw cuLaunchKernel loop (the
+# stand-in driver's own cost). The profiles stay in $OUT_DIR for callgrind_annotate.
+#   BUILD_DIR=build N=20000 bench/launch_callgrind.sh [tracked|untracked]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${BUILD_DIR:-build}"
+n="${N:-20000}"
+mode="${1:-tracked}"
+out="${OUT_DIR:-$(mktemp -d)}"
+mkdir -p "$out"
+command -v valgrind >/dev/null || { echo "launch_callgrind: needs valgrind (apt-get install valgrind)" >&2; exit 1; }
+bin="$build/bench/ptxgate_launch_instructions"
+fake="$build/tests/libptxgate_fake_cuda.so"
+[[ -x "$bin" && -f "$fake" ]] || { echo "launch_callgrind: build $bin and $fake first (scripts/build.sh)" >&2; exit 1; }
+export PTXGATE_CUDA_DRIVER="$PWD/$fake" PTXGATE_CACHE_DIR="$out/cache"
+for probe in launch0 launch4 launch16; do
+  valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.$probe.out" --toggle-collect='loop_*' \
+    "$bin" bench/kernels "$n" "$mode" "$probe" >"$out/run.$probe.log" 2>"$out/valgrind.$probe.log" ||
+    { cat "$out/valgrind.$probe.log" >&2; exit 1; }
+  callgrind_annotate --inclusive=yes "$out/callgrind.$probe.out" >"$out/annotate.$probe.txt"
+  python3 bench/callgrind_loops.py "$out/annotate.$probe.txt" "$n" "$probe"
+done
+echo "launch_callgrind: profiles in $out/callgrind.PROBE.out (callgrind_annotate --inclusive=yes)"

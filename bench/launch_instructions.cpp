@@ -1,0 +1,122 @@
+// Host instructions per launch, for profiling the launch path without a GPU: the probe kernels of
+// the launch benchmark (bench/kernels/launch{0,4,16}.pg) launched in loops of N through each
+// path, over whatever driver PTXGATE_CUDA_DRIVER names (the test build's stand-in libcuda on a
+// CPU machine). bench/launch_callgrind.sh runs it under callgrind and prints each loop's
+// instructions per launch minus the raw cuLaunchKernel loop's: what ptxgate adds to a launch.
+// Each loop is its own never-inlined function so callgrind can attribute it.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "ptxgate/backend/launch.hpp"
+#include "ptxgate/backend/runtime.hpp"
+#include "ptxgate/support/files.hpp"
+
+using namespace ptxgate;
+using backend::Arg;
+
+namespace {
+
+struct Probe {
+  std::shared_ptr<backend::Kernel> kernel;
+  std::vector<backend::DeviceBuffer> buffers;
+  std::vector<Arg> args;
+  std::vector<backend::BoundSlot> bound;
+  std::vector<void*> slots;
+};
+
+std::vector<Arg> probe_args(const std::string& name, const std::vector<backend::DeviceBuffer>& b) {
+  if (name == "launch0") return {};
+  if (name == "launch4") return {Arg(b[0]), Arg(1.5f), Arg(7u), Arg(int32_t{-3})};
+  return {Arg(b[0]),  Arg(b[1]),         Arg(b[2]),        Arg(b[3]),          Arg(1.5f),           Arg(2.5f),
+          Arg(3.0),   Arg(4.0),          Arg(int32_t{-1}), Arg(int32_t{2}),    Arg(3u),             Arg(4u),
+          Arg(int64_t{-5}), Arg(uint64_t{6}), Arg(uint64_t{7}), Arg(0u)};
+}
+
+[[noreturn]] void die(const std::string& what) {
+  std::fprintf(stderr, "launch_instructions: %s\n", what.c_str());
+  std::exit(1);
+}
+
+// The loops callgrind attributes (names matched by bench/launch_callgrind.sh).
+extern "C" [[gnu::noinline]] int loop_raw(const backend::DriverApi* api, CUfunction fn, CUstream s, void** slots,
+                                          const unsigned* block, size_t n) {
+  int bad = 0;
+  for (size_t i = 0; i < n; ++i)
+    bad += api->cuLaunchKernel(fn, 1, 1, 1, block[0], block[1], block[2], 0, s, slots, nullptr) != CUDA_SUCCESS;
+  return bad;
+}
+
+extern "C" [[gnu::noinline]] int loop_kernel_launch(backend::Kernel* k, const backend::LaunchConfig* c,
+                                                    const std::vector<Arg>* args, const backend::Stream* s,
+                                                    size_t n) {
+  int bad = 0;
+  for (size_t i = 0; i < n; ++i) bad += !k->launch(*c, *args, s).has_value();
+  return bad;
+}
+
+extern "C" [[gnu::noinline]] int loop_new_grid(backend::Kernel* k, const backend::LaunchConfig* c,
+                                               const std::vector<Arg>* args, const backend::Stream* s, size_t n) {
+  int bad = 0;
+  backend::LaunchConfig config = *c;
+  for (size_t i = 0; i < n; ++i) {
+    config.grid[0] = 1 + i % 64;  // 64 shapes against a 16-entry launch cache: every launch validates
+    bad += !k->launch(config, *args, s).has_value();
+  }
+  return bad;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::filesystem::path dir = argc > 1 ? argv[1] : "bench/kernels";
+  const size_t n = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 10000;
+  const bool tracking = !(argc > 3 && std::string(argv[3]) == "untracked");
+  const std::string only = argc > 4 ? argv[4] : "";
+  backend::RuntimeOptions options;
+  options.track_dependencies = tracking;
+  auto rt_or = backend::Runtime::create(options);
+  if (!rt_or) die(diag::render_text(rt_or.error()));
+  auto& rt = **rt_or;
+  auto stream_or = rt.create_stream();
+  if (!stream_or) die(diag::render_text(stream_or.error()));
+  backend::Stream& stream = *stream_or;
+  for (const char* name : {"launch0", "launch4", "launch16"}) {
+    if (!only.empty() && only != name) continue;
+    auto text = support::read_file_diagnosed((dir / (std::string(name) + ".pg")).string(), "kernel");
+    if (!text) die(diag::render_text(text.error()));
+    auto kernel = rt.compile(*text, name, std::string(name) + ".pg");
+    if (!kernel) die(diag::render_text(kernel.error()));
+    Probe p;
+    p.kernel = *kernel;
+    for (int i = 0; i < 4; ++i) {
+      auto b = rt.allocate(64);
+      if (!b) die(diag::render_text(b.error()));
+      p.buffers.push_back(std::move(*b));
+    }
+    p.args = probe_args(name, p.buffers);
+    const auto& params = p.kernel->info().params;
+    for (size_t i = 0; i < p.args.size(); ++i) {
+      auto slot = backend::bind_argument(p.args[i], params[i], name);
+      if (!slot) die(diag::render_text(slot.error()));
+      p.bound.push_back(*slot);
+    }
+    for (auto& b : p.bound) p.slots.push_back(b.bytes);
+    const auto& wg = p.kernel->info().required_block;
+    const unsigned block[3] = {wg[0], wg[1], wg[2]};
+    // As the launch benchmark's steady launch: grid 1, the kernel's @workgroup (no block given).
+    const backend::LaunchConfig config = backend::LaunchConfig{{1, 1, 1}, {0, 0, 0}, 0, false};
+    if (auto first = p.kernel->launch(config, p.args, &stream); !first) die(diag::render_text(first.error()));
+    int bad = loop_raw(&rt.context().api(), p.kernel->function().handle(), stream.handle(), p.slots.data(), block, n);
+    bad += loop_kernel_launch(p.kernel.get(), &config, &p.args, &stream, n);
+    bad += loop_new_grid(p.kernel.get(), &config, &p.args, &stream, n);
+    if (bad) die(fmt::format("{}: {} launches failed", name, bad));
+    if (!stream.synchronize()) die("synchronize failed");
+    std::printf("%s: %zu launches per loop (tracking %s)\n", name, n, tracking ? "on" : "off");
+  }
+  return 0;
+}
