@@ -50,6 +50,9 @@ class Arg {
   /// Device pointer (buffers) or the value's bits, sign-extended for signed integers.
   uint64_t bits() const { return bits_; }
   uint64_t buffer_bytes() const { return buffer_bytes_; }
+  /// Where bits() is stored: the argument-table slot of a scalar of exactly the parameter's type
+  /// or a buffer, read by the driver as the parameter's first bytes (little-endian).
+  const uint64_t* value_address() const { return &bits_; }
   /// The buffer's access history (buffers of a tracking context), else null.
   BufferTrack* track() const { return track_; }
   /// The context the buffer belongs to (buffers made by a runtime), else null.

@@ -176,8 +176,13 @@ std::expected<void, diag::Diagnostics> LaunchTicket::drive(Context& ctx, LoadedF
                                  stream, table, nullptr);
   }
   if (r == CUDA_SUCCESS) [[likely]] {
-    const uint64_t sequence = ctx.launch_log().record(fn.info_.name, g, b, ticket.dynamic_shared_bytes_,
-                                                      ticket.cooperative_, stream);
+    uint32_t name = fn.log_name_.load(std::memory_order_relaxed);
+    if (name == 0) [[unlikely]] {  // the function's first launch: its name gets the log's number
+      name = ctx.launch_log().intern(fn.info_.name);
+      fn.log_name_.store(name, std::memory_order_relaxed);
+    }
+    const uint64_t sequence =
+        ctx.launch_log().record(name, g, b, ticket.dynamic_shared_bytes_, ticket.cooperative_, stream);
     if (profiler != nullptr) [[unlikely]]
       profiler->end(profile_start, sequence, fn.info_.name, stream);
     if (ctx.checked_launches()) [[unlikely]]
@@ -199,6 +204,16 @@ std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, Loaded
                                                             const validation::LaunchPlan& plan,
                                                             std::span<void* const> args, CUstream stream,
                                                             diag::Diagnostics* warnings, LaunchTicket* ticket) {
+  return LoadedFunction::launch_with_shape(ctx, fn, plan, validation::LaunchShape::of(plan), args, stream, warnings,
+                                           ticket);
+}
+
+std::expected<void, diag::Diagnostics> LoadedFunction::launch_with_shape(Context& ctx, LoadedFunction& fn,
+                                                                         const validation::LaunchPlan& plan,
+                                                                         const validation::LaunchShape& shape,
+                                                                         std::span<void* const> args, CUstream stream,
+                                                                         diag::Diagnostics* warnings,
+                                                                         LaunchTicket* ticket) {
   if (ctx.poisoned()) [[unlikely]]
     return std::unexpected(ctx.healthy("launch", launch_subject(fn, plan)).error());
   if (auto ok = plan_matches_call(fn, plan, args, stream); !ok) [[unlikely]]
@@ -206,7 +221,6 @@ std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, Loaded
   if (auto ok = ctx.make_current(); !ok) [[unlikely]]
     return ok;
 
-  const validation::LaunchShape shape = validation::LaunchShape::of(plan);
   std::optional<std::array<unsigned, 3>> block = fn.cache_->find(shape);
   if (block) [[likely]] {
     fn.cached_.fetch_add(1, std::memory_order_relaxed);

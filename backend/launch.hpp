@@ -113,6 +113,13 @@ class LoadedFunction {
   friend std::expected<void, diag::Diagnostics> launch_cuda_function(Context&, LoadedFunction&, const LaunchTicket&,
                                                                      std::span<void* const>, CUstream);
   friend class LaunchTicket;
+  friend class Kernel;  // launches with the shape it built (launch_with_shape)
+  /// The body of launch_cuda_function(plan), for a caller that already holds the plan's shape:
+  /// `shape` must equal validation::LaunchShape::of(plan). Private: only launch_cuda_function
+  /// and Kernel::launch (which builds both from one description of its parameters) call it.
+  [[nodiscard]] static std::expected<void, diag::Diagnostics> launch_with_shape(
+      Context& ctx, LoadedFunction& fn, const validation::LaunchPlan& plan, const validation::LaunchShape& shape,
+      std::span<void* const> args, CUstream stream, diag::Diagnostics* warnings, LaunchTicket* ticket);
   friend validation::Verdict validate_launch(Context&, LoadedFunction&, const validation::LaunchPlan&, CUstream, bool);
   CUfunction handle_ = nullptr;
   codegen::KernelInfo info_;
@@ -120,6 +127,7 @@ class LoadedFunction {
   diag::Location location_;
   std::atomic<bool> shared_opt_in_done_{false};
   std::atomic<uint64_t> validated_{0}, cached_{0}, driver_calls_{0}, blocked_{0};
+  std::atomic<uint32_t> log_name_{0};  ///< the name's number in its context's LaunchLog (0: not yet)
   /// Unique for the process lifetime (never reused), so a ticket of a destroyed function is
   /// never taken for one of a new function at the same address.
   const uint64_t id_;

@@ -26,15 +26,16 @@ LaunchCache::LaunchCache(size_t max_arguments)
               validation::LaunchShape::kWordsPerArgument * max_arguments_),
       words_(std::make_unique<std::atomic<uint64_t>[]>(kEntries * stride_)) {}
 
-bool LaunchCache::matches(const std::atomic<uint64_t>* e, const validation::LaunchShape& shape, uint64_t tag,
-                          std::array<unsigned, 3>& block) const {
+bool LaunchCache::matches(const std::atomic<uint64_t>* e, const validation::LaunchShape& shape,
+                          std::optional<uint64_t> tag, std::array<unsigned, 3>& block) const {
   const uint64_t sequence = e[0].load(kAcquire);
   if (sequence == 0 || (sequence & 1) != 0) return false;  // empty, or being written
-  if (e[1].load(kAcquire) != tag) return false;
+  if (tag && e[1].load(kAcquire) != *tag) return false;
   // Word 7 holds the argument count, so an entry of another count differs there, before its end.
   const size_t n = shape.size();
+  const uint64_t* words = shape.words();
   for (size_t i = 0; i < n; ++i)
-    if (e[kEntryHeader + i].load(kAcquire) != shape.word(i)) return false;
+    if (e[kEntryHeader + i].load(kAcquire) != words[i]) return false;
   const uint64_t xy = e[2].load(kAcquire), z = e[3].load(kAcquire);
   // Acquire loads above keep this one after them: an unchanged sequence means no insert overlapped.
   if (e[0].load(kRelaxed) != sequence) return false;
@@ -45,11 +46,13 @@ bool LaunchCache::matches(const std::atomic<uint64_t>* e, const validation::Laun
 std::optional<std::array<unsigned, 3>> LaunchCache::find(const validation::LaunchShape& shape) const {
   if (!shape.cacheable() || shape.arguments() > max_arguments_) [[unlikely]]
     return std::nullopt;
-  const uint64_t tag = shape.tag();
   std::array<unsigned, 3> block;
+  // The entry of the last hit is compared word by word at once (a steady launch hits it); the
+  // tag, which makes a miss cost one comparison an entry, only for the others.
   const uint32_t first = hint_.load(kRelaxed);
-  if (matches(entry(first), shape, tag, block)) [[likely]]
+  if (matches(entry(first), shape, std::nullopt, block)) [[likely]]
     return block;
+  const uint64_t tag = shape.tag();
   for (uint32_t i = 0; i < kEntries; ++i) {
     if (i == first || !matches(entry(i), shape, tag, block)) continue;
     hint_.store(i, kRelaxed);
@@ -74,7 +77,8 @@ void LaunchCache::insert(const validation::LaunchShape& shape, const std::array<
   e[2].store((block[0] & 0xFFFFFFFFu) | block[1] << 32, kRelease);
   e[3].store(block[2], kRelease);
   const size_t n = shape.size();
-  for (size_t i = 0; i < n; ++i) e[kEntryHeader + i].store(shape.word(i), kRelease);
+  const uint64_t* words = shape.words();
+  for (size_t i = 0; i < n; ++i) e[kEntryHeader + i].store(words[i], kRelease);
   e[0].store(sequence + 2, kRelease);
 }
 

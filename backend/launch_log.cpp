@@ -16,16 +16,27 @@ std::string LaunchRecord::describe() const {
                                        : fmt::format("stream {}", static_cast<const void*>(stream)));
 }
 
-uint64_t LaunchLog::record(std::string_view kernel, const std::array<unsigned, 3>& grid,
-                           const std::array<unsigned, 3>& block, unsigned dynamic_shared_bytes, bool cooperative,
-                           CUstream stream) noexcept {
+uint32_t LaunchLog::intern(std::string_view kernel) {
+  std::lock_guard lock(names_mutex_);
+  if (auto it = name_numbers_.find(kernel); it != name_numbers_.end()) return it->second;
+  names_.emplace_back(kernel);
+  const auto number = static_cast<uint32_t>(names_.size());
+  name_numbers_.emplace(names_.back(), number);
+  return number;
+}
+
+std::string LaunchLog::name_of(uint32_t kernel) const {
+  std::lock_guard lock(names_mutex_);
+  return kernel != 0 && kernel <= names_.size() ? names_[kernel - 1] : std::string("?");
+}
+
+uint64_t LaunchLog::record(uint32_t kernel, const std::array<unsigned, 3>& grid, const std::array<unsigned, 3>& block,
+                           unsigned dynamic_shared_bytes, bool cooperative, CUstream stream) noexcept {
   const uint64_t seq = next_.fetch_add(1, std::memory_order_acq_rel) + 1;
   Slot& s = slots_[seq % kSlots];
   s.sequence.store(0, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
-  const size_t n = std::min(kernel.size(), kNameBytes - 1);
-  std::memcpy(s.kernel, kernel.data(), n);
-  s.kernel[n] = '\0';
+  s.kernel = kernel;
   s.grid = grid;
   s.block = block;
   s.dynamic_shared_bytes = dynamic_shared_bytes;
@@ -40,14 +51,16 @@ bool LaunchLog::read(const Slot& s, LaunchRecord& out) const {
   const uint64_t before = s.sequence.load(std::memory_order_acquire);
   if (before == 0) return false;
   out.sequence = before;
-  out.kernel = s.kernel;
+  const uint32_t kernel = s.kernel;
   out.grid = s.grid;
   out.block = s.block;
   out.dynamic_shared_bytes = s.dynamic_shared_bytes;
   out.cooperative = s.cooperative;
   out.stream = s.stream;
   std::atomic_thread_fence(std::memory_order_acquire);
-  return s.sequence.load(std::memory_order_relaxed) == before;
+  if (s.sequence.load(std::memory_order_relaxed) != before) return false;
+  out.kernel = name_of(kernel);
+  return true;
 }
 
 void LaunchLog::completed_through(uint64_t sequence) noexcept {

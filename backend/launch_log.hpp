@@ -7,9 +7,12 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <deque>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "ptxgate/diagnostics/diagnostic.hpp"
@@ -33,10 +36,12 @@ struct LaunchRecord {
 class LaunchLog {
  public:
   static constexpr size_t kSlots = 64;
-  static constexpr size_t kNameBytes = 48;  ///< longer kernel names are kept truncated
 
-  /// Takes the next sequence number and remembers the launch under it.
-  uint64_t record(std::string_view kernel, const std::array<unsigned, 3>& grid, const std::array<unsigned, 3>& block,
+  /// A number for a kernel name (the same number for the same name), for record: a launch
+  /// writes the number, not the name. Names are kept for the log's lifetime (one per distinct name).
+  uint32_t intern(std::string_view kernel);
+  /// Takes the next sequence number and remembers the launch under it (`kernel`: intern's number).
+  uint64_t record(uint32_t kernel, const std::array<unsigned, 3>& grid, const std::array<unsigned, 3>& block,
                   unsigned dynamic_shared_bytes, bool cooperative, CUstream stream) noexcept;
   /// The newest sequence number given out (0 before the first launch).
   uint64_t last() const { return next_.load(std::memory_order_acquire); }
@@ -53,13 +58,17 @@ class LaunchLog {
   struct Slot {
     std::atomic<uint64_t> sequence{0};  ///< 0 while being written
     std::atomic<bool> done{false};
-    char kernel[kNameBytes] = {};
+    uint32_t kernel = 0;  ///< intern's number
     std::array<unsigned, 3> grid{0, 0, 0}, block{0, 0, 0};
     unsigned dynamic_shared_bytes = 0;
     bool cooperative = false;
     CUstream stream = nullptr;
   };
   bool read(const Slot& s, LaunchRecord& out) const;
+  std::string name_of(uint32_t kernel) const;
+  mutable std::mutex names_mutex_;
+  std::deque<std::string> names_;  ///< intern's number n is names_[n - 1]
+  std::unordered_map<std::string_view, uint32_t> name_numbers_;  ///< views into names_
   std::atomic<uint64_t> next_{0};
   std::atomic<uint64_t> completed_{0};
   std::array<Slot, kSlots> slots_;

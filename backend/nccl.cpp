@@ -28,17 +28,6 @@ bool is_reduction(CollectiveKind k) {
 bool uses_send(CollectiveKind k) { return k != CollectiveKind::recv; }
 bool uses_recv(CollectiveKind k) { return k != CollectiveKind::send; }
 
-const char* op_name(int op) {
-  switch (op) {
-    case ncclSum: return "sum";
-    case ncclProd: return "prod";
-    case ncclMax: return "max";
-    case ncclMin: return "min";
-    case ncclAvg: return "avg";
-  }
-  return "?";
-}
-
 }  // namespace
 
 std::string_view nccl_type_name(ncclDataType_t type) {

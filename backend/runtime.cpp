@@ -1,6 +1,9 @@
 // Runtime: compile through the module cache, load into the context (cubin first), bind and launch.
 #include "ptxgate/backend/runtime.hpp"
 
+#include <bit>
+#include <memory>
+
 #include <boost/container/small_vector.hpp>
 #include <fmt/format.h>
 
@@ -124,16 +127,7 @@ const module_cache::CacheEntry& Kernel::entry() const { return *module_->entry; 
 std::expected<void, diag::Diagnostics> Kernel::fill_plan(validation::LaunchPlan& plan, const LaunchConfig& config,
                                                          std::span<const Arg> args, CUstream stream, void** slots,
                                                          BoundSlot* values) {
-  plan.grid = config.grid;
-  plan.block = config.block;
-  plan.dynamic_shared_bytes = config.dynamic_shared_bytes;
-  plan.cooperative = config.cooperative;
-  plan.block_given = config.block_given;
-  plan.arguments_known = true;
-  plan.stream_policy = ctx_->stream_policy();
-  plan.stream_is_null = stream == nullptr;
-  plan.function_is_null = function_->handle() == nullptr;
-  plan.required_elements.clear();
+  plan_header(plan, config, stream);
   plan.arguments.resize(args.size());
   const auto& params = function_->info().params;
   diag::Diagnostics errors;
@@ -159,8 +153,119 @@ std::expected<void, diag::Diagnostics> Kernel::fill_plan(validation::LaunchPlan&
   return {};
 }
 
+// The steady path hands the driver a pointer to an Arg's 64-bit value for parameters narrower
+// than 8 bytes too: their bytes come first only on a little-endian host.
+static_assert(std::endian::native == std::endian::little, "the steady launch path assumes a little-endian host");
+
+std::vector<Kernel::SteadyParam> Kernel::steady_params_for(const codegen::KernelInfo& info) {
+  std::vector<SteadyParam> steady(info.params.size());
+  for (size_t i = 0; i < info.params.size(); ++i) {
+    const auto& p = info.params[i];
+    // The description bind_described leaves for an argument that matches the parameter exactly.
+    validation::ArgumentDesc& d = steady[i].desc;
+    if (p.is_buffer) {
+      d.kind = validation::ArgumentDesc::Kind::buffer;
+      d.size_bytes = 8;
+    } else {
+      d.kind = validation::ArgumentDesc::Kind::scalar;
+      d.size_bytes = p.size_bytes != 0 ? p.size_bytes : ir::byte_size(p.type);
+      d.scalar_type = p.type;
+      // The slot points at the Arg's 8-byte little-endian value: only widths up to 8 bytes.
+      if (d.size_bytes == 0 || d.size_bytes > 8) continue;
+    }
+    steady[i].word = validation::LaunchShape::argument_word(d);
+  }
+  return steady;
+}
+
+void Kernel::plan_header(validation::LaunchPlan& plan, const LaunchConfig& config, CUstream stream) const {
+  plan.grid = config.grid;
+  plan.block = config.block;
+  plan.dynamic_shared_bytes = config.dynamic_shared_bytes;
+  plan.cooperative = config.cooperative;
+  plan.block_given = config.block_given;
+  plan.arguments_known = true;
+  plan.stream_policy = ctx_->stream_policy();
+  plan.stream_is_null = stream == nullptr;
+  plan.function_is_null = function_->handle() == nullptr;
+  plan.required_elements.clear();
+}
+
 std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config, std::span<const Arg> args,
                                                       const Stream* stream) {
+  // Steady path, one pass over the arguments: every argument matches its parameter exactly (a
+  // buffer of this context, or untracked device memory, of the parameter's element type or
+  // untyped; a scalar of the parameter's type), so the driver's slot is the Arg's own value and
+  // the shape's words are the parameter's precomputed ones. A shape the launch cache knows then
+  // launches by ticket; anything else takes the general path below, which explains itself.
+  const size_t n = args.size();
+  const auto& params = function_->info().params;
+  if (n == params.size() && n <= validation::LaunchShape::kMaxArguments &&
+      (stream == nullptr || stream->context() == ctx_.get())) [[likely]] {
+    const CUstream s = stream ? stream->handle() : nullptr;
+    validation::LaunchShape shape;
+    shape.start(config.grid, config.block, config.dynamic_shared_bytes,
+                {config.cooperative, config.block_given, true, s == nullptr, ctx_->stream_policy(),
+                 function_->handle() == nullptr});
+    std::array<void*, validation::LaunchShape::kMaxArguments> slots;
+    // Storage for the tracked accesses, not initialised (a zeroed array costs more than the launch).
+    union Accesses {
+      Accesses() {}
+      BufferAccess items[validation::LaunchShape::kMaxArguments];
+    } accesses;
+    size_t tracked = 0;
+    size_t i = 0;
+    for (; i < n; ++i) {
+      const Arg& a = args[i];
+      const codegen::ParamInfo& p = params[i];
+      const uint64_t word = steady_[i].word;
+      if (p.is_buffer) {
+        if (a.kind() != Arg::Kind::buffer || a.bits() == 0 || !buffer_type_fits(a, p) ||
+            (a.context() != nullptr && a.context() != ctx_.get())) [[unlikely]]
+          break;
+        const uint64_t bytes = a.buffer_bytes();
+        shape.add_words(bytes != 0 ? word | validation::LaunchShape::kBufferBytesKnown : word, bytes);
+        if (BufferTrack* t = a.track()) std::construct_at(&accesses.items[tracked++], t, access_mode(p.access));
+      } else {
+        if (a.kind() != Arg::Kind::scalar || a.type() != p.type || word == 0) [[unlikely]]
+          break;
+        shape.add_words(word, 0);
+      }
+      slots[i] = const_cast<uint64_t*>(a.value_address());  // the driver only reads it
+    }
+    if (i == n) [[likely]] {
+      const std::span<void* const> slot_span(slots.data(), n);
+      auto ticket = function_->cached_ticket(shape, n);
+      auto go = [&]() -> std::expected<void, diag::Diagnostics> {
+        if (ticket) [[likely]]
+          return launch_cuda_function(*ctx_, *function_, *ticket, slot_span, s);
+        return launch_new_shape(config, args, shape, slot_span, s);
+      };
+      if (tracked == 0) return go();
+      return ctx_->tracker().submit(s, std::span<const BufferAccess>(accesses.items, tracked), go);
+    }
+  }
+  return launch_general(config, args, stream);
+}
+
+std::expected<void, diag::Diagnostics> Kernel::launch_new_shape(const LaunchConfig& config, std::span<const Arg> args,
+                                                                const validation::LaunchShape& shape,
+                                                                std::span<void* const> slots, CUstream s) {
+  // Validated through a plan of the same descriptions as the shape's words (so the shape is not
+  // encoded again), then cached for next time.
+  const auto& params = function_->info().params;
+  validation::LaunchPlan& plan = thread_plan();
+  plan_header(plan, config, s);
+  plan.arguments.resize(args.size());
+  for (size_t k = 0; k < args.size(); ++k) {
+    plan.arguments[k] = steady_[k].desc;
+    if (params[k].is_buffer && args[k].buffer_bytes() != 0) plan.arguments[k].buffer_bytes = args[k].buffer_bytes();
+  }
+  return LoadedFunction::launch_with_shape(*ctx_, *function_, plan, shape, slots, s, nullptr, nullptr);
+}
+
+std::expected<void, diag::Diagnostics> Kernel::launch_general(const LaunchConfig& config, std::span<const Arg> args,
+                                                              const Stream* stream) {
   // What the launch reads and writes, from the signature: tracked buffers only.
   boost::container::small_vector<BufferAccess, 8> accesses;
   bool across = false;

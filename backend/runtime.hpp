@@ -103,7 +103,27 @@ class Kernel {
   friend struct GraphKernelAccess;  // graphs bind and validate kernel nodes as launch() does
   Kernel(std::shared_ptr<Context> ctx, std::shared_ptr<const LoadedModule> module, LoadedFunction* function,
          module_cache::CacheOutcome outcome)
-      : ctx_(std::move(ctx)), module_(std::move(module)), function_(function), outcome_(outcome) {}
+      : ctx_(std::move(ctx)),
+        module_(std::move(module)),
+        function_(function),
+        outcome_(outcome),
+        steady_(steady_params_for(function->info())) {}
+  /// One parameter as an argument that matches it exactly leaves it bound: its description (the
+  /// plan's) and that description's launch-shape word (0: the parameter has no steady path).
+  struct SteadyParam {
+    validation::ArgumentDesc desc;
+    uint64_t word = 0;
+  };
+  static std::vector<SteadyParam> steady_params_for(const codegen::KernelInfo& info);
+  /// The plan's fields that come from the configuration and the stream.
+  void plan_header(validation::LaunchPlan& plan, const LaunchConfig& config, CUstream stream) const;
+  /// launch()'s one-pass path for a shape the launch cache does not know: validates, then launches.
+  [[gnu::noinline]] [[nodiscard]] std::expected<void, diag::Diagnostics> launch_new_shape(
+      const LaunchConfig& config, std::span<const Arg> args, const validation::LaunchShape& shape,
+      std::span<void* const> slots, CUstream stream);
+  /// launch() for arguments the steady path does not take: checks every object, explains errors.
+  [[nodiscard]] std::expected<void, diag::Diagnostics> launch_general(const LaunchConfig& config,
+                                                                      std::span<const Arg> args, const Stream* stream);
   [[nodiscard]] std::expected<void, diag::Diagnostics> launch_on(const LaunchConfig& config, std::span<const Arg> args,
                                                                   CUstream stream);
   /// launch() with buffers of peer devices (checked by launch_objects): ordered by both contexts' tracking.
@@ -116,6 +136,7 @@ class Kernel {
   std::shared_ptr<const LoadedModule> module_;
   LoadedFunction* function_;
   module_cache::CacheOutcome outcome_;
+  std::vector<SteadyParam> steady_;
 };
 
 /// One device's context, the module cache and the loaded-module tier.

@@ -50,20 +50,33 @@ class LaunchShape {
                 uint64_t{flags.function_is_null} << 5;
     arguments_ = 0;
     cacheable_ = true;
+    tag_ = 0;
   }
+  /// The first of an argument's two words: its description without the buffer size, which is the
+  /// second word (0 when unknown). A caller that binds arguments itself precomputes these per
+  /// parameter and appends them with add_words; the encoding exists only here.
+  static uint64_t argument_word(const ArgumentDesc& a) {
+    return uint64_t{a.kind == ArgumentDesc::Kind::buffer} | uint64_t{a.slot_is_null} << 1 |
+           uint64_t{a.pointer_is_null} << 2 | uint64_t{a.buffer_bytes.has_value()} << 3 |
+           uint64_t{a.scalar_type.has_value()} << 4 |
+           uint64_t{static_cast<uint8_t>(a.scalar_type.value_or(ir::Type::error))} << 8 |
+           uint64_t{a.size_bytes} << 32;
+  }
+  /// The bit of argument_word that says the second word holds a buffer size.
+  static constexpr uint64_t kBufferBytesKnown = uint64_t{1} << 3;
   /// Appends one argument's description (past kMaxArguments the shape stops being cacheable).
-  void add(const ArgumentDesc& a) {
+  void add(const ArgumentDesc& a) { add_words(argument_word(a), a.buffer_bytes.value_or(0)); }
+  /// Appends one argument as its two words (argument_word's, then the buffer size or 0).
+  void add_words(uint64_t description, uint64_t buffer_bytes) {
     if (arguments_ == kMaxArguments) [[unlikely]] {
       cacheable_ = false;
       return;
     }
     const size_t at = kHeaderWords + kWordsPerArgument * arguments_++;
-    words_[at] = uint64_t{a.kind == ArgumentDesc::Kind::buffer} | uint64_t{a.slot_is_null} << 1 |
-                 uint64_t{a.pointer_is_null} << 2 | uint64_t{a.buffer_bytes.has_value()} << 3 |
-                 uint64_t{a.scalar_type.has_value()} << 4 |
-                 uint64_t{static_cast<uint8_t>(a.scalar_type.value_or(ir::Type::error))} << 8 |
-                 uint64_t{a.size_bytes} << 32;
-    words_[at + 1] = a.buffer_bytes.value_or(0);
+    words_[at] = description;
+    words_[at + 1] = buffer_bytes;
+    words_[7] += uint64_t{1} << 32;  // the argument count lives in the flags word's upper half
+    tag_ = 0;
   }
   /// Marks the shape as one whose verdict must be computed every time.
   void set_uncacheable() { cacheable_ = false; }
@@ -73,7 +86,9 @@ class LaunchShape {
   /// The header (with the argument count folded into its flags word) and the arguments' words.
   size_t size() const { return kHeaderWords + kWordsPerArgument * arguments_; }
   /// Word i of the key; word 7 carries the argument count too.
-  uint64_t word(size_t i) const { return i == 7 ? words_[7] | uint64_t{arguments_} << 32 : words_[i]; }
+  uint64_t word(size_t i) const { return words_[i]; }
+  /// The key's size() words.
+  const uint64_t* words() const { return words_; }
   std::array<uint64_t, 3> grid() const { return {words_[0], words_[1], words_[2]}; }
   uint64_t dynamic_shared_bytes() const { return words_[6]; }
   bool cooperative() const { return (words_[7] & 1) != 0; }
@@ -82,10 +97,12 @@ class LaunchShape {
   /// A cheap mix of every word (rotate and add, two operations a word): compared first, so that
   /// most misses cost one comparison. Never 0, the tag of an empty cache entry.
   uint64_t tag() const {
+    if (tag_ != 0) return tag_;  // computed once per shape (a missed lookup and the insert share it)
     uint64_t h = 0x9E3779B97F4A7C15ull;
     const size_t n = size();
-    for (size_t i = 0; i < n; ++i) h = ((h << 13) | (h >> 51)) + word(i);
-    return h | 1;
+    for (size_t i = 0; i < n; ++i) h = ((h << 13) | (h >> 51)) + words_[i];
+    tag_ = h | 1;
+    return tag_;
   }
 
   friend bool operator==(const LaunchShape& a, const LaunchShape& b) {
@@ -100,6 +117,7 @@ class LaunchShape {
   uint64_t words_[kMaxWords];  // only the first size() are written
   uint32_t arguments_ = 0;
   bool cacheable_ = false;
+  mutable uint64_t tag_ = 0;  ///< tag(), once computed (0: not yet)
 };
 
 }  // namespace ptxgate::validation

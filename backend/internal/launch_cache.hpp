@@ -46,7 +46,8 @@ class LaunchCache {
   // [3] block z, then the shape's words.
   static constexpr size_t kEntryHeader = 4;
   std::atomic<uint64_t>* entry(size_t i) const { return words_.get() + i * stride_; }
-  bool matches(const std::atomic<uint64_t>* e, const validation::LaunchShape& shape, uint64_t tag,
+  /// Whether entry `e` holds `shape` (its tag compared first when given), and its block.
+  bool matches(const std::atomic<uint64_t>* e, const validation::LaunchShape& shape, std::optional<uint64_t> tag,
                std::array<unsigned, 3>& block) const;
 
   size_t max_arguments_;

@@ -296,3 +296,54 @@ TEST_CASE("backend runtime: a stream of another context is blocked before the dr
   REQUIRE((*k)->launch(LaunchConfig::linear(4, 256), {*y, *x, 2.0f, 1000u}, &*own));
   CHECK(fake_state().launches == 1);
 }
+
+TEST_CASE("backend runtime: exact arguments take the one-pass path; its shapes and values equal the binding path's") {
+  testing::reset_fake_state();
+  static DriverApi api = testing::make_fake_driver();
+  auto rt = fake_runtime(api);
+  auto k = rt->compile(R"(kernel mixed(out y: f32[], flag: bool, d: f64, big: i64, n: u32) {
+  let i = global_id.x;
+  if (flag && i < n) { y[i] = f32(d) + f32(big); }
+}
+)",
+                       "mixed", "mixed.pg");
+  if (!k) FAIL(diag::render_text(k.error()));
+  auto y = rt->allocate(4096);
+  REQUIRE(y);
+  fake_state().param_sizes = {8, 4, 8, 8, 4};  // a bool parameter is 4 bytes
+  const auto cfg = LaunchConfig::linear(4, 256);
+  // Every argument of the parameter's exact type: the driver's slots are the arguments' own values.
+  REQUIRE((*k)->launch(cfg, {*y, true, 2.5, int64_t{-7}, 1000u}));
+  CHECK((*k)->counters().validated == 1);
+  CHECK(fake_state().last_params[0] == y->pointer());
+  CHECK(fake_state().last_params[1] == 1);
+  CHECK(fake_state().last_params[2] == 0x4004000000000000ull);  // 2.5
+  CHECK(fake_state().last_params[3] == static_cast<uint64_t>(int64_t{-7}));
+  CHECK(fake_state().last_params[4] == 1000);
+  REQUIRE((*k)->launch(cfg, {*y, false, -1.0, int64_t{1} << 40, 5u}));
+  CHECK((*k)->counters().validated == 1);
+  CHECK(fake_state().last_params[1] == 0);
+  CHECK(fake_state().last_params[2] == 0xBFF0000000000000ull);  // -1.0
+  CHECK(fake_state().last_params[3] == uint64_t{1} << 40);
+  CHECK(fake_state().last_params[4] == 5);
+  // Converted arguments (an f32 for the f64, an i32 for the i64 and for the u32) bind through the
+  // other path and find the same validated shape.
+  REQUIRE((*k)->launch(cfg, {*y, true, 0.5f, int32_t{-3}, int32_t{9}}));
+  CHECK((*k)->counters().validated == 1);
+  CHECK(fake_state().last_params[2] == 0x3FE0000000000000ull);  // 0.5 widened
+  CHECK(fake_state().last_params[3] == static_cast<uint64_t>(int64_t{-3}));
+  CHECK(fake_state().last_params[4] == 9);
+  // A new grid through the one-pass path validates once, and is cached for the binding path too.
+  REQUIRE((*k)->launch(LaunchConfig::linear(9, 256), {*y, true, 2.5, int64_t{1}, 1u}));
+  CHECK((*k)->counters().validated == 2);
+  REQUIRE((*k)->launch(LaunchConfig::linear(9, 256), {*y, true, 2.5f, int32_t{1}, 1u}));
+  CHECK((*k)->counters().validated == 2);
+  // Blocked through the one-pass path: reported whole, never cached, never at the driver.
+  const int launches = fake_state().launches;
+  for (int i = 0; i < 2; ++i) {
+    auto blocked = (*k)->launch(LaunchConfig::linear(4, 2048), {*y, true, 2.5, int64_t{1}, 1u});
+    REQUIRE_FALSE(blocked);
+  }
+  CHECK(fake_state().launches == launches);
+  CHECK((*k)->counters().blocked == 2);
+}
