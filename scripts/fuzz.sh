@@ -12,11 +12,9 @@ export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 CUDA_ROOT="${CUDA_HOME:-/usr/local/cuda}"
 seconds="${FUZZ_SECONDS:-60}"
 targets="${FUZZ_TARGETS:-$(cd fuzz && ls fuzz_*.cpp | sed 's/\.cpp$//' | tr '\n' ' ')}"
-CC=clang-19 CXX=clang++-19 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DPTXGATE_SANITIZE=fuzzer -DPTXGATE_FUZZ=ON -DPTXGATE_BUILD_TESTS=OFF -DPTXGATE_BUILD_BENCH=OFF \
-  -DCUDAToolkit_ROOT="$CUDA_ROOT" >/dev/null
+# The build the ASan+UBSan test stage (scripts/sanitizers.sh) made already, when it ran.
 # shellcheck disable=SC2086  # one word per target
-cmake --build build-fuzz -j "$(nproc)" --target $targets
+scripts/fuzz_build.sh $targets
 # LLVM's static libraries are not instrumented; leaks in one-time target registration are not ours.
 export ASAN_OPTIONS="detect_leaks=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The one ASan+UBSan build (clang-19, libFuzzer-instrumented, build-fuzz/): the sanitizer test
+# stage runs the suite from it (`fuzz_build.sh all`), scripts/fuzz.sh its libFuzzer targets
+# (`fuzz_build.sh fuzz_pg ...`). Both configure it alike, so the second one builds nothing again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+CUDA_ROOT="${CUDA_HOME:-/usr/local/cuda}"
+CC=clang-19 CXX=clang++-19 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DPTXGATE_SANITIZE=fuzzer -DPTXGATE_FUZZ=ON -DPTXGATE_BUILD_TESTS=ON -DPTXGATE_BUILD_GPU_TESTS=OFF -DPTXGATE_BUILD_BENCH=OFF \
+  -DCUDAToolkit_ROOT="$CUDA_ROOT" >/dev/null
+targets=("$@")
+if [[ ${#targets[@]} -eq 0 || "${targets[0]}" == all ]]; then
+  cmake --build build-fuzz -j "$(nproc)"
+else
+  cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]}"
+fi
