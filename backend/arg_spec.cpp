@@ -16,12 +16,8 @@ namespace {
 
 using validation::ArgSpec;
 
-diag::Diagnostics spec_error(std::string_view param, std::string_view spec, std::string expected) {
-  diag::Diagnostics d;
-  d.add(diag::Code::invalid_argument_spec,
-        fmt::format("invalid value '{}' for argument '{}': expected {}", spec, param, expected), {},
-        fmt::format("write --arg {}=SPEC with {}", param, expected));
-  return d;
+diag::Diagnostics spec_error(std::string_view param, std::string_view spec, std::string_view expected) {
+  return validation::argument_spec_error(param, spec, expected);
 }
 
 void store(HostArray& a, size_t i, uint64_t bits) {

@@ -256,6 +256,12 @@ std::expected<void, diag::Diagnostics> LoadedFunction::launch_with_shape(Context
 std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, LoadedFunction& fn,
                                                             const LaunchTicket& ticket, std::span<void* const> args,
                                                             CUstream stream) {
+  return LoadedFunction::relaunch(ctx, fn, ticket, args, stream);
+}
+
+std::expected<void, diag::Diagnostics> LoadedFunction::relaunch(Context& ctx, LoadedFunction& fn,
+                                                                const LaunchTicket& ticket,
+                                                                std::span<void* const> args, CUstream stream) {
   if (!ticket.valid() || ticket.function_id_ != fn.id_ || ticket.stream_is_null_ != (stream == nullptr) ||
       ticket.argument_count_ != args.size()) [[unlikely]] {
     diag::Diagnostics d;

@@ -42,20 +42,17 @@ class LaunchTicket {
   bool valid() const { return function_id_ != 0; }
 
  private:
-  friend std::expected<void, diag::Diagnostics> launch_cuda_function(Context&, LoadedFunction&,
-                                                                     const validation::LaunchPlan&,
-                                                                     std::span<void* const>, CUstream,
-                                                                     diag::Diagnostics*, LaunchTicket*);
-  friend std::expected<void, diag::Diagnostics> launch_cuda_function(Context&, LoadedFunction&, const LaunchTicket&,
-                                                                     std::span<void* const>, CUstream);
-  friend class LoadedFunction;  // cached_ticket: shapes only launch_cuda_function put in the cache
+  // Tickets are made (cached_ticket, launch_with_shape) and used (relaunch) only by LoadedFunction's
+  // private members, which the two launch_cuda_function overloads call.
+  friend class LoadedFunction;
   /// The ticket of `shape`, validated launchable with `block`.
   static LaunchTicket of(uint64_t function_id, const validation::LaunchShape& shape,
                          const std::array<unsigned, 3>& block, size_t argument_count);
   /// The driver call (cuLaunchKernel / cuLaunchCooperativeKernel, with the grid-barrier word
   /// when the kernel needs it) of a shape this ticket proves launchable. Private and a member,
-  /// so neither a caller nor argument-dependent lookup reaches it: only the two
-  /// launch_cuda_function overloads, after their checks, call the driver's launch entry points.
+  /// so neither a caller nor argument-dependent lookup reaches it: only the bodies of the two
+  /// launch_cuda_function overloads (LoadedFunction::launch_with_shape and ::relaunch), after
+  /// their checks, call the driver's launch entry points.
   [[nodiscard]] static std::expected<void, diag::Diagnostics> drive(Context& ctx, LoadedFunction& fn,
                                                                     const LaunchTicket& ticket,
                                                                     std::span<void* const> args, CUstream stream);
@@ -112,14 +109,18 @@ class LoadedFunction {
                                                                      diag::Diagnostics*, LaunchTicket*);
   friend std::expected<void, diag::Diagnostics> launch_cuda_function(Context&, LoadedFunction&, const LaunchTicket&,
                                                                      std::span<void* const>, CUstream);
-  friend class LaunchTicket;
-  friend class Kernel;  // launches with the shape it built (launch_with_shape)
+  friend class LaunchTicket;  // drive reads the function's handle, name and counters
+  friend class Kernel;        // launches with the shape it built (launch_with_shape)
   /// The body of launch_cuda_function(plan), for a caller that already holds the plan's shape:
   /// `shape` must equal validation::LaunchShape::of(plan). Private: only launch_cuda_function
   /// and Kernel::launch (which builds both from one description of its parameters) call it.
   [[nodiscard]] static std::expected<void, diag::Diagnostics> launch_with_shape(
       Context& ctx, LoadedFunction& fn, const validation::LaunchPlan& plan, const validation::LaunchShape& shape,
       std::span<void* const> args, CUstream stream, diag::Diagnostics* warnings, LaunchTicket* ticket);
+  /// The body of launch_cuda_function(ticket).
+  [[nodiscard]] static std::expected<void, diag::Diagnostics> relaunch(Context& ctx, LoadedFunction& fn,
+                                                                       const LaunchTicket& ticket,
+                                                                       std::span<void* const> args, CUstream stream);
   friend validation::Verdict validate_launch(Context&, LoadedFunction&, const validation::LaunchPlan&, CUstream, bool);
   CUfunction handle_ = nullptr;
   codegen::KernelInfo info_;

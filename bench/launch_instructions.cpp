@@ -15,6 +15,7 @@
 #include "ptxgate/backend/launch.hpp"
 #include "ptxgate/backend/runtime.hpp"
 #include "ptxgate/support/files.hpp"
+#include "probe_args.hpp"
 
 using namespace ptxgate;
 using backend::Arg;
@@ -28,14 +29,6 @@ struct Probe {
   std::vector<backend::BoundSlot> bound;
   std::vector<void*> slots;
 };
-
-std::vector<Arg> probe_args(const std::string& name, const std::vector<backend::DeviceBuffer>& b) {
-  if (name == "launch0") return {};
-  if (name == "launch4") return {Arg(b[0]), Arg(1.5f), Arg(7u), Arg(int32_t{-3})};
-  return {Arg(b[0]),  Arg(b[1]),         Arg(b[2]),        Arg(b[3]),          Arg(1.5f),           Arg(2.5f),
-          Arg(3.0),   Arg(4.0),          Arg(int32_t{-1}), Arg(int32_t{2}),    Arg(3u),             Arg(4u),
-          Arg(int64_t{-5}), Arg(uint64_t{6}), Arg(uint64_t{7}), Arg(0u)};
-}
 
 [[noreturn]] void die(const std::string& what) {
   std::fprintf(stderr, "launch_instructions: %s\n", what.c_str());
@@ -98,7 +91,7 @@ int main(int argc, char** argv) {
       if (!b) die(diag::render_text(b.error()));
       p.buffers.push_back(std::move(*b));
     }
-    p.args = probe_args(name, p.buffers);
+    p.args = bench::probe_args(name, p.buffers);
     const auto& params = p.kernel->info().params;
     for (size_t i = 0; i < p.args.size(); ++i) {
       auto slot = backend::bind_argument(p.args[i], params[i], name);

@@ -1,5 +1,6 @@
 // Launch overhead: raw cuLaunchKernel vs ptxgate's guarded launch (steady, first validated, fresh function) vs graphs.
 #include "bench_parts.hpp"
+#include "probe_args.hpp"
 
 #include <sched.h>
 
@@ -29,14 +30,6 @@ struct Probe {
   std::vector<void*> slots;
   validation::LaunchPlan plan;  ///< steady plan: grid 1, the kernel's @workgroup, on the bench stream
 };
-
-std::vector<Arg> probe_args(const std::string& name, const std::vector<backend::DeviceBuffer>& b) {
-  if (name == "launch0") return {};
-  if (name == "launch4") return {Arg(b[0]), Arg(1.5f), Arg(7u), Arg(int32_t{-3})};
-  return {Arg(b[0]),  Arg(b[1]),         Arg(b[2]),        Arg(b[3]),          Arg(1.5f),           Arg(2.5f),
-          Arg(3.0),   Arg(4.0),          Arg(int32_t{-1}), Arg(int32_t{2}),    Arg(3u),             Arg(4u),
-          Arg(int64_t{-5}), Arg(uint64_t{6}), Arg(uint64_t{7}), Arg(0u)};
-}
 
 /// The LaunchPlan Kernel::launch would build for these arguments (grid x `grid`, default block).
 validation::LaunchPlan plan_for(const Probe& p, uint64_t grid) {

@@ -14,12 +14,8 @@
 namespace ptxgate::validation {
 namespace {
 
-diag::Diagnostics spec_error(std::string_view name, std::string_view spec, std::string expected) {
-  diag::Diagnostics d;
-  d.add(diag::Code::invalid_argument_spec,
-        fmt::format("invalid value '{}' for argument '{}': expected {}", spec, name, expected), {},
-        fmt::format("write --arg {}=SPEC with {}", name, expected));
-  return d;
+diag::Diagnostics spec_error(std::string_view name, std::string_view spec, std::string_view expected) {
+  return argument_spec_error(name, spec, expected);
 }
 
 std::optional<uint64_t> parse_u64(std::string_view s) {
@@ -256,6 +252,14 @@ ArgumentDesc describe_argument(const ArgSpec& spec) {
   d.size_bytes = 8;
   d.pointer_is_null = spec.kind == ArgSpec::Kind::null_pointer;
   d.buffer_bytes = spec.known_bytes();
+  return d;
+}
+
+diag::Diagnostics argument_spec_error(std::string_view name, std::string_view spec, std::string_view expected) {
+  diag::Diagnostics d;
+  d.add(diag::Code::invalid_argument_spec,
+        fmt::format("invalid value '{}' for argument '{}': expected {}", spec, name, expected), {},
+        fmt::format("write --arg {}=SPEC with {}", name, expected));
   return d;
 }
 

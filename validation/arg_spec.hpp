@@ -67,6 +67,11 @@ struct ArgSpec {
 /// The argument-table entry a parsed spec describes (for check_launch).
 [[nodiscard]] ArgumentDesc describe_argument(const ArgSpec& spec);
 
+/// PG5002 for argument `name`'s `spec`, saying what was `expected` (the parser's and the runtime's
+/// materialisation's one message).
+[[nodiscard]] diag::Diagnostics argument_spec_error(std::string_view name, std::string_view spec,
+                                                    std::string_view expected);
+
 /// The buffer forms, for messages ("a buffer spec for f32 elements: random:COUNT[:SEED], ...").
 [[nodiscard]] std::string buffer_spec_forms(ir::Type element);
 

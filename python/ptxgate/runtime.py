@@ -21,8 +21,29 @@ def _dims(v, name):
     return v + (1,) * (3 - len(v))
 
 
-class Buffer:
+class _Owned:
+    """A C API handle this object owns: released once by ``free()``, at the latest when the
+    object is collected. ``_free_name`` names the C API function that releases it."""
+
+    _free_name = ""
+    _handle = None
+
+    def free(self) -> None:
+        if self._handle:
+            getattr(_capi.lib(), self._free_name)(self._handle)
+            self._handle = ctypes.c_void_p()
+
+    def __del__(self):
+        try:
+            self.free()
+        except Exception:
+            pass
+
+
+class Buffer(_Owned):
     """Device memory owned by a runtime (dependency-tracked)."""
+
+    _free_name = "ptxgate_buffer_free"
 
     def __init__(self, runtime: "Runtime", nbytes: int):
         self._runtime = runtime
@@ -54,22 +75,14 @@ class Buffer:
         self.download_into(data)
         return bytes(data)
 
-    def free(self) -> None:
-        if self._handle:
-            _capi.lib().ptxgate_buffer_free(self._handle)
-            self._handle = ctypes.c_void_p()
-
-    def __del__(self):
-        try:
-            self.free()
-        except Exception:
-            pass
 
 
-class Stream:
+class Stream(_Owned):
     """A stream of the runtime's context: made by ptxgate, or borrowed from another library
     (a PyTorch or CuPy stream object, or a raw CUstream handle; 0 is the legacy default stream).
     A borrowed stream is never destroyed by ptxgate."""
+
+    _free_name = "ptxgate_stream_free"
 
     def __init__(self, runtime: "Runtime", foreign: Any = None):
         self._runtime = runtime
@@ -88,16 +101,6 @@ class Stream:
     def synchronize(self) -> None:
         check_call(_capi.lib().ptxgate_stream_synchronize, self._handle)
 
-    def free(self) -> None:
-        if self._handle:
-            _capi.lib().ptxgate_stream_free(self._handle)
-            self._handle = ctypes.c_void_p()
-
-    def __del__(self):
-        try:
-            self.free()
-        except Exception:
-            pass
 
 
 def stream_handle(obj) -> int:
@@ -119,8 +122,10 @@ def stream_handle(obj) -> int:
                             fix="pass a ptxgate Stream, a torch.cuda.Stream, a cupy.cuda.Stream or a raw CUstream int")])
 
 
-class Kernel:
+class Kernel(_Owned):
     """A compiled kernel loaded in a runtime's context."""
+
+    _free_name = "ptxgate_kernel_free"
 
     def __init__(self, runtime: "Runtime", handle: ctypes.c_void_p):
         self._runtime = runtime
@@ -220,18 +225,13 @@ class Kernel:
                 buf.free()
             del keep, keep_stream
 
-    def __del__(self):
-        try:
-            if self._handle:
-                _capi.lib().ptxgate_kernel_free(self._handle)
-                self._handle = None
-        except Exception:
-            pass
 
 
-class Runtime:
+class Runtime(_Owned):
     """One CUDA device's primary context (shared with PyTorch and CuPy), the module cache and
     loaded modules. Raises Error (PG4001 without a driver, PG4004 without the device)."""
+
+    _free_name = "ptxgate_runtime_free"
 
     def __init__(self, device: int = 0, *, track_dependencies: bool = True, cache_dir: Optional[str] = None,
                  disk_cache: bool = True):
@@ -290,18 +290,10 @@ class Runtime:
         check_call(_capi.lib().ptxgate_runtime_synchronize, self._handle)
 
     def close(self) -> None:
-        if self._handle:
-            _capi.lib().ptxgate_runtime_free(self._handle)
-            self._handle = ctypes.c_void_p()
+        self.free()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass

@@ -338,6 +338,17 @@ concept driver_launch_reachable = requires(C& c, F& f, const T& t, std::span<voi
 template <class T>
 concept ticket_drive_reachable = requires(Context& c, LoadedFunction& f, const T& t, std::span<void* const> a,
                                           CUstream s) { T::drive(c, f, t, a, s); };
+// The bodies of the two launch_cuda_function overloads: one trusts a shape it is given, so neither
+// may be callable from outside.
+template <class F>
+concept shape_launch_reachable = requires(Context& c, F& f, const validation::LaunchPlan& p,
+                                          const validation::LaunchShape& sh, std::span<void* const> a, CUstream s) {
+  F::launch_with_shape(c, f, p, sh, a, s, nullptr, nullptr);
+};
+template <class F>
+concept relaunch_reachable = requires(Context& c, F& f, const LaunchTicket& t, std::span<void* const> a, CUstream s) {
+  F::relaunch(c, f, t, a, s);
+};
 
 }  // namespace guard_probe
 
@@ -345,6 +356,8 @@ TEST_CASE("backend launch: nothing outside the guarded path reaches the driver's
   static_assert(!guard_probe::driver_launch_reachable<Context, LoadedFunction, LaunchTicket>,
                 "driver_launch must not be reachable by ADL");
   static_assert(!guard_probe::ticket_drive_reachable<LaunchTicket>, "LaunchTicket::drive must be private");
+  static_assert(!guard_probe::shape_launch_reachable<LoadedFunction>, "launch_with_shape must be private");
+  static_assert(!guard_probe::relaunch_reachable<LoadedFunction>, "relaunch must be private");
   Fixture f;
   auto fn = LoadedFunction::resolve(*f.ctx, reinterpret_cast<CUmodule>(0x4000), saxpy_info());
   REQUIRE(fn);
