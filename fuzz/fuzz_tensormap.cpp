@@ -36,11 +36,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     else if (key == "offset") t.offset = value;
     else if (key == "buffer-bytes") t.buffer_bytes = value;
   }
+  // No input may reach an internal error (PG9000): a diagnostic of that code is a finding.
+  auto no_internal_error = [](const ptxgate::diag::Diagnostics& d) {
+    for (const auto& item : d)
+      if (item.code == ptxgate::diag::Code::internal_error) __builtin_trap();
+  };
   auto desc = parse_tensor_map(t);
-  if (!desc) return 0;
+  if (!desc) {
+    no_internal_error(desc.error());
+    return 0;
+  }
   DeviceCaps hopper;
   hopper.cc_major = 9;
-  (void)check_tensor_map(*desc, &hopper);
+  no_internal_error(check_tensor_map(*desc, &hopper));
+  no_internal_error(check_tensor_map(*desc, nullptr));
   (void)describe(*desc);
   (void)tensor_extent_bytes(*desc);
   return 0;
