@@ -220,16 +220,23 @@ TEST_CASE("programs gpu: an async copy overlaps a kernel on another stream") {
   compute();
   PG_REQUIRE_OK(computer.synchronize());
   const double compute_s = seconds(t0);
+  const auto before = rt.context().tracker().counters();
   t0 = clock::now();
   copy();
   compute();
+  const auto issued = rt.context().tracker().counters();
   PG_REQUIRE_OK(rt.synchronize());
   const double both_s = seconds(t0);
   const double ratio = std::max(copy_s, compute_s) / both_s;
+  // Information only (timing belongs to benchmarks: ptxgate_programs_bench measures the overlap;
+  // under compute-sanitizer everything is serialised anyway).
   std::printf("overlap: copy %.2f ms, compute %.2f ms, both %.2f ms: %.2f of the ideal max(copy, compute)\n",
               copy_s * 1e3, compute_s * 1e3, both_s * 1e3, ratio);
-  // Serialised, both would take copy + compute; overlapped, close to the larger of the two.
-  CHECK(both_s < 0.85 * (copy_s + compute_s));
+  // What makes the overlap possible: the copy and the kernel touch different buffers, so the
+  // runtime made neither stream wait for the other, and recorded no event for it.
+  CHECK(issued.submissions == before.submissions + 2);
+  CHECK(issued.stream_waits == before.stream_waits);
+  CHECK(issued.events_recorded == before.events_recorded);
 }
 
 }  // namespace ptxgate::gpu_test
