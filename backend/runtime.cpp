@@ -10,7 +10,7 @@
 #include "ptxgate/backend/internal/peer_bridge.hpp"
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/ir/frontend.hpp"
-#include "ptxgate/toolchain/ptx_entries.hpp"
+#include "ptxgate/toolchain/cubin_entries.hpp"
 
 namespace ptxgate::backend {
 
@@ -410,7 +410,8 @@ std::expected<std::shared_ptr<const LoadedModule>, diag::Diagnostics> Runtime::l
   if (auto ok = ctx_->healthy("cuModuleLoadData", subject); !ok) return std::unexpected(ok.error());
   if (auto ok = ctx_->make_current(); !ok) return std::unexpected(ok.error());
   diag::Diagnostics cubin_failure;
-  if (!entry.cubin.empty() && cubin_for_device_ && options_.prefer_cubin) {
+  // A foreign cubin (no PTX beside it) is loaded whatever the options prefer.
+  if (!entry.cubin.empty() && ((cubin_for_device_ && options_.prefer_cubin) || entry.ptx.empty())) {
     auto ok = PTXGATE_CU(*ctx_, subject, cuModuleLoadData, &lm->module, entry.cubin.data());
     if (ok) {
       lm->from_cubin = true;
@@ -418,6 +419,7 @@ std::expected<std::shared_ptr<const LoadedModule>, diag::Diagnostics> Runtime::l
       if (ctx_->poisoned()) return std::unexpected(ok.error());
       cubin_failure = ok.error();
       lm->module = nullptr;
+      if (entry.ptx.empty()) return std::unexpected(std::move(cubin_failure));  // no PTX to JIT instead
     }
   }
   if (lm->module == nullptr) {
@@ -474,22 +476,34 @@ std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> Runtime::compile(const
   return std::shared_ptr<Kernel>(new Kernel(ctx_, std::move(*loaded), fn, outcome));
 }
 
-std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> Runtime::load_ptx(std::string_view ptx, std::string_view kernel,
-                                                                             std::string_view path) {
-  diag::SourceFile file{std::string(path), std::string(ptx)};
-  auto module = toolchain::read_ptx_entries(file);
+std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> Runtime::load_foreign(std::string_view image,
+                                                                                 std::string_view kernel,
+                                                                                 std::string_view path,
+                                                                                 std::string_view signature) {
+  diag::SourceFile file{std::string(path), std::string(image)};
+  auto module = toolchain::read_kernel_entries(file);
   if (!module) return std::unexpected(std::move(module.error()));
   auto found = toolchain::require_ptx_entry(*module, kernel, file.path());
   if (!found) return std::unexpected(std::move(found.error()));
-  if (auto runs = toolchain::check_ptx_target(module->target, ctx_->caps().arch(), (*found)->location); !runs)
-    return std::unexpected(std::move(runs.error()));
-  // An entry of its own, outside the module cache: the driver JIT-compiles the PTX, and the
-  // resources come from the driver (cuFuncGetAttribute) as for every loaded function.
+  toolchain::PtxEntry chosen = **found;
+  if (!signature.empty())
+    if (auto ok = toolchain::apply_signature(chosen, signature); !ok) return std::unexpected(std::move(ok.error()));
+  const bool cubin = !module->binary_arch.empty();
+  auto runs = cubin ? toolchain::check_cubin_target(module->binary_arch, ctx_->caps().arch(), chosen.location)
+                    : toolchain::check_ptx_target(module->target, ctx_->caps().arch(), chosen.location);
+  if (!runs) return std::unexpected(std::move(runs.error()));
+  // An entry of its own, outside the module cache: the driver loads the cubin or JIT-compiles
+  // the PTX, and the resources come from the driver (cuFuncGetAttribute) as for every loaded function.
   auto entry = std::make_shared<module_cache::CacheEntry>();
-  entry->target_arch = module->target;
-  entry->ptx_isa_version = module->isa_major * 10 + module->isa_minor;
-  entry->ptx = file.text();
-  entry->kernels.push_back((*found)->info);
+  if (cubin) {
+    entry->target_arch = module->binary_arch;
+    entry->cubin = file.text();
+  } else {
+    entry->target_arch = module->target;
+    entry->ptx_isa_version = module->isa_major * 10 + module->isa_minor;
+    entry->ptx = file.text();
+  }
+  entry->kernels.push_back(chosen.info);
   auto loaded = load(entry, file.path());
   if (!loaded) return std::unexpected(std::move(loaded.error()));
   LoadedFunction* fn = (*loaded)->find(kernel);

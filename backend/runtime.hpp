@@ -155,12 +155,17 @@ class Runtime {
   [[nodiscard]] std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> compile(std::string_view pg_text, std::string_view kernel,
                                                                      std::string_view path = "<text>");
 
-  /// Loads `kernel` of PTX made by another compiler (nvcc, NVRTC, Triton): its signature from
-  /// the PTX (toolchain/ptx_entries.hpp: pointers are buffers of any element type), the driver
-  /// JIT-compiles it, and it launches through the same guarded path. PG1004, PG2001, PG2006, PG3007, PG5001.
-  [[nodiscard]] std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> load_ptx(std::string_view ptx,
-                                                                      std::string_view kernel,
-                                                                      std::string_view path = "<ptx>");
+  /// Loads `kernel` of a module made by another compiler (nvcc, NVRTC, Triton): PTX text, whose
+  /// signature comes from its parameters (toolchain/ptx_entries.hpp: pointers are buffers of any
+  /// element type) and which the driver JIT-compiles, or a cubin, whose parameter sizes come from
+  /// its records (toolchain/cubin_entries.hpp: 8-byte parameters are taken as buffers). A
+  /// non-empty `signature` restates the parameter types ("f32[], u64, f32";
+  /// toolchain::apply_signature). The kernel launches through the same guarded path.
+  /// PG1004, PG2001, PG2006, PG3005, PG3007, PG5001.
+  [[nodiscard]] std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> load_foreign(std::string_view image,
+                                                                          std::string_view kernel,
+                                                                          std::string_view path = "<ptx>",
+                                                                          std::string_view signature = {});
 
   /// `bytes` of device memory as RuntimeOptions::allocation says: cuMemAlloc, or from the
   /// runtime's pool on the legacy default stream.

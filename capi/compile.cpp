@@ -127,6 +127,7 @@ ptxgate_status ptxgate_check(const ptxgate_check_request* request, ptxgate_verdi
     pipeline::OfflineLaunch launch;
     launch.input = request->input;
     launch.kernel = request->kernel;
+    launch.signature = capi::text_or(request->signature, "");
     launch.grid = capi::text_or(request->grid, "1");
     launch.block = capi::text_or(request->block, "");
     launch.shared_bytes = capi::text_or(request->shared_bytes, "0");

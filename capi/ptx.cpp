@@ -1,6 +1,6 @@
-// The C API's calls for PTX made by other compilers: read its entries offline, load one to launch.
+// The C API's calls for PTX and cubins made by other compilers: read their entries offline, load one to launch.
 #include "ptxgate/capi/internal/handles.hpp"
-#include "ptxgate/toolchain/ptx_entries.hpp"
+#include "ptxgate/toolchain/cubin_entries.hpp"
 
 using namespace ptxgate;
 using capi::fail;
@@ -17,12 +17,17 @@ ptxgate_status ptxgate_read_ptx(const char* ptx, size_t size, const char* path, 
     *module = nullptr;
     if (ptx == nullptr && size != 0) return null_argument(diagnostics, "ptxgate_read_ptx", "ptx");
     diag::SourceFile file{capi::text_or(path, "<ptx>"), std::string(ptx != nullptr ? ptx : "", size)};
-    auto read = toolchain::read_ptx_entries(file);
+    auto read = toolchain::read_kernel_entries(file);
     if (!read) return fail(diagnostics, std::move(read.error()));
     auto m = std::make_unique<ptxgate_module>();
-    m->entry.target_arch = read->target;
-    m->entry.ptx_isa_version = read->isa_major * 10 + read->isa_minor;
-    m->entry.ptx = file.text();
+    if (read->binary_arch.empty()) {
+      m->entry.target_arch = read->target;
+      m->entry.ptx_isa_version = read->isa_major * 10 + read->isa_minor;
+      m->entry.ptx = file.text();
+    } else {
+      m->entry.target_arch = read->binary_arch;
+      m->entry.cubin = file.text();
+    }
     nlohmann::json kernels = nlohmann::json::array();
     diag::Diagnostics notes;
     for (const auto& e : read->entries) {
@@ -32,7 +37,7 @@ ptxgate_status ptxgate_read_ptx(const char* ptx, size_t size, const char* path, 
       }
       m->entry.kernels.push_back(e.info);
       nlohmann::json k = codegen::to_json(e.info);
-      k["resources"] = nullptr;
+      k["resources"] = e.resources ? module_cache::resources_to_json(*e.resources) : nlohmann::json(nullptr);
       if (e.max_block[0] != 0) k["max_block"] = {e.max_block[0], e.max_block[1], e.max_block[2]};
       kernels.push_back(std::move(k));
     }
@@ -43,16 +48,18 @@ ptxgate_status ptxgate_read_ptx(const char* ptx, size_t size, const char* path, 
   });
 }
 
-ptxgate_status ptxgate_runtime_load_ptx(ptxgate_runtime* runtime, const char* ptx, size_t size, const char* path,
-                                        const char* kernel, ptxgate_kernel** out, ptxgate_diagnostics** diagnostics) {
-  return guarded(diagnostics, "ptxgate_runtime_load_ptx", [&] {
-    if (out == nullptr) return null_argument(diagnostics, "ptxgate_runtime_load_ptx", "out");
+ptxgate_status ptxgate_runtime_load_module(ptxgate_runtime* runtime, const void* image, size_t size, const char* path,
+                                           const char* kernel, const char* signature, ptxgate_kernel** out,
+                                           ptxgate_diagnostics** diagnostics) {
+  return guarded(diagnostics, "ptxgate_runtime_load_module", [&] {
+    if (out == nullptr) return null_argument(diagnostics, "ptxgate_runtime_load_module", "out");
     *out = nullptr;
-    if (runtime == nullptr) return null_argument(diagnostics, "ptxgate_runtime_load_ptx", "runtime");
-    if (ptx == nullptr && size != 0) return null_argument(diagnostics, "ptxgate_runtime_load_ptx", "ptx");
-    if (kernel == nullptr) return null_argument(diagnostics, "ptxgate_runtime_load_ptx", "kernel");
-    auto loaded = runtime->runtime->load_ptx(std::string_view(ptx != nullptr ? ptx : "", size), kernel,
-                                             capi::text_or(path, "<ptx>"));
+    if (runtime == nullptr) return null_argument(diagnostics, "ptxgate_runtime_load_module", "runtime");
+    if (image == nullptr && size != 0) return null_argument(diagnostics, "ptxgate_runtime_load_module", "image");
+    if (kernel == nullptr) return null_argument(diagnostics, "ptxgate_runtime_load_module", "kernel");
+    const std::string_view bytes(image != nullptr ? static_cast<const char*>(image) : "", size);
+    auto loaded = runtime->runtime->load_foreign(bytes, kernel, capi::text_or(path, "<module>"),
+                                                 signature != nullptr ? signature : "");
     if (!loaded) return fail(diagnostics, std::move(loaded.error()));
     auto k = std::make_unique<ptxgate_kernel>();
     k->kernel = std::move(*loaded);
@@ -61,6 +68,12 @@ ptxgate_status ptxgate_runtime_load_ptx(ptxgate_runtime* runtime, const char* pt
     *out = k.release();
     return finish(diagnostics, {}, PTXGATE_OK);
   });
+}
+
+ptxgate_status ptxgate_runtime_load_ptx(ptxgate_runtime* runtime, const char* ptx, size_t size, const char* path,
+                                        const char* kernel, ptxgate_kernel** out, ptxgate_diagnostics** diagnostics) {
+  return ptxgate_runtime_load_module(runtime, ptx, size, path != nullptr ? path : "<ptx>", kernel, nullptr, out,
+                                     diagnostics);
 }
 
 }  // extern "C"

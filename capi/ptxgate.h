@@ -15,7 +15,7 @@ extern "C" {
 
 /** The version of this header; ptxgate_api_version() answers the library's. A caller built for
  *  version N works with a library whose version is N (the ABI changes only with the number). */
-#define PTXGATE_CAPI_VERSION 1
+#define PTXGATE_CAPI_VERSION 2
 
 #if defined(__GNUC__)
 #define PTXGATE_CAPI __attribute__((visibility("default")))
@@ -102,11 +102,13 @@ PTXGATE_CAPI ptxgate_status ptxgate_compile(const char* source, size_t size, con
 /** Like ptxgate_compile for the file at `path`. */
 PTXGATE_CAPI ptxgate_status ptxgate_compile_file(const char* path, const ptxgate_compile_options* options,
                                                  ptxgate_module** module, ptxgate_diagnostics** diagnostics);
-/** Reads PTX made by another compiler (nvcc, NVRTC, Triton; `path` names it in diagnostics) as
- *  a module: its PTX, each launchable entry's signature derived from the PTX (pointers are
- *  buffers of type "void": any element type) with "resources" null, and no cubin. PG1004 (not PTX,
- *  malformed), PG2006 (no entry), PG5001 (a cubin or fatbin); entries a launch cannot take are left
- *  out with a PG3007 warning. */
+/** Reads PTX or a cubin made by another compiler (nvcc, NVRTC, Triton; `path` names it in
+ *  diagnostics) as a module. PTX: its text, each launchable entry's signature derived from the PTX
+ *  (pointers are buffers of type "void": any element type) with "resources" null, and no cubin. A
+ *  cubin: the cubin, each entry's parameters by size (8 bytes: a "void" buffer; 4 bytes: u32,
+ *  named param0...) and the "resources" recorded in it, and no PTX. PG1004 (not PTX, malformed),
+ *  PG2006 (no entry), PG5001 (a fatbin, or an unreadable cubin); entries a launch cannot take are
+ *  left out with a PG3007 warning. */
 PTXGATE_CAPI ptxgate_status ptxgate_read_ptx(const char* ptx, size_t size, const char* path, ptxgate_module** module,
                                              ptxgate_diagnostics** diagnostics);
 PTXGATE_CAPI const char* ptxgate_module_ptx(const ptxgate_module* module);
@@ -123,7 +125,7 @@ PTXGATE_CAPI void ptxgate_module_free(ptxgate_module* module);
 
 /** A launch described as the command line `ptxgate check` takes it (one grammar for both). */
 typedef struct ptxgate_check_request {
-  const char* input;         /**< a .pg path */
+  const char* input;         /**< a .pg path, or a .ptx / .cubin of another compiler */
   const char* kernel;
   const char* grid;          /**< "X[,Y[,Z]]" or "max"; NULL: "1" */
   const char* block;         /**< "X[,Y[,Z]]"; NULL or "": the kernel's @workgroup (else 256) */
@@ -138,6 +140,7 @@ typedef struct ptxgate_check_request {
   int32_t null_stream;       /**< the launch goes to the legacy default stream */
   int32_t require_explicit_stream;
   const char* cache_dir;     /**< NULL: the default module cache directory */
+  const char* signature;     /**< a .ptx/.cubin kernel's parameter types, "f32[], u64, f32" (version 2); NULL: its own */
 } ptxgate_check_request;
 
 /** Checks the launch against the device profile. PTXGATE_OK with a verdict (launchable or
@@ -180,9 +183,16 @@ PTXGATE_CAPI void ptxgate_runtime_free(ptxgate_runtime* runtime);
 PTXGATE_CAPI ptxgate_status ptxgate_runtime_compile(ptxgate_runtime* runtime, const char* source, size_t size,
                                                     const char* path, const char* kernel, ptxgate_kernel** out,
                                                     ptxgate_diagnostics** diagnostics);
-/** Loads `kernel` of PTX made by another compiler: its signature from the PTX, the driver's
- *  JIT, the same validated launch (PG1004, PG5001 for input that is not PTX; PG3007 for a parameter a
- *  launch cannot pass; PG2001 for a target newer than the device; PG2006 for no such entry). */
+/** Loads `kernel` of a module made by another compiler, PTX text or a cubin (`size` bytes at
+ *  `image`): its signature from the PTX, or its parameter sizes from the cubin (8-byte parameters
+ *  are buffers); `signature` (NULL: none) restates the parameter types, "f32[], u64, f32"; then the
+ *  same validated launch. PG1004/PG5001 for input that is neither; PG3007 for a parameter a launch
+ *  cannot pass or a signature item of the wrong size; PG3005 for a signature of the wrong length;
+ *  PG2001 for a target the device cannot run; PG2006 for no such entry. */
+PTXGATE_CAPI ptxgate_status ptxgate_runtime_load_module(ptxgate_runtime* runtime, const void* image, size_t size,
+                                                        const char* path, const char* kernel, const char* signature,
+                                                        ptxgate_kernel** out, ptxgate_diagnostics** diagnostics);
+/** ptxgate_runtime_load_module without a signature (`path` NULL: "<ptx>"). */
 PTXGATE_CAPI ptxgate_status ptxgate_runtime_load_ptx(ptxgate_runtime* runtime, const char* ptx, size_t size,
                                                      const char* path, const char* kernel, ptxgate_kernel** out,
                                                      ptxgate_diagnostics** diagnostics);

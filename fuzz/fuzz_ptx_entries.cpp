@@ -1,18 +1,20 @@
-// Fuzz target: any bytes as a PTX file -> read_ptx_entries (the reader behind `ptxgate check
-// kernel.ptx` and foreign-PTX launches). Invariants: a failure always says why (PG1004 malformed,
-// PG2006 no entry, PG5001 binary input); a success has entries, each with a name, 4/8-byte parameters indexed in order,
+// Fuzz target: any bytes as a foreign module -> read_kernel_entries, which reads PTX text
+// (read_ptx_entries) or a cubin (read_cubin_entries): the readers behind `ptxgate check kernel.ptx`,
+// `check kernel.cubin` and foreign launches; the seeds hold PTX and cubins. Invariants: a failure
+// always says why (PG1004 malformed, PG2006 no entry, PG5001 unreadable binary); a success has
+// PTX's target or a cubin's architecture and entries, each with a name, 4/8-byte parameters indexed in order,
 // an entry with an unsupported parameter is refused by require_ptx_entry,
 // pointers of unknown element type, and launch bounds within 1..1024 per axis.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
-#include "ptxgate/toolchain/ptx_entries.hpp"
+#include "ptxgate/toolchain/cubin_entries.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace ptxgate;
   diag::SourceFile file("fuzz.ptx", std::string(reinterpret_cast<const char*>(data), size));
-  auto m = toolchain::read_ptx_entries(file);
+  auto m = toolchain::read_kernel_entries(file);
   if (!m) {
     if (m.error().empty()) __builtin_trap();
     for (const auto& d : m.error())
@@ -21,7 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         __builtin_trap();
     return 0;
   }
-  if (m->entries.empty() || m->target.empty()) __builtin_trap();
+  const bool cubin = !m->binary_arch.empty();
+  if (m->entries.empty() || m->target.empty() == !cubin) __builtin_trap();
   for (const auto& e : m->entries) {
     if (e.info.name.empty()) __builtin_trap();
     auto found = toolchain::require_ptx_entry(*m, e.info.name, "fuzz.ptx");
@@ -35,7 +38,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (d > 1024) __builtin_trap();
     for (uint32_t d : e.info.required_block)
       if (d > 1024) __builtin_trap();
-    (void)toolchain::check_ptx_target(m->target, "sm_90");
+    if (cubin != e.resources.has_value()) __builtin_trap();  // a cubin's own resources, PTX has none
+    if (cubin && (e.resources->max_threads_per_block < 1 || e.resources->max_threads_per_block > 1024)) __builtin_trap();
+    if (cubin)
+      (void)toolchain::check_cubin_target(m->binary_arch, "sm_90");
+    else
+      (void)toolchain::check_ptx_target(m->target, "sm_90");
   }
   return 0;
 }

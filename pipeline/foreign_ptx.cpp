@@ -1,10 +1,10 @@
-// load_foreign_kernel: a kernel of foreign PTX, described for check_launch.
+// load_foreign_kernel: a kernel of foreign PTX or a cubin, described for check_launch.
 #include "ptxgate/pipeline/foreign_ptx.hpp"
 
 #include <fmt/format.h>
 
 #include "ptxgate/ir/frontend.hpp"
-#include "ptxgate/toolchain/ptx_entries.hpp"
+#include "ptxgate/toolchain/cubin_entries.hpp"
 #include "ptxgate/toolchain/ptxas.hpp"
 #include "ptxgate/toolchain/toolkit.hpp"
 
@@ -15,16 +15,26 @@ bool is_foreign_module_path(std::string_view path) {
 }
 
 std::expected<ForeignKernel, diag::Diagnostics> load_foreign_kernel(const std::string& path, const std::string& kernel,
-                                                                    const std::string& arch) {
+                                                                    const std::string& arch, std::string_view signature) {
   auto source = ir::read_source(path);
   if (!source) return std::unexpected(std::move(source.error()));
-  auto module = toolchain::read_ptx_entries(*source);
+  auto module = toolchain::read_kernel_entries(*source);
   if (!module) return std::unexpected(std::move(module.error()));
   auto entry = toolchain::require_ptx_entry(*module, kernel, source->path());
   if (!entry) return std::unexpected(std::move(entry.error()));
+  toolchain::PtxEntry chosen = **entry;
+  if (!signature.empty())
+    if (auto ok = toolchain::apply_signature(chosen, signature); !ok) return std::unexpected(std::move(ok.error()));
   ForeignKernel out;
-  out.info = (*entry)->info;
-  out.location = (*entry)->location;
+  out.info = chosen.info;
+  out.location = chosen.location;
+  if (!module->binary_arch.empty()) {
+    // A cubin carries its own resources: no ptxas needed.
+    if (auto runs = toolchain::check_cubin_target(module->binary_arch, arch, out.location); !runs)
+      return std::unexpected(std::move(runs.error()));
+    out.resources = chosen.resources.value_or(validation::KernelResources{});
+    return out;
+  }
   if (auto runs = toolchain::check_ptx_target(module->target, arch, out.location); !runs)
     return std::unexpected(std::move(runs.error()));
   // Architecture-specific PTX (sm_90a) assembles only for its own target, which runs on `arch`.

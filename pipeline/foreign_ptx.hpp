@@ -1,5 +1,6 @@
-// Kernels of PTX from other compilers (nvcc, NVRTC, Triton) for the offline check: the signature
-// from the PTX (toolchain/ptx_entries) and ptxas's resources for the profile's architecture.
+// Kernels of PTX or cubins from other compilers (nvcc, NVRTC, Triton) for the offline check: the
+// signature from the PTX (toolchain/ptx_entries) or the cubin (toolchain/cubin_entries), and the
+// resources from ptxas for the profile's architecture or from the cubin itself.
 #pragma once
 
 #include <expected>
@@ -12,8 +13,8 @@
 
 namespace ptxgate::pipeline {
 
-/// Whether `check` reads `path` as a foreign module (.ptx; .cubin and .fatbin are refused
-/// with PG5001 by the reader) rather than as .pg source.
+/// Whether `check` reads `path` as a foreign module (.ptx, .cubin; a .fatbin is refused with
+/// PG5001 by the reader) rather than as .pg source.
 bool is_foreign_module_path(std::string_view path);
 
 struct ForeignKernel {
@@ -22,10 +23,13 @@ struct ForeignKernel {
   diag::Location location;   ///< the entry's name in the PTX
 };
 
-/// Reads the PTX at `path`, finds `kernel` (PG2006), checks that its `.target` runs on `arch`
-/// (PG2001) and assembles it with ptxas for `arch` for its resources (PG2004, PG2005).
+/// Reads the PTX or cubin at `path`, finds `kernel` (PG2006), restates its parameter types
+/// with `signature` when one is given (toolchain::apply_signature), and checks that it runs on
+/// `arch` (PG2001). PTX is assembled with ptxas for `arch` for its resources (PG2004, PG2005);
+/// a cubin's resources are its own records.
 [[nodiscard]] std::expected<ForeignKernel, diag::Diagnostics> load_foreign_kernel(const std::string& path,
                                                                                   const std::string& kernel,
-                                                                                  const std::string& arch);
+                                                                                  const std::string& arch,
+                                                                                  std::string_view signature = {});
 
 }  // namespace ptxgate::pipeline

@@ -183,12 +183,16 @@ std::expected<OfflineCheck, OfflineStop> check_offline(const OfflineLaunch& opt)
     return usage(fmt::format("invalid --shared-bytes '{}': {}", opt.shared_bytes, shared_bytes.error()),
                  "write --shared-bytes N (a decimal byte count)");
 
-  // PTX from another compiler: its own signature and ptxas's resources (pipeline/foreign_ptx).
+  // PTX or a cubin from another compiler: its own signature, and ptxas's resources or the
+  // cubin's (pipeline/foreign_ptx).
+  if (!opt.signature.empty() && !is_foreign_module_path(opt.input))
+    return usage("--signature applies to .ptx and .cubin input; a .pg kernel's signature is in its source",
+                 "leave out --signature");
   if (is_foreign_module_path(opt.input)) {
     auto caps = validation::load_profile(opt.profile);
     if (!caps) return stop(caps.error());
     out.caps = *caps;
-    auto foreign = load_foreign_kernel(opt.input, opt.kernel, caps->arch());
+    auto foreign = load_foreign_kernel(opt.input, opt.kernel, caps->arch(), opt.signature);
     if (!foreign) return stop(std::move(foreign.error()));
     out.kernel = std::move(foreign->info);
     out.resources = foreign->resources;

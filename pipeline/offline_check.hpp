@@ -25,6 +25,7 @@ namespace ptxgate::pipeline {
 struct OfflineLaunch {
   std::string input;                       ///< .pg path, or "-" for standard input
   std::string kernel;
+  std::string signature;                   ///< a foreign module's parameter types ("f32[], u64"); empty: its own
   std::string grid = "1";                  ///< X[,Y[,Z]], or "max": the largest cooperative grid
   std::string block;                       ///< X[,Y[,Z]]; empty: the kernel's @workgroup
   std::string shared_bytes = "0";          ///< dynamic shared memory per block

@@ -30,7 +30,7 @@ fuzz_one() {
   case "$name" in
     fuzz_pg) find examples tests/golden -name '*.pg' -exec cp {} "$corpus/" \; ;;
     fuzz_profile) cp profiles/*.json "$corpus/" ;;
-    fuzz_ptx_entries) find tests -name '*.ptx' -exec cp {} "$corpus/" \; ;;
+    fuzz_ptx_entries) find tests \( -name '*.ptx' -o -name '*.cubin' \) -exec cp {} "$corpus/" \; ;;
     fuzz_cache_entry|fuzz_cache_dir) PTXGATE_FUZZ_WRITE_SEEDS="$corpus" "$bin" -runs=0 >/dev/null 2>&1 ;;
   esac
   if [[ -d fuzz/corpus/$name ]]; then cp fuzz/corpus/"$name"/* "$corpus/"; fi

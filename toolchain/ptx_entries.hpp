@@ -13,6 +13,7 @@
 
 #include "ptxgate/codegen/kernel_info.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/validation/launch_plan.hpp"
 
 namespace ptxgate::toolchain {
 
@@ -37,12 +38,16 @@ struct PtxEntry {
   std::array<uint32_t, 3> max_block{0, 0, 0};  ///< .maxntid; all 0: none
   diag::Location location;                     ///< the entry's name in the PTX
   diag::Diagnostics unsupported;               ///< PG3007 per parameter a launch cannot pass; empty: launchable
+  /// A cubin's own record of the kernel's resources (toolchain/cubin_entries.hpp); PTX has none
+  /// (ptxas or the driver reports them).
+  std::optional<validation::KernelResources> resources;
 };
 
 struct PtxModuleSummary {
   unsigned isa_major = 0, isa_minor = 0;  ///< `.version`
   std::string target;                     ///< the first `.target` item, e.g. "sm_90a"
   std::vector<PtxEntry> entries;          ///< in module order; declarations without a body are skipped
+  std::string binary_arch;                ///< a cubin's architecture ("sm_90"); empty for PTX text
 };
 
 /// Reads the module directives and every `.entry`. PG1004 for text that is not PTX (no

@@ -58,8 +58,10 @@ int run_check(CheckOptions& opt) {
 CLI::App* register_check(CLI::App& app, Runner& runner) {
   auto opt = std::make_shared<CheckOptions>();
   auto* cmd = app.add_subcommand("check", "Check a launch offline against a device profile (no GPU needed)");
-  cmd->add_option("file", opt->launch.input, "Input .pg file (or - for standard input), or .ptx from nvcc, NVRTC or Triton")->required();
+  cmd->add_option("file", opt->launch.input, "Input .pg file (or - for standard input), or .ptx / .cubin from nvcc, NVRTC or Triton")->required();
   cmd->add_option("--kernel", opt->launch.kernel, "Kernel to launch")->required();
+  cmd->add_option("--signature", opt->launch.signature,
+                  "Parameter types of a .ptx/.cubin kernel, in order: \"f32[], u64, f32\" (a cubin records only sizes)");
   cmd->add_option("--grid", opt->launch.grid, "Grid X[,Y[,Z]], or 'max': the largest cooperative grid that fits (implies --cooperative)")
       ->default_val("1");
   cmd->add_option("--block", opt->launch.block, "Block X[,Y[,Z]] (default: the kernel's @workgroup, else 256)");

@@ -3,7 +3,7 @@ import ctypes
 import os
 import sys
 
-API_VERSION = 1  # PTXGATE_CAPI_VERSION this binding was written for
+API_VERSION = 2  # PTXGATE_CAPI_VERSION this binding was written for
 
 OK, ERROR, USAGE = 0, 1, 2
 
@@ -32,7 +32,8 @@ class CheckRequest(ctypes.Structure):
                 ("profile", ctypes.c_char_p), ("args", ctypes.POINTER(ctypes.c_char_p)), ("arg_count", ctypes.c_size_t),
                 ("empty_args", ctypes.c_int32), ("elements", ctypes.POINTER(ctypes.c_char_p)),
                 ("element_count", ctypes.c_size_t), ("null_stream", ctypes.c_int32),
-                ("require_explicit_stream", ctypes.c_int32), ("cache_dir", ctypes.c_char_p)]
+                ("require_explicit_stream", ctypes.c_int32), ("cache_dir", ctypes.c_char_p),
+                ("signature", ctypes.c_char_p)]
 
 
 class RuntimeOptions(ctypes.Structure):
@@ -85,6 +86,8 @@ _SIGNATURES = {
     "ptxgate_runtime_free": (None, [_P]),
     "ptxgate_runtime_compile": (_S, [_P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_char_p, _PP, _PP]),
     "ptxgate_runtime_load_ptx": (_S, [_P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_char_p, _PP, _PP]),
+    "ptxgate_runtime_load_module": (_S, [_P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_char_p,
+                                         ctypes.c_char_p, _PP, _PP]),
     "ptxgate_kernel_json": (ctypes.c_char_p, [_P]),
     "ptxgate_kernel_free": (None, [_P]),
     "ptxgate_buffer_allocate": (_S, [_P, ctypes.c_size_t, _PP, _PP]),

@@ -120,6 +120,8 @@ def compile(source_or_path: PathOrSource, target: str = "sm_90", *, cubin: bool 
 
 
 def _read_text(source_or_path, name):
+    if isinstance(source_or_path, (bytes, bytearray, memoryview)):  # a cubin (or PTX) already in memory
+        return bytes(source_or_path), name
     if _is_path(source_or_path):
         path = os.fspath(source_or_path)
         with open(path, "rb") as f:
@@ -127,19 +129,25 @@ def _read_text(source_or_path, name):
     return source_or_path.encode(), name
 
 
-def read_ptx(ptx_or_path: PathOrSource, *, name: str = "<ptx>") -> Module:
-    """Reads PTX made by another compiler (nvcc -ptx, NVRTC, Triton's ``compiled.asm["ptx"]``):
-    each launchable entry's signature as ptxgate derives it (a pointer is a buffer of type
-    "void": any element type; see docs/foreign_ptx.md), with no cubin or resources. Entries with
-    a parameter a launch cannot pass are left out with a PG3007 warning; raises Error for text
-    that is not PTX (PG1004), has no entry (PG2006) or is a cubin/fatbin (PG5001)."""
+def read_ptx(ptx_or_path: Union[PathOrSource, bytes], *, name: str = "<ptx>") -> Module:
+    """Reads PTX or a cubin made by another compiler (nvcc -ptx / -cubin, NVRTC, Triton's
+    ``compiled.asm["ptx"]`` / ``["cubin"]``; a path, PTX text, or the bytes). PTX: each launchable
+    entry's signature as ptxgate derives it (a pointer is a buffer of type "void": any element
+    type; see docs/foreign_ptx.md), with no cubin or resources. A cubin: ``target`` is its
+    architecture, ``cubin`` its bytes, each entry's parameters by size (``param0``...: 8 bytes a
+    "void" buffer, 4 bytes u32) and the resources recorded in it. Entries with a parameter a
+    launch cannot pass are left out with a PG3007 warning; raises Error for text that is not PTX
+    (PG1004), no entry (PG2006), or a fatbin or unreadable cubin (PG5001)."""
     lib = _capi.lib()
     text, label = _read_text(ptx_or_path, name)
     handle = ctypes.c_void_p()
     warnings = check_call(lib.ptxgate_read_ptx, text, len(text), _b(label), ctypes.byref(handle))
     try:
         kernels = {k["name"]: KernelInfo.from_json(k) for k in json.loads(lib.ptxgate_module_kernels_json(handle))}
-        return Module(lib.ptxgate_module_target(handle).decode(), lib.ptxgate_module_ptx(handle).decode(), b"", kernels,
+        size = ctypes.c_size_t()
+        data = lib.ptxgate_module_cubin(handle, ctypes.byref(size))
+        blob = ctypes.string_at(data, size.value) if size.value else b""
+        return Module(lib.ptxgate_module_target(handle).decode(), lib.ptxgate_module_ptx(handle).decode(), blob, kernels,
                       tuple(warnings))
     finally:
         lib.ptxgate_module_free(handle)
@@ -193,24 +201,26 @@ def _strings(items: Sequence[str]):
 def check(source_or_path: PathOrSource, kernel: str, *, grid="1", block=None, shared_bytes: int = 0,
           cooperative: bool = False, profile: Optional[str] = None, args: Optional[Union[Dict[str, str], Sequence[str]]] = None,
           elements: Optional[Dict[str, int]] = None, null_stream: bool = False, require_explicit_stream: bool = False,
-          cache_dir: Optional[str] = None) -> Verdict:
+          cache_dir: Optional[str] = None, signature: Optional[str] = None) -> Verdict:
     """Checks a launch offline against a device profile, as ``ptxgate check`` does (same
     grammar: ``grid`` an int, a tuple or "max"; ``args`` NAME=SPEC strings or a dict in signature
     order, ``[]`` for an empty table; ``elements`` buffer name -> elements the launch touches).
-    The module is .pg source, or PTX from another compiler (a ``.ptx`` path, or PTX text)."""
+    The module is .pg source, or PTX or a cubin from another compiler (a ``.ptx`` / ``.cubin``
+    path, or PTX text); ``signature`` restates such a kernel's parameter types ("f32[], u64, f32":
+    a cubin records only their sizes)."""
     if _is_path(source_or_path):
         return _check_file(os.fspath(source_or_path), kernel, grid, block, shared_bytes, cooperative, profile, args,
-                           elements, null_stream, require_explicit_stream, cache_dir)
+                           elements, null_stream, require_explicit_stream, cache_dir, signature)
     with tempfile.TemporaryDirectory(prefix="ptxgate-check-") as tmp:
         path = os.path.join(tmp, "module.ptx" if _looks_like_ptx(source_or_path) else "module.pg")
         with open(path, "w") as f:
             f.write(source_or_path)
         return _check_file(path, kernel, grid, block, shared_bytes, cooperative, profile, args, elements, null_stream,
-                           require_explicit_stream, cache_dir)
+                           require_explicit_stream, cache_dir, signature)
 
 
 def _check_file(path, kernel, grid, block, shared_bytes, cooperative, profile, args, elements, null_stream,
-                require_explicit_stream, cache_dir):
+                require_explicit_stream, cache_dir, signature=None):
     lib = _capi.lib()
     r = _capi.CheckRequest()
     r.input = _b(path)
@@ -235,6 +245,7 @@ def _check_file(path, kernel, grid, block, shared_bytes, cooperative, profile, a
     r.null_stream = 1 if null_stream else 0
     r.require_explicit_stream = 1 if require_explicit_stream else 0
     r.cache_dir = _b(cache_dir)
+    r.signature = _b(signature)
     handle = ctypes.c_void_p()
     status, warnings, warnings_text = call(lib.ptxgate_check, ctypes.byref(r), ctypes.byref(handle))
     if status != _capi.OK:

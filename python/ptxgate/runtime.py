@@ -267,17 +267,27 @@ class Runtime(_Owned):
                    ctypes.byref(handle))
         return Kernel(self, handle)
 
-    def load_ptx(self, ptx_or_path: Union[str, "os.PathLike[str]"], kernel: str, *, name: str = "<ptx>") -> Kernel:
-        """Loads ``kernel`` of PTX made by another compiler (nvcc, NVRTC, Triton) to launch through
-        the same validated path: its signature comes from the PTX (pointers take arrays of any
-        element type), its block from ``.reqntid``, its resources from the driver."""
+    def load_ptx(self, ptx_or_path: Union[str, bytes, "os.PathLike[str]"], kernel: str, *, name: str = "<ptx>",
+                 signature: Optional[str] = None) -> Kernel:
+        """Loads ``kernel`` of PTX or a cubin made by another compiler (nvcc, NVRTC, Triton; a path,
+        PTX text, or the bytes) to launch through the same validated path: its signature comes
+        from the PTX (pointers take arrays of any element type) or the cubin's parameter sizes
+        (8-byte parameters take arrays of any type, 4-byte ones any 4-byte scalar), its block from
+        ``.reqntid``, its resources from the driver. ``signature`` restates the parameter types
+        ("f32[], u64, f32"), e.g. for a cubin's 64-bit integer parameters."""
         from .compiler import _read_text
 
         text, label = _read_text(ptx_or_path, name)
         handle = ctypes.c_void_p()
-        check_call(_capi.lib().ptxgate_runtime_load_ptx, self._handle, text, len(text), _b(label), _b(kernel),
-                   ctypes.byref(handle))
+        check_call(_capi.lib().ptxgate_runtime_load_module, self._handle, text, len(text), _b(label), _b(kernel),
+                   _b(signature), ctypes.byref(handle))
         return Kernel(self, handle)
+
+    def load_cubin(self, cubin_or_path: Union[bytes, str, "os.PathLike[str]"], kernel: str, *, name: str = "<cubin>",
+                   signature: Optional[str] = None) -> Kernel:
+        """``load_ptx`` for a cubin (``nvcc -cubin``, NVRTC's ``nvrtcGetCUBIN``, Triton's
+        ``compiled.asm["cubin"]``): the bytes or a path."""
+        return self.load_ptx(cubin_or_path, kernel, name=name, signature=signature)
 
     def allocate(self, nbytes: int) -> Buffer:
         return Buffer(self, nbytes)

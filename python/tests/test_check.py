@@ -48,3 +48,21 @@ def test_stops_before_a_verdict(saxpy_source, cache):
     assert v.status == "error" and v.codes == ["PG2006"]
     v = ptxgate.check(saxpy_source, "saxpy", profile="no-such-gpu", cache_dir=cache)
     assert v.status == "error" and v.codes == ["PG3601"]
+
+
+def test_cubin_checked_with_its_own_resources_and_a_signature(cache):
+    from conftest import ROOT
+
+    cubin = os.path.join(ROOT, "tests", "golden", "ptx", "saxpy_sm80.cubin")
+    args = {"param0": "1000", "param1": "2.0", "param2": "random:1000", "param3": "buffer:4000"}
+    v = ptxgate.check(cubin, "_Z5saxpyifPKfPf", grid=108, profile="a100-sxm", signature="i32, f32, f32[], f32[]",
+                      args=args, cache_dir=cache)
+    assert v.launchable, v.text
+    too_small = dict(args, param3="buffer:400")
+    v = ptxgate.check(cubin, "_Z5saxpyifPKfPf", grid=108, profile="a100-sxm", signature="i32, f32, f32[], f32[]",
+                      args=too_small, elements={"param3": 1000}, cache_dir=cache)
+    assert v.status == "blocked" and "PG3008" in v.codes
+    v = ptxgate.check(cubin, "_Z5saxpyifPKfPf", grid=132, profile="h100-sxm", cache_dir=cache)
+    assert v.status == "error" and v.codes == ["PG2001"]
+    v = ptxgate.check(cubin, "_Z5saxpyifPKfPf", profile="a100-sxm", signature="i32, f64, f32[], f32[]", cache_dir=cache)
+    assert v.status == "error" and v.codes == ["PG3007"]

@@ -9,7 +9,7 @@ from conftest import has_ptxas
 
 
 def test_api_version_matches_the_library():
-    assert ptxgate.API_VERSION == 1
+    assert ptxgate.API_VERSION == 2
     assert os.path.exists(ptxgate.library_path()) or "libptxgate" in ptxgate.library_path()
 
 
@@ -65,3 +65,19 @@ def test_bad_target_and_missing_file():
     assert info.value.codes == ["PG5001"]
     with pytest.raises(TypeError):
         ptxgate.compile(42)
+
+
+def test_read_ptx_reads_a_cubin_with_the_resources_recorded_in_it():
+    from conftest import ROOT
+
+    with open(os.path.join(ROOT, "tests", "golden", "ptx", "saxpy_sm80.cubin"), "rb") as f:
+        data = f.read()
+    m = ptxgate.read_ptx(data, name="saxpy.cubin")
+    assert m.target == "sm_80" and m.cubin == data and m.ptx == ""
+    k = m.kernels["_Z5saxpyifPKfPf"]
+    assert [p.name for p in k.params] == ["param0", "param1", "param2", "param3"]
+    assert [p.is_buffer for p in k.params] == [False, False, True, True]
+    assert k.resources is not None and k.resources.registers_per_thread == 10
+    with pytest.raises(ptxgate.Error) as info:
+        ptxgate.read_ptx(data[:100], name="cut.cubin")
+    assert info.value.codes == ["PG5001"]

@@ -142,3 +142,19 @@ def test_no_driver_is_pg4001(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert out.stdout.strip() == "PG4001", out.stderr
+
+
+def test_foreign_modules_load_with_a_signature_and_cubins_for_another_architecture_are_refused(runtime, fake_driver):
+    from conftest import ROOT
+
+    ptx = os.path.join(ROOT, "tests", "unit", "ptx", "nvcc_saxpy.ptx")
+    k = runtime.load_ptx(ptx, "_Z5saxpyifPKfPf", signature="i32, f32, f32[], f32[]")
+    assert [p.type for p in k.info.params] == ["i32", "f32", "f32", "f32"]
+    fake_driver.set_param_sizes(4, 4, 8, 8)
+    x = np.ones(10, dtype=np.float32)
+    with pytest.raises(ptxgate.Error) as info:
+        k.launch(1, [10, 2.0, np.ones(10, dtype=np.float64), x])
+    assert info.value.codes == ["PG3006"]
+    with pytest.raises(ptxgate.Error) as info:
+        runtime.load_cubin(os.path.join(ROOT, "tests", "golden", "ptx", "saxpy_sm80.cubin"), "_Z5saxpyifPKfPf")
+    assert info.value.codes == ["PG2001"] and "sm_80" in info.value.text

@@ -30,6 +30,7 @@ struct FakeDriverState {
   std::map<std::string, CUresult> fail;  ///< entry-point base name -> result to return
   int launches = 0, cooperative_launches = 0, set_attribute_calls = 0, occupancy_calls = 0, memsets = 0;
   int allocations = 0, frees = 0, module_unloads = 0, primary_releases = 0;
+  int cubin_loads = 0, ptx_loads = 0;  ///< cuModuleLoadData (a cubin), cuModuleLoadDataEx (PTX for the JIT)
   int streams_created = 0, events_created = 0, events_destroyed = 0;
   std::vector<FakeCall> calls;       ///< ordering-relevant calls, in order
   bool events_pending = false;       ///< cuEventQuery answers CUDA_ERROR_NOT_READY (work still running)
@@ -262,6 +263,16 @@ inline DriverApi make_fake_driver() {
   };
   api.cuMemcpyDtoDAsync = [](CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
     return fake_state().log({"cuMemcpyDtoDAsync", s, nullptr, dst, src, n, {}});
+  };
+  api.cuModuleLoadData = [](CUmodule* m, const void*) {
+    ++fake_state().cubin_loads;
+    *m = reinterpret_cast<CUmodule>(0x2000);
+    return fake_state().result_of("cuModuleLoadData");
+  };
+  api.cuModuleLoadDataEx = [](CUmodule* m, const void*, unsigned, CUjit_option*, void**) {
+    ++fake_state().ptx_loads;
+    *m = reinterpret_cast<CUmodule>(0x2000);
+    return fake_state().result_of("cuModuleLoadDataEx");
   };
   api.cuModuleGetFunction = [](CUfunction* f, CUmodule, const char*) {
     *f = reinterpret_cast<CUfunction>(0x3000);

@@ -11,6 +11,8 @@
 #include "ptxgate/capi/ptxgate.h"
 #include "backend_fake_driver.hpp"
 #include "capi_test_support.hpp"
+#include "ptxgate/toolchain/ptxas.hpp"
+#include "toolkit_test_support.hpp"
 
 using ptxgate::backend::testing::fake_state;
 using Diags = ptxgate::testing::CapiDiagnostics;
@@ -78,19 +80,9 @@ TEST_CASE("capi ptx: an entry with a struct parameter is left out with a warning
 }
 
 TEST_CASE("capi ptx: foreign kernels load in the runtime and launch through the same checks (fake driver)") {
-  namespace testing = ptxgate::backend::testing;
-  testing::reset_fake_state();
-  static ptxgate::backend::DriverApi api = testing::make_fake_driver();
-  ptxgate::backend::install_driver_for_testing(&api);
-  struct Restore {
-    ~Restore() { ptxgate::backend::install_driver_for_testing(nullptr); }
-  } restore;
-  ptxgate_runtime_options ro;
-  ptxgate_runtime_options_init(&ro);
-  ro.disk_cache = 0;
-  ptxgate_runtime* rt = nullptr;
+  ptxgate::testing::FakeCapiRuntime fake;
+  ptxgate_runtime* rt = fake.rt;
   Diags d;
-  REQUIRE(ptxgate_runtime_create(&ro, &rt, d.out()) == PTXGATE_OK);
 
   const std::string saxpy = ptx_fixture("nvcc_saxpy.ptx");
   ptxgate_kernel* k = nullptr;
@@ -152,5 +144,56 @@ TEST_CASE("capi ptx: foreign kernels load in the runtime and launch through the 
   const std::string newer = ".version 8.7\n.target sm_100a\n.entry k() { ret; }\n";
   CHECK(ptxgate_runtime_load_ptx(rt, newer.data(), newer.size(), "new.ptx", "k", &k, d.out()) == PTXGATE_ERROR);
   CHECK(d.first_code() == "PG2001");
-  ptxgate_runtime_free(rt);
+}
+
+TEST_CASE("capi ptx: a cubin reads with its own resources and loads with a signature (fake driver, sm_90)") {
+  auto toolkit = ptxgate::testing::toolkit_with_ptxas();
+  if (!toolkit) return;
+  auto assembled = ptxgate::toolchain::assemble(ptx_fixture("nvcc_saxpy.ptx"), "sm_90", *toolkit);
+  REQUIRE(assembled);
+  const std::string& cubin = assembled->cubin;
+  ptxgate_module* m = nullptr;
+  Diags d;
+  REQUIRE_MESSAGE(ptxgate_read_ptx(cubin.data(), cubin.size(), "saxpy.cubin", &m, d.out()) == PTXGATE_OK, d.text());
+  CHECK(std::string(ptxgate_module_target(m)) == "sm_90");
+  auto kernels = nlohmann::json::parse(ptxgate_module_kernels_json(m));
+  REQUIRE(kernels.size() == 1);
+  CHECK(kernels[0]["params"][0]["name"] == "param0");
+  CHECK(kernels[0]["params"][0]["type"] == "u32");
+  CHECK(kernels[0]["params"][3]["kind"] == "buffer");
+  CHECK(kernels[0]["resources"]["registers_per_thread"] ==
+        assembled->resources.at("_Z5saxpyifPKfPf").registers_per_thread);
+  ptxgate_module_free(m);
+
+  ptxgate::testing::FakeCapiRuntime fake;
+  ptxgate_runtime* rt = fake.rt;
+  ptxgate_kernel* k = nullptr;
+  REQUIRE_MESSAGE(ptxgate_runtime_load_module(rt, cubin.data(), cubin.size(), "saxpy.cubin", "_Z5saxpyifPKfPf",
+                                              "i32, f32, f32[], f32[]", &k, d.out()) == PTXGATE_OK,
+                  d.text());
+  CHECK(fake_state().cubin_loads == 1);  // the cubin itself, not a JIT of PTX
+  CHECK(fake_state().ptx_loads == 0);
+  ptxgate_launch_config config{};
+  config.grid[0] = config.grid[1] = config.grid[2] = 1;
+  fake_state().param_sizes = {4, 4, 8, 8};
+  ptxgate_arg args[] = {scalar(PTXGATE_DTYPE_I32, 1000), scalar(PTXGATE_DTYPE_F32, 0x40000000),
+                        pointer(0x9000, PTXGATE_DTYPE_F32, 1000), pointer(0xA000, PTXGATE_DTYPE_F32, 1000)};
+  REQUIRE_MESSAGE(ptxgate_kernel_launch(k, &config, args, 4, nullptr, d.out()) == PTXGATE_OK, d.text());
+  CHECK(fake_state().launches == 1);
+  // The signature's element types are enforced: an array of f64 for an f32 buffer.
+  ptxgate_arg wrong[] = {args[0], args[1], args[2], pointer(0xA000, PTXGATE_DTYPE_F64, 1000)};
+  CHECK(ptxgate_kernel_launch(k, &config, wrong, 4, nullptr, d.out()) == PTXGATE_ERROR);
+  CHECK(d.first_code() == "PG3006");
+  ptxgate_kernel_free(k);
+
+  // A signature of the wrong size, and a cubin for an architecture the device cannot run.
+  CHECK(ptxgate_runtime_load_module(rt, cubin.data(), cubin.size(), "saxpy.cubin", "_Z5saxpyifPKfPf",
+                                    "i32, f64, f32[], f32[]", &k, d.out()) == PTXGATE_ERROR);
+  CHECK(d.first_code() == "PG3007");
+  auto for_80 = ptxgate::toolchain::assemble(ptx_fixture("nvcc_saxpy.ptx"), "sm_80", *toolkit);
+  REQUIRE(for_80);
+  CHECK(ptxgate_runtime_load_module(rt, for_80->cubin.data(), for_80->cubin.size(), "saxpy80.cubin", "_Z5saxpyifPKfPf",
+                                    nullptr, &k, d.out()) == PTXGATE_ERROR);
+  CHECK(d.first_code() == "PG2001");
+  CHECK(k == nullptr);
 }

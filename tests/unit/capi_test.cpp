@@ -237,20 +237,9 @@ TEST_CASE("capi: check gives the offline verdict through pipeline::check_offline
 }
 
 TEST_CASE("capi: the runtime over a fake driver binds, validates and launches; foreign streams are borrowed") {
-  namespace testing = ptxgate::backend::testing;
-  testing::reset_fake_state();
-  static ptxgate::backend::DriverApi api = testing::make_fake_driver();
-  ptxgate::backend::install_driver_for_testing(&api);
-  struct Restore {
-    ~Restore() { ptxgate::backend::install_driver_for_testing(nullptr); }
-  } restore;
-
-  ptxgate_runtime_options ro;
-  ptxgate_runtime_options_init(&ro);
-  ro.disk_cache = 0;
-  ptxgate_runtime* rt = nullptr;
+  ptxgate::testing::FakeCapiRuntime fake;
+  ptxgate_runtime* rt = fake.rt;
   Diags d;
-  REQUIRE_MESSAGE(ptxgate_runtime_create(&ro, &rt, d.out()) == PTXGATE_OK, d.text());
   CHECK(std::string(ptxgate_runtime_target(rt)) == "sm_90");
   CHECK(ptxgate_runtime_device(rt) == 0);
   ptxgate_kernel* k = nullptr;
@@ -346,7 +335,6 @@ TEST_CASE("capi: the runtime over a fake driver binds, validates and launches; f
   ptxgate_buffer_free(x);
   ptxgate_kernel_free(k);
   CHECK(ptxgate_runtime_synchronize(rt, d.out()) == PTXGATE_OK);
-  ptxgate_runtime_free(rt);
 }
 
 TEST_CASE("capi: without a driver the runtime is PG4001 as data") {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ptxgate/capi/ptxgate.h"
+#include "backend_fake_driver.hpp"
 
 namespace ptxgate::testing {
 
@@ -43,6 +44,28 @@ struct CapiDiagnostics {
     return c.empty() ? "" : c.front();
   }
   std::string text() { return list ? ptxgate_diagnostics_render(list, "text") : "(no list)"; }
+};
+
+/// A C API runtime over the fake driver (sm_90, fresh fake state, no disk cache); the real
+/// driver table is restored when it goes.
+struct FakeCapiRuntime {
+  ptxgate_runtime* rt = nullptr;
+  FakeCapiRuntime() {
+    backend::testing::reset_fake_state();
+    static backend::DriverApi api = backend::testing::make_fake_driver();
+    backend::install_driver_for_testing(&api);
+    ptxgate_runtime_options ro;
+    ptxgate_runtime_options_init(&ro);
+    ro.disk_cache = 0;
+    CapiDiagnostics d;
+    REQUIRE_MESSAGE(ptxgate_runtime_create(&ro, &rt, d.out()) == PTXGATE_OK, d.text());
+  }
+  FakeCapiRuntime(const FakeCapiRuntime&) = delete;
+  FakeCapiRuntime& operator=(const FakeCapiRuntime&) = delete;
+  ~FakeCapiRuntime() {
+    ptxgate_runtime_free(rt);
+    backend::install_driver_for_testing(nullptr);
+  }
 };
 
 /// The text of tests/unit/ptx/NAME (PTX written by nvcc, NVRTC and Triton).

@@ -4,9 +4,11 @@
 #include <optional>
 
 #include "ptxgate/toolchain/ptxas.hpp"
+#include "toolkit_test_support.hpp"
 
 using namespace ptxgate::toolchain;
 using ptxgate::diag::Code;
+using ptxgate::testing::toolkit_with_ptxas;
 
 namespace {
 
@@ -135,14 +137,6 @@ const char* kStorePtx = R"(.version 8.0
 	ret;
 }
 )";
-
-/// The toolkit when it has ptxas; a message and nullopt otherwise.
-std::optional<Toolkit> toolkit_with_ptxas() {
-  auto toolkit = discover();
-  if (toolkit.ptxas) return toolkit;
-  MESSAGE("skipped: " << toolkit.ptxas.error().items()[0].message);
-  return std::nullopt;
-}
 
 }  // namespace
 
