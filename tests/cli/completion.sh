@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The bash completion (tools/completion/ptxgate.bash) offers every command `ptxgate --help`
 # lists and every long option each command's help lists, completes fixed option values, and
-# completes .pg files. Usage: completion.sh PTXGATE_CLI SOURCE_DIR
+# completes .pg files (and, for check, .ptx and .cubin files). Usage: completion.sh PTXGATE_CLI SOURCE_DIR
 set -u
 cli="$1"
 src="$2"
@@ -42,6 +42,13 @@ complete_words cache ""
 cd "$src/examples"
 complete_words check sax
 [[ " ${COMPREPLY[*]} " == *" saxpy.pg "* ]] || fail "no .pg file completed: ${COMPREPLY[*]}"
+cd "$src/tests/golden/ptx"
+complete_words check sax
+[[ " ${COMPREPLY[*]} " == *" saxpy_sm80.cubin "* ]] || fail "check completes no .cubin: ${COMPREPLY[*]}"
+complete_words check check_nvcc
+[[ " ${COMPREPLY[*]} " == *" check_nvcc_saxpy.ptx "* ]] || fail "check completes no .ptx: ${COMPREPLY[*]}"
+complete_words emit sax
+[[ " ${COMPREPLY[*]} " != *".cubin "* ]] || fail "emit completes a .cubin: ${COMPREPLY[*]}"
 if ((failures)); then
   echo "$failures failure(s)" >&2
   exit 1

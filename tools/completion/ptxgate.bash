@@ -34,7 +34,7 @@ _ptxgate() {
   local options=""
   case "$command" in
     emit) options="--target --emit -O --opt-level --llvm-pipeline --libdevice -o --output" ;;
-    check) options="--kernel --grid --block --shared-bytes --cooperative --device-profile --arg --empty-args
+    check) options="--kernel --signature --grid --block --shared-bytes --cooperative --device-profile --arg --empty-args
                     --null-slot --elements --stream --stream-policy" ;;
     occupancy) options="--kernel --device-profile --shared-bytes" ;;
     run) options="--kernel --grid --block --shared-bytes --cooperative --arg --out --print --time --device" ;;
@@ -54,6 +54,9 @@ _ptxgate() {
     COMPREPLY=($(compgen -W "$options $common" -- "$cur"))
   else
     COMPREPLY=($(compgen -f -X '!*.pg' -- "$cur") $(compgen -d -- "$cur"))
+    if [[ "$command" == check ]]; then  # check also reads other compilers' PTX and cubins
+      COMPREPLY+=($(compgen -f -X '!*.ptx' -- "$cur") $(compgen -f -X '!*.cubin' -- "$cur"))
+    fi
   fi
 }
 complete -o filenames -F _ptxgate ptxgate
