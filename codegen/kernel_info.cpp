@@ -23,6 +23,7 @@ nlohmann::json to_json(const KernelInfo& info) {
                    {"uses_warp_operations", info.uses_warp_operations},
                    {"dynamic_shared_element_bytes", info.dynamic_shared_element_bytes},
                    {"hidden_grid_barrier_param", info.hidden_grid_barrier_param}};
+  if (info.foreign) j["foreign"] = true;  // absent for ptxgate's own kernels
   if (info.has_required_block())
     j["required_block"] = {info.required_block[0], info.required_block[1], info.required_block[2]};
   else
@@ -42,6 +43,7 @@ std::expected<KernelInfo, std::string> kernel_info_from_json(const nlohmann::jso
     if (j.contains("dynamic_shared_element_bytes"))
       info.dynamic_shared_element_bytes = diag::json_integer<uint32_t>(j.at("dynamic_shared_element_bytes"));
     info.hidden_grid_barrier_param = j.at("hidden_grid_barrier_param").get<bool>();
+    info.foreign = j.value("foreign", false);
     const auto& rb = j.at("required_block");
     if (!rb.is_null()) {
       if (!rb.is_array() || rb.size() != 3) return std::unexpected("required_block must be null or [x, y, z]");

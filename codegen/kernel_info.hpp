@@ -39,6 +39,9 @@ struct KernelInfo {
   /// When true the PTX entry has one extra trailing parameter, a pointer to a
   /// 4-byte device word holding grid-barrier state, supplied by the backend.
   bool hidden_grid_barrier_param = false;
+  /// Made by another compiler (PTX or a cubin, toolchain/ptx_entries, cubin_entries): its
+  /// required block is a `.reqntid`, not a `@workgroup`, and diagnostics say so.
+  bool foreign = false;
 
   bool has_required_block() const { return required_block[0] != 0; }
 };

@@ -95,6 +95,16 @@ std::expected<EmitProduct, EmitStop> emit_file(const EmitFileRequest& request) {
   auto bytes = product(loaded->module, request, out.warnings);
   if (!bytes) return std::unexpected(EmitStop{std::move(out.warnings), bytes.error()});
   out.bytes = std::move(*bytes);
+  // Text products under --format json: one document holding the text, like meta and resources.
+  if (request.json && (request.kind == EmitKind::ptx || request.kind == EmitKind::llvm || request.kind == EmitKind::sass)) {
+    std::string_view kind = request.kind == EmitKind::ptx ? "ptx" : request.kind == EmitKind::llvm ? "llvm" : "sass";
+    out.bytes = nlohmann::json{{"schema_version", kJsonSchemaVersion},
+                               {"target", request.compile.codegen.target},
+                               {"emit", kind},
+                               {"text", std::move(out.bytes)}}
+                    .dump(2) +
+                "\n";
+  }
   out.binary = request.kind == EmitKind::cubin;
   return out;
 }

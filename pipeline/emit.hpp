@@ -45,7 +45,9 @@ struct EmitFileRequest {
   std::string input;                       ///< .pg path, or "-" for standard input
   EmitKind kind = EmitKind::ptx;
   EmitRequest compile;
-  bool json = false;                       ///< resources as JSON (meta is always JSON)
+  /// --format json: resources as JSON; ptx, llvm and sass as {"schema_version", "target", "emit",
+  /// "text"} (meta is always JSON; a cubin is always its bytes).
+  bool json = false;
 };
 
 /// The product: text, or the cubin's bytes (`binary`).

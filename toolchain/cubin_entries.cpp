@@ -127,6 +127,7 @@ class CubinReader {
       if (!sym.entry) continue;
       PtxEntry entry;
       entry.info.name = std::string(sym.name);
+      entry.info.foreign = true;
       entry.location = where_;
       validation::KernelResources res;
       if (auto r = registers.find(sym.index); r != registers.end()) res.registers_per_thread = r->second;

@@ -240,6 +240,7 @@ struct EntryReader {
     }
     PtxEntry entry;
     entry.info.name = std::string(name->text);
+    entry.info.foreign = true;
     entry.location = at(name->offset, name->text.size());
     std::vector<RawParam> params;
     auto malformed = [&](size_t offset, std::string what) {

@@ -159,8 +159,8 @@ void check_geometry(const codegen::KernelInfo& kernel, const KernelResources& re
       (plan.block[0] != kernel.required_block[0] || plan.block[1] != kernel.required_block[1] ||
        plan.block[2] != kernel.required_block[2])) {
     r.add(Code::workgroup_mismatch,
-          fmt::format("block {} differs from kernel '{}' @workgroup {}", dims(plan.block), kernel.name,
-                      dims(kernel.required_block)),
+          fmt::format("block {} differs from kernel '{}' {} {}", dims(plan.block), kernel.name,
+                      kernel.foreign ? ".reqntid" : "@workgroup", dims(kernel.required_block)),
           fmt::format("launch with block {} (or omit the block size)", dims(kernel.required_block)));
     f.geometry_ok = false;
   }
