@@ -126,3 +126,40 @@ def test_cupy_array_in_place(runtime, saxpy_source):
     k.launch((n + 255) // 256, [y, x, 1.5, n], stream=s)
     s.synchronize()
     cp.testing.assert_allclose(y, expected, rtol=1e-6)
+
+
+def test_triton_ptx_and_cubin_launch_on_torch_tensors(runtime, torch):
+    """A kernel Triton compiled, loaded from its PTX and from its cubin, launched by ptxgate on torch
+    tensors in place and compared with torch. Triton appends scratch pointers to the signature
+    (their number depends on its version); they get a small scratch tensor each."""
+    triton = pytest.importorskip("triton")
+    import triton.language as tl
+
+    @triton.jit
+    def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+    n, block = 100_000, 1024
+    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    warm = torch.empty_like(x)
+    compiled = add_kernel[(triton.cdiv(n, block),)](x, y, warm, n, BLOCK=block)
+    torch.cuda.synchronize()
+    name = compiled.name if hasattr(compiled, "name") else compiled.metadata.name
+    scratch = torch.zeros(1 << 16, dtype=torch.uint8, device="cuda")
+    for how in ("ptx", "cubin"):
+        image = compiled.asm[how]
+        k = runtime.load_ptx(image if how == "cubin" else image.encode(), name, name=f"add.{how}")
+        params = k.info.params
+        assert len(params) >= 4 and params[0].is_buffer and not params[3].is_buffer
+        out = torch.zeros_like(x)
+        args = [x, y, out, n] + [scratch] * (len(params) - 4)
+        k.launch(triton.cdiv(n, block), args, stream=torch.cuda.current_stream())
+        torch.cuda.synchronize()
+        assert torch.equal(out, x + y), how
+        # The kernel's .reqntid (Triton's num_warps * 32) is enforced: another block is refused.
+        if k.info.required_block is not None:
+            with pytest.raises(ptxgate.Error) as info:
+                k.launch(triton.cdiv(n, block), args, block=(k.info.required_block[0] * 2, 1, 1))
+            assert "PG3105" in info.value.codes
