@@ -439,12 +439,17 @@ std::expected<void, diag::Diagnostics> GraphExec::launch(const Stream& stream) {
                 {}, "keep every buffer a graph uses alive while it is replayed, or update the node to a live buffer");
     return std::unexpected(std::move(d));
   }
-  const std::string subject = fmt::format("replay of a graph of {} nodes", st.nodes.size());
-  if (auto ok = ctx.healthy("cuGraphLaunch", subject); !ok) return ok;
+  // The subject names the replay in diagnostics only: formatted when one is made, not per replay.
+  auto subject = [&] { return fmt::format("replay of a graph of {} nodes", st.nodes.size()); };
+  if (ctx.poisoned()) [[unlikely]]
+    return ctx.healthy("cuGraphLaunch", subject());
   if (auto ok = ctx.make_current(); !ok) return ok;
   CUstream s = stream.handle();
   auto launched = ctx.tracker().submit(s, st.accesses, [&]() -> std::expected<void, diag::Diagnostics> {
-    return PTXGATE_CU(ctx, subject, cuGraphLaunch, st.exec, s);
+    const CUresult r = ctx.api().cuGraphLaunch(st.exec, s);
+    if (r == CUDA_SUCCESS) [[likely]]
+      return {};
+    return ctx.check(r, "cuGraphLaunch", subject());
   });
   if (launched) ++st.replays;
   return launched;

@@ -62,6 +62,22 @@ std::optional<LaunchTicket> LoadedFunction::cached_ticket(const validation::Laun
   return LaunchTicket::of(id_, shape, *block, argument_count);
 }
 
+std::optional<std::expected<void, diag::Diagnostics>> LoadedFunction::launch_cached(Context& ctx, LoadedFunction& fn,
+                                                                                    const validation::LaunchShape& shape,
+                                                                                    std::span<void* const> args,
+                                                                                    CUstream stream) {
+  // relaunch without its ticket checks: the ticket is made here from the shape the caller built
+  // for exactly these slots (none of them null), so it matches by construction.
+  auto block = fn.cache_->find(shape);
+  if (!block) return std::nullopt;
+  if (ctx.poisoned()) [[unlikely]]
+    return std::nullopt;  // the general path reports it
+  if (auto ok = ctx.make_current(); !ok) [[unlikely]]
+    return std::unexpected(std::move(ok.error()));
+  fn.cached_.fetch_add(1, std::memory_order_relaxed);
+  return LaunchTicket::drive(ctx, fn, LaunchTicket::of(fn.id_, shape, *block, args.size()), args, stream);
+}
+
 LaunchTicket LaunchTicket::of(uint64_t function_id, const validation::LaunchShape& shape,
                               const std::array<unsigned, 3>& block, size_t argument_count) {
   // A launchable verdict bounds every dimension by the device's limits (< 2^32).
@@ -149,17 +165,20 @@ std::expected<void, diag::Diagnostics> LaunchTicket::drive(Context& ctx, LoadedF
                                                            const LaunchTicket& ticket, std::span<void* const> args,
                                                            CUstream stream) {
   // The driver only reads the argument table; a copy is made only to append the barrier word.
-  void** table = const_cast<void**>(args.data());
-  boost::container::small_vector<void*, kInlineArguments> slots;
-  CUdeviceptr barrier_word = 0;
-  if (fn.info_.hidden_grid_barrier_param) {
+  if (fn.info_.hidden_grid_barrier_param) [[unlikely]] {
     auto word = ctx.grid_barrier_word(stream);
     if (!word) return std::unexpected(word.error());
-    barrier_word = *word;
-    slots.assign(args.begin(), args.end());
+    CUdeviceptr barrier_word = *word;
+    boost::container::small_vector<void*, kInlineArguments> slots(args.begin(), args.end());
     slots.push_back(&barrier_word);
-    table = slots.data();
+    return drive_table(ctx, fn, ticket, slots.data(), stream);
   }
+  return drive_table(ctx, fn, ticket, const_cast<void**>(args.data()), stream);
+}
+
+std::expected<void, diag::Diagnostics> LaunchTicket::drive_table(Context& ctx, LoadedFunction& fn,
+                                                                 const LaunchTicket& ticket, void** table,
+                                                                 CUstream stream) {
   const auto& g = ticket.grid_;
   const auto& b = ticket.block_;
   CUresult r;

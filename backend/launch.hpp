@@ -56,6 +56,10 @@ class LaunchTicket {
   [[nodiscard]] static std::expected<void, diag::Diagnostics> drive(Context& ctx, LoadedFunction& fn,
                                                                     const LaunchTicket& ticket,
                                                                     std::span<void* const> args, CUstream stream);
+  /// drive's driver call with the final argument table (the barrier word appended when needed).
+  [[nodiscard]] static std::expected<void, diag::Diagnostics> drive_table(Context& ctx, LoadedFunction& fn,
+                                                                          const LaunchTicket& ticket, void** table,
+                                                                          CUstream stream);
   /// The launch this ticket stands for, as a plan (geometry, shared bytes, cooperative), for messages.
   validation::LaunchPlan described() const {
     validation::LaunchPlan p;
@@ -117,6 +121,12 @@ class LoadedFunction {
   [[nodiscard]] static std::expected<void, diag::Diagnostics> launch_with_shape(
       Context& ctx, LoadedFunction& fn, const validation::LaunchPlan& plan, const validation::LaunchShape& shape,
       std::span<void* const> args, CUstream stream, diag::Diagnostics* warnings, LaunchTicket* ticket);
+  /// Kernel::launch's steady path: when the launch cache knows `shape` (built by the caller for
+  /// exactly `args`, no slot null), the launch, as launch_cuda_function(ticket) makes it;
+  /// nothing on a miss or a poisoned context (the caller takes the path that reports them).
+  [[nodiscard]] static std::optional<std::expected<void, diag::Diagnostics>> launch_cached(
+      Context& ctx, LoadedFunction& fn, const validation::LaunchShape& shape, std::span<void* const> args,
+      CUstream stream);
   /// The body of launch_cuda_function(ticket).
   [[nodiscard]] static std::expected<void, diag::Diagnostics> relaunch(Context& ctx, LoadedFunction& fn,
                                                                        const LaunchTicket& ticket,

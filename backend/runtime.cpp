@@ -161,6 +161,9 @@ std::vector<Kernel::SteadyParam> Kernel::steady_params_for(const codegen::Kernel
   std::vector<SteadyParam> steady(info.params.size());
   for (size_t i = 0; i < info.params.size(); ++i) {
     const auto& p = info.params[i];
+    steady[i].is_buffer = p.is_buffer;
+    steady[i].type = p.type;
+    steady[i].access = access_mode(p.access);
     // The description bind_described leaves for an argument that matches the parameter exactly.
     validation::ArgumentDesc& d = steady[i].desc;
     if (p.is_buffer) {
@@ -215,30 +218,32 @@ std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config
     } accesses;
     size_t tracked = 0;
     size_t i = 0;
+    uint64_t* words = shape.argument_words(n);  // n <= kMaxArguments: written below, two per argument
+    const Context* own = ctx_.get();
     for (; i < n; ++i) {
       const Arg& a = args[i];
-      const codegen::ParamInfo& p = params[i];
-      const uint64_t word = steady_[i].word;
+      const SteadyParam& p = steady_[i];
       if (p.is_buffer) {
-        if (a.kind() != Arg::Kind::buffer || a.bits() == 0 || !buffer_type_fits(a, p) ||
-            (a.context() != nullptr && a.context() != ctx_.get())) [[unlikely]]
+        if (a.kind() != Arg::Kind::buffer || a.bits() == 0 || (a.type() != ir::Type::void_ && a.type() != p.type) ||
+            (a.context() != nullptr && a.context() != own)) [[unlikely]]
           break;
         const uint64_t bytes = a.buffer_bytes();
-        shape.add_words(bytes != 0 ? word | validation::LaunchShape::kBufferBytesKnown : word, bytes);
-        if (BufferTrack* t = a.track()) std::construct_at(&accesses.items[tracked++], t, access_mode(p.access));
+        words[2 * i] = bytes != 0 ? p.word | validation::LaunchShape::kBufferBytesKnown : p.word;
+        words[2 * i + 1] = bytes;
+        if (BufferTrack* t = a.track()) std::construct_at(&accesses.items[tracked++], t, p.access);
       } else {
-        if (a.kind() != Arg::Kind::scalar || a.type() != p.type || word == 0) [[unlikely]]
+        if (a.kind() != Arg::Kind::scalar || a.type() != p.type || p.word == 0) [[unlikely]]
           break;
-        shape.add_words(word, 0);
+        words[2 * i] = p.word;
+        words[2 * i + 1] = 0;
       }
       slots[i] = const_cast<uint64_t*>(a.value_address());  // the driver only reads it
     }
     if (i == n) [[likely]] {
       const std::span<void* const> slot_span(slots.data(), n);
-      auto ticket = function_->cached_ticket(shape, n);
       auto go = [&]() -> std::expected<void, diag::Diagnostics> {
-        if (ticket) [[likely]]
-          return launch_cuda_function(*ctx_, *function_, *ticket, slot_span, s);
+        if (auto launched = LoadedFunction::launch_cached(*ctx_, *function_, shape, slot_span, s)) [[likely]]
+          return std::move(*launched);
         return launch_new_shape(config, args, shape, slot_span, s);
       };
       if (tracked == 0) return go();

@@ -113,6 +113,10 @@ class Kernel {
   struct SteadyParam {
     validation::ArgumentDesc desc;
     uint64_t word = 0;
+    // The parameter's facts the steady loop reads, next to its word (not the larger ParamInfo).
+    bool is_buffer = false;
+    ir::Type type = ir::Type::void_;
+    AccessMode access = AccessMode::write;
   };
   static std::vector<SteadyParam> steady_params_for(const codegen::KernelInfo& info);
   /// The plan's fields that come from the configuration and the stream.

@@ -78,6 +78,15 @@ class LaunchShape {
     words_[7] += uint64_t{1} << 32;  // the argument count lives in the flags word's upper half
     tag_ = 0;
   }
+  /// Appends `n` arguments (n <= kMaxArguments, none added before) whose words the caller writes
+  /// into the returned array, two per argument as add_words takes them: for a caller that
+  /// describes every argument in one pass.
+  uint64_t* argument_words(size_t n) {
+    arguments_ = n;
+    words_[7] += uint64_t{n} << 32;
+    tag_ = 0;
+    return words_ + kHeaderWords;
+  }
   /// Marks the shape as one whose verdict must be computed every time.
   void set_uncacheable() { cacheable_ = false; }
 
