@@ -147,7 +147,7 @@ def test_triton_ptx_and_cubin_launch_on_torch_tensors(runtime, torch):
     compiled = add_kernel[(triton.cdiv(n, block),)](x, y, warm, n, BLOCK=block)
     torch.cuda.synchronize()
     name = compiled.name if hasattr(compiled, "name") else compiled.metadata.name
-    scratch = torch.zeros(1 << 16, dtype=torch.uint8, device="cuda")
+    scratch = torch.zeros(1 << 14, dtype=torch.float32, device="cuda")
     for how in ("ptx", "cubin"):
         image = compiled.asm[how]
         k = runtime.load_ptx(image if how == "cubin" else image.encode(), name, name=f"add.{how}")

@@ -16,7 +16,9 @@ using backend::LaunchConfig;
 namespace {
 
 std::string fixture(const std::string& name) {
-  return read_text(example_path("saxpy").parent_path().parent_path() / "tests" / "unit" / "ptx" / name);
+  std::string text = read_text(ptx_fixture_path(name));
+  if (text.empty()) FAIL("cannot read " << ptx_fixture_path(name).string() << " (set PTXGATE_PTX_DIR)");
+  return text;
 }
 
 /// The cubin ptxas makes of `ptx` for this device.

@@ -26,6 +26,12 @@ std::filesystem::path example_path(const std::string& name) {
   return base / (name + ".pg");
 }
 
+std::filesystem::path ptx_fixture_path(const std::string& name) {
+  const char* dir = std::getenv("PTXGATE_PTX_DIR");
+  std::filesystem::path base = dir ? dir : PTXGATE_SOURCE_DIR "/tests/unit/ptx";
+  return base / name;
+}
+
 std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path);
   std::stringstream ss;

@@ -22,6 +22,8 @@ backend::Runtime& runtime();
 /// examples/NAME.pg: $PTXGATE_EXAMPLES_DIR, else the source tree's examples/.
 std::filesystem::path example_path(const std::string& name);
 std::string read_text(const std::filesystem::path& path);
+/// tests/unit/ptx/NAME (PTX written by nvcc and Triton): $PTXGATE_PTX_DIR, else the source tree's.
+std::filesystem::path ptx_fixture_path(const std::string& name);
 
 /// Compiles kernel NAME of examples/NAME.pg (FAILs the test with the diagnostics otherwise).
 std::shared_ptr<backend::Kernel> compile_example(const std::string& name);
