@@ -101,13 +101,6 @@ class Context : public std::enable_shared_from_this<Context> {
 
   /// Sequence numbers and the recent launches, for reports of asynchronous faults.
   LaunchLog& launch_log() { return launch_log_; }
-  /// Starts loading what a launch reads and writes of the context (its health, the driver's
-  /// launch entry point, the launch log's next slot) while the caller binds its arguments.
-  void prefetch_launch() const {
-    __builtin_prefetch(&health_);
-    __builtin_prefetch(&api_->cuLaunchKernel);
-    launch_log_.prefetch_next();
-  }
   /// Checked launches: every launch synchronises its stream and a fault names that launch (PG4050).
   void set_checked_launches(bool on) { checked_launches_.store(on, std::memory_order_relaxed); }
   bool checked_launches() const { return checked_launches_.load(std::memory_order_relaxed); }

@@ -43,11 +43,6 @@ class LaunchLog {
   /// Takes the next sequence number and remembers the launch under it (`kernel`: intern's number).
   uint64_t record(uint32_t kernel, const std::array<unsigned, 3>& grid, const std::array<unsigned, 3>& block,
                   unsigned dynamic_shared_bytes, bool cooperative, CUstream stream) noexcept;
-  /// Starts loading what the next record writes (the counter and the slot it will take).
-  void prefetch_next() const {
-    const uint64_t next = next_.load(std::memory_order_relaxed) + 1;
-    __builtin_prefetch(&slots_[next % kSlots], 1);
-  }
   /// The newest sequence number given out (0 before the first launch).
   uint64_t last() const { return next_.load(std::memory_order_acquire); }
   /// Launches up to `sequence` are known complete (a synchronisation of the whole context succeeded).

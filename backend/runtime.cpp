@@ -7,7 +7,6 @@
 #include <boost/container/small_vector.hpp>
 #include <fmt/format.h>
 
-#include "ptxgate/backend/internal/launch_cache.hpp"
 #include "ptxgate/backend/internal/peer_bridge.hpp"
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/ir/frontend.hpp"
@@ -207,8 +206,6 @@ std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config
   if (n == params.size() && n <= validation::LaunchShape::kMaxArguments &&
       (stream == nullptr || stream->context() == ctx_.get())) [[likely]] {
     const CUstream s = stream ? stream->handle() : nullptr;
-    function_->cache_->prefetch_hint();
-    ctx_->prefetch_launch();
     validation::LaunchShape shape;
     shape.start(config.grid, config.block, config.dynamic_shared_bytes,
                 {config.cooperative, config.block_given, true, s == nullptr, ctx_->stream_policy(),
@@ -233,10 +230,7 @@ std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config
         const uint64_t bytes = a.buffer_bytes();
         words[2 * i] = bytes != 0 ? p.word | validation::LaunchShape::kBufferBytesKnown : p.word;
         words[2 * i + 1] = bytes;
-        if (BufferTrack* t = a.track()) {
-          __builtin_prefetch(t, 1);  // its history is read and written under the tracker's lock, soon
-          std::construct_at(&accesses.items[tracked++], t, p.access);
-        }
+        if (BufferTrack* t = a.track()) std::construct_at(&accesses.items[tracked++], t, p.access);
       } else {
         if (a.kind() != Arg::Kind::scalar || a.type() != p.type || p.word == 0) [[unlikely]]
           break;

@@ -34,13 +34,6 @@ class LaunchCache {
 
   /// The block of a shape validated launchable before.
   std::optional<std::array<unsigned, 3>> find(const validation::LaunchShape& shape) const;
-  /// Starts loading the entry of the last hit, which find compares first: a launch calls this
-  /// before it builds its shape, so the entry's lines arrive meanwhile (the driver's own work
-  /// between two launches evicts them from the nearer caches).
-  void prefetch_hint() const {
-    const auto* bytes = reinterpret_cast<const char*>(entry(hint_.load(std::memory_order_relaxed)));
-    for (size_t offset = 0; offset < stride_ * sizeof(uint64_t); offset += 64) __builtin_prefetch(bytes + offset);
-  }
   /// Remembers a launchable shape (no-op for a shape already there or one that is not cacheable).
   void insert(const validation::LaunchShape& shape, const std::array<uint64_t, 3>& block);
 
