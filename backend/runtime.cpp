@@ -224,7 +224,8 @@ std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config
       const Arg& a = args[i];
       const SteadyParam& p = steady_[i];
       if (p.is_buffer) {
-        if (a.kind() != Arg::Kind::buffer || a.bits() == 0 || (a.type() != ir::Type::void_ && a.type() != p.type) ||
+        if (a.kind() != Arg::Kind::buffer || a.bits() == 0 ||
+            (a.type() != ir::Type::void_ && p.type != ir::Type::void_ && a.type() != p.type) ||
             (a.context() != nullptr && a.context() != own)) [[unlikely]]
           break;
         const uint64_t bytes = a.buffer_bytes();

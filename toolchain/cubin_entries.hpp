@@ -24,8 +24,9 @@ namespace ptxgate::toolchain {
 ///
 /// A cubin records each parameter's size and offset (EIATTR_KPARAM_INFO) but not its type, and
 /// has no parameter names: parameter k is named `param<k>`; an 8-byte parameter is taken as a
-/// pointer (a buffer of any element type, inout), a 4-byte one as a 32-bit scalar (u32: any
-/// 4-byte value passes); any other size makes the entry unlaunchable (PG3007), as for PTX.
+/// pointer (a buffer of any element type, inout), a 4-byte one as a u32 scalar (the offline check
+/// compares widths only; a runtime launch binds an integer to it, a float needs the signature);
+/// any other size makes the entry unlaunchable (PG3007), as for PTX.
 /// `apply_signature` states the real types where they matter.
 ///
 /// PG5001 when the bytes are not such an ELF or a table in it lies outside the file; PG2006

@@ -347,3 +347,31 @@ TEST_CASE("backend runtime: exact arguments take the one-pass path; its shapes a
   CHECK(fake_state().launches == launches);
   CHECK((*k)->counters().blocked == 2);
 }
+
+TEST_CASE("backend runtime: a foreign kernel's pointer takes a buffer of any element type, on both launch paths") {
+  testing::reset_fake_state();
+  static DriverApi api = testing::make_fake_driver();
+  auto rt = fake_runtime(api);
+  std::ifstream in(std::string(PTXGATE_SOURCE_DIR) + "/tests/unit/ptx/nvcc_saxpy.ptx");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto k = rt->load_foreign(ss.str(), "_Z5saxpyifPKfPf", "nvcc_saxpy.ptx");
+  if (!k) FAIL(diag::render_text(k.error()));
+  CHECK(fake_state().ptx_loads == 1);
+  auto x = rt->allocate_array<float>(1000), y = rt->allocate_array<double>(1000);
+  REQUIRE(x);
+  REQUIRE(y);
+  fake_state().param_sizes = {4, 4, 8, 8};
+  // Typed buffers (f32, f64) for the PTX's pointers of unknown type: the steady path and, for
+  // a u32 parameter given an i32 (the general path's binding), the other.
+  REQUIRE((*k)->launch(LaunchConfig::linear(4, 256), {1000u, 2.0f, *x, *y}));
+  REQUIRE((*k)->launch(LaunchConfig::linear(4, 256), {int32_t(1000), 2.0f, *x, *y}));
+  CHECK(fake_state().launches == 2);
+  CHECK(fake_state().last_params[2] == x->pointer());
+  CHECK(fake_state().last_params[3] == y->pointer());
+  // A scalar where the PTX has a pointer is still refused.
+  auto scalar = (*k)->launch(LaunchConfig::linear(4, 256), {1000u, 2.0f, uint64_t(x->pointer()), *y});
+  REQUIRE_FALSE(scalar);
+  CHECK(scalar.error().items()[0].code == diag::Code::argument_kind_mismatch);
+  CHECK(fake_state().launches == 2);
+}
