@@ -59,7 +59,7 @@ TEST_CASE("foreign: nvcc's PTX and its cubin for this device compute saxpy exact
   auto df = upload(std::vector<float>(10, 1.0f));
   auto wrong = (*from_cubin)->launch(LaunchConfig::linear(1, 32), {int32_t(10), 1.0f, *dd, df});
   REQUIRE_FALSE(wrong);
-  CHECK(wrong.error().items().front().code == diag::Code::argument_kind_mismatch);
+  CHECK(wrong.error().items().front().code == diag::Code::buffer_element_type_mismatch);
 }
 
 TEST_CASE("foreign: a cubin's recorded resources are what the driver reports; its thread limit blocks a launch") {
