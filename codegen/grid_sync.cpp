@@ -8,6 +8,18 @@ namespace {
 
 llvm::Value* special_register(llvm::IRBuilder<>& b, llvm::Intrinsic::ID id) { return b.CreateIntrinsic(id, {}, {}); }
 
+/// The three registers combined left to right by `combine`, read one per statement: the order of
+/// function arguments' evaluation is the host compiler's, and the IR must not depend on it.
+template <class Combine>
+llvm::Value* fold3(llvm::IRBuilder<>& b, llvm::Intrinsic::ID x, llvm::Intrinsic::ID y, llvm::Intrinsic::ID z,
+                   Combine combine) {
+  llvm::Value* vx = special_register(b, x);
+  llvm::Value* vy = special_register(b, y);
+  llvm::Value* xy = combine(vx, vy);
+  llvm::Value* vz = special_register(b, z);
+  return combine(xy, vz);
+}
+
 }  // namespace
 
 void emit_grid_barrier(llvm::IRBuilder<>& b, llvm::Value* barrier_word) {
@@ -20,9 +32,10 @@ void emit_grid_barrier(llvm::IRBuilder<>& b, llvm::Value* barrier_word) {
 
   b.CreateIntrinsic(I::nvvm_barrier0, {}, {});
 
-  llvm::Value* thread_bits = b.CreateOr(b.CreateOr(special_register(b, I::nvvm_read_ptx_sreg_tid_x),
-                                                   special_register(b, I::nvvm_read_ptx_sreg_tid_y)),
-                                        special_register(b, I::nvvm_read_ptx_sreg_tid_z));
+  auto orr = [&](llvm::Value* l, llvm::Value* r) { return b.CreateOr(l, r); };
+  auto mul = [&](llvm::Value* l, llvm::Value* r) { return b.CreateMul(l, r); };
+  llvm::Value* thread_bits =
+      fold3(b, I::nvvm_read_ptx_sreg_tid_x, I::nvvm_read_ptx_sreg_tid_y, I::nvvm_read_ptx_sreg_tid_z, orr);
   auto* arrive = llvm::BasicBlock::Create(context, "grid_sync.arrive", function);
   auto* wait = llvm::BasicBlock::Create(context, "grid_sync.wait", function);
   auto* arrived = llvm::BasicBlock::Create(context, "grid_sync.arrived", function);
@@ -30,12 +43,10 @@ void emit_grid_barrier(llvm::IRBuilder<>& b, llvm::Value* barrier_word) {
   b.CreateCondBr(b.CreateICmpEQ(thread_bits, b.getInt32(0)), arrive, release);
 
   b.SetInsertPoint(arrive);
-  llvm::Value* block_bits = b.CreateOr(b.CreateOr(special_register(b, I::nvvm_read_ptx_sreg_ctaid_x),
-                                                  special_register(b, I::nvvm_read_ptx_sreg_ctaid_y)),
-                                       special_register(b, I::nvvm_read_ptx_sreg_ctaid_z));
-  llvm::Value* blocks = b.CreateMul(b.CreateMul(special_register(b, I::nvvm_read_ptx_sreg_nctaid_x),
-                                                special_register(b, I::nvvm_read_ptx_sreg_nctaid_y)),
-                                    special_register(b, I::nvvm_read_ptx_sreg_nctaid_z));
+  llvm::Value* block_bits =
+      fold3(b, I::nvvm_read_ptx_sreg_ctaid_x, I::nvvm_read_ptx_sreg_ctaid_y, I::nvvm_read_ptx_sreg_ctaid_z, orr);
+  llvm::Value* blocks =
+      fold3(b, I::nvvm_read_ptx_sreg_nctaid_x, I::nvvm_read_ptx_sreg_nctaid_y, I::nvvm_read_ptx_sreg_nctaid_z, mul);
   llvm::Value* first_block_adds = b.CreateSub(b.getInt32(kTopBit), b.CreateSub(blocks, b.getInt32(1)));
   llvm::Value* increment = b.CreateSelect(b.CreateICmpEQ(block_bits, b.getInt32(0)), first_block_adds, b.getInt32(1));
   b.CreateIntrinsic(I::nvvm_membar_gl, {}, {});

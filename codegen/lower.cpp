@@ -442,7 +442,15 @@ class KernelLowering {
       case ir::Builtin::block_id: return read(ctaid);
       case ir::Builtin::block_dim: return read(ntid);
       case ir::Builtin::grid_dim: return read(nctaid);
-      case ir::Builtin::global_id: return builder_.CreateAdd(builder_.CreateMul(read(ctaid), read(ntid)), read(tid));
+      case ir::Builtin::global_id: {
+        // One instruction per statement: the order of function arguments' evaluation is the host
+        // compiler's choice, and the emitted IR must not depend on which compiler built ptxgate.
+        llvm::Value* block = read(ctaid);
+        llvm::Value* size = read(ntid);
+        llvm::Value* scaled = builder_.CreateMul(block, size);
+        llvm::Value* thread = read(tid);
+        return builder_.CreateAdd(scaled, thread);
+      }
       case ir::Builtin::lane_id:
       case ir::Builtin::warp_id: break;
     }
@@ -454,11 +462,15 @@ class KernelLowering {
   llvm::Value* warp_index() {
     namespace I = llvm::Intrinsic;
     auto read = [&](I::ID id) { return builder_.CreateIntrinsic(id, {}, {}); };
+    // One instruction per statement (see builtin): the IR must not depend on the host compiler.
     llvm::Value* linear = read(I::nvvm_read_ptx_sreg_tid_z);
-    linear = builder_.CreateAdd(builder_.CreateMul(linear, read(I::nvvm_read_ptx_sreg_ntid_y)),
-                                read(I::nvvm_read_ptx_sreg_tid_y));
-    linear = builder_.CreateAdd(builder_.CreateMul(linear, read(I::nvvm_read_ptx_sreg_ntid_x)),
-                                read(I::nvvm_read_ptx_sreg_tid_x));
+    for (auto [ntid, tid] : {std::pair{I::nvvm_read_ptx_sreg_ntid_y, I::nvvm_read_ptx_sreg_tid_y},
+                             std::pair{I::nvvm_read_ptx_sreg_ntid_x, I::nvvm_read_ptx_sreg_tid_x}}) {
+      llvm::Value* size = read(ntid);
+      llvm::Value* scaled = builder_.CreateMul(linear, size);
+      llvm::Value* index = read(tid);
+      linear = builder_.CreateAdd(scaled, index);
+    }
     return builder_.CreateLShr(linear, 5, "warp_id");
   }
 
@@ -495,7 +507,9 @@ class KernelLowering {
     llvm::Value* hi = b.CreateTrunc(b.CreateLShr(bits, 32), b.getInt32Ty());
     lo = b.CreateIntrinsic(id_i32, {}, {mask, lo, lane, c});
     hi = b.CreateIntrinsic(id_i32, {}, {mask, hi, lane, c});
-    llvm::Value* joined = b.CreateOr(b.CreateZExt(lo, b.getInt64Ty()), b.CreateShl(b.CreateZExt(hi, b.getInt64Ty()), 32));
+    llvm::Value* low = b.CreateZExt(lo, b.getInt64Ty());
+    llvm::Value* high = b.CreateShl(b.CreateZExt(hi, b.getInt64Ty()), 32);
+    llvm::Value* joined = b.CreateOr(low, high);
     return t->isIntegerTy() ? joined : b.CreateBitCast(joined, t);
   }
 
@@ -597,8 +611,9 @@ class KernelLowering {
     llvm::Value* unsafe = by_zero;
     if (is_signed) {
       llvm::Value* min = llvm::ConstantInt::get(t, llvm::APInt::getSignedMinValue(t->getIntegerBitWidth()));
-      llvm::Value* overflow = b.CreateAnd(b.CreateICmpEQ(l, min), b.CreateICmpEQ(r, llvm::ConstantInt::getAllOnesValue(t)),
-                                          "div.overflow");
+      llvm::Value* l_is_min = b.CreateICmpEQ(l, min);
+      llvm::Value* r_is_minus_one = b.CreateICmpEQ(r, llvm::ConstantInt::getAllOnesValue(t));
+      llvm::Value* overflow = b.CreateAnd(l_is_min, r_is_minus_one, "div.overflow");
       unsafe = b.CreateOr(by_zero, overflow);
     }
     // MIN / 1 == MIN and MIN % 1 == 0 are exactly the wrapped results of MIN / -1 and MIN % -1.

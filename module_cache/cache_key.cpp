@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
+#include "ptxgate/codegen_fingerprint.hpp"
 #include "ptxgate/support/files.hpp"
 
 
@@ -82,10 +83,12 @@ std::string libdevice_hash(const std::string& path) {
 }
 
 std::string ptxgate_version() {
+  // The release, then the fingerprint of the sources that generate PTX: a ptxgate whose code
+  // generator changed (a new commit, a local edit) never reads PTX an older one cached.
 #ifdef PTXGATE_VERSION
-  return PTXGATE_VERSION;
+  return PTXGATE_VERSION "+" PTXGATE_CODEGEN_FINGERPRINT;
 #else
-  return "unknown";
+  return "unknown+" PTXGATE_CODEGEN_FINGERPRINT;
 #endif
 }
 

@@ -49,7 +49,8 @@ std::string content_hash(std::string_view bytes);
 /// over 64 MiB; never blocks on a FIFO), so that the key still changes when it appears later.
 std::string libdevice_hash(const std::string& path);
 
-/// ptxgate's version string, as compiled in.
+/// ptxgate's version and its code generator's fingerprint ("0.1.0+1f2e..."), as compiled in: part
+/// of every cache key.
 std::string ptxgate_version();
 
 }  // namespace ptxgate::module_cache

@@ -156,7 +156,14 @@ TEST_CASE("cache key: key_inputs_for fills versions and keeps the cubin fields o
   CHECK(in.ptxas_version.empty());
   CHECK(in.driver_version == "13000");
   CHECK(in.llvm_version == ptxgate::codegen::llvm_version());
-  CHECK_FALSE(in.ptxgate_version.empty());
+  // The release and the code generator's fingerprint (16 hex digits of a hash of the ir/,
+  // codegen/ and support/ sources), so that PTX cached by another build is never served.
+  CHECK(in.ptxgate_version == ptxgate_version());
+  const auto plus = in.ptxgate_version.find('+');
+  REQUIRE(plus != std::string::npos);
+  const std::string fingerprint = in.ptxgate_version.substr(plus + 1);
+  CHECK(fingerprint.size() == 16);
+  CHECK(fingerprint.find_first_not_of("0123456789abcdef") == std::string::npos);
   CHECK_FALSE(in.libdevice_hash.empty());
   request.codegen.opt_level = 2;
   CHECK(derive_key(key_inputs_for(module, request, request.toolkit())) != derive_key(in));
