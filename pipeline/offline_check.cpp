@@ -119,11 +119,22 @@ std::expected<OfflineCheck, OfflineStop> check_described(const OfflineLaunch& op
 
 std::expected<ProfiledKernel, diag::Diagnostics> compile_for_profile(const std::string& input, const std::string& kernel_name,
                                                                     const std::string& profile,
-                                                                    const module_cache::ModuleCacheOptions& cache_options) {
+                                                                    const module_cache::ModuleCacheOptions& cache_options,
+                                                                    std::string_view signature) {
   ProfiledKernel out;
   auto caps = validation::load_profile(profile);
   if (!caps) return std::unexpected(caps.error());
   out.caps = *caps;
+  // PTX or a cubin from another compiler: its own signature, and ptxas's resources or the
+  // cubin's (pipeline/foreign_ptx).
+  if (is_foreign_module_path(input)) {
+    auto foreign = load_foreign_kernel(input, kernel_name, caps->arch(), signature);
+    if (!foreign) return std::unexpected(std::move(foreign.error()));
+    out.kernel = std::move(foreign->info);
+    out.resources = foreign->resources;
+    out.location = foreign->location;
+    return out;
+  }
   auto loaded = ir::load_file(input);
   if (!loaded) return std::unexpected(loaded.error());
   out.warnings.append(loaded->warnings);
@@ -183,22 +194,10 @@ std::expected<OfflineCheck, OfflineStop> check_offline(const OfflineLaunch& opt)
     return usage(fmt::format("invalid --shared-bytes '{}': {}", opt.shared_bytes, shared_bytes.error()),
                  "write --shared-bytes N (a decimal byte count)");
 
-  // PTX or a cubin from another compiler: its own signature, and ptxas's resources or the
-  // cubin's (pipeline/foreign_ptx).
   if (!opt.signature.empty() && !is_foreign_module_path(opt.input))
     return usage("--signature applies to .ptx and .cubin input; a .pg kernel's signature is in its source",
                  "leave out --signature");
-  if (is_foreign_module_path(opt.input)) {
-    auto caps = validation::load_profile(opt.profile);
-    if (!caps) return stop(caps.error());
-    out.caps = *caps;
-    auto foreign = load_foreign_kernel(opt.input, opt.kernel, caps->arch(), opt.signature);
-    if (!foreign) return stop(std::move(foreign.error()));
-    out.kernel = std::move(foreign->info);
-    out.resources = foreign->resources;
-    return check_described(opt, std::move(out), *grid, block, *shared_bytes, foreign->location);
-  }
-  auto profiled = compile_for_profile(opt.input, opt.kernel, opt.profile, opt.cache);
+  auto profiled = compile_for_profile(opt.input, opt.kernel, opt.profile, opt.cache, opt.signature);
   if (!profiled) return stop(profiled.error());
   out.caps = profiled->caps;
   out.kernel = profiled->kernel;

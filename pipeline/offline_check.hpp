@@ -55,10 +55,12 @@ struct ProfiledKernel {
 
 /// Loads the profile (NAME or PATH) and the program, finds the kernel (PG2006), compiles for
 /// the profile's architecture through the cache and reads the kernel's ptxas resources (PG3303
-/// when there are none or the architecture cannot be compiled for).
+/// when there are none or the architecture cannot be compiled for). A `.ptx` or `.cubin` input
+/// is another compiler's module (pipeline/foreign_ptx: its own signature, restated by
+/// `signature` when given; ptxas's resources or the cubin's).
 [[nodiscard]] std::expected<ProfiledKernel, diag::Diagnostics> compile_for_profile(
     const std::string& input, const std::string& kernel, const std::string& profile,
-    const module_cache::ModuleCacheOptions& cache);
+    const module_cache::ModuleCacheOptions& cache, std::string_view signature = {});
 
 /// A verdict and what it was computed from.
 struct OfflineCheck {

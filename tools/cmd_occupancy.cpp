@@ -32,7 +32,7 @@ CLI::App* register_occupancy(CLI::App& app, Runner& runner) {
   auto& r = opt->request;
   auto* cmd = app.add_subcommand(
       "occupancy", "Occupancy of a kernel over block sizes, and the block size the driver would suggest (offline)");
-  cmd->add_option("file", r.input, "Input .pg file, or - for standard input")->required();
+  cmd->add_option("file", r.input, "Input .pg file (or - for standard input), or .ptx / .cubin from nvcc, NVRTC or Triton")->required();
   cmd->add_option("--kernel", r.kernel, "Kernel to analyse")->required();
   cmd->add_option("--device-profile", r.profile,
                   "Device profile NAME (see `ptxgate devices --profiles`) or PATH to a profile JSON file")

@@ -54,7 +54,7 @@ _ptxgate() {
     COMPREPLY=($(compgen -W "$options $common" -- "$cur"))
   else
     COMPREPLY=($(compgen -f -X '!*.pg' -- "$cur") $(compgen -d -- "$cur"))
-    if [[ "$command" == check ]]; then  # check also reads other compilers' PTX and cubins
+    if [[ "$command" == check || "$command" == occupancy ]]; then  # they also read other compilers' PTX and cubins
       COMPREPLY+=($(compgen -f -X '!*.ptx' -- "$cur") $(compgen -f -X '!*.cubin' -- "$cur"))
     fi
   fi
