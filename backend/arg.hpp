@@ -104,8 +104,11 @@ bool bind_scalar(const Arg& arg, const codegen::ParamInfo& param, BoundSlot& slo
 /// Whether a buffer argument's element type fits a buffer parameter: equal, or untyped (void_).
 /// An untyped buffer fits any buffer parameter, and any buffer fits a parameter of unknown
 /// element type (a pointer of another compiler's kernel).
+inline bool element_type_fits(ir::Type arg, ir::Type param) noexcept {
+  return arg == ir::Type::void_ || param == ir::Type::void_ || arg == param;
+}
 inline bool buffer_type_fits(const Arg& arg, const codegen::ParamInfo& param) noexcept {
-  return arg.type() == ir::Type::void_ || param.type == ir::Type::void_ || arg.type() == param.type;
+  return element_type_fits(arg.type(), param.type);
 }
 
 /// What validation sees of `arg` as supplied (before binding): kind, slot width, null pointer,

@@ -161,7 +161,6 @@ std::vector<Kernel::SteadyParam> Kernel::steady_params_for(const codegen::Kernel
   std::vector<SteadyParam> steady(info.params.size());
   for (size_t i = 0; i < info.params.size(); ++i) {
     const auto& p = info.params[i];
-    steady[i].is_buffer = p.is_buffer;
     steady[i].type = p.type;
     steady[i].access = access_mode(p.access);
     // The description bind_described leaves for an argument that matches the parameter exactly.
@@ -223,9 +222,8 @@ std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config
     for (; i < n; ++i) {
       const Arg& a = args[i];
       const SteadyParam& p = steady_[i];
-      if (p.is_buffer) {
-        if (a.kind() != Arg::Kind::buffer || a.bits() == 0 ||
-            (a.type() != ir::Type::void_ && p.type != ir::Type::void_ && a.type() != p.type) ||
+      if (p.desc.kind == validation::ArgumentDesc::Kind::buffer) {
+        if (a.kind() != Arg::Kind::buffer || a.bits() == 0 || !element_type_fits(a.type(), p.type) ||
             (a.context() != nullptr && a.context() != own)) [[unlikely]]
           break;
         const uint64_t bytes = a.buffer_bytes();
@@ -487,29 +485,15 @@ std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> Runtime::load_foreign(
                                                                                  std::string_view path,
                                                                                  std::string_view signature) {
   diag::SourceFile file{std::string(path), std::string(image)};
-  auto module = toolchain::read_kernel_entries(file);
-  if (!module) return std::unexpected(std::move(module.error()));
-  auto found = toolchain::require_ptx_entry(*module, kernel, file.path());
-  if (!found) return std::unexpected(std::move(found.error()));
-  toolchain::PtxEntry chosen = **found;
-  if (!signature.empty())
-    if (auto ok = toolchain::apply_signature(chosen, signature); !ok) return std::unexpected(std::move(ok.error()));
-  const bool cubin = !module->binary_arch.empty();
-  auto runs = cubin ? toolchain::check_cubin_target(module->binary_arch, ctx_->caps().arch(), chosen.location)
-                    : toolchain::check_ptx_target(module->target, ctx_->caps().arch(), chosen.location);
-  if (!runs) return std::unexpected(std::move(runs.error()));
+  auto chosen = toolchain::select_foreign_entry(file, kernel, ctx_->caps().arch(), signature);
+  if (!chosen) return std::unexpected(std::move(chosen.error()));
   // An entry of its own, outside the module cache: the driver loads the cubin or JIT-compiles
   // the PTX, and the resources come from the driver (cuFuncGetAttribute) as for every loaded function.
   auto entry = std::make_shared<module_cache::CacheEntry>();
-  if (cubin) {
-    entry->target_arch = module->binary_arch;
-    entry->cubin = file.text();
-  } else {
-    entry->target_arch = module->target;
-    entry->ptx_isa_version = module->isa_major * 10 + module->isa_minor;
-    entry->ptx = file.text();
-  }
-  entry->kernels.push_back(chosen.info);
+  entry->target_arch = chosen->target;
+  entry->ptx_isa_version = chosen->isa_version;
+  (chosen->cubin ? entry->cubin : entry->ptx) = file.text();
+  entry->kernels.push_back(chosen->entry.info);
   auto loaded = load(entry, file.path());
   if (!loaded) return std::unexpected(std::move(loaded.error()));
   LoadedFunction* fn = (*loaded)->find(kernel);

@@ -113,8 +113,8 @@ class Kernel {
   struct SteadyParam {
     validation::ArgumentDesc desc;
     uint64_t word = 0;
-    // The parameter's facts the steady loop reads, next to its word (not the larger ParamInfo).
-    bool is_buffer = false;
+    // The parameter's facts the steady loop reads beyond desc, next to its word (not the larger
+    // ParamInfo): the element type (buffers) or value type (scalars), and the access mode.
     ir::Type type = ir::Type::void_;
     AccessMode access = AccessMode::write;
   };

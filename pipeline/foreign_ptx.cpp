@@ -18,28 +18,18 @@ std::expected<ForeignKernel, diag::Diagnostics> load_foreign_kernel(const std::s
                                                                     const std::string& arch, std::string_view signature) {
   auto source = ir::read_source(path);
   if (!source) return std::unexpected(std::move(source.error()));
-  auto module = toolchain::read_kernel_entries(*source);
-  if (!module) return std::unexpected(std::move(module.error()));
-  auto entry = toolchain::require_ptx_entry(*module, kernel, source->path());
-  if (!entry) return std::unexpected(std::move(entry.error()));
-  toolchain::PtxEntry chosen = **entry;
-  if (!signature.empty())
-    if (auto ok = toolchain::apply_signature(chosen, signature); !ok) return std::unexpected(std::move(ok.error()));
+  auto chosen = toolchain::select_foreign_entry(*source, kernel, arch, signature);
+  if (!chosen) return std::unexpected(std::move(chosen.error()));
   ForeignKernel out;
-  out.info = chosen.info;
-  out.location = chosen.location;
-  if (!module->binary_arch.empty()) {
-    // A cubin carries its own resources: no ptxas needed.
-    if (auto runs = toolchain::check_cubin_target(module->binary_arch, arch, out.location); !runs)
-      return std::unexpected(std::move(runs.error()));
-    out.resources = chosen.resources.value_or(validation::KernelResources{});
+  out.info = chosen->entry.info;
+  out.location = chosen->entry.location;
+  if (chosen->cubin) {  // a cubin carries its own resources: no ptxas needed
+    out.resources = chosen->entry.resources.value_or(validation::KernelResources{});
     return out;
   }
-  if (auto runs = toolchain::check_ptx_target(module->target, arch, out.location); !runs)
-    return std::unexpected(std::move(runs.error()));
   // Architecture-specific PTX (sm_90a) assembles only for its own target, which runs on `arch`.
-  const bool specific = module->target.ends_with('a') || module->target.ends_with('f');
-  auto assembled = toolchain::assemble(source->text(), specific ? module->target : arch, toolchain::discover());
+  const bool specific = chosen->target.ends_with('a') || chosen->target.ends_with('f');
+  auto assembled = toolchain::assemble(source->text(), specific ? chosen->target : arch, toolchain::discover());
   if (!assembled) return std::unexpected(std::move(assembled.error()));
   auto it = assembled->resources.find(kernel);
   if (it == assembled->resources.end()) {

@@ -316,6 +316,26 @@ std::expected<PtxModuleSummary, diag::Diagnostics> read_kernel_entries(const dia
   return read_ptx_entries(module);
 }
 
+std::expected<ForeignEntry, diag::Diagnostics> select_foreign_entry(const diag::SourceFile& module,
+                                                                   std::string_view kernel, std::string_view arch,
+                                                                   std::string_view signature) {
+  auto read = read_kernel_entries(module);
+  if (!read) return std::unexpected(std::move(read.error()));
+  auto found = require_ptx_entry(*read, kernel, module.path());
+  if (!found) return std::unexpected(std::move(found.error()));
+  ForeignEntry out;
+  out.entry = **found;
+  out.cubin = !read->binary_arch.empty();
+  out.target = out.cubin ? read->binary_arch : read->target;
+  out.isa_version = out.cubin ? 0 : read->isa_major * 10 + read->isa_minor;
+  if (!signature.empty())
+    if (auto ok = apply_signature(out.entry, signature); !ok) return std::unexpected(std::move(ok.error()));
+  auto runs = out.cubin ? check_cubin_target(out.target, arch, out.entry.location)
+                        : check_ptx_target(out.target, arch, out.entry.location);
+  if (!runs) return std::unexpected(std::move(runs.error()));
+  return out;
+}
+
 std::expected<void, diag::Diagnostics> apply_signature(PtxEntry& entry, std::string_view signature) {
   std::vector<std::string_view> items;
   for (size_t begin = 0; begin <= signature.size();) {

@@ -44,6 +44,22 @@ namespace ptxgate::toolchain {
 /// that differs from the entry's.
 [[nodiscard]] std::expected<void, diag::Diagnostics> apply_signature(PtxEntry& entry, std::string_view signature);
 
+/// One entry of another compiler's module chosen for a device: what the runtime loads and the
+/// offline check describes.
+struct ForeignEntry {
+  PtxEntry entry;            ///< its types restated by the signature, when one was given
+  std::string target;        ///< the PTX `.target`, or the cubin's architecture
+  bool cubin = false;
+  unsigned isa_version = 0;  ///< PTX `.version` as major * 10 + minor; 0 for a cubin
+};
+
+/// read_kernel_entries, require_ptx_entry (PG2006, PG3007), apply_signature when `signature` is
+/// not empty, then check_cubin_target or check_ptx_target against `arch` (PG2001).
+[[nodiscard]] std::expected<ForeignEntry, diag::Diagnostics> select_foreign_entry(const diag::SourceFile& module,
+                                                                                  std::string_view kernel,
+                                                                                  std::string_view arch,
+                                                                                  std::string_view signature);
+
 /// PG2001 when a cubin of `cubin_arch` ("sm_80") cannot run on a device of `arch` ("sm_86"): a
 /// cubin runs on its own major architecture at the same or a newer minor version only.
 [[nodiscard]] std::expected<void, diag::Diagnostics> check_cubin_target(std::string_view cubin_arch, std::string_view arch,
