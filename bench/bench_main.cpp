@@ -36,6 +36,18 @@ int main(int argc, char** argv) {
   kernels_cmd->add_option("--matmul-size", ko.matmul_size)->capture_default_str();
   kernels_cmd->add_option("--repetitions", ko.repetitions)->capture_default_str();
 
+  WorkloadOptions wo;
+  std::string workload_cubins;
+  auto* workloads = app.add_subcommand("workloads", "sum, softmax, layer norm, f16/bf16 axpy, BFS, SGEMM: ptxgate vs nvcc vs memcpy");
+  add_common(workloads);
+  workloads->add_option("--cubins", workload_cubins, "directory of nvcc cubins of bench/cuda")->required();
+  workloads->add_option("--repetitions", wo.repetitions)->capture_default_str();
+  workloads->add_option("--only", wo.only, "workloads to run: sum softmax layer_norm axpy_f16 axpy_bf16 bfs sgemm");
+  workloads->add_option("--sum-elements", wo.sum_elements)->capture_default_str();
+  workloads->add_option("--half-elements", wo.half_elements)->capture_default_str();
+  workloads->add_option("--bfs-vertices", wo.bfs_vertices)->capture_default_str();
+  workloads->add_option("--sgemm-size", wo.sgemm_size)->capture_default_str();
+
   CompileOptions co;
   std::string cache_dir = (fs::temp_directory_path() / "ptxgate-bench-cache").string();
   bool no_gpu = false;
@@ -80,6 +92,12 @@ int main(int argc, char** argv) {
     ko.kernels_dir = kernels;
     ko.cubin_dir = cubins;
     return run_kernel_quality(ko, out);
+  }
+  if (*workloads) {
+    ResultFile out(out_path, "workloads");
+    wo.kernels_dir = kernels;
+    wo.cubin_dir = workload_cubins;
+    return run_workloads(wo, out);
   }
   if (*compile) {
     ResultFile out(out_path, "compile");

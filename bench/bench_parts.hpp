@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "bench_common.hpp"
 
@@ -34,6 +35,22 @@ struct KernelOptions {
 };
 /// GB/s of memcpy, copy, saxpy, block_sum and GFLOP/s of matmul, ptxgate vs nvcc, checked first.
 int run_kernel_quality(const KernelOptions& o, ResultFile& out);
+
+struct WorkloadOptions {
+  std::filesystem::path kernels_dir;  ///< bench/kernels (warp_sum, softmax, layer_norm, axpy_half, bfs, sgemm)
+  std::filesystem::path cubin_dir;    ///< nvcc cubins of the bench/cuda twins
+  std::vector<std::string> only;      ///< workloads to run (sum softmax layer_norm axpy_f16 axpy_bf16 bfs sgemm); empty: all
+  size_t repetitions = 30;            ///< timed rounds (after 3 warm-up rounds), every variant once per round
+  size_t sum_elements = size_t{1} << 28;   ///< f32 elements summed (also memcpy's buffer)
+  uint32_t softmax_rows = 8192, softmax_cols = 8192;
+  uint32_t norm_rows = 16384, norm_cols = 4096;
+  size_t half_elements = size_t{1} << 28;  ///< f16 / bf16 elements of x and y
+  uint32_t bfs_vertices = uint32_t{1} << 22;
+  uint32_t sgemm_size = 4096;
+};
+/// The issue-13 workloads: sum, softmax, layer norm, f16/bf16 axpy, BFS, SGEMM, ptxgate vs nvcc vs memcpy,
+/// each checked against a CPU reference first (the library peers are bench/peers.py's).
+int run_workloads(const WorkloadOptions& o, ResultFile& out);
 
 struct CompileOptions {
   std::filesystem::path examples_dir;
@@ -74,5 +91,7 @@ std::vector<KernelSource> quality_kernels(const std::filesystem::path& examples_
                                           const std::filesystem::path& kernels_dir);
 /// The bandwidth kernels with four elements per thread (bench/kernels): copy4, saxpy4.
 std::vector<KernelSource> bandwidth_kernels(const std::filesystem::path& kernels_dir);
+/// The modules of the workloads (bench/kernels; one module may hold several kernels, e.g. bfs).
+std::vector<KernelSource> workload_modules(const std::filesystem::path& kernels_dir);
 
 }  // namespace ptxgate::bench

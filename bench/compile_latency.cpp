@@ -51,6 +51,13 @@ std::vector<KernelSource> bandwidth_kernels(const std::filesystem::path& kernels
   return {{"copy4", kernels_dir / "copy4.pg"}, {"saxpy4", kernels_dir / "saxpy4.pg"}};
 }
 
+std::vector<KernelSource> workload_modules(const std::filesystem::path& kernels_dir) {
+  std::vector<KernelSource> out;
+  for (const char* name : {"warp_sum", "softmax", "layer_norm", "axpy_half", "bfs", "sgemm"})
+    out.push_back({name, kernels_dir / (std::string(name) + ".pg")});
+  return out;
+}
+
 int run_compile_latency(const CompileOptions& o, ResultFile& out) {
   int status = 0;
   std::error_code ec;

@@ -7,63 +7,12 @@
 
 #include <fmt/format.h>
 
-#include "ptxgate/backend/runtime.hpp"
+#include "kernel_timing.hpp"
 
 namespace ptxgate::bench {
 namespace {
 
-using backend::Arg;
 using backend::LaunchConfig;
-
-LaunchConfig grid1d(uint64_t blocks) { return LaunchConfig{{blocks, 1, 1}, {0, 0, 0}, 0, false}; }
-
-/// A benchmark step's outcome: ok, or a message.
-using Step = std::expected<void, std::string>;
-
-Step from_diag(const std::expected<void, diag::Diagnostics>& r) {
-  if (r) return {};
-  return std::unexpected(one_line(r.error()));
-}
-
-struct Bench {
-  backend::Runtime& rt;
-  backend::Stream& stream;
-  const backend::DriverApi& api;
-  ResultFile& out;
-};
-
-Step raw_launch(Bench& c, CUfunction f, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
-                std::vector<void*> params) {
-  CUresult r = c.api.cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, c.stream.handle(),
-                                    params.data(), nullptr);
-  if (r != CUDA_SUCCESS) return std::unexpected(cu_error(r, "cuLaunchKernel"));
-  return {};
-}
-
-template <class T>
-std::expected<backend::DeviceBuffer, std::string> upload(Bench& c, const std::vector<T>& host) {
-  auto b = c.rt.upload(std::span<const T>(host));
-  if (!b) return std::unexpected(one_line(b.error()));
-  return std::move(*b);
-}
-
-std::expected<std::vector<float>, std::string> download(Bench& c, const backend::DeviceBuffer& b) {
-  if (auto ok = c.stream.synchronize(); !ok) return std::unexpected(one_line(ok.error()));
-  auto v = c.rt.download<float>(b);
-  if (!v) return std::unexpected(one_line(v.error()));
-  return std::move(*v);
-}
-
-/// Relative error ||out - ref|| / ||ref||; infinite when any element is NaN.
-double relative_error(const std::vector<float>& out, const std::vector<double>& ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    if (std::isnan(out[i])) return INFINITY;
-    num += (out[i] - ref[i]) * (out[i] - ref[i]);
-    den += ref[i] * ref[i];
-  }
-  return std::sqrt(num) / std::max(std::sqrt(den), 1e-30);
-}
 
 struct Twins {
   std::shared_ptr<backend::Kernel> saxpy, copy, block_sum, matmul, saxpy4, copy4, warp_sum;
@@ -90,15 +39,7 @@ unsigned blocks_for(size_t n, unsigned per_thread) {
 /// Runs both twins of each kernel on small random inputs and compares with a CPU reference.
 void verify(Bench& c, Twins& t, ResultFile& out, bool& ok_saxpy, bool& ok_copy, bool& ok_sum, bool& ok_mm) {
   auto record = [&](const std::string& what, const Step& s, double err, double tol, bool& flag) {
-    if (!s) {
-      out.error("verify." + what, s.error());
-      flag = false;
-      return;
-    }
-    bool pass = err <= tol;
-    out.info("verify." + what, {{"relative_error", std::isfinite(err) ? err : -1.0}, {"tolerance", tol}, {"pass", pass}});
-    fmt::print("  verify {:<24} rel. error {:.3e} (tolerance {:.0e}) {}\n", what, err, tol, pass ? "ok" : "WRONG");
-    if (!pass) flag = false;
+    if (!record_check(out, what, s, err, tol)) flag = false;
   };
   const uint32_t n = 1'000'003;  // not a multiple of the block size
   const unsigned blocks = (n + 255) / 256;
@@ -215,45 +156,20 @@ void verify(Bench& c, Twins& t, ResultFile& out, bool& ok_saxpy, bool& ok_copy, 
       if (!l) return l;
       auto got = download(c, *dc);
       if (!got) return std::unexpected(got.error());
-      std::vector<double> ref(size_t{m} * nn, 0.0);
-      for (size_t r = 0; r < m; ++r)
-        for (size_t q = 0; q < k; ++q)
-          for (size_t col = 0; col < nn; ++col) ref[r * nn + col] += double(A[r * k + q]) * B[q * nn + col];
-      err = relative_error(*got, ref);
+      err = relative_error(*got, matmul_reference(A, B, m, nn, k));
       return {};
     }();
     record(what, s, err, 1e-5, ok_mm);
   }
 }
 
-/// One timed variant: a launch, and the work one launch does (bytes or flops) for the rate.
-struct Timed {
-  std::string name;
-  std::string unit;  ///< "GB/s" or "GFLOP/s"
-  double work = 0;   ///< bytes (GB/s) or floating-point operations (GFLOP/s) per launch
-  std::function<Step()> launch;
-  std::vector<double> rates;
-  std::vector<double> times_us;
-  bool failed = false;
-  nlohmann::json extra = nlohmann::json::object();
-};
-
 }  // namespace
 
 int run_kernel_quality(const KernelOptions& o, ResultFile& out) {
-  auto rt_or = backend::Runtime::create();
-  if (!rt_or) {
-    out.error("runtime", one_line(rt_or.error()));
-    fmt::print("no CUDA driver or device: kernel quality skipped\n");
-    return kSkipped;
-  }
-  auto& rt = **rt_or;
-  auto stream_or = rt.create_stream();
-  if (!stream_or) {
-    out.error("stream", one_line(stream_or.error()));
-    return 1;
-  }
-  Bench c{rt, *stream_or, rt.context().api(), out};
+  auto session = open_session(out, "kernel quality");
+  if (!session) return session.error();
+  Bench c = session->bench(out);
+  auto& rt = c.rt;
   const auto& api = c.api;
   int status = 0;
   out.info("device", rt.caps().name);
@@ -409,44 +325,7 @@ int run_kernel_quality(const KernelOptions& o, ResultFile& out) {
                        return raw_launch(c, t.nv_matmul, {mg, mg, 1}, {16, 16, 1}, {&pmc, &pma, &pmb, &msv, &msv, &msv});
                      }});
 
-  auto start = backend::Event::create(rt.shared_context());
-  auto stop = backend::Event::create(rt.shared_context());
-  if (!start || !stop) {
-    out.error("events", one_line(!start ? start.error() : stop.error()));
-    return 1;
-  }
-  auto run_one = [&](Timed& v, bool record) {
-    if (v.failed) return;
-    Step s = [&]() -> Step {
-      if (auto ok = start->record(&c.stream); !ok) return std::unexpected(one_line(ok.error()));
-      if (auto ok = v.launch(); !ok) return ok;
-      if (auto ok = stop->record(&c.stream); !ok) return std::unexpected(one_line(ok.error()));
-      if (auto ok = stop->synchronize(); !ok) return std::unexpected(one_line(ok.error()));
-      auto ms_elapsed = stop->elapsed_ms_since(*start);
-      if (!ms_elapsed) return std::unexpected(one_line(ms_elapsed.error()));
-      if (record) {
-        double sec = *ms_elapsed * 1e-3;
-        v.times_us.push_back(sec * 1e6);
-        v.rates.push_back(v.work / sec * 1e-9);
-      }
-      return {};
-    }();
-    if (!s) {
-      out.error("time." + v.name, s.error());
-      v.failed = true;
-      status = 1;
-    }
-  };
-  for (int w = 0; w < 3; ++w)
-    for (auto& v : timed) run_one(v, false);
-  for (size_t r = 0; r < o.repetitions; ++r)
-    for (auto& v : timed) run_one(v, true);
-  for (auto& v : timed) {
-    if (v.rates.empty()) continue;
-    auto ts = summarize(v.times_us);
-    out.add("kernel." + v.name, v.unit, summarize(v.rates),
-            {{"time_us_median", ts.median}, {"time_us_p10", ts.p10}, {"time_us_p90", ts.p90}, {"work", v.work}});
-  }
+  if (!time_interleaved(c, timed, 3, o.repetitions, "kernel.")) status = 1;
   for (CUmodule m : modules) (void)api.cuModuleUnload(m);
   return status;
 }

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Peer measurements on the GPU machine: CuPy RawKernel and Triton launch overhead, NVRTC and Triton compile latency.
+"""Peer measurements on the GPU machine: CuPy RawKernel and Triton launch overhead, NVRTC and Triton compile latency,
+and the libraries users pick for the workloads of ptxgate_gpu_bench workloads (torch.sum, torch.softmax,
+F.layer_norm, torch on f16/bf16, cuBLAS f32 through torch.matmul with TF32 off).
 
 Writes one JSON result file in the format of ptxgate_gpu_bench (part, rows, errors, info), rewritten
 after every row so that a failure or timeout still leaves partial results.
@@ -271,6 +273,64 @@ def nvrtc_compiles(res, cuda_dir, reps):
                 res.error(f"compile.nvrtc_{kind}.{name}", e)
 
 
+# ---------------------------------------------------------------- library peers of the workloads
+def workload_peers(res, warmups, reps, sizes):
+    """Rows workload.<name>.torch with the same work per call as ptxgate_gpu_bench workloads: each call
+    between two CUDA events, the calls of all ops interleaved round by round, medians over `reps` rounds."""
+    import torch
+    import torch.nn.functional as F
+    res.info("torch_version", torch.__version__)
+    # cuBLAS f32 without TF32: what torch.matmul on f32 tensors is with TF32 off.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    res.info("torch_matmul_allow_tf32", torch.backends.cuda.matmul.allow_tf32)
+    dev = "cuda"
+    gen = torch.Generator(device=dev).manual_seed(1)
+    ops = []  # (name, unit, work, call)
+    n = sizes["sum_elements"]
+    x = torch.rand(n, device=dev, generator=gen)
+    dst = torch.empty_like(x)
+    ops.append(("workload.memcpy.torch", "GB/s", 8.0 * n, lambda: dst.copy_(x)))
+    ops.append(("workload.sum.torch", "GB/s", 4.0 * n, lambda: torch.sum(x)))
+    r, c = sizes["softmax_rows"], sizes["softmax_cols"]
+    sx = torch.rand(r, c, device=dev, generator=gen) * 8 - 4
+    ops.append(("workload.softmax.torch", "GB/s", 8.0 * r * c, lambda: torch.softmax(sx, dim=-1)))
+    r, c = sizes["norm_rows"], sizes["norm_cols"]
+    lx = torch.rand(r, c, device=dev, generator=gen) * 8 - 4
+    w = torch.rand(c, device=dev, generator=gen)
+    b = torch.rand(c, device=dev, generator=gen)
+    ops.append(("workload.layer_norm.torch", "GB/s", 8.0 * r * c, lambda: F.layer_norm(lx, (c,), w, b, 1e-5)))
+    h = sizes["half_elements"]
+    for name, dtype in (("axpy_f16", torch.float16), ("axpy_bf16", torch.bfloat16)):
+        hx = torch.full((h,), 1.06, dtype=dtype, device=dev)
+        hy = torch.full((h,), 1.06, dtype=dtype, device=dev)
+        # y += a x: computed in f32 and rounded once to the half type (torch's opmath for halves).
+        ops.append((f"workload.{name}.torch", "GB/s", 6.0 * h, lambda hx=hx, hy=hy: hy.add_(hx, alpha=1e-3)))
+    s = sizes["sgemm_size"]
+    ma = torch.rand(s, s, device=dev, generator=gen) * 2 - 1
+    mb = torch.rand(s, s, device=dev, generator=gen) * 2 - 1
+    mc = torch.empty(s, s, device=dev)
+    ops.append(("workload.sgemm.torch", "GFLOP/s", 2.0 * s * s * s, lambda: torch.matmul(ma, mb, out=mc)))
+    start = torch.cuda.Event(enable_timing=True)
+    stop = torch.cuda.Event(enable_timing=True)
+    times = {name: [] for name, *_ in ops}
+    for rnd in range(warmups + reps):
+        for name, unit, work, call in ops:
+            start.record()
+            call()
+            stop.record()
+            stop.synchronize()
+            if rnd >= warmups:
+                times[name].append(start.elapsed_time(stop) * 1e-3)
+    for name, unit, work, call in ops:
+        secs = times[name]
+        us = sorted(t * 1e6 for t in secs)
+        res.add(name, unit, [work / t * 1e-9 for t in secs], time_us_median=statistics.median(us), work=work)
+
+
+STEPS = ("cupy", "triton", "nvrtc", "triton_compile", "workloads")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", required=True)
@@ -279,16 +339,31 @@ def main():
     ap.add_argument("--per-batch", type=int, default=2000)
     ap.add_argument("--compile-reps", type=int, default=10)
     ap.add_argument("--triton-reps", type=int, default=5)
+    ap.add_argument("--steps", default="cupy,triton,nvrtc,triton_compile",
+                    help="comma-separated steps: " + ",".join(STEPS))
+    ap.add_argument("--workload-reps", type=int, default=30)
+    ap.add_argument("--sum-elements", type=int, default=1 << 28)
+    ap.add_argument("--half-elements", type=int, default=1 << 28)
+    ap.add_argument("--sgemm-size", type=int, default=4096)
     args = ap.parse_args()
+    sizes = {"sum_elements": args.sum_elements, "softmax_rows": 8192, "softmax_cols": 8192, "norm_rows": 16384,
+             "norm_cols": 4096, "half_elements": args.half_elements, "sgemm_size": args.sgemm_size}
+    chosen = [s.strip() for s in args.steps.split(",") if s.strip()]
+    unknown = [s for s in chosen if s not in STEPS]
+    if unknown:
+        ap.error(f"unknown steps {unknown}; known: {', '.join(STEPS)}")
     res = ResultFile(args.out, "peers")
     res.info("python", sys.version.split()[0])
     steps = (
-        ("cupy launches", lambda: cupy_launches(res, args.cuda_dir, args.batches, args.per_batch)),
-        ("triton launches", lambda: triton_launches(res, args.batches, args.per_batch)),
-        ("nvrtc compiles", lambda: nvrtc_compiles(res, args.cuda_dir, args.compile_reps)),
-        ("triton compiles", lambda: triton_compiles(res, args.triton_reps)),
+        ("cupy", "cupy launches", lambda: cupy_launches(res, args.cuda_dir, args.batches, args.per_batch)),
+        ("triton", "triton launches", lambda: triton_launches(res, args.batches, args.per_batch)),
+        ("nvrtc", "nvrtc compiles", lambda: nvrtc_compiles(res, args.cuda_dir, args.compile_reps)),
+        ("triton_compile", "triton compiles", lambda: triton_compiles(res, args.triton_reps)),
+        ("workloads", "library peers of the workloads", lambda: workload_peers(res, 3, args.workload_reps, sizes)),
     )
-    for title, step in steps:
+    for key, title, step in steps:
+        if key not in chosen:
+            continue
         print(f"peers: {title}", flush=True)
         try:
             step()

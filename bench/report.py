@@ -79,7 +79,29 @@ def comparisons():
         ("kernel.warp_sum.ptxgate", "kernel.warp_sum.nvcc", "ratio", 0.95, ">=", "GB/s ptxgate / GB/s nvcc twin"),
         ("kernel.matmul.ptxgate", "kernel.matmul.nvcc", "ratio", None, None, "GFLOP/s ptxgate / GFLOP/s nvcc twin"),
     ]
+    # Issue 13's workloads (ptxgate_gpu_bench workloads; the library rows from peers.py --steps workloads).
+    for w, unit in WORKLOADS:
+        memcpy_target, library_target = WORKLOAD_TARGETS.get(w, (None, None))
+        c += [
+            (f"workload.{w}.ptxgate", f"workload.{w}.nvcc", "ratio", 0.95, ">=", f"{unit} ptxgate / {unit} nvcc twin"),
+            (f"workload.{w}.ptxgate", f"workload.{w}.torch", "ratio", library_target, ">=" if library_target else None,
+             f"{unit} ptxgate / {unit} {LIBRARY[w]}"),
+        ]
+        if unit == "GB/s":
+            c.append((f"workload.{w}.ptxgate", "workload.memcpy_dtod", "ratio", memcpy_target,
+                      ">=" if memcpy_target else None, "GB/s ptxgate / GB/s cuMemcpyDtoD (2^28 f32)"))
     return c
+
+
+# The workloads, their unit and the library a user would pick instead.
+WORKLOADS = (("sum", "GB/s"), ("softmax", "GB/s"), ("layer_norm", "GB/s"), ("axpy_f16", "GB/s"),
+             ("axpy_bf16", "GB/s"), ("bfs", "GTEPS"), ("sgemm", "GFLOP/s"))
+LIBRARY = {"sum": "torch.sum", "softmax": "torch.softmax", "layer_norm": "F.layer_norm",
+           "axpy_f16": "torch y.add_(x, alpha=a)", "axpy_bf16": "torch y.add_(x, alpha=a)", "bfs": "(none)",
+           "sgemm": "torch.matmul (cuBLAS f32, TF32 off)"}
+# (target against memcpy, target against the library), issue 13.
+WORKLOAD_TARGETS = {"sum": (0.90, 1.0), "softmax": (None, 1.0), "layer_norm": (None, 1.0), "axpy_f16": (0.90, 1.0),
+                    "axpy_bf16": (0.90, 1.0), "sgemm": (None, 0.8)}
 
 
 def load_parts(parts_dir):
@@ -106,9 +128,11 @@ def load_parts(parts_dir):
 
 def evaluate(rows):
     out = []
+    # A run of some parts only (e.g. GPU_PARTS=kernels) lists no "not measured" rows for the parts it skipped.
+    groups = {n.split(".")[0] for n in rows}
     for name, base, kind, target, goal, meaning in comparisons():
         if name not in rows or base not in rows:
-            if target is not None:
+            if target is not None and name.split(".")[0] in groups:
                 missing = [n for n in (name, base) if n not in rows]
                 out.append({"measurement": name, "baseline": base, "meaning": meaning, "target": f"{goal} {target}",
                             "status": "not measured", "missing": missing})
@@ -155,6 +179,19 @@ def markdown(rows, verdicts, errors, env, info):
     for v in verdicts:
         L.append(f"| `{v['measurement']}` | `{v['baseline']}` | {fmt(v.get('ratio'))} | {v.get('target') or ''} | "
                  f"{v['status']} | {v['meaning']} |")
+    if any(k.startswith("workload.") for k in rows):
+        L += ["", "## Workloads: ptxgate, its nvcc twin, the library (same run)", "",
+              "| workload | unit | ptxgate | nvcc | library | library's | ptxgate / nvcc | ptxgate / library | ptxgate / memcpy |",
+              "|---|---|---|---|---|---|---|---|---|"]
+        memcpy = rows.get("workload.memcpy_dtod")
+        for w, unit in WORKLOADS:
+            pg, nv, lib = (rows.get(f"workload.{w}.{v}") for v in ("ptxgate", "nvcc", "torch"))
+            med = lambda r: r["median"] if r else None
+            ratio = lambda a, b: fmt(a["median"] / b["median"]) if a and b and b["median"] > 0 else ""
+            L.append(f"| {w} | {unit} | {fmt(med(pg))} | {fmt(med(nv))} | {LIBRARY[w]} | {fmt(med(lib))} | {ratio(pg, nv)} | "
+                     f"{ratio(pg, lib)} | {ratio(pg, memcpy) if unit == 'GB/s' else ''} |")
+        if memcpy:
+            L.append(f"\nDevice-to-device memcpy of 2^28 f32: {fmt(memcpy['median'])} GB/s (read + write).")
     L += ["", "## All measurements (median, p10-p90)", "",
           "| measurement | median | p10 | p90 | unit | samples |", "|---|---|---|---|---|---|"]
     for name in sorted(rows):

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Runs the ptxgate benchmarks on the GPU machine from a prebuilt bundle (scripts/bench_gpu.sh); results go to $OUT.
 # Usage (repository root): bash bench/run_on_gpu.sh [BUNDLE=.bundle]
+# BENCH_STEPS picks the steps (default "validation launch kernels compile peers"); "workloads" runs issue 13's
+# workloads (ptxgate_gpu_bench workloads) and their library peers (peers.py --steps workloads):
+#   BENCH_STEPS="kernels workloads" bash bench/run_on_gpu.sh .bundle   (scripts/gpu_all.sh's "kernels" part)
 # Writes at most 6 files to $OUT: bench_results.json, bench_results.md, bench_log.txt and 3 PNG plots.
 # Every step has its own time limit and failures are recorded; the report is written whatever happened.
 set -u
@@ -23,6 +26,8 @@ bench() { LD_LIBRARY_PATH="$BENCH_LD_PATH" "$BUNDLE/bin/ptxgate_gpu_bench" "$@";
 export -f bench
 export BUNDLE BENCH_LD_PATH
 START=$(date +%s)
+STEPS=" ${BENCH_STEPS:-validation launch kernels compile peers} "
+want() { [[ "$STEPS" == *" $1 "* ]]; }
 
 log() { echo "[$(( $(date +%s) - START ))s] $*" | tee -a "$LOG"; }
 # step NAME LIMIT_SECONDS COMMAND...: runs with a time limit, output to the log, never aborts the script.
@@ -50,30 +55,36 @@ LD_LIBRARY_PATH="$BENCH_LD_PATH" ldd "$BUNDLE/bin/ptxgate_gpu_bench" >>"$LOG" 2>
 
 # The nvcc twins: built with the bundle; compiled here only if missing.
 CUBINS=$BUNDLE/cubins
-for k in saxpy copy block_sum matmul launch saxpy4 copy4; do
+for k in saxpy copy block_sum matmul launch saxpy4 copy4 warp_sum softmax layer_norm axpy_half bfs sgemm; do
   if [ ! -s "$CUBINS/$k.cubin" ]; then
     mkdir -p "$WORK/cubins" && CUBINS=$WORK/cubins
     step "nvcc $k" 60 nvcc -cubin -arch=sm_90 -O3 -o "$CUBINS/$k.cubin" "bench/cuda/$k.cu"
   fi
 done
 
-step "validation cost" 45 bash -c 'bench "$@"' bench validation --examples examples --kernels bench/kernels --out "$PARTS/validation.json"
-step "launch overhead" 90 bash -c 'bench "$@"' bench launch --kernels bench/kernels --out "$PARTS/launch.json"
-step "kernel quality" 100 bash -c 'bench "$@"' bench kernels --examples examples --kernels bench/kernels --cubins "$CUBINS" \
+want validation && step "validation cost" 45 bash -c 'bench "$@"' bench validation --examples examples --kernels bench/kernels --out "$PARTS/validation.json"
+want launch && step "launch overhead" 90 bash -c 'bench "$@"' bench launch --kernels bench/kernels --out "$PARTS/launch.json"
+want kernels && step "kernel quality" 100 bash -c 'bench "$@"' bench kernels --examples examples --kernels bench/kernels --cubins "$CUBINS" \
   --out "$PARTS/kernels.json"
+if want workloads; then
+  step "workloads" 150 bash -c 'bench "$@"' bench workloads --kernels bench/kernels --cubins "$CUBINS" ${WORKLOADS:+--only $WORKLOADS} \
+    --out "$PARTS/workloads.json"
+  step "workload peers (torch, cuBLAS)" 120 python3 bench/peers.py --cuda-dir bench/cuda --steps workloads \
+    --out "$PARTS/workload_peers.json"
+fi
 # One process per kernel: a crash in one (see the log) loses only that kernel's rows.
-for k in saxpy copy block_sum matmul; do
+want compile && for k in saxpy copy block_sum matmul; do
   step "compile latency $k" 45 bash -c 'bench "$@"' bench compile --only "$k" --examples examples \
     --kernels bench/kernels --cache-dir "$WORK/compile-cache-$k" --out "$PARTS/compile_$k.json"
 done
-step "peers (CuPy, Triton, NVRTC)" 150 python3 bench/peers.py --cuda-dir bench/cuda --out "$PARTS/peers.json"
+want peers && step "peers (CuPy, Triton, NVRTC)" 150 python3 bench/peers.py --cuda-dir bench/cuda --out "$PARTS/peers.json"
 
 # Generated code next to nvcc's, for the log: resources and SASS of the bandwidth kernels.
 if command -v cuobjdump >/dev/null; then
-  for k in copy saxpy copy4 saxpy4; do
+  for k in copy saxpy copy4 saxpy4 $(want workloads && echo warp_sum softmax layer_norm axpy_half bfs sgemm); do
     {
-      echo "---- SASS $k: ptxgate"; cuobjdump -sass "$BUNDLE/emit/$k.cubin" 2>&1 | grep -E '^\s+/\*[0-9a-f]{4}\*/' | head -40
-      echo "---- SASS $k: nvcc"; cuobjdump -sass "$CUBINS/$k.cubin" 2>&1 | grep -E '^\s+/\*[0-9a-f]{4}\*/' | head -40
+      echo "---- SASS $k: ptxgate"; cuobjdump -sass "$BUNDLE/emit/$k.cubin" 2>&1 | grep -E '^\s+/\*[0-9a-f]{4}\*/' | head -"${SASS_LINES:-40}"
+      echo "---- SASS $k: nvcc"; cuobjdump -sass "$CUBINS/$k.cubin" 2>&1 | grep -E '^\s+/\*[0-9a-f]{4}\*/' | head -"${SASS_LINES:-40}"
     } >>"$LOG" 2>&1
   done
 fi

@@ -156,6 +156,7 @@ int run_emit(const std::filesystem::path& examples_dir, const std::filesystem::p
   int status = 0;
   auto sources = quality_kernels(examples_dir, kernels_dir);
   for (auto& extra : bandwidth_kernels(kernels_dir)) sources.push_back(extra);
+  for (auto& extra : workload_modules(kernels_dir)) sources.push_back(extra);
   for (const std::string probe : {"launch0", "launch4", "launch16"}) sources.push_back({probe, kernels_dir / (probe + ".pg")});
   for (const auto& ks : sources) {
     auto text = read_text(ks.path);

@@ -3,7 +3,10 @@
 # compute-sanitizer, and the benchmarks.
 #   here:            scripts/gpu_all.sh bundle      (builds $BUILD_DIR or build-gpu/, packs .bundle/ < 64 MiB)
 #   GPU machine:     scripts/gpu_all.sh device      (with .bundle carried; results in $OUT)
-# Parts: GPU_PARTS="tests bench programs launch_ab" (default "tests bench"):
+# Parts: GPU_PARTS="tests bench kernels programs launch_ab" (default "tests bench"):
+#   kernels    kernel quality and issue 13's workloads (sum, softmax, layer norm, f16/bf16 axpy, BFS, SGEMM):
+#              ptxgate vs nvcc twins vs memcpy vs torch/cuBLAS, in about 3 minutes (kernels_results.md;
+#              WORKLOADS="sum softmax" picks some);
 #   programs   ptxgate_programs_bench (100 small kernels: launches, graph replay, overlap), the CuPy and
 #              PyTorch graph-replay peers, and the Jacobi example;
 #   launch_ab  before/after launch overhead against a benchmark bundle of an earlier commit
@@ -39,6 +42,13 @@ device() {
     OUT="$work/bench" timeout --kill-after=10 "${GPU_BENCH_LIMIT:-300}" bash bench/run_on_gpu.sh .bundle/bench
     echo "bench part: exit $?"
     cp "$work/bench/bench_results.md" "$work/bench/bench_results.json" "$work/bench/"*.png "$final/" 2>/dev/null
+  fi
+  if [[ " $parts " == *" kernels "* ]]; then
+    mkdir -p "$work/kernels"
+    OUT="$work/kernels" BENCH_STEPS="kernels workloads" SASS_LINES=400 \
+      timeout --kill-after=10 "${GPU_KERNELS_LIMIT:-270}" bash bench/run_on_gpu.sh .bundle/bench
+    echo "kernels part: exit $?"
+    cp "$work/kernels/bench_results.md" "$final/kernels_results.md" 2>/dev/null
   fi
   if [[ " $parts " == *" multigpu "* ]]; then
     mkdir -p "$work/multigpu"
@@ -89,6 +99,8 @@ device() {
   ls -l "$final"
   cat "$final/gpu_results.txt" "$final/multigpu_results.txt" 2>/dev/null
   tail -40 "$final/bench_results.md" 2>/dev/null
+  sed -n '/^## Workloads/,/^## All/p' "$final/kernels_results.md" 2>/dev/null
+  sed -n '/^## Against targets/,/^## Workloads/p' "$final/kernels_results.md" 2>/dev/null
   cat "$final/launch_ab.md" 2>/dev/null
   tail -60 "$final/programs.txt" 2>/dev/null
 }
