@@ -465,9 +465,9 @@ int run_workloads(const WorkloadOptions& o, ResultFile& out) {
         status = 1;
         continue;
       }
-      timed.push_back({label(w, pg), "GB/s", 8.0 * double(n), [&c, &t, pg, norm, x, y, wb, bb, rows, cols]() {
-                         return norm ? launch_layer_norm(c, t, pg, *y, *x, *wb, *bb, rows, cols, kEps)
-                                     : launch_softmax(c, t, pg, *y, *x, rows, cols);
+      timed.push_back({label(w, pg), "GB/s", 8.0 * double(n), [&c, tw = &t, pg, norm, x, y, wb, bb, rows, cols]() {
+                         return norm ? launch_layer_norm(c, *tw, pg, *y, *x, *wb, *bb, rows, cols, kEps)
+                                     : launch_softmax(c, *tw, pg, *y, *x, rows, cols);
                        }});
     }
   }
@@ -521,10 +521,10 @@ int run_workloads(const WorkloadOptions& o, ResultFile& out) {
           status = 1;
           continue;
         }
-        Timed v{label("bfs", pg), "GTEPS", large_edges, [&c, &expand, &mark, pg, &l]() {
-                  return bfs_run(c, expand, mark, pg, l);
+        Timed v{label("bfs", pg), "GTEPS", large_edges, [&c, &expand, &mark, pg, state = &l]() {
+                  return bfs_run(c, expand, mark, pg, *state);
                 }};
-        v.prepare = [&c, &l]() { return bfs_reset(c, l); };
+        v.prepare = [&c, state = &l]() { return bfs_reset(c, *state); };
         timed.push_back(std::move(v));
       }
     }
