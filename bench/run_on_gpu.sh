@@ -67,9 +67,9 @@ want launch && step "launch overhead" 90 bash -c 'bench "$@"' bench launch --ker
 want kernels && step "kernel quality" 100 bash -c 'bench "$@"' bench kernels --examples examples --kernels bench/kernels --cubins "$CUBINS" \
   --out "$PARTS/kernels.json"
 if want workloads; then
-  step "workloads" 150 bash -c 'bench "$@"' bench workloads --kernels bench/kernels --cubins "$CUBINS" ${WORKLOADS:+--only $WORKLOADS} \
+  step "workloads" 120 bash -c 'bench "$@"' bench workloads --kernels bench/kernels --cubins "$CUBINS" ${WORKLOADS:+--only $WORKLOADS} \
     --out "$PARTS/workloads.json"
-  step "workload peers (torch, cuBLAS)" 120 python3 bench/peers.py --cuda-dir bench/cuda --steps workloads \
+  step "workload peers (torch, cuBLAS)" 90 python3 bench/peers.py --cuda-dir bench/cuda --steps workloads \
     --out "$PARTS/workload_peers.json"
 fi
 # One process per kernel: a crash in one (see the log) loses only that kernel's rows.

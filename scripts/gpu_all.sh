@@ -46,7 +46,7 @@ device() {
   if [[ " $parts " == *" kernels "* ]]; then
     mkdir -p "$work/kernels"
     OUT="$work/kernels" BENCH_STEPS="kernels workloads" SASS_LINES=400 \
-      timeout --kill-after=10 "${GPU_KERNELS_LIMIT:-270}" bash bench/run_on_gpu.sh .bundle/bench
+      timeout --kill-after=10 "${GPU_KERNELS_LIMIT:-330}" bash bench/run_on_gpu.sh .bundle/bench
     echo "kernels part: exit $?"
     cp "$work/kernels/bench_results.md" "$final/kernels_results.md" 2>/dev/null
   fi
