@@ -299,7 +299,7 @@ def workload_peers(res, warmups, reps, sizes):
     lx = torch.rand(r, c, device=dev, generator=gen) * 8 - 4
     w = torch.rand(c, device=dev, generator=gen)
     b = torch.rand(c, device=dev, generator=gen)
-    ops.append(("workload.layer_norm.torch", "GB/s", 8.0 * r * c, lambda: F.layer_norm(lx, (c,), w, b, 1e-5)))
+    ops.append(("workload.layer_norm.torch", "GB/s", 8.0 * r * c, lambda c=c: F.layer_norm(lx, (c,), w, b, 1e-5)))
     h = sizes["half_elements"]
     for name, dtype in (("axpy_f16", torch.float16), ("axpy_bf16", torch.bfloat16)):
         hx = torch.full((h,), 1.06, dtype=dtype, device=dev)
