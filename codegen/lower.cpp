@@ -76,17 +76,47 @@ struct Binding {
   int param_index = -1;                ///< buffer: signature position
 };
 
+/// The LLVM function of each device function, declared before any body is lowered.
+using FunctionMap = std::unordered_map<const ir::Function*, llvm::Function*>;
+
+/// A device function: internal linkage (LLVM's inliner decides; an unused one is dropped),
+/// scalars by value (bool as i1), buffers as `ptr addrspace(1)`, and the kernel's grid barrier
+/// word appended when it (transitively) uses grid_sync. Convergent when it synchronises, so no
+/// optimisation makes its calls depend on more values than the source does.
+llvm::Function* declare_device_function(const ir::Function& f, llvm::Module& module) {
+  llvm::LLVMContext& c = module.getContext();
+  std::vector<llvm::Type*> types;
+  for (const auto& p : f.params)
+    types.push_back(p.is_buffer ? llvm::PointerType::get(c, kGlobalSpace) : value_type(c, p.type));
+  if (f.uses_grid_sync) types.push_back(llvm::PointerType::get(c, kGlobalSpace));
+  llvm::Type* result = f.result == ir::Type::void_ ? llvm::Type::getVoidTy(c) : value_type(c, f.result);
+  auto* function = llvm::Function::Create(llvm::FunctionType::get(result, types, false),
+                                          llvm::GlobalValue::InternalLinkage, f.name, module);
+  function->addFnAttr(llvm::Attribute::NoUnwind);
+  if (f.uses_barrier || f.uses_grid_sync || f.uses_warp_operations) function->addFnAttr(llvm::Attribute::Convergent);
+  return function;
+}
+
+/// Lowers the body of one kernel or device function.
 class KernelLowering {
  public:
-  KernelLowering(const ir::Kernel& kernel, llvm::Module& module)
-      : kernel_(kernel), module_(module), context_(module.getContext()), builder_(module.getContext()) {}
+  KernelLowering(const ir::Kernel& kernel, llvm::Module& module, const FunctionMap& functions)
+      : kernel_(kernel), as_kernel_(&kernel), module_(module), context_(module.getContext()),
+        builder_(module.getContext()), functions_(functions) {}
+  KernelLowering(const ir::Function& function, llvm::Module& module, const FunctionMap& functions)
+      : kernel_(function), as_function_(&function), module_(module), context_(module.getContext()),
+        builder_(module.getContext()), functions_(functions) {}
 
   void run() {
     declare_function();
     statements(kernel_.body);
-    if (!builder_.GetInsertBlock()->getTerminator()) builder_.CreateRetVoid();
+    if (!builder_.GetInsertBlock()->getTerminator()) {
+      // The verifier proved that a function with a result returns on every path (PG1322).
+      if (as_function_ && as_function_->result != ir::Type::void_) builder_.CreateUnreachable();
+      else builder_.CreateRetVoid();
+    }
     set_buffer_attributes();
-    annotate();
+    if (as_kernel_) annotate();
   }
 
  private:
@@ -98,16 +128,22 @@ class KernelLowering {
   // ---- signature, attributes, annotations ----
 
   void declare_function() {
-    std::vector<llvm::Type*> types;
-    for (const auto& p : kernel_.params)
-      types.push_back(p.is_buffer ? llvm::PointerType::get(context_, kGlobalSpace) : parameter_type(context_, p.type));
-    if (kernel_.uses_grid_sync) types.push_back(llvm::PointerType::get(context_, kGlobalSpace));
-    auto* signature = llvm::FunctionType::get(llvm::Type::getVoidTy(context_), types, false);
-    function_ = llvm::Function::Create(signature, llvm::GlobalValue::ExternalLinkage, kernel_.name, module_);
-    if (function_->getName() != kernel_.name)
-      invariant_failed(fmt::format("kernel name '{}' is used twice in one module", kernel_.name));
-    function_->setCallingConv(llvm::CallingConv::PTX_Kernel);
-    function_->addFnAttr(llvm::Attribute::NoUnwind);
+    if (as_function_) {
+      auto found = functions_.find(as_function_);
+      if (found == functions_.end()) invariant_failed(fmt::format("function '{}' was not declared", kernel_.name));
+      function_ = found->second;
+    } else {
+      std::vector<llvm::Type*> types;
+      for (const auto& p : kernel_.params)
+        types.push_back(p.is_buffer ? llvm::PointerType::get(context_, kGlobalSpace) : parameter_type(context_, p.type));
+      if (kernel_.uses_grid_sync) types.push_back(llvm::PointerType::get(context_, kGlobalSpace));
+      auto* signature = llvm::FunctionType::get(llvm::Type::getVoidTy(context_), types, false);
+      function_ = llvm::Function::Create(signature, llvm::GlobalValue::ExternalLinkage, kernel_.name, module_);
+      if (function_->getName() != kernel_.name)
+        invariant_failed(fmt::format("kernel name '{}' is used twice in one module", kernel_.name));
+      function_->setCallingConv(llvm::CallingConv::PTX_Kernel);
+      function_->addFnAttr(llvm::Attribute::NoUnwind);
+    }
     builder_.SetInsertPoint(llvm::BasicBlock::Create(context_, "entry", function_));
 
     params_.resize(kernel_.params.size());
@@ -125,8 +161,10 @@ class KernelLowering {
         binding.param_index = static_cast<int>(i);
         arrays_by_name_[p.name] = binding;
       } else {
-        binding.value = p.type == ir::Type::bool_ ? builder_.CreateICmpNE(arg, builder_.getInt32(0), p.name + ".bool")
-                                                  : static_cast<llvm::Value*>(arg);
+        // A kernel's bool arrives as a 4-byte integer; a device function's is already i1.
+        binding.value = p.type == ir::Type::bool_ && as_kernel_
+                            ? builder_.CreateICmpNE(arg, builder_.getInt32(0), p.name + ".bool")
+                            : static_cast<llvm::Value*>(arg);
       }
       params_[i] = binding;
     }
@@ -159,10 +197,11 @@ class KernelLowering {
       annotations->addOperand(llvm::MDNode::get(context_, fields));
     };
     add("kernel", 1);
-    if (kernel_.has_workgroup()) {
-      add("reqntidx", kernel_.workgroup[0]);
-      add("reqntidy", kernel_.workgroup[1] ? kernel_.workgroup[1] : 1);
-      add("reqntidz", kernel_.workgroup[2] ? kernel_.workgroup[2] : 1);
+    const ir::Kernel& kernel = *as_kernel_;
+    if (kernel.has_workgroup()) {
+      add("reqntidx", kernel.workgroup[0]);
+      add("reqntidy", kernel.workgroup[1] ? kernel.workgroup[1] : 1);
+      add("reqntidz", kernel.workgroup[2] ? kernel.workgroup[2] : 1);
     }
   }
 
@@ -239,7 +278,14 @@ class KernelLowering {
         return;
       }
       case ir::StmtKind::return_:
-        builder_.CreateRetVoid();
+        if (s.value) {
+          if (!as_function_ || as_function_->result == ir::Type::void_)
+            invariant_failed(fmt::format("'return' with a value in {}", kernel_.name));
+          llvm::Value* result = convert(expr(*s.value), s.value->type, as_function_->result);
+          builder_.CreateRet(result);
+        } else {
+          builder_.CreateRetVoid();
+        }
         continue_in_dead_block();
         return;
       case ir::StmtKind::expr:
@@ -696,8 +742,45 @@ class KernelLowering {
 
   // ---- calls ----
 
+  /// A call of a device function: arguments in order (one instruction per statement, see
+  /// builtin), buffers as the caller's pointers, the grid barrier word passed on.
+  llvm::Value* function_call(const ir::Expr& e) {
+    const ir::Function& callee = *e.function;
+    auto found = functions_.find(&callee);
+    if (found == functions_.end()) invariant_failed(fmt::format("function '{}' was not declared", callee.name));
+    if (e.operands.size() != callee.params.size())
+      invariant_failed(fmt::format("call of '{}' with {} arguments", callee.name, e.operands.size()));
+    std::vector<llvm::Value*> args;
+    for (size_t i = 0; i < callee.params.size(); ++i) {
+      const ir::Param& param = callee.params[i];
+      const ir::Expr& arg = *e.operands[i];
+      if (!param.is_buffer) {
+        llvm::Value* value = convert(expr(arg), arg.type, param.type);
+        args.push_back(value);
+        continue;
+      }
+      const Binding& buffer = binding_of(arg);
+      if (buffer.kind != Binding::Kind::buffer)
+        invariant_failed(fmt::format("'{}' passed to buffer parameter '{}' is not a buffer", arg.name, param.name));
+      if (buffer.param_index >= 0) {
+        if (param.access != ir::Access::out) buffer_read_[buffer.param_index] = true;
+        if (param.access != ir::Access::in) buffer_written_[buffer.param_index] = true;
+      }
+      args.push_back(buffer.value);
+    }
+    if (callee.uses_grid_sync) {
+      if (!grid_barrier_word_)
+        invariant_failed(fmt::format("'{}' calls '{}', which uses grid_sync, without the barrier word", kernel_.name,
+                                     callee.name));
+      args.push_back(grid_barrier_word_);
+    }
+    llvm::CallInst* result = builder_.CreateCall(found->second, args);
+    return callee.result == ir::Type::void_ ? nullptr : result;
+  }
+
   llvm::Value* call(const ir::Expr& e) {
     using I = ir::Intrinsic;
+    if (e.function) return function_call(e);
     if (!e.intrinsic) invariant_failed(fmt::format("call of unknown function '{}'", e.name));
     const I which = *e.intrinsic;
     if (ir::is_atomic(which)) return atomic(e, which);
@@ -803,7 +886,9 @@ class KernelLowering {
     return builder_.CreateAtomicRMW(op, address, value, align, relaxed);
   }
 
-  const ir::Kernel& kernel_;
+  const ir::Routine& kernel_;                 ///< the kernel or device function being lowered
+  const ir::Kernel* as_kernel_ = nullptr;     ///< null while lowering a device function
+  const ir::Function* as_function_ = nullptr; ///< null while lowering a kernel
   llvm::Module& module_;
   llvm::LLVMContext& context_;
   llvm::IRBuilder<> builder_;
@@ -814,6 +899,7 @@ class KernelLowering {
   std::unordered_map<std::string, Binding> arrays_by_name_;
   std::vector<LoopTargets> loops_;
   std::vector<bool> buffer_read_, buffer_written_;
+  const FunctionMap& functions_;
 };
 
 }  // namespace
@@ -826,7 +912,11 @@ std::expected<std::unique_ptr<llvm::Module>, diag::Diagnostics> lower_module(con
   module->setDataLayout(layout);
   module->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t{0});
   try {
-    for (const ir::Kernel& kernel : verified.kernels) KernelLowering(kernel, *module).run();
+    FunctionMap functions;
+    for (const ir::Function& function : verified.functions)
+      functions.emplace(&function, declare_device_function(function, *module));
+    for (const ir::Function& function : verified.functions) KernelLowering(function, *module, functions).run();
+    for (const ir::Kernel& kernel : verified.kernels) KernelLowering(kernel, *module, functions).run();
   } catch (const InvariantFailure& failure) {
     diag::Diagnostics d;
     d.add(diag::Code::internal_error, "code generation received a module that breaks a verifier invariant: " +

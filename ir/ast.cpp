@@ -167,4 +167,10 @@ const Kernel* Module::find_kernel(std::string_view name) const {
   return nullptr;
 }
 
+const Function* Module::find_function(std::string_view name) const {
+  for (const auto& f : functions)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
 }  // namespace ptxgate::ir

@@ -81,6 +81,7 @@ bool is_atomic(Intrinsic i);
 bool is_warp_operation(Intrinsic i);
 
 struct Symbol;
+struct Function;
 
 enum class ExprKind : uint8_t {
   int_literal,    ///< int_value, text
@@ -92,8 +93,9 @@ enum class ExprKind : uint8_t {
   unary,          ///< unary_op operands[0]
   binary,         ///< operands[0] binary_op operands[1]
   cast,           ///< cast_type(operands[0])
-  call,           ///< intrinsic or unknown `name`; operands are arguments. For atomics,
-                  ///< operands[0] is a `name` expression naming the buffer/shared array.
+  call,           ///< intrinsic, device function or unknown `name`; operands are arguments. For
+                  ///< atomics, operands[0] is a `name` expression naming the buffer/shared array;
+                  ///< for a device function's buffer parameter, a `name` naming the caller's buffer.
 };
 
 struct Expr {
@@ -115,6 +117,7 @@ struct Expr {
   std::vector<std::unique_ptr<Expr>> operands;
 
   const Symbol* symbol = nullptr;  ///< resolved by the verifier for name/index
+  const Function* function = nullptr;  ///< call of a device function, resolved by the verifier
 };
 using ExprPtr = std::unique_ptr<Expr>;
 
@@ -166,7 +169,7 @@ struct Param {
 
 enum class SymbolKind : uint8_t { scalar_param, buffer_param, let, var, loop_var, shared_array, constant };
 
-/// A resolved declaration; owned by its Kernel, created by the verifier.
+/// A resolved declaration; owned by its Kernel or Function, created by the verifier.
 struct Symbol {
   SymbolKind kind = SymbolKind::let;
   std::string name;
@@ -182,26 +185,41 @@ struct Symbol {
   const Stmt* decl = nullptr;    ///< declaring statement (null for params)
 };
 
-struct Kernel {
+/// What kernels and device functions share: a name, parameters, a body, and what the
+/// verifier records about them.
+struct Routine {
   std::string name;
   SourceRange name_range;
   SourceRange range;
-  std::vector<Attribute> attributes;
   std::vector<Param> params;
   std::vector<StmtPtr> body;
+
+  // Filled by the verifier; they include what the device functions called (transitively) use.
+  bool uses_grid_sync = false;
+  bool uses_barrier = false;
+  bool uses_warp_operations = false;  ///< shuffles, votes or warp reductions
+  std::vector<std::unique_ptr<Symbol>> symbols;
+};
+
+struct Kernel : Routine {
+  std::vector<Attribute> attributes;
 
   // Filled by the verifier from the attributes.
   std::array<uint32_t, 3> workgroup{0, 0, 0};  ///< required block size; all 0 = none
   bool cooperative = false;
-  bool uses_grid_sync = false;
-  bool uses_barrier = false;
-  bool uses_warp_operations = false;  ///< shuffles, votes or warp reductions
   uint64_t static_shared_bytes = 0;
   /// The element size of the kernel's dynamic shared array (`shared NAME: T[];`); 0: none.
   uint32_t dynamic_shared_element_bytes = 0;
-  std::vector<std::unique_ptr<Symbol>> symbols;
 
   bool has_workgroup() const { return workgroup[0] != 0; }
+};
+
+/// A device function: `fn NAME(PARAMS) [-> TYPE] { ... }` at module level, callable from
+/// every kernel and function. Scalar parameters are values; buffer parameters pass the
+/// caller's buffer through with an access mode.
+struct Function : Routine {
+  Type result = Type::void_;     ///< the value type after `->`, or void
+  SourceRange result_range;      ///< the type after `->` (empty when void)
 };
 
 struct Module {
@@ -210,10 +228,13 @@ struct Module {
   /// visible in every kernel and in the constants after it.
   std::vector<StmtPtr> constants;
   std::vector<Kernel> kernels;
+  /// `fn` declarations in source order; each is visible in every kernel and function.
+  std::vector<Function> functions;
   /// Symbols of the constants, owned here; created by the verifier.
   std::vector<std::unique_ptr<Symbol>> constant_symbols;
 
   const Kernel* find_kernel(std::string_view name) const;
+  const Function* find_function(std::string_view name) const;
 };
 
 }  // namespace ptxgate::ir

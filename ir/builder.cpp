@@ -289,6 +289,11 @@ BlockBuilder& BlockBuilder::return_() {
   return *this;
 }
 
+BlockBuilder& BlockBuilder::return_(Ex value) {
+  append(StmtKind::return_).value = std::move(value).take();
+  return *this;
+}
+
 BlockBuilder& BlockBuilder::expr(Ex e) {
   append(StmtKind::expr).value = std::move(e).take();
   return *this;
@@ -338,7 +343,34 @@ KernelBuilder& KernelBuilder::scalar(std::string name, Type type) {
   return *this;
 }
 
+FunctionBuilder::FunctionBuilder(std::string name) : BlockBuilder(function.body) { function.name = std::move(name); }
+
+FunctionBuilder& FunctionBuilder::returns(Type type) {
+  function.result = type;
+  return *this;
+}
+
+FunctionBuilder& FunctionBuilder::buffer(std::string name, Access access, Type elem) {
+  Param p;
+  p.name = std::move(name);
+  p.is_buffer = true;
+  p.access = access;
+  p.type = elem;
+  function.params.push_back(std::move(p));
+  return *this;
+}
+
+FunctionBuilder& FunctionBuilder::scalar(std::string name, Type type) {
+  Param p;
+  p.name = std::move(name);
+  p.type = type;
+  function.params.push_back(std::move(p));
+  return *this;
+}
+
 KernelBuilder& ModuleBuilder::kernel(std::string name) { return kernels_.emplace_back(std::move(name)); }
+
+FunctionBuilder& ModuleBuilder::function(std::string name) { return functions_.emplace_back(std::move(name)); }
 
 Ex ModuleBuilder::constant(std::string name, Type type, Ex value) {
   auto s = std::make_unique<Stmt>();
@@ -357,6 +389,8 @@ Module ModuleBuilder::take() {
   constants_.clear();
   for (auto& k : kernels_) m.kernels.push_back(std::move(k).take());
   kernels_.clear();
+  for (auto& f : functions_) m.functions.push_back(std::move(f).take());
+  functions_.clear();
   return m;
 }
 

@@ -173,6 +173,8 @@ class BlockBuilder : public ExprFactory {
   BlockBuilder& break_();
   BlockBuilder& continue_();
   BlockBuilder& return_();
+  /// `return value;` (in a device function with a result).
+  BlockBuilder& return_(Ex value);
   /// An expression statement, e.g. `b.expr(b.atomic(Intrinsic::atomic_add, "t", 0, v))`.
   BlockBuilder& expr(Ex e);
   BlockBuilder& barrier() { return expr(call(Intrinsic::barrier, {})); }
@@ -210,12 +212,35 @@ class KernelBuilder : private detail::KernelStorage, public BlockBuilder {
   Kernel take() && { return std::move(kernel); }
 };
 
-/// Builds a module of kernels.
+namespace detail {
+/// Holds the function so that it exists before the BlockBuilder base that appends to its body.
+struct FunctionStorage {
+  Function function;
+};
+}  // namespace detail
+
+/// Builds one device function `fn name(params) [-> result] { body }`; call it with
+/// `b.call("name", {args})`, passing a buffer argument as `b.name("buffer")`.
+class FunctionBuilder : private detail::FunctionStorage, public BlockBuilder {
+ public:
+  explicit FunctionBuilder(std::string name);
+  /// `-> type`; without it the function has no result.
+  FunctionBuilder& returns(Type type);
+  /// A buffer parameter `access name: elem[]`.
+  FunctionBuilder& buffer(std::string name, Access access, Type elem);
+  /// A scalar parameter `name: type`.
+  FunctionBuilder& scalar(std::string name, Type type);
+  Function take() && { return std::move(function); }
+};
+
+/// Builds a module of kernels and device functions.
 class ModuleBuilder {
  public:
   explicit ModuleBuilder(std::string path = "<builder>") : path_(std::move(path)) {}
   /// Starts a new kernel; the reference stays valid until take().
   KernelBuilder& kernel(std::string name);
+  /// Starts a new device function; the reference stays valid until take().
+  FunctionBuilder& function(std::string name);
   /// `const name: type = value;` at module level; returns a handle naming it (usable in
   /// every kernel and in later constants).
   Ex constant(std::string name, Type type, Ex value);
@@ -226,6 +251,7 @@ class ModuleBuilder {
   std::string path_;
   std::vector<StmtPtr> constants_;
   std::deque<KernelBuilder> kernels_;
+  std::deque<FunctionBuilder> functions_;
 };
 
 }  // namespace ptxgate::ir

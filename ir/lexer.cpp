@@ -29,7 +29,7 @@ constexpr Keyword kKeywords[] = {
     {"if", TokenKind::kw_if},         {"else", TokenKind::kw_else},   {"while", TokenKind::kw_while},
     {"for", TokenKind::kw_for},       {"break", TokenKind::kw_break}, {"continue", TokenKind::kw_continue},
     {"return", TokenKind::kw_return}, {"shared", TokenKind::kw_shared}, {"true", TokenKind::kw_true},
-    {"false", TokenKind::kw_false},   {"const", TokenKind::kw_const},
+    {"false", TokenKind::kw_false},   {"const", TokenKind::kw_const}, {"fn", TokenKind::kw_fn},
 };
 
 /// Whether the byte at `s[i]` starts something the lexer accepts outside comments.
@@ -62,6 +62,7 @@ std::string_view token_kind_name(TokenKind kind) {
     case TokenKind::kw_true: return "'true'";
     case TokenKind::kw_false: return "'false'";
     case TokenKind::kw_const: return "'const'";
+    case TokenKind::kw_fn: return "'fn'";
     case TokenKind::l_paren: return "'('";
     case TokenKind::r_paren: return "')'";
     case TokenKind::l_brace: return "'{'";
@@ -95,6 +96,7 @@ std::string_view token_kind_name(TokenKind kind) {
     case TokenKind::pipe_pipe: return "'||'";
     case TokenKind::bang: return "'!'";
     case TokenKind::tilde: return "'~'";
+    case TokenKind::arrow: return "'->'";
   }
   return "token";
 }
@@ -369,7 +371,7 @@ Token Lexer::next() {
       case '&': return at(1, '&') ? two(TokenKind::amp_amp) : one(TokenKind::amp);
       case '|': return at(1, '|') ? two(TokenKind::pipe_pipe) : one(TokenKind::pipe);
       case '+': return one(TokenKind::plus);
-      case '-': return one(TokenKind::minus);
+      case '-': return at(1, '>') ? two(TokenKind::arrow) : one(TokenKind::minus);
       case '*': return one(TokenKind::star);
       case '/': return one(TokenKind::slash);
       case '%': return one(TokenKind::percent);

@@ -15,6 +15,7 @@ struct Limits {
   uint32_t max_parameters = 256;           ///< PG1906
   uint32_t max_statements_per_kernel = 100000;  ///< PG1907
   uint32_t max_constants = 10000;          ///< PG1908 (parsing stops)
+  uint32_t max_functions = 10000;          ///< PG1909 (parsing stops); max_parameters each (PG1910)
 };
 
 }  // namespace ptxgate::ir

@@ -53,6 +53,7 @@ class Parser {
     while (tok_.kind != TokenKind::end_of_file) {
       try {
         if (at(TokenKind::kw_const)) parse_constant(module);
+        else if (at(TokenKind::kw_fn)) parse_function(module);
         else parse_kernel(module);
       } catch (const SyntaxError&) {
         sync_top_level();
@@ -167,21 +168,23 @@ class Parser {
   void count_statement(uint32_t start) {
     if (++statements_ > limits_.max_statements_per_kernel)
       fatal(diag::Code::too_many_statements, start, tok_.offset > start ? tok_.offset - start : 1,
-            fmt::format("kernel has more than {} statements (limit max_statements_per_kernel = {})",
+            fmt::format("{} has more than {} statements (limit max_statements_per_kernel = {})", routine_word_,
                         limits_.max_statements_per_kernel, limits_.max_statements_per_kernel),
-            "split the kernel into several kernels");
+            routine_word_ == "kernel" ? "split the kernel into several kernels"
+                                      : "split the function into several functions");
   }
 
   // ---- recovery -------------------------------------------------------------
 
   /// Skips to the next attribute or kernel (parse_kernel always consumes those).
   void sync_top_level() {
-    while (!at(TokenKind::end_of_file) && !at(TokenKind::kw_kernel) && !at(TokenKind::at) && !at(TokenKind::kw_const))
+    while (!at(TokenKind::end_of_file) && !at(TokenKind::kw_kernel) && !at(TokenKind::at) && !at(TokenKind::kw_const) &&
+           !at(TokenKind::kw_fn))
       advance();
   }
 
   bool at_item_start() const {
-    return at(TokenKind::end_of_file) || at(TokenKind::kw_kernel) || at(TokenKind::at);
+    return at(TokenKind::end_of_file) || at(TokenKind::kw_kernel) || at(TokenKind::at) || at(TokenKind::kw_fn);
   }
 
   bool at_statement_keyword() const {
@@ -228,9 +231,10 @@ class Parser {
     if (!at(TokenKind::kw_kernel)) {
       if (attributes.empty())
         fail_here(diag::Code::expected_kernel,
-                  fmt::format("expected a kernel or constant declaration, found {}", describe(tok_)),
+                  fmt::format("expected a kernel, function or constant declaration, found {}", describe(tok_)),
                   "start a kernel with 'kernel NAME(PARAMS) { ... }', optionally after attributes like "
-                  "@workgroup(256), or declare a constant with 'const NAME: TYPE = VALUE;'");
+                  "@workgroup(256), a function with 'fn NAME(PARAMS) -> TYPE { ... }', or declare a constant "
+                  "with 'const NAME: TYPE = VALUE;'");
       fail_here(diag::Code::expected_kernel,
                 fmt::format("expected 'kernel' after the attributes, found {}", describe(tok_)),
                 "attributes must be followed by 'kernel NAME(PARAMS) { ... }'");
@@ -244,22 +248,11 @@ class Parser {
     Kernel& kernel = module.kernels.emplace_back();
     kernel.attributes = std::move(attributes);
     statements_ = 0;
+    routine_word_ = "kernel";
     try {
       kernel.name = expect_identifier("a kernel name", &kernel.name_range);
       expect(TokenKind::l_paren, "after the kernel name", "write the parameter list in parentheses, e.g. (in x: f32[], n: u32)");
-      if (!at(TokenKind::r_paren)) {
-        uint32_t count = 0;
-        do {
-          Param p = parse_param();
-          if (++count == limits_.max_parameters + 1)
-            sink_.error(diag::Code::too_many_parameters, p.range.offset, p.range.length,
-                        fmt::format("kernel '{}' has more than {} parameters (limit max_parameters = {})", kernel.name,
-                                    limits_.max_parameters, limits_.max_parameters),
-                        "pass fewer parameters, e.g. pack scalars into a buffer");
-          if (kernel.params.size() < limits_.max_parameters) kernel.params.push_back(std::move(p));
-          else if (sink_.stopped()) throw Abort{};
-        } while (accept(TokenKind::comma));
-      }
+      parse_params(kernel, "kernel", diag::Code::too_many_parameters, "pass fewer parameters, e.g. pack scalars into a buffer");
       expect(TokenKind::r_paren, "after the parameter list", "close the parameter list with ')'");
     } catch (const SyntaxError&) {
       // Skip the rest of the header; still parse the body to report its errors.
@@ -268,6 +261,55 @@ class Parser {
     }
     parse_block_into(kernel.body, "the kernel body");
     kernel.range = range_from(start);
+  }
+
+  /// The parameters between `(` and `)` (not consumed), at most max_parameters kept.
+  void parse_params(Routine& routine, std::string_view what, diag::Code too_many, std::string_view fix) {
+    if (at(TokenKind::r_paren)) return;
+    uint32_t count = 0;
+    do {
+      Param p = parse_param();
+      if (++count == limits_.max_parameters + 1)
+        sink_.error(too_many, p.range.offset, p.range.length,
+                    fmt::format("{} '{}' has more than {} parameters (limit max_parameters = {})", what, routine.name,
+                                limits_.max_parameters, limits_.max_parameters),
+                    std::string(fix));
+      if (routine.params.size() < limits_.max_parameters) routine.params.push_back(std::move(p));
+      else if (sink_.stopped()) throw Abort{};
+    } while (accept(TokenKind::comma));
+  }
+
+  /// `fn NAME(PARAMS) [-> TYPE] { ... }` at module level.
+  void parse_function(Module& module) {
+    uint32_t start = tok_.offset;
+    if (module.functions.size() >= limits_.max_functions)
+      fatal(diag::Code::too_many_functions, tok_.offset, tok_.length,
+            fmt::format("module has more than {} functions (limit max_functions = {})", limits_.max_functions,
+                        limits_.max_functions),
+            "split the module into several files");
+    advance();
+    Function& function = module.functions.emplace_back();
+    statements_ = 0;
+    routine_word_ = "function";
+    try {
+      function.name = expect_identifier("a function name after 'fn'", &function.name_range);
+      expect(TokenKind::l_paren, "after the function name",
+             "write the parameter list in parentheses, e.g. fn scale(x: f32, in w: f32[]) -> f32 { ... }");
+      parse_params(function, "function", diag::Code::too_many_function_parameters,
+                   "pass fewer parameters, e.g. pass a buffer instead of many scalars");
+      expect(TokenKind::r_paren, "after the parameter list", "close the parameter list with ')'");
+      if (accept(TokenKind::arrow)) {
+        uint32_t type_start = tok_.offset;
+        function.result = expect_type(fmt::format("for the result of function '{}'", function.name));
+        function.result_range = range_from(type_start);
+      }
+    } catch (const SyntaxError&) {
+      // Skip the rest of the header; still parse the body to report its errors.
+      while (!at_item_start() && !at(TokenKind::l_brace)) advance();
+      if (!at(TokenKind::l_brace)) return;
+    }
+    parse_block_into(function.body, "the function body");
+    function.range = range_from(start);
   }
 
   /// `const NAME: TYPE = VALUE;` at module level.
@@ -703,6 +745,7 @@ class Parser {
   uint32_t prev_end_ = 0;
   uint32_t depth_ = 0;
   uint32_t statements_ = 0;
+  std::string_view routine_word_ = "kernel";  ///< what the statements being counted belong to
   uint32_t unclosed_reported_at_ = UINT32_MAX;
   uint32_t bad_builtin_at_ = UINT32_MAX;  ///< offset of the last unknown builtin reported
 };

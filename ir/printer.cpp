@@ -38,12 +38,20 @@ class Printer {
  public:
   std::string out;
 
-  /// Constants first (in their order), a blank line, then the kernels.
+  /// Constants first (in their order), then the functions and the kernels (each in its
+  /// order), a blank line before each function and kernel.
   void module(const Module& m) {
     for (const auto& c : m.constants) statement(*c);
-    for (size_t i = 0; i < m.kernels.size(); ++i) {
-      if (i || !m.constants.empty()) out += '\n';
-      kernel(m.kernels[i]);
+    bool first = m.constants.empty();
+    for (const auto& f : m.functions) {
+      if (!first) out += '\n';
+      first = false;
+      function(f);
+    }
+    for (const auto& k : m.kernels) {
+      if (!first) out += '\n';
+      first = false;
+      kernel(k);
     }
   }
 
@@ -64,17 +72,30 @@ class Printer {
       out += '\n';
     }
     out += fmt::format("kernel {}(", k.name);
-    for (size_t i = 0; i < k.params.size(); ++i) {
-      const Param& p = k.params[i];
+    params(k.params);
+    out += ") ";
+    block(k.body);
+    out += '\n';
+  }
+
+  void function(const Function& f) {
+    out += fmt::format("fn {}(", f.name);
+    params(f.params);
+    out += ") ";
+    if (f.result != Type::void_) out += fmt::format("-> {} ", type_name(f.result));
+    block(f.body);
+    out += '\n';
+  }
+
+  void params(const std::vector<Param>& list) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      const Param& p = list[i];
       if (i) out += ", ";
       if (p.is_buffer)
         out += fmt::format("{} {}: {}[]", access_name(p.access), p.name, type_name(p.type));
       else
         out += fmt::format("{}: {}", p.name, type_name(p.type));
     }
-    out += ") ";
-    block(k.body);
-    out += '\n';
   }
 
   /// Prints `{`, the statements one level deeper, and `}` (no newline after it).

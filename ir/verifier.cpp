@@ -103,35 +103,56 @@ std::optional<std::string> closest_name(std::string_view name, const std::vector
 }
 
 KernelChecker::KernelChecker(Kernel& kernel, Reporter& reporter, const Limits& limits,
-                             const ConstantTable* constants)
-    : kernel_(kernel), reporter_(reporter), limits_(limits), constants_(constants) {}
+                             const ConstantTable* constants, const FunctionTable* functions)
+    : kernel_(kernel), as_kernel_(&kernel), as_function_(nullptr), reporter_(reporter), limits_(limits),
+      constants_(constants), functions_(functions) {}
 
+KernelChecker::KernelChecker(Function& function, Reporter& reporter, const Limits& limits,
+                             const ConstantTable* constants, const FunctionTable* functions)
+    : kernel_(function), as_kernel_(nullptr), as_function_(&function), reporter_(reporter), limits_(limits),
+      constants_(constants), functions_(functions) {}
+
+std::string KernelChecker::owner() const {
+  return fmt::format("{} '{}'", as_function_ ? "function" : "kernel", kernel_.name);
+}
+
+/// Types and checks the body; a kernel's attributes and shared memory too. The divergence
+/// analysis runs later (verify), once the functions' facts are known.
 void KernelChecker::run() {
-  kernel_.workgroup = {0, 0, 0};
-  kernel_.cooperative = false;
   kernel_.uses_grid_sync = false;
   kernel_.uses_barrier = false;
   kernel_.uses_warp_operations = false;
-  kernel_.static_shared_bytes = 0;
-  kernel_.dynamic_shared_element_bytes = 0;
   kernel_.symbols.clear();
-  check_attributes();
+  if (as_kernel_) {
+    as_kernel_->workgroup = {0, 0, 0};
+    as_kernel_->cooperative = false;
+    as_kernel_->static_shared_bytes = 0;
+    as_kernel_->dynamic_shared_element_bytes = 0;
+    check_attributes();
+  }
   push_scope();
   declare_params();
   check_block(kernel_.body);
   pop_scope();
-  check_shared_total();
-  check_whole_warps();
-  if (!reporter_.stopped()) check_divergence(kernel_, reporter_);
+  if (as_kernel_) {
+    check_shared_total();
+    check_whole_warps();
+  } else if (as_function_->result != Type::void_ && !always_returns(kernel_.body)) {
+    reporter_.report(diag::Code::missing_return, as_function_->name_range,
+                     fmt::format("function '{}' returns {}, but it may reach the end of its body without a 'return'",
+                                 kernel_.name, type_name(as_function_->result)),
+                     "end every path with 'return VALUE;' (a loop does not count: add a return after it)");
+  }
 }
 
 void KernelChecker::check_whole_warps() {
-  if (!kernel_.uses_warp_operations || !kernel_.has_workgroup()) return;
-  const uint64_t threads = uint64_t{kernel_.workgroup[0]} * std::max(kernel_.workgroup[1], 1u) *
-                           std::max(kernel_.workgroup[2], 1u);
+  Kernel& kernel = *as_kernel_;
+  if (!kernel.uses_warp_operations || !kernel.has_workgroup()) return;
+  const uint64_t threads = uint64_t{kernel.workgroup[0]} * std::max(kernel.workgroup[1], 1u) *
+                           std::max(kernel.workgroup[2], 1u);
   if (threads % kWarpSize == 0) return;
-  SourceRange where = kernel_.name_range;
-  for (const auto& attr : kernel_.attributes)
+  SourceRange where = kernel.name_range;
+  for (const auto& attr : kernel.attributes)
     if (attr.name == "workgroup") where = attr.range;
   reporter_.report(diag::Code::partial_warp_block, where,
                    fmt::format("kernel '{}' uses warp operations, but its block of {} threads is not a whole number "
@@ -142,7 +163,7 @@ void KernelChecker::check_whole_warps() {
 }
 
 void KernelChecker::check_attributes() {
-  for (auto& attr : kernel_.attributes) {
+  for (auto& attr : as_kernel_->attributes) {
     if (attr.name == "workgroup") {
       check_workgroup(attr);
     } else if (attr.name == "cooperative") {
@@ -155,7 +176,7 @@ void KernelChecker::check_attributes() {
                          fmt::format("@cooperative takes no arguments, {} given", attr.args.size()),
                          "write @cooperative without arguments");
       saw_cooperative_ = true;
-      kernel_.cooperative = true;
+      as_kernel_->cooperative = true;
     } else {
       auto hint = closest_name(attr.name, {"workgroup", "cooperative"});
       reporter_.report(diag::Code::unknown_attribute, attr.range,
@@ -227,7 +248,7 @@ void KernelChecker::check_workgroup(Attribute& attr) {
                      "choose sizes whose product is at most 1024, e.g. @workgroup(256) or @workgroup(32, 8)");
     return;
   }
-  kernel_.workgroup = {static_cast<uint32_t>(dims[0]), static_cast<uint32_t>(dims[1]), static_cast<uint32_t>(dims[2])};
+  as_kernel_->workgroup = {static_cast<uint32_t>(dims[0]), static_cast<uint32_t>(dims[1]), static_cast<uint32_t>(dims[2])};
 }
 
 void KernelChecker::declare_params() {
@@ -237,7 +258,7 @@ void KernelChecker::declare_params() {
       reporter_.report(diag::Code::invalid_element_type, p.range,
                        fmt::format("buffer '{}' has element type bool; buffers hold numbers", p.name),
                        fmt::format("use u32 elements (0 or 1): {} {}: u32[]", access_name(p.access), p.name));
-    if (!p.is_buffer && is_numeric(p.type) && bit_width(p.type) < 32) {
+    if (as_kernel_ && !p.is_buffer && is_numeric(p.type) && bit_width(p.type) < 32) {
       const std::string_view wide = is_float(p.type) ? "f32" : is_signed(p.type) ? "i32" : "u32";
       reporter_.report(diag::Code::unsupported_parameter_type, p.range,
                        fmt::format("scalar parameter '{}' has type {}; scalar parameters are 32 or 64 bits (the "
@@ -276,7 +297,7 @@ Symbol* KernelChecker::declare(SymbolKind kind, const std::string& name, SourceR
     if (previous->kind == SymbolKind::constant)
       message = fmt::format("'{}' is already a module constant ({})", name, where);
     else if (is_param(*previous))
-      message = fmt::format("'{}' is already a parameter of kernel '{}'", name, kernel_.name);
+      message = fmt::format("'{}' is already a parameter of {}", name, owner());
     else if (scope_of_[previous] == scope_marks_.size())
       message = fmt::format("'{}' is already defined in this scope ({} {})", name, symbol_kind_words(previous->kind),
                             where);
@@ -332,8 +353,7 @@ bool KernelChecker::enter_nesting(SourceRange range) {
   if (nesting_ < limits_.max_nesting_depth * 2) return true;
   if (!nesting_reported_)
     reporter_.report(diag::Code::nesting_too_deep, range,
-                     fmt::format("kernel '{}' nests deeper than the limit of {}", kernel_.name,
-                                 limits_.max_nesting_depth),
+                     fmt::format("{} nests deeper than the limit of {}", owner(), limits_.max_nesting_depth),
                      "split deeply nested code into simpler statements");
   nesting_reported_ = true;
   return false;
@@ -374,26 +394,53 @@ void KernelChecker::check_stmt(Stmt& s) {
       if (loop_depth_ == 0) {
         std::string_view word = s.kind == StmtKind::break_ ? "break" : "continue";
         reporter_.report(diag::Code::break_outside_loop, s.range,
-                         fmt::format("'{}' outside a loop in kernel '{}'", word, kernel_.name),
-                         "use break and continue only inside while or for loops; 'return;' leaves the kernel");
+                         fmt::format("'{}' outside a loop in {}", word, owner()),
+                         fmt::format("use break and continue only inside while or for loops; 'return;' leaves the {}",
+                                     as_function_ ? "function" : "kernel"));
       }
       break;
-    case StmtKind::return_:
-      if (s.value)
-        reporter_.report(diag::Code::return_with_value, s.value->range,
-                         fmt::format("kernel '{}' returns a value; kernels return nothing", kernel_.name),
-                         "write 'return;' and store results in an out or inout buffer");
-      break;
+    case StmtKind::return_: check_return(s); break;
     case StmtKind::expr: check_expr_stmt(s); break;
     case StmtKind::block: check_block(s.body); break;
     case StmtKind::shared_decl: check_shared(s); break;
     case StmtKind::const_decl:  // only the builder can put one here; the parser keeps them at module level
       reporter_.report(diag::Code::invalid_constant, s.range,
-                       fmt::format("constant '{}' is declared inside kernel '{}'", s.name, kernel_.name),
+                       fmt::format("constant '{}' is declared inside {}", s.name, owner()),
                        fmt::format("declare it at module level, or use 'let {} = ...;' inside the kernel", s.name));
       break;
   }
   --nesting_;
+}
+
+void KernelChecker::check_return(Stmt& s) {
+  if (as_kernel_) {
+    if (s.value)
+      reporter_.report(diag::Code::return_with_value, s.value->range,
+                       fmt::format("kernel '{}' returns a value; kernels return nothing", kernel_.name),
+                       "write 'return;' and store results in an out or inout buffer");
+    return;
+  }
+  const Type result = as_function_->result;
+  if (result == Type::void_) {
+    if (!s.value) return;
+    concrete(*s.value);
+    reporter_.report(diag::Code::invalid_return, s.value->range,
+                     fmt::format("function '{}' has no result type, but this 'return' gives a value", kernel_.name),
+                     fmt::format("write 'return;', or declare the result: fn {}(...) -> {} {{ ... }}", kernel_.name,
+                                 s.value->type == Type::error ? "TYPE" : type_name(s.value->type)));
+    return;
+  }
+  if (!s.value) {
+    reporter_.report(diag::Code::invalid_return, s.range,
+                     fmt::format("function '{}' returns {}, but this 'return' gives no value", kernel_.name,
+                                 type_name(result)),
+                     fmt::format("return a value of type {}: return VALUE;", type_name(result)));
+    return;
+  }
+  expect(*s.value, result, [&](Type found) {
+    return fmt::format("function '{}' returns {}, but this 'return' gives a value of type {}", kernel_.name,
+                       type_name(result), describe_type(found));
+  });
 }
 
 void KernelChecker::check_decl(Stmt& s) {
@@ -502,9 +549,10 @@ void KernelChecker::check_expr_stmt(Stmt& s) {
   if (!s.value) return;
   Expr& e = *s.value;
   Type t = infer(e);
-  bool has_effect = e.kind == ExprKind::call && e.intrinsic &&
-                    (is_atomic(*e.intrinsic) || *e.intrinsic == Intrinsic::barrier ||
-                     *e.intrinsic == Intrinsic::grid_sync);
+  // A device function may write memory or synchronise: its call is a statement like an atomic.
+  bool has_effect = e.kind == ExprKind::call &&
+                    (e.function || (e.intrinsic && (is_atomic(*e.intrinsic) || *e.intrinsic == Intrinsic::barrier ||
+                                                    *e.intrinsic == Intrinsic::grid_sync)));
   if (t == Type::int_literal) assign_literal_types(e, Type::i32);
   if (t == Type::float_literal) assign_literal_types(e, Type::f32);
   if (!has_effect && t != Type::error)
@@ -514,6 +562,15 @@ void KernelChecker::check_expr_stmt(Stmt& s) {
 }
 
 void KernelChecker::check_shared(Stmt& s) {
+  if (as_function_) {
+    reporter_.report(diag::Code::shared_in_function, s.range,
+                     fmt::format("shared array '{}' is declared in function '{}'; shared arrays belong to kernels",
+                                 s.name, kernel_.name),
+                     "declare the shared array in the kernel and do the shared-memory work there; a function can "
+                     "compute the values and take buffers as parameters");
+    if (s.value) concrete(*s.value);
+    return;
+  }
   if (block_depth_ != 1)
     reporter_.report(diag::Code::shared_outside_kernel_scope, s.range,
                      fmt::format("shared array '{}' is declared in a nested block", s.name),
@@ -538,7 +595,7 @@ void KernelChecker::check_shared(Stmt& s) {
                                    dynamic_shared_->name));
     } else if (valid) {
       dynamic_shared_ = array;
-      kernel_.dynamic_shared_element_bytes = byte_size(elem);
+      as_kernel_->dynamic_shared_element_bytes = byte_size(elem);
     }
     return;
   }
@@ -584,18 +641,52 @@ void KernelChecker::check_shared_total() {
     parts.push_back(fmt::format("'{}' is {}[{}], {} bytes", array->name, type_name(array->type), array->array_size,
                                 int128_text(static_cast<__int128>(array->array_size) * size)));
   }
-  kernel_.static_shared_bytes =
+  as_kernel_->static_shared_bytes =
       total > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(total);
   if (total <= kMaxStaticSharedBytes) return;
   diag::Diagnostic* d = reporter_.report(
       diag::Code::shared_memory_too_large, kernel_.name_range,
       fmt::format("shared memory of kernel '{}' is {} bytes, over the limit of {} bytes", kernel_.name,
-                  int128_text(static_cast<__int128>(kernel_.static_shared_bytes)), kMaxStaticSharedBytes),
+                  int128_text(static_cast<__int128>(as_kernel_->static_shared_bytes)), kMaxStaticSharedBytes),
       fmt::format("make the shared arrays smaller so that together they use at most {} bytes (48 KiB)",
                   kMaxStaticSharedBytes));
   if (d)
     for (auto& part : parts) d->notes.push_back(std::move(part));
 }
+
+namespace {
+
+/// The module's functions by name; PG1110 for a name taken by a kernel, an earlier function,
+/// an intrinsic, a builtin or a type (a later duplicate is still checked, but never called).
+FunctionTable declare_functions(Module& module, Reporter& reporter) {
+  std::unordered_map<std::string_view, const Kernel*> kernels;
+  for (const auto& kernel : module.kernels) kernels.emplace(kernel.name, &kernel);
+  FunctionTable functions;
+  for (auto& function : module.functions) {
+    const std::string& name = function.name;
+    std::string taken;
+    if (auto kernel = kernels.find(name); kernel != kernels.end())
+      taken = fmt::format("the name of a kernel ({})", reporter.line_of(kernel->second->name_range));
+    else if (auto earlier = functions.find(name); earlier != functions.end())
+      taken = fmt::format("the name of another function ({})", reporter.line_of(earlier->second->name_range));
+    else if (intrinsic_from_name(name))
+      taken = "the name of an intrinsic function";
+    else if (builtin_from_name(name))
+      taken = "the name of a builtin";
+    else if (type_from_name(name))
+      taken = "the name of a type (a call would be a conversion)";
+    if (taken.empty()) {
+      functions.emplace(name, &function);
+      continue;
+    }
+    if (name.empty()) continue;  // a syntax error, already reported
+    reporter.report(diag::Code::function_name_clash, function.name_range,
+                    fmt::format("function '{}' has {}", name, taken), "rename the function");
+  }
+  return functions;
+}
+
+}  // namespace
 
 }  // namespace verifier_detail
 
@@ -621,15 +712,30 @@ diag::Diagnostics verify(Module& module, const diag::SourceFile* file, const Lim
                           "rename one of the two constants");
       }
     }
+    // Device functions: names, bodies, the call graph, then divergence callee first. Kernels
+    // come after, when every function's transitive uses and facts are known.
+    FunctionTable functions = declare_functions(module, reporter);
+    for (auto& function : module.functions) {
+      if (reporter.stopped()) break;
+      KernelChecker(function, reporter, limits, &constants, &functions).run();
+    }
+    FunctionFactsTable facts;
+    if (!reporter.stopped())
+      for (Function* function : check_call_graph(module, reporter, facts)) {
+        if (reporter.stopped()) break;
+        check_divergence(*function, reporter, facts);
+      }
     std::unordered_map<std::string, const Kernel*> first_definition;
     for (auto& kernel : module.kernels) {
+      if (reporter.stopped()) break;
       auto [found, inserted] = first_definition.emplace(kernel.name, &kernel);
       if (!inserted)
         reporter.report(diag::Code::duplicate_kernel, kernel.name_range,
                         fmt::format("kernel '{}' is defined twice; the first definition is {}", kernel.name,
                                     reporter.line_of(found->second->name_range)),
                         "rename one of the two kernels");
-      KernelChecker(kernel, reporter, limits, &constants).run();
+      KernelChecker(kernel, reporter, limits, &constants, &functions).run();
+      if (!reporter.stopped()) check_divergence(kernel, reporter, facts);
       if (reporter.stopped()) break;
     }
     if (module.kernels.empty())

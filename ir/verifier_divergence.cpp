@@ -14,6 +14,15 @@
 // every lane of a warp), and so are the results of ballot/any/all and the warp reductions, while
 // lane_id and shuffle results vary by lane. At block scope every warp operation's result, lane_id
 // and warp_id are divergent.
+//
+// Device functions are analysed callee first. Inside a function its scalar parameters count as
+// divergent (a caller may pass thread-varying values), so a barrier or warp operation under a
+// condition on a parameter is reported in the function itself. A call counts as the barrier,
+// grid_sync and warp operations its function reaches (reported at the call, naming the operation
+// inside). A call's result is divergent when an argument is, or when the function's result may
+// differ between threads even with uniform arguments: a second walk of the function with uniform
+// parameters finds whether a returned value depends on a thread-varying source (a load, an atomic,
+// thread_id, ...) or a return sits under divergent control.
 #include <unordered_map>
 #include <unordered_set>
 
@@ -54,10 +63,27 @@ struct Exits {
 /// Which threads must agree: those of a block (barrier, grid_sync) or the lanes of a warp.
 enum class Scope : uint8_t { block, warp };
 
+/// How a routine is walked: whether its scalar parameters count as divergent, and whether the
+/// final walk reports (a function's second walk, with uniform parameters, only computes).
+struct Walk {
+  bool params_vary = false;
+  bool report = true;
+};
+
 class DivergenceAnalysis {
  public:
-  DivergenceAnalysis(const Kernel& kernel, Reporter& reporter, Scope scope)
-      : kernel_(kernel), reporter_(reporter), scope_(scope) {}
+  DivergenceAnalysis(const Routine& routine, std::string owner, Reporter& reporter, Scope scope,
+                     const FunctionFactsTable& facts, Walk walk)
+      : kernel_(routine), owner_(std::move(owner)), reporter_(reporter), scope_(scope), facts_(facts),
+        report_(walk.report) {
+    if (walk.params_vary)
+      for (const Param& p : routine.params)
+        if (!p.is_buffer && p.symbol)
+          divergent_.emplace(p.symbol, "its caller's argument (which may vary between threads)");
+  }
+
+  /// After run(): whether a value returned may be divergent, or a return is taken under divergent control.
+  bool result_varies() const { return result_varies_; }
 
   void run() {
     bool converged = false;
@@ -74,7 +100,8 @@ class DivergenceAnalysis {
           divergent_.emplace(symbol.get(), "a value the analysis could not follow (too many dependencies)");
       everything_exits_ = true;
     }
-    reporting_ = true;
+    reporting_ = report_;
+    final_walk_ = true;
     returned_.reset();
     walk_list(kernel_.body, nullptr);
   }
@@ -107,6 +134,15 @@ class DivergenceAnalysis {
         return Origin{text, text};
       }
       case ExprKind::call:
+        if (e.function) {
+          for (const auto& operand : e.operands)
+            if (operand)
+              if (auto found = origin(*operand)) return found;
+          auto facts = facts_.find(e.function);
+          if (facts != facts_.end() && !facts->second.result_varies[scope_ == Scope::warp ? 1 : 0]) return std::nullopt;
+          std::string text = fmt::format("the result of {}()", e.name);
+          return Origin{text, text};
+        }
         if (e.intrinsic && (is_atomic(*e.intrinsic) || (is_warp_operation(*e.intrinsic) && lane_varying(*e.intrinsic)))) {
           std::string text = fmt::format("the result of {}", intrinsic_name(*e.intrinsic));
           return Origin{text, text};
@@ -130,13 +166,50 @@ class DivergenceAnalysis {
 
   /// Reports barrier()/grid_sync() calls (block scope) or warp operations (warp scope) inside
   /// `e` when control is divergent.
+  /// "'f' reaches barrier() at line 12 in 'g'", for a call's diagnostic.
+  std::string reached(const Expr& call, const ReachedOperation& op) const {
+    std::string where = op.in && op.in != call.function ? fmt::format(" in '{}'", op.in->name) : "";
+    return fmt::format("'{}' reaches {}() {}{}", call.name,
+                       op.operation && op.operation->intrinsic ? intrinsic_name(*op.operation->intrinsic) : "",
+                       reporter_.line_of(op.operation ? op.operation->range : SourceRange{}), where);
+  }
+
+  /// A call of a device function under divergent control that reaches a synchronising operation.
+  void check_call(const Expr& e, const Control& control) {
+    auto found = facts_.find(e.function);
+    if (found == facts_.end()) return;
+    const FunctionFacts& f = found->second;
+    if (scope_ == Scope::warp) {
+      if (f.warp_operation.operation)
+        reporter_.report(diag::Code::divergent_warp_operation, e.range,
+                         fmt::format("call of '{}' in {} may be reached by only some lanes of the warp, and {}: {}",
+                                     e.name, owner_, reached(e, f.warp_operation), control.reason),
+                         "call it where every lane of the warp arrives, e.g. compute the value under the branch "
+                         "and call the function after it");
+      return;
+    }
+    if (f.barrier.operation)
+      reporter_.report(diag::Code::divergent_barrier, e.range,
+                       fmt::format("call of '{}' in {} may be reached by only some threads of the block, and {}: {}",
+                                   e.name, owner_, reached(e, f.barrier), control.reason),
+                       "move the call out of the thread-dependent branch or loop so that every thread of the block "
+                       "reaches it");
+    if (f.grid_sync.operation)
+      reporter_.report(diag::Code::divergent_grid_sync, e.range,
+                       fmt::format("call of '{}' in {} may be reached by only some threads of the grid, and {}: {}",
+                                   e.name, owner_, reached(e, f.grid_sync), control.reason),
+                       "move the call out of the thread-dependent branch or loop so that every thread of the grid "
+                       "reaches it");
+  }
+
   void check_sync(const Expr* e, const Control* control) {
     if (!e) return;
+    if (e->kind == ExprKind::call && e->function && control && reporting_) check_call(*e, *control);
     if (scope_ == Scope::warp) {
       if (e->kind == ExprKind::call && e->intrinsic && is_warp_operation(*e->intrinsic) && control && reporting_)
         reporter_.report(diag::Code::divergent_warp_operation, e->range,
-                         fmt::format("{}() in kernel '{}' may be reached by only some lanes of the warp: {}",
-                                     intrinsic_name(*e->intrinsic), kernel_.name, control->reason),
+                         fmt::format("{}() in {} may be reached by only some lanes of the warp: {}",
+                                     intrinsic_name(*e->intrinsic), owner_, control->reason),
                          "call it where every lane of the warp arrives: compute the value under the branch and call "
                          "it after, e.g. var v = 0.0; if (c) { v = x[i]; } let s = warp_sum(v); (conditions on "
                          "warp_id, block_id and uniform values are fine)");
@@ -146,14 +219,14 @@ class DivergenceAnalysis {
     if (e->kind == ExprKind::call && e->intrinsic && control && reporting_) {
       if (*e->intrinsic == Intrinsic::barrier)
         reporter_.report(diag::Code::divergent_barrier, e->range,
-                         fmt::format("barrier() in kernel '{}' may be reached by only some threads of the block: {}",
-                                     kernel_.name, control->reason),
+                         fmt::format("barrier() in {} may be reached by only some threads of the block: {}",
+                                     owner_, control->reason),
                          "move barrier() out of the thread-dependent branch or loop so that every thread of the "
                          "block reaches it");
       if (*e->intrinsic == Intrinsic::grid_sync)
         reporter_.report(diag::Code::divergent_grid_sync, e->range,
-                         fmt::format("grid_sync() in kernel '{}' may be reached by only some threads of the grid: {}",
-                                     kernel_.name, control->reason),
+                         fmt::format("grid_sync() in {} may be reached by only some threads of the grid: {}",
+                                     owner_, control->reason),
                          "move grid_sync() out of the thread-dependent branch or loop so that every thread of the "
                          "grid reaches it");
     }
@@ -261,6 +334,8 @@ class DivergenceAnalysis {
                                                      reporter_.line_of(s.range), control->reason)};
         break;
       case StmtKind::return_:
+        check_sync(s.value.get(), control);
+        if (final_walk_ && (control || (s.value && origin(*s.value)))) result_varies_ = true;
         if (control) {
           Control after{fmt::format("the 'return' {} is taken by only some threads ({})", reporter_.line_of(s.range),
                                     control->reason)};
@@ -276,9 +351,14 @@ class DivergenceAnalysis {
     return exits;
   }
 
-  const Kernel& kernel_;
+  const Routine& kernel_;
+  const std::string owner_;  ///< "kernel 'k'" or "function 'f'"
   Reporter& reporter_;
   const Scope scope_;
+  const FunctionFactsTable& facts_;
+  const bool report_;
+  bool final_walk_ = false;
+  bool result_varies_ = false;
   std::unordered_map<const Symbol*, std::string> divergent_;  ///< symbol -> root origin
   std::unordered_map<const Stmt*, Control> exit_loops_;       ///< loops some threads leave early
   std::optional<Control> returned_;                            ///< set after a divergent return
@@ -289,9 +369,30 @@ class DivergenceAnalysis {
 
 }  // namespace
 
-void check_divergence(const Kernel& kernel, Reporter& reporter) {
-  DivergenceAnalysis(kernel, reporter, Scope::block).run();
-  if (kernel.uses_warp_operations) DivergenceAnalysis(kernel, reporter, Scope::warp).run();
+void check_divergence(const Kernel& kernel, Reporter& reporter, const FunctionFactsTable& facts) {
+  const std::string owner = fmt::format("kernel '{}'", kernel.name);
+  DivergenceAnalysis(kernel, owner, reporter, Scope::block, facts, Walk{}).run();
+  if (kernel.uses_warp_operations) DivergenceAnalysis(kernel, owner, reporter, Scope::warp, facts, Walk{}).run();
+}
+
+void check_divergence(const Function& function, Reporter& reporter, FunctionFactsTable& facts) {
+  const std::string owner = fmt::format("function '{}'", function.name);
+  const Walk checking{.params_vary = true, .report = true};
+  const Walk result{.params_vary = false, .report = false};
+  bool varies[2] = {false, false};
+  for (Scope scope : {Scope::block, Scope::warp}) {
+    const bool synchronises = scope == Scope::block ? function.uses_barrier || function.uses_grid_sync
+                                                    : function.uses_warp_operations;
+    if (synchronises) DivergenceAnalysis(function, owner, reporter, scope, facts, checking).run();
+    if (function.result == Type::void_) continue;
+    DivergenceAnalysis walk(function, owner, reporter, scope, facts, result);
+    walk.run();
+    varies[scope == Scope::warp ? 1 : 0] = walk.result_varies();
+  }
+  FunctionFacts& own = facts[&function];
+  own.result_varies[0] = varies[0];
+  own.result_varies[1] = varies[1];
+  own.analysed = true;
 }
 
 }  // namespace ptxgate::ir::verifier_detail

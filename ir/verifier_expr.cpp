@@ -1,4 +1,5 @@
 // The verifier's expression typing: names, literals and their context types, operators, casts and calls.
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 
@@ -551,12 +552,12 @@ Type KernelChecker::infer_index(Expr& e, bool is_write) {
   if (symbol->kind == SymbolKind::buffer_param) {
     if (is_write && symbol->access == Access::in)
       reporter_.report(diag::Code::write_to_in_buffer, e.range,
-                       fmt::format("write to '{}', an 'in' buffer of kernel '{}' (read-only)", e.name, kernel_.name),
+                       fmt::format("write to '{}', an 'in' buffer of {} (read-only)", e.name, owner()),
                        fmt::format("declare the parameter as 'inout {}: {}[]' to write to it", e.name,
                                    type_name(symbol->type)));
     if (!is_write && symbol->access == Access::out)
       reporter_.report(diag::Code::read_of_out_buffer, e.range,
-                       fmt::format("read of '{}', an 'out' buffer of kernel '{}' (write-only)", e.name, kernel_.name),
+                       fmt::format("read of '{}', an 'out' buffer of {} (write-only)", e.name, owner()),
                        fmt::format("declare the parameter as 'inout {}: {}[]' to read it", e.name,
                                    type_name(symbol->type)));
   }
@@ -598,7 +599,7 @@ Type KernelChecker::infer_assign_target(Expr& target) {
       fix = fmt::format("copy it into a variable first: var k = {};", target.name);
       break;
     case SymbolKind::scalar_param:
-      message = fmt::format("cannot assign to parameter '{}' of kernel '{}'", target.name, kernel_.name);
+      message = fmt::format("cannot assign to parameter '{}' of {}", target.name, owner());
       fix = fmt::format("copy it into a variable first: var k = {};", target.name);
       break;
     case SymbolKind::buffer_param:
@@ -744,17 +745,24 @@ bool KernelChecker::check_arity(Expr& e, std::string_view fn, size_t expected) {
 }
 
 Type KernelChecker::infer_call(Expr& e) {
+  e.function = nullptr;
+  if (!e.intrinsic && functions_)
+    if (auto found = functions_->find(e.name); found != functions_->end()) return infer_function_call(e, *found->second);
   if (!e.intrinsic) {
     for (auto& operand : e.operands)
       if (operand) concrete(*operand);
     std::vector<std::string> known;
     for (int i = 0; i <= static_cast<int>(Intrinsic::warp_max); ++i)
       known.emplace_back(intrinsic_name(static_cast<Intrinsic>(i)));
+    if (functions_)
+      for (const auto& [name, function] : *functions_) known.push_back(name);
+    std::sort(known.begin(), known.end());
     auto hint = closest_name(e.name, known);
     reporter_.report(diag::Code::unknown_function, e.range, fmt::format("unknown function '{}'", e.name),
                      hint ? fmt::format("did you mean '{}'?", *hint)
                           : "the functions are the math functions (sqrt, exp, min, ...), select, the atomics, "
-                            "barrier, grid_sync and the warp operations (shfl_xor, ballot, warp_sum, ...)");
+                            "barrier, grid_sync, the warp operations (shfl_xor, ballot, warp_sum, ...) and the "
+                            "module's 'fn' declarations");
     return Type::error;
   }
   const Intrinsic fn = *e.intrinsic;
@@ -769,7 +777,7 @@ Type KernelChecker::infer_call(Expr& e) {
     case Intrinsic::grid_sync:
       check_arity(e, name, 0);
       kernel_.uses_grid_sync = true;
-      if (!kernel_.cooperative)
+      if (as_kernel_ && !as_kernel_->cooperative)
         reporter_.report(diag::Code::grid_sync_not_cooperative, e.range,
                          fmt::format("grid_sync() in kernel '{}', which is not @cooperative", kernel_.name),
                          fmt::format("mark kernel '{}' @cooperative (and launch it cooperatively), or use barrier() "
@@ -779,6 +787,123 @@ Type KernelChecker::infer_call(Expr& e) {
     case Intrinsic::select: return infer_select(e);
     default: return infer_math(e, fn);
   }
+}
+
+namespace {
+
+/// "scale(x: f32, in w: f32[]) -> f32", for messages.
+std::string function_signature(const Function& f) {
+  std::string text = f.name + "(";
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    const Param& p = f.params[i];
+    if (i) text += ", ";
+    text += p.is_buffer ? fmt::format("{} {}: {}[]", access_name(p.access), p.name, type_name(p.type))
+                        : fmt::format("{}: {}", p.name, type_name(p.type));
+  }
+  text += ")";
+  if (f.result != Type::void_) text += fmt::format(" -> {}", type_name(f.result));
+  return text;
+}
+
+}  // namespace
+
+Type KernelChecker::infer_function_call(Expr& e, const Function& callee) {
+  e.function = &callee;
+  if (e.operands.size() != callee.params.size()) {
+    for (auto& operand : e.operands) {
+      if (!operand) continue;
+      const Symbol* named = operand->kind == ExprKind::name ? lookup(operand->name) : nullptr;
+      if (named && (named->kind == SymbolKind::buffer_param || named->kind == SymbolKind::shared_array)) continue;
+      Type t = infer(*operand);
+      if (is_literal(t)) assign_literal_types(*operand, t == Type::float_literal ? Type::f32 : Type::i32);
+    }
+    reporter_.report(diag::Code::wrong_argument_count, e.range,
+                     fmt::format("function '{}' takes {} argument{}, {} given", callee.name, callee.params.size(),
+                                 callee.params.size() == 1 ? "" : "s", e.operands.size()),
+                     fmt::format("call it as {}", function_signature(callee)));
+  } else {
+    for (size_t i = 0; i < e.operands.size(); ++i) {
+      if (!e.operands[i]) continue;
+      const Param& param = callee.params[i];
+      if (param.is_buffer) {
+        check_buffer_argument(*e.operands[i], param, callee);
+        continue;
+      }
+      expect(*e.operands[i], param.type, [&](Type found) {
+        return fmt::format("argument {} of '{}' has type {}, but parameter '{}' has type {}", i + 1, callee.name,
+                           describe_type(found), param.name, type_name(param.type));
+      });
+    }
+  }
+  // A kernel is checked after every function's transitive uses are known (verify); a
+  // function's own uses are completed from its callees' by check_call_graph.
+  if (as_kernel_) {
+    kernel_.uses_barrier = kernel_.uses_barrier || callee.uses_barrier;
+    kernel_.uses_warp_operations = kernel_.uses_warp_operations || callee.uses_warp_operations;
+    kernel_.uses_grid_sync = kernel_.uses_grid_sync || callee.uses_grid_sync;
+    if (callee.uses_grid_sync && !as_kernel_->cooperative)
+      reporter_.report(diag::Code::grid_sync_not_cooperative, e.range,
+                       fmt::format("kernel '{}' calls '{}', which uses grid_sync() (itself or through the functions "
+                                   "it calls), but the kernel is not @cooperative",
+                                   kernel_.name, callee.name),
+                       fmt::format("mark kernel '{}' @cooperative (and launch it cooperatively), or synchronise "
+                                   "one block with barrier() in '{}'",
+                                   kernel_.name, callee.name));
+  }
+  return callee.result;
+}
+
+void KernelChecker::check_buffer_argument(Expr& arg, const Param& param, const Function& callee) {
+  const std::string wanted = fmt::format("'{} {}: {}[]'", access_name(param.access), param.name, type_name(param.type));
+  if (arg.kind != ExprKind::name) {
+    concrete(arg);
+    reporter_.report(diag::Code::invalid_buffer_argument, arg.range,
+                     fmt::format("parameter '{}' of '{}' is a buffer ({}); its argument must name a buffer", param.name,
+                                 callee.name, wanted),
+                     fmt::format("pass a buffer parameter of {} by name", owner()));
+    arg.type = Type::error;
+    return;
+  }
+  Symbol* symbol = lookup(arg.name);
+  if (!symbol) {
+    report_undefined(arg);
+    arg.type = Type::error;
+    return;
+  }
+  if (symbol->kind != SymbolKind::buffer_param) {
+    const bool shared = symbol->kind == SymbolKind::shared_array;
+    reporter_.report(
+        diag::Code::invalid_buffer_argument, arg.range,
+        shared ? fmt::format("shared array '{}' is passed to buffer parameter '{}' of '{}'; functions take global "
+                             "buffers, not shared arrays",
+                             arg.name, param.name, callee.name)
+               : fmt::format("'{}' is a {} of type {}, but parameter '{}' of '{}' is a buffer ({})", arg.name,
+                             symbol_kind_words(symbol->kind), describe_type(symbol->type), param.name, callee.name,
+                             wanted),
+        shared ? "do the shared-memory work in the kernel and pass the function values, or a buffer"
+               : fmt::format("pass a buffer parameter of {} by name", owner()));
+    arg.type = Type::error;
+    return;
+  }
+  arg.symbol = symbol;
+  arg.type = symbol->type;
+  if (symbol->type != param.type)
+    reporter_.report(diag::Code::type_mismatch, arg.range,
+                     fmt::format("buffer '{}' holds {}, but parameter '{}' of '{}' holds {}", arg.name,
+                                 type_name(symbol->type), param.name, callee.name, type_name(param.type)),
+                     "buffers pass as they are, without conversion: use a buffer of the parameter's element type");
+  if (param.access != Access::in && symbol->access == Access::in)
+    reporter_.report(diag::Code::write_to_in_buffer, arg.range,
+                     fmt::format("'{}', an 'in' buffer of {} (read-only), is passed to parameter {} of '{}', which "
+                                 "may write it",
+                                 arg.name, owner(), wanted, callee.name),
+                     fmt::format("declare '{}' as 'inout' here, or the function's parameter as 'in'", arg.name));
+  if (param.access != Access::out && symbol->access == Access::out)
+    reporter_.report(diag::Code::read_of_out_buffer, arg.range,
+                     fmt::format("'{}', an 'out' buffer of {} (write-only), is passed to parameter {} of '{}', which "
+                                 "may read it",
+                                 arg.name, owner(), wanted, callee.name),
+                     fmt::format("declare '{}' as 'inout' here, or the function's parameter as 'out'", arg.name));
 }
 
 Type KernelChecker::infer_warp(Expr& e, Intrinsic fn) {
@@ -921,13 +1046,13 @@ Type KernelChecker::infer_atomic(Expr& e, Intrinsic fn) {
   target.type = elem;
   if (symbol->kind == SymbolKind::buffer_param && symbol->access == Access::in)
     reporter_.report(diag::Code::write_to_in_buffer, target.range,
-                     fmt::format("'{}' writes to '{}', an 'in' buffer of kernel '{}' (read-only)", name, target.name,
-                                 kernel_.name),
+                     fmt::format("'{}' writes to '{}', an 'in' buffer of {} (read-only)", name, target.name,
+                                 owner()),
                      fmt::format("declare the parameter as 'inout {}: {}[]'", target.name, type_name(elem)));
   if (symbol->kind == SymbolKind::buffer_param && symbol->access == Access::out)
     reporter_.report(diag::Code::read_of_out_buffer, target.range,
-                     fmt::format("'{}' reads '{}', an 'out' buffer of kernel '{}' (atomics return the old value)",
-                                 name, target.name, kernel_.name),
+                     fmt::format("'{}' reads '{}', an 'out' buffer of {} (atomics return the old value)",
+                                 name, target.name, owner()),
                      fmt::format("declare the parameter as 'inout {}: {}[]'", target.name, type_name(elem)));
   if (!is_numeric(elem)) {
     type_values();

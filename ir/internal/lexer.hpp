@@ -20,12 +20,13 @@ enum class TokenKind : uint8_t {
   float_literal,
   // keywords
   kw_kernel, kw_let, kw_var, kw_if, kw_else, kw_while, kw_for, kw_break, kw_continue, kw_return,
-  kw_shared, kw_true, kw_false, kw_const,
+  kw_shared, kw_true, kw_false, kw_const, kw_fn,
   // punctuation
   l_paren, r_paren, l_brace, r_brace, l_bracket, r_bracket,
   comma, semicolon, colon, dot, dot_dot, at,
   assign, eq, ne, lt, le, gt, ge, shl, shr,
   plus, minus, star, slash, percent, amp, pipe, caret, amp_amp, pipe_pipe, bang, tilde,
+  arrow,  ///< `->` before a device function's result type
 };
 
 /// A short fixed spelling of a kind ("';'", "identifier", "end of file").

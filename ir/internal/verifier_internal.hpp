@@ -52,12 +52,35 @@ std::string int128_text(__int128 v);
 /// The module's constants by name (symbols owned by the Module).
 using ConstantTable = std::unordered_map<std::string, Symbol*>;
 
-/// Resolves names, types every expression and checks the kernel rules of one kernel.
-/// `constants` are visible everywhere in the kernel (outside every scope, so a
-/// parameter or local of the same name is a redefinition).
+/// The module's device functions by name (owned by the Module).
+using FunctionTable = std::unordered_map<std::string, Function*>;
+
+/// A synchronising operation (barrier, grid_sync or a warp operation) that running a device
+/// function reaches: the call expression of the operation and the function whose body holds it.
+struct ReachedOperation {
+  const Expr* operation = nullptr;
+  const Function* in = nullptr;
+};
+
+/// What the verifier learns about a device function for its callers.
+struct FunctionFacts {
+  ReachedOperation barrier, grid_sync, warp_operation;  ///< the first of each, its own or a callee's
+  /// Whether its result may differ between the threads of a block (index 0) or the lanes of a
+  /// warp (index 1) even when every argument is the same in all of them.
+  bool result_varies[2] = {true, true};
+  bool analysed = false;  ///< the divergence analysis has run on it (callees come first)
+};
+using FunctionFactsTable = std::unordered_map<const Function*, FunctionFacts>;
+
+/// Resolves names, types every expression and checks the kernel rules of one kernel or
+/// device function. `constants` are visible everywhere in the kernel (outside every scope,
+/// so a parameter or local of the same name is a redefinition); `functions` may be called.
 class KernelChecker {
  public:
-  KernelChecker(Kernel& kernel, Reporter& reporter, const Limits& limits, const ConstantTable* constants = nullptr);
+  KernelChecker(Kernel& kernel, Reporter& reporter, const Limits& limits, const ConstantTable* constants = nullptr,
+                const FunctionTable* functions = nullptr);
+  KernelChecker(Function& function, Reporter& reporter, const Limits& limits, const ConstantTable* constants,
+                const FunctionTable* functions);
   void run();
   /// Checks one module constant against the constants before it (the table this checker
   /// was made with), evaluates integer and bool constants, and returns its new symbol,
@@ -113,6 +136,12 @@ class KernelChecker {
   Type infer_select(Expr& e);
   Type infer_atomic(Expr& e, Intrinsic fn);
   Type infer_warp(Expr& e, Intrinsic fn);
+  /// A call of a device function: arguments against its parameters, its uses into this routine's.
+  Type infer_function_call(Expr& e, const Function& callee);
+  void check_buffer_argument(Expr& arg, const Param& param, const Function& callee);
+  void check_return(Stmt& s);
+  /// "kernel 'k'" or "function 'f'", for messages.
+  std::string owner() const;
   Type index_operand(Expr& index, const std::string& target);
   /// Resolves a name that must denote a buffer or shared array (indexing, atomics).
   Symbol* storage(Expr& e, std::string_view use);
@@ -125,10 +154,13 @@ class KernelChecker {
   /// `what` receives the first thing that is not constant.
   bool is_constant_expression(const Expr& e, std::string& what) const;
 
-  Kernel& kernel_;
+  Routine& kernel_;             ///< the kernel or device function being checked
+  Kernel* const as_kernel_;     ///< null while checking a device function
+  Function* const as_function_; ///< null while checking a kernel
   Reporter& reporter_;
   const Limits& limits_;
   const ConstantTable* constants_;
+  const FunctionTable* functions_;
   std::unordered_map<std::string, Symbol*> visible_;
   std::unordered_map<const Symbol*, uint32_t> scope_of_;
   std::vector<std::pair<std::string, Symbol*>> shadowed_;  ///< undo log for pop_scope
@@ -146,6 +178,20 @@ class KernelChecker {
 /// The divergence analysis: PG1305 for barrier() and PG1312 for grid_sync() reached under
 /// control flow that depends on thread-varying values, and PG1318 for warp operations under
 /// control flow that depends on lane-varying values. Needs resolved symbols.
-void check_divergence(const Kernel& kernel, Reporter& reporter);
+/// A call of a device function counts as its barrier, grid_sync and warp operations, and its
+/// result varies as `facts` say. Run on functions callee first: a function's parameters are
+/// taken as thread-varying (any caller may pass such values), and its facts are completed.
+void check_divergence(const Kernel& kernel, Reporter& reporter, const FunctionFactsTable& facts);
+void check_divergence(const Function& function, Reporter& reporter, FunctionFactsTable& facts);
+
+/// Whether running `body` always ends in a `return` (if/else both returning counts; loops
+/// never do, since the verifier does not evaluate their conditions).
+bool always_returns(const std::vector<StmtPtr>& body);
+
+/// Module-level checks of device functions: names that clash (PG1110), recursion (PG1321, each
+/// cycle once, named in full), then each function's transitive uses (barrier, grid_sync, warp
+/// operations) and reached operations in `facts`. Returns the functions callee first (every
+/// function after the ones it calls; functions on a cycle in source order).
+std::vector<Function*> check_call_graph(Module& module, Reporter& reporter, FunctionFactsTable& facts);
 
 }  // namespace ptxgate::ir::verifier_detail

@@ -392,3 +392,24 @@ TEST_CASE("robustness: a million nested JSON arrays in a profile or a cache mani
   CHECK(count_code(warnings, diag::Code::cache_entry_corrupt) == 1);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("robustness: 10^5 functions are PG1909; a chain of 10000 calls and a 10000-function cycle stay bounded") {
+  std::string text;
+  for (int f = 0; f < 100000; ++f) text += "fn f" + std::to_string(f) + "() { }\n";
+  diag::SourceFile file("many.pg", text + "kernel k(out y: f32[]) { }\n");
+  auto parsed = ir::parse(file);
+  CHECK(parsed.module.functions.size() <= ir::Limits{}.max_functions);
+  check_limit_error(parsed.diagnostics, diag::Code::too_many_functions);
+
+  // The call graph is walked (names c0, c1, ...: f16 would be a type) without recursion on the host stack.
+  const uint32_t n = ir::Limits{}.max_functions - 1;  // and one more function for the cycle
+  std::string chain;
+  for (uint32_t f = 0; f + 1 < n; ++f)
+    chain += "fn c" + std::to_string(f) + "(x: u32) -> u32 { return c" + std::to_string(f + 1) + "(x) + 1; }\n";
+  chain += "fn c" + std::to_string(n - 1) + "(x: u32) -> u32 { return x; }\n";
+  CHECK(load_errors(chain + "kernel k(out y: u32[]) { y[0] = c0(1); }\n").empty());
+  std::string cycle = chain + "fn back(x: u32) -> u32 { return c0(x); }\n";
+  cycle.replace(cycle.find("return x;"), 9, "return back(x);");
+  auto errors = load_errors(cycle + "kernel k(out y: u32[]) { y[0] = c0(1); }\n");
+  CHECK(count_code(errors, diag::Code::recursive_function) == 1);
+}
