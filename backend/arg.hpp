@@ -120,6 +120,7 @@ inline validation::ArgumentDesc describe_argument(const Arg& arg) noexcept {
     d.size_bytes = 8;
     d.pointer_is_null = arg.bits() == 0;
     if (arg.buffer_bytes() != 0) d.buffer_bytes = arg.buffer_bytes();
+    d.address = arg.bits();
   } else {
     d.kind = validation::ArgumentDesc::Kind::scalar;
     d.size_bytes = ir::byte_size(arg.type());

@@ -1,6 +1,7 @@
 // launch_cuda_function: the only caller of cuLaunchKernel / cuLaunchCooperativeKernel in ptxgate.
 #include "ptxgate/backend/launch.hpp"
 
+#include <cstring>
 #include <optional>
 
 #include "ptxgate/backend/internal/launch_cache.hpp"
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "ptxgate/backend/profile.hpp"
+#include "ptxgate/validation/check.hpp"
 
 namespace ptxgate::backend {
 namespace {
@@ -51,7 +53,24 @@ LoadedFunction::LoadedFunction(CUfunction handle, codegen::KernelInfo info, vali
       resources_(resources),
       location_(std::move(location)),
       id_(next_function_id.fetch_add(1, std::memory_order_relaxed)),
-      cache_(std::make_unique<LaunchCache>(info_.params.size())) {}
+      cache_(std::make_unique<LaunchCache>(info_.params.size())) {
+  for (uint32_t i = 0; i < info_.params.size(); ++i)
+    if (info_.params[i].is_buffer && info_.params[i].alignment > 1)
+      aligned_buffers_.emplace_back(i, uint64_t{info_.params[i].alignment} - 1);
+}
+
+std::expected<void, diag::Diagnostics> LoadedFunction::check_buffer_alignment(std::span<void* const> args) {
+  diag::Diagnostics d;
+  for (auto [index, mask] : aligned_buffers_) {
+    if (index >= args.size() || args[index] == nullptr) continue;  // reported by the argument checks
+    CUdeviceptr address = 0;
+    std::memcpy(&address, args[index], sizeof address);
+    if ((address & mask) != 0) validation::report_misaligned_buffer(d, info_, index, address, location_);
+  }
+  if (!d.has_errors()) return {};
+  blocked_.fetch_add(1, std::memory_order_relaxed);
+  return std::unexpected(std::move(d));
+}
 
 LoadedFunction::~LoadedFunction() = default;
 
@@ -164,6 +183,9 @@ validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const vali
 std::expected<void, diag::Diagnostics> LaunchTicket::drive(Context& ctx, LoadedFunction& fn,
                                                            const LaunchTicket& ticket, std::span<void* const> args,
                                                            CUstream stream) {
+  // Every path to the driver comes here: the steady path, a cached shape, a ticket, a fresh verdict.
+  if (!fn.aligned_buffers_.empty()) [[unlikely]]
+    if (auto aligned = fn.check_buffer_alignment(args); !aligned) return aligned;
   // The driver only reads the argument table; a copy is made only to append the barrier word.
   if (fn.info_.hidden_grid_barrier_param) [[unlikely]] {
     auto word = ctx.grid_barrier_word(stream);

@@ -10,6 +10,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ptxgate/backend/context.hpp"
 #include "ptxgate/codegen/kernel_info.hpp"
@@ -132,6 +134,10 @@ class LoadedFunction {
                                                                        const LaunchTicket& ticket,
                                                                        std::span<void* const> args, CUstream stream);
   friend validation::Verdict validate_launch(Context&, LoadedFunction&, const validation::LaunchPlan&, CUstream, bool);
+  /// PG3011 unless every buffer in aligned_buffers_ starts at a multiple of its alignment: the
+  /// launch cache knows shapes, not addresses, so every launch of such a kernel checks its slots.
+  [[gnu::noinline]] [[nodiscard]] std::expected<void, diag::Diagnostics> check_buffer_alignment(
+      std::span<void* const> args);
   CUfunction handle_ = nullptr;
   codegen::KernelInfo info_;
   validation::KernelResources resources_;
@@ -143,6 +149,9 @@ class LoadedFunction {
   /// never taken for one of a new function at the same address.
   const uint64_t id_;
   std::unique_ptr<LaunchCache> cache_;
+  /// (parameter index, alignment - 1) of each buffer the kernel accesses with vector loads or
+  /// stores (ParamInfo::alignment); empty for every other kernel, which then pays one test.
+  std::vector<std::pair<uint32_t, uint64_t>> aligned_buffers_;
 };
 
 /// Validates `plan` for `fn` on `ctx`'s device with the live caps, the function's

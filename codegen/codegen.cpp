@@ -132,6 +132,7 @@ std::vector<KernelInfo> describe(const ir::Module& m) {
     for (uint32_t i = 0; i < k.params.size(); ++i) {
       const auto& p = k.params[i];
       info.params.push_back({p.name, i, p.is_buffer, p.access, p.type, p.is_buffer ? 8u : ir::byte_size(p.type)});
+      if (i < k.vector_alignment.size()) info.params.back().alignment = k.vector_alignment[i];
     }
     info.required_block = k.workgroup;
     info.static_shared_bytes = k.static_shared_bytes;

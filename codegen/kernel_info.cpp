@@ -13,6 +13,7 @@ nlohmann::json to_json(const KernelInfo& info) {
                       {"type", std::string(ir::type_name(p.type))},
                       {"size_bytes", p.size_bytes}};
     if (p.is_buffer) jp["access"] = std::string(ir::access_name(p.access));
+    if (p.alignment > 0) jp["alignment"] = p.alignment;  // absent: no vector access
     params.push_back(std::move(jp));
   }
   nlohmann::json j{{"name", info.name},
@@ -66,6 +67,8 @@ std::expected<KernelInfo, std::string> kernel_info_from_json(const nlohmann::jso
         else if (a == "out") p.access = ir::Access::out;
         else if (a == "inout") p.access = ir::Access::inout;
         else return std::unexpected("unknown buffer access '" + a + "'");
+        if (jp.contains("alignment")) p.alignment = diag::json_integer<uint32_t>(jp.at("alignment"));
+        if (p.alignment & (p.alignment - 1)) return std::unexpected("buffer alignment must be a power of two");
       }
       info.params.push_back(std::move(p));
     }

@@ -21,6 +21,10 @@ struct ParamInfo {
   ir::Access access = ir::Access::inout;  ///< buffers only
   ir::Type type = ir::Type::f32;          ///< element type (buffer) or value type (scalar)
   uint32_t size_bytes = 0;                ///< bytes of the by-value slot: 8 for buffers, 4/8 for scalars
+  /// Buffers: the alignment in bytes its base address needs, from the kernel's widest vector
+  /// access of it (load4 of f32 needs 16); 0 when the kernel makes none (element alignment is
+  /// then enough). The launch check rejects a misaligned base (PG3011).
+  uint32_t alignment = 0;
 };
 
 struct KernelInfo {
@@ -44,6 +48,12 @@ struct KernelInfo {
   bool foreign = false;
 
   bool has_required_block() const { return required_block[0] != 0; }
+  /// Whether some buffer parameter needs a base alignment (a vector access): launches check it.
+  bool needs_buffer_alignment() const {
+    for (const auto& p : params)
+      if (p.alignment > 1) return true;
+    return false;
+  }
 };
 
 nlohmann::json to_json(const KernelInfo& info);

@@ -40,7 +40,9 @@ llvm::Type* value_type(llvm::LLVMContext& c, ir::Type t) {
     case ir::Type::i16: case ir::Type::u16: return llvm::Type::getInt16Ty(c);
     case ir::Type::f16: return llvm::Type::getHalfTy(c);
     case ir::Type::bf16: return llvm::Type::getBFloatTy(c);
-    default: invariant_failed(fmt::format("type '{}' reached code generation", ir::type_name(t)));
+    default:
+      if (ir::is_vector(t)) return llvm::FixedVectorType::get(value_type(c, ir::vector_element(t)), ir::vector_lanes(t));
+      invariant_failed(fmt::format("type '{}' reached code generation", ir::type_name(t)));
   }
 }
 
@@ -69,10 +71,10 @@ std::string_view libdevice_stem(ir::Intrinsic i) {
 
 /// What a resolved name stands for while lowering one kernel.
 struct Binding {
-  enum class Kind : uint8_t { value, slot, buffer, shared } kind = Kind::value;
-  llvm::Value* value = nullptr;        ///< SSA value, alloca, buffer pointer or shared global
-  ir::Type type = ir::Type::error;     ///< value type, or element type of buffer/shared
-  llvm::Type* array_type = nullptr;    ///< shared: [N x T]
+  enum class Kind : uint8_t { value, slot, buffer, shared, local } kind = Kind::value;
+  llvm::Value* value = nullptr;        ///< SSA value, alloca, buffer pointer, shared global or local array
+  ir::Type type = ir::Type::error;     ///< value type, or element type of buffer/shared/local
+  llvm::Type* array_type = nullptr;    ///< shared, local: [N x T]
   int param_index = -1;                ///< buffer: signature position
 };
 
@@ -293,12 +295,22 @@ class KernelLowering {
         return;
       case ir::StmtKind::block: return statements(s.body);
       case ir::StmtKind::shared_decl: return shared_array(s);
+      case ir::StmtKind::local_array_decl: return local_array(s);
       case ir::StmtKind::const_decl: invariant_failed(fmt::format("constant '{}' declared inside a kernel", s.name));
     }
   }
 
   void assignment(const ir::Stmt& s) {
     const ir::Expr& target = *s.target;
+    if (target.kind == ir::ExprKind::index && target.symbol && ir::is_vector(target.symbol->type)) {
+      const Binding& variable = binding_of(target);  // v[k] = x: lane k of a vector var
+      if (variable.kind != Binding::Kind::slot) invariant_failed(fmt::format("lane assignment to '{}'", target.name));
+      llvm::Value* index = lane_index(*target.operands.at(0), variable.type);
+      llvm::Value* lane = convert(expr(*s.value), s.value->type, ir::vector_element(variable.type));
+      llvm::Value* old = builder_.CreateLoad(value_type(context_, variable.type), variable.value, target.name);
+      builder_.CreateStore(builder_.CreateInsertElement(old, lane, index), variable.value);
+      return;
+    }
     if (target.kind == ir::ExprKind::index) {
       const Binding& array = binding_of(target);
       llvm::Value* address = element_address(array, *target.operands.at(0));
@@ -412,6 +424,23 @@ class KernelLowering {
     arrays_by_name_[s.name] = binding;
   }
 
+  /// `var NAME: T[N];`: an alloca in the entry block, zeroed where the declaration runs (like
+  /// `var x: T;`). SROA after full unrolling turns it into registers when every index is a
+  /// constant by then and removes the zeroing of elements written before they are read; what
+  /// stays indexed at run time lives in local memory (ptxas reports its stack frame, PG3503).
+  void local_array(const ir::Stmt& s) {
+    const ir::Symbol& symbol = declared_symbol(s);
+    if (symbol.array_size == 0) invariant_failed(fmt::format("local array '{}' has no size", s.name));
+    llvm::Type* element = memory_type(context_, symbol.type);
+    auto* array_type = llvm::ArrayType::get(element, symbol.array_size);
+    llvm::BasicBlock& entry = function_->getEntryBlock();
+    llvm::IRBuilder<> at_entry(&entry, entry.getFirstInsertionPt());
+    llvm::AllocaInst* array = at_entry.CreateAlloca(array_type, nullptr, s.name);
+    const uint64_t bytes = symbol.array_size * ir::byte_size(symbol.type);
+    builder_.CreateMemSet(array, builder_.getInt8(0), builder_.getInt64(bytes), array->getAlign());
+    bindings_[&symbol] = Binding{Binding::Kind::local, array, symbol.type, array_type, -1};
+  }
+
   /// `shared NAME: T[];`: PTX `.extern .shared .align 16 .b8 NAME[];`, the block's dynamic
   /// shared memory (CUDA's `extern __shared__`), sized by the launch.
   void dynamic_shared_array(const ir::Stmt& s, const ir::Symbol& symbol) {
@@ -447,6 +476,14 @@ class KernelLowering {
       }
       case ir::ExprKind::builtin: return builtin(e.builtin, e.component);
       case ir::ExprKind::index: {
+        if (e.symbol && ir::is_vector(e.symbol->type)) {  // v[k]: lane k of a vector let/var
+          const Binding& b = binding_of(e);
+          llvm::Value* index = lane_index(*e.operands.at(0), b.type);
+          llvm::Value* vector = b.kind == Binding::Kind::slot
+                                    ? builder_.CreateLoad(value_type(context_, b.type), b.value, e.name)
+                                    : b.value;
+          return builder_.CreateExtractElement(vector, index);
+        }
         const Binding& array = binding_of(e);
         llvm::Value* address = element_address(array, *e.operands.at(0));
         if (array.param_index >= 0) buffer_read_[array.param_index] = true;
@@ -454,7 +491,9 @@ class KernelLowering {
       }
       case ir::ExprKind::unary: return unary(e);
       case ir::ExprKind::binary: return binary(e);
-      case ir::ExprKind::cast: return convert(expr(*e.operands.at(0)), e.operands[0]->type, e.cast_type);
+      case ir::ExprKind::cast:
+        if (ir::is_vector(e.cast_type)) return build_vector(e);
+        return convert(expr(*e.operands.at(0)), e.operands[0]->type, e.cast_type);
       case ir::ExprKind::call: return call(e);
     }
     invariant_failed("unknown expression kind");
@@ -613,7 +652,7 @@ class KernelLowering {
   llvm::Value* binary(const ir::Expr& e) {
     using Op = ir::BinaryOp;
     if (e.binary_op == Op::logical_and || e.binary_op == Op::logical_or) return short_circuit(e);
-    const ir::Type t = e.operands.at(0)->type;
+    const ir::Type t = ir::vector_element(e.operands.at(0)->type);  // vectors: + - * / lane by lane
     const bool is_float = ir::is_float(t), is_signed = ir::is_signed(t);
     llvm::Value* l = expr(*e.operands[0]);
     llvm::Value* r = expr(*e.operands.at(1));
@@ -728,14 +767,15 @@ class KernelLowering {
   }
 
   llvm::Value* element_address(const Binding& array, const ir::Expr& index) {
-    if (array.kind != Binding::Kind::buffer && array.kind != Binding::Kind::shared)
-      invariant_failed("indexing something that is not a buffer or shared array");
+    if (array.kind != Binding::Kind::buffer && array.kind != Binding::Kind::shared &&
+        array.kind != Binding::Kind::local)
+      invariant_failed("indexing something that is not a buffer, shared or local array");
     if (!ir::is_integer(index.type)) invariant_failed("non-integer index");
     llvm::Value* i = expr(index);
     if (ir::bit_width(index.type) < 64)
       i = ir::is_signed(index.type) ? builder_.CreateSExt(i, builder_.getInt64Ty())
                                     : builder_.CreateZExt(i, builder_.getInt64Ty());
-    if (array.kind == Binding::Kind::shared)
+    if (array.kind == Binding::Kind::shared || array.kind == Binding::Kind::local)
       return builder_.CreateInBoundsGEP(array.array_type, array.value, {builder_.getInt64(0), i});
     return builder_.CreateInBoundsGEP(memory_type(context_, array.type), array.value, i);
   }
@@ -785,6 +825,7 @@ class KernelLowering {
     const I which = *e.intrinsic;
     if (ir::is_atomic(which)) return atomic(e, which);
     if (ir::is_warp_operation(which)) return warp_operation(e, which);
+    if (ir::is_vector_access(which)) return vector_access(e, which);
     auto arg = [&](size_t i) { return expr(*e.operands.at(i)); };
     switch (which) {
       case I::barrier: builder_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); return nullptr;
@@ -843,6 +884,60 @@ class KernelLowering {
     std::vector<llvm::Type*> parameter_types(args.size(), type);
     llvm::FunctionCallee callee = module_.getOrInsertFunction(name, llvm::FunctionType::get(type, parameter_types, false));
     return builder_.CreateCall(callee, args);
+  }
+
+  /// The lane `index` selects in a vector of type `vector`, taken modulo the lane count (a power of
+  /// two, so a mask) as an i32: defined for every value; a constant folds to a constant lane.
+  llvm::Value* lane_index(const ir::Expr& index, ir::Type vector) {
+    if (!ir::is_integer(index.type)) invariant_failed("non-integer lane index");
+    llvm::Value* i = expr(index);
+    llvm::Value* narrow = builder_.CreateZExtOrTrunc(i, builder_.getInt32Ty());
+    return builder_.CreateAnd(narrow, builder_.getInt32(ir::vector_lanes(vector) - 1));
+  }
+
+  /// `T(a, b, ...)` of a vector type T: one value per lane, or one value for every lane.
+  llvm::Value* build_vector(const ir::Expr& e) {
+    const ir::Type element = ir::vector_element(e.cast_type);
+    const unsigned lanes = ir::vector_lanes(e.cast_type);
+    if (e.operands.size() == 1) {
+      llvm::Value* lane = convert(expr(*e.operands[0]), e.operands[0]->type, element);
+      return builder_.CreateVectorSplat(lanes, lane);
+    }
+    if (e.operands.size() != lanes) invariant_failed(fmt::format("{}(...) with {} lanes", ir::type_name(e.cast_type), e.operands.size()));
+    llvm::Value* vector = llvm::PoisonValue::get(value_type(context_, e.cast_type));
+    for (unsigned i = 0; i < lanes; ++i) {
+      llvm::Value* lane = convert(expr(*e.operands[i]), e.operands[i]->type, element);
+      vector = builder_.CreateInsertElement(vector, lane, uint64_t{i});
+    }
+    return vector;
+  }
+
+  /// loadN(array, i) / storeN(array, i, v): elements N*i .. N*i+N-1 as one N-lane vector, one
+  /// ld/st.v2/.v4 (the address is aligned to the vector's size when the array's base is: shared
+  /// arrays are 16-byte aligned, buffer bases are checked at launch, KernelInfo alignment).
+  llvm::Value* vector_access(const ir::Expr& e, ir::Intrinsic which) {
+    const Binding& array = binding_of(*e.operands.at(0));
+    if (array.kind != Binding::Kind::buffer && array.kind != Binding::Kind::shared)
+      invariant_failed("vector access to something that is not a buffer or shared array");
+    const std::optional<ir::Type> vector = ir::vector_of(array.type, ir::vector_access_lanes(which));
+    if (!vector) invariant_failed(fmt::format("{} of {} elements", ir::intrinsic_name(which), ir::type_name(array.type)));
+    const ir::Expr& index = *e.operands.at(1);
+    if (!ir::is_integer(index.type)) invariant_failed("non-integer index");
+    llvm::Value* i = expr(index);
+    if (ir::bit_width(index.type) < 64)
+      i = ir::is_signed(index.type) ? builder_.CreateSExt(i, builder_.getInt64Ty())
+                                    : builder_.CreateZExt(i, builder_.getInt64Ty());
+    llvm::Type* type = value_type(context_, *vector);
+    llvm::Value* address = builder_.CreateInBoundsGEP(type, array.value, i);
+    const llvm::Align align(ir::byte_size(*vector));
+    if (ir::is_vector_store(which)) {
+      llvm::Value* value = expr(*e.operands.at(2));
+      builder_.CreateAlignedStore(value, address, align);
+      if (array.param_index >= 0) buffer_written_[array.param_index] = true;
+      return nullptr;
+    }
+    if (array.param_index >= 0) buffer_read_[array.param_index] = true;
+    return builder_.CreateAlignedLoad(type, address, align);
   }
 
   llvm::Value* atomic(const ir::Expr& e, ir::Intrinsic which) {

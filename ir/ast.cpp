@@ -6,6 +6,60 @@
 
 namespace ptxgate::ir {
 
+namespace {
+struct VectorType {
+  std::string_view name;
+  Type element;
+  unsigned lanes;
+};
+/// In the order of enum Type, from i8x4.
+constexpr VectorType kVectorTypes[] = {
+    {"i8x4", Type::i8, 4},
+    {"i8x8", Type::i8, 8},
+    {"u8x4", Type::u8, 4},
+    {"u8x8", Type::u8, 8},
+    {"i16x2", Type::i16, 2},
+    {"i16x4", Type::i16, 4},
+    {"i16x8", Type::i16, 8},
+    {"u16x2", Type::u16, 2},
+    {"u16x4", Type::u16, 4},
+    {"u16x8", Type::u16, 8},
+    {"f16x2", Type::f16, 2},
+    {"f16x4", Type::f16, 4},
+    {"f16x8", Type::f16, 8},
+    {"bf16x2", Type::bf16, 2},
+    {"bf16x4", Type::bf16, 4},
+    {"bf16x8", Type::bf16, 8},
+    {"i32x2", Type::i32, 2},
+    {"i32x4", Type::i32, 4},
+    {"u32x2", Type::u32, 2},
+    {"u32x4", Type::u32, 4},
+    {"f32x2", Type::f32, 2},
+    {"f32x4", Type::f32, 4},
+    {"i64x2", Type::i64, 2},
+    {"u64x2", Type::u64, 2},
+    {"f64x2", Type::f64, 2},
+};
+static_assert(std::size(kVectorTypes) == static_cast<size_t>(Type::f64x2) - static_cast<size_t>(Type::i8x4) + 1);
+}  // namespace
+
+bool is_vector(Type t) { return t >= Type::i8x4 && t <= Type::f64x2; }
+
+Type vector_element(Type t) {
+  return is_vector(t) ? kVectorTypes[static_cast<size_t>(t) - static_cast<size_t>(Type::i8x4)].element : t;
+}
+
+unsigned vector_lanes(Type t) {
+  return is_vector(t) ? kVectorTypes[static_cast<size_t>(t) - static_cast<size_t>(Type::i8x4)].lanes : 1;
+}
+
+std::optional<Type> vector_of(Type element, unsigned lanes) {
+  for (size_t i = 0; i < std::size(kVectorTypes); ++i)
+    if (kVectorTypes[i].element == element && kVectorTypes[i].lanes == lanes)
+      return static_cast<Type>(static_cast<size_t>(Type::i8x4) + i);
+  return std::nullopt;
+}
+
 std::string_view type_name(Type t) {
   switch (t) {
     case Type::error: return "{error}";
@@ -25,7 +79,9 @@ std::string_view type_name(Type t) {
     case Type::u16: return "u16";
     case Type::f16: return "f16";
     case Type::bf16: return "bf16";
+    default: break;
   }
+  if (is_vector(t)) return kVectorTypes[static_cast<size_t>(t) - static_cast<size_t>(Type::i8x4)].name;
   return "{error}";
 }
 
@@ -36,6 +92,8 @@ std::optional<Type> type_from_name(std::string_view n) {
       {"u16", Type::u16},    {"f16", Type::f16}, {"bf16", Type::bf16}};
   for (auto [name, t] : kTypes)
     if (name == n) return t;
+  for (size_t i = 0; i < std::size(kVectorTypes); ++i)
+    if (kVectorTypes[i].name == n) return static_cast<Type>(static_cast<size_t>(Type::i8x4) + i);
   return std::nullopt;
 }
 
@@ -65,7 +123,7 @@ unsigned byte_size(Type t) {
     case Type::i16: case Type::u16: case Type::f16: case Type::bf16: return 2;
     case Type::bool_: case Type::i32: case Type::u32: case Type::f32: return 4;
     case Type::i64: case Type::u64: case Type::f64: return 8;
-    default: return 0;
+    default: return is_vector(t) ? byte_size(vector_element(t)) * vector_lanes(t) : 0;
   }
 }
 
@@ -131,12 +189,12 @@ namespace {
 constexpr std::array<std::string_view, 7> kBuiltins = {"thread_id", "block_id", "block_dim", "grid_dim",
                                                       "global_id", "lane_id",  "warp_id"};
 /// In the order of enum Intrinsic.
-constexpr std::array<std::string_view, 36> kIntrinsics = {
+constexpr std::array<std::string_view, 42> kIntrinsics = {
     "sqrt", "rsqrt", "exp", "log", "sin", "cos", "tanh", "pow", "fma", "min", "max", "abs", "floor", "ceil",
     "select", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_and", "atomic_or", "atomic_xor",
     "atomic_exch", "atomic_cas", "barrier", "grid_sync", "shfl_xor", "shfl_down", "shfl_up", "shfl_idx", "ballot",
-    "any", "all", "warp_sum", "warp_min", "warp_max"};
-static_assert(kIntrinsics.size() == static_cast<size_t>(Intrinsic::warp_max) + 1);
+    "any", "all", "warp_sum", "warp_min", "warp_max", "load2", "load4", "load8", "store2", "store4", "store8"};
+static_assert(kIntrinsics.size() == static_cast<size_t>(Intrinsic::store8) + 1);
 static_assert(kBuiltins.size() == static_cast<size_t>(Builtin::warp_id) + 1);
 }  // namespace
 
@@ -160,6 +218,17 @@ std::optional<Intrinsic> intrinsic_from_name(std::string_view n) {
 
 bool is_atomic(Intrinsic i) { return i >= Intrinsic::atomic_add && i <= Intrinsic::atomic_cas; }
 bool is_warp_operation(Intrinsic i) { return i >= Intrinsic::shfl_xor && i <= Intrinsic::warp_max; }
+bool is_vector_access(Intrinsic i) { return i >= Intrinsic::load2 && i <= Intrinsic::store8; }
+bool is_vector_store(Intrinsic i) { return i >= Intrinsic::store2 && i <= Intrinsic::store8; }
+
+unsigned vector_access_lanes(Intrinsic i) {
+  switch (i) {
+    case Intrinsic::load2: case Intrinsic::store2: return 2;
+    case Intrinsic::load4: case Intrinsic::store4: return 4;
+    case Intrinsic::load8: case Intrinsic::store8: return 8;
+    default: return 0;
+  }
+}
 
 const Kernel* Module::find_kernel(std::string_view name) const {
   for (const auto& k : kernels)

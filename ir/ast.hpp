@@ -18,17 +18,29 @@ namespace ptxgate::ir {
 enum class Type : uint8_t {
   error, void_, bool_, i32, u32, i64, u64, f32, f64, int_literal, float_literal,
   i8, u8, i16, u16, f16, bf16,  ///< the small types (appended: the values above keep their numbers)
+  /// Vector values of 4, 8 or 16 bytes (element x lanes), for vector loads and stores
+  /// (`load4`/`store4`); lets and vars only: never parameters, buffer or array elements.
+  i8x4, i8x8, u8x4, u8x8,
+  i16x2, i16x4, i16x8, u16x2, u16x4, u16x8, f16x2, f16x4, f16x8, bf16x2, bf16x4, bf16x8,
+  i32x2, i32x4, u32x2, u32x4, f32x2, f32x4,
+  i64x2, u64x2, f64x2,
 };
 
 std::string_view type_name(Type t);                    ///< "f32", "{integer literal}", ...
-std::optional<Type> type_from_name(std::string_view);  ///< only the thirteen spellable types
+std::optional<Type> type_from_name(std::string_view);  ///< the spellable types (scalars and vectors)
 bool is_integer(Type t);   ///< i8 u8 i16 u16 i32 u32 i64 u64 (not int_literal)
 bool is_signed(Type t);    ///< i8 i16 i32 i64
 bool is_float(Type t);     ///< f16 bf16 f32 f64 (not float_literal)
 bool is_half(Type t);      ///< f16 bf16: arithmetic as if in f32, rounded after every operation
 bool is_numeric(Type t);   ///< integer or float
 unsigned bit_width(Type t);  ///< 1 for bool, 8/16/32/64 for numbers, 0 otherwise
-unsigned byte_size(Type t);  ///< 4 for bool (as a kernel parameter), 1/2/4/8 for numbers
+unsigned byte_size(Type t);  ///< 4 for bool (as a kernel parameter), 1/2/4/8 for numbers, 4/8/16 for vectors
+bool is_vector(Type t);      ///< f32x4, f16x8, ... (the vector types)
+Type vector_element(Type t); ///< f32 for f32x4; `t` itself for a scalar
+unsigned vector_lanes(Type t);  ///< 4 for f32x4; 1 for a scalar
+/// The vector type of `lanes` elements of `element` (f32, 4 -> f32x4); nullopt when there is
+/// none: a vector is 4, 8 or 16 bytes of 2, 4 or 8 numeric lanes.
+std::optional<Type> vector_of(Type element, unsigned lanes);
 
 /// Byte range in the source text. Nodes built by the builder API have offset 0, length 0.
 struct SourceRange {
@@ -73,12 +85,20 @@ enum class Intrinsic : uint8_t {
   barrier, grid_sync,
   // warp operations (all 32 lanes of the warp take part; the verifier checks convergence)
   shfl_xor, shfl_down, shfl_up, shfl_idx, ballot, any, all, warp_sum, warp_min, warp_max,
+  // vector memory access: loadN(array, i) reads elements N*i .. N*i+N-1 as one vector,
+  // storeN(array, i, v) writes them (buffers and shared arrays; N*i keeps the alignment)
+  load2, load4, load8, store2, store4, store8,
 };
 std::string_view intrinsic_name(Intrinsic i);
 std::optional<Intrinsic> intrinsic_from_name(std::string_view);
 bool is_atomic(Intrinsic i);
 /// shfl_*, ballot, any, all and the warp reductions.
 bool is_warp_operation(Intrinsic i);
+/// load2 load4 load8 store2 store4 store8.
+bool is_vector_access(Intrinsic i);
+bool is_vector_store(Intrinsic i);
+/// 2, 4 or 8 for the vector accesses, 0 otherwise.
+unsigned vector_access_lanes(Intrinsic i);
 
 struct Symbol;
 struct Function;
@@ -89,10 +109,12 @@ enum class ExprKind : uint8_t {
   bool_literal,   ///< bool_value
   name,           ///< name (-> symbol after verify)
   builtin,        ///< builtin, component (0..2)
-  index,          ///< name[operands[0]] (-> symbol after verify)
+  index,          ///< name[operands[0]] (-> symbol after verify); of a vector let/var, a lane
+                  ///< (taken modulo the lane count)
   unary,          ///< unary_op operands[0]
   binary,         ///< operands[0] binary_op operands[1]
-  cast,           ///< cast_type(operands[0])
+  cast,           ///< cast_type(operands[0]); for a vector type, cast_type(lane, ...) builds a
+                  ///< vector from one value per lane, or from one value for every lane
   call,           ///< intrinsic, device function or unknown `name`; operands are arguments. For
                   ///< atomics, operands[0] is a `name` expression naming the buffer/shared array;
                   ///< for a device function's buffer parameter, a `name` naming the caller's buffer.
@@ -133,6 +155,7 @@ enum class StmtKind : uint8_t {
   block,        ///< { body }
   shared_decl,  ///< shared name: elem[size_expr], or elem[] (value null: dynamic, sized by the launch)
   const_decl,   ///< module level: const name: type = value (in Module::constants)
+  local_array_decl,  ///< var name: elem[size_expr] (value: the size): a per-thread array, zeroed
 };
 
 struct Stmt {
@@ -167,7 +190,7 @@ struct Param {
   const Symbol* symbol = nullptr;
 };
 
-enum class SymbolKind : uint8_t { scalar_param, buffer_param, let, var, loop_var, shared_array, constant };
+enum class SymbolKind : uint8_t { scalar_param, buffer_param, let, var, loop_var, shared_array, constant, local_array };
 
 /// A resolved declaration; owned by its Kernel or Function, created by the verifier.
 struct Symbol {
@@ -176,7 +199,7 @@ struct Symbol {
   Type type = Type::error;       ///< value type, or element type for buffers/shared arrays
   Access access = Access::inout; ///< buffer_param only
   uint32_t param_index = 0;      ///< params only: position in the signature
-  uint64_t array_size = 0;       ///< shared_array only: element count (0 for a dynamic array)
+  uint64_t array_size = 0;       ///< shared_array, local_array: element count (0 for a dynamic array)
   bool dynamic = false;          ///< shared_array only: `shared NAME: T[];`
   /// constant of integer or bool type: its value, as the type's bits (two's complement,
   /// zero-extended to 64 bits). Float constants are lowered from `decl->value`.
@@ -198,6 +221,13 @@ struct Routine {
   bool uses_grid_sync = false;
   bool uses_barrier = false;
   bool uses_warp_operations = false;  ///< shuffles, votes or warp reductions
+  /// Bytes of the routine's own local arrays (`var a: f32[8];`) per thread, before LLVM promotes
+  /// those it can to registers.
+  uint64_t local_array_bytes = 0;
+  /// Per parameter, in order: the bytes of the widest vector access (load4, store8, ...) of that
+  /// buffer, its own or through the device functions it is passed to, which its base address must
+  /// be aligned to; 0 for scalars and buffers without one.
+  std::vector<uint32_t> vector_alignment;
   std::vector<std::unique_ptr<Symbol>> symbols;
 };
 

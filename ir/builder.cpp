@@ -169,6 +169,37 @@ Ex ExprFactory::atomic_cas(std::string array, Ex index, Ex expected, Ex value) c
   return call(Intrinsic::atomic_cas, std::move(args));
 }
 
+Ex ExprFactory::vector(Type vector_type, std::vector<Ex> lanes) const {
+  ExprPtr e = new_expr(ExprKind::cast);
+  e->cast_type = vector_type;
+  e->name = std::string(type_name(vector_type));
+  for (auto& lane : lanes) e->operands.push_back(std::move(lane).take());
+  return Ex(std::move(e));
+}
+
+namespace {
+/// load2/load4/load8 (or the stores) by lane count; any other count names no intrinsic, so the
+/// verifier reports the call as an unknown function.
+std::string vector_access_name(bool store, unsigned lanes) {
+  return std::string(store ? "store" : "load") + std::to_string(lanes);
+}
+}  // namespace
+
+Ex ExprFactory::load(unsigned lanes, std::string array, Ex index) const {
+  std::vector<Ex> args;
+  args.push_back(name(std::move(array)));
+  args.push_back(std::move(index));
+  return call(vector_access_name(false, lanes), std::move(args));
+}
+
+Ex ExprFactory::store(unsigned lanes, std::string array, Ex index, Ex value) const {
+  std::vector<Ex> args;
+  args.push_back(name(std::move(array)));
+  args.push_back(std::move(index));
+  args.push_back(std::move(value));
+  return call(vector_access_name(true, lanes), std::move(args));
+}
+
 // ---- BlockBuilder -----------------------------------------------------------
 
 Stmt& BlockBuilder::append(StmtKind kind) {
@@ -212,6 +243,14 @@ Ex BlockBuilder::shared_dynamic(std::string n, Type elem) {
 
 Ex BlockBuilder::shared(std::string n, Type elem, Ex size) {
   Stmt& s = append(StmtKind::shared_decl);
+  s.name = n;
+  s.declared_type = elem;
+  s.value = std::move(size).take();
+  return name(std::move(n));
+}
+
+Ex BlockBuilder::local_array(std::string n, Type elem, Ex size) {
+  Stmt& s = append(StmtKind::local_array_decl);
   s.name = n;
   s.declared_type = elem;
   s.value = std::move(size).take();

@@ -128,6 +128,12 @@ class ExprFactory {
   Ex atomic(Intrinsic op, std::string array, Ex index, Ex value) const;
   /// `atomic_cas(array, index, expected, value)`; returns the old value.
   Ex atomic_cas(std::string array, Ex index, Ex expected, Ex value) const;
+  /// `f32x4(a, b, c, d)` (one value per lane) or `f32x4(x)` (x in every lane).
+  Ex vector(Type vector_type, std::vector<Ex> lanes) const;
+  /// `loadN(array, index)` for N = `lanes` (2, 4 or 8): elements N*index .. N*index+N-1.
+  Ex load(unsigned lanes, std::string array, Ex index) const;
+  /// `storeN(array, index, value)`; use it as a statement: `b.expr(b.store(4, "y", i, v))`.
+  Ex store(unsigned lanes, std::string array, Ex index, Ex value) const;
 };
 
 /// Appends statements to one block (a kernel body or a nested body).
@@ -161,6 +167,8 @@ class BlockBuilder : public ExprFactory {
   Ex shared(std::string name, Type elem, Ex size);
   /// `shared name: elem[];`: the kernel's dynamic shared array, sized by the launch.
   Ex shared_dynamic(std::string name, Type elem);
+  /// `var name: elem[size];`: a local (per-thread) array, every element zero; returns a handle naming it.
+  Ex local_array(std::string name, Type elem, Ex size);
   /// `target = value;` where target is a name or index handle.
   BlockBuilder& assign(Ex target, Ex value);
   BlockBuilder& assign(std::string name, Ex value) { return assign(this->name(std::move(name)), std::move(value)); }

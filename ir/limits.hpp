@@ -16,6 +16,7 @@ struct Limits {
   uint32_t max_statements_per_kernel = 100000;  ///< PG1907
   uint32_t max_constants = 10000;          ///< PG1908 (parsing stops)
   uint32_t max_functions = 10000;          ///< PG1909 (parsing stops); max_parameters each (PG1910)
+  uint64_t max_local_array_bytes = 512u << 10;  ///< PG1911: local arrays per kernel and thread (CUDA's 512 KiB)
 };
 
 }  // namespace ptxgate::ir

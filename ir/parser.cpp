@@ -491,7 +491,22 @@ class Parser {
     advance();
     s->name = expect_identifier(is_let ? "a name after 'let'" : "a name after 'var'", &s->name_range);
     if (accept(TokenKind::colon)) s->declared_type = expect_type(fmt::format("for '{}'", s->name));
-    if (accept(TokenKind::assign)) {
+    if (s->declared_type && at(TokenKind::l_bracket)) {
+      if (is_let)
+        fail_here(diag::Code::expected_token, fmt::format("'let {}' cannot be an array", s->name),
+                  fmt::format("declare a local array with var: 'var {}: {}[N];'", s->name,
+                              type_name(*s->declared_type)));
+      advance();  // var NAME: T[SIZE]; a local array
+      s->kind = StmtKind::local_array_decl;
+      if (!at(TokenKind::r_bracket)) s->value = parse_expr();  // none: the verifier reports it
+      expect(TokenKind::r_bracket, "after the local array size", "close the size with ']'");
+      if (at(TokenKind::assign))
+        fail_here(diag::Code::expected_token,
+                  fmt::format("local array '{}' cannot have an initial value: it starts with every element zero",
+                              s->name),
+                  fmt::format("write 'var {}: {}[N];' and assign its elements", s->name,
+                              type_name(*s->declared_type)));
+    } else if (accept(TokenKind::assign)) {
       s->value = parse_expr();
     } else if (is_let || !s->declared_type) {
       fail_here(diag::Code::expected_token,
@@ -657,7 +672,12 @@ class Parser {
         std::string name(tok_.text);
         advance();
         if (at(TokenKind::l_paren)) {
-          if (std::optional<Type> cast = type_from_name(name)) {
+          if (std::optional<Type> vector = type_from_name(name); vector && is_vector(*vector)) {
+            e = make_expr(ExprKind::cast);  // f32x4(a, b, c, d): a vector from its lanes
+            e->cast_type = *vector;
+            e->operands = parse_arguments(name);
+            e->name = std::move(name);
+          } else if (std::optional<Type> cast = type_from_name(name)) {
             advance();
             e = make_expr(ExprKind::cast);
             e->cast_type = *cast;

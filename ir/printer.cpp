@@ -189,6 +189,11 @@ class Printer {
         if (s.value) expr(*s.value, 0);
         out += "];";
         break;
+      case StmtKind::local_array_decl:
+        out += fmt::format("var {}: {}[", s.name, type_name(s.declared_type.value_or(Type::error)));
+        if (s.value) expr(*s.value, 0);
+        out += "];";
+        break;
       case StmtKind::const_decl:
         out += fmt::format("const {}: {} = ", s.name, type_name(s.declared_type.value_or(Type::error)));
         expr(*s.value, 0);

@@ -29,6 +29,7 @@ std::string_view symbol_kind_words(SymbolKind kind) {
     case SymbolKind::loop_var: return "loop variable";
     case SymbolKind::shared_array: return "shared array";
     case SymbolKind::constant: return "module constant";
+    case SymbolKind::local_array: return "local array";
   }
   return "name";
 }
@@ -122,6 +123,8 @@ void KernelChecker::run() {
   kernel_.uses_grid_sync = false;
   kernel_.uses_barrier = false;
   kernel_.uses_warp_operations = false;
+  kernel_.local_array_bytes = 0;
+  kernel_.vector_alignment.assign(kernel_.params.size(), 0);
   kernel_.symbols.clear();
   if (as_kernel_) {
     as_kernel_->workgroup = {0, 0, 0};
@@ -254,6 +257,9 @@ void KernelChecker::check_workgroup(Attribute& attr) {
 void KernelChecker::declare_params() {
   for (size_t i = 0; i < kernel_.params.size(); ++i) {
     Param& p = kernel_.params[i];
+    if (as_kernel_ || p.is_buffer)  // a device function takes and returns vector values
+      reject_vector_type(p.type, p.range,
+                         fmt::format("{} '{}'", p.is_buffer ? "buffer parameter" : "parameter", p.name));
     if (p.is_buffer && p.type == Type::bool_)
       reporter_.report(diag::Code::invalid_element_type, p.range,
                        fmt::format("buffer '{}' has element type bool; buffers hold numbers", p.name),
@@ -403,6 +409,7 @@ void KernelChecker::check_stmt(Stmt& s) {
     case StmtKind::expr: check_expr_stmt(s); break;
     case StmtKind::block: check_block(s.body); break;
     case StmtKind::shared_decl: check_shared(s); break;
+    case StmtKind::local_array_decl: check_local_array(s); break;
     case StmtKind::const_decl:  // only the builder can put one here; the parser keeps them at module level
       reporter_.report(diag::Code::invalid_constant, s.range,
                        fmt::format("constant '{}' is declared inside {}", s.name, owner()),
@@ -552,7 +559,8 @@ void KernelChecker::check_expr_stmt(Stmt& s) {
   // A device function may write memory or synchronise: its call is a statement like an atomic.
   bool has_effect = e.kind == ExprKind::call &&
                     (e.function || (e.intrinsic && (is_atomic(*e.intrinsic) || *e.intrinsic == Intrinsic::barrier ||
-                                                    *e.intrinsic == Intrinsic::grid_sync)));
+                                                    *e.intrinsic == Intrinsic::grid_sync ||
+                                                    is_vector_store(*e.intrinsic))));
   if (t == Type::int_literal) assign_literal_types(e, Type::i32);
   if (t == Type::float_literal) assign_literal_types(e, Type::f32);
   if (!has_effect && t != Type::error)
@@ -577,6 +585,7 @@ void KernelChecker::check_shared(Stmt& s) {
                      fmt::format("move the declaration to the top level of kernel '{}'", kernel_.name));
   Type elem = s.declared_type.value_or(Type::error);
   bool valid = is_numeric(elem);
+  reject_vector_type(elem, s.range, fmt::format("shared array '{}'", s.name));
   if (elem == Type::bool_)
     reporter_.report(diag::Code::invalid_element_type, s.range,
                      fmt::format("shared array '{}' has element type bool; shared arrays hold numbers", s.name),
@@ -599,37 +608,81 @@ void KernelChecker::check_shared(Stmt& s) {
     }
     return;
   }
-  if (s.value) {
-    Type size_type = value(*s.value);  // resolves the constants a size may use
-    std::optional<__int128> size =
-        size_type == Type::int_literal || is_integer(size_type) ? eval_int_constant(*s.value) : std::nullopt;
-    if (size_type == Type::error) {
-      valid = false;
-    } else if (!size) {
-      if (is_literal(size_type)) concrete(*s.value);
-      reporter_.report(diag::Code::invalid_shared_size, s.value->range,
-                       fmt::format("the size of shared array '{}' is not a constant integer expression", s.name),
-                       fmt::format("write the size with integer literals and module constants, e.g. shared {}: "
-                                   "{}[256]; or const N: u32 = 256; ... shared {}: {}[N];",
-                                   s.name, type_name(elem), s.name, type_name(elem)));
-      valid = false;
-    } else if (*size <= 0) {
-      reporter_.report(diag::Code::invalid_shared_size, s.value->range,
-                       fmt::format("the size of shared array '{}' is {}; it must be positive", s.name,
-                                   int128_text(*size)),
-                       "give the array at least one element");
-      if (is_literal(size_type)) assign_literal_types(*s.value, Type::i64);
-      valid = false;
-    } else if (size_type != Type::int_literal || coerce(*s.value, Type::u64)) {
-      count = static_cast<uint64_t>(*size);
-    } else {
-      valid = false;
-    }
-  }
+  if (std::optional<uint64_t> size = array_size(s, diag::Code::invalid_shared_size, "shared"))
+    count = *size;
+  else
+    valid = false;
   Symbol* array = declare(SymbolKind::shared_array, s.name, s.name_range, elem, &s);
   array->array_size = count;
   s.symbol = array;
   if (valid && count > 0) shared_arrays_.push_back(array);
+}
+
+std::optional<uint64_t> KernelChecker::array_size(Stmt& s, diag::Code code, std::string_view what) {
+  const std::string_view elem = type_name(s.declared_type.value_or(Type::error));
+  const bool shared = what == "shared";
+  Type size_type = value(*s.value);  // resolves the constants a size may use
+  std::optional<__int128> size =
+      size_type == Type::int_literal || is_integer(size_type) ? eval_int_constant(*s.value) : std::nullopt;
+  if (size_type == Type::error) return std::nullopt;
+  if (!size) {
+    if (is_literal(size_type)) concrete(*s.value);
+    reporter_.report(code, s.value->range,
+                     fmt::format("the size of {} array '{}' is not a constant integer expression", what, s.name),
+                     fmt::format("write the size with integer literals and module constants, e.g. {0} {1}: "
+                                 "{2}[{3}]; or const N: u32 = {3}; ... {0} {1}: {2}[N];",
+                                 shared ? "shared" : "var", s.name, elem, shared ? 256 : 8));
+    return std::nullopt;
+  }
+  if (*size <= 0) {
+    reporter_.report(code, s.value->range,
+                     fmt::format("the size of {} array '{}' is {}; it must be positive", what, s.name,
+                                 int128_text(*size)),
+                     "give the array at least one element");
+    if (is_literal(size_type)) assign_literal_types(*s.value, Type::i64);
+    return std::nullopt;
+  }
+  if (size_type == Type::int_literal && !coerce(*s.value, Type::u64)) return std::nullopt;
+  return static_cast<uint64_t>(*size);
+}
+
+void KernelChecker::check_local_array(Stmt& s) {
+  const Type elem = s.declared_type.value_or(Type::error);
+  bool valid = is_numeric(elem);
+  if (!reject_vector_type(elem, s.range, fmt::format("local array '{}'", s.name)) && elem == Type::bool_)
+    reporter_.report(diag::Code::invalid_element_type, s.range,
+                     fmt::format("local array '{}' has element type bool; local arrays hold numbers", s.name),
+                     "use u32 elements (0 or 1)");
+  uint64_t count = 0;
+  if (!s.value) {
+    reporter_.report(diag::Code::invalid_local_array_size, s.range,
+                     fmt::format("local array '{}' has no size", s.name),
+                     fmt::format("give it a constant size: var {}: {}[8];", s.name, type_name(elem)));
+    valid = false;
+  } else if (std::optional<uint64_t> size = array_size(s, diag::Code::invalid_local_array_size, "local")) {
+    count = *size;
+  } else {
+    valid = false;
+  }
+  if (valid && count > 0) {
+    const unsigned __int128 bytes = static_cast<unsigned __int128>(count) * byte_size(elem);
+    const unsigned __int128 total = kernel_.local_array_bytes + bytes;
+    if (total > limits_.max_local_array_bytes) {
+      reporter_.report(diag::Code::local_arrays_too_large, s.range,
+                       fmt::format("local array '{}' is {} bytes; with the kernel's other local arrays that is {} "
+                                   "bytes per thread, over the limit of {} bytes (limit max_local_array_bytes)",
+                                   s.name, int128_text(static_cast<__int128>(bytes)),
+                                   int128_text(static_cast<__int128>(total)), limits_.max_local_array_bytes),
+                       "keep large per-thread data in a buffer (one slice per thread) or in shared memory");
+      valid = false;
+      count = 0;
+    } else {
+      kernel_.local_array_bytes = static_cast<uint64_t>(total);
+    }
+  }
+  Symbol* array = declare(SymbolKind::local_array, s.name, s.name_range, valid ? elem : Type::error, &s);
+  array->array_size = count;
+  s.symbol = array;
 }
 
 void KernelChecker::check_shared_total() {
@@ -721,9 +774,10 @@ diag::Diagnostics verify(Module& module, const diag::SourceFile* file, const Lim
     }
     FunctionFactsTable facts;
     if (!reporter.stopped())
-      for (Function* function : check_call_graph(module, reporter, facts)) {
+      for (Function* function : check_call_graph(module, reporter, facts)) {  // callees first
         if (reporter.stopped()) break;
         check_divergence(*function, reporter, facts);
+        propagate_vector_alignment(*function);
       }
     std::unordered_map<std::string, const Kernel*> first_definition;
     for (auto& kernel : module.kernels) {
@@ -735,6 +789,7 @@ diag::Diagnostics verify(Module& module, const diag::SourceFile* file, const Lim
                                     reporter.line_of(found->second->name_range)),
                         "rename one of the two kernels");
       KernelChecker(kernel, reporter, limits, &constants, &functions).run();
+      propagate_vector_alignment(kernel);
       if (!reporter.stopped()) check_divergence(kernel, reporter, facts);
       if (reporter.stopped()) break;
     }

@@ -130,6 +130,12 @@ class DivergenceAnalysis {
         return Origin{found->second, fmt::format("'{}', which depends on {}", e.name, found->second)};
       }
       case ExprKind::index: {
+        if (e.symbol && is_vector(e.symbol->type)) {  // a lane of a vector let/var: as the vector and the lane vary
+          auto found = divergent_.find(e.symbol);
+          if (found != divergent_.end())
+            return Origin{found->second, fmt::format("'{}', which depends on {}", e.name, found->second)};
+          break;
+        }
         std::string text = fmt::format("a load from '{}'", e.name);
         return Origin{text, text};
       }
@@ -148,6 +154,11 @@ class DivergenceAnalysis {
           return Origin{text, text};
         }
         if (e.intrinsic && is_warp_operation(*e.intrinsic)) return std::nullopt;  // the same in every lane
+        if (e.intrinsic && is_vector_access(*e.intrinsic)) {
+          std::string text = fmt::format("a load from '{}'", e.operands.empty() || !e.operands[0] ? std::string()
+                                                                                                 : e.operands[0]->name);
+          return Origin{text, text};
+        }
         break;
       default: break;
     }
@@ -284,7 +295,9 @@ class DivergenceAnalysis {
       case StmtKind::assign: {
         check_sync(s.target.get(), control);
         check_sync(s.value.get(), control);
-        if (!s.target || s.target->kind != ExprKind::name || !s.value) break;
+        if (!s.target || !s.value) break;
+        // A name, or a lane of a vector var (the vector then varies as the lane does).
+        if (s.target->kind != ExprKind::name && !(s.target->symbol && is_vector(s.target->symbol->type))) break;
         if (auto why = origin(*s.value))
           mark(s.target->symbol, why->root);
         else if (control)
@@ -346,6 +359,7 @@ class DivergenceAnalysis {
       case StmtKind::expr: check_sync(s.value.get(), control); break;
       case StmtKind::block: exits = walk_list(s.body, control); break;
       case StmtKind::shared_decl:
+      case StmtKind::local_array_decl:  // its elements are loads: varying wherever they are read
       case StmtKind::const_decl: break;
     }
     return exits;

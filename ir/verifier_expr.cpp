@@ -78,6 +78,12 @@ std::string_view signature(Intrinsic fn) {
     case Intrinsic::warp_sum: return "warp_sum(value)";
     case Intrinsic::warp_min: return "warp_min(value)";
     case Intrinsic::warp_max: return "warp_max(value)";
+    case Intrinsic::load2: return "load2(array, index)";
+    case Intrinsic::load4: return "load4(array, index)";
+    case Intrinsic::load8: return "load8(array, index)";
+    case Intrinsic::store2: return "store2(array, index, vector)";
+    case Intrinsic::store4: return "store4(array, index, vector)";
+    case Intrinsic::store8: return "store8(array, index, vector)";
     default: return is_atomic(fn) ? "atomic_op(buffer, index, value)" : "f(x)";
   }
 }
@@ -89,6 +95,8 @@ size_t arity(Intrinsic fn) {
     case Intrinsic::fma: case Intrinsic::select: return 3;
     case Intrinsic::atomic_cas: return 4;
     case Intrinsic::barrier: case Intrinsic::grid_sync: return 0;
+    case Intrinsic::load2: case Intrinsic::load4: case Intrinsic::load8: return 2;
+    case Intrinsic::store2: case Intrinsic::store4: case Intrinsic::store8: return 3;
     default: return is_atomic(fn) ? 3 : 1;
   }
 }
@@ -120,6 +128,10 @@ double float_max(Type t) {
 
 std::string conversion_fix(Type from, Type to) {
   if (to == Type::bool_) return "compare to get a bool, e.g. (x != 0)";
+  if (is_vector(to))
+    return fmt::format("build a vector from its lanes, {}(a, b, ...), or load one with load{}(array, i)",
+                       type_name(to), vector_lanes(to));
+  if (is_vector(from)) return fmt::format("read one lane of the vector, v[0] .. v[{}]", vector_lanes(from) - 1);
   if (is_numeric(to) && (is_numeric(from) || (from == Type::bool_ && is_integer(to))))
     return fmt::format("convert explicitly with {}(...); ptxgate has no implicit conversions", type_name(to));
   return fmt::format("use a value of type {}", type_name(to));
@@ -248,7 +260,16 @@ Symbol* KernelChecker::check_constant(Stmt& s, std::vector<std::unique_ptr<Symbo
   Type type = declared;
   uint64_t bits = 0;
   std::string what;
-  if (!s.value || !is_value_type(declared)) {
+  if (is_vector(declared)) {
+    reporter_.report(diag::Code::invalid_vector_type, s.range,
+                     fmt::format("constant '{}' has vector type {}; module constants are scalars", s.name,
+                                 type_name(declared)),
+                     fmt::format("declare a constant per lane, or build the vector inside the kernel: let {} = "
+                                 "{}(...);",
+                                 s.name, type_name(declared)));
+    if (s.value) concrete(*s.value);
+    type = Type::error;
+  } else if (!s.value || !is_value_type(declared)) {
     type = Type::error;
   } else if (!is_constant_expression(*s.value, what)) {
     reporter_.report(diag::Code::invalid_constant, s.value->range,
@@ -332,8 +353,13 @@ Type KernelChecker::concrete(Expr& e) {
 
 Type KernelChecker::expect(Expr& e, Type target, const std::function<std::string(Type found)>& mismatch) {
   Type t = value(e);
-  if (t == Type::error || target == Type::error || !is_value_type(target)) {
+  if (t == Type::error || target == Type::error || (!is_value_type(target) && !is_vector(target))) {
     if (is_literal(t)) assign_literal_types(e, t == Type::float_literal ? Type::f32 : Type::i32);
+    return Type::error;
+  }
+  if (is_literal(t) && is_vector(target)) {
+    assign_literal_types(e, t == Type::float_literal ? Type::f32 : Type::i32);
+    reporter_.report(diag::Code::type_mismatch, e.range, mismatch(t), conversion_fix(t, target));
     return Type::error;
   }
   if (is_literal(t)) return coerce(e, target) ? target : Type::error;
@@ -463,6 +489,15 @@ Type KernelChecker::unify(Expr& a, Expr& b, std::string_view what, SourceRange w
   if (ta == Type::error || tb == Type::error) return Type::error;
   if (is_literal(ta) && is_literal(tb))
     return ta == Type::float_literal || tb == Type::float_literal ? Type::float_literal : Type::int_literal;
+  if ((is_literal(ta) && is_vector(tb)) || (is_vector(ta) && is_literal(tb))) {
+    Expr& literal = is_literal(ta) ? a : b;
+    const Type vector = is_vector(ta) ? ta : tb;
+    assign_literal_types(literal, literal.type == Type::float_literal ? Type::f32 : Type::i32);
+    reporter_.report(diag::Code::type_mismatch, where,
+                     fmt::format("operands of '{}' have different types: {} and a literal", what, type_name(vector)),
+                     conversion_fix(Type::f32, vector));
+    return Type::error;
+  }
   if (is_literal(ta)) return coerce(a, tb) ? tb : Type::error;
   if (is_literal(tb)) return coerce(b, ta) ? ta : Type::error;
   if (ta == tb) return ta;
@@ -495,10 +530,12 @@ Type KernelChecker::infer_name(Expr& e) {
     return Type::error;
   }
   e.symbol = symbol;
-  if (symbol->kind == SymbolKind::buffer_param || symbol->kind == SymbolKind::shared_array) {
+  if (symbol->kind == SymbolKind::buffer_param || symbol->kind == SymbolKind::shared_array ||
+      symbol->kind == SymbolKind::local_array) {
     reporter_.report(diag::Code::buffer_as_value, e.range,
                      fmt::format("{} '{}' is used as a value",
-                                 symbol->kind == SymbolKind::shared_array ? "shared array" : "buffer", e.name),
+                                 symbol->kind == SymbolKind::buffer_param ? "buffer" : symbol_kind_words(symbol->kind),
+                                 e.name),
                      fmt::format("index it to use one element, e.g. {}[i]", e.name));
     return Type::error;
   }
@@ -513,13 +550,23 @@ Type KernelChecker::infer_builtin(Expr& e) {
   return Type::error;
 }
 
-Symbol* KernelChecker::storage(Expr& e, std::string_view use) {
+Symbol* KernelChecker::storage(Expr& e, std::string_view use, bool allow_local) {
   Symbol* symbol = lookup(e.name);
   if (!symbol) {
     report_undefined(e);
     return nullptr;
   }
-  if (symbol->kind != SymbolKind::buffer_param && symbol->kind != SymbolKind::shared_array) {
+  if (symbol->kind == SymbolKind::local_array && !allow_local) {
+    reporter_.report(diag::Code::not_indexable, e.range,
+                     fmt::format("'{}' is a local array (one per thread, in registers or local memory); it cannot be {}",
+                                 e.name, use),
+                     fmt::format("read and write its elements directly, {}[i]; atomics and vector accesses need a "
+                                 "buffer or a shared array",
+                                 e.name));
+    return nullptr;
+  }
+  if (symbol->kind != SymbolKind::buffer_param && symbol->kind != SymbolKind::shared_array &&
+      symbol->kind != SymbolKind::local_array) {
     SourceRange range = e.range;
     if (e.kind == ExprKind::index) range.length = static_cast<uint32_t>(e.name.size());
     reporter_.report(diag::Code::not_indexable, range,
@@ -546,7 +593,10 @@ Type KernelChecker::index_operand(Expr& index, const std::string& target) {
 }
 
 Type KernelChecker::infer_index(Expr& e, bool is_write) {
-  Symbol* symbol = storage(e, "indexed");
+  if (Symbol* vector = lookup(e.name); vector && is_vector(vector->type) &&
+                                       (vector->kind == SymbolKind::let || vector->kind == SymbolKind::var))
+    return infer_lane(e, *vector);
+  Symbol* symbol = storage(e, "indexed", /*allow_local=*/true);
   if (!e.operands.empty() && e.operands[0]) index_operand(*e.operands[0], e.name);
   if (!symbol) return Type::error;
   if (symbol->kind == SymbolKind::buffer_param) {
@@ -567,7 +617,14 @@ Type KernelChecker::infer_index(Expr& e, bool is_write) {
 Type KernelChecker::infer_assign_target(Expr& target) {
   if (target.kind == ExprKind::index) {
     if (!enter_nesting(target.range)) return Type::error;
-    return target.type = infer_index(target, true);
+    Type t = infer_index(target, true);
+    if (t != Type::error && target.symbol && target.symbol->kind == SymbolKind::let) {
+      reporter_.report(diag::Code::assign_to_immutable, target.range,
+                       fmt::format("cannot assign to a lane of '{}': it is declared with let", target.name),
+                       fmt::format("declare it with 'var {}' to make it mutable", target.name));
+      return target.type = Type::error;
+    }
+    return target.type = t;
   }
   if (target.kind != ExprKind::name) {
     infer(target);
@@ -604,6 +661,7 @@ Type KernelChecker::infer_assign_target(Expr& target) {
       break;
     case SymbolKind::buffer_param:
     case SymbolKind::shared_array:
+    case SymbolKind::local_array:
       reporter_.report(diag::Code::buffer_as_value, target.range,
                        fmt::format("cannot assign to '{}' as a whole", target.name),
                        fmt::format("assign one element: {}[i] = ...;", target.name));
@@ -625,6 +683,9 @@ Type KernelChecker::infer_unary(Expr& e) {
     if (is_literal(t)) assign_literal_types(operand, t == Type::float_literal ? Type::f32 : Type::i32);
     return Type::error;
   };
+  if (is_vector(t))
+    return invalid(fmt::format("vectors have + - * lane by lane; apply '{}' to the lanes v[0] .. v[{}]", op,
+                               vector_lanes(t) - 1));
   switch (e.unary_op) {
     case UnaryOp::neg:
       if (is_literal(t) || is_signed(t) || is_float(t)) return t;
@@ -663,6 +724,7 @@ Type KernelChecker::infer_binary(Expr& e) {
     return Type::bool_;
   }
   const bool comparison = is_comparison(op);
+  if (is_vector(ta) || is_vector(tb)) return infer_vector_binary(e, ta, tb);
   if (ta == Type::error || tb == Type::error) {
     default_literals();
     return comparison ? Type::bool_ : Type::error;
@@ -702,6 +764,7 @@ Type KernelChecker::infer_binary(Expr& e) {
 
 Type KernelChecker::infer_cast(Expr& e) {
   const Type target = e.cast_type;
+  if (is_vector(target)) return infer_vector_build(e);
   if (e.operands.empty() || !e.operands[0]) return Type::error;
   Expr& operand = *e.operands[0];
   Type t = value(operand);
@@ -723,6 +786,7 @@ Type KernelChecker::infer_cast(Expr& e) {
   bool allowed = t == target || (is_numeric(t) && is_numeric(target)) || (t == Type::bool_ && is_integer(target));
   if (!allowed) {
     std::string fix = target == Type::bool_ ? "compare instead: (x != 0)"
+                      : is_vector(t)        ? conversion_fix(t, target)
                                             : fmt::format("convert through an integer: {}(u32(b))", type_name(target));
     reporter_.report(diag::Code::invalid_cast, e.range,
                      fmt::format("cannot cast {} to {}", type_name(t), type_name(target)), std::move(fix));
@@ -752,7 +816,7 @@ Type KernelChecker::infer_call(Expr& e) {
     for (auto& operand : e.operands)
       if (operand) concrete(*operand);
     std::vector<std::string> known;
-    for (int i = 0; i <= static_cast<int>(Intrinsic::warp_max); ++i)
+    for (int i = 0; i <= static_cast<int>(Intrinsic::store8); ++i)
       known.emplace_back(intrinsic_name(static_cast<Intrinsic>(i)));
     if (functions_)
       for (const auto& [name, function] : *functions_) known.push_back(name);
@@ -761,14 +825,15 @@ Type KernelChecker::infer_call(Expr& e) {
     reporter_.report(diag::Code::unknown_function, e.range, fmt::format("unknown function '{}'", e.name),
                      hint ? fmt::format("did you mean '{}'?", *hint)
                           : "the functions are the math functions (sqrt, exp, min, ...), select, the atomics, "
-                            "barrier, grid_sync, the warp operations (shfl_xor, ballot, warp_sum, ...) and the "
-                            "module's 'fn' declarations");
+                            "barrier, grid_sync, the warp operations (shfl_xor, ballot, warp_sum, ...), the "
+                            "vector loads and stores (load4, store4, ...) and the module's 'fn' declarations");
     return Type::error;
   }
   const Intrinsic fn = *e.intrinsic;
   const std::string_view name = intrinsic_name(fn);
   if (is_atomic(fn)) return infer_atomic(e, fn);
   if (is_warp_operation(fn)) return infer_warp(e, fn);
+  if (is_vector_access(fn)) return infer_vector_access(e, fn);
   switch (fn) {
     case Intrinsic::barrier:
       check_arity(e, name, 0);

@@ -1,4 +1,5 @@
 // Device functions at module level: the return rule, the call graph (recursion, transitive uses).
+#include <algorithm>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -47,6 +48,22 @@ bool always_returns(const std::vector<StmtPtr>& body) {
     }
   }
   return false;
+}
+
+void propagate_vector_alignment(Routine& routine) {
+  routine.vector_alignment.resize(routine.params.size(), 0);
+  for_each_call(routine.body, [&](const Expr& e) {
+    if (!e.function) return;
+    const Function& callee = *e.function;
+    for (size_t i = 0; i < callee.params.size() && i < e.operands.size() && i < callee.vector_alignment.size(); ++i) {
+      const Expr* arg = e.operands[i].get();
+      if (!callee.params[i].is_buffer || !arg || !arg->symbol || arg->symbol->kind != SymbolKind::buffer_param ||
+          arg->symbol->param_index >= routine.vector_alignment.size())
+        continue;
+      uint32_t& alignment = routine.vector_alignment[arg->symbol->param_index];
+      alignment = std::max(alignment, callee.vector_alignment[i]);
+    }
+  });
 }
 
 std::vector<Function*> check_call_graph(Module& module, Reporter& reporter, FunctionFactsTable& facts) {

@@ -7,6 +7,7 @@
 #include "ptxgate/pipeline/reports.hpp"
 #include "ptxgate/toolchain/build.hpp"
 #include "ptxgate/toolchain/disassemble.hpp"
+#include "ptxgate/validation/check.hpp"
 
 namespace ptxgate::pipeline {
 namespace {
@@ -24,8 +25,8 @@ std::expected<module_cache::CacheResult, diag::Diagnostics> assembled(const ir::
   return cache.compile(module, compile);
 }
 
-std::expected<std::string, diag::Diagnostics> product(const ir::Module& module, const EmitFileRequest& request,
-                                                      diag::Diagnostics& warnings) {
+std::expected<std::string, diag::Diagnostics> product(const ir::Module& module, const diag::SourceFile& source,
+                                                      const EmitFileRequest& request, diag::Diagnostics& warnings) {
   const auto& cg = request.compile.codegen;
   switch (request.kind) {
     case EmitKind::meta: {
@@ -53,8 +54,14 @@ std::expected<std::string, diag::Diagnostics> product(const ir::Module& module, 
   if (request.kind == EmitKind::cubin) return entry.cubin;
   if (request.kind == EmitKind::sass) return toolchain::disassemble(entry.cubin, entry.target_arch);
   KernelResourceList kernels;
-  for (const auto& k : entry.kernels)
+  for (const auto& k : entry.kernels) {
     kernels.emplace_back(k.name, module_cache::kernel_resources(entry, k.name).value_or(validation::KernelResources{}));
+    diag::Location where;
+    where.file = source.path();
+    if (const ir::Kernel* kernel = module.find_kernel(k.name))
+      where = diag::locate(source, kernel->name_range.offset, kernel->name_range.length);
+    validation::report_local_memory(warnings, k.name, kernels.back().second, where);
+  }
   return request.json ? resources_json(entry.target_arch, kernels).dump(2) + "\n"
                       : resources_text(entry.target_arch, kernels);
 }
@@ -92,7 +99,7 @@ std::expected<EmitProduct, EmitStop> emit_file(const EmitFileRequest& request) {
   if (!loaded) return std::unexpected(EmitStop{{}, loaded.error()});
   EmitProduct out;
   out.warnings = loaded->warnings;
-  auto bytes = product(loaded->module, request, out.warnings);
+  auto bytes = product(loaded->module, loaded->source, request, out.warnings);
   if (!bytes) return std::unexpected(EmitStop{std::move(out.warnings), bytes.error()});
   out.bytes = std::move(*bytes);
   // Text products under --format json: one document holding the text, like meta and resources.

@@ -175,6 +175,7 @@ std::expected<ProfiledKernel, diag::Diagnostics> compile_for_profile(const std::
   }
   out.kernel = *info_it;
   out.resources = *resources;
+  validation::report_local_memory(out.warnings, kernel_name, out.resources, location);
   return out;
 }
 

@@ -78,6 +78,8 @@ void check_arguments(const codegen::KernelInfo& kernel, const LaunchPlan& plan, 
     if (p.is_buffer && a.pointer_is_null && !a.slot_is_null)
       r.add(Code::null_buffer, fmt::format("argument {} (buffer '{}') is a null device pointer", i, p.name),
             fmt::format("allocate a device buffer for '{}'", p.name));
+    else if (p.is_buffer && p.alignment > 1 && a.address && *a.address % p.alignment != 0)
+      report_misaligned_buffer(r.out, kernel, i, *a.address, r.location);
   }
   for (auto [index, elements] : plan.required_elements) {
     if (index >= n || !kernel.params[index].is_buffer || args[index].kind != ArgumentDesc::Kind::buffer) continue;
@@ -322,6 +324,33 @@ void check_warnings(const DeviceCaps& caps, Reporter& r, const Facts& f) {
 }
 
 }  // namespace
+
+void report_misaligned_buffer(diag::Diagnostics& out, const codegen::KernelInfo& kernel, size_t index,
+                              uint64_t address, const diag::Location& location) {
+  const auto& p = kernel.params.at(index);
+  const unsigned element = std::max(ir::byte_size(p.type), 1u);
+  out.add(Code::misaligned_buffer,
+          fmt::format("argument {} (buffer '{}') starts at 0x{:x}, which is not a multiple of {}: kernel '{}' reads "
+                      "or writes it with {}-byte vector accesses (load{}/store{}), which need a {}-byte aligned base",
+                      index, p.name, address, p.alignment, kernel.name, p.alignment, p.alignment / element,
+                      p.alignment / element, p.alignment),
+          location,
+          fmt::format("pass a buffer whose start is {}-byte aligned: a whole allocation (cuMemAlloc gives 256 bytes), "
+                      "or a view that starts at a multiple of {} elements",
+                      p.alignment, p.alignment / element));
+}
+
+void report_local_memory(diag::Diagnostics& out, const std::string& kernel, const KernelResources& resources,
+                         const diag::Location& location) {
+  if (resources.local_bytes == 0 && resources.spill_store_bytes == 0) return;
+  out.add(Code::local_memory_used,
+          fmt::format("kernel '{}' uses {} bytes of local memory per thread ({} bytes of spill stores, {} bytes of "
+                      "spill loads): its accesses go to memory, not registers",
+                      kernel, resources.local_bytes, resources.spill_store_bytes, resources.spill_load_bytes),
+          location,
+          "index local arrays only with constants once loops are unrolled (constant loop bounds), or keep fewer "
+          "values live; `ptxgate emit --emit resources` shows the bytes per kernel");
+}
 
 bool block_given(const LaunchPlan& plan) {
   return plan.block_given || (plan.block[0] | plan.block[1] | plan.block[2]) != 0;

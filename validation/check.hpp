@@ -73,6 +73,18 @@ struct Verdict {
   nlohmann::json to_json(const std::string& kernel_name, const LaunchPlan& plan) const;
 };
 
+/// PG3011 for argument `index` of `kernel`, a buffer whose base `address` is not a multiple of
+/// the alignment its vector accesses need (ParamInfo::alignment). The launch check reports it
+/// where the plan knows the address; the backend checks every launch's actual slots with it.
+void report_misaligned_buffer(diag::Diagnostics& out, const codegen::KernelInfo& kernel, size_t index,
+                              uint64_t address, const diag::Location& location);
+
+/// PG3503 (a warning) when `resources` show per-thread local memory (a stack frame: local
+/// arrays indexed at run time, or register spills), with the kernel's name and the bytes; nothing
+/// otherwise. `emit --resources`, `check` and `occupancy` report it.
+void report_local_memory(diag::Diagnostics& out, const std::string& kernel, const KernelResources& resources,
+                         const diag::Location& location);
+
 /// Registers the hardware charges one block: registers/thread x warp size rounded up to the
 /// allocation unit, times the block's warps rounded up to kSmSubPartitions (cuda_occupancy.h).
 uint64_t registers_charged_per_block(const DeviceCaps& caps, uint32_t registers_per_thread,

@@ -19,6 +19,7 @@ struct ArgumentDesc {
   bool pointer_is_null = false;        ///< buffer whose device pointer is 0
   std::optional<ir::Type> scalar_type; ///< scalar's type when known
   std::optional<uint64_t> buffer_bytes;///< allocation size of a buffer when known
+  std::optional<uint64_t> address;     ///< a buffer's device address when known (alignment, PG3011)
 };
 
 enum class StreamPolicy : uint8_t {

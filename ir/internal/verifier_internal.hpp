@@ -98,6 +98,9 @@ class KernelChecker {
   void check_assign(Stmt& s);
   void check_for(Stmt& s);
   void check_shared(Stmt& s);
+  void check_local_array(Stmt& s);
+  /// The value of a constant array size (shared or local), or nullopt after reporting `code`.
+  std::optional<uint64_t> array_size(Stmt& s, diag::Code code, std::string_view what);
   void check_condition(Expr& cond, std::string_view statement);
   void check_expr_stmt(Stmt& s);
   void check_shared_total();
@@ -142,9 +145,16 @@ class KernelChecker {
   void check_return(Stmt& s);
   /// "kernel 'k'" or "function 'f'", for messages.
   std::string owner() const;
+  // Vectors (verifier_vector.cpp).
+  Type infer_vector_access(Expr& e, Intrinsic fn);
+  Type infer_vector_build(Expr& e);
+  Type infer_vector_binary(Expr& e, Type ta, Type tb);
+  Type infer_lane(Expr& e, Symbol& vector);
+  /// PG1220 when `t` is a vector type where only scalars may stand; true if reported.
+  bool reject_vector_type(Type t, SourceRange range, std::string_view what);
   Type index_operand(Expr& index, const std::string& target);
   /// Resolves a name that must denote a buffer or shared array (indexing, atomics).
-  Symbol* storage(Expr& e, std::string_view use);
+  Symbol* storage(Expr& e, std::string_view use, bool allow_local = false);
   bool check_arity(Expr& e, std::string_view fn, size_t expected);
   void report_undefined(Expr& e);
   /// Types the target of an assignment (a write: `in` buffers are rejected, `out` allowed).
@@ -193,5 +203,9 @@ bool always_returns(const std::vector<StmtPtr>& body);
 /// operations) and reached operations in `facts`. Returns the functions callee first (every
 /// function after the ones it calls; functions on a cycle in source order).
 std::vector<Function*> check_call_graph(Module& module, Reporter& reporter, FunctionFactsTable& facts);
+
+/// Raises `routine`'s vector_alignment of each buffer parameter it passes to a device function
+/// to what that function's parameter needs (run on functions callee first, then on kernels).
+void propagate_vector_alignment(Routine& routine);
 
 }  // namespace ptxgate::ir::verifier_detail
