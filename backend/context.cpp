@@ -59,7 +59,7 @@ std::expected<void, diag::Diagnostics> Context::failed(CUresult r, std::string_v
   if (!is_sticky_error(r)) return out;
   auto suspects = launch_log_.in_flight();
   if (suspects.empty()) return out;
-  return std::unexpected(kernel_fault(std::move(out.error()), suspects, false));
+  return std::unexpected(kernel_fault(std::move(out.error()), suspects, false, r));
 }
 
 void Context::enable_profiling() {
@@ -76,7 +76,7 @@ std::expected<void, diag::Diagnostics> Context::complete_checked_launch(uint64_t
   if (!is_sticky_error(r)) return out;
   auto launch = launch_log_.find(sequence);
   if (!launch) return out;
-  return std::unexpected(kernel_fault(std::move(out.error()), {*launch}, true));
+  return std::unexpected(kernel_fault(std::move(out.error()), {*launch}, true, r));
 }
 
 std::expected<void, diag::Diagnostics> Context::make_current() {

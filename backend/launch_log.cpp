@@ -94,15 +94,21 @@ std::optional<LaunchRecord> LaunchLog::find(uint64_t sequence) const {
 }
 
 diag::Diagnostics kernel_fault(diag::Diagnostics driver_error, const std::vector<LaunchRecord>& suspects,
-                               bool culprit_known) {
+                               bool culprit_known, CUresult result) {
   if (suspects.empty() || driver_error.items().empty()) return driver_error;
   diag::Diagnostic& d = driver_error.items().front();
   const std::string driver_message = d.message;
   d.code = diag::Code::kernel_fault;
+  // A failed assert(...) is a fault the kernel raised itself: say so, and where its message is.
+  const bool asserted = result == CUDA_ERROR_ASSERT;
+  const std::string_view what = asserted ? "failed a device assert()" : "faulted";
+  if (asserted)
+    d.fix = "the driver printed the failing assert's file, line, condition, block and thread on standard error; "
+            "fix the kernel or its input. The CUDA context is now unusable: start a new process";
   if (culprit_known || suspects.size() == 1) {
-    d.message = fmt::format("{} faulted: {}", suspects.back().describe(), driver_message);
+    d.message = fmt::format("{} {}: {}", suspects.back().describe(), what, driver_message);
   } else {
-    d.message = fmt::format("a kernel faulted while {} launches were in flight, the last {}: {}", suspects.size(),
+    d.message = fmt::format("a kernel {} while {} launches were in flight, the last {}: {}", what, suspects.size(),
                             suspects.back().describe(), driver_message);
     const size_t shown = std::min<size_t>(suspects.size(), 8);
     for (size_t i = suspects.size() - shown; i < suspects.size(); ++i)

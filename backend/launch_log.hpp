@@ -78,6 +78,6 @@ class LaunchLog {
 /// `culprit` is known (checked launches), else the launches that were in flight (`suspects`, oldest
 /// first). `driver_error` is the driver's PG4002 for the call, whose text and notes are kept.
 diag::Diagnostics kernel_fault(diag::Diagnostics driver_error, const std::vector<LaunchRecord>& suspects,
-                               bool culprit_known);
+                               bool culprit_known, CUresult result = CUDA_ERROR_LAUNCH_FAILED);
 
 }  // namespace ptxgate::backend

@@ -64,6 +64,9 @@ struct RuntimeOptions {
   module_cache::ModuleCacheOptions cache;         ///< memory and disk tiers of compiled modules
   bool prefer_cubin = true;                       ///< load ptxas's cubin; PTX (driver JIT) as fallback
   unsigned opt_level = 3;
+  /// Floating-point mode of kernels without @fp (docs/ir.md "Floating point"): contract (the
+  /// default), exact or fast. Part of the module-cache key.
+  ir::FpMode fp_mode = ir::FpMode::contract;
 };
 
 class Runtime;

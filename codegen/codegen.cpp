@@ -74,7 +74,7 @@ std::expected<void, diag::Diagnostics> build_optimised_module(Compilation& c, co
                                                               const CodegenOptions& options,
                                                               llvm::TargetMachine& machine) {
   c.context.setDiagnosticHandler(std::make_unique<CollectingDiagnosticHandler>(&c.llvm_errors));
-  auto lowered = lower_module(verified, c.context, machine.createDataLayout());
+  auto lowered = lower_module(verified, c.context, machine.createDataLayout(), options.fp_mode);
   if (!lowered) return std::unexpected(std::move(lowered.error()));
   c.module = std::move(*lowered);
 

@@ -17,6 +17,9 @@ struct CodegenOptions {
   /// At -O2/-O3: LLVM's standard per-module pipeline instead of ptxgate's kernel pipeline
   /// (codegen/nvptx.hpp kKernelPipeline); for comparisons.
   bool llvm_pipeline = false;
+  /// Floating-point mode of kernels without an @fp attribute (ir::FpMode): contract (the
+  /// default, like nvcc), exact (-ffp-contract=off) or fast (--use_fast_math).
+  ir::FpMode fp_mode = ir::FpMode::contract;
   /// The libdevice.10.bc linked when the module calls math functions; empty: none (then such a
   /// module is PG2002). toolchain::build fills it from toolchain::discover.
   std::string libdevice_path;

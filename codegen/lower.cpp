@@ -9,11 +9,14 @@
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/Metadata.h>
 
 #include "ptxgate/codegen/internal/grid_sync.hpp"
 #include "ptxgate/codegen/internal/nvptx.hpp"
+#include "ptxgate/ir/printer.hpp"
 
 namespace ptxgate::codegen {
 namespace {
@@ -65,8 +68,54 @@ std::string_view libdevice_stem(ir::Intrinsic i) {
     case ir::Intrinsic::cos: return "cos";
     case ir::Intrinsic::tanh: return "tanh";
     case ir::Intrinsic::pow: return "pow";
+    case ir::Intrinsic::exp2: return "exp2";
+    case ir::Intrinsic::log2: return "log2";
+    case ir::Intrinsic::log10: return "log10";
+    case ir::Intrinsic::erf: return "erf";
+    case ir::Intrinsic::tan: return "tan";
+    case ir::Intrinsic::asin: return "asin";
+    case ir::Intrinsic::acos: return "acos";
+    case ir::Intrinsic::atan: return "atan";
+    case ir::Intrinsic::sinh: return "sinh";
+    case ir::Intrinsic::cosh: return "cosh";
+    case ir::Intrinsic::atan2: return "atan2";
     default: return {};
   }
+}
+
+/// The f32 libdevice function of the fast mode (nvcc's --use_fast_math), empty when there is none.
+std::string_view fast_libdevice_f32(ir::Intrinsic i) {
+  switch (i) {
+    case ir::Intrinsic::exp: return "__nv_fast_expf";
+    case ir::Intrinsic::log: return "__nv_fast_logf";
+    case ir::Intrinsic::log2: return "__nv_fast_log2f";
+    case ir::Intrinsic::log10: return "__nv_fast_log10f";
+    case ir::Intrinsic::sin: return "__nv_fast_sinf";
+    case ir::Intrinsic::cos: return "__nv_fast_cosf";
+    case ir::Intrinsic::tan: return "__nv_fast_tanf";
+    case ir::Intrinsic::tanh: return "__nv_fast_tanhf";
+    case ir::Intrinsic::pow: return "__nv_fast_powf";
+    default: return {};
+  }
+}
+
+/// PTX spelling of a memory order / scope qualifier.
+std::string_view ptx_sem(ir::MemoryOrder o) {
+  switch (o) {
+    case ir::MemoryOrder::relaxed: return ".relaxed";
+    case ir::MemoryOrder::acquire: return ".acquire";
+    case ir::MemoryOrder::release: return ".release";
+    case ir::MemoryOrder::acq_rel: return ".acq_rel";
+  }
+  return ".relaxed";
+}
+std::string_view ptx_scope(ir::MemoryScope s) {
+  switch (s) {
+    case ir::MemoryScope::block: return ".cta";
+    case ir::MemoryScope::device: return ".gpu";
+    case ir::MemoryScope::system: return ".sys";
+  }
+  return ".gpu";
 }
 
 /// What a resolved name stands for while lowering one kernel.
@@ -102,12 +151,15 @@ llvm::Function* declare_device_function(const ir::Function& f, llvm::Module& mod
 /// Lowers the body of one kernel or device function.
 class KernelLowering {
  public:
-  KernelLowering(const ir::Kernel& kernel, llvm::Module& module, const FunctionMap& functions)
+  KernelLowering(const ir::Kernel& kernel, llvm::Module& module, const FunctionMap& functions, ir::FpMode module_fp_mode)
       : kernel_(kernel), as_kernel_(&kernel), module_(module), context_(module.getContext()),
-        builder_(module.getContext()), functions_(functions) {}
-  KernelLowering(const ir::Function& function, llvm::Module& module, const FunctionMap& functions)
+        builder_(module.getContext()), fp_mode_(kernel.fp_mode.value_or(module_fp_mode)), functions_(functions) {}
+  /// A device function follows the compile option's floating-point mode (a kernel's @fp covers
+  /// its own body).
+  KernelLowering(const ir::Function& function, llvm::Module& module, const FunctionMap& functions,
+                 ir::FpMode module_fp_mode)
       : kernel_(function), as_function_(&function), module_(module), context_(module.getContext()),
-        builder_(module.getContext()), functions_(functions) {}
+        builder_(module.getContext()), fp_mode_(module_fp_mode), functions_(functions) {}
 
   void run() {
     declare_function();
@@ -146,6 +198,9 @@ class KernelLowering {
       function_->setCallingConv(llvm::CallingConv::PTX_Kernel);
       function_->addFnAttr(llvm::Attribute::NoUnwind);
     }
+    // fast: f32 operations flush denormal inputs and results to zero (PTX .ftz), as nvcc's
+    // --use_fast_math; f64 keeps denormals (PTX has no f64 .ftz).
+    if (fp_mode_ == ir::FpMode::fast) function_->addFnAttr("denormal-fp-math-f32", "preserve-sign,preserve-sign");
     builder_.SetInsertPoint(llvm::BasicBlock::Create(context_, "entry", function_));
 
     params_.resize(kernel_.params.size());
@@ -638,6 +693,28 @@ class KernelLowering {
     }
   }
 
+  /// Marks an f32/f64 add, subtract or multiply as contractible in the contract and fast modes
+  /// (the NVPTX back end then fuses a multiply feeding an add into fma.rn). Half types are never
+  /// contracted (docs/ir.md, "Small types"); a folded constant has no flags to set.
+  llvm::Value* fp_flags(llvm::Value* v, ir::Type t) {
+    if (fp_mode_ == ir::FpMode::exact || (t != ir::Type::f32 && t != ir::Type::f64)) return v;
+    if (auto* inst = llvm::dyn_cast<llvm::Instruction>(v)) {
+      llvm::FastMathFlags flags;
+      flags.setAllowContract(true);
+      if (fp_mode_ == ir::FpMode::fast) flags.setApproxFunc(true);
+      inst->setFastMathFlags(flags);
+    }
+    return v;
+  }
+
+  /// f32 division in the fast mode: div.full.ftz.f32 (nvcc's -prec-div=false; about 2 ulp).
+  llvm::Value* fast_divide(llvm::Value* l, llvm::Value* r) {
+    llvm::Type* f32 = builder_.getFloatTy();
+    auto* type = llvm::FunctionType::get(f32, {f32, f32}, false);
+    auto* divide = llvm::InlineAsm::get(type, "div.full.ftz.f32 $0, $1, $2;", "=f,f,f", /*hasSideEffects=*/false);
+    return builder_.CreateCall(type, divide, {l, r});
+  }
+
   llvm::Value* unary(const ir::Expr& e) {
     llvm::Value* operand = expr(*e.operands.at(0));
     switch (e.unary_op) {
@@ -658,10 +735,12 @@ class KernelLowering {
     llvm::Value* r = expr(*e.operands.at(1));
     auto& b = builder_;
     switch (e.binary_op) {
-      case Op::add: return is_float ? b.CreateFAdd(l, r) : b.CreateAdd(l, r);
-      case Op::sub: return is_float ? b.CreateFSub(l, r) : b.CreateSub(l, r);
-      case Op::mul: return is_float ? b.CreateFMul(l, r) : b.CreateMul(l, r);
-      case Op::div: return is_float ? b.CreateFDiv(l, r) : integer_division(l, r, is_signed, /*remainder=*/false);
+      case Op::add: return is_float ? fp_flags(b.CreateFAdd(l, r), t) : b.CreateAdd(l, r);
+      case Op::sub: return is_float ? fp_flags(b.CreateFSub(l, r), t) : b.CreateSub(l, r);
+      case Op::mul: return is_float ? fp_flags(b.CreateFMul(l, r), t) : b.CreateMul(l, r);
+      case Op::div:
+        if (is_float && fp_mode_ == ir::FpMode::fast && t == ir::Type::f32) return fast_divide(l, r);
+        return is_float ? b.CreateFDiv(l, r) : integer_division(l, r, is_signed, /*remainder=*/false);
       case Op::rem: return is_float ? b.CreateFRem(l, r) : integer_division(l, r, is_signed, /*remainder=*/true);
       case Op::shl: return b.CreateShl(l, shift_amount(r, l->getType()));
       case Op::shr: {
@@ -829,6 +908,10 @@ class KernelLowering {
     auto arg = [&](size_t i) { return expr(*e.operands.at(i)); };
     switch (which) {
       case I::barrier: builder_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); return nullptr;
+      case I::fence_block: builder_.CreateIntrinsic(llvm::Intrinsic::nvvm_membar_cta, {}, {}); return nullptr;
+      case I::fence_device: builder_.CreateIntrinsic(llvm::Intrinsic::nvvm_membar_gl, {}, {}); return nullptr;
+      case I::fence_system: builder_.CreateIntrinsic(llvm::Intrinsic::nvvm_membar_sys, {}, {}); return nullptr;
+      case I::assert_: lower_assert(e); return nullptr;
       case I::grid_sync:
         if (!grid_barrier_word_) invariant_failed(fmt::format("kernel '{}' calls grid_sync but uses_grid_sync is unset", kernel_.name));
         emit_grid_barrier(builder_, grid_barrier_word_);
@@ -863,6 +946,11 @@ class KernelLowering {
         return builder_.CreateIntrinsic(llvm::Intrinsic::abs, {a->getType()}, {a, builder_.getFalse()});
       }
       case I::sqrt:  // correctly rounded (sqrt.rn); libdevice's __nv_sqrtf would pick sqrt.approx under LLVM 19
+        if (fp_mode_ == ir::FpMode::fast && e.operands.at(0)->type == ir::Type::f32) {
+          llvm::Value* a = arg(0);
+          return builder_.CreateIntrinsic(llvm::Intrinsic::nvvm_sqrt_approx_ftz_f, {}, {a});
+        }
+        [[fallthrough]];
       case I::floor:
       case I::ceil: {
         llvm::Value* a = arg(0);
@@ -880,7 +968,11 @@ class KernelLowering {
     std::vector<llvm::Value*> args;
     for (size_t i = 0; i < e.operands.size(); ++i) args.push_back(arg(i));
     llvm::Type* type = value_type(context_, t);
-    std::string name = fmt::format("__nv_{}{}", stem, t == ir::Type::f32 ? "f" : "");
+    const bool fast = fp_mode_ == ir::FpMode::fast && t == ir::Type::f32;
+    if (fast && which == I::exp2) return builder_.CreateIntrinsic(llvm::Intrinsic::nvvm_ex2_approx_ftz_f, {}, {args[0]});
+    std::string name = fast && !fast_libdevice_f32(which).empty()
+                           ? std::string(fast_libdevice_f32(which))
+                           : fmt::format("__nv_{}{}", stem, t == ir::Type::f32 ? "f" : "");
     std::vector<llvm::Type*> parameter_types(args.size(), type);
     llvm::FunctionCallee callee = module_.getOrInsertFunction(name, llvm::FunctionType::get(type, parameter_types, false));
     return builder_.CreateCall(callee, args);
@@ -950,6 +1042,8 @@ class KernelLowering {
     const llvm::Align align(ir::byte_size(t));
     const auto relaxed = llvm::AtomicOrdering::Monotonic;
     const bool is_float = ir::is_float(t), is_signed = ir::is_signed(t);
+    if (e.memory_order != ir::MemoryOrder::relaxed || e.memory_scope != ir::MemoryScope::device)
+      return ordered_atomic(e, which, array, address);
     if (which == I::atomic_cas) {
       llvm::Value* expected = convert(expr(*e.operands.at(2)), e.operands[2]->type, t);
       llvm::Value* desired = convert(expr(*e.operands.at(3)), e.operands[3]->type, t);
@@ -981,12 +1075,90 @@ class KernelLowering {
     return builder_.CreateAtomicRMW(op, address, value, align, relaxed);
   }
 
+  /// An atomic with a written order or scope: one PTX `atom{.sem}{.scope}{.space}.op.type`
+  /// (LLVM 19's NVPTX back end has no scoped, ordered atomics), returning the old value.
+  llvm::Value* ordered_atomic(const ir::Expr& e, ir::Intrinsic which, const Binding& array, llvm::Value* address) {
+    using I = ir::Intrinsic;
+    const ir::Type t = array.type;
+    const unsigned bits = ir::bit_width(t);
+    const bool is_float = ir::is_float(t), is_signed = ir::is_signed(t), half = ir::is_half(t);
+    std::string op;
+    switch (which) {
+      case I::atomic_add:
+      case I::atomic_sub:
+        op = half ? fmt::format("add.noftz.{}", ir::type_name(t))
+             : is_float ? fmt::format("add.f{}", bits)
+                        : fmt::format("add.u{}", bits);
+        break;
+      case I::atomic_min: op = fmt::format("min.{}{}", is_signed ? 's' : 'u', bits); break;
+      case I::atomic_max: op = fmt::format("max.{}{}", is_signed ? 's' : 'u', bits); break;
+      case I::atomic_and: op = fmt::format("and.b{}", bits); break;
+      case I::atomic_or: op = fmt::format("or.b{}", bits); break;
+      case I::atomic_xor: op = fmt::format("xor.b{}", bits); break;
+      case I::atomic_exch: op = fmt::format("exch.b{}", bits); break;
+      case I::atomic_cas: op = fmt::format("cas.b{}", bits); break;
+      default: invariant_failed("unknown atomic");
+    }
+    // Register constraints: h 16-bit, r 32-bit integer, f f32, l 64-bit integer, d f64.
+    const char reg = bits == 16 ? 'h' : bits == 32 ? (is_float ? 'f' : 'r') : (is_float ? 'd' : 'l');
+    llvm::Type* value_ty = value_type(context_, t);
+    llvm::Type* reg_ty = half ? builder_.getInt16Ty() : value_ty;  // halves travel as their bits
+    auto operand = [&](size_t i) {
+      llvm::Value* v = convert(expr(*e.operands.at(i)), e.operands[i]->type, t);
+      if (which == I::atomic_sub && i == 2) v = is_float ? builder_.CreateFNeg(v) : builder_.CreateNeg(v);
+      return half ? builder_.CreateBitCast(v, reg_ty) : v;
+    };
+    llvm::Value* pointer = builder_.CreatePtrToInt(address, builder_.getInt64Ty());
+    std::vector<llvm::Value*> args{pointer};
+    args.push_back(operand(2));
+    if (which == I::atomic_cas) args.push_back(operand(3));
+    const std::string_view space = array.kind == Binding::Kind::shared ? ".shared" : ".global";
+    std::string text = fmt::format("atom{}{}{}.{} $0, [$1], $2{};", ptx_sem(e.memory_order), ptx_scope(e.memory_scope),
+                                   space, op, which == I::atomic_cas ? ", $3" : "");
+    std::string constraints = fmt::format("={},l,{}{},~{{memory}}", reg, reg, which == I::atomic_cas ? fmt::format(",{}", reg) : "");
+    std::vector<llvm::Type*> arg_types;
+    for (llvm::Value* a : args) arg_types.push_back(a->getType());
+    auto* type = llvm::FunctionType::get(reg_ty, arg_types, false);
+    auto* atom = llvm::InlineAsm::get(type, text, constraints, /*hasSideEffects=*/true);
+    llvm::Value* old = builder_.CreateCall(type, atom, args);
+    return half ? builder_.CreateBitCast(old, value_ty) : old;
+  }
+
+  /// assert(c): when c is false, __assertfail(condition, file, line, kernel, 1) (the CUDA
+  /// runtime's device assert: the driver prints the message and the launch fails with
+  /// CUDA_ERROR_ASSERT), then trap in case it returns.
+  void lower_assert(const ir::Expr& e) {
+    llvm::Value* condition = expr(*e.operands.at(0));
+    auto* fail = llvm::BasicBlock::Create(context_, "assert.fail", function_);
+    auto* pass = llvm::BasicBlock::Create(context_, "assert.pass", function_);
+    builder_.CreateCondBr(condition, pass, fail, llvm::MDBuilder(context_).createLikelyBranchWeights());
+    builder_.SetInsertPoint(fail);
+    auto text = [&](const std::string& s, const char* name) {
+      return builder_.CreateGlobalString(s, name, kGlobalSpace, &module_);
+    };
+    auto generic = [&](llvm::Value* global) {
+      return builder_.CreateAddrSpaceCast(global, llvm::PointerType::get(context_, 0));
+    };
+    llvm::Value* message = generic(text(e.text.empty() ? ir::print(*e.operands[0]) : e.text, "assert.condition"));
+    llvm::Value* file = generic(text(module_.getName().str(), "assert.file"));
+    llvm::Value* function = generic(text(kernel_.name, "assert.kernel"));
+    llvm::Type* ptr = llvm::PointerType::get(context_, 0);
+    auto* type = llvm::FunctionType::get(builder_.getVoidTy(),
+                                         {ptr, ptr, builder_.getInt32Ty(), ptr, builder_.getInt64Ty()}, false);
+    llvm::FunctionCallee callee = module_.getOrInsertFunction("__assertfail", type);
+    builder_.CreateCall(callee, {message, file, builder_.getInt32(e.source_line), function, builder_.getInt64(1)});
+    builder_.CreateIntrinsic(llvm::Intrinsic::trap, {}, {});
+    builder_.CreateUnreachable();
+    builder_.SetInsertPoint(pass);
+  }
+
   const ir::Routine& kernel_;                 ///< the kernel or device function being lowered
   const ir::Kernel* as_kernel_ = nullptr;     ///< null while lowering a device function
   const ir::Function* as_function_ = nullptr; ///< null while lowering a kernel
   llvm::Module& module_;
   llvm::LLVMContext& context_;
   llvm::IRBuilder<> builder_;
+  const ir::FpMode fp_mode_;
   llvm::Function* function_ = nullptr;
   llvm::Argument* grid_barrier_word_ = nullptr;
   std::vector<Binding> params_;
@@ -1001,7 +1173,8 @@ class KernelLowering {
 
 std::expected<std::unique_ptr<llvm::Module>, diag::Diagnostics> lower_module(const ir::Module& verified,
                                                                             llvm::LLVMContext& context,
-                                                                            const llvm::DataLayout& layout) {
+                                                                            const llvm::DataLayout& layout,
+                                                                            ir::FpMode fp_mode) {
   auto module = std::make_unique<llvm::Module>(verified.path.empty() ? "ptxgate" : verified.path, context);
   module->setTargetTriple(std::string(kNvptxTriple));
   module->setDataLayout(layout);
@@ -1010,8 +1183,8 @@ std::expected<std::unique_ptr<llvm::Module>, diag::Diagnostics> lower_module(con
     FunctionMap functions;
     for (const ir::Function& function : verified.functions)
       functions.emplace(&function, declare_device_function(function, *module));
-    for (const ir::Function& function : verified.functions) KernelLowering(function, *module, functions).run();
-    for (const ir::Kernel& kernel : verified.kernels) KernelLowering(kernel, *module, functions).run();
+    for (const ir::Function& function : verified.functions) KernelLowering(function, *module, functions, fp_mode).run();
+    for (const ir::Kernel& kernel : verified.kernels) KernelLowering(kernel, *module, functions, fp_mode).run();
   } catch (const InvariantFailure& failure) {
     diag::Diagnostics d;
     d.add(diag::Code::internal_error, "code generation received a module that breaks a verifier invariant: " +

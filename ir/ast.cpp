@@ -189,12 +189,24 @@ namespace {
 constexpr std::array<std::string_view, 7> kBuiltins = {"thread_id", "block_id", "block_dim", "grid_dim",
                                                       "global_id", "lane_id",  "warp_id"};
 /// In the order of enum Intrinsic.
-constexpr std::array<std::string_view, 42> kIntrinsics = {
+constexpr std::array<std::string_view, 57> kIntrinsics = {
     "sqrt", "rsqrt", "exp", "log", "sin", "cos", "tanh", "pow", "fma", "min", "max", "abs", "floor", "ceil",
     "select", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_and", "atomic_or", "atomic_xor",
     "atomic_exch", "atomic_cas", "barrier", "grid_sync", "shfl_xor", "shfl_down", "shfl_up", "shfl_idx", "ballot",
-    "any", "all", "warp_sum", "warp_min", "warp_max", "load2", "load4", "load8", "store2", "store4", "store8"};
-static_assert(kIntrinsics.size() == static_cast<size_t>(Intrinsic::store8) + 1);
+    "any", "all", "warp_sum", "warp_min", "warp_max", "load2", "load4", "load8", "store2", "store4", "store8",
+    "exp2", "log2", "log10", "erf", "tan", "asin", "acos", "atan", "sinh", "cosh", "atan2", "fence_block",
+    "fence_device", "fence_system", "assert"};
+static_assert(kIntrinsics.size() == static_cast<size_t>(Intrinsic::assert_) + 1);
+constexpr std::array<std::string_view, 4> kOrders = {"relaxed", "acquire", "release", "acq_rel"};
+constexpr std::array<std::string_view, 3> kScopes = {"block", "device", "system"};
+constexpr std::array<std::string_view, 3> kFpModes = {"contract", "exact", "fast"};
+
+template <class E, size_t N>
+std::optional<E> from_table(const std::array<std::string_view, N>& table, std::string_view n) {
+  for (size_t i = 0; i < N; ++i)
+    if (table[i] == n) return static_cast<E>(i);
+  return std::nullopt;
+}
 static_assert(kBuiltins.size() == static_cast<size_t>(Builtin::warp_id) + 1);
 }  // namespace
 
@@ -215,6 +227,15 @@ std::optional<Intrinsic> intrinsic_from_name(std::string_view n) {
     if (kIntrinsics[i] == n) return static_cast<Intrinsic>(i);
   return std::nullopt;
 }
+
+size_t intrinsic_count() { return kIntrinsics.size(); }
+
+std::string_view memory_order_name(MemoryOrder o) { return kOrders[static_cast<size_t>(o)]; }
+std::string_view memory_scope_name(MemoryScope s) { return kScopes[static_cast<size_t>(s)]; }
+std::string_view fp_mode_name(FpMode m) { return kFpModes[static_cast<size_t>(m)]; }
+std::optional<MemoryOrder> memory_order_from_name(std::string_view n) { return from_table<MemoryOrder>(kOrders, n); }
+std::optional<MemoryScope> memory_scope_from_name(std::string_view n) { return from_table<MemoryScope>(kScopes, n); }
+std::optional<FpMode> fp_mode_from_name(std::string_view n) { return from_table<FpMode>(kFpModes, n); }
 
 bool is_atomic(Intrinsic i) { return i >= Intrinsic::atomic_add && i <= Intrinsic::atomic_cas; }
 bool is_warp_operation(Intrinsic i) { return i >= Intrinsic::shfl_xor && i <= Intrinsic::warp_max; }

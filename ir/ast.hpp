@@ -88,6 +88,12 @@ enum class Intrinsic : uint8_t {
   // vector memory access: loadN(array, i) reads elements N*i .. N*i+N-1 as one vector,
   // storeN(array, i, v) writes them (buffers and shared arrays; N*i keeps the alignment)
   load2, load4, load8, store2, store4, store8,
+  // more math (f32 or f64; atan2 takes two)
+  exp2, log2, log10, erf, tan, asin, acos, atan, sinh, cosh, atan2,
+  // memory fences (statements, no value): CUDA's __threadfence_block, __threadfence, __threadfence_system
+  fence_block, fence_device, fence_system,
+  // device assert (statement): `assert(condition)` traps the kernel when the condition is false
+  assert_,
 };
 std::string_view intrinsic_name(Intrinsic i);
 std::optional<Intrinsic> intrinsic_from_name(std::string_view);
@@ -99,6 +105,27 @@ bool is_vector_access(Intrinsic i);
 bool is_vector_store(Intrinsic i);
 /// 2, 4 or 8 for the vector accesses, 0 otherwise.
 unsigned vector_access_lanes(Intrinsic i);
+/// The number of intrinsics (for iterating over all of them).
+size_t intrinsic_count();
+
+/// The memory-model semantics of an atomic (PTX `.sem`): `relaxed` is the default. There is no
+/// sequentially consistent atomic in PTX: use a fence (fence_device()) with acq_rel atomics.
+enum class MemoryOrder : uint8_t { relaxed, acquire, release, acq_rel };
+/// The threads an atomic or fence orders against (PTX `.scope`): `device` (.gpu) is the default.
+enum class MemoryScope : uint8_t { block, device, system };
+std::string_view memory_order_name(MemoryOrder o);
+std::string_view memory_scope_name(MemoryScope s);
+std::optional<MemoryOrder> memory_order_from_name(std::string_view);
+std::optional<MemoryScope> memory_scope_from_name(std::string_view);
+
+/// Floating-point code generation of a kernel (`@fp(MODE)`, or the compile option).
+/// contract: f32/f64 `a * b + c` may become one fma (like nvcc's default -fmad=true);
+/// exact: every operation rounds on its own (-ffp-contract=off);
+/// fast: contraction, approximate division, square root and transcendentals, f32 denormals
+/// flushed to zero (nvcc's --use_fast_math).
+enum class FpMode : uint8_t { contract, exact, fast };
+std::string_view fp_mode_name(FpMode m);
+std::optional<FpMode> fp_mode_from_name(std::string_view);
 
 struct Symbol;
 struct Function;
@@ -137,6 +164,13 @@ struct Expr {
   Type cast_type = Type::error;
   std::optional<Intrinsic> intrinsic;  ///< for calls; empty for an unknown callee
   std::vector<std::unique_ptr<Expr>> operands;
+  /// Atomics: the order and scope written after the operands (`atomic_add(a, i, v, acq_rel, block)`);
+  /// relaxed and device when none is written.
+  MemoryOrder memory_order = MemoryOrder::relaxed;
+  MemoryScope memory_scope = MemoryScope::device;
+  /// assert: the 1-based source line of the call (0 when built with the builder API) and the
+  /// condition as written (else the canonical text); the device prints both when it fails.
+  uint32_t source_line = 0;
 
   const Symbol* symbol = nullptr;  ///< resolved by the verifier for name/index
   const Function* function = nullptr;  ///< call of a device function, resolved by the verifier
@@ -228,6 +262,7 @@ struct Routine {
   /// buffer, its own or through the device functions it is passed to, which its base address must
   /// be aligned to; 0 for scalars and buffers without one.
   std::vector<uint32_t> vector_alignment;
+  bool uses_assert = false;           ///< calls assert(...) in its own body
   std::vector<std::unique_ptr<Symbol>> symbols;
 };
 
@@ -237,6 +272,9 @@ struct Kernel : Routine {
   // Filled by the verifier from the attributes.
   std::array<uint32_t, 3> workgroup{0, 0, 0};  ///< required block size; all 0 = none
   bool cooperative = false;
+  /// From `@fp(contract|exact|fast)`; empty: the compile option's mode. It applies to the kernel's
+  /// own body; device functions follow the compile option.
+  std::optional<FpMode> fp_mode;
   uint64_t static_shared_bytes = 0;
   /// The element size of the kernel's dynamic shared array (`shared NAME: T[];`); 0: none.
   uint32_t dynamic_shared_element_bytes = 0;

@@ -52,6 +52,9 @@ ExprPtr clone(const Expr& e) {
   c->binary_op = e.binary_op;
   c->cast_type = e.cast_type;
   c->intrinsic = e.intrinsic;
+  c->memory_order = e.memory_order;
+  c->memory_scope = e.memory_scope;
+  c->source_line = e.source_line;
   c->symbol = e.symbol;
   c->operands.reserve(e.operands.size());
   for (const auto& op : e.operands) c->operands.push_back(op ? clone(*op) : nullptr);
@@ -200,7 +203,30 @@ Ex ExprFactory::store(unsigned lanes, std::string array, Ex index, Ex value) con
   return call(vector_access_name(true, lanes), std::move(args));
 }
 
+Ex ExprFactory::atomic(Intrinsic op, std::string array, Ex index, Ex value, MemoryOrder order,
+                       MemoryScope scope) const {
+  ExprPtr e = atomic(op, std::move(array), std::move(index), std::move(value)).take();
+  e->memory_order = order;
+  e->memory_scope = scope;
+  return Ex(std::move(e));
+}
+
+Ex ExprFactory::atomic_cas(std::string array, Ex index, Ex expected, Ex value, MemoryOrder order,
+                           MemoryScope scope) const {
+  ExprPtr e = atomic_cas(std::move(array), std::move(index), std::move(expected), std::move(value)).take();
+  e->memory_order = order;
+  e->memory_scope = scope;
+  return Ex(std::move(e));
+}
+
 // ---- BlockBuilder -----------------------------------------------------------
+
+BlockBuilder& BlockBuilder::fence(MemoryScope scope) {
+  const Intrinsic which = scope == MemoryScope::block    ? Intrinsic::fence_block
+                          : scope == MemoryScope::device ? Intrinsic::fence_device
+                                                         : Intrinsic::fence_system;
+  return expr(call(which, {}));
+}
 
 Stmt& BlockBuilder::append(StmtKind kind) {
   auto s = std::make_unique<Stmt>();
@@ -363,6 +389,12 @@ KernelBuilder& KernelBuilder::workgroup(uint32_t x, uint32_t y, uint32_t z) {
   return attribute("workgroup", {Ex(x), Ex(y), Ex(z)});
 }
 KernelBuilder& KernelBuilder::cooperative() { return attribute("cooperative"); }
+
+KernelBuilder& KernelBuilder::fp(FpMode mode) {
+  std::vector<Ex> args;
+  args.push_back(name(std::string(fp_mode_name(mode))));
+  return attribute("fp", std::move(args));
+}
 
 KernelBuilder& KernelBuilder::buffer(std::string name, Access access, Type elem) {
   Param p;

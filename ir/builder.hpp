@@ -134,6 +134,12 @@ class ExprFactory {
   Ex load(unsigned lanes, std::string array, Ex index) const;
   /// `storeN(array, index, value)`; use it as a statement: `b.expr(b.store(4, "y", i, v))`.
   Ex store(unsigned lanes, std::string array, Ex index, Ex value) const;
+  /// The same with a memory order and scope, e.g. `atomic(Intrinsic::atomic_exch, "flag", 0, 1,
+  /// MemoryOrder::release, MemoryScope::device)`.
+  Ex atomic(Intrinsic op, std::string array, Ex index, Ex value, MemoryOrder order,
+            MemoryScope scope = MemoryScope::device) const;
+  Ex atomic_cas(std::string array, Ex index, Ex expected, Ex value, MemoryOrder order,
+                MemoryScope scope = MemoryScope::device) const;
 };
 
 /// Appends statements to one block (a kernel body or a nested body).
@@ -187,6 +193,10 @@ class BlockBuilder : public ExprFactory {
   BlockBuilder& expr(Ex e);
   BlockBuilder& barrier() { return expr(call(Intrinsic::barrier, {})); }
   BlockBuilder& grid_sync() { return expr(call(Intrinsic::grid_sync, {})); }
+  /// `fence_block();`, `fence_device();` or `fence_system();`.
+  BlockBuilder& fence(MemoryScope scope);
+  /// `assert(condition);` (the device message shows the condition's canonical text, line 0).
+  BlockBuilder& assert_(Ex condition) { return expr(call(Intrinsic::assert_, {std::move(condition)})); }
   /// A nested `{ ... }` block.
   BlockBuilder& block(const BodyFn& body);
 
@@ -211,6 +221,8 @@ class KernelBuilder : private detail::KernelStorage, public BlockBuilder {
   KernelBuilder& workgroup(uint32_t x, uint32_t y);
   KernelBuilder& workgroup(uint32_t x, uint32_t y, uint32_t z);
   KernelBuilder& cooperative();
+  /// `@fp(contract)`, `@fp(exact)` or `@fp(fast)`.
+  KernelBuilder& fp(FpMode mode);
   /// Any attribute, e.g. one the verifier should reject.
   KernelBuilder& attribute(std::string name, std::vector<Ex> args = {});
   /// A buffer parameter `access name: elem[]`.

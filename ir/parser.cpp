@@ -40,6 +40,8 @@ std::optional<BinaryOp> binary_op(TokenKind k) {
   }
 }
 
+/// The longest assert condition text kept for the device's message.
+constexpr size_t kMaxAssertText = 160;
 constexpr std::string_view kTypeList = "bool, i32, u32, i64, u64, f32 or f64";
 constexpr std::string_view kBuiltinList = "thread_id, block_id, block_dim, grid_dim, global_id";
 
@@ -628,6 +630,72 @@ class Parser {
     return e;
   }
 
+  /// `atomic_op(a, i, v[, ORDER][, SCOPE])`: the trailing order and scope names become the call's
+  /// memory_order / memory_scope (they are not values). Only arguments past the atomic's own count
+  /// are taken, so a variable that happens to be named `device` stays a value.
+  void take_memory_order(Expr& e) {
+    const size_t own = e.intrinsic == Intrinsic::atomic_cas ? 4 : 3;
+    bool saw_order = false, saw_scope = false;
+    while (e.operands.size() > own) {
+      Expr& last = *e.operands.back();
+      if (last.kind != ExprKind::name) break;
+      std::optional<MemoryOrder> order = memory_order_from_name(last.name);
+      std::optional<MemoryScope> scope = memory_scope_from_name(last.name);
+      const bool first_of_kind = order ? !saw_order : scope ? !saw_scope : false;
+      if ((!order && !scope) || !first_of_kind) {
+        sink_.error(diag::Code::invalid_memory_order, last.range.offset, last.range.length,
+                    (order || scope)
+                        ? fmt::format("the {} of this atomic is given twice", order ? "memory order" : "scope")
+                        : fmt::format("'{}' is neither a memory order nor a scope", last.name),
+                    "write at most one order (relaxed, acquire, release, acq_rel) and one scope (block, device, "
+                    "system) after the atomic's operands, e.g. atomic_add(a, i, v, acq_rel, device)");
+        e.operands.pop_back();
+        continue;
+      }
+      // They are read right to left: the order must stand before the scope.
+      if (order && saw_scope == false && e.operands.size() - 1 > own) {
+        const Expr& before = *e.operands[e.operands.size() - 2];
+        if (before.kind == ExprKind::name && memory_scope_from_name(before.name)) {
+          sink_.error(diag::Code::invalid_memory_order, before.range.offset, before.range.length,
+                      "the scope of this atomic stands before its memory order",
+                      "write the order first, then the scope: atomic_add(a, i, v, acq_rel, device)");
+        }
+      }
+      if (order) {
+        e.memory_order = *order;
+        saw_order = true;
+      } else {
+        e.memory_scope = *scope;
+        saw_scope = true;
+      }
+      e.operands.pop_back();
+    }
+  }
+
+  /// assert(condition): the line and the condition's text as written, for the device's message.
+  void note_assert(Expr& e, uint32_t offset) {
+    e.source_line = file_.line_col(offset).first;
+    if (e.operands.size() != 1 || !e.operands[0]) return;
+    const SourceRange r = e.operands[0]->range;
+    std::string_view text = std::string_view(file_.text()).substr(r.offset, r.length);
+    std::string condition;
+    bool space = false;
+    for (char c : text) {  // one line, single spaces: the message is printed on one line
+      if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
+        space = !condition.empty();
+        continue;
+      }
+      if (space) condition.push_back(' ');
+      space = false;
+      condition.push_back(c);
+      if (condition.size() >= kMaxAssertText) {
+        condition += "...";
+        break;
+      }
+    }
+    e.text = std::move(condition);
+  }
+
   std::vector<ExprPtr> parse_arguments(std::string_view callee) {
     std::vector<ExprPtr> args;
     advance();  // '('
@@ -689,6 +757,8 @@ class Parser {
             e = make_expr(ExprKind::call);
             e->intrinsic = intrinsic_from_name(name);
             e->operands = parse_arguments(name);
+            if (e->intrinsic && is_atomic(*e->intrinsic)) take_memory_order(*e);
+            if (e->intrinsic == Intrinsic::assert_) note_assert(*e, name_tok.offset);
             e->name = std::move(name);
           }
         } else if (at(TokenKind::dot)) {

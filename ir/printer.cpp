@@ -55,6 +55,9 @@ class Printer {
     }
   }
 
+  /// One expression in canonical form.
+  void expression(const Expr& e) { expr(e, 0); }
+
  private:
   int indent_ = 0;
 
@@ -256,6 +259,11 @@ class Printer {
                               : std::string_view("unknown");
         out += '(';
         args(e.operands);
+        if (e.intrinsic && is_atomic(*e.intrinsic)) {
+          const bool order = e.memory_order != MemoryOrder::relaxed, scope = e.memory_scope != MemoryScope::device;
+          if (order) (out += ", ") += memory_order_name(e.memory_order);
+          if (scope) (out += ", ") += memory_scope_name(e.memory_scope);
+        }
         out += ')';
         break;
     }
@@ -269,6 +277,41 @@ std::string print(const Module& module) {
   Printer p;
   p.module(module);
   return std::move(p.out);
+}
+
+std::string print(const Expr& e) {
+  Printer p;
+  p.expression(e);
+  return std::move(p.out);
+}
+
+namespace {
+void collect_asserts(const Expr& e, const std::string& path, std::string& out) {
+  for (const auto& operand : e.operands)
+    if (operand) collect_asserts(*operand, path, out);
+  if (e.kind == ExprKind::call && e.intrinsic == Intrinsic::assert_)
+    out += fmt::format("{}:{}: {}\n", path, e.source_line,
+                       !e.text.empty() || e.operands.empty() || !e.operands[0] ? e.text : print(*e.operands[0]));
+}
+
+void collect_asserts(const std::vector<StmtPtr>& body, const std::string& path, std::string& out) {
+  for (const auto& s : body) {
+    if (!s) continue;
+    for (const Expr* e : {s->target.get(), s->value.get(), s->lo.get(), s->hi.get(), s->step.get()})
+      if (e) collect_asserts(*e, path, out);
+    collect_asserts(s->body, path, out);
+    collect_asserts(s->else_body, path, out);
+  }
+}
+}  // namespace
+
+std::string assert_sites(const Module& module) {
+  std::string out;
+  for (const Function& f : module.functions)
+    if (f.uses_assert) collect_asserts(f.body, module.path, out);
+  for (const Kernel& k : module.kernels)
+    if (k.uses_assert) collect_asserts(k.body, module.path, out);
+  return out;
 }
 
 }  // namespace ptxgate::ir

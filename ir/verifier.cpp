@@ -125,12 +125,14 @@ void KernelChecker::run() {
   kernel_.uses_warp_operations = false;
   kernel_.local_array_bytes = 0;
   kernel_.vector_alignment.assign(kernel_.params.size(), 0);
+  kernel_.uses_assert = false;
   kernel_.symbols.clear();
   if (as_kernel_) {
     as_kernel_->workgroup = {0, 0, 0};
     as_kernel_->cooperative = false;
     as_kernel_->static_shared_bytes = 0;
     as_kernel_->dynamic_shared_element_bytes = 0;
+    as_kernel_->fp_mode.reset();
     check_attributes();
   }
   push_scope();
@@ -180,14 +182,40 @@ void KernelChecker::check_attributes() {
                          "write @cooperative without arguments");
       saw_cooperative_ = true;
       as_kernel_->cooperative = true;
+    } else if (attr.name == "fp") {
+      check_fp_mode(attr);
     } else {
-      auto hint = closest_name(attr.name, {"workgroup", "cooperative"});
+      auto hint = closest_name(attr.name, {"workgroup", "cooperative", "fp"});
       reporter_.report(diag::Code::unknown_attribute, attr.range,
                        fmt::format("unknown attribute '@{}' on kernel '{}'", attr.name, kernel_.name),
                        hint ? fmt::format("did you mean '@{}'?", *hint)
-                            : "the attributes are @workgroup(x[, y[, z]]) and @cooperative");
+                            : "the attributes are @workgroup(x[, y[, z]]), @cooperative and @fp(contract|exact|fast)");
     }
   }
+}
+
+void KernelChecker::check_fp_mode(Attribute& attr) {
+  if (as_kernel_->fp_mode) {
+    reporter_.report(diag::Code::invalid_attribute_argument, attr.range,
+                     fmt::format("@fp is given twice on kernel '{}'", kernel_.name), "keep one @fp attribute");
+    return;
+  }
+  const Expr* arg = attr.args.size() == 1 ? attr.args[0].get() : nullptr;
+  std::optional<FpMode> mode;
+  if (arg && arg->kind == ExprKind::name) mode = fp_mode_from_name(arg->name);
+  if (!mode) {
+    std::string found = attr.args.size() != 1 ? fmt::format("{} arguments", attr.args.size())
+                        : arg->kind == ExprKind::name ? fmt::format("'{}'", arg->name)
+                                                      : std::string("an expression");
+    auto hint = arg && arg->kind == ExprKind::name ? closest_name(arg->name, {"contract", "exact", "fast"}) : std::nullopt;
+    reporter_.report(diag::Code::invalid_attribute_argument, arg ? arg->range : attr.range,
+                     fmt::format("@fp takes one mode, contract, exact or fast; found {}", found),
+                     hint ? fmt::format("did you mean @fp({})?", *hint)
+                          : "write @fp(contract) (fma contraction, the default), @fp(exact) (no contraction) or "
+                            "@fp(fast) (approximate math, denormals flushed)");
+    return;
+  }
+  as_kernel_->fp_mode = *mode;
 }
 
 void KernelChecker::check_workgroup(Attribute& attr) {
@@ -556,11 +584,11 @@ void KernelChecker::check_expr_stmt(Stmt& s) {
   if (!s.value) return;
   Expr& e = *s.value;
   Type t = infer(e);
-  // A device function may write memory or synchronise: its call is a statement like an atomic.
+  // A device function may write memory or synchronise: its call is a statement like an atomic;
+  // so is every call without a value (barrier, the fences, assert).
   bool has_effect = e.kind == ExprKind::call &&
-                    (e.function || (e.intrinsic && (is_atomic(*e.intrinsic) || *e.intrinsic == Intrinsic::barrier ||
-                                                    *e.intrinsic == Intrinsic::grid_sync ||
-                                                    is_vector_store(*e.intrinsic))));
+                    (e.function || e.type == Type::void_ ||
+                     (e.intrinsic && (is_atomic(*e.intrinsic) || is_vector_store(*e.intrinsic))));
   if (t == Type::int_literal) assign_literal_types(e, Type::i32);
   if (t == Type::float_literal) assign_literal_types(e, Type::f32);
   if (!has_effect && t != Type::error)

@@ -84,19 +84,25 @@ std::string_view signature(Intrinsic fn) {
     case Intrinsic::store2: return "store2(array, index, vector)";
     case Intrinsic::store4: return "store4(array, index, vector)";
     case Intrinsic::store8: return "store8(array, index, vector)";
+    case Intrinsic::atan2: return "atan2(y, x)";
+    case Intrinsic::fence_block: return "fence_block()";
+    case Intrinsic::fence_device: return "fence_device()";
+    case Intrinsic::fence_system: return "fence_system()";
+    case Intrinsic::assert_: return "assert(condition)";
     default: return is_atomic(fn) ? "atomic_op(buffer, index, value)" : "f(x)";
   }
 }
 
 size_t arity(Intrinsic fn) {
   switch (fn) {
-    case Intrinsic::pow: case Intrinsic::min: case Intrinsic::max: return 2;
+    case Intrinsic::pow: case Intrinsic::min: case Intrinsic::max: case Intrinsic::atan2: return 2;
     case Intrinsic::shfl_xor: case Intrinsic::shfl_down: case Intrinsic::shfl_up: case Intrinsic::shfl_idx: return 2;
     case Intrinsic::fma: case Intrinsic::select: return 3;
     case Intrinsic::atomic_cas: return 4;
     case Intrinsic::barrier: case Intrinsic::grid_sync: return 0;
     case Intrinsic::load2: case Intrinsic::load4: case Intrinsic::load8: return 2;
     case Intrinsic::store2: case Intrinsic::store4: case Intrinsic::store8: return 3;
+    case Intrinsic::fence_block: case Intrinsic::fence_device: case Intrinsic::fence_system: return 0;
     default: return is_atomic(fn) ? 3 : 1;
   }
 }
@@ -816,8 +822,7 @@ Type KernelChecker::infer_call(Expr& e) {
     for (auto& operand : e.operands)
       if (operand) concrete(*operand);
     std::vector<std::string> known;
-    for (int i = 0; i <= static_cast<int>(Intrinsic::store8); ++i)
-      known.emplace_back(intrinsic_name(static_cast<Intrinsic>(i)));
+    for (size_t i = 0; i < intrinsic_count(); ++i) known.emplace_back(intrinsic_name(static_cast<Intrinsic>(i)));
     if (functions_)
       for (const auto& [name, function] : *functions_) known.push_back(name);
     std::sort(known.begin(), known.end());
@@ -825,8 +830,9 @@ Type KernelChecker::infer_call(Expr& e) {
     reporter_.report(diag::Code::unknown_function, e.range, fmt::format("unknown function '{}'", e.name),
                      hint ? fmt::format("did you mean '{}'?", *hint)
                           : "the functions are the math functions (sqrt, exp, min, ...), select, the atomics, "
-                            "barrier, grid_sync, the warp operations (shfl_xor, ballot, warp_sum, ...), the "
-                            "vector loads and stores (load4, store4, ...) and the module's 'fn' declarations");
+                            "barrier, grid_sync, the fences, assert, the warp operations (shfl_xor, ballot, "
+                            "warp_sum, ...), the vector loads and stores (load4, store4, ...) and the module's 'fn' "
+                            "declarations");
     return Type::error;
   }
   const Intrinsic fn = *e.intrinsic;
@@ -849,6 +855,23 @@ Type KernelChecker::infer_call(Expr& e) {
                                      "to synchronise one block",
                                      kernel_.name));
       return Type::void_;
+    case Intrinsic::fence_block:
+    case Intrinsic::fence_device:
+    case Intrinsic::fence_system:
+      check_arity(e, name, 0);
+      return Type::void_;
+    case Intrinsic::assert_: {
+      kernel_.uses_assert = true;
+      if (!check_arity(e, name, 1)) return Type::void_;
+      Type cond = value(*e.operands[0]);
+      if (cond != Type::error && cond != Type::bool_) {
+        reporter_.report(diag::Code::condition_not_bool, e.operands[0]->range,
+                         fmt::format("the condition of 'assert' has type {}; it must be bool", describe_type(cond)),
+                         "compare to get a bool, e.g. assert(x != 0)");
+        if (is_literal(cond)) assign_literal_types(*e.operands[0], cond == Type::float_literal ? Type::f32 : Type::i32);
+      }
+      return Type::void_;
+    }
     case Intrinsic::select: return infer_select(e);
     default: return infer_math(e, fn);
   }

@@ -14,14 +14,22 @@ toolchain::Toolkit CompileRequest::toolkit() const {
 
 std::string codegen_options_text(const codegen::CodegenOptions& options) {
   // The pipeline is named (and versioned) at -O2/-O3, where ptxgate's own pipeline is the default.
-  if (options.opt_level < 2) return fmt::format("opt_level={}", options.opt_level);
-  return fmt::format("opt_level={};pipeline={}", options.opt_level, options.llvm_pipeline ? "llvm" : "kernel-1");
+  // The floating-point mode is named only when it is not the default, so that the keys of
+  // default compiles keep their form.
+  const std::string fp =
+      options.fp_mode == ir::FpMode::contract ? "" : fmt::format(";fp={}", ir::fp_mode_name(options.fp_mode));
+  if (options.opt_level < 2) return fmt::format("opt_level={}{}", options.opt_level, fp);
+  return fmt::format("opt_level={};pipeline={}{}", options.opt_level, options.llvm_pipeline ? "llvm" : "kernel-1", fp);
 }
 
 CacheKeyInputs key_inputs_for(const ir::Module& verified, const CompileRequest& request,
                               const toolchain::Toolkit& toolkit) {
   CacheKeyInputs in;
   in.canonical_module_text = ir::print(verified);
+  // The generated code prints each assert's file, line and condition as written, which the
+  // canonical text does not hold: they are part of the key of a module with asserts.
+  if (std::string sites = ir::assert_sites(verified); !sites.empty())
+    in.canonical_module_text += "\n// assert sites\n" + sites;
   in.target_arch = request.codegen.target;
   in.codegen_options = codegen_options_text(request.codegen);
   in.ptxgate_version = ptxgate_version();

@@ -25,7 +25,7 @@ std::expected<OccupancyReport, OfflineStop> occupancy_offline(const OccupancyReq
                       "write --shared-bytes N (a decimal byte count)");
     return std::unexpected(std::move(s));
   }
-  auto compiled = compile_for_profile(request.input, request.kernel, request.profile, request.cache);
+  auto compiled = compile_for_profile(request.input, request.kernel, request.profile, request.cache, {}, request.fp_mode);
   if (!compiled) return std::unexpected(OfflineStop{compiled.error(), false});
   OccupancyReport report{std::move(*compiled), *shared, {}};
   report.table = validation::occupancy_table(report.compiled.caps, report.compiled.resources, *shared);

@@ -17,6 +17,7 @@ struct OccupancyRequest {
   std::string kernel;
   std::string profile;                     ///< device profile NAME or PATH
   std::string shared_bytes = "0";          ///< dynamic shared memory per block, at every block size
+  ir::FpMode fp_mode = ir::FpMode::contract;  ///< --fp-contract off / --fast-math
   module_cache::ModuleCacheOptions cache;
 };
 

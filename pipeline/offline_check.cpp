@@ -120,7 +120,7 @@ std::expected<OfflineCheck, OfflineStop> check_described(const OfflineLaunch& op
 std::expected<ProfiledKernel, diag::Diagnostics> compile_for_profile(const std::string& input, const std::string& kernel_name,
                                                                     const std::string& profile,
                                                                     const module_cache::ModuleCacheOptions& cache_options,
-                                                                    std::string_view signature) {
+                                                                    std::string_view signature, ir::FpMode fp_mode) {
   ProfiledKernel out;
   auto caps = validation::load_profile(profile);
   if (!caps) return std::unexpected(caps.error());
@@ -157,6 +157,7 @@ std::expected<ProfiledKernel, diag::Diagnostics> compile_for_profile(const std::
   module_cache::ModuleCache cache(cache_options);
   module_cache::CompileRequest request;
   request.codegen.target = arch;
+  request.codegen.fp_mode = fp_mode;
   request.produce_cubin = true;
   auto compiled = cache.compile(loaded->module, request);
   if (!compiled) return std::unexpected(compiled.error());
@@ -198,7 +199,7 @@ std::expected<OfflineCheck, OfflineStop> check_offline(const OfflineLaunch& opt)
   if (!opt.signature.empty() && !is_foreign_module_path(opt.input))
     return usage("--signature applies to .ptx and .cubin input; a .pg kernel's signature is in its source",
                  "leave out --signature");
-  auto profiled = compile_for_profile(opt.input, opt.kernel, opt.profile, opt.cache, opt.signature);
+  auto profiled = compile_for_profile(opt.input, opt.kernel, opt.profile, opt.cache, opt.signature, opt.fp_mode);
   if (!profiled) return stop(profiled.error());
   out.caps = profiled->caps;
   out.kernel = profiled->kernel;

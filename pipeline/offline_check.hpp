@@ -39,6 +39,7 @@ struct OfflineLaunch {
   bool null_stream = false;
   bool require_explicit_stream = false;
   module_cache::ModuleCacheOptions cache;  ///< where compiled modules are looked up and published
+  ir::FpMode fp_mode = ir::FpMode::contract;  ///< --fp-contract off / --fast-math (registers may differ)
   bool warnings_as_errors = false;         ///< -Werror: any warning (program or launch) blocks the launch
 };
 
@@ -60,7 +61,8 @@ struct ProfiledKernel {
 /// `signature` when given; ptxas's resources or the cubin's).
 [[nodiscard]] std::expected<ProfiledKernel, diag::Diagnostics> compile_for_profile(
     const std::string& input, const std::string& kernel, const std::string& profile,
-    const module_cache::ModuleCacheOptions& cache, std::string_view signature = {});
+    const module_cache::ModuleCacheOptions& cache, std::string_view signature = {},
+    ir::FpMode fp_mode = ir::FpMode::contract);
 
 /// A verdict and what it was computed from.
 struct OfflineCheck {

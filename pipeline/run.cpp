@@ -274,7 +274,7 @@ std::expected<RunResult, RunStop> run_kernel(const RunRequest& request) {
   auto prepared = prepare_run(request);
   if (!prepared) return std::unexpected(std::move(prepared.error()));
   // The driver first: host data is materialised only when a launch can follow.
-  auto rt = backend::Runtime::create({.device = request.device, .cache = request.cache});
+  auto rt = backend::Runtime::create({.device = request.device, .cache = request.cache, .fp_mode = request.fp_mode});
   if (!rt) return stop(prepared->warnings, rt.error());
   return execute_run(*prepared, **rt);
 }

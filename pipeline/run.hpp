@@ -35,6 +35,7 @@ struct RunRequest {
   std::vector<std::string> prints;     ///< NAME[:K]: the first K (default 10) elements of a buffer
   std::string time_runs = "0";         ///< launches timed with device events after the first
   int device = 0;
+  ir::FpMode fp_mode = ir::FpMode::contract;  ///< --fp-contract off / --fast-math
   module_cache::ModuleCacheOptions cache;
 };
 

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/ir/ast.hpp"
 
 namespace ptxgate::cli {
 
@@ -47,6 +48,10 @@ bool warnings_stop(const diag::Diagnostics& warnings, diag::Format format);
 
 /// Writes a command's product to standard output (checked when the command ends).
 void print_product(std::string_view bytes);
+
+/// Adds `--fp-contract on|off` (off: the exact mode) and `--fast-math` (the fast mode), which
+/// exclude each other; neither: the contract mode (docs/ir.md "Floating point").
+void add_fp_options(CLI::App* cmd, ir::FpMode& mode);
 
 /// Adds `--format text|json|sarif` and the common options (--color, -Werror, -v) to a subcommand.
 void add_common_options(CLI::App* cmd, std::string& format);

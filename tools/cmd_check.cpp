@@ -70,6 +70,7 @@ CLI::App* register_check(CLI::App& app, Runner& runner) {
   cmd->add_option("--device-profile", opt->launch.profile,
                   "Device profile NAME (see `ptxgate devices --profiles`) or PATH to a profile JSON file")
       ->default_val(std::string(validation::kDefaultProfile));
+  add_fp_options(cmd, opt->launch.fp_mode);
   add_common_options(cmd, opt->format);
   cmd->add_option("--arg", opt->launch.args,
                   "NAME=SPEC per argument, in signature order (enables the argument checks): the specs of "

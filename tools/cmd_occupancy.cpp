@@ -39,6 +39,7 @@ CLI::App* register_occupancy(CLI::App& app, Runner& runner) {
       ->default_val(std::string(validation::kDefaultProfile));
   cmd->add_option("--shared-bytes", r.shared_bytes, "Dynamic shared memory per block, in bytes (decimal)")
       ->default_val("0");
+  add_fp_options(cmd, opt->request.fp_mode);
   add_common_options(cmd, opt->format);
   cmd->footer("Exit status: 0 a table, 1 the program has errors or no block size is resident, 2 usage error.");
   runner = [opt] { return run_occupancy(*opt); };

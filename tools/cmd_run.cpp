@@ -69,6 +69,7 @@ CLI::App* register_run(CLI::App& app, Runner& runner) {
   cmd->add_option("--print", r.prints, "NAME[:K]: print the first K (default 10) elements of a buffer");
   cmd->add_option("--time", r.time_runs, "Time N more launches with device events and print the median");
   cmd->add_option("--device", r.device, "CUDA device ordinal")->default_val(0);
+  add_fp_options(cmd, r.fp_mode);
   add_common_options(cmd, opt->format);
   runner = [opt] { return run_command(*opt); };
   return cmd;

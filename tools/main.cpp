@@ -82,6 +82,19 @@ std::optional<diag::Format> format_in_arguments(int argc, char** argv) {
   return std::nullopt;
 }
 
+void add_fp_options(CLI::App* cmd, ir::FpMode& mode) {
+  auto* contract = cmd->add_option_function<std::string>(
+                          "--fp-contract",
+                          [&mode](const std::string& v) { mode = v == "off" ? ir::FpMode::exact : ir::FpMode::contract; },
+                          "on (default): f32/f64 a * b + c may become one fma, like nvcc; off: every operation "
+                          "rounds on its own (kernels' @fp attributes win)")
+                       ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_flag_callback("--fast-math", [&mode] { mode = ir::FpMode::fast; },
+                         "Approximate f32 division, sqrt and transcendentals, f32 denormals flushed to zero "
+                         "(nvcc's --use_fast_math; kernels' @fp attributes win)")
+      ->excludes(contract);
+}
+
 void add_common_options(CLI::App* cmd, std::string& format) {
   auto& common = common_options();
   cmd->add_option("--format", format, "Output format: text, json (one document per command, with schema_version) or sarif")

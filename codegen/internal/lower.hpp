@@ -24,16 +24,21 @@ namespace ptxgate::codegen {
 /// - every operation has a defined result for every operand (docs/ir.md, "Results of every
 ///   operation"); nothing reaches LLVM poison or undefined behaviour: integer + - * wrap;
 ///   x / 0 is all ones and x % 0 is x; MIN / -1 is MIN and MIN % -1 is 0; shift amounts are
-///   taken modulo the bit width; float arithmetic is IEEE (no contraction; fma only when written);
+///   taken modulo the bit width; float arithmetic is IEEE with round to nearest even; in the
+///   `contract` mode (the default) an f32/f64 multiply feeding an add or subtract may become one
+///   fma (nvcc's default), `exact` never contracts, `fast` also approximates division, square
+///   root and transcendentals and flushes f32 denormals (ir::FpMode; a kernel's @fp wins);
 /// - float -> integer casts saturate (NaN -> 0);
 /// - sqrt, floor, ceil, fma, abs, min, max lower to LLVM intrinsics (sqrt is correctly
 ///   rounded); rsqrt, exp, log, sin, cos, tanh, pow call libdevice (__nv_*f for f32);
 /// - `for v in lo..hi step s`: lo, hi and s are evaluated once; s is treated as
 ///   unsigned; a step of 0 at run time ends the loop after one iteration; the loop never
 ///   wraps past hi;
-/// - atomics are relaxed (monotonic) and return the old value.
+/// - atomics are relaxed at device scope (monotonic) unless an order or scope is written, and
+///   return the old value; fences are membar.cta/.gl/.sys; assert calls __assertfail and traps.
 [[nodiscard]] std::expected<std::unique_ptr<llvm::Module>, diag::Diagnostics> lower_module(const ir::Module& verified,
                                                                             llvm::LLVMContext& context,
-                                                                            const llvm::DataLayout& layout);
+                                                                            const llvm::DataLayout& layout,
+                                                                            ir::FpMode fp_mode = ir::FpMode::contract);
 
 }  // namespace ptxgate::codegen

@@ -91,6 +91,7 @@ class KernelChecker {
   // Kernel-level pieces (verifier.cpp).
   void check_attributes();
   void check_workgroup(Attribute& attr);
+  void check_fp_mode(Attribute& attr);
   void declare_params();
   void check_block(std::vector<StmtPtr>& body);
   void check_stmt(Stmt& s);

@@ -2,7 +2,9 @@
 // operations, run on the GPU with run-time operands (nothing folds) against host references.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 
 #include "gpu_support.hpp"
@@ -20,6 +22,23 @@ std::shared_ptr<backend::Kernel> compile_source(const std::string& text, const s
 }
 
 void device_sync() { PG_REQUIRE_OK(runtime().synchronize()); }
+
+/// Runs this binary as `--fault-child MODE` (a fault poisons the context: its own process) and
+/// returns its output with a last line "child exit N".
+std::string run_language_child(const char* mode) {
+  const char* self_env = std::getenv("PTXGATE_GPU_TEST_SELF");
+  const std::string self = self_env ? std::string(self_env)
+                                    : "'" + std::filesystem::read_symlink("/proc/self/exe").string() + "'";
+  const std::string cmd = "timeout 120 " + self + " --fault-child " + mode + " 2>&1; echo \"child exit $?\"";
+  std::string out;
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    ::pclose(p);
+  }
+  return out;
+}
 
 // Host references of the documented semantics.
 int32_t div_i32(int32_t a, int32_t b) {
@@ -175,6 +194,130 @@ kernel warps(out o: u32[], out s: f32[], out m: i64[], in x: u32[], in v: f32[],
     CHECK(gm[2 * i] == min);
     CHECK(gm[2 * i + 1] == w[base + 31]);
   }
+}
+
+TEST_CASE("language: contract, exact and fast floating-point modes, and the added math functions") {
+  // a * b + c where the fused and the separately rounded results differ: a = 1 + 2^-12,
+  // a * a = 1 + 2^-11 + 2^-24 (the 2^-24 is lost when the product is rounded on its own).
+  const char* text = R"(
+kernel fp(out r: f32[], in a: f32[], in x: f32[], in d: f64[], out e: f64[], n: u32) {
+  let i = global_id.x;
+  if (i < n) {
+    r[8 * i] = a[i] * a[i] - 1.0;
+    r[8 * i + 1] = exp2(x[i]);
+    r[8 * i + 2] = log2(x[i] + 2.0);
+    r[8 * i + 3] = erf(x[i]);
+    r[8 * i + 4] = atan2(x[i], 0.5);
+    r[8 * i + 5] = tan(x[i] * 0.25) + asin(x[i] * 0.1) + acos(x[i] * 0.1) + atan(x[i]);
+    r[8 * i + 6] = sinh(x[i] * 0.5) + cosh(x[i] * 0.5) + log10(x[i] + 3.0);
+    r[8 * i + 7] = x[i] / 3.0;
+    e[i] = atan2(d[i], 2.0) + erf(d[i]);
+  }
+}
+)";
+  const uint32_t n = 64;
+  std::vector<float> a(n, 1.0f + 1.0f / 4096.0f), x(n);
+  std::vector<double> d(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    x[i] = -4.0f + 8.0f * static_cast<float>(i) / n;
+    d[i] = -3.0 + 6.0 * i / n;
+  }
+  for (ir::FpMode mode : {ir::FpMode::contract, ir::FpMode::exact, ir::FpMode::fast}) {
+    CAPTURE(ir::fp_mode_name(mode));
+    backend::RuntimeOptions options;
+    options.fp_mode = mode;
+    auto rt = backend::Runtime::create(options);
+    if (!rt) FAIL(diag::render_text(rt.error()));
+    auto k = (*rt)->compile(text, "fp", "fp.pg");
+    if (!k) FAIL(diag::render_text(k.error()));
+    auto r = (*rt)->upload(std::span<const float>(std::vector<float>(8 * n, 0.0f)));
+    auto e = (*rt)->upload(std::span<const double>(std::vector<double>(n, 0.0)));
+    auto a2 = (*rt)->upload(std::span<const float>(a));
+    auto x2 = (*rt)->upload(std::span<const float>(x));
+    auto d2 = (*rt)->upload(std::span<const double>(d));
+    REQUIRE((r && e && a2 && x2 && d2));
+    PG_REQUIRE_OK((*k)->launch(LaunchConfig::linear(1, 64), {*r, *a2, *x2, *d2, *e, n}));
+    PG_REQUIRE_OK((*rt)->synchronize());
+    auto got = (*rt)->download<float>(*r);
+    auto got_e = (*rt)->download<double>(*e);
+    REQUIRE((got && got_e));
+    const float fused = std::fmaf(a[0], a[0], -1.0f), separate = a[0] * a[0] - 1.0f;
+    REQUIRE(fused != separate);
+    const double tolerance = mode == ir::FpMode::fast ? 1e-4 : 2e-6;
+    for (uint32_t i = 0; i < n; ++i) {
+      CAPTURE(i);
+      const float* g = &(*got)[8 * i];
+      CHECK(g[0] == (mode == ir::FpMode::exact ? separate : fused));
+      const double xi = x[i];
+      CHECK(g[1] == doctest::Approx(std::exp2(xi)).epsilon(tolerance));
+      CHECK(g[2] == doctest::Approx(std::log2(xi + 2.0)).epsilon(tolerance).scale(1));
+      CHECK(g[3] == doctest::Approx(std::erf(xi)).epsilon(tolerance).scale(1));
+      CHECK(g[4] == doctest::Approx(std::atan2(xi, 0.5)).epsilon(tolerance).scale(1));
+      CHECK(g[5] == doctest::Approx(std::tan(xi * 0.25) + std::asin(xi * 0.1) + std::acos(xi * 0.1) + std::atan(xi))
+                         .epsilon(tolerance)
+                         .scale(1));
+      CHECK(g[6] == doctest::Approx(std::sinh(xi * 0.5) + std::cosh(xi * 0.5) + std::log10(xi + 3.0))
+                         .epsilon(tolerance)
+                         .scale(1));
+      if (mode != ir::FpMode::fast) CHECK(g[7] == x[i] / 3.0f);  // IEEE division: correctly rounded
+      CHECK(g[7] == doctest::Approx(xi / 3.0).epsilon(1e-6).scale(1));
+      CHECK((*got_e)[i] == doctest::Approx(std::atan2(d[i], 2.0) + std::erf(d[i])).epsilon(1e-12).scale(1));
+    }
+  }
+}
+
+TEST_CASE("language: release/acquire atomics and fences pass data between blocks") {
+  // Block 0 writes a payload and publishes a flag with a release; the other blocks spin on the
+  // flag with acquire loads and must then see the whole payload. Blocks are co-resident: the grid
+  // is small (8 blocks of 64 threads) on any device this runs on.
+  auto k = compile_source(R"(
+@workgroup(64)
+kernel pass(inout payload: u32[], inout flag: u32[], out seen: u32[], inout counter: u32[]) {
+  let t = thread_id.x;
+  if (block_id.x == 0) {
+    payload[t] = t * 7 + 1;
+    fence_block();
+    barrier();
+    if (t == 0) {
+      atomic_exch(flag, 0, 1, release, device);
+    }
+  } else {
+    if (t == 0) {
+      var f = 0u;
+      while (f == 0) {
+        f = atomic_add(flag, 0, 0, acquire, device);
+      }
+    }
+    barrier();
+    fence_device();
+    seen[(block_id.x - 1) * 64 + t] = payload[t];
+  }
+  atomic_add(counter, 0, 1, relaxed, block);
+  atomic_add(counter, 1, 1, acq_rel, system);
+}
+)",
+                          "pass");
+  const uint32_t blocks = 8;
+  auto payload = upload(std::vector<uint32_t>(64, 0)), flag = upload(std::vector<uint32_t>(1, 0));
+  auto seen = upload(std::vector<uint32_t>(64 * (blocks - 1), 0)), counter = upload(std::vector<uint32_t>(2, 0));
+  PG_REQUIRE_OK(k->launch(LaunchConfig::linear(blocks, 64), {payload, flag, seen, counter}));
+  device_sync();
+  auto got = download<uint32_t>(seen);
+  for (uint32_t i = 0; i < got.size(); ++i) CHECK(got[i] == (i % 64) * 7 + 1);
+  auto c = download<uint32_t>(counter);
+  CHECK(c[0] == 64 * blocks);
+  CHECK(c[1] == 64 * blocks);
+}
+
+TEST_CASE("language: a failed assert() is reported with its kernel, and the driver prints the condition") {
+  const std::string out = run_language_child("assert");
+  INFO(out);
+  CHECK(out.find("PG4050") != std::string::npos);
+  CHECK(out.find("kernel 'guarded'") != std::string::npos);
+  CHECK(out.find("failed a device assert()") != std::string::npos);
+  CHECK(out.find("i < n") != std::string::npos);         // the condition as written, printed by the driver
+  CHECK(out.find("assert.pg:") != std::string::npos);     // and its file
+  CHECK(out.find("child exit 0") != std::string::npos);
 }
 
 TEST_CASE("example warp_reduce") {

@@ -69,10 +69,41 @@ std::string run_fault_child(const char* mode) {
 
 }  // namespace
 
+/// `--fault-child assert`: a checked launch of a kernel whose assert fails in one thread. Exit 0
+/// when the runtime reports PG4050 naming the kernel and the assert (the driver itself prints the
+/// condition, file and line on standard error).
+int assert_child() {
+  backend::RuntimeOptions options;
+  options.checked_launches = true;
+  auto rt = backend::Runtime::create(options);
+  if (!rt) return 2;
+  auto k = (*rt)->compile(R"(
+kernel guarded(inout y: u32[], n: u32) {
+  let i = global_id.x;
+  assert(i < n);
+  y[i] = i;
+}
+)",
+                          "guarded", "assert.pg");
+  if (!k) return 3;
+  auto y = (*rt)->upload(std::span<const uint32_t>(std::vector<uint32_t>(256, 0)));
+  if (!y) return 3;
+  auto ok = (*k)->launch(backend::LaunchConfig::linear(1, 256), {*y, 200u});
+  if (ok) {
+    std::printf("assert child: no fault reported\n");
+    return 4;
+  }
+  const std::string text = diag::render_text(ok.error(), false);
+  std::printf("%s", text.c_str());
+  std::fflush(stdout);
+  return text.find("PG4050") != std::string::npos && text.find("failed a device assert()") != std::string::npos ? 0 : 5;
+}
+
 /// `--fault-child checked|unchecked`: launches `poke` at a wild pointer, then reports what the
 /// runtime said (the launch itself when checked, the next synchronisation otherwise). Exit 0 when
 /// the report is PG4050 naming the kernel.
 int fault_child(int argc, char** argv) {
+  if (argc >= 3 && std::strcmp(argv[2], "assert") == 0) return assert_child();
   const bool checked = argc >= 3 && std::strcmp(argv[2], "checked") == 0;
   backend::RuntimeOptions options;
   options.checked_launches = checked;

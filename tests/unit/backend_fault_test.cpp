@@ -119,3 +119,18 @@ TEST_CASE("faults: a launch refused with an earlier kernel's sticky error names 
   CHECK(text.find("launch #1 of kernel 'copy'") != std::string::npos);
   CHECK(text.find("a check is missing") == std::string::npos);
 }
+
+TEST_CASE("faults: a failed device assert() is reported as the launch's assert (PG4050)") {
+  ProgramFixture f(checked());
+  auto s = f.stream();
+  auto a = f.buffer();
+  fake_state().fail["cuStreamSynchronize"] = CUDA_ERROR_ASSERT;
+  auto r = f.bump->launch(LaunchConfig::linear(2, 32), {a, 16u}, &s);
+  REQUIRE_FALSE(r);
+  CHECK(first_code(r.error()) == diag::Code::kernel_fault);
+  const std::string text = diag::render_text(r.error());
+  CHECK(text.find("launch #1 of kernel 'bump' grid=(2,1,1) block=(32,1,1)") != std::string::npos);
+  CHECK(text.find("failed a device assert()") != std::string::npos);
+  CHECK(text.find("standard error") != std::string::npos);
+  CHECK(f.rt->context().poisoned());
+}
