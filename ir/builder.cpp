@@ -396,21 +396,33 @@ KernelBuilder& KernelBuilder::fp(FpMode mode) {
   return attribute("fp", std::move(args));
 }
 
-KernelBuilder& KernelBuilder::buffer(std::string name, Access access, Type elem) {
+namespace {
+
+Param buffer_param(std::string name, Access access, Type elem) {
   Param p;
   p.name = std::move(name);
   p.is_buffer = true;
   p.access = access;
   p.type = elem;
-  kernel.params.push_back(std::move(p));
+  return p;
+}
+
+Param scalar_param(std::string name, Type type) {
+  Param p;
+  p.name = std::move(name);
+  p.type = type;
+  return p;
+}
+
+}  // namespace
+
+KernelBuilder& KernelBuilder::buffer(std::string name, Access access, Type elem) {
+  kernel.params.push_back(buffer_param(std::move(name), access, elem));
   return *this;
 }
 
 KernelBuilder& KernelBuilder::scalar(std::string name, Type type) {
-  Param p;
-  p.name = std::move(name);
-  p.type = type;
-  kernel.params.push_back(std::move(p));
+  kernel.params.push_back(scalar_param(std::move(name), type));
   return *this;
 }
 
@@ -422,20 +434,12 @@ FunctionBuilder& FunctionBuilder::returns(Type type) {
 }
 
 FunctionBuilder& FunctionBuilder::buffer(std::string name, Access access, Type elem) {
-  Param p;
-  p.name = std::move(name);
-  p.is_buffer = true;
-  p.access = access;
-  p.type = elem;
-  function.params.push_back(std::move(p));
+  function.params.push_back(buffer_param(std::move(name), access, elem));
   return *this;
 }
 
 FunctionBuilder& FunctionBuilder::scalar(std::string name, Type type) {
-  Param p;
-  p.name = std::move(name);
-  p.type = type;
-  function.params.push_back(std::move(p));
+  function.params.push_back(scalar_param(std::move(name), type));
   return *this;
 }
 

@@ -257,12 +257,17 @@ class Parser {
       parse_params(kernel, "kernel", diag::Code::too_many_parameters, "pass fewer parameters, e.g. pack scalars into a buffer");
       expect(TokenKind::r_paren, "after the parameter list", "close the parameter list with ')'");
     } catch (const SyntaxError&) {
-      // Skip the rest of the header; still parse the body to report its errors.
-      while (!at_item_start() && !at(TokenKind::l_brace)) advance();
-      if (!at(TokenKind::l_brace)) return;
+      if (!skip_broken_header()) return;
     }
     parse_block_into(kernel.body, "the kernel body");
     kernel.range = range_from(start);
+  }
+
+  /// After an error in a kernel's or function's header: skips the rest of it; true when a
+  /// body follows (it is still parsed, to report its errors).
+  bool skip_broken_header() {
+    while (!at_item_start() && !at(TokenKind::l_brace)) advance();
+    return at(TokenKind::l_brace);
   }
 
   /// The parameters between `(` and `)` (not consumed), at most max_parameters kept.
@@ -281,14 +286,20 @@ class Parser {
     } while (accept(TokenKind::comma));
   }
 
+  /// Stops the parse when the module already holds `limit` items of one kind.
+  void check_item_count(size_t count, uint32_t limit, diag::Code code, std::string_view items,
+                        std::string_view limit_name) {
+    if (count < limit) return;
+    fatal(code, tok_.offset, tok_.length,
+          fmt::format("module has more than {} {} (limit {} = {})", limit, items, limit_name, limit),
+          "split the module into several files");
+  }
+
   /// `fn NAME(PARAMS) [-> TYPE] { ... }` at module level.
   void parse_function(Module& module) {
     uint32_t start = tok_.offset;
-    if (module.functions.size() >= limits_.max_functions)
-      fatal(diag::Code::too_many_functions, tok_.offset, tok_.length,
-            fmt::format("module has more than {} functions (limit max_functions = {})", limits_.max_functions,
-                        limits_.max_functions),
-            "split the module into several files");
+    check_item_count(module.functions.size(), limits_.max_functions, diag::Code::too_many_functions, "functions",
+                     "max_functions");
     advance();
     Function& function = module.functions.emplace_back();
     statements_ = 0;
@@ -306,9 +317,7 @@ class Parser {
         function.result_range = range_from(type_start);
       }
     } catch (const SyntaxError&) {
-      // Skip the rest of the header; still parse the body to report its errors.
-      while (!at_item_start() && !at(TokenKind::l_brace)) advance();
-      if (!at(TokenKind::l_brace)) return;
+      if (!skip_broken_header()) return;
     }
     parse_block_into(function.body, "the function body");
     function.range = range_from(start);
@@ -317,11 +326,8 @@ class Parser {
   /// `const NAME: TYPE = VALUE;` at module level.
   void parse_constant(Module& module) {
     uint32_t start = tok_.offset;
-    if (module.constants.size() >= limits_.max_constants)
-      fatal(diag::Code::too_many_constants, tok_.offset, tok_.length,
-            fmt::format("module has more than {} constants (limit max_constants = {})", limits_.max_constants,
-                        limits_.max_constants),
-            "split the module into several files");
+    check_item_count(module.constants.size(), limits_.max_constants, diag::Code::too_many_constants, "constants",
+                     "max_constants");
     advance();
     StmtPtr s = make_stmt(StmtKind::const_decl);
     s->name = expect_identifier("a constant name after 'const'", &s->name_range);

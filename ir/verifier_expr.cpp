@@ -345,8 +345,14 @@ Type KernelChecker::infer(Expr& e) {
 Type KernelChecker::value(Expr& e) {
   Type t = infer(e);
   if (t != Type::void_) return t;
-  reporter_.report(diag::Code::not_a_value, e.range, fmt::format("'{}()' has no value and cannot be used in an expression", e.name),
-                   fmt::format("call it as a statement: {}();", e.name));
+  if (e.function)
+    reporter_.report(diag::Code::not_a_value, e.range,
+                     fmt::format("function '{}' has no result and cannot be used in an expression", e.name),
+                     fmt::format("call it as a statement, or declare its result: fn {}(...) -> TYPE {{ ... }}", e.name));
+  else
+    reporter_.report(diag::Code::not_a_value, e.range,
+                     fmt::format("'{}()' has no value and cannot be used in an expression", e.name),
+                     fmt::format("call it as a statement: {}();", e.name));
   return e.type = Type::error;
 }
 

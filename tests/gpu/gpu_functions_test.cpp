@@ -1,6 +1,7 @@
 // Device functions on the GPU: a kernel calling a small function (inlined), a void function with
 // a buffer parameter, a large function called twice (kept as a PTX .func) and a function with a
 // warp reduction, compared with a host reference.
+#include <algorithm>
 #include <string>
 
 #include "gpu_support.hpp"
@@ -98,5 +99,27 @@ TEST_CASE("functions: inlined, buffer-passing, void, non-inlined and warp functi
     float warp = 0.0f;
     for (uint32_t j = i / 32 * 32; j < i / 32 * 32 + 32; ++j) warp += j < n ? x[j] : 0.0f;
     CHECK(got_w[i] == warp);
+  }
+}
+
+TEST_CASE("example smooth: a kernel written with device functions equals the host reference") {
+  auto k = compile_example("smooth");
+  const uint32_t n = 1000;
+  std::vector<float> x(n), y(n, -1.0f);
+  for (uint32_t i = 0; i < n; ++i) x[i] = static_cast<float>((i * 37) % 101) * 0.25f;
+  auto dy = upload(y), dx = upload(x);
+  PG_REQUIRE_OK(k->launch(LaunchConfig::linear((n + 255) / 256, 256), {dy, dx, n}));
+  PG_REQUIRE_OK(runtime().synchronize());
+  auto got = download<float>(dy);
+  for (uint32_t i = 0; i < n; ++i) {
+    CAPTURE(i);
+    double sum = 0.0, total = 0.0;
+    for (int offset = -2; offset <= 2; ++offset) {
+      const int64_t j = std::clamp<int64_t>(static_cast<int64_t>(i) + offset, 0, n - 1);
+      const double w = 1.0 / (1.0 + offset * offset);
+      sum += w * x[static_cast<size_t>(j)];
+      total += w;
+    }
+    CHECK(got[i] == doctest::Approx(sum / total).epsilon(1e-5));
   }
 }

@@ -12,31 +12,15 @@
 #include "ptxgate/ir/parser.hpp"
 #include "ptxgate/ir/printer.hpp"
 #include "ptxgate/ir/verifier.hpp"
+#include "ir_check_support.hpp"
 
 using namespace ptxgate;
 
 namespace {
 
-struct Checked {
-  ir::Module module;
-  diag::Diagnostics diags;
-  bool has(diag::Code code) const {
-    return std::any_of(diags.begin(), diags.end(), [&](const diag::Diagnostic& d) { return d.code == code; });
-  }
-};
+using testing::Checked;
 
-Checked check(const std::string& text, const ir::Limits& limits = {}) {
-  diag::SourceFile file("c.pg", text);
-  ir::ParseResult parsed = ir::parse(file, limits);
-  Checked c;
-  if (parsed.diagnostics.has_errors()) {
-    c.diags = std::move(parsed.diagnostics);
-    return c;
-  }
-  c.module = std::move(parsed.module);
-  c.diags = ir::verify(c.module, &file, limits);
-  return c;
-}
+Checked check(const std::string& text, const ir::Limits& limits = {}) { return testing::check_module("c.pg", text, limits); }
 
 std::string llvm_ir(const std::string& text) {
   auto loaded = ir::load_module(diag::SourceFile("c.pg", text));

@@ -13,41 +13,15 @@
 #include "ptxgate/ir/parser.hpp"
 #include "ptxgate/ir/printer.hpp"
 #include "ptxgate/ir/verifier.hpp"
+#include "ir_check_support.hpp"
 
 using namespace ptxgate;
 
 namespace {
 
-struct Checked {
-  ir::Module module;
-  diag::Diagnostics diags;
-  bool has(diag::Code code) const {
-    return std::any_of(diags.begin(), diags.end(), [&](const diag::Diagnostic& d) { return d.code == code; });
-  }
-  size_t count(diag::Code code) const {
-    return static_cast<size_t>(
-        std::count_if(diags.begin(), diags.end(), [&](const diag::Diagnostic& d) { return d.code == code; }));
-  }
-  std::string message(diag::Code code) const {
-    for (const auto& d : diags)
-      if (d.code == code) return d.message;
-    return {};
-  }
-  std::string text() const { return diag::render_text(diags); }
-};
+using testing::Checked;
 
-Checked check(const std::string& text) {
-  diag::SourceFile file("f.pg", text);
-  ir::ParseResult parsed = ir::parse(file);
-  Checked c;
-  if (parsed.diagnostics.has_errors()) {
-    c.diags = std::move(parsed.diagnostics);
-    return c;
-  }
-  c.module = std::move(parsed.module);
-  c.diags = ir::verify(c.module, &file);
-  return c;
-}
+Checked check(const std::string& text) { return testing::check_module("f.pg", text); }
 
 std::string compile(const std::string& text, unsigned opt_level = 3, bool llvm = false) {
   auto loaded = ir::load_module(diag::SourceFile("f.pg", text));
@@ -118,7 +92,7 @@ fn sum_range(in x: f32[], lo: u32, hi: u32) -> f32 {
 }
 )";
   auto c = check(text);
-  INFO(c.text());
+  INFO(diag::render_text(c.diags));
   REQUIRE_FALSE(c.diags.has_errors());
   REQUIRE(c.module.functions.size() == 3);
   CHECK(c.module.functions[0].result == ir::Type::f32);
@@ -136,7 +110,7 @@ TEST_CASE("functions: arguments are checked like an intrinsic's") {
   const std::string fns = "fn f(a: f32, b: u32) -> f32 { return a; }\nfn g(in x: f32[]) -> f32 { return x[0]; }\n";
   SUBCASE("untyped literals take the parameter types") {
     auto c = check(fns + "kernel k(out y: f32[]) { y[0] = f(1, 2); }");
-    INFO(c.text());
+    INFO(diag::render_text(c.diags));
     CHECK_FALSE(c.diags.has_errors());
   }
   SUBCASE("count") {
@@ -180,7 +154,7 @@ TEST_CASE("functions: buffers pass through with their access mode") {
       "fn both(inout a: f32[]) { a[0] = a[0] + 1.0; }\n";
   SUBCASE("inout may be passed to in, out and inout") {
     auto c = check(fns + "kernel k(inout y: f32[]) { let v = read(y); write(y); both(y); }");
-    INFO(c.text());
+    INFO(diag::render_text(c.diags));
     CHECK_FALSE(c.diags.has_errors());
   }
   SUBCASE("an in buffer to a parameter that may write it") {
@@ -202,7 +176,7 @@ TEST_CASE("functions: buffers pass through with their access mode") {
   SUBCASE("atomics on an inout buffer parameter") {
     auto c = check("fn bump(inout h: u32[], i: u32) -> u32 { return atomic_add(h, i, 1); }\n"
                    "kernel k(inout h: u32[]) { let old = bump(h, global_id.x % 16); }");
-    INFO(c.text());
+    INFO(diag::render_text(c.diags));
     CHECK_FALSE(c.diags.has_errors());
   }
 }
@@ -280,7 +254,7 @@ TEST_CASE("functions: synchronisation through calls") {
   SUBCASE("a uniform call is fine and sets the kernel's flags") {
     auto c = check("fn sync() { barrier(); }\nfn vote(p: bool) -> u32 { return ballot(p); }\n"
                    "@workgroup(64)\nkernel k(out y: u32[]) { sync(); y[0] = vote(thread_id.x < 3); }");
-    INFO(c.text());
+    INFO(diag::render_text(c.diags));
     REQUIRE_FALSE(c.diags.has_errors());
     const ir::Kernel& k = kernel_named(c.module, "k");
     CHECK(k.uses_barrier);
@@ -308,7 +282,7 @@ TEST_CASE("functions: synchronisation through calls") {
   SUBCASE("a call's result on uniform arguments is uniform when the function uses no thread-varying value") {
     auto c = check("fn half(n: u32) -> u32 { return n / 2; }\n"
                    "kernel k(out y: f32[], n: u32) { for i in 0..half(n) { barrier(); } }");
-    INFO(c.text());
+    INFO(diag::render_text(c.diags));
     CHECK_FALSE(c.diags.has_errors());
   }
   SUBCASE("a call's result varies with a varying argument or a varying source inside") {
@@ -380,6 +354,14 @@ TEST_CASE("functions: a small helper is inlined; a large one called twice stays 
     std::string ptx = compile(text);
     CHECK(occurrences(ptx, ".func  (.param .b32 func_retval0) heavy(") == 1);
     CHECK(occurrences(ptx, "call.uni (retval0),") == 2);
+  }
+  SUBCASE("at -O0 nothing is inlined: bool, u8 and f16 parameters pass to a .func") {
+    std::string ptx = compile("fn pick(b: bool, x: u8, h: f16) -> bool { return b && x > 3 && h > f16(1.0); }\n"
+                              "kernel k(out y: u8[], in x: u8[], flag: bool) {\n"
+                              "  let i = global_id.x;\n  y[i] = select(pick(flag, x[i], f16(2.0)), u8(1), u8(0));\n}\n",
+                              /*opt_level=*/0);
+    CHECK(occurrences(ptx, ".func  (.param .b32 func_retval0) pick(") == 1);
+    CHECK(occurrences(ptx, "call.uni (retval0),") == 1);
   }
   SUBCASE("an uncalled function is dropped") {
     std::string ptx = compile("fn unused(x: f32) -> f32 { return x; }\nkernel k(out y: f32[]) { y[0] = 1.0; }");

@@ -11,35 +11,15 @@
 #include "ptxgate/ir/parser.hpp"
 #include "ptxgate/ir/printer.hpp"
 #include "ptxgate/ir/verifier.hpp"
+#include "ir_check_support.hpp"
 
 using namespace ptxgate;
 
 namespace {
 
-struct Checked {
-  ir::Module module;
-  diag::Diagnostics diags;
-  bool has(diag::Code code) const {
-    return std::any_of(diags.begin(), diags.end(), [&](const diag::Diagnostic& d) { return d.code == code; });
-  }
-  size_t count(diag::Code code) const {
-    return static_cast<size_t>(
-        std::count_if(diags.begin(), diags.end(), [&](const diag::Diagnostic& d) { return d.code == code; }));
-  }
-};
+using testing::Checked;
 
-Checked check(const std::string& text) {
-  diag::SourceFile file("w.pg", text);
-  ir::ParseResult parsed = ir::parse(file);
-  Checked c;
-  if (parsed.diagnostics.has_errors()) {
-    c.diags = std::move(parsed.diagnostics);
-    return c;
-  }
-  c.module = std::move(parsed.module);
-  c.diags = ir::verify(c.module, &file);
-  return c;
-}
+Checked check(const std::string& text) { return testing::check_module("w.pg", text); }
 
 /// A kernel body with buffers and scalars of several types.
 Checked body(const std::string& statements, const std::string& attributes = "@workgroup(256)") {
