@@ -111,7 +111,8 @@ void verify(Bench& c, Twins& t, ResultFile& out, bool& ok_saxpy, bool& ok_copy, 
     auto& pg_sum = warp ? t.warp_sum : t.block_sum;
     CUfunction nv_sum = warp ? t.nv_warp_sum : t.nv_block_sum;
     if (is_pg ? !pg_sum : !nv_sum) continue;
-    const unsigned sum_blocks = warp ? std::min(blocks, c.rt.caps().sm_count * 8) : blocks;
+    const unsigned sum_blocks =
+        warp ? std::min(blocks, resident_blocks(c, is_pg ? pg_sum->function().handle() : nv_sum, 256)) : blocks;
     std::string what = std::string(warp ? "warp_sum." : "block_sum.") + (is_pg ? "ptxgate" : "nvcc");
     double err = INFINITY;
     Step s = [&]() -> Step {
@@ -302,14 +303,15 @@ int run_kernel_quality(const KernelOptions& o, ResultFile& out) {
     timed.push_back({"block_sum.nvcc", "GB/s", bytes4, [&] {
                        return raw_launch(c, t.nv_block_sum, {blocks, 1, 1}, {256, 1, 1}, {&pt, &px, &nv});
                      }});
-  // The warp-shuffle sum: one read of x, grid of 8 blocks per SM (grid-stride), against memcpy's rate.
-  const unsigned warp_blocks = std::min(blocks, rt.caps().sm_count * 8);
+  // The warp-shuffle sum: one read of x, grid-stride over one full wave of blocks, against memcpy's rate.
+  const unsigned warp_blocks = t.warp_sum ? std::min(blocks, resident_blocks(c, t.warp_sum->function().handle(), 256)) : 1;
+  const unsigned nv_warp_blocks = t.nv_warp_sum ? std::min(blocks, resident_blocks(c, t.nv_warp_sum, 256)) : 1;
   if (total && t.warp_sum && ok_sum)
     timed.push_back({"warp_sum.ptxgate", "GB/s", bytes4,
                      [&] { return from_diag(t.warp_sum->launch(grid1d(warp_blocks), {*total, *x, n32}, &c.stream)); }});
   if (total && t.nv_warp_sum && ok_sum)
     timed.push_back({"warp_sum.nvcc", "GB/s", bytes4, [&] {
-                       return raw_launch(c, t.nv_warp_sum, {warp_blocks, 1, 1}, {256, 1, 1}, {&pt, &px, &nv});
+                       return raw_launch(c, t.nv_warp_sum, {nv_warp_blocks, 1, 1}, {256, 1, 1}, {&pt, &px, &nv});
                      }});
   uint32_t msv = static_cast<uint32_t>(ms);
   unsigned mg = static_cast<unsigned>((ms + 15) / 16);

@@ -30,6 +30,13 @@ Step raw_launch(Bench& c, CUfunction f, std::array<unsigned, 3> grid, std::array
   return {};
 }
 
+unsigned resident_blocks(Bench& c, CUfunction f, unsigned block) {
+  int per_sm = 0;
+  if (c.api.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, static_cast<int>(block), 0) != CUDA_SUCCESS)
+    per_sm = 1;
+  return std::max(1u, static_cast<unsigned>(per_sm) * c.rt.caps().sm_count);
+}
+
 std::expected<backend::DeviceBuffer, std::string> filled(Bench& c, size_t bytes, uint8_t value) {
   auto b = c.rt.allocate(bytes);
   if (!b) return std::unexpected(one_line(b.error()));

@@ -52,6 +52,10 @@ std::expected<Session, int> open_session(ResultFile& out, std::string_view part)
 Step raw_launch(Bench& c, CUfunction f, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
                 std::vector<void*> params, unsigned dynamic_shared_bytes = 0);
 
+/// Blocks of `block` threads of `f` that are resident on the whole device at once (the driver's occupancy
+/// times the SMs; at least 1): the grid of a grid-stride kernel, one full wave.
+unsigned resident_blocks(Bench& c, CUfunction f, unsigned block);
+
 /// A device buffer holding `host`, typed by T (element_type_of; untyped for bytes and halves).
 template <class T>
 std::expected<backend::DeviceBuffer, std::string> upload(Bench& c, const std::vector<T>& host) {

@@ -93,12 +93,14 @@ Step all_ok(const E&... e) {
 
 constexpr unsigned kBlock = 256;
 
-unsigned sum_grid(Bench& c, size_t n) {
-  return static_cast<unsigned>(std::min<size_t>((n + kBlock - 1) / kBlock, size_t{c.rt.caps().sm_count} * 8));
+/// One full wave of resident blocks (grid-stride), fewer for a small n.
+unsigned sum_grid(Bench& c, const Twin& t, bool pg, size_t n) {
+  const unsigned wave = resident_blocks(c, pg ? t.pg->function().handle() : t.nv, kBlock);
+  return static_cast<unsigned>(std::min<size_t>((n + kBlock - 1) / kBlock, wave));
 }
 
 Step launch_sum(Bench& c, const Twin& t, bool pg, DeviceBuffer& total, DeviceBuffer& x, uint32_t n) {
-  const unsigned grid = sum_grid(c, n);
+  const unsigned grid = sum_grid(c, t, pg, n);
   if (pg) return from_diag(t.pg->launch(grid1d(grid), {total, x, n}, &c.stream));
   CUdeviceptr pt = total.pointer(), px = x.pointer();
   return raw_launch(c, t.nv, {grid, 1, 1}, {kBlock, 1, 1}, {&pt, &px, &n});
@@ -183,14 +185,14 @@ bool check_rows(Bench& c, const Twin& t, bool pg, bool norm, uint32_t rows, uint
 // ---------------------------------------------------------------- f16 / bf16 axpy
 
 Step launch_axpy(Bench& c, const Twin& t, bool pg, DeviceBuffer& y, DeviceBuffer& x, float a, uint32_t n) {
-  const unsigned grid = static_cast<unsigned>((size_t{n} + 2047) / 2048);
+  const unsigned grid = static_cast<unsigned>((size_t{n} + 4095) / 4096);
   if (pg) return from_diag(t.pg->launch(grid1d(grid), {y, x, a, n}, &c.stream));
   CUdeviceptr py = y.pointer(), px = x.pointer();
   return raw_launch(c, t.nv, {grid, 1, 1}, {kBlock, 1, 1}, {&py, &px, &a, &n});
 }
 
 bool check_axpy(Bench& c, const Twin& t, bool pg, bool bf16, const std::string& what) {
-  const uint32_t n = 1'000'003;  // not a multiple of the 2048 elements of a block
+  const uint32_t n = 1'000'003;  // not a multiple of the 4096 elements of a block, nor of a vector's 8
   const float a = 1.75f;
   auto to_bits = bf16 ? bf16_bits : f16_bits;
   auto value = bf16 ? bf16_value : f16_value;
@@ -340,7 +342,7 @@ bool check_bfs(Bench& c, const Twin& expand, const Twin& mark, bool pg, BfsState
 // ---------------------------------------------------------------- SGEMM
 
 /// c = a * b, row-major f32, m x k times k x n; 128 x 128 tiles of 256 threads (bench/kernels/sgemm.pg;
-/// the nvcc twin's float4 accesses need n % 4 == 0 and k % 4 == 0).
+/// the 16-byte vector accesses need n % 4 == 0 and k % 4 == 0).
 constexpr unsigned kTile = 128;
 
 Step launch_sgemm(Bench& c, const Twin& t, bool pg, DeviceBuffer& cm, DeviceBuffer& a, DeviceBuffer& b, uint32_t m,
