@@ -22,6 +22,8 @@ _ptxgate() {
       COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
     --stream)
       COMPREPLY=($(compgen -W "explicit null" -- "$cur")); return ;;
+    --fp-contract)
+      COMPREPLY=($(compgen -W "on off" -- "$cur")); return ;;
     --stream-policy)
       COMPREPLY=($(compgen -W "allow-legacy require-explicit" -- "$cur")); return ;;
     --device-profile|--profile)
@@ -33,11 +35,12 @@ _ptxgate() {
   esac
   local options=""
   case "$command" in
-    emit) options="--target --emit -O --opt-level --llvm-pipeline --libdevice -o --output" ;;
+    emit) options="--target --emit -O --opt-level --llvm-pipeline --fp-contract --fast-math --libdevice -o --output" ;;
     check) options="--kernel --signature --grid --block --shared-bytes --cooperative --device-profile --arg --empty-args
-                    --null-slot --elements --stream --stream-policy" ;;
-    occupancy) options="--kernel --device-profile --shared-bytes" ;;
-    run) options="--kernel --grid --block --shared-bytes --cooperative --arg --out --print --time --device" ;;
+                    --null-slot --elements --stream --stream-policy --fp-contract --fast-math" ;;
+    occupancy) options="--kernel --device-profile --shared-bytes --fp-contract --fast-math" ;;
+    run) options="--kernel --grid --block --shared-bytes --cooperative --arg --out --print --time --device
+                  --fp-contract --fast-math" ;;
     devices) options="--profiles --profile --json" ;;
     cache)
       if ((COMP_CWORD == 2)); then
