@@ -274,22 +274,24 @@ TEST_CASE("language: release/acquire atomics and fences pass data between blocks
 @workgroup(64)
 kernel pass(inout payload: u32[], inout flag: u32[], out seen: u32[], inout counter: u32[]) {
   let t = thread_id.x;
-  if (block_id.x == 0) {
+  let producer = block_id.x == 0;
+  if (producer) {
     payload[t] = t * 7 + 1;
-    fence_block();
-    barrier();
-    if (t == 0) {
-      atomic_exch(flag, 0, 1, release, device);
-    }
-  } else {
-    if (t == 0) {
-      var f: u32 = 0;
-      while (f == 0) {
-        f = atomic_add(flag, 0, 0, acquire, device);
-      }
-    }
-    barrier();
+  }
+  barrier();
+  if (producer && t == 0) {
     fence_device();
+    atomic_exch(flag, 0, 1, release, device);
+  }
+  if (!producer && t == 0) {
+    var f: u32 = 0;
+    while (f == 0) {
+      f = atomic_add(flag, 0, 0, acquire, device);
+    }
+  }
+  barrier();
+  fence_device();
+  if (!producer) {
     seen[(block_id.x - 1) * 64 + t] = payload[t];
   }
   atomic_add(counter, 0, 1, relaxed, block);
