@@ -13,6 +13,10 @@ using namespace ptxgate;
 using namespace ptxgate::gpu_test;
 using backend::LaunchConfig;
 
+namespace ptxgate::gpu_test {
+std::string run_fault_child(const char* mode);  // gpu_programs_test.cpp
+}  // namespace ptxgate::gpu_test
+
 namespace {
 
 std::shared_ptr<backend::Kernel> compile_source(const std::string& text, const std::string& kernel) {
@@ -23,22 +27,6 @@ std::shared_ptr<backend::Kernel> compile_source(const std::string& text, const s
 
 void device_sync() { PG_REQUIRE_OK(runtime().synchronize()); }
 
-/// Runs this binary as `--fault-child MODE` (a fault poisons the context: its own process) and
-/// returns its output with a last line "child exit N".
-std::string run_language_child(const char* mode) {
-  const char* self_env = std::getenv("PTXGATE_GPU_TEST_SELF");
-  const std::string self = self_env ? std::string(self_env)
-                                    : "'" + std::filesystem::read_symlink("/proc/self/exe").string() + "'";
-  const std::string cmd = "timeout 120 " + self + " --fault-child " + mode + " 2>&1; echo \"child exit $?\"";
-  std::string out;
-  if (FILE* p = ::popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    ::pclose(p);
-  }
-  return out;
-}
 
 // Host references of the documented semantics.
 int32_t div_i32(int32_t a, int32_t b) {
@@ -312,7 +300,7 @@ kernel pass(inout payload: u32[], inout flag: u32[], out seen: u32[], inout coun
 }
 
 TEST_CASE("language: a failed assert() is reported with its kernel, and the driver prints the condition") {
-  const std::string out = run_language_child("assert");
+  const std::string out = run_fault_child("assert");
   INFO(out);
   CHECK(out.find("PG4050") != std::string::npos);
   CHECK(out.find("kernel 'guarded'") != std::string::npos);

@@ -51,12 +51,15 @@ backend::Stream new_stream(backend::Runtime& rt) {
 
 backend::LaunchConfig linear(uint32_t n) { return backend::LaunchConfig::linear((n + 255) / 256, 256); }
 
-/// Runs this binary as `--fault-child MODE` and returns its output.
+}  // namespace
+
+/// Runs this binary as `--fault-child MODE` (a fault poisons the CUDA context, so it gets its own
+/// process) and returns its output, with a last line "child exit N". Used by the language tests too.
 std::string run_fault_child(const char* mode) {
   const char* self_env = std::getenv("PTXGATE_GPU_TEST_SELF");
   const std::string self = self_env ? std::string(self_env)
                                     : "'" + std::filesystem::read_symlink("/proc/self/exe").string() + "'";
-  const std::string cmd = "timeout 120 " + self + " --fault-child " + mode + " 2>&1";
+  const std::string cmd = "timeout 120 " + self + " --fault-child " + mode + " 2>&1; echo \"child exit $?\"";
   std::string out;
   if (FILE* p = ::popen(cmd.c_str(), "r")) {
     char buf[4096];
@@ -66,8 +69,6 @@ std::string run_fault_child(const char* mode) {
   }
   return out;
 }
-
-}  // namespace
 
 /// `--fault-child assert`: a checked launch of a kernel whose assert fails in one thread. Exit 0
 /// when the runtime reports PG4050 naming the kernel and the assert (the driver itself prints the
