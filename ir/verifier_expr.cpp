@@ -1115,19 +1115,20 @@ Type KernelChecker::infer_select(Expr& e) {
   return unify(*e.operands[1], *e.operands[2], "select", e.range);
 }
 
+Symbol* KernelChecker::array_argument(Expr& target, std::string_view name, std::string_view call_form) {
+  if (target.kind == ExprKind::name) return storage(target, fmt::format("used by {}", name));
+  concrete(target);
+  reporter_.report(diag::Code::not_indexable, target.range,
+                   fmt::format("the first argument of '{}' must name a buffer or shared array", name),
+                   fmt::format("call it as {}", call_form));
+  return nullptr;
+}
+
 Type KernelChecker::infer_atomic(Expr& e, Intrinsic fn) {
   const std::string_view name = intrinsic_name(fn);
   if (!check_arity(e, name, arity(fn))) return Type::error;
   Expr& target = *e.operands[0];
-  Symbol* symbol = nullptr;
-  if (target.kind == ExprKind::name) {
-    symbol = storage(target, fmt::format("used by {}", name));
-  } else {
-    concrete(target);
-    reporter_.report(diag::Code::not_indexable, target.range,
-                     fmt::format("the first argument of '{}' must name a buffer or shared array", name),
-                     fmt::format("call it as {}(buffer, index, value)", name));
-  }
+  Symbol* symbol = array_argument(target, name, fmt::format("{}(buffer, index, value)", name));
   index_operand(*e.operands[1], target.name);
   auto type_values = [&] {
     for (size_t i = 2; i < e.operands.size(); ++i) concrete(*e.operands[i]);

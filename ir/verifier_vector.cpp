@@ -47,15 +47,7 @@ Type KernelChecker::infer_vector_access(Expr& e, Intrinsic fn) {
   }
   const Type failed = store ? Type::void_ : Type::error;
   Expr& target = *e.operands[0];
-  Symbol* symbol = nullptr;
-  if (target.kind == ExprKind::name) {
-    symbol = storage(target, fmt::format("used by {}", name));
-  } else {
-    concrete(target);
-    reporter_.report(diag::Code::not_indexable, target.range,
-                     fmt::format("the first argument of '{}' must name a buffer or shared array", name),
-                     fmt::format("call it as {}({}, ...)", name, store ? "y" : "x"));
-  }
+  Symbol* symbol = array_argument(target, name, fmt::format("{}({}, ...)", name, store ? "y" : "x"));
   index_operand(*e.operands[1], target.name);
   auto type_value = [&] {
     if (store) concrete(*e.operands[2]);

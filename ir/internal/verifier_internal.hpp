@@ -156,6 +156,9 @@ class KernelChecker {
   Type index_operand(Expr& index, const std::string& target);
   /// Resolves a name that must denote a buffer or shared array (indexing, atomics).
   Symbol* storage(Expr& e, std::string_view use, bool allow_local = false);
+  /// The first argument of an atomic or a vector access: a buffer or shared array named by
+  /// `target` (PG1108 for anything else, with `call_form` as the fix); null when it is not one.
+  Symbol* array_argument(Expr& target, std::string_view name, std::string_view call_form);
   bool check_arity(Expr& e, std::string_view fn, size_t expected);
   void report_undefined(Expr& e);
   /// Types the target of an assignment (a write: `in` buffers are rejected, `out` allowed).
