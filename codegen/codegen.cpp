@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 #include <llvm/IR/DiagnosticHandler.h>
+#include <llvm/IR/Instructions.h>
 #include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LLVMContext.h>
@@ -94,6 +95,43 @@ std::expected<void, diag::Diagnostics> build_optimised_module(Compilation& c, co
   return c.llvm_failed("optimisation");
 }
 
+bool has_stack_objects(const llvm::Module& module) {
+  for (const llvm::Function& f : module)
+    for (const llvm::BasicBlock& block : f)
+      for (const llvm::Instruction& i : block)
+        if (llvm::isa<llvm::AllocaInst>(i)) return true;
+  return false;
+}
+
+/// The optimised module and the machine that will emit it.
+struct Optimised {
+  std::unique_ptr<Compilation> compilation;
+  TargetMachineLease lease;
+};
+
+/// Builds the optimised module with 32-bit pointers to shared, local and constant memory, as nvcc
+/// does: a shared address is one register and `base + constant` folds into the instruction (the
+/// SGEMM benchmark: 0.75 -> 0.80 of cuBLAS on an H100, docs/benchmarks.md). When local memory is
+/// left after optimisation (a local array indexed at run time, libdevice's sinf slow path), it is
+/// built again with 64-bit pointers: LLVM 19 addresses a 32-bit stack frame through a generic
+/// pointer (cvta.to.local), and then ptxas no longer promotes it to registers. Below -O2 nothing is
+/// promoted anyway, so those compiles use 64-bit pointers directly.
+std::expected<Optimised, diag::Diagnostics> build_for_target(const ir::Module& verified, const CodegenOptions& options) {
+  auto build = [&](bool short_pointers) -> std::expected<Optimised, diag::Diagnostics> {
+    auto lease = lease_target_machine(options.target, options.opt_level, short_pointers);
+    if (!lease) return std::unexpected(std::move(lease.error()));
+    auto c = std::make_unique<Compilation>();
+    if (auto built = build_optimised_module(*c, verified, options, lease->machine()); !built)
+      return std::unexpected(std::move(built.error()));
+    return Optimised{std::move(c), std::move(*lease)};
+  };
+  if (options.opt_level >= 2) {
+    auto short_build = build(true);
+    if (!short_build || !has_stack_objects(*short_build->compilation->module)) return short_build;
+  }
+  return build(false);
+}
+
 template <class T, class F>
 std::expected<T, diag::Diagnostics> guarded(F&& body) {
   try {
@@ -148,26 +186,21 @@ std::vector<KernelInfo> describe(const ir::Module& m) {
 
 std::expected<std::string, diag::Diagnostics> emit_llvm_ir(const ir::Module& verified, const CodegenOptions& options) {
   return guarded<std::string>([&]() -> std::expected<std::string, diag::Diagnostics> {
-    auto lease = lease_target_machine(options.target, options.opt_level);
-    if (!lease) return std::unexpected(std::move(lease.error()));
-    Compilation c;
-    if (auto built = build_optimised_module(c, verified, options, lease->machine()); !built)
-      return std::unexpected(std::move(built.error()));
+    auto built = build_for_target(verified, options);
+    if (!built) return std::unexpected(std::move(built.error()));
     std::string text;
     llvm::raw_string_ostream stream(text);
-    c.module->print(stream, nullptr);
+    built->compilation->module->print(stream, nullptr);
     return text;
   });
 }
 
 std::expected<CompiledModule, diag::Diagnostics> compile(const ir::Module& verified, const CodegenOptions& options) {
   return guarded<CompiledModule>([&]() -> std::expected<CompiledModule, diag::Diagnostics> {
-    auto lease = lease_target_machine(options.target, options.opt_level);
-    if (!lease) return std::unexpected(std::move(lease.error()));
-    Compilation c;
-    if (auto built = build_optimised_module(c, verified, options, lease->machine()); !built)
-      return std::unexpected(std::move(built.error()));
-    auto ptx = emit_ptx_text(*c.module, lease->machine());
+    auto built = build_for_target(verified, options);
+    if (!built) return std::unexpected(std::move(built.error()));
+    Compilation& c = *built->compilation;
+    auto ptx = emit_ptx_text(*c.module, built->lease.machine());
     if (!ptx) return std::unexpected(std::move(ptx.error()));
     if (auto failed = c.llvm_failed("PTX emission"); !failed) return std::unexpected(std::move(failed.error()));
     CompiledModule out;

@@ -12,6 +12,7 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetOptions.h>
@@ -42,7 +43,26 @@ llvm::CodeGenOptLevel codegen_level(unsigned opt_level) {
   }
 }
 
-/// Idle target machines by "target/opt". Never destroyed: LLVM's own statics may be
+/// NVPTX reads its pointer-width option ("nvptx-short-ptr", a process-wide LLVM option) when a
+/// target machine is constructed: machines of both widths are made one at a time, with the option
+/// set for each under this lock. LLVM in this library serves only ptxgate.
+std::unique_ptr<llvm::TargetMachine> create_machine(const llvm::Target& nvptx, const std::string& triple,
+                                                    std::string_view cpu, unsigned opt_level, bool short_pointers) {
+  static std::mutex creating;
+  std::lock_guard lock(creating);
+  auto& options = llvm::cl::getRegisteredOptions();
+  auto it = options.find("nvptx-short-ptr");
+  if (it == options.end()) {
+    if (short_pointers) return nullptr;
+  } else {
+    static_cast<llvm::cl::opt<bool>*>(it->second)->setValue(short_pointers);
+  }
+  llvm::TargetOptions target_options;
+  return std::unique_ptr<llvm::TargetMachine>(nvptx.createTargetMachine(
+      triple, std::string(cpu), "", target_options, std::nullopt, std::nullopt, codegen_level(opt_level)));
+}
+
+/// Idle target machines by "target/opt/pointer width". Never destroyed: LLVM's own statics may be
 /// gone by the time static destructors would run.
 struct MachinePool {
   std::mutex mutex;
@@ -85,10 +105,10 @@ TargetMachineLease::~TargetMachineLease() {
 }
 
 std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(const std::string& target,
-                                                                         unsigned opt_level) {
+                                                                         unsigned opt_level, bool short_pointers) {
   if (!is_supported_target(target)) return std::unexpected(unknown_target(target));
   opt_level = std::min(opt_level, 3u);
-  std::string key = fmt::format("{}/O{}", target, opt_level);
+  std::string key = fmt::format("{}/O{}/{}", target, opt_level, short_pointers ? "p32" : "p64");
   {
     auto& p = pool();
     std::lock_guard lock(p.mutex);
@@ -104,10 +124,7 @@ std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(const 
   const std::string triple(kNvptxTriple);
   const llvm::Target* nvptx = llvm::TargetRegistry::lookupTarget(triple, error);
   if (!nvptx) return std::unexpected(backend_failure("the NVPTX target is not available: " + error));
-  llvm::TargetOptions target_options;
-  std::unique_ptr<llvm::TargetMachine> machine(nvptx->createTargetMachine(
-      triple, std::string(llvm_target_for(target)), "", target_options, std::nullopt, std::nullopt,
-      codegen_level(opt_level)));
+  auto machine = create_machine(*nvptx, triple, llvm_target_for(target), opt_level, short_pointers);
   if (!machine) return std::unexpected(backend_failure("LLVM could not create a target machine for " + target));
   return TargetMachineLease(std::move(key), std::move(machine));
 }

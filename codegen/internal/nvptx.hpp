@@ -31,7 +31,8 @@ class TargetMachineLease {
   llvm::TargetMachine& machine() const { return *machine_; }
 
  private:
-  friend std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(const std::string&, unsigned);
+  friend std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(const std::string&, unsigned,
+                                                                                  bool);
   TargetMachineLease(std::string key, std::unique_ptr<llvm::TargetMachine> machine)
       : key_(std::move(key)), machine_(std::move(machine)) {}
   std::string key_;
@@ -39,8 +40,11 @@ class TargetMachineLease {
 };
 
 /// Initialises the NVPTX target (once per process) and leases a machine for `target`
-/// ("sm_80", "sm_90a", ...) at `opt_level` 0..3. PG2001 for an unknown target.
-[[nodiscard]] std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(const std::string& target, unsigned opt_level);
+/// ("sm_80", "sm_90a", ...) at `opt_level` 0..3. PG2001 for an unknown target. With
+/// `short_pointers`, pointers to shared, local and constant memory are 32-bit (the data layout's
+/// p3/p4/p5), as in nvcc's PTX; otherwise every pointer is 64-bit.
+[[nodiscard]] std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(const std::string& target, unsigned opt_level,
+                                                                                      bool short_pointers);
 
 /// ptxgate's optimisation pipeline for kernels at -O2/-O3, in LLVM's textual pass-pipeline
 /// syntax (docs/ir.md "Optimisation" explains the choice of passes).

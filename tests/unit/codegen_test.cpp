@@ -347,3 +347,36 @@ TEST_CASE("codegen: the kernel pipeline keeps what kernels need from O3, for eve
     CHECK(ia <= ib * 1.05 + 2);
   }
 }
+
+TEST_CASE("codegen: shared memory is addressed with 32-bit registers; local memory keeps 64-bit pointers") {
+  // At -O2/-O3 pointers to shared memory are 32-bit, as in nvcc's PTX: one register per address,
+  // and `base + constant` in the instruction.
+  auto shared_addresses = [](const std::string& ptx) {
+    std::vector<std::string> out;
+    std::istringstream lines(ptx);
+    for (std::string line; std::getline(lines, line);)
+      if ((contains(line, "ld.shared.") || contains(line, "st.shared.")) && contains(line, "[%"))
+        out.push_back(line.substr(line.find('[')));  // a register address, not a symbol's
+    return out;
+  };
+  auto sum = shared_addresses(compile_text(read_example("block_sum.pg")).ptx);
+  REQUIRE_FALSE(sum.empty());
+  for (const auto& address : sum) {
+    const bool register32 = address.starts_with("[%r") && !address.starts_with("[%rd");
+    CHECK_MESSAGE(register32, address);
+  }
+  // A module that keeps a stack frame after optimisation (libdevice's sinf slow path) is built with
+  // 64-bit pointers: a 32-bit frame is reached through cvta.to.local, which keeps ptxas from
+  // promoting it to registers.
+  auto waves = compile_text(kMathKernel);
+  CHECK(contains(waves.ptx, "__local_depot"));
+  CHECK_FALSE(contains(waves.ptx, "cvta.to.local"));
+  // Below -O2 nothing is promoted: every pointer is 64-bit.
+  auto options = with_libdevice();
+  options.opt_level = 1;
+  auto o1 = codegen::compile(load(read_example("block_sum.pg")), options);
+  REQUIRE(o1);
+  auto unoptimised = shared_addresses(o1->ptx);
+  REQUIRE_FALSE(unoptimised.empty());
+  for (const auto& address : unoptimised) CHECK_MESSAGE(address.starts_with("[%rd"), address);
+}
