@@ -2,13 +2,22 @@
 # Host instructions ptxgate adds to a launch, on a CPU machine: runs ptxgate_launch_instructions
 # over the test build's stand-in libcuda under callgrind, one probe kernel at a time, and prints
 # instructions per launch of each path and the same minus the raw cuLaunchKernel loop (the
-# stand-in driver's own cost). The profiles stay in $OUT_DIR for callgrind_annotate.
-#   BUILD_DIR=build N=20000 bench/launch_callgrind.sh [tracked|untracked]
+# stand-in driver's own cost); likewise a graph replay (100 launches) against a raw cuGraphLaunch.
+# `cache` adds a cache simulation (L1D 32 KiB, 8-way, 64-byte lines) in which every launch and
+# replay of the stand-in driver first touches 64 KiB of its own, as the real driver's microseconds
+# of work do: the L1D misses ptxgate adds per launch are then the cache lines its path touches.
+# The profiles stay in $OUT_DIR for callgrind_annotate.
+#   BUILD_DIR=build N=20000 bench/launch_callgrind.sh [tracked|untracked] [cache]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${BUILD_DIR:-build}"
 n="${N:-20000}"
 mode="${1:-tracked}"
+cache_options=()
+if [[ "${2:-}" == cache ]]; then
+  cache_options=(--cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=8388608,16,64)
+  export PTXGATE_FAKE_LAUNCH_TOUCH_BYTES=65536
+fi
 out="${OUT_DIR:-$(mktemp -d)}"
 mkdir -p "$out"
 command -v valgrind >/dev/null || { echo "launch_callgrind: needs valgrind (apt-get install valgrind)" >&2; exit 1; }
@@ -17,7 +26,7 @@ fake="$build/tests/libptxgate_fake_cuda.so"
 [[ -x "$bin" && -f "$fake" ]] || { echo "launch_callgrind: build $bin and $fake first (scripts/build.sh)" >&2; exit 1; }
 export PTXGATE_CUDA_DRIVER="$PWD/$fake" PTXGATE_CACHE_DIR="$out/cache"
 for probe in launch0 launch4 launch16; do
-  valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.$probe.out" --toggle-collect='loop_*' \
+  valgrind --tool=callgrind "${cache_options[@]}" --callgrind-out-file="$out/callgrind.$probe.out" --toggle-collect='loop_*' \
     "$bin" bench/kernels "$n" "$mode" "$probe" >"$out/run.$probe.log" 2>"$out/valgrind.$probe.log" ||
     { cat "$out/valgrind.$probe.log" >&2; exit 1; }
   callgrind_annotate --inclusive=yes "$out/callgrind.$probe.out" >"$out/annotate.$probe.txt"

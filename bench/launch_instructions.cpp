@@ -2,8 +2,9 @@
 // the launch benchmark (bench/kernels/launch{0,4,16}.pg) launched in loops of N through each
 // path, over whatever driver PTXGATE_CUDA_DRIVER names (the test build's stand-in libcuda on a
 // CPU machine). bench/launch_callgrind.sh runs it under callgrind and prints each loop's
-// instructions per launch minus the raw cuLaunchKernel loop's: what ptxgate adds to a launch.
-// Each loop is its own never-inlined function so callgrind can attribute it.
+// instructions per launch minus the raw cuLaunchKernel loop's: what ptxgate adds to a launch. The
+// same for a replay of a validated graph of kGraphNodes launches of the probe against a raw
+// cuGraphLaunch. Each loop is its own never-inlined function so callgrind can attribute it.
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -12,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "ptxgate/backend/graph.hpp"
 #include "ptxgate/backend/launch.hpp"
 #include "ptxgate/backend/runtime.hpp"
 #include "ptxgate/support/files.hpp"
@@ -21,6 +23,9 @@ using namespace ptxgate;
 using backend::Arg;
 
 namespace {
+
+/// Nodes of the replayed graph (as the programs benchmark's program of 100 small kernels).
+constexpr int kGraphNodes = 100;
 
 struct Probe {
   std::shared_ptr<backend::Kernel> kernel;
@@ -60,6 +65,42 @@ extern "C" [[gnu::noinline]] int loop_new_grid(backend::Kernel* k, const backend
     config.grid[0] = 1 + i % 64;  // 64 shapes against a 16-entry launch cache: every launch validates
     bad += !k->launch(config, *args, s).has_value();
   }
+  return bad;
+}
+
+extern "C" [[gnu::noinline]] int loop_raw_graph(const backend::DriverApi* api, CUgraphExec exec, CUstream s,
+                                                size_t n) {
+  int bad = 0;
+  for (size_t i = 0; i < n; ++i) bad += api->cuGraphLaunch(exec, s) != CUDA_SUCCESS;
+  return bad;
+}
+
+extern "C" [[gnu::noinline]] int loop_graph_replay(backend::GraphExec* exec, const backend::Stream* s, size_t n) {
+  int bad = 0;
+  for (size_t i = 0; i < n; ++i) bad += !exec->launch(*s).has_value();
+  return bad;
+}
+
+/// Replays of a graph of kGraphNodes launches of the probe, raw and through ptxgate.
+int graph_loops(backend::Runtime& rt, Probe& p, const backend::LaunchConfig& config, backend::Stream& stream,
+                size_t n) {
+  auto graph = backend::Graph::create(rt.shared_context());
+  if (!graph) die(diag::render_text(graph.error()));
+  for (int i = 0; i < kGraphNodes; ++i)
+    if (auto node = graph->launch(*p.kernel, config, p.args); !node) die(diag::render_text(node.error()));
+  auto exec = graph->instantiate();
+  if (!exec) die(diag::render_text(exec.error()));
+  // The raw side replays an executable graph of the stand-in driver's own (it only logs replays).
+  const auto& api = rt.context().api();
+  CUgraph raw_graph = nullptr;
+  CUgraphExec raw_exec = nullptr;
+  if (api.cuGraphCreate(&raw_graph, 0) != CUDA_SUCCESS ||
+      api.cuGraphInstantiateWithFlags(&raw_exec, raw_graph, 0) != CUDA_SUCCESS)
+    die("the driver's graph entry points failed");
+  int bad = loop_raw_graph(&api, raw_exec, stream.handle(), n);
+  bad += loop_graph_replay(&*exec, &stream, n);
+  (void)api.cuGraphExecDestroy(raw_exec);
+  (void)api.cuGraphDestroy(raw_graph);
   return bad;
 }
 
@@ -107,6 +148,7 @@ int main(int argc, char** argv) {
     int bad = loop_raw(&rt.context().api(), p.kernel->function().handle(), stream.handle(), p.slots.data(), block, n);
     bad += loop_kernel_launch(p.kernel.get(), &config, &p.args, &stream, n);
     bad += loop_new_grid(p.kernel.get(), &config, &p.args, &stream, n);
+    bad += graph_loops(rt, p, config, stream, n);
     if (bad) die(fmt::format("{}: {} launches failed", name, bad));
     if (!stream.synchronize()) die("synchronize failed");
     std::printf("%s: %zu launches per loop (tracking %s)\n", name, n, tracking ? "on" : "off");

@@ -1,16 +1,35 @@
 // A stand-in libcuda.so.1 for tests outside the unit binary (the Python package's): the unit
 // tests' fake driver table behind cuGetProcAddress_v2, with host-backed device memory (copies
-// really copy), and a few exported queries of what it recorded. Loaded through
+// really copy), the fake graphs, and a few exported queries of what it recorded. Loaded through
 // $PTXGATE_CUDA_DRIVER; kernels do not run.
+//
+// $PTXGATE_FAKE_LAUNCH_TOUCH_BYTES=N makes every kernel launch and graph replay first touch N bytes
+// of memory of its own, as the real driver's few microseconds of work do: the caller's data is then
+// evicted from the L1 cache between launches, so a cache simulator (bench/launch_callgrind.sh
+// cache) counts the cache lines a launch path touches.
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "../unit/backend_fake_driver.hpp"
+#include "../unit/backend_fake_programs.hpp"
 
 namespace {
 
 using ptxgate::backend::DriverApi;
 using ptxgate::backend::testing::fake_state;
+
+/// Touches $PTXGATE_FAKE_LAUNCH_TOUCH_BYTES bytes, one write per 64-byte line (nothing when unset).
+void touch_driver_memory() {
+  static std::vector<unsigned char> memory = [] {
+    const char* bytes = std::getenv("PTXGATE_FAKE_LAUNCH_TOUCH_BYTES");
+    return std::vector<unsigned char>(bytes != nullptr ? std::strtoull(bytes, nullptr, 10) : 0);
+  }();
+  for (size_t i = 0; i < memory.size(); i += 64) memory[i] = static_cast<unsigned char>(memory[i] + 1);
+}
+
+decltype(DriverApi::cuLaunchKernel) base_launch = nullptr;
+decltype(DriverApi::cuGraphLaunch) base_graph_launch = nullptr;
 
 const DriverApi& table() {
   static const DriverApi api = [] {
@@ -34,6 +53,34 @@ const DriverApi& table() {
     a.cuMemcpyDtoH = [](void* dst, CUdeviceptr src, size_t n) {
       std::memcpy(dst, reinterpret_cast<const void*>(src), n);
       return fake_state().log({"cuMemcpyDtoH", nullptr, nullptr, reinterpret_cast<uint64_t>(dst), src, n, {}});
+    };
+    // The fake graphs (not its pools: device memory stays host-backed).
+    DriverApi programs = a;
+    ptxgate::backend::testing::add_fake_programs(programs);
+#define PTXGATE_FAKE_GRAPH_ENTRY(name) a.name = programs.name;
+    PTXGATE_FAKE_GRAPH_ENTRY(cuStreamBeginCapture)
+    PTXGATE_FAKE_GRAPH_ENTRY(cuStreamEndCapture)
+    PTXGATE_FAKE_GRAPH_ENTRY(cuGraphCreate)
+    PTXGATE_FAKE_GRAPH_ENTRY(cuGraphDestroy)
+    PTXGATE_FAKE_GRAPH_ENTRY(cuGraphAddKernelNode)
+    PTXGATE_FAKE_GRAPH_ENTRY(cuGraphKernelNodeSetAttribute)
+    PTXGATE_FAKE_GRAPH_ENTRY(cuGraphAddMemcpyNode)
+    PTXGATE_FAKE_GRAPH_ENTRY(cuGraphAddMemsetNode)
+    PTXGATE_FAKE_GRAPH_ENTRY(cuGraphInstantiateWithFlags)
+    PTXGATE_FAKE_GRAPH_ENTRY(cuGraphLaunch)
+    PTXGATE_FAKE_GRAPH_ENTRY(cuGraphExecDestroy)
+    PTXGATE_FAKE_GRAPH_ENTRY(cuGraphExecKernelNodeSetParams)
+#undef PTXGATE_FAKE_GRAPH_ENTRY
+    base_launch = a.cuLaunchKernel;
+    a.cuLaunchKernel = [](CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                          unsigned shared, CUstream stream, void** params, void** extra) {
+      touch_driver_memory();
+      return base_launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
+    };
+    base_graph_launch = a.cuGraphLaunch;
+    a.cuGraphLaunch = [](CUgraphExec e, CUstream s) {
+      touch_driver_memory();
+      return base_graph_launch(e, s);
     };
     return a;
   }();
