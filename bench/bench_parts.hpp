@@ -39,7 +39,7 @@ int run_kernel_quality(const KernelOptions& o, ResultFile& out);
 struct WorkloadOptions {
   std::filesystem::path kernels_dir;  ///< bench/kernels (warp_sum, softmax, layer_norm, axpy_half, bfs, sgemm)
   std::filesystem::path cubin_dir;    ///< nvcc cubins of the bench/cuda twins
-  std::vector<std::string> only;      ///< workloads to run (sum softmax layer_norm axpy_f16 axpy_bf16 bfs sgemm); empty: all
+  std::vector<std::string> only;      ///< workloads to run (sum softmax layer_norm axpy_f16 axpy_bf16 bfs sgemm gemm_bf16); empty: all
   size_t repetitions = 30;            ///< timed rounds (after 3 warm-up rounds), every variant once per round
   size_t sum_elements = size_t{1} << 28;   ///< f32 elements summed (also memcpy's buffer)
   uint32_t softmax_rows = 8192, softmax_cols = 8192;
@@ -47,8 +47,9 @@ struct WorkloadOptions {
   size_t half_elements = size_t{1} << 28;  ///< f16 / bf16 elements of x and y
   uint32_t bfs_vertices = uint32_t{1} << 22;
   uint32_t sgemm_size = 4096;
+  uint32_t gemm_size = 4096;               ///< square bf16 GEMM (Hopper: wgmma + TMA)
 };
-/// The issue-13 workloads: sum, softmax, layer norm, f16/bf16 axpy, BFS, SGEMM, ptxgate vs nvcc vs memcpy,
+/// The workloads: sum, softmax, layer norm, f16/bf16 axpy, BFS, SGEMM, bf16 GEMM, ptxgate vs nvcc vs memcpy,
 /// each checked against a CPU reference first (the library peers are bench/peers.py's).
 int run_workloads(const WorkloadOptions& o, ResultFile& out);
 

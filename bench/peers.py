@@ -311,6 +311,12 @@ def workload_peers(res, warmups, reps, sizes):
     mb = torch.rand(s, s, device=dev, generator=gen) * 2 - 1
     mc = torch.empty(s, s, device=dev)
     ops.append(("workload.sgemm.torch", "GFLOP/s", 2.0 * s * s * s, lambda: torch.matmul(ma, mb, out=mc)))
+    # cuBLAS bf16 (f32 accumulation) on the layout of bench/cuda/gemm_bf16_wgmma.cu: c = a b^T, b stored n x k.
+    g = sizes["gemm_size"]
+    ga = (torch.rand(g, g, device=dev, generator=gen) * 2 - 1).to(torch.bfloat16)
+    gb = (torch.rand(g, g, device=dev, generator=gen) * 2 - 1).to(torch.bfloat16)
+    gc = torch.empty(g, g, device=dev, dtype=torch.bfloat16)
+    ops.append(("workload.gemm_bf16.torch", "GFLOP/s", 2.0 * g * g * g, lambda: torch.matmul(ga, gb.t(), out=gc)))
     start = torch.cuda.Event(enable_timing=True)
     stop = torch.cuda.Event(enable_timing=True)
     times = {name: [] for name, *_ in ops}
@@ -345,9 +351,11 @@ def main():
     ap.add_argument("--sum-elements", type=int, default=1 << 28)
     ap.add_argument("--half-elements", type=int, default=1 << 28)
     ap.add_argument("--sgemm-size", type=int, default=4096)
+    ap.add_argument("--gemm-size", type=int, default=4096, help="square bf16 GEMM")
     args = ap.parse_args()
     sizes = {"sum_elements": args.sum_elements, "softmax_rows": 8192, "softmax_cols": 8192, "norm_rows": 16384,
-             "norm_cols": 4096, "half_elements": args.half_elements, "sgemm_size": args.sgemm_size}
+             "norm_cols": 4096, "half_elements": args.half_elements, "sgemm_size": args.sgemm_size,
+             "gemm_size": args.gemm_size}
     chosen = [s.strip() for s in args.steps.split(",") if s.strip()]
     unknown = [s for s in chosen if s not in STEPS]
     if unknown:

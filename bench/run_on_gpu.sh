@@ -55,10 +55,11 @@ LD_LIBRARY_PATH="$BENCH_LD_PATH" ldd "$BUNDLE/bin/ptxgate_gpu_bench" >>"$LOG" 2>
 
 # The nvcc twins: built with the bundle; compiled here only if missing.
 CUBINS=$BUNDLE/cubins
-for k in saxpy copy block_sum matmul launch saxpy4 copy4 warp_sum softmax layer_norm axpy_half bfs sgemm; do
+for k in saxpy copy block_sum matmul launch saxpy4 copy4 warp_sum softmax layer_norm axpy_half bfs sgemm gemm_bf16_wgmma; do
   if [ ! -s "$CUBINS/$k.cubin" ]; then
     mkdir -p "$WORK/cubins" && CUBINS=$WORK/cubins
-    step "nvcc $k" 60 nvcc -cubin -arch=sm_90 -O3 -o "$CUBINS/$k.cubin" "bench/cuda/$k.cu"
+    arch=$(sed -n 's|^// nvcc-arch: *||p' "bench/cuda/$k.cu")
+    step "nvcc $k" 60 nvcc -cubin -arch="${arch:-sm_90}" -O3 -o "$CUBINS/$k.cubin" "bench/cuda/$k.cu"
   fi
 done
 

@@ -1,5 +1,6 @@
-// Workloads (issue 13): the kernels users reach for a library for — a sum reduction, row softmax, layer
-// norm, half-precision axpy, BFS over byte flags, SGEMM — as ptxgate kernels next to their nvcc twins and
+// Workloads (issues 13 and 16): the kernels users reach for a library for — a sum reduction, row softmax, layer
+// norm, half-precision axpy, BFS over byte flags, SGEMM, a bf16 GEMM on Hopper's tensor cores (wgmma + TMA) —
+// as ptxgate kernels next to their nvcc twins and
 // device-to-device memcpy, each checked against a CPU reference, then timed interleaved with events.
 // The libraries' numbers (torch.sum, torch.softmax, F.layer_norm, torch on f16/bf16, cuBLAS through
 // torch.matmul) come from bench/peers.py in the same run; bench/report.py puts them side by side.
@@ -15,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "kernel_timing.hpp"
+#include "ptxgate/backend/tensor_map.hpp"
 
 namespace ptxgate::bench {
 namespace {
@@ -371,6 +373,94 @@ bool check_sgemm(Bench& c, const Twin& t, bool pg, uint32_t m, uint32_t n, uint3
   return record_check(c.out, what, s, err, 1e-5);
 }
 
+
+// ---------------------------------------------------------------- bf16 GEMM on Hopper (wgmma + TMA)
+
+/// c = a * b^T: a m x k, b n x k (both K-major, as wgmma reads them), c m x n, row-major; bf16 in and out,
+/// f32 accumulation. 128 x 256 block tiles of 384 threads (a producer and two consumer warpgroups), a 4-stage
+/// ring of 48 KiB (bench/cuda/gemm_bf16_wgmma.cu). Needs k % 8 == 0 and n % 2 == 0; sm_90a only.
+constexpr unsigned kGemmBlockM = 128, kGemmBlockN = 256, kGemmThreads = 384;
+constexpr unsigned kGemmShared = 4 * (kGemmBlockM + kGemmBlockN) * 64 * 2 + 1024;
+
+/// A GEMM's buffers and the tensor maps of its operands (the maps point into a and b).
+struct GemmOperands {
+  DeviceBuffer a, b, c;
+  backend::TensorMap ta, tb;
+  uint32_t m = 0, n = 0, k = 0;
+};
+
+/// The tensor map of a K-major bf16 operand of `rows` rows: boxes of 64 (k) x `box_rows`, 128-byte swizzle
+/// (64 bf16 are one 128-byte row: the swizzle span wgmma's descriptors name).
+std::expected<backend::TensorMap, std::string> gemm_operand_map(const DeviceBuffer& b, uint32_t rows, uint32_t k,
+                                                                uint32_t box_rows) {
+  validation::TensorMapDesc d;
+  d.type = validation::TmaType::bf16;
+  d.dims = {k, rows};
+  d.strides = {uint64_t{k} * 2};
+  d.box = {64, box_rows};
+  d.swizzle = validation::TmaSwizzle::b128;
+  d.l2_promotion = validation::TmaL2Promotion::b256;
+  auto map = backend::encode_tensor_map(b, 0, std::move(d));
+  if (!map) return std::unexpected(one_line(map.error()));
+  return *map;
+}
+
+/// Uploads a (m x k) and b (n x k) in bf16, c (m x n) filled with 0xFF bytes (bf16 NaN: a missed element
+/// shows), and encodes the maps.
+std::expected<GemmOperands, std::string> gemm_operands(Bench& c, const std::vector<uint16_t>& a,
+                                                       const std::vector<uint16_t>& b, uint32_t m, uint32_t n,
+                                                       uint32_t k) {
+  auto da = upload_bytes(c, a);
+  auto db = upload_bytes(c, b);
+  auto dc = filled(c, size_t{m} * n * 2, 0xFF);
+  if (auto ok = all_ok(da, db, dc); !ok) return std::unexpected(ok.error());
+  auto ta = gemm_operand_map(*da, m, k, kGemmBlockM);
+  auto tb = gemm_operand_map(*db, n, k, kGemmBlockN);
+  if (auto ok = all_ok(ta, tb); !ok) return std::unexpected(ok.error());
+  return GemmOperands{std::move(*da), std::move(*db), std::move(*dc), *ta, *tb, m, n, k};
+}
+
+std::vector<uint16_t> random_bf16(size_t count, uint64_t seed) {
+  auto f = random_floats(count, seed);
+  std::vector<uint16_t> bits(count);
+  for (size_t i = 0; i < count; ++i) bits[i] = bf16_bits(f[i]);
+  return bits;
+}
+
+Step launch_gemm(Bench& c, const Twin& t, GemmOperands& g) {
+  const unsigned gx = (g.n + kGemmBlockN - 1) / kGemmBlockN, gy = (g.m + kGemmBlockM - 1) / kGemmBlockM;
+  CUdeviceptr pc = g.c.pointer();
+  return raw_launch(c, t.nv, {gx, gy, 1}, {kGemmThreads, 1, 1},
+                    {&pc, g.ta.words.data(), g.tb.words.data(), &g.m, &g.n, &g.k}, kGemmShared);
+}
+
+/// Element by element against a double-precision reference of the bf16 inputs: an element is wrong when it
+/// differs by more than 1% of the reference plus 1e-3 (bf16 output rounding is at most 0.4%; a wrong tile,
+/// swizzle or fragment mapping is off by O(1)). The error is the fraction of wrong elements.
+bool check_gemm(Bench& c, const Twin& t, uint32_t m, uint32_t n, uint32_t k, const std::string& what) {
+  size_t wrong = size_t{m} * n;
+  Step s = [&]() -> Step {
+    auto ah = random_bf16(size_t{m} * k, 91), bh = random_bf16(size_t{n} * k, 92);
+    auto g = gemm_operands(c, ah, bh, m, n, k);
+    if (!g) return std::unexpected(g.error());
+    if (auto l = launch_gemm(c, t, *g); !l) return l;
+    auto got = download_bytes<uint16_t>(c, g->c);
+    if (!got) return std::unexpected(got.error());
+    std::vector<float> av(ah.size()), bt(bh.size());  // b transposed to k x n for matmul_reference
+    for (size_t i = 0; i < ah.size(); ++i) av[i] = bf16_value(ah[i]);
+    for (size_t j = 0; j < n; ++j)
+      for (size_t kk = 0; kk < k; ++kk) bt[kk * n + j] = bf16_value(bh[j * k + kk]);
+    const auto ref = matmul_reference(av, bt, m, n, k);
+    wrong = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      const double v = bf16_value((*got)[i]);
+      wrong += !(std::abs(v - ref[i]) <= 0.01 * std::abs(ref[i]) + 1e-3);  // NaN counts as wrong
+    }
+    return {};
+  }();
+  return record_check(c.out, what, s, double(wrong) / (double(m) * n), 0.0);
+}
+
 }  // namespace
 
 int run_workloads(const WorkloadOptions& o, ResultFile& out) {
@@ -551,6 +641,39 @@ int run_workloads(const WorkloadOptions& o, ResultFile& out) {
       timed.push_back({label("sgemm", pg), "GFLOP/s", 2.0 * double(s) * s * s, [&c, &sgemm, pg, a, b, cm, s]() {
                          return launch_sgemm(c, sgemm, pg, *cm, *a, *b, s, s, s);
                        }});
+    }
+  }
+
+  // bf16 GEMM on Hopper (wgmma + TMA, sm_90a only): GFLOP/s = 2 n^3 / time; cuBLAS bf16 through torch.matmul
+  // in peers.py. The nvcc twin is the algorithm in CUDA C++; ptxgate's IR version comes with issue 16.
+  Twin gemm;
+  std::deque<GemmOperands> gemms;
+  if (wanted("gemm_bf16")) {
+    const auto& caps = rt.caps();
+    if (caps.cc_major != 9 || caps.cc_minor != 0) {
+      const std::string why = fmt::format("needs sm_90a (wgmma, TMA); the device is {}", caps.arch());
+      out.info("gemm_bf16.skipped", why);
+      fmt::print("  gemm_bf16 skipped: {}\n", why);
+    } else if ((gemm.nv = nvcc.get(o.cubin_dir / "gemm_bf16_wgmma.cubin", "gemm_bf16_wgmma")) == nullptr) {
+      status = 1;
+    } else if (auto r = driver(c.api.cuFuncSetAttribute(gemm.nv, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                        int(kGemmShared)),
+                               "cuFuncSetAttribute");
+               !r) {
+      fail("gemm_bf16.nvcc", r.error());
+    } else if (check_gemm(c, gemm, 257, 264, 136, "gemm_bf16.nvcc.257x264x136") &&
+               check_gemm(c, gemm, 512, 512, 1024, "gemm_bf16.nvcc.512x512x1024")) {
+      const uint32_t s = o.gemm_size;
+      auto g = gemm_operands(c, random_bf16(size_t{s} * s, 93), random_bf16(size_t{s} * s, 94), s, s, s);
+      if (!g) {
+        fail("allocate.gemm_bf16", g.error());
+      } else {
+        gemms.push_back(std::move(*g));
+        timed.push_back({"gemm_bf16.nvcc", "GFLOP/s", 2.0 * double(s) * s * s,
+                         [&c, &gemm, op = &gemms.back()]() { return launch_gemm(c, gemm, *op); }});
+      }
+    } else {
+      status = 1;
     }
   }
 

@@ -24,10 +24,12 @@ ldd "$BUNDLE/lib/libptxgate.so.0" "$BUNDLE"/bin/* | awk '/=> \//{print $3}' | so
   esac
 done
 
-# The nvcc twins, for sm_90 (the H100/H200 architecture).
+# The nvcc twins, for sm_90 (the H100/H200 architecture); a twin that uses sm_90a's wgmma names its
+# architecture in a "// nvcc-arch: sm_90a" line.
 for cu in bench/cuda/*.cu; do
   name=$(basename "$cu" .cu)
-  "$CUDA/bin/nvcc" -cubin -arch=sm_90 -O3 -Xptxas -v -o "$BUNDLE/cubins/$name.cubin" "$cu" 2>"$BUNDLE/cubins/$name.ptxas.txt"
+  arch=$(sed -n 's|^// nvcc-arch: *||p' "$cu")
+  "$CUDA/bin/nvcc" -cubin -arch="${arch:-sm_90}" -O3 -Xptxas -v -o "$BUNDLE/cubins/$name.cubin" "$cu" 2>"$BUNDLE/cubins/$name.ptxas.txt"
 done
 # ptxgate's PTX, cubins and ptxas reports of the same kernels (for SASS comparison on the GPU machine).
 "$BUNDLE/bin/ptxgate_gpu_bench" emit --examples examples --kernels bench/kernels "$BUNDLE/emit" >/dev/null

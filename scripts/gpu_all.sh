@@ -4,7 +4,8 @@
 #   here:            scripts/gpu_all.sh bundle      (builds $BUILD_DIR or build-gpu/, packs .bundle/ < 64 MiB)
 #   GPU machine:     scripts/gpu_all.sh device      (with .bundle carried; results in $OUT)
 # Parts: GPU_PARTS="tests bench kernels programs launch_ab" (default "tests bench"):
-#   kernels    kernel quality and issue 13's workloads (sum, softmax, layer norm, f16/bf16 axpy, BFS, SGEMM):
+#   kernels    kernel quality and issue 13's workloads (sum, softmax, layer norm, f16/bf16 axpy, BFS, SGEMM) and
+#              issue 16's bf16 GEMM (wgmma + TMA, sm_90a):
 #              ptxgate vs nvcc twins vs memcpy vs torch/cuBLAS, in about 3 minutes (kernels_results.md;
 #              WORKLOADS="sum softmax" picks some);
 #   programs   ptxgate_programs_bench (100 small kernels: launches, graph replay, overlap), the CuPy and
