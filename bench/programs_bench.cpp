@@ -4,6 +4,13 @@
 // copy/compute overlap of an async copy beside a kernel on another stream. Prints one line per
 // variant and the ratios the issue sets targets for. Exit 3 without a driver or GPU.
 //
+// The ratios against the targets are paired, as bench/launch_overhead.cpp pairs launches: each
+// round times a raw call and a ptxgate call next to each other (a launch and a launch, a replay and
+// a replay of the 100-kernel graph), the order alternating, the clock's read cost subtracted, and
+// a round's ratio is ptxgate's summed host time over raw's; the lines starting "paired:" give the
+// median over rounds. The per-variant batches above them are information (host noise moves a
+// batch's time by 15%, which unpaired ratios of separate batches do not cancel).
+//
 // Usage: ptxgate_programs_bench [BATCHES=200]     (bench/graph_replay_peers.py: CuPy and PyTorch)
 #include <algorithm>
 #include <chrono>
@@ -43,6 +50,44 @@ double since_ns(Clock::time_point t0) { return std::chrono::duration<double, std
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
+}
+
+/// The median cost of reading the clock (subtracted from every paired interval).
+double clock_read_ns() {
+  std::vector<double> d;
+  for (int i = 0; i < 2001; ++i) {
+    const auto a = Clock::now();
+    const auto b = Clock::now();
+    d.push_back(std::chrono::duration<double, std::nano>(b - a).count());
+  }
+  return median(std::move(d));
+}
+
+/// Paired host-time ratios of `variant` over `raw`: `rounds` rounds (after one warm-up round) of
+/// `pairs` pairs, each pair one call of both timed next to each other, raw first in even pairs and
+/// second in odd ones; `drain` runs untimed after each round. One ratio per round: the variant's
+/// summed time over raw's.
+std::vector<double> paired_ratios(int rounds, int pairs, double clock_ns, const std::function<void()>& raw,
+                                  const std::function<void()>& variant, const std::function<void()>& drain) {
+  std::vector<double> ratios;
+  for (int r = -1; r < rounds; ++r) {
+    double raw_ns = 0, variant_ns = 0;
+    for (int i = 0; i < pairs; ++i) {
+      const bool raw_first = i % 2 == 0;
+      const auto t0 = Clock::now();
+      (raw_first ? raw : variant)();
+      const auto t1 = Clock::now();
+      (raw_first ? variant : raw)();
+      const auto t2 = Clock::now();
+      const double first = std::chrono::duration<double, std::nano>(t1 - t0).count() - clock_ns;
+      const double second = std::chrono::duration<double, std::nano>(t2 - t1).count() - clock_ns;
+      (raw_first ? raw_ns : variant_ns) += first;
+      (raw_first ? variant_ns : raw_ns) += second;
+    }
+    drain();
+    if (r >= 0 && raw_ns > 0) ratios.push_back(variant_ns / raw_ns);
+  }
+  return ratios;
 }
 
 [[noreturn]] void die(const pg::diag::Diagnostics& d) {
@@ -148,9 +193,37 @@ int main(int argc, char** argv) {
   row("ptxgate Kernel::launch", launches);
   row("ptxgate graph replay", replay);
   row("raw CUDA graph replay", raw_replay);
-  std::printf("ratios: ptxgate launch / raw launch = %.3f (target <= 1.05); ptxgate graph / raw launch = %.3f "
-              "(target <= 0.2); ptxgate graph / raw graph = %.3f (target <= 1.05)\n",
+  std::printf("ratios of separate batches (unpaired, information): ptxgate launch / raw launch = %.3f; ptxgate "
+              "graph / raw launch = %.3f (target <= 0.2); ptxgate graph / raw graph = %.3f\n",
               launches.host_ns / raw.host_ns, replay.host_ns / raw.host_ns, replay.host_ns / raw_replay.host_ns);
+
+  // Paired: a launch against a launch (rounds of 100 pairs, as the launch benchmark), a replay of the
+  // 100-kernel graph against a raw replay (rounds of 2 pairs: both orders, 400 kernels queued at most).
+  const double clock_ns = clock_read_ns();
+  auto drain = [&] {
+    if (auto ok = s.synchronize(); !ok) die(ok.error());
+  };
+  auto raw_launch = [&] {
+    if (CUresult r = api.cuLaunchKernel(f, n / 256, 1, 1, 256, 1, 1, 0, s.handle(), raw_args, nullptr); r != CUDA_SUCCESS)
+      die(r, "cuLaunchKernel");
+  };
+  auto ptxgate_launch = [&] {
+    if (auto ok = (*add_one)->launch(config, {*y, n}, &s); !ok) die(ok.error());
+  };
+  const std::vector<double> launch_ratios = paired_ratios(batches, kKernels, clock_ns, raw_launch, ptxgate_launch, drain);
+  const std::vector<double> graph_ratios = paired_ratios(2 * batches, 2, clock_ns, raw_graph_batch, graph_batch, drain);
+  auto spread = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? std::pair<double, double>{0, 0} : std::pair{v[v.size() / 10], v[v.size() * 9 / 10]};
+  };
+  const auto [launch_p10, launch_p90] = spread(launch_ratios);
+  const auto [graph_p10, graph_p90] = spread(graph_ratios);
+  std::printf("paired: ptxgate Kernel::launch (tracked) / raw cuLaunchKernel = %.3f (target <= 1.05; p10 %.3f, p90 "
+              "%.3f; %zu rounds of %d pairs, clock %.1f ns subtracted)\n",
+              median(launch_ratios), launch_p10, launch_p90, launch_ratios.size(), kKernels, clock_ns);
+  std::printf("paired: ptxgate graph replay / raw CUDA graph replay = %.3f (target <= 1.05; p10 %.3f, p90 %.3f; %zu "
+              "rounds of 2 pairs of %d-kernel replays)\n",
+              median(graph_ratios), graph_p10, graph_p90, graph_ratios.size(), kKernels);
   (void)api.cuGraphExecDestroy(raw_exec);
   (void)api.cuGraphDestroy(raw_graph);
 
