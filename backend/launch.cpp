@@ -49,14 +49,16 @@ std::atomic<uint64_t> next_function_id{1};
 LoadedFunction::LoadedFunction(CUfunction handle, codegen::KernelInfo info, validation::KernelResources resources,
                                diag::Location location)
     : handle_(handle),
+      id_(next_function_id.fetch_add(1, std::memory_order_relaxed)),
+      cache_(std::make_unique<LaunchCache>(info.params.size())),  // before info_ is made from `info`
       info_(std::move(info)),
       resources_(resources),
-      location_(std::move(location)),
-      id_(next_function_id.fetch_add(1, std::memory_order_relaxed)),
-      cache_(std::make_unique<LaunchCache>(info_.params.size())) {
+      location_(std::move(location)) {
   for (uint32_t i = 0; i < info_.params.size(); ++i)
     if (info_.params[i].is_buffer && info_.params[i].alignment > 1)
       aligned_buffers_.emplace_back(i, uint64_t{info_.params[i].alignment} - 1);
+  checks_alignment_ = !aligned_buffers_.empty();
+  appends_barrier_word_ = info_.hidden_grid_barrier_param;
 }
 
 std::expected<void, diag::Diagnostics> LoadedFunction::check_buffer_alignment(std::span<void* const> args) {
@@ -84,7 +86,8 @@ std::optional<LaunchTicket> LoadedFunction::cached_ticket(const validation::Laun
 std::optional<std::expected<void, diag::Diagnostics>> LoadedFunction::launch_cached(Context& ctx, LoadedFunction& fn,
                                                                                     const validation::LaunchShape& shape,
                                                                                     std::span<void* const> args,
-                                                                                    CUstream stream) {
+                                                                                    CUstream stream,
+                                                                                    const SteadyKey* steady) {
   // relaunch without its ticket checks: the ticket is made here from the shape the caller built
   // for exactly these slots (none of them null), so it matches by construction.
   auto block = fn.cache_->find(shape);
@@ -93,8 +96,22 @@ std::optional<std::expected<void, diag::Diagnostics>> LoadedFunction::launch_cac
     return std::nullopt;  // the general path reports it
   if (auto ok = ctx.make_current(); !ok) [[unlikely]]
     return std::unexpected(std::move(ok.error()));
-  fn.cached_.fetch_add(1, std::memory_order_relaxed);
-  return LaunchTicket::drive(ctx, fn, LaunchTicket::of(fn.id_, shape, *block, args.size()), args, stream);
+  if (steady != nullptr) fn.cache_->remember_steady(*steady, *block);
+  return LaunchTicket::drive(ctx, fn, LaunchTicket::of(fn.id_, shape, *block, args.size()), args, stream, true);
+}
+
+std::optional<std::expected<void, diag::Diagnostics>> LoadedFunction::launch_steady(Context& ctx, LoadedFunction& fn,
+                                                                                    const SteadyKey& key,
+                                                                                    std::span<void* const> args,
+                                                                                    CUstream stream) {
+  // As launch_cached, with the front's compact key in place of a LaunchShape.
+  std::array<unsigned, 3> block;
+  if (!fn.cache_->find_steady(key, block)) return std::nullopt;
+  if (ctx.poisoned()) [[unlikely]]
+    return std::nullopt;
+  if (auto ok = ctx.make_current(); !ok) [[unlikely]]
+    return std::unexpected(std::move(ok.error()));
+  return LaunchTicket::drive(ctx, fn, LaunchTicket::of(fn.id_, key, block, args.size()), args, stream, true);
 }
 
 LaunchTicket LaunchTicket::of(uint64_t function_id, const validation::LaunchShape& shape,
@@ -109,6 +126,19 @@ LaunchTicket LaunchTicket::of(uint64_t function_id, const validation::LaunchShap
   t.dynamic_shared_bytes_ = u(shape.dynamic_shared_bytes());
   t.cooperative_ = shape.cooperative();
   t.stream_is_null_ = shape.stream_is_null();
+  t.argument_count_ = argument_count;
+  return t;
+}
+
+LaunchTicket LaunchTicket::of(uint64_t function_id, const SteadyKey& key, const std::array<unsigned, 3>& block,
+                              size_t argument_count) {
+  LaunchTicket t;
+  t.function_id_ = function_id;
+  t.grid_ = key.grid();
+  t.block_ = block;
+  t.dynamic_shared_bytes_ = key.dynamic_shared_bytes();
+  t.cooperative_ = (key.flags() & SteadyKey::kCooperative) != 0;
+  t.stream_is_null_ = (key.flags() & SteadyKey::kNullStream) != 0;
   t.argument_count_ = argument_count;
   return t;
 }
@@ -141,8 +171,9 @@ std::expected<std::unique_ptr<LoadedFunction>, diag::Diagnostics> LoadedFunction
 }
 
 LaunchCounters LoadedFunction::counters() const {
-  return {validated_.load(std::memory_order_relaxed), cached_.load(std::memory_order_relaxed),
-          driver_calls_.load(std::memory_order_relaxed), blocked_.load(std::memory_order_relaxed)};
+  const uint64_t hits_driven = cached_driver_calls_.load(std::memory_order_relaxed);
+  return {validated_.load(std::memory_order_relaxed), cached_.load(std::memory_order_relaxed) + hits_driven,
+          driver_calls_.load(std::memory_order_relaxed) + hits_driven, blocked_.load(std::memory_order_relaxed)};
 }
 
 validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const validation::LaunchPlan& plan,
@@ -179,32 +210,40 @@ validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const vali
 }
 
 /// The driver call of a launch whose shape `ticket` proves launchable: the grid-barrier
-/// word for kernels that need it, then cuLaunchKernel / cuLaunchCooperativeKernel.
-std::expected<void, diag::Diagnostics> LaunchTicket::drive(Context& ctx, LoadedFunction& fn,
+/// word for kernels that need it, then cuLaunchKernel / cuLaunchCooperativeKernel. Inlined, with
+/// drive_table, into the launch paths: the frames a launch returns through after the driver call
+/// are cache lines the driver's own work has evicted.
+[[gnu::always_inline]] inline std::expected<void, diag::Diagnostics> LaunchTicket::drive(Context& ctx, LoadedFunction& fn,
                                                            const LaunchTicket& ticket, std::span<void* const> args,
-                                                           CUstream stream) {
+                                                           CUstream stream, bool cache_hit) {
   // Every path to the driver comes here: the steady path, a cached shape, a ticket, a fresh verdict.
-  if (!fn.aligned_buffers_.empty()) [[unlikely]]
-    if (auto aligned = fn.check_buffer_alignment(args); !aligned) return aligned;
+  if (fn.checks_alignment_) [[unlikely]]
+    if (auto aligned = fn.check_buffer_alignment(args); !aligned) {
+      if (cache_hit) fn.cached_.fetch_add(1, std::memory_order_relaxed);
+      return aligned;
+    }
   // The driver only reads the argument table; a copy is made only to append the barrier word.
-  if (fn.info_.hidden_grid_barrier_param) [[unlikely]] {
+  if (fn.appends_barrier_word_) [[unlikely]] {
     auto word = ctx.grid_barrier_word(stream);
-    if (!word) return std::unexpected(word.error());
+    if (!word) {
+      if (cache_hit) fn.cached_.fetch_add(1, std::memory_order_relaxed);
+      return std::unexpected(word.error());
+    }
     CUdeviceptr barrier_word = *word;
     boost::container::small_vector<void*, kInlineArguments> slots(args.begin(), args.end());
     slots.push_back(&barrier_word);
-    return drive_table(ctx, fn, ticket, slots.data(), stream);
+    return drive_table(ctx, fn, ticket, slots.data(), stream, cache_hit);
   }
-  return drive_table(ctx, fn, ticket, const_cast<void**>(args.data()), stream);
+  return drive_table(ctx, fn, ticket, const_cast<void**>(args.data()), stream, cache_hit);
 }
 
-std::expected<void, diag::Diagnostics> LaunchTicket::drive_table(Context& ctx, LoadedFunction& fn,
+[[gnu::always_inline]] inline std::expected<void, diag::Diagnostics> LaunchTicket::drive_table(Context& ctx, LoadedFunction& fn,
                                                                  const LaunchTicket& ticket, void** table,
-                                                                 CUstream stream) {
+                                                                 CUstream stream, bool cache_hit) {
   const auto& g = ticket.grid_;
   const auto& b = ticket.block_;
   CUresult r;
-  fn.driver_calls_.fetch_add(1, std::memory_order_relaxed);
+  (cache_hit ? fn.cached_driver_calls_ : fn.driver_calls_).fetch_add(1, std::memory_order_relaxed);
   Profiler* profiler = ctx.profiler();
   CUevent profile_start = nullptr;
   if (profiler != nullptr) [[unlikely]]
@@ -254,7 +293,8 @@ std::expected<void, diag::Diagnostics> LoadedFunction::launch_with_shape(Context
                                                                          const validation::LaunchShape& shape,
                                                                          std::span<void* const> args, CUstream stream,
                                                                          diag::Diagnostics* warnings,
-                                                                         LaunchTicket* ticket) {
+                                                                         LaunchTicket* ticket,
+                                                                         const SteadyKey* steady, bool known_miss) {
   if (ctx.poisoned()) [[unlikely]]
     return std::unexpected(ctx.healthy("launch", launch_subject(fn, plan)).error());
   if (auto ok = plan_matches_call(fn, plan, args, stream); !ok) [[unlikely]]
@@ -262,10 +302,9 @@ std::expected<void, diag::Diagnostics> LoadedFunction::launch_with_shape(Context
   if (auto ok = ctx.make_current(); !ok) [[unlikely]]
     return ok;
 
-  std::optional<std::array<unsigned, 3>> block = fn.cache_->find(shape);
-  if (block) [[likely]] {
-    fn.cached_.fetch_add(1, std::memory_order_relaxed);
-  } else {
+  std::optional<std::array<unsigned, 3>> block = known_miss ? std::nullopt : fn.cache_->find(shape);
+  const bool cache_hit = block.has_value();
+  if (!cache_hit) {
     // A fresh validation (~0.1-0.2 us with the driver's occupancy answer, itself cached by
     // block size) costs about what one launch cache insert does.
     validation::Verdict verdict = validate_launch(ctx, fn, plan, stream, warnings != nullptr);
@@ -288,10 +327,11 @@ std::expected<void, diag::Diagnostics> LoadedFunction::launch_with_shape(Context
                                     static_cast<unsigned>(verdict.block[2])};
     fn.cache_->insert(shape, verdict.block);
   }
+  if (steady != nullptr) fn.cache_->remember_steady(*steady, *block);
 
   const LaunchTicket t = LaunchTicket::of(fn.id_, shape, *block, args.size());
   if (ticket != nullptr) *ticket = t;
-  return LaunchTicket::drive(ctx, fn, t, args, stream);
+  return LaunchTicket::drive(ctx, fn, t, args, stream, cache_hit);
 }
 
 std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, LoadedFunction& fn,
@@ -327,8 +367,7 @@ std::expected<void, diag::Diagnostics> LoadedFunction::relaunch(Context& ctx, Lo
   }
   if (auto ok = ctx.make_current(); !ok) [[unlikely]]
     return ok;
-  fn.cached_.fetch_add(1, std::memory_order_relaxed);
-  return LaunchTicket::drive(ctx, fn, ticket, args, stream);
+  return LaunchTicket::drive(ctx, fn, ticket, args, stream, true);
 }
 
 }  // namespace ptxgate::backend

@@ -32,6 +32,7 @@ struct LaunchCounters {
 
 class LoadedFunction;
 class LaunchCache;
+struct SteadyKey;
 
 /// Proof that `launch_cuda_function` validated a launch shape of one function and
 /// found it launchable: the function, the geometry it launched with (block already
@@ -50,18 +51,23 @@ class LaunchTicket {
   /// The ticket of `shape`, validated launchable with `block`.
   static LaunchTicket of(uint64_t function_id, const validation::LaunchShape& shape,
                          const std::array<unsigned, 3>& block, size_t argument_count);
+  /// The same for the shape a SteadyKey stands for.
+  static LaunchTicket of(uint64_t function_id, const SteadyKey& key, const std::array<unsigned, 3>& block,
+                         size_t argument_count);
   /// The driver call (cuLaunchKernel / cuLaunchCooperativeKernel, with the grid-barrier word
   /// when the kernel needs it) of a shape this ticket proves launchable. Private and a member,
   /// so neither a caller nor argument-dependent lookup reaches it: only the bodies of the two
   /// launch_cuda_function overloads (LoadedFunction::launch_with_shape and ::relaunch), after
-  /// their checks, call the driver's launch entry points.
+  /// their checks, call the driver's launch entry points. `cache_hit`: the launch cache knew the
+  /// shape (counted as cached when it reaches the driver or is blocked here).
   [[nodiscard]] static std::expected<void, diag::Diagnostics> drive(Context& ctx, LoadedFunction& fn,
                                                                     const LaunchTicket& ticket,
-                                                                    std::span<void* const> args, CUstream stream);
+                                                                    std::span<void* const> args, CUstream stream,
+                                                                    bool cache_hit);
   /// drive's driver call with the final argument table (the barrier word appended when needed).
   [[nodiscard]] static std::expected<void, diag::Diagnostics> drive_table(Context& ctx, LoadedFunction& fn,
                                                                           const LaunchTicket& ticket, void** table,
-                                                                          CUstream stream);
+                                                                          CUstream stream, bool cache_hit);
   /// The launch this ticket stands for, as a plan (geometry, shared bytes, cooperative), for messages.
   validation::LaunchPlan described() const {
     validation::LaunchPlan p;
@@ -84,7 +90,7 @@ class LaunchTicket {
 /// from cuFuncGetAttribute, and its launch cache (the launchable shapes launch_cuda_function
 /// validated, and the driver's occupancy answers; backend/internal/launch_cache.hpp). Owned by
 /// the loaded module; safe to launch from many threads.
-class LoadedFunction {
+class alignas(64) LoadedFunction {
  public:
   /// Resolves `info.name` in `module` and reads its attributes (NUM_REGS,
   /// SHARED_SIZE_BYTES, LOCAL_SIZE_BYTES, MAX_THREADS_PER_BLOCK).
@@ -120,15 +126,25 @@ class LoadedFunction {
   /// The body of launch_cuda_function(plan), for a caller that already holds the plan's shape:
   /// `shape` must equal validation::LaunchShape::of(plan). Private: only launch_cuda_function
   /// and Kernel::launch (which builds both from one description of its parameters) call it.
+  /// `steady`, when given, is the same shape as Kernel::launch's SteadyKey: a launchable verdict
+  /// makes it the launch cache's front. `known_miss`: the caller just missed the launch cache
+  /// with `shape` (validating without looking again is always correct).
   [[nodiscard]] static std::expected<void, diag::Diagnostics> launch_with_shape(
       Context& ctx, LoadedFunction& fn, const validation::LaunchPlan& plan, const validation::LaunchShape& shape,
-      std::span<void* const> args, CUstream stream, diag::Diagnostics* warnings, LaunchTicket* ticket);
-  /// Kernel::launch's steady path: when the launch cache knows `shape` (built by the caller for
-  /// exactly `args`, no slot null), the launch, as launch_cuda_function(ticket) makes it;
-  /// nothing on a miss or a poisoned context (the caller takes the path that reports them).
+      std::span<void* const> args, CUstream stream, diag::Diagnostics* warnings, LaunchTicket* ticket,
+      const SteadyKey* steady = nullptr, bool known_miss = false);
+  /// Kernel::launch's path for a shape off the front: when the launch cache knows `shape` (built
+  /// by the caller for exactly `args`, no slot null), the launch, as launch_cuda_function(ticket)
+  /// makes it, and `steady` (when given) becomes the front; nothing on a miss or a poisoned
+  /// context (the caller takes the path that reports them).
   [[nodiscard]] static std::optional<std::expected<void, diag::Diagnostics>> launch_cached(
       Context& ctx, LoadedFunction& fn, const validation::LaunchShape& shape, std::span<void* const> args,
-      CUstream stream);
+      CUstream stream, const SteadyKey* steady = nullptr);
+  /// Kernel::launch's steady path: when `key` (built by the caller for exactly `args`, no slot
+  /// null) is the launch cache's front, the launch, as launch_cuda_function(ticket) makes it;
+  /// nothing otherwise or in a poisoned context.
+  [[nodiscard]] static std::optional<std::expected<void, diag::Diagnostics>> launch_steady(
+      Context& ctx, LoadedFunction& fn, const SteadyKey& key, std::span<void* const> args, CUstream stream);
   /// The body of launch_cuda_function(ticket).
   [[nodiscard]] static std::expected<void, diag::Diagnostics> relaunch(Context& ctx, LoadedFunction& fn,
                                                                        const LaunchTicket& ticket,
@@ -138,17 +154,24 @@ class LoadedFunction {
   /// launch cache knows shapes, not addresses, so every launch of such a kernel checks its slots.
   [[gnu::noinline]] [[nodiscard]] std::expected<void, diag::Diagnostics> check_buffer_alignment(
       std::span<void* const> args);
+  // What every launch reads comes first, in one cache line of its own.
   CUfunction handle_ = nullptr;
-  codegen::KernelInfo info_;
-  validation::KernelResources resources_;
-  diag::Location location_;
-  std::atomic<bool> shared_opt_in_done_{false};
-  std::atomic<uint64_t> validated_{0}, cached_{0}, driver_calls_{0}, blocked_{0};
-  std::atomic<uint32_t> log_name_{0};  ///< the name's number in its context's LaunchLog (0: not yet)
   /// Unique for the process lifetime (never reused), so a ticket of a destroyed function is
   /// never taken for one of a new function at the same address.
   const uint64_t id_;
   std::unique_ptr<LaunchCache> cache_;
+  /// Launches the launch cache knew that reached the driver: both cached and driver calls (one
+  /// counter where a steady launch would otherwise count two).
+  std::atomic<uint64_t> cached_driver_calls_{0};
+  std::atomic<uint32_t> log_name_{0};  ///< the name's number in its context's LaunchLog (0: not yet)
+  bool checks_alignment_ = false;      ///< aligned_buffers_ is not empty
+  bool appends_barrier_word_ = false;  ///< info_.hidden_grid_barrier_param
+  std::atomic<bool> shared_opt_in_done_{false};
+  /// Launches that validated, cache hits that did not reach the driver, other driver calls, blocked.
+  std::atomic<uint64_t> validated_{0}, cached_{0}, driver_calls_{0}, blocked_{0};
+  codegen::KernelInfo info_;
+  validation::KernelResources resources_;
+  diag::Location location_;
   /// (parameter index, alignment - 1) of each buffer the kernel accesses with vector loads or
   /// stores (ParamInfo::alignment); empty for every other kernel, which then pays one test.
   std::vector<std::pair<uint32_t, uint64_t>> aligned_buffers_;

@@ -55,7 +55,7 @@ class LaunchLog {
   std::optional<LaunchRecord> find(uint64_t sequence) const;
 
  private:
-  struct Slot {
+  struct alignas(64) Slot {  // a launch writes one cache line
     std::atomic<uint64_t> sequence{0};  ///< 0 while being written
     std::atomic<bool> done{false};
     uint32_t kernel = 0;  ///< intern's number
@@ -66,12 +66,12 @@ class LaunchLog {
   };
   bool read(const Slot& s, LaunchRecord& out) const;
   std::string name_of(uint32_t kernel) const;
-  mutable std::mutex names_mutex_;
-  std::deque<std::string> names_;  ///< intern's number n is names_[n - 1]
-  std::unordered_map<std::string_view, uint32_t> name_numbers_;  ///< views into names_
   std::atomic<uint64_t> next_{0};
   std::atomic<uint64_t> completed_{0};
   std::array<Slot, kSlots> slots_;
+  mutable std::mutex names_mutex_;
+  std::deque<std::string> names_;  ///< intern's number n is names_[n - 1]
+  std::unordered_map<std::string_view, uint32_t> name_numbers_;  ///< views into names_
 };
 
 /// A kernel fault reported by `call` (a sticky error): PG4050 naming the launch that caused it when

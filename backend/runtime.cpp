@@ -7,6 +7,7 @@
 #include <boost/container/small_vector.hpp>
 #include <fmt/format.h>
 
+#include "ptxgate/backend/internal/launch_cache.hpp"
 #include "ptxgate/backend/internal/peer_bridge.hpp"
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/ir/frontend.hpp"
@@ -157,12 +158,26 @@ std::expected<void, diag::Diagnostics> Kernel::fill_plan(validation::LaunchPlan&
 // than 8 bytes too: their bytes come first only on a little-endian host.
 static_assert(std::endian::native == std::endian::little, "the steady launch path assumes a little-endian host");
 
-std::vector<Kernel::SteadyParam> Kernel::steady_params_for(const codegen::KernelInfo& info) {
+std::vector<Kernel::SteadyParam> Kernel::steady_params_for(const codegen::KernelInfo& info, uint32_t& buffers) {
+  const std::vector<SteadyDesc> descs = steady_descs_for(info);
   std::vector<SteadyParam> steady(info.params.size());
+  buffers = 0;
   for (size_t i = 0; i < info.params.size(); ++i) {
     const auto& p = info.params[i];
     steady[i].type = p.type;
+    steady[i].buffer = p.is_buffer;
+    steady[i].steady = descs[i].word != 0;
     steady[i].access = access_mode(p.access);
+    // A kernel of more buffers than a SteadyKey holds never uses its key (launch() checks).
+    if (p.is_buffer) steady[i].buffer_index = static_cast<uint8_t>(buffers++ % SteadyKey::kMaxBuffers);
+  }
+  return steady;
+}
+
+std::vector<Kernel::SteadyDesc> Kernel::steady_descs_for(const codegen::KernelInfo& info) {
+  std::vector<SteadyDesc> steady(info.params.size());
+  for (size_t i = 0; i < info.params.size(); ++i) {
+    const auto& p = info.params[i];
     // The description bind_described leaves for an argument that matches the parameter exactly.
     validation::ArgumentDesc& d = steady[i].desc;
     if (p.is_buffer) {
@@ -198,52 +213,53 @@ std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config
   // Steady path, one pass over the arguments: every argument matches its parameter exactly (a
   // buffer of this context, or untracked device memory, of the parameter's element type or
   // untyped; a scalar of the parameter's type), so the driver's slot is the Arg's own value and
-  // the shape's words are the parameter's precomputed ones. A shape the launch cache knows then
-  // launches by ticket; anything else takes the general path below, which explains itself.
+  // the launch's shape is the configuration plus the buffers' sizes (a SteadyKey). The launch
+  // cache's front holding that key launches it by ticket; another shape the cache knows becomes
+  // the front; anything else takes the general path below, which explains itself.
   const size_t n = args.size();
-  const auto& params = function_->info().params;
-  if (n == params.size() && n <= validation::LaunchShape::kMaxArguments &&
+  if (n == steady_.size() && n <= validation::LaunchShape::kMaxArguments &&
       (stream == nullptr || stream->context() == ctx_.get())) [[likely]] {
     const CUstream s = stream ? stream->handle() : nullptr;
-    validation::LaunchShape shape;
-    shape.start(config.grid, config.block, config.dynamic_shared_bytes,
-                {config.cooperative, config.block_given, true, s == nullptr, ctx_->stream_policy(),
-                 function_->handle() == nullptr});
     std::array<void*, validation::LaunchShape::kMaxArguments> slots;
     // Storage for the tracked accesses, not initialised (a zeroed array costs more than the launch).
     union Accesses {
       Accesses() {}
       BufferAccess items[validation::LaunchShape::kMaxArguments];
     } accesses;
+    SteadyKey key;  // its arrays are written before they are read
     size_t tracked = 0;
     size_t i = 0;
-    uint64_t* words = shape.argument_words(n);  // n <= kMaxArguments: written below, two per argument
     const Context* own = ctx_.get();
+    const SteadyParam* params = steady_.data();
     for (; i < n; ++i) {
       const Arg& a = args[i];
-      const SteadyParam& p = steady_[i];
-      if (p.desc.kind == validation::ArgumentDesc::Kind::buffer) {
+      const SteadyParam p = params[i];
+      if (p.buffer) {
         if (a.kind() != Arg::Kind::buffer || a.bits() == 0 || !element_type_fits(a.type(), p.type) ||
             (a.context() != nullptr && a.context() != own)) [[unlikely]]
           break;
-        const uint64_t bytes = a.buffer_bytes();
-        words[2 * i] = bytes != 0 ? p.word | validation::LaunchShape::kBufferBytesKnown : p.word;
-        words[2 * i + 1] = bytes;
+        key.bytes[p.buffer_index] = a.buffer_bytes();
         if (BufferTrack* t = a.track()) std::construct_at(&accesses.items[tracked++], t, p.access);
       } else {
-        if (a.kind() != Arg::Kind::scalar || a.type() != p.type || p.word == 0) [[unlikely]]
+        if (a.kind() != Arg::Kind::scalar || a.type() != p.type || !p.steady) [[unlikely]]
           break;
-        words[2 * i] = p.word;
-        words[2 * i + 1] = 0;
       }
       slots[i] = const_cast<uint64_t*>(a.value_address());  // the driver only reads it
     }
     if (i == n) [[likely]] {
+      const auto policy = ctx_->stream_policy();
+      const uint32_t flags = (config.cooperative ? SteadyKey::kCooperative : 0) |
+                             (config.block_given ? SteadyKey::kBlockGiven : 0) | (s == nullptr ? SteadyKey::kNullStream : 0) |
+                             (policy == validation::StreamPolicy::require_explicit ? SteadyKey::kRequireExplicit : 0);
+      key.buffers = steady_buffers_;
+      const bool keyed = key.pack(config.grid, config.block, config.dynamic_shared_bytes, flags) &&
+                         steady_buffers_ <= SteadyKey::kMaxBuffers;
       const std::span<void* const> slot_span(slots.data(), n);
       auto go = [&]() -> std::expected<void, diag::Diagnostics> {
-        if (auto launched = LoadedFunction::launch_cached(*ctx_, *function_, shape, slot_span, s)) [[likely]]
-          return std::move(*launched);
-        return launch_new_shape(config, args, shape, slot_span, s);
+        if (keyed) [[likely]]
+          if (auto launched = LoadedFunction::launch_steady(*ctx_, *function_, key, slot_span, s)) [[likely]]
+            return std::move(*launched);
+        return launch_new_shape(config, args, keyed ? &key : nullptr, slot_span, s);
       };
       if (tracked == 0) return go();
       return ctx_->tracker().submit(s, std::span<const BufferAccess>(accesses.items, tracked), go);
@@ -253,19 +269,31 @@ std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config
 }
 
 std::expected<void, diag::Diagnostics> Kernel::launch_new_shape(const LaunchConfig& config, std::span<const Arg> args,
-                                                                const validation::LaunchShape& shape,
-                                                                std::span<void* const> slots, CUstream s) {
-  // Validated through a plan of the same descriptions as the shape's words (so the shape is not
-  // encoded again), then cached for next time.
-  const auto& params = function_->info().params;
+                                                                const SteadyKey* key, std::span<void* const> slots,
+                                                                CUstream s) {
+  // The launch's LaunchShape, from the parameters' precomputed words: a shape the launch cache
+  // knows launches at once; any other is validated through a plan of the same descriptions (so
+  // the shape is not encoded again), then cached. Either way a launchable shape becomes the front.
+  validation::LaunchShape shape;
+  shape.start(config.grid, config.block, config.dynamic_shared_bytes,
+              {config.cooperative, config.block_given, true, s == nullptr, ctx_->stream_policy(),
+               function_->handle() == nullptr});
+  uint64_t* words = shape.argument_words(args.size());  // args.size() <= kMaxArguments (launch checked)
+  for (size_t k = 0; k < args.size(); ++k) {
+    const uint64_t bytes = steady_[k].buffer ? args[k].buffer_bytes() : 0;
+    words[2 * k] = bytes != 0 ? steady_descs_[k].word | validation::LaunchShape::kBufferBytesKnown
+                              : steady_descs_[k].word;
+    words[2 * k + 1] = bytes;
+  }
+  if (auto launched = LoadedFunction::launch_cached(*ctx_, *function_, shape, slots, s, key)) return std::move(*launched);
   validation::LaunchPlan& plan = thread_plan();
   plan_header(plan, config, s);
   plan.arguments.resize(args.size());
   for (size_t k = 0; k < args.size(); ++k) {
-    plan.arguments[k] = steady_[k].desc;
-    if (params[k].is_buffer && args[k].buffer_bytes() != 0) plan.arguments[k].buffer_bytes = args[k].buffer_bytes();
+    plan.arguments[k] = steady_descs_[k].desc;
+    if (steady_[k].buffer && args[k].buffer_bytes() != 0) plan.arguments[k].buffer_bytes = args[k].buffer_bytes();
   }
-  return LoadedFunction::launch_with_shape(*ctx_, *function_, plan, shape, slots, s, nullptr, nullptr);
+  return LoadedFunction::launch_with_shape(*ctx_, *function_, plan, shape, slots, s, nullptr, nullptr, key, true);
 }
 
 std::expected<void, diag::Diagnostics> Kernel::launch_general(const LaunchConfig& config, std::span<const Arg> args,

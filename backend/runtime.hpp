@@ -73,7 +73,7 @@ class Runtime;
 struct LoadedModule;
 
 /// A compiled kernel loaded in the runtime's context. Launch from any thread.
-class Kernel {
+class alignas(64) Kernel {
  public:
   /// Binds `args` to the signature, validates (cached verdict when seen before)
   /// and launches on `stream` (the legacy default stream when null, PG3002 when the stream
@@ -107,27 +107,39 @@ class Kernel {
   Kernel(std::shared_ptr<Context> ctx, std::shared_ptr<const LoadedModule> module, LoadedFunction* function,
          module_cache::CacheOutcome outcome)
       : ctx_(std::move(ctx)),
-        module_(std::move(module)),
         function_(function),
+        steady_(steady_params_for(function->info(), steady_buffers_)),
+        module_(std::move(module)),
         outcome_(outcome),
-        steady_(steady_params_for(function->info())) {}
+        steady_descs_(steady_descs_for(function->info())) {}
+  /// What the steady loop reads of one parameter, in four bytes (16 parameters in one cache line,
+  /// not the larger ParamInfo): the element type (buffers) or value type (scalars), whether it is a
+  /// buffer, whether a scalar of exactly its type has a steady path, the access mode, and a
+  /// buffer's place among the buffer parameters (its size's place in the SteadyKey).
+  struct SteadyParam {
+    ir::Type type = ir::Type::void_;
+    bool buffer = false;
+    bool steady = false;  ///< an argument that matches exactly can take the steady path
+    AccessMode access = AccessMode::write;
+    uint8_t buffer_index = 0;
+  };
   /// One parameter as an argument that matches it exactly leaves it bound: its description (the
   /// plan's) and that description's launch-shape word (0: the parameter has no steady path).
-  struct SteadyParam {
+  struct SteadyDesc {
     validation::ArgumentDesc desc;
     uint64_t word = 0;
-    // The parameter's facts the steady loop reads beyond desc, next to its word (not the larger
-    // ParamInfo): the element type (buffers) or value type (scalars), and the access mode.
-    ir::Type type = ir::Type::void_;
-    AccessMode access = AccessMode::write;
   };
-  static std::vector<SteadyParam> steady_params_for(const codegen::KernelInfo& info);
+  static std::vector<SteadyDesc> steady_descs_for(const codegen::KernelInfo& info);
+  /// `buffers` receives the number of buffer parameters.
+  static std::vector<SteadyParam> steady_params_for(const codegen::KernelInfo& info, uint32_t& buffers);
   /// The plan's fields that come from the configuration and the stream.
   void plan_header(validation::LaunchPlan& plan, const LaunchConfig& config, CUstream stream) const;
   /// launch()'s one-pass path for a shape the launch cache does not know: validates, then launches.
+  /// `key`: the launch's SteadyKey (null when the configuration does not pack), made the launch
+  /// cache's front when the shape is launchable.
   [[gnu::noinline]] [[nodiscard]] std::expected<void, diag::Diagnostics> launch_new_shape(
-      const LaunchConfig& config, std::span<const Arg> args, const validation::LaunchShape& shape,
-      std::span<void* const> slots, CUstream stream);
+      const LaunchConfig& config, std::span<const Arg> args, const SteadyKey* key, std::span<void* const> slots,
+      CUstream stream);
   /// launch() for arguments the steady path does not take: checks every object, explains errors.
   [[nodiscard]] std::expected<void, diag::Diagnostics> launch_general(const LaunchConfig& config,
                                                                       std::span<const Arg> args, const Stream* stream);
@@ -139,11 +151,14 @@ class Kernel {
   [[nodiscard]] std::expected<void, diag::Diagnostics> fill_plan(validation::LaunchPlan& plan, const LaunchConfig& config,
                                                    std::span<const Arg> args, CUstream stream, void** slots,
                                                    BoundSlot* values);
+  // What the steady launch reads (ctx_, function_, steady_buffers_, steady_) first, in one cache line.
   std::shared_ptr<Context> ctx_;
-  std::shared_ptr<const LoadedModule> module_;
   LoadedFunction* function_;
-  module_cache::CacheOutcome outcome_;
+  uint32_t steady_buffers_ = 0;  ///< buffer parameters (steady_params_for sets it: declared before steady_)
   std::vector<SteadyParam> steady_;
+  std::shared_ptr<const LoadedModule> module_;
+  module_cache::CacheOutcome outcome_;
+  std::vector<SteadyDesc> steady_descs_;
 };
 
 /// One device's context, the module cache and the loaded-module tier.

@@ -23,11 +23,13 @@ bool same_stream(const Use& earlier, const Use& later) { return earlier.stream =
 
 }  // namespace
 
-struct BufferTrack : std::enable_shared_from_this<BufferTrack> {
-  MemoryKind kind = MemoryKind::device;
-  uint64_t address = 0;
+// Aligned to a cache line, the history first: a launch's write to a buffer reads and writes one
+// line of it (the writer and the readers' count), a read two.
+struct alignas(64) BufferTrack : std::enable_shared_from_this<BufferTrack> {
   AccessHistory<Use> history;  ///< guarded by the tracker's mutex
   std::atomic<bool> alive{true};
+  MemoryKind kind = MemoryKind::device;
+  uint64_t address = 0;
 };
 
 bool track_alive(const BufferTrack& track) { return track.alive.load(std::memory_order_acquire); }

@@ -69,7 +69,7 @@ struct TrackerCounters {
 /// tracked buffers. Work on one stream never records an event or waits; an event is recorded on
 /// a stream only when another stream (or the host, or a deferred free) needs a point of it, and a
 /// stream waits on another at most once per point it needs.
-class Tracker {
+class alignas(64) Tracker {
  public:
   explicit Tracker(Context& ctx);
   ~Tracker();
@@ -139,16 +139,18 @@ class Tracker {
   void reclaim_locked();
   void free_now(const BufferTrack& track, CUstream stream) noexcept;
 
-  Context& ctx_;
-  std::atomic<bool> enabled_{true};
+  // What a submission reads comes first (the lock, the last stream, the slots, the deferred
+  // frees, the counters): two cache lines.
   mutable std::mutex mutex_;
-  std::vector<std::unique_ptr<Slot>> slots_;  ///< by id; id 0 is the legacy default stream; never reused
-  std::vector<std::pair<CUstream, uint32_t>> live_;  ///< streams not yet destroyed -> slot id
   CUstream last_stream_ = nullptr;
   uint32_t last_id_ = 0;
+  std::atomic<bool> enabled_{true};
+  std::vector<std::unique_ptr<Slot>> slots_;  ///< by id; id 0 is the legacy default stream; never reused
   std::vector<std::unique_ptr<Deferred>> deferred_;
-  uint64_t since_reclaim_ = 0;
   TrackerCounters counters_;
+  uint64_t since_reclaim_ = 0;
+  std::vector<std::pair<CUstream, uint32_t>> live_;  ///< streams not yet destroyed -> slot id
+  Context& ctx_;
 };
 
 }  // namespace ptxgate::backend

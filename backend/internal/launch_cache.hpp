@@ -12,6 +12,36 @@
 
 namespace ptxgate::backend {
 
+/// Kernel::launch's steady shape, compact (backend/runtime.cpp): the configuration packed into four
+/// words and the byte sizes of the buffer arguments, in parameter order. The steady path takes only
+/// arguments that match their parameters exactly, whose LaunchShape words are the parameter's own
+/// fixed words except a buffer's size (and the bit saying it is known, set when it is not 0): so,
+/// for one function, equal keys stand for equal LaunchShapes and get the same verdict.
+struct SteadyKey {
+  /// Kernels with more buffer parameters take the launch cache's LaunchShape path only.
+  static constexpr size_t kMaxBuffers = 8;
+  std::array<uint64_t, 4> header;
+  std::array<uint64_t, kMaxBuffers> bytes;  ///< the first `buffers` are used
+  uint32_t buffers = 0;                     ///< the kernel's buffer parameters (at most kMaxBuffers)
+
+  /// Packs grid, block, dynamic shared bytes and the launch's flags (cooperative, block given,
+  /// null stream, stream policy: 4 bits); false when a value does not fit in 32 bits (such a
+  /// launch is validated and blocked through its LaunchShape).
+  bool pack(const std::array<uint64_t, 3>& grid, const std::array<uint64_t, 3>& block, uint64_t dynamic_shared,
+            uint32_t flags) {
+    const uint64_t wide = (grid[0] | grid[1] | grid[2] | block[0] | block[1] | block[2] | dynamic_shared) >> 32;
+    header = {grid[0] | grid[1] << 32, grid[2] | dynamic_shared << 32, block[0] | block[1] << 32,
+              block[2] | uint64_t{flags} << 32};
+    return wide == 0;
+  }
+  std::array<unsigned, 3> grid() const {
+    return {static_cast<unsigned>(header[0]), static_cast<unsigned>(header[0] >> 32), static_cast<unsigned>(header[1])};
+  }
+  unsigned dynamic_shared_bytes() const { return static_cast<unsigned>(header[1] >> 32); }
+  uint32_t flags() const { return static_cast<uint32_t>(header[3] >> 32); }
+  static constexpr uint32_t kCooperative = 1, kBlockGiven = 2, kNullStream = 4, kRequireExplicit = 8;
+};
+
 /// The launch cache of one LoadedFunction, shared by every thread that launches it:
 ///  * launchable shapes (validation::LaunchShape) with the block they run with (the plan's, or
 ///    @workgroup, or the default), kEntries of them, the oldest replaced first;
@@ -41,7 +71,34 @@ class LaunchCache {
   std::optional<uint32_t> occupancy(uint64_t threads, uint64_t dynamic_shared, bool opt_in) const;
   void remember_occupancy(uint64_t threads, uint64_t dynamic_shared, bool opt_in, uint32_t blocks);
 
+  /// The front of the cache for Kernel::launch's steady path: the last steady shape it launched,
+  /// as a SteadyKey, compared word for word without building a
+  /// LaunchShape (two cache lines where a LaunchShape entry of 16 arguments spans six). A seqlock
+  /// like the entries: a read racing a write misses and takes the LaunchShape path.
+  bool find_steady(const SteadyKey& key, std::array<unsigned, 3>& block) const {
+    const uint64_t sequence = front_.sequence.load(kAcquire);
+    uint64_t differ = (sequence & 1) | uint64_t{sequence == 0};  // being written, or empty
+    for (size_t i = 0; i < 4; ++i) differ |= front_.header[i].load(kAcquire) ^ key.header[i];
+    for (size_t i = 0; i < key.buffers; ++i) differ |= front_.bytes[i].load(kAcquire) ^ key.bytes[i];
+    const uint64_t xy = front_.block_xy.load(kAcquire), z = front_.block_z.load(kAcquire);
+    // The acquire loads above keep this one after them: an unchanged sequence means no write overlapped.
+    if (differ != 0 || front_.sequence.load(std::memory_order_relaxed) != sequence) return false;
+    block = {static_cast<unsigned>(xy), static_cast<unsigned>(xy >> 32), static_cast<unsigned>(z)};
+    return true;
+  }
+  /// Makes `key` (a shape validated launchable, running with `block`) the front. Skipped while
+  /// another thread writes it: the front is only a shortcut.
+  void remember_steady(const SteadyKey& key, const std::array<unsigned, 3>& block);
+
  private:
+  static constexpr auto kAcquire = std::memory_order_acquire;
+  struct alignas(64) Front {
+    std::atomic<uint64_t> sequence{0};  ///< odd while written, 0 while empty
+    std::array<std::atomic<uint64_t>, 4> header{};
+    std::atomic<uint64_t> block_xy{0}, block_z{0};
+    std::array<std::atomic<uint64_t>, SteadyKey::kMaxBuffers> bytes{};
+  };
+  Front front_;
   // An entry's words: [0] sequence (odd while written, 0 while empty), [1] tag, [2] block x | y << 32,
   // [3] block z, then the shape's words.
   static constexpr size_t kEntryHeader = 4;

@@ -375,3 +375,79 @@ TEST_CASE("backend runtime: a foreign kernel's pointer takes a buffer of any ele
   CHECK(scalar.error().items()[0].code == diag::Code::argument_kind_mismatch);
   CHECK(fake_state().launches == 2);
 }
+
+TEST_CASE("backend runtime: the launch cache's front holds the last steady shape; every other shape takes the cache") {
+  testing::reset_fake_state();
+  static DriverApi api = testing::make_fake_driver();
+  auto rt = fake_runtime(api);
+  auto k = rt->compile(example_text("saxpy"), "saxpy", "saxpy.pg");
+  if (!k) FAIL(diag::render_text(k.error()));
+  auto y = rt->allocate(4000), x = rt->allocate(4000);
+  REQUIRE((y && x));
+  fake_state().param_sizes = {8, 8, 4, 4};
+  // Two shapes in turn: each validated once, then found (in the front or behind it) with its own grid.
+  for (int i = 0; i < 6; ++i) {
+    const unsigned grid = i % 2 == 0 ? 4 : 5;
+    REQUIRE((*k)->launch(LaunchConfig::linear(grid, 256), {*y, *x, 2.0f, 1000u}));
+    CHECK(fake_state().last_grid[0] == grid);
+    CHECK(fake_state().last_block[0] == 256);
+  }
+  CHECK((*k)->counters().validated == 2);
+  CHECK((*k)->counters().cached == 4);
+  CHECK((*k)->counters().driver_calls == 6);
+  // The front packs the configuration into 32-bit halves: values past 32 bits never alias a known
+  // shape (grid 2^32 + 4 is not grid 4, dynamic shared 2^32 bytes are not 0); they are validated and blocked.
+  const int launches = fake_state().launches;
+  auto wide_grid = (*k)->launch(LaunchConfig{{(uint64_t{1} << 32) + 4, 1, 1}, {256, 1, 1}, 0, false},
+                                {*y, *x, 2.0f, 1000u});
+  CHECK_FALSE(wide_grid);
+  auto wide_shared = (*k)->launch(LaunchConfig{{4, 1, 1}, {256, 1, 1}, uint64_t{1} << 32, false},
+                                  {*y, *x, 2.0f, 1000u});
+  CHECK_FALSE(wide_shared);
+  CHECK(fake_state().launches == launches);
+  CHECK((*k)->counters().blocked == 2);
+  // The same grid and block launched cooperatively is another shape: validated, and launched cooperatively.
+  REQUIRE((*k)->launch(LaunchConfig::linear(4, 256), {*y, *x, 2.0f, 1000u}));
+  REQUIRE((*k)->launch(LaunchConfig{{4, 1, 1}, {256, 1, 1}, 0, true}, {*y, *x, 2.0f, 1000u}));
+  CHECK(fake_state().cooperative_launches == 1);
+  CHECK((*k)->counters().validated == 5);  // the two shapes, the two blocked launches, the cooperative one
+  REQUIRE((*k)->launch(LaunchConfig::linear(4, 256), {*y, *x, 2.0f, 1000u}));
+  CHECK(fake_state().cooperative_launches == 1);
+  CHECK(fake_state().launches == launches + 2);
+}
+
+TEST_CASE("backend runtime: a kernel of more buffers than the front holds launches steadily through the cache") {
+  testing::reset_fake_state();
+  static DriverApi api = testing::make_fake_driver();
+  auto rt = fake_runtime(api);
+  auto k = rt->compile(R"(kernel many(out y: f32[], in a: f32[], in b: f32[], in c: f32[], in d: f32[], in e: f32[],
+                        in f: f32[], in g: f32[], in h: f32[], n: u32) {
+  let i = global_id.x;
+  if (i < n) { y[i] = a[i] + b[i] + c[i] + d[i] + e[i] + f[i] + g[i] + h[i]; }
+}
+)",
+                       "many", "many.pg");
+  if (!k) FAIL(diag::render_text(k.error()));
+  std::vector<DeviceBuffer> b;
+  for (int i = 0; i < 10; ++i) {
+    auto made = rt->allocate(4096);
+    REQUIRE(made);
+    b.push_back(std::move(*made));
+  }
+  fake_state().param_sizes = {8, 8, 8, 8, 8, 8, 8, 8, 8, 4};
+  for (int round = 0; round < 3; ++round) {
+    const size_t first = round % 2;  // other buffers each round: the values are rebound
+    REQUIRE((*k)->launch(LaunchConfig::linear(4, 256), {b[first], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8],
+                                                        uint32_t(1000 + round)}));
+    CHECK(fake_state().last_params[0] == b[first].pointer());
+    CHECK(fake_state().last_params[8] == b[8].pointer());
+    CHECK(fake_state().last_params[9] == uint64_t(1000 + round));
+  }
+  CHECK((*k)->counters().validated == 1);
+  CHECK((*k)->counters().cached == 2);
+  // A smaller ninth buffer is another shape.
+  auto small = rt->allocate(400);
+  REQUIRE(small);
+  REQUIRE((*k)->launch(LaunchConfig::linear(4, 256), {b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], *small, 100u}));
+  CHECK((*k)->counters().validated == 2);
+}
