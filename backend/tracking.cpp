@@ -23,12 +23,12 @@ bool same_stream(const Use& earlier, const Use& later) { return earlier.stream =
 
 }  // namespace
 
-// Aligned to a cache line, the history first: a launch's write to a buffer reads and writes one
-// line of it (the writer and the readers' count), a read two.
+// Aligned to a cache line, `alive` and the history first: a graph replay's check of the buffer and
+// a write to it read and write one line of it (the flag, the writer and the readers' count), a read two.
 struct alignas(64) BufferTrack : std::enable_shared_from_this<BufferTrack> {
-  AccessHistory<Use> history;  ///< guarded by the tracker's mutex
   std::atomic<bool> alive{true};
   MemoryKind kind = MemoryKind::device;
+  AccessHistory<Use> history;  ///< guarded by the tracker's mutex
   uint64_t address = 0;
 };
 
