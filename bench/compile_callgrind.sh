@@ -26,7 +26,7 @@ for k in "${kernels[@]}"; do
   args=(compile-callgrind --only "$k")
   valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.$k.out" --toggle-collect='*measured_compile*' \
     "$bin" "${args[@]}" >"$out/run.$k.log" 2>"$out/valgrind.$k.log" || { cat "$out/run.$k.log" "$out/valgrind.$k.log" >&2; exit 1; }
-  callgrind_annotate --inclusive=yes "$out/callgrind.$k.out" >"$out/annotate.$k.txt"
+  callgrind_annotate --inclusive=yes --threshold=100 "$out/callgrind.$k.out" >"$out/annotate.$k.txt"
   python3 - "$out/annotate.$k.txt" "$k" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
