@@ -1,4 +1,5 @@
 // ptxgate_gpu_bench: launch overhead, kernel quality, compile latency and validation cost, as JSON result files.
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -6,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "bench_parts.hpp"
+#include "compile_compare.hpp"
 
 using namespace ptxgate::bench;
 namespace fs = std::filesystem;
@@ -59,6 +61,27 @@ int main(int argc, char** argv) {
   compile->add_option("--fresh-processes", co.fresh_processes)->capture_default_str();
   compile->add_flag("--no-gpu", no_gpu, "skip Runtime::compile timings");
   compile->add_option("--only", co.only, "one kernel (saxpy, copy, block_sum, matmul)");
+  std::string compile_twins = PTXGATE_SOURCE_DIR "/bench/cuda";
+  compile->add_option("--twins", compile_twins, "directory of the CUDA C++ twins (NVRTC's cold path)")->capture_default_str();
+  compile->add_option("--cold-repetitions", co.cold_repetitions)->capture_default_str();
+
+  CompareOptions cmp;
+  std::string twins = PTXGATE_SOURCE_DIR "/bench/cuda";
+  auto* compare = app.add_subcommand("compile-compare",
+                                     "text->PTX and ->cubin vs NVRTC on every example and benchmark kernel, per phase; "
+                                     "generated kernels for the size curve; ptxas output vs a recorded baseline (no GPU needed)");
+  add_common(compare);
+  compare->add_option("--twins", twins, "directory of the CUDA C++ twins NAME.cu")->capture_default_str();
+  compare->add_option("--repetitions", cmp.repetitions)->capture_default_str();
+  compare->add_option("--scaling", cmp.scaling, "statement counts of generated kernels, e.g. 250 500 1000 2000");
+  compare->add_option("--scaling-repetitions", cmp.scaling_repetitions)->capture_default_str();
+  compare->add_option("--quality", cmp.quality_file, "ptxas baseline to compare with (bench/compile_quality.json)");
+  compare->add_flag("--write-quality", cmp.write_quality, "record the baseline instead of comparing");
+  compare->add_option("--only", cmp.only, "one kernel");
+
+  auto* counted = app.add_subcommand("compile-callgrind", "internal: one counted text->PTX compile (bench/compile_callgrind.sh)");
+  add_common(counted);
+  counted->add_option("--only", cmp.only, "an example or benchmark kernel, or generated_N")->required();
 
   std::string mode = "cache", source, kernel;
   auto* child = app.add_subcommand("disk-hit", "internal: one disk-cache hit in this fresh process");
@@ -100,12 +123,27 @@ int main(int argc, char** argv) {
     wo.cubin_dir = workload_cubins;
     return run_workloads(wo, out);
   }
+  if (*counted) {
+    cmp.examples_dir = examples;
+    cmp.kernels_dir = kernels;
+    return run_compile_callgrind(cmp);
+  }
+  if (*compare) {
+    ResultFile out(out_path, "compile_compare");
+    cmp.examples_dir = examples;
+    cmp.kernels_dir = kernels;
+    cmp.twins_dir = twins;
+    return run_compile_compare(cmp, out);
+  }
   if (*compile) {
     ResultFile out(out_path, "compile");
     co.examples_dir = examples;
     co.kernels_dir = kernels;
     co.cache_dir = cache_dir;
     co.with_gpu = !no_gpu;
+    co.twins_dir = compile_twins;
+    // The cold path's JIT variant must compile: no hit in the driver's JIT cache (read at cuInit).
+    setenv("CUDA_CACHE_DISABLE", "1", 1);
     std::error_code ec;
     co.self = fs::read_symlink("/proc/self/exe", ec).string();
     return run_compile_latency(co, out);

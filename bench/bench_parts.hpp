@@ -62,8 +62,11 @@ struct CompileOptions {
   size_t fresh_processes = 6;
   bool with_gpu = true;                ///< also time Runtime::compile (needs a driver)
   std::string only;                    ///< one kernel's name; empty: all of them
+  std::filesystem::path twins_dir;     ///< bench/cuda: NVRTC's cold path compiles the twin NAME.cu
+  size_t cold_repetitions = 5;         ///< fresh Runtimes per cold-path variant
 };
-/// text -> PTX, text -> cubin, in-process hits, disk hits in fresh processes.
+/// text -> PTX, text -> cubin, in-process hits, disk hits in fresh processes; with a GPU, the cold path
+/// (text -> loaded module: ptxas's cubin or the driver's JIT) against NVRTC -> cubin -> load.
 int run_compile_latency(const CompileOptions& o, ResultFile& out);
 /// The child side of a fresh-process disk hit, `mode` "cache" (ModuleCache lookup: parse, verify,
 /// key, disk read) or "runtime" (Runtime::compile: the same plus module load); prints one JSON object.

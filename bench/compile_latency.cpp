@@ -1,5 +1,6 @@
 // Compile latency: text -> PTX, text -> cubin, in-process cache hits and disk hits in fresh processes.
 #include "bench_parts.hpp"
+#include "nvrtc.hpp"
 
 #include <cstdio>
 #include <memory>
@@ -36,6 +37,66 @@ std::expected<module_cache::CacheOutcome, std::string> cached_compile(module_cac
 }
 
 Summary single(double v) { return summarize({v}); }
+
+std::unique_ptr<backend::Runtime> fresh_runtime(bool prefer_cubin) {
+  backend::RuntimeOptions ro;
+  ro.cache.use_disk = false;
+  ro.prefer_cubin = prefer_cubin;
+  auto r = backend::Runtime::create(ro);
+  return r ? std::move(*r) : nullptr;
+}
+
+void cold_path(const CompileOptions& o, const KernelSource& ks, const std::string& path, const std::string& text,
+               ResultFile& out, int& status) {
+  const nlohmann::json tag{{"kernel", ks.name}};
+  for (const bool cubin : {true, false}) {
+    const std::string row = cubin ? "compile.cold_cubin_load." + ks.name : "compile.cold_jit_load." + ks.name;
+    std::vector<double> ms;
+    for (size_t i = 0; i < o.cold_repetitions; ++i) {
+      auto rt = fresh_runtime(cubin);
+      if (!rt) break;
+      auto t0 = Clock::now();
+      auto k = rt->compile(text, ks.name, path);
+      double took = ms_between(t0, Clock::now());
+      if (!k) {
+        out.error(row, one_line(k.error()));
+        status = 1;
+        break;
+      }
+      ms.push_back(took);
+    }
+    if (!ms.empty()) out.add(row, "ms", summarize(ms), tag);
+  }
+  const std::filesystem::path twin = o.twins_dir / (ks.name + ".cu");
+  auto nvrtc = Nvrtc::get();
+  auto twin_text = read_text(twin);
+  if (!nvrtc || !twin_text) {
+    out.error("compile.nvrtc_cubin_load." + ks.name, !nvrtc ? nvrtc.error() : twin_text.error());
+    return;
+  }
+  (void)(*nvrtc)->compile(*twin_text, twin.filename().string(), "sm_90", true);  // NVRTC's first-use costs
+  std::vector<double> ms;
+  for (size_t i = 0; i < o.cold_repetitions; ++i) {
+    auto rt = fresh_runtime(true);
+    if (!rt) break;
+    auto t0 = Clock::now();
+    auto cubin = (*nvrtc)->compile(*twin_text, twin.filename().string(), "sm_90", true);
+    if (!cubin) {
+      out.error("compile.nvrtc_cubin_load." + ks.name, cubin.error());
+      status = 1;
+      return;
+    }
+    auto k = rt->load_foreign(*cubin, ks.name, twin.filename().string(), "");
+    double took = ms_between(t0, Clock::now());
+    if (!k) {
+      out.error("compile.nvrtc_cubin_load." + ks.name, one_line(k.error()));
+      status = 1;
+      return;
+    }
+    ms.push_back(took);
+  }
+  if (!ms.empty()) out.add("compile.nvrtc_cubin_load." + ks.name, "ms", summarize(ms), tag);
+}
 
 }  // namespace
 
@@ -168,6 +229,11 @@ int run_compile_latency(const CompileOptions& o, ResultFile& out) {
         });
       }
     }
+    // The cold path: text -> a loaded module in a Runtime that has not seen the kernel (memory-only
+    // caches), ptxas's cubin + cuModuleLoadData or the PTX through the driver's JIT (its cache is off),
+    // against NVRTC -> cubin -> cuModuleLoadData of the CUDA C++ twin; only the compile and load are timed,
+    // `rt` keeps the context alive between the fresh Runtimes.
+    if (rt) cold_path(o, ks, path, *text, out, status);
     // Disk hit in a fresh process: publish the entry here, then time the child's first lookup.
     if (auto warm = cached_compile(disk_cache, path, *text); !warm) {
       out.error("compile.disk_hit." + ks.name, warm.error());

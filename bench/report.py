@@ -60,6 +60,20 @@ def comparisons():
             (f"compile.disk_hit_runtime.{k}", f"compile.nvrtc_cubin.{k}", "speedup", None, None,
              "NVRTC cubin / ptxgate disk hit in a fresh process (incl. module load)"),
         ]
+    # Issue 17, in one process (ptxgate_gpu_bench compile-compare): text -> PTX against NVRTC on every kernel
+    # with a CUDA C++ twin, the rounds interleaved; and the cold path, text -> loaded module in a fresh Runtime.
+    for k in TWINS:
+        c.append((f"compile_cmp.ptx.{k}", f"compile_cmp.nvrtc_ptx.{k}", "speedup", 5.0, ">=",
+                  "NVRTC (CUDA C++ -> PTX) / ptxgate text -> PTX, interleaved in one process"))
+        c.append((f"compile_cmp.cubin.{k}", f"compile_cmp.nvrtc_cubin.{k}", "speedup", None, None,
+                  "NVRTC (-> cubin) / ptxgate text -> cubin (ptxas process)"))
+    for k in ("saxpy", "copy", "block_sum", "matmul"):
+        c += [
+            (f"compile.cold_cubin_load.{k}", f"compile.nvrtc_cubin_load.{k}", "ratio", 1.0, "<=",
+             "cold text -> loaded module, ptxas cubin / NVRTC -> cubin -> load"),
+            (f"compile.cold_jit_load.{k}", f"compile.nvrtc_cubin_load.{k}", "ratio", 1.0, "<=",
+             "cold text -> loaded module, driver JIT of the PTX / NVRTC -> cubin -> load"),
+        ]
     for k in ("copy", "saxpy", "copy4", "saxpy4"):
         # The targets against memcpy apply to the four-elements-per-thread kernels; one element per
         # thread has too few loads in flight per SM to reach the memory system's rate (nvcc's twin
@@ -95,6 +109,10 @@ def comparisons():
                       ">=" if memcpy_target else None, "GB/s ptxgate / GB/s cuMemcpyDtoD (2^28 f32)"))
     return c
 
+
+# The kernels with a CUDA C++ twin in bench/cuda (compile-compare's NVRTC rows).
+TWINS = ("saxpy", "copy", "block_sum", "matmul", "copy4", "saxpy4", "warp_sum", "softmax", "layer_norm", "axpy_half",
+         "bfs", "sgemm")
 
 # The workloads, their unit and the library a user would pick instead.
 WORKLOADS = (("sum", "GB/s"), ("softmax", "GB/s"), ("layer_norm", "GB/s"), ("axpy_f16", "GB/s"),

@@ -75,9 +75,12 @@ if want workloads; then
 fi
 # One process per kernel: a crash in one (see the log) loses only that kernel's rows.
 want compile && for k in saxpy copy block_sum matmul; do
-  step "compile latency $k" 45 bash -c 'bench "$@"' bench compile --only "$k" --examples examples \
-    --kernels bench/kernels --cache-dir "$WORK/compile-cache-$k" --out "$PARTS/compile_$k.json"
+  step "compile latency $k" 60 bash -c 'bench "$@"' bench compile --only "$k" --examples examples \
+    --kernels bench/kernels --twins bench/cuda --cache-dir "$WORK/compile-cache-$k" --out "$PARTS/compile_$k.json"
 done
+# Issue 17: every example and benchmark kernel against NVRTC in one process, per phase, and the size curve.
+want compile && step "compile vs NVRTC" 180 bash -c 'bench "$@"' bench compile-compare --examples examples \
+  --kernels bench/kernels --twins bench/cuda --repetitions 10 --scaling 250 500 1000 --out "$PARTS/compile_compare.json"
 want peers && step "peers (CuPy, Triton, NVRTC)" 150 python3 bench/peers.py --cuda-dir bench/cuda --out "$PARTS/peers.json"
 
 # Generated code next to nvcc's, for the log: resources and SASS of the bandwidth kernels.

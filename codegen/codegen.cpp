@@ -70,6 +70,31 @@ struct Compilation {
   }
 };
 
+/// PG2010 when `module` has more instructions than `options.instruction_budget` at `stage`
+/// ("after inlining", "after optimisation"); the message names the largest function.
+std::expected<void, diag::Diagnostics> check_instruction_budget(const llvm::Module& module, const CodegenOptions& options,
+                                                                std::string_view stage) {
+  if (options.instruction_budget == 0) return {};
+  uint64_t total = 0, largest = 0;
+  std::string_view largest_name;
+  for (const llvm::Function& f : module) {
+    uint64_t count = f.getInstructionCount();
+    total += count;
+    if (count > largest) {
+      largest = count;
+      largest_name = f.getName();
+    }
+  }
+  if (total <= options.instruction_budget) return {};
+  return std::unexpected(single(
+      diag::Code::compile_budget_exceeded,
+      fmt::format("the module has {} LLVM instructions {} ({} in '{}'), more than the compile budget of {}", total,
+                  stage, largest, largest_name, options.instruction_budget),
+      "make the kernel smaller (fewer statements, math calls or constant-trip loops to unroll), or raise the "
+      "budget: ptxgate emit --instruction-budget N, CodegenOptions::instruction_budget (0: no limit; compile time "
+      "grows about linearly with it)"));
+}
+
 /// Lowers, verifies, links libdevice where used, internalises and optimises.
 std::expected<void, diag::Diagnostics> build_optimised_module(Compilation& c, const ir::Module& verified,
                                                               const CodegenOptions& options,
@@ -89,10 +114,18 @@ std::expected<void, diag::Diagnostics> build_optimised_module(Compilation& c, co
     if (auto linked = link_libdevice(*c.module, options.libdevice_path); !linked) return linked;
   }
   internalize_non_kernels(*c.module);
-  if (std::string error; !optimize_module(*c.module, machine, options.opt_level, options.llvm_pipeline, error))
+  std::expected<void, diag::Diagnostics> budget;
+  auto within_budget = [&] {
+    budget = check_instruction_budget(*c.module, options, "after inlining");
+    return budget.has_value();
+  };
+  if (std::string error;
+      !optimize_module(*c.module, machine, options.opt_level, options.llvm_pipeline, within_budget, error))
     return std::unexpected(single(diag::Code::llvm_backend_failure, "cannot build the optimisation pipeline: " + error,
                                   "report this as a ptxgate bug"));
-  return c.llvm_failed("optimisation");
+  if (!budget) return budget;
+  if (auto failed = c.llvm_failed("optimisation"); !failed) return failed;
+  return check_instruction_budget(*c.module, options, "after optimisation");
 }
 
 bool has_stack_objects(const llvm::Module& module) {

@@ -11,6 +11,11 @@
 
 namespace ptxgate::codegen {
 
+/// CodegenOptions::instruction_budget's default: far above every example and benchmark kernel
+/// (the largest, sgemm, has about 900 instructions after optimisation; a generated kernel of
+/// 2000 math statements about 90000), and about a minute of compiling on a slow machine.
+inline constexpr uint64_t kDefaultInstructionBudget = 250000;
+
 struct CodegenOptions {
   std::string target = "sm_90";    ///< one of supported_targets()
   unsigned opt_level = 3;          ///< 0..3
@@ -23,6 +28,11 @@ struct CodegenOptions {
   /// The libdevice.10.bc linked when the module calls math functions; empty: none (then such a
   /// module is PG2002). toolchain::build fills it from toolchain::discover.
   std::string libdevice_path;
+  /// The most LLVM instructions one kernel may have after inlining (libdevice and device
+  /// functions) and again after optimisation (unrolling); more is PG2010 before the expensive
+  /// passes run, instead of minutes of optimisation and instruction selection. Compile time is
+  /// about linear in this count (docs/benchmarks.md "Compile time and kernel size"). 0: no limit.
+  uint64_t instruction_budget = kDefaultInstructionBudget;
 };
 
 struct CompiledModule {

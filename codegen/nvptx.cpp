@@ -2,6 +2,7 @@
 #include "ptxgate/codegen/internal/nvptx.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -140,8 +141,8 @@ std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(const 
 // merge shared-memory loads into ld.shared.v4). On every example and benchmark kernel the
 // ptxas output (registers, size) is the same as with O3 at about two thirds of the instructions
 // executed by the compiler (docs/benchmarks.md).
-const char* const kKernelPipeline =
-    "function(nvvm-reflect,nvvm-intr-range),cgscc(inline),globaldce,"
+const char* const kKernelInlineStage = "function(nvvm-reflect,nvvm-intr-range),cgscc(inline),globaldce";
+const char* const kKernelFunctionStage =
     "function("
     "simplifycfg<keep-loops>,sroa<modify-cfg>,early-cse<>,instcombine<max-iterations=1;no-verify-fixpoint>,"
     "reassociate,"
@@ -152,7 +153,7 @@ const char* const kKernelPipeline =
     "loop-unroll<O3>,infer-alignment,loop-mssa(licm<allowspeculation>),adce,simplifycfg)";
 
 bool optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigned opt_level, bool llvm_pipeline,
-                     std::string& error) {
+                     const std::function<bool()>& after_inlining, std::string& error) {
   llvm::LoopAnalysisManager loops;
   llvm::FunctionAnalysisManager functions;
   llvm::CGSCCAnalysisManager cgscc;
@@ -163,22 +164,28 @@ bool optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigne
   builder.registerFunctionAnalyses(functions);
   builder.registerLoopAnalyses(loops);
   builder.crossRegisterProxies(loops, functions, cgscc, modules);
-  llvm::ModulePassManager pipeline;
   if (opt_level >= 2 && !llvm_pipeline) {
-    if (auto err = builder.parsePassPipeline(pipeline, kKernelPipeline)) {
-      error = llvm::toString(std::move(err));
-      return false;
+    // The kernel pipeline in its two stages, with the caller's check between them.
+    for (const char* stage : {kKernelInlineStage, kKernelFunctionStage}) {
+      llvm::ModulePassManager pipeline;
+      if (auto err = builder.parsePassPipeline(pipeline, stage)) {
+        error = llvm::toString(std::move(err));
+        return false;
+      }
+      pipeline.run(module, modules);
+      if (stage == kKernelInlineStage && !after_inlining()) return true;
     }
-  } else {
-    llvm::OptimizationLevel level = llvm::OptimizationLevel::O3;
-    switch (opt_level) {
-      case 0: level = llvm::OptimizationLevel::O0; break;
-      case 1: level = llvm::OptimizationLevel::O1; break;
-      case 2: level = llvm::OptimizationLevel::O2; break;
-      default: break;
-    }
-    pipeline = opt_level == 0 ? builder.buildO0DefaultPipeline(level) : builder.buildPerModuleDefaultPipeline(level);
+    return true;
   }
+  llvm::OptimizationLevel level = llvm::OptimizationLevel::O3;
+  switch (opt_level) {
+    case 0: level = llvm::OptimizationLevel::O0; break;
+    case 1: level = llvm::OptimizationLevel::O1; break;
+    case 2: level = llvm::OptimizationLevel::O2; break;
+    default: break;
+  }
+  llvm::ModulePassManager pipeline =
+      opt_level == 0 ? builder.buildO0DefaultPipeline(level) : builder.buildPerModuleDefaultPipeline(level);
   pipeline.run(module, modules);
   return true;
 }

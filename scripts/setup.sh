@@ -7,7 +7,7 @@ PACKAGES=(
   llvm-19-dev zlib1g-dev libzstd-dev
   libboost-dev doctest-dev libcli11-dev nlohmann-json3-dev libfmt-dev libxxhash-dev
   python3-pytest python3-numpy
-  clang-19 libclang-rt-19-dev
+  clang-19 libclang-rt-19-dev lld-19
 )
 
 missing=()

@@ -70,6 +70,9 @@ CLI::App* register_emit(CLI::App& app, Runner& runner) {
       ->check(CLI::Range(0, 3));
   cmd->add_flag("--llvm-pipeline", cg.llvm_pipeline,
                 "At -O2/-O3, run LLVM's standard per-module pipeline instead of ptxgate's kernel pipeline");
+  cmd->add_option("--instruction-budget", cg.instruction_budget,
+                  "Most LLVM instructions a module may have after inlining and after optimisation (PG2010 beyond; 0: no limit)")
+      ->default_val(codegen::kDefaultInstructionBudget);
   add_fp_options(cmd, cg.fp_mode);
   cmd->add_option("--libdevice", cg.libdevice_path,
                   "libdevice.10.bc to link math functions from (default: $PTXGATE_LIBDEVICE, $CUDA_HOME, the toolkit)");

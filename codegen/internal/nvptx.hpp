@@ -2,6 +2,7 @@
 #pragma once
 
 #include <expected>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -47,15 +48,18 @@ class TargetMachineLease {
                                                                                       bool short_pointers);
 
 /// ptxgate's optimisation pipeline for kernels at -O2/-O3, in LLVM's textual pass-pipeline
-/// syntax (docs/ir.md "Optimisation" explains the choice of passes).
-extern const char* const kKernelPipeline;
+/// syntax (docs/ir.md "Optimisation" explains the choice of passes), in two stages: NVVM reflect
+/// and inlining (libdevice and device functions), then the per-function passes.
+extern const char* const kKernelInlineStage;
+extern const char* const kKernelFunctionStage;
 
 /// Optimises `module`: at -O0/-O1, and at -O2/-O3 when `llvm_pipeline` is set, LLVM's
 /// default per-module pipeline with the NVPTX callbacks (NVVMReflect, intrinsic ranges)
-/// registered by the target machine; otherwise kKernelPipeline. Returns false (with the
+/// registered by the target machine; otherwise the kernel pipeline, calling `after_inlining`
+/// between its stages and stopping there when it returns false. Returns false (with the
 /// reason in `error`) only if a pipeline cannot be built.
 bool optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigned opt_level, bool llvm_pipeline,
-                     std::string& error);
+                     const std::function<bool()>& after_inlining, std::string& error);
 
 /// Lowers `module` to PTX text with a codegen pipeline built for this module alone:
 /// NVPTXAsmPrinter keeps per-Function state (demoted shared variables) that would go

@@ -35,7 +35,7 @@ _ptxgate() {
   esac
   local options=""
   case "$command" in
-    emit) options="--target --emit -O --opt-level --llvm-pipeline --fp-contract --fast-math --libdevice -o --output" ;;
+    emit) options="--target --emit -O --opt-level --llvm-pipeline --instruction-budget --fp-contract --fast-math --libdevice -o --output" ;;
     check) options="--kernel --signature --grid --block --shared-bytes --cooperative --device-profile --arg --empty-args
                     --null-slot --elements --stream --stream-policy --fp-contract --fast-math" ;;
     occupancy) options="--kernel --device-profile --shared-bytes --fp-contract --fast-math" ;;

@@ -1,0 +1,393 @@
+// Compile speed against NVRTC, per phase, on every example and benchmark kernel; generated kernels for the
+// size curve; ptxas's registers and code size checked against a recorded baseline (no quality traded).
+#include "compile_compare.hpp"
+
+#include <sys/resource.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "nvrtc.hpp"
+#include "ptxgate/codegen/codegen.hpp"
+#include "ptxgate/ir/frontend.hpp"
+#include "ptxgate/toolchain/build.hpp"
+
+namespace ptxgate::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+double thread_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) * 1e3 + double(t.tv_nsec) * 1e-6;
+}
+
+double ms_between(Clock::time_point a, Clock::time_point b) { return ns_between(a, b) * 1e-6; }
+
+/// Peak resident memory of this process so far, MiB.
+double peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_maxrss) / 1024.0;
+}
+
+/// A wall-clock and a thread-CPU sample of one call.
+struct Timed {
+  double wall_ms = 0, cpu_ms = 0;
+};
+
+template <class F>
+auto timed(Timed& t, F&& f) {
+  auto w0 = Clock::now();
+  double c0 = thread_cpu_ms();
+  auto result = f();
+  t.cpu_ms = thread_cpu_ms() - c0;
+  t.wall_ms = ms_between(w0, Clock::now());
+  return result;
+}
+
+struct Series {
+  std::vector<double> wall, cpu;
+  void add(const Timed& t) {
+    wall.push_back(t.wall_ms);
+    cpu.push_back(t.cpu_ms);
+  }
+  double median() const { return summarize(wall).median; }
+  double cpu_median() const { return summarize(cpu).median; }
+};
+
+struct Kernel {
+  std::string name;
+  fs::path source;
+  fs::path twin;  ///< the CUDA C++ twin, when there is one
+};
+
+std::vector<Kernel> kernels_of(const CompareOptions& o) {
+  std::vector<Kernel> out;
+  for (const fs::path& dir : {o.examples_dir, o.kernels_dir}) {
+    std::error_code ec;
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(dir, ec))
+      if (entry.path().extension() == ".pg") files.push_back(entry.path());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      Kernel k{f.stem().string(), f, {}};
+      if (!o.only.empty() && k.name != o.only) continue;
+      if (fs::path twin = o.twins_dir / (k.name + ".cu"); !o.twins_dir.empty() && fs::exists(twin)) k.twin = twin;
+      out.push_back(std::move(k));
+    }
+  }
+  return out;
+}
+
+/// One measured compile: what it produced or why it failed.
+struct Product {
+  std::string error;
+  toolchain::Build build;
+};
+
+Product ptxgate_compile(const std::string& path, const std::string& text, const toolchain::Toolkit& toolkit,
+                        bool cubin, uint64_t budget = codegen::kDefaultInstructionBudget) {
+  Product p;
+  auto loaded = ir::load_module(diag::SourceFile(path, text));
+  if (!loaded) {
+    p.error = one_line(loaded.error());
+    return p;
+  }
+  codegen::CodegenOptions cg;
+  cg.target = "sm_90";
+  cg.instruction_budget = budget;
+  auto built = toolchain::build(loaded->module, cg, toolkit, cubin);
+  if (!built)
+    p.error = one_line(built.error());
+  else
+    p.build = std::move(*built);
+  return p;
+}
+
+/// The phases of one compile, each timed on its own: parse + verify; lowering, libdevice and the
+/// optimisation pipeline (codegen::emit_llvm_ir, which also prints the IR); the whole text -> PTX;
+/// ptxas on that PTX (a child process).
+struct Phases {
+  Series frontend, to_llvm, to_ptx, ptxas;
+};
+
+std::string measure_phases(const std::string& path, const std::string& text, const toolchain::Toolkit& toolkit,
+                           Phases& ph) {
+  Timed t;
+  auto loaded = timed(t, [&] { return ir::load_module(diag::SourceFile(path, text)); });
+  if (!loaded) return one_line(loaded.error());
+  ph.frontend.add(t);
+  codegen::CodegenOptions cg = toolchain::with_toolkit({}, toolkit);
+  cg.target = "sm_90";
+  auto ir_text = timed(t, [&] { return codegen::emit_llvm_ir(loaded->module, cg); });
+  if (!ir_text) return one_line(ir_text.error());
+  ph.to_llvm.add(t);
+  auto ptx = timed(t, [&] { return codegen::compile(loaded->module, cg); });
+  if (!ptx) return one_line(ptx.error());
+  ph.to_ptx.add(t);
+  if (toolkit.ptxas) {
+    auto cubin = timed(t, [&] { return toolchain::assemble(ptx->ptx, "sm_90", toolkit); });
+    if (!cubin) return one_line(cubin.error());
+    ph.ptxas.add(t);
+  }
+  return {};
+}
+
+/// A kernel of `statements` statements, each a libdevice math call on the previous values (the size
+/// curve of issue 17): every call is inlined, so the LLVM module grows linearly with the count.
+std::string generated_kernel(unsigned statements) {
+  static const char* const functions[] = {"sin", "exp", "sqrt", "tanh", "log", "cos"};
+  std::string text = "@workgroup(128)\nkernel gen(out r: f32[], in a: f32[], n: u32) {\n  let i = global_id.x;\n"
+                     "  if (i < n) {\n    let v0 = a[i];\n    let v1 = v0 * 0.5 + 1.0;\n";
+  for (unsigned s = 2; s < statements; ++s)
+    text += fmt::format("    let v{} = {}(abs(v{})) * 0.75 + v{};\n", s, functions[s % 6], s - 1, s - 2);
+  text += fmt::format("    r[i] = v{};\n  }}\n}}\n", std::max(statements, 2u) - 1);
+  return text;
+}
+
+nlohmann::json resources_json(const toolchain::Build& b) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [entry, r] : b.resources)
+    j[entry] = {{"registers", r.registers_per_thread}, {"local_bytes", r.local_bytes},
+                {"static_shared_bytes", r.static_shared_bytes}, {"spill_store_bytes", r.spill_store_bytes},
+                {"barriers", r.barriers}};
+  j["cubin_bytes"] = b.cubin.size();
+  return j;
+}
+
+/// One text -> PTX compile in a function of its own, so that callgrind counts only it
+/// (bench/compile_callgrind.sh: --toggle-collect='*measured_compile*').
+[[gnu::noinline]] Product measured_compile(const std::string& path, const std::string& text,
+                                           const toolchain::Toolkit& toolkit) {
+  return ptxgate_compile(path, text, toolkit, false, /*budget=*/0);
+}
+
+}  // namespace
+
+int run_compile_callgrind(const CompareOptions& o) {
+  std::string text;
+  if (unsigned n = 0; o.only.starts_with("generated_") && (n = unsigned(std::stoul(o.only.substr(10)))) > 0) {
+    text = generated_kernel(n);
+  } else {
+    for (const Kernel& k : kernels_of(o)) {
+      auto t = read_text(k.source);
+      if (t) text = *t;
+    }
+  }
+  if (text.empty()) {
+    fmt::print(stderr, "compile-callgrind: no kernel '{}'\n", o.only);
+    return 1;
+  }
+  const auto toolkit = toolchain::discover();
+  const std::string path = o.only + ".pg";
+  Product warm = ptxgate_compile(path, text, toolkit, false, 0);  // first-use costs stay out of the count
+  Product measured = measured_compile(path, text, toolkit);
+  if (!warm.error.empty() || !measured.error.empty()) {
+    fmt::print(stderr, "compile-callgrind: {}\n", warm.error.empty() ? measured.error : warm.error);
+    return 1;
+  }
+  fmt::print("{}: {} bytes of PTX\n", o.only, measured.build.ptx.size());
+  return 0;
+}
+
+int run_compile_compare(const CompareOptions& o, ResultFile& out) {
+  int status = 0;
+  const auto toolkit = toolchain::discover();
+  const std::string ptxas_version = toolkit.ptxas ? toolchain::ptxas_version(*toolkit.ptxas) : std::string();
+  out.info("llvm_version", codegen::llvm_version());
+  out.info("ptxas_version", ptxas_version);
+  auto nvrtc = Nvrtc::get();
+  if (nvrtc) {
+    out.info("nvrtc", (*nvrtc)->version);
+  } else {
+    out.info("nvrtc", "not available: " + nvrtc.error());
+    fmt::print("NVRTC not available ({}): ptxgate's rows only\n", nvrtc.error());
+  }
+  const size_t reps = o.repetitions;  // 0: the warm-up compile only (the baseline check)
+  nlohmann::json quality = nlohmann::json::object();
+  quality["ptxas_version"] = ptxas_version;
+
+  struct Line {
+    std::string name;
+    double ptx = 0, ptx_cpu = 0, nvrtc_ptx = 0, nvrtc_ptx_cpu = 0, cubin = 0, nvrtc_cubin = 0;
+    double frontend = 0, to_llvm = 0, to_ptx = 0, ptxas = 0;
+  };
+  std::vector<Line> lines;
+  for (const Kernel& k : kernels_of(o)) {
+    auto text = read_text(k.source);
+    if (!text) {
+      out.error("compile_cmp." + k.name, text.error());
+      status = 1;
+      continue;
+    }
+    std::string twin_text;
+    if (!k.twin.empty() && nvrtc) {
+      auto t = read_text(k.twin);
+      if (t) twin_text = *t;
+    }
+    const std::string path = k.source.filename().string();
+    const nlohmann::json tag{{"kernel", k.name}};
+    // Warm-up: first-use costs (target machine, libdevice bytes, NVRTC's own start) stay out.
+    Product first = ptxgate_compile(path, *text, toolkit, /*cubin=*/bool(toolkit.ptxas));
+    if (!first.error.empty()) {
+      out.error("compile_cmp.ptx." + k.name, first.error);
+      status = 1;
+      continue;
+    }
+    quality[k.name] = resources_json(first.build);
+    if (!twin_text.empty()) {
+      if (auto warm = (*nvrtc)->compile(twin_text, k.twin.filename().string(), "compute_90", false); !warm) {
+        out.error("compile_cmp.nvrtc_ptx." + k.name, warm.error());
+        twin_text.clear();
+      }
+    }
+    Series ptx, nvrtc_ptx, cubin, nvrtc_cubin;
+    Phases phases;
+    // Interleaved rounds: a slow moment of the machine hits every variant alike.
+    for (size_t r = 0; r < reps; ++r) {
+      Timed t;
+      Product p = timed(t, [&] { return ptxgate_compile(path, *text, toolkit, false); });
+      if (!p.error.empty()) break;
+      ptx.add(t);
+      if (!twin_text.empty()) {
+        auto n = timed(t, [&] { return (*nvrtc)->compile(twin_text, k.twin.filename().string(), "compute_90", false); });
+        if (n) nvrtc_ptx.add(t);
+      }
+      if (toolkit.ptxas) {
+        Product c = timed(t, [&] { return ptxgate_compile(path, *text, toolkit, true); });
+        if (c.error.empty()) cubin.add(t);
+      }
+      if (!twin_text.empty()) {
+        auto n = timed(t, [&] { return (*nvrtc)->compile(twin_text, k.twin.filename().string(), "sm_90", true); });
+        if (n) nvrtc_cubin.add(t);
+      }
+      if (std::string e = measure_phases(path, *text, toolkit, phases); !e.empty()) {
+        out.error("compile_cmp.phases." + k.name, e);
+        status = 1;
+        break;
+      }
+    }
+    auto add = [&](const std::string& row, const std::vector<double>& v) {
+      if (!v.empty()) out.add("compile_cmp." + row + "." + k.name, "ms", summarize(v), tag);
+    };
+    add("ptx", ptx.wall);
+    add("ptx_cpu", ptx.cpu);
+    add("nvrtc_ptx", nvrtc_ptx.wall);
+    add("nvrtc_ptx_cpu", nvrtc_ptx.cpu);
+    add("cubin", cubin.wall);
+    add("nvrtc_cubin", nvrtc_cubin.wall);
+    add("phase_frontend", phases.frontend.wall);
+    add("phase_to_llvm", phases.to_llvm.wall);
+    add("phase_to_ptx", phases.to_ptx.wall);
+    add("phase_ptxas", phases.ptxas.wall);
+    Line line{k.name};
+    line.ptx = ptx.median();
+    line.ptx_cpu = ptx.cpu_median();
+    line.nvrtc_ptx = nvrtc_ptx.median();
+    line.nvrtc_ptx_cpu = nvrtc_ptx.cpu_median();
+    line.cubin = cubin.median();
+    line.nvrtc_cubin = nvrtc_cubin.median();
+    line.frontend = phases.frontend.median();
+    line.to_llvm = phases.to_llvm.median();
+    line.to_ptx = phases.to_ptx.median();
+    line.ptxas = phases.ptxas.median();
+    lines.push_back(line);
+  }
+
+  if (reps == 0) lines.clear();
+  auto ratio = [](double peer, double ours) { return ours > 0 && peer > 0 ? fmt::format("{:.2f}", peer / ours) : std::string("-"); };
+  if (!lines.empty()) {
+    fmt::print("\ntext -> PTX and -> cubin, ptxgate vs NVRTC on the CUDA C++ twin, median of {} interleaved rounds (ms, wall;\n"
+               "cpu = the compiling thread's CPU time). Target: NVRTC/ptxgate >= 5 for PTX.\n\n", reps);
+    fmt::print("| {:<12} | {:>9} | {:>9} | {:>8} | {:>9} | {:>9} | {:>8} | {:>9} | {:>11} | {:>7} |\n", "kernel", "ptxgate", "NVRTC",
+               "ratio", "cpu pg", "cpu NVRTC", "cpu rat.", "cubin pg", "cubin NVRTC", "ratio");
+    fmt::print("|{:-<14}|{:->11}|{:->11}|{:->10}|{:->11}|{:->11}|{:->10}|{:->11}|{:->13}|{:->9}|\n", "", "", "", "", "", "", "", "", "", "");
+    for (const auto& l : lines)
+      fmt::print("| {:<12} | {:>9.2f} | {:>9.2f} | {:>8} | {:>9.2f} | {:>9.2f} | {:>8} | {:>9.2f} | {:>11.2f} | {:>7} |\n", l.name,
+                 l.ptx, l.nvrtc_ptx, ratio(l.nvrtc_ptx, l.ptx), l.ptx_cpu, l.nvrtc_ptx_cpu, ratio(l.nvrtc_ptx_cpu, l.ptx_cpu),
+                 l.cubin, l.nvrtc_cubin, ratio(l.nvrtc_cubin, l.cubin));
+    fmt::print("\nphases (ms, wall, each timed alone): parse+verify; lower+libdevice+optimise (+ printing the IR);\n"
+               "the whole text -> PTX; ptxas (child process) on that PTX\n\n");
+    fmt::print("| {:<12} | {:>12} | {:>14} | {:>12} | {:>9} |\n", "kernel", "parse+verify", "to LLVM IR", "text -> PTX", "ptxas");
+    fmt::print("|{:-<14}|{:->14}|{:->16}|{:->14}|{:->11}|\n", "", "", "", "", "");
+    for (const auto& l : lines)
+      fmt::print("| {:<12} | {:>12.3f} | {:>14.3f} | {:>12.3f} | {:>9.2f} |\n", l.name, l.frontend, l.to_llvm, l.to_ptx, l.ptxas);
+  }
+
+  // The size curve: generated kernels, each compiled `reps` times (at least once), largest last so that the
+  // process's peak memory after each is that size's peak.
+  if (!o.scaling.empty()) {
+    fmt::print("\ngenerated kernels (a libdevice math call per statement): text -> PTX, ms (wall, cpu), peak RSS\n\n");
+    fmt::print("| {:>10} | {:>10} | {:>10} | {:>14} | {:>13} |\n", "statements", "wall ms", "cpu ms", "cpu ms / stmt", "peak RSS MiB");
+    fmt::print("|{:->12}|{:->12}|{:->12}|{:->16}|{:->15}|\n", "", "", "", "", "");
+    std::vector<unsigned> sizes = o.scaling;
+    std::sort(sizes.begin(), sizes.end());
+    for (unsigned n : sizes) {
+      const std::string text = generated_kernel(n);
+      const std::string name = fmt::format("generated_{}", n);
+      Series s;
+      for (size_t r = 0; r < std::max<size_t>(1, o.scaling_repetitions); ++r) {
+        Timed t;
+        Product p = timed(t, [&] { return ptxgate_compile(name + ".pg", text, toolkit, false, /*budget=*/0); });
+        if (!p.error.empty()) {
+          out.error("compile_cmp.ptx." + name, p.error);
+          status = 1;
+          break;
+        }
+        s.add(t);
+      }
+      if (s.wall.empty()) continue;
+      const double rss = peak_rss_mib();
+      out.add("compile_cmp.ptx." + name, "ms", summarize(s.wall), {{"statements", n}});
+      out.add("compile_cmp.ptx_cpu." + name, "ms", summarize(s.cpu), {{"statements", n}});
+      out.add("compile_cmp.peak_rss." + name, "MiB", summarize({rss}), {{"statements", n}});
+      fmt::print("| {:>10} | {:>10.1f} | {:>10.1f} | {:>14.3f} | {:>13.0f} |\n", n, s.median(), s.cpu_median(),
+                 s.cpu_median() / n, rss);
+    }
+  }
+
+  // No quality traded for speed: ptxas's registers, local and shared memory, spills and the cubin's size
+  // per kernel, against the recorded baseline (written with --write-quality). Another ptxas: no comparison.
+  if (!o.quality_file.empty() && toolkit.ptxas) {
+    if (o.write_quality) {
+      std::ofstream(o.quality_file) << quality.dump(2) << "\n";
+      fmt::print("\nwrote the ptxas baseline of {} kernels to {}\n", quality.size() - 1, o.quality_file.string());
+    } else {
+      auto recorded_text = read_text(o.quality_file);
+      auto recorded = recorded_text ? nlohmann::json::parse(*recorded_text, nullptr, false) : nlohmann::json();
+      if (!recorded_text || recorded.is_discarded()) {
+        out.error("compile_cmp.quality", "cannot read the baseline " + o.quality_file.string());
+        status = 1;
+      } else if (recorded.value("ptxas_version", "") != ptxas_version) {
+        fmt::print("\nptxas baseline not compared: recorded with '{}', this is '{}'\n",
+                   recorded.value("ptxas_version", ""), ptxas_version);
+      } else {
+        size_t same = 0;
+        for (const auto& [name, now] : quality.items()) {
+          if (name == "ptxas_version") continue;
+          if (!recorded.contains(name)) {
+            fmt::print("quality: {} has no recorded baseline (--write-quality records it)\n", name);
+            continue;
+          }
+          if (recorded[name] != now) {
+            out.error("compile_cmp.quality." + name,
+                      fmt::format("ptxas output changed: recorded {}, now {}", recorded[name].dump(), now.dump()));
+            status = 1;
+          } else {
+            ++same;
+          }
+        }
+        fmt::print("\nquality: {} kernels with the recorded registers, memory and cubin size\n", same);
+      }
+    }
+  }
+  return status;
+}
+
+}  // namespace ptxgate::bench

@@ -1,0 +1,29 @@
+// NVRTC, the peer of the compile benchmarks: CUDA C++ -> PTX or cubin in-process, opened at run time.
+#pragma once
+
+#include <expected>
+#include <string>
+
+namespace ptxgate::bench {
+
+/// The toolkit's libnvrtc (toolchain::find_toolkit_library), opened once per process; nothing links it.
+class Nvrtc {
+ public:
+  /// Opens it, or says why not (not found, a symbol missing).
+  [[nodiscard]] static std::expected<const Nvrtc*, std::string> get();
+
+  /// Compiles `source` (named `name` in messages) for `-arch=compute_XX` (PTX) or `-arch=sm_XX`
+  /// (cubin, NVRTC's in-process ptxas), with the toolkit's include directory; the product or the log.
+  [[nodiscard]] std::expected<std::string, std::string> compile(const std::string& source, const std::string& name,
+                                                                const std::string& arch, bool cubin) const;
+
+  std::string version;        ///< "13.0"
+  std::string include_dir;    ///< the toolkit's include/ (cuda_fp16.h, cuda_bf16.h)
+
+  struct Api;                 ///< the entry points, resolved once
+
+ private:
+  const Api* api_ = nullptr;
+};
+
+}  // namespace ptxgate::bench
