@@ -413,6 +413,24 @@ class KernelLowering {
     builder_.SetInsertPoint(exit);
   }
 
+  /// The loop metadata of `unroll` (factor 0: llvm.loop.unroll.full) and `unroll(N)`
+  /// (llvm.loop.unroll.count N; N = 1: llvm.loop.unroll.disable, which NVPTX passes on to ptxas as
+  /// .pragma "nounroll").
+  llvm::MDNode* unroll_metadata(uint32_t factor) {
+    llvm::Metadata* hint = nullptr;
+    if (factor == 0) {
+      hint = llvm::MDNode::get(context_, llvm::MDString::get(context_, "llvm.loop.unroll.full"));
+    } else if (factor == 1) {
+      hint = llvm::MDNode::get(context_, llvm::MDString::get(context_, "llvm.loop.unroll.disable"));
+    } else {
+      hint = llvm::MDNode::get(context_, {llvm::MDString::get(context_, "llvm.loop.unroll.count"),
+                                          llvm::ConstantAsMetadata::get(builder_.getInt32(factor))});
+    }
+    llvm::MDNode* loop = llvm::MDNode::getDistinct(context_, {nullptr, hint});
+    loop->replaceOperandWith(0, loop);
+    return loop;
+  }
+
   /// for v in lo..hi [step s]: bounds evaluated once; the latch never wraps past hi.
   void for_statement(const ir::Stmt& s) {
     const ir::Symbol& symbol = declared_symbol(s);
@@ -454,7 +472,8 @@ class KernelLowering {
       next = builder_.CreateAdd(current, step, s.name + ".next");
     }
     builder_.CreateStore(next, slot);
-    builder_.CreateCondBr(more, body, exit);
+    llvm::BranchInst* back = builder_.CreateCondBr(more, body, exit);
+    if (s.unroll) back->setMetadata(llvm::LLVMContext::MD_loop, unroll_metadata(s.unroll_factor));
     exit->moveAfter(latch);
     builder_.SetInsertPoint(exit);
   }

@@ -183,7 +183,7 @@ enum class StmtKind : uint8_t {
   assign,       ///< target = value  (target is a name or index expression)
   if_,          ///< if (cond) then_body [else else_body]
   while_,       ///< while (cond) body
-  for_,         ///< for name in lo..hi [step s] body
+  for_,         ///< for name in lo..hi [step s] [unroll | unroll(n)] body
   break_, continue_, return_,
   expr,         ///< expression statement (a call)
   block,        ///< { body }
@@ -201,6 +201,9 @@ struct Stmt {
   ExprPtr target;                   ///< assign
   ExprPtr value;                    ///< let/var init, assign rhs, if/while cond, expr stmt, shared size
   ExprPtr lo, hi, step;             ///< for (step may be null)
+  bool unroll = false;              ///< for: `unroll` or `unroll(N)` written after the bounds
+  ExprPtr unroll_count;             ///< for: N of `unroll(N)`; null for `unroll` (completely)
+  uint32_t unroll_factor = 0;       ///< for: N, set by the verifier; 0 with `unroll`: completely
   std::vector<std::unique_ptr<Stmt>> body;       ///< if-then, while, for, block
   std::vector<std::unique_ptr<Stmt>> else_body;  ///< if-else (an `else if` is one nested if_ stmt)
   bool has_else = false;

@@ -1,6 +1,8 @@
 // Builder API: expression handles, statement and kernel builders producing an ir::Module.
 #include "ptxgate/ir/builder.hpp"
 
+#include <stdexcept>
+
 namespace ptxgate::ir {
 
 namespace {
@@ -336,6 +338,15 @@ BlockBuilder& BlockBuilder::for_(std::string var, Ex lo, Ex hi, const BodyFn& bo
 BlockBuilder& BlockBuilder::for_(std::string var, Ex lo, Ex hi, Ex step, const BodyFn& body) {
   for_(std::move(var), std::move(lo), std::move(hi), body);
   out_->back()->step = std::move(step).take();
+  return *this;
+}
+
+BlockBuilder& BlockBuilder::unroll(uint32_t count) {
+  if (out_->empty() || !out_->back() || out_->back()->kind != StmtKind::for_)
+    throw std::logic_error("BlockBuilder::unroll: the last statement is not a for loop");
+  Stmt& s = *out_->back();
+  s.unroll = true;
+  s.unroll_count = count == 0 ? nullptr : Ex(static_cast<int64_t>(count)).take();
   return *this;
 }
 

@@ -184,6 +184,9 @@ class BlockBuilder : public ExprFactory {
   BlockBuilder& for_(std::string var, Ex lo, Ex hi, const BodyFn& body);
   /// `for var in lo..hi step step { body }`.
   BlockBuilder& for_(std::string var, Ex lo, Ex hi, Ex step, const BodyFn& body);
+  /// Marks the `for` loop appended last `unroll` (count 0: completely) or `unroll(count)`;
+  /// std::logic_error when the last statement is not a `for` loop.
+  BlockBuilder& unroll(uint32_t count = 0);
   BlockBuilder& break_();
   BlockBuilder& continue_();
   BlockBuilder& return_();

@@ -575,6 +575,14 @@ class Parser {
       advance();
       s->step = parse_expr();
     }
+    if (at_word("unroll")) {
+      advance();
+      s->unroll = true;
+      if (accept(TokenKind::l_paren)) {
+        s->unroll_count = parse_expr();
+        expect(TokenKind::r_paren, "after the unroll count", "write 'unroll(4)', or 'unroll' to unroll completely");
+      }
+    }
     parse_block_into(s->body, "the 'for' body");
     return s;
   }

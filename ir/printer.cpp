@@ -169,6 +169,14 @@ class Printer {
           out += " step ";
           expr(*s.step, 0);
         }
+        if (s.unroll) {
+          out += " unroll";
+          if (s.unroll_count) {
+            out += '(';
+            expr(*s.unroll_count, 0);
+            out += ')';
+          }
+        }
         out += ' ';
         block(s.body);
         break;

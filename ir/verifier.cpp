@@ -560,12 +560,58 @@ void KernelChecker::check_for(Stmt& s) {
       concrete(*s.step);
     }
   }
+  if (s.unroll) check_unroll(s, type);
   push_scope();
   s.symbol = declare(SymbolKind::loop_var, s.name, s.name_range, type, &s);
   ++loop_depth_;
   check_block(s.body);
   --loop_depth_;
   pop_scope();
+}
+
+/// `unroll(N)`: N a constant in 1..kMaxUnroll. `unroll`: bounds and step constant, at most kMaxUnroll
+/// iterations (a bound on what one loop may add to a compile).
+void KernelChecker::check_unroll(Stmt& s, Type type) {
+  constexpr __int128 kMaxUnroll = 1024;
+  if (s.unroll_count) {
+    Type t = value(*s.unroll_count);
+    if (t == Type::error) return;
+    std::optional<__int128> n =
+        t == Type::int_literal || is_integer(t) ? eval_int_constant(*s.unroll_count) : std::nullopt;
+    if (!n || *n < 1 || *n > kMaxUnroll) {
+      if (is_literal(t)) concrete(*s.unroll_count);
+      reporter_.report(diag::Code::invalid_unroll, s.unroll_count->range,
+                       n ? fmt::format("the loop over '{}' is unrolled {} times; the count must be 1..{}", s.name,
+                                       int128_text(*n), int128_text(kMaxUnroll))
+                         : fmt::format("the unroll count of the loop over '{}' is not a constant integer expression",
+                                       s.name),
+                       "write a count from 1 (do not unroll) to 1024 with literals and module constants, e.g. "
+                       "unroll(4)");
+      return;
+    }
+    if (t == Type::int_literal) coerce(*s.unroll_count, Type::u32);
+    s.unroll_factor = static_cast<uint32_t>(*n);
+    return;
+  }
+  if (type == Type::error) return;
+  std::optional<__int128> lo = eval_int_constant(*s.lo), hi = eval_int_constant(*s.hi);
+  std::optional<__int128> step = s.step ? eval_int_constant(*s.step) : std::optional<__int128>(1);
+  if (!lo || !hi || !step) {
+    reporter_.report(diag::Code::unroll_unknown_trip_count, s.range,
+                     fmt::format("the loop over '{}' is unrolled completely, but its {} not constant, so its "
+                                 "iteration count is not known when it is compiled",
+                                 s.name, !lo || !hi ? "bounds are" : "step is"),
+                     "unroll by a constant factor instead, e.g. 'unroll(4)', or write the bounds and the step with "
+                     "literals and module constants");
+    return;
+  }
+  const __int128 trips = *hi > *lo && *step > 0 ? (*hi - *lo + *step - 1) / *step : 0;
+  if (trips > kMaxUnroll)
+    reporter_.report(diag::Code::invalid_unroll, s.range,
+                     fmt::format("unrolling the loop over '{}' completely repeats its body {} times; at most {} are "
+                                 "allowed",
+                                 s.name, int128_text(trips), int128_text(kMaxUnroll)),
+                     "unroll by a factor instead, e.g. 'unroll(8)'");
 }
 
 void KernelChecker::check_condition(Expr& cond, std::string_view statement) {

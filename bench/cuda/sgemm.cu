@@ -4,6 +4,8 @@
 // global loads, a double-buffered shared tile (the next tile's global loads in flight during the
 // current tile's 512 FMAs), A stored transposed. Requires n % 4 == 0 and k % 4 == 0 (float4 alignment);
 // m, n, k need not be multiples of the tile. Launch: grid (ceil(n / 128), ceil(m / 128)), block 256.
+// The eight k-steps of a tile are unrolled; nvcc's ptxas issues the next tile's global loads before
+// them without help (the .pg twin needs fence_block() after its loads for that, see its header).
 extern "C" __global__ void __launch_bounds__(256) sgemm(float* c, const float* a, const float* b, unsigned m,
                                                         unsigned n, unsigned k) {
   __shared__ __align__(16) float As[2][8][128];

@@ -98,6 +98,7 @@ class KernelChecker {
   void check_decl(Stmt& s);
   void check_assign(Stmt& s);
   void check_for(Stmt& s);
+  void check_unroll(Stmt& s, Type type);
   void check_shared(Stmt& s);
   void check_local_array(Stmt& s);
   /// The value of a constant array size (shared or local), or nullopt after reporting `code`.

@@ -3,6 +3,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "ptxgate/ir/builder.hpp"
 #include "ptxgate/ir/parser.hpp"
@@ -151,4 +152,25 @@ TEST_CASE("builder: expression handles, literals and control flow") {
   ParseResult reparsed = parse(file);
   CHECK(reparsed.diagnostics.empty());
   CHECK(print(reparsed.module) == text);
+}
+
+TEST_CASE("builder: unroll marks the loop appended last") {
+  ModuleBuilder mb;
+  auto& k = mb.kernel("k");
+  k.buffer("y", Access::inout, Type::f32).scalar("n", Type::u32);
+  k.for_("i", 0, 8, [](BlockBuilder& b) { b.assign(b.index("y", b.name("i")), 1.0); }).unroll();
+  k.for_("j", 0, k.name("n"), 2, [](BlockBuilder& b) { b.assign(b.index("y", b.name("j")), 2.0); }).unroll(4);
+  CHECK(print(mb.take()) ==
+        "kernel k(inout y: f32[], n: u32) {\n"
+        "  for i in 0..8 unroll {\n"
+        "    y[i] = 1.0;\n"
+        "  }\n"
+        "  for j in 0..n step 2 unroll(4) {\n"
+        "    y[j] = 2.0;\n"
+        "  }\n"
+        "}\n");
+  ModuleBuilder other;
+  auto& k2 = other.kernel("k");
+  k2.var_("x", Type::f32);
+  CHECK_THROWS_AS(k2.unroll(), std::logic_error);
 }

@@ -380,3 +380,30 @@ TEST_CASE("codegen: shared memory is addressed with 32-bit registers; local memo
   REQUIRE_FALSE(unoptimised.empty());
   for (const auto& address : unoptimised) CHECK_MESSAGE(address.starts_with("[%rd"), address);
 }
+
+TEST_CASE("codegen: unroll copies a loop body, unroll(N) by a factor, unroll(1) tells ptxas not to") {
+  auto count = [](const std::string& text, const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+    return n;
+  };
+  // 16 steps of 8 fmas each (too large for the optimiser's own threshold to unroll completely).
+  auto source = [](const std::string& annotation) {
+    return "@workgroup(64)\nkernel k(inout y: f32[], in x: f32[]) {\n  var acc: f32[8];\n"
+           "  for s in 0..16 " + annotation + " {\n"
+           "    let v = x[thread_id.x * 16 + s];\n"
+           "    for j in 0..8 { acc[j] = fma(v, x[s * 8 + j], acc[j]); }\n  }\n"
+           "  for j in 0..8 { y[thread_id.x * 8 + j] = acc[j]; }\n}\n";
+  };
+  const auto plain = compile_text(source("")).ptx;
+  const auto full = compile_text(source("unroll")).ptx;
+  const auto by_two = compile_text(source("unroll(2)")).ptx;
+  const auto none = compile_text(source("unroll(1)")).ptx;
+  CHECK(count(full, "fma.rn.f32") == 16 * 8);
+  CHECK(count(by_two, "fma.rn.f32") == 2 * 8);
+  CHECK(count(plain, "fma.rn.f32") < 16 * 8);
+  CHECK_FALSE(contains(full, "bra"));  // no loop left
+  CHECK(count(none, "fma.rn.f32") == 8);
+  CHECK(contains(none, ".pragma \"nounroll\""));
+  CHECK_FALSE(contains(plain, ".pragma \"nounroll\""));
+}

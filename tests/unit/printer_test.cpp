@@ -128,3 +128,16 @@ TEST_CASE("printer: literals keep their spelling; built floats stay floats") {
   }
   CHECK(print(r.module) == text);
 }
+
+TEST_CASE("printer: unroll and unroll(N) after the bounds and the step") {
+  CHECK(canonical("kernel k(n: u32) { for i in 0..8  unroll {} for j in 0..n step 2 unroll( 4 ) {} }") ==
+        "kernel k(n: u32) {\n"
+        "  for i in 0..8 unroll {\n"
+        "  }\n"
+        "  for j in 0..n step 2 unroll(4) {\n"
+        "  }\n"
+        "}\n");
+  // A loop bound may still be a variable named unroll.
+  CHECK(canonical("kernel k(unroll: u32) { for i in 0..unroll unroll(unroll) {} }") ==
+        "kernel k(unroll: u32) {\n  for i in 0..unroll unroll(unroll) {\n  }\n}\n");
+}
