@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "ptxgate/backend/context.hpp"
+#include "ptxgate/backend/tensor_map.hpp"
 
 namespace ptxgate::backend {
 
@@ -33,7 +34,11 @@ Arg Arg::device_pointer(uint64_t pointer, uint64_t size_bytes) {
   return a;
 }
 
+Arg::Arg(const TensorMap& map)
+    : kind_(Kind::tensor_map), type_(ir::Type::tensor_map), bits_(reinterpret_cast<uint64_t>(map.words.data())) {}
+
 std::string Arg::describe() const {
+  if (kind_ == Kind::tensor_map) return "a tensor map";
   if (kind_ == Kind::buffer) {
     if (type_ == ir::Type::void_) return fmt::format("a buffer of {} bytes", buffer_bytes_);
     return fmt::format("a buffer of {} ({} bytes)", ir::type_name(type_), buffer_bytes_);
@@ -96,6 +101,21 @@ std::expected<BoundSlot, diag::Diagnostics> bind_argument(const Arg& arg, const 
                            : fmt::format("an {} scalar", ir::type_name(param.type));
   };
   BoundSlot slot;
+  const bool map_param = !param.is_buffer && param.type == ir::Type::tensor_map;
+  if (map_param != (arg.kind() == Arg::Kind::tensor_map)) {
+    return std::unexpected(bind_error(
+        diag::Code::tensor_map_argument_mismatch,
+        fmt::format("{} is {}, but the parameter is {}", where(), arg.describe(),
+                    map_param ? "a tensor_map" : expected()),
+        map_param ? fmt::format("pass a tensor map (backend::encode_tensor_map over the tensor's buffer) for '{}'",
+                                param.name)
+                  : fmt::format("pass {} for '{}'; tensor maps bind to `tensor_map` parameters only", expected(),
+                                param.name)));
+  }
+  if (map_param) {
+    slot.size = 128;
+    return slot;
+  }
   if (param.is_buffer != (arg.kind() == Arg::Kind::buffer)) {
     return std::unexpected(bind_error(diag::Code::argument_kind_mismatch,
                                       fmt::format("{} is {}, but the parameter is {}", where(), arg.describe(), expected()),

@@ -17,6 +17,7 @@ namespace ptxgate::backend {
 class Context;
 class DeviceBuffer;
 struct BufferTrack;
+struct TensorMap;
 
 /// A kernel argument as the caller supplies it: `{y, x, 2.0f, n}` where y and x
 /// are DeviceBuffers. Scalars keep their C++ type; binding checks it against the
@@ -24,13 +25,17 @@ struct BufferTrack;
 /// the value fits the parameter's type).
 class Arg {
  public:
-  enum class Kind : uint8_t { buffer, scalar };
+  /// tensor_map (Hopper): an encoded TMA descriptor for a `tensor_map` parameter, by value.
+  enum class Kind : uint8_t { buffer, scalar, tensor_map };
 
   /// The whole buffer, of the buffer's element type.
   Arg(const DeviceBuffer& buffer);  // NOLINT(google-explicit-constructor): natural {a, b, 2.0f, n} lists
   /// `bytes` of `buffer` from byte `offset` (DeviceSpan's conversion), with the buffer's access
   /// history, of element type `element` (void_: an untyped view, e.g. as_bytes()).
   static Arg buffer_range(const DeviceBuffer& buffer, uint64_t offset, uint64_t bytes, ir::Type element);
+  /// An encoded tensor map (backend::encode_tensor_map), passed by value to a `tensor_map` parameter; the
+  /// map must outlive the launch call (the driver copies its 128 bytes when the launch is enqueued).
+  Arg(const TensorMap& map);  // NOLINT(google-explicit-constructor)
   /// A raw device pointer of a known size in bytes (0 = unknown); untyped, not tracked, of no context.
   static Arg device_pointer(uint64_t pointer, uint64_t size_bytes = 0);
   Arg(int32_t v) : Arg(ir::Type::i32, static_cast<uint64_t>(static_cast<int64_t>(v))) {}  // NOLINT
@@ -51,8 +56,11 @@ class Arg {
   uint64_t bits() const { return bits_; }
   uint64_t buffer_bytes() const { return buffer_bytes_; }
   /// Where bits() is stored: the argument-table slot of a scalar of exactly the parameter's type
-  /// or a buffer, read by the driver as the parameter's first bytes (little-endian).
-  const uint64_t* value_address() const { return &bits_; }
+  /// or a buffer, read by the driver as the parameter's first bytes (little-endian); for a tensor
+  /// map, its 128 bytes.
+  const uint64_t* value_address() const {
+    return kind_ == Kind::tensor_map ? reinterpret_cast<const uint64_t*>(bits_) : &bits_;
+  }
   /// The buffer's access history (buffers of a tracking context), else null.
   BufferTrack* track() const { return track_; }
   /// The context the buffer belongs to (buffers made by a runtime), else null.
@@ -115,7 +123,10 @@ inline bool buffer_type_fits(const Arg& arg, const codegen::ParamInfo& param) no
 /// scalar type, buffer size.
 inline validation::ArgumentDesc describe_argument(const Arg& arg) noexcept {
   validation::ArgumentDesc d;
-  if (arg.kind() == Arg::Kind::buffer) {
+  if (arg.kind() == Arg::Kind::tensor_map) {
+    d.kind = validation::ArgumentDesc::Kind::tensor_map;
+    d.size_bytes = 128;
+  } else if (arg.kind() == Arg::Kind::buffer) {
     d.kind = validation::ArgumentDesc::Kind::buffer;
     d.size_bytes = 8;
     d.pointer_is_null = arg.bits() == 0;
@@ -135,6 +146,11 @@ inline validation::ArgumentDesc describe_argument(const Arg& arg) noexcept {
 /// it for the message).
 inline bool bind_described(const Arg& arg, const codegen::ParamInfo& param, BoundSlot& slot,
                            validation::ArgumentDesc& desc) noexcept {
+  if ((param.type == ir::Type::tensor_map && !param.is_buffer) != (arg.kind() == Arg::Kind::tensor_map)) return false;
+  if (arg.kind() == Arg::Kind::tensor_map) {  // the slot is the map itself (argument_slot)
+    slot.size = 128;
+    return true;
+  }
   if (param.is_buffer) {
     if (arg.kind() != Arg::Kind::buffer || arg.bits() == 0 || !buffer_type_fits(arg, param)) return false;
     const uint64_t p = arg.bits();
@@ -146,6 +162,13 @@ inline bool bind_described(const Arg& arg, const codegen::ParamInfo& param, Boun
   desc.size_bytes = slot.size;
   desc.scalar_type = param.type;
   return true;
+}
+
+/// The argument-table entry of a bound argument: the map's own 128 bytes for a tensor map, else the
+/// bound slot's bytes.
+inline void* argument_slot(const Arg& arg, BoundSlot& slot) noexcept {
+  if (arg.kind() == Arg::Kind::tensor_map) return const_cast<uint64_t*>(arg.value_address());  // the driver only reads it
+  return slot.bytes;
 }
 
 }  // namespace ptxgate::backend

@@ -135,7 +135,7 @@ std::expected<void, diag::Diagnostics> Kernel::fill_plan(validation::LaunchPlan&
   for (size_t i = 0; i < args.size(); ++i) {
     auto& d = plan.arguments[i];
     d = describe_argument(args[i]);
-    slots[i] = values[i].bytes;  // an argument past the parameters: the count error is validation's
+    slots[i] = argument_slot(args[i], values[i]);  // an argument past the parameters: the count error is validation's
     if (i >= params.size()) continue;
     if (!bind_described(args[i], params[i], values[i], d)) {
       // The message-free binder said no: bind_argument says why.
@@ -183,6 +183,10 @@ std::vector<Kernel::SteadyDesc> Kernel::steady_descs_for(const codegen::KernelIn
     if (p.is_buffer) {
       d.kind = validation::ArgumentDesc::Kind::buffer;
       d.size_bytes = 8;
+    } else if (p.type == ir::Type::tensor_map) {  // Hopper: bound on the general path (word 0)
+      d.kind = validation::ArgumentDesc::Kind::tensor_map;
+      d.size_bytes = 128;
+      continue;
     } else {
       d.kind = validation::ArgumentDesc::Kind::scalar;
       d.size_bytes = p.size_bytes != 0 ? p.size_bytes : ir::byte_size(p.type);
@@ -347,7 +351,7 @@ std::expected<void, diag::Diagnostics> Kernel::launch_on(const LaunchConfig& con
       validation::ArgumentDesc d = describe_argument(args[i]);
       bound = bind_described(args[i], params[i], values[i], d);
       shape.add(d);
-      slots[i] = values[i].bytes;
+      slots[i] = argument_slot(args[i], values[i]);
     }
     if (bound)
       if (auto ticket = function_->cached_ticket(shape, n))
@@ -480,7 +484,7 @@ std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> Runtime::compile(const
                                                                             std::string_view kernel) {
   if (auto found = ir::require_kernel(verified, kernel); !found) return std::unexpected(std::move(found.error()));
   module_cache::CompileRequest request;
-  request.codegen.target = target_;
+  request.codegen.target = codegen::target_for_module(verified, target_);
   request.codegen.opt_level = options_.opt_level;
   request.codegen.fp_mode = options_.fp_mode;
   request.produce_cubin = options_.prefer_cubin && cubin_for_device_;

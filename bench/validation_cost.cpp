@@ -168,7 +168,7 @@ int run_emit(const std::filesystem::path& examples_dir, const std::filesystem::p
       continue;
     }
     module_cache::CompileRequest req;
-    req.codegen.target = "sm_90";
+    req.codegen.target = codegen::target_for_module(loaded->module, "sm_90");  // sm_90a for wgmma + TMA
     auto entry = module_cache::compile_to_entry(loaded->module, req, req.toolkit());
     if (!entry) {
       fmt::print(stderr, "emit {}: {}\n", ks.name, one_line(entry.error()));

@@ -427,8 +427,11 @@ std::vector<uint16_t> random_bf16(size_t count, uint64_t seed) {
   return bits;
 }
 
-Step launch_gemm(Bench& c, const Twin& t, GemmOperands& g) {
+Step launch_gemm(Bench& c, const Twin& t, bool pg, GemmOperands& g) {
   const unsigned gx = (g.n + kGemmBlockN - 1) / kGemmBlockN, gy = (g.m + kGemmBlockM - 1) / kGemmBlockM;
+  if (pg)  // the tensor maps bind to the kernel's tensor_map parameters by value
+    return from_diag(t.pg->launch(backend::LaunchConfig{{gx, gy, 1}, {0, 0, 0}, kGemmShared, false},
+                                  {g.c, g.ta, g.tb, g.m, g.n, g.k}, &c.stream));
   CUdeviceptr pc = g.c.pointer();
   return raw_launch(c, t.nv, {gx, gy, 1}, {kGemmThreads, 1, 1},
                     {&pc, g.ta.words.data(), g.tb.words.data(), &g.m, &g.n, &g.k}, kGemmShared);
@@ -437,13 +440,13 @@ Step launch_gemm(Bench& c, const Twin& t, GemmOperands& g) {
 /// Element by element against a double-precision reference of the bf16 inputs: an element is wrong when it
 /// differs by more than 1% of the reference plus 1e-3 (bf16 output rounding is at most 0.4%; a wrong tile,
 /// swizzle or fragment mapping is off by O(1)). The error is the fraction of wrong elements.
-bool check_gemm(Bench& c, const Twin& t, uint32_t m, uint32_t n, uint32_t k, const std::string& what) {
+bool check_gemm(Bench& c, const Twin& t, bool pg, uint32_t m, uint32_t n, uint32_t k, const std::string& what) {
   size_t wrong = size_t{m} * n;
   Step s = [&]() -> Step {
     auto ah = random_bf16(size_t{m} * k, 91), bh = random_bf16(size_t{n} * k, 92);
     auto g = gemm_operands(c, ah, bh, m, n, k);
     if (!g) return std::unexpected(g.error());
-    if (auto l = launch_gemm(c, t, *g); !l) return l;
+    if (auto l = launch_gemm(c, t, pg, *g); !l) return l;
     auto got = download_bytes<uint16_t>(c, g->c);
     if (!got) return std::unexpected(got.error());
     std::vector<float> av(ah.size()), bt(bh.size());  // b transposed to k x n for matmul_reference
@@ -645,35 +648,45 @@ int run_workloads(const WorkloadOptions& o, ResultFile& out) {
   }
 
   // bf16 GEMM on Hopper (wgmma + TMA, sm_90a only): GFLOP/s = 2 n^3 / time; cuBLAS bf16 through torch.matmul
-  // in peers.py. The nvcc twin is the algorithm in CUDA C++; ptxgate's IR version comes with issue 16.
+  // in peers.py. bench/kernels/gemm_bf16_wgmma.pg and its nvcc twin run the same algorithm.
   Twin gemm;
   std::deque<GemmOperands> gemms;
   if (wanted("gemm_bf16")) {
     const auto& caps = rt.caps();
+    GemmOperands* big = nullptr;
     if (caps.cc_major != 9 || caps.cc_minor != 0) {
       const std::string why = fmt::format("needs sm_90a (wgmma, TMA); the device is {}", caps.arch());
       out.info("gemm_bf16.skipped", why);
       fmt::print("  gemm_bf16 skipped: {}\n", why);
-    } else if ((gemm.nv = nvcc.get(o.cubin_dir / "gemm_bf16_wgmma.cubin", "gemm_bf16_wgmma")) == nullptr) {
-      status = 1;
-    } else if (auto r = driver(c.api.cuFuncSetAttribute(gemm.nv, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                        int(kGemmShared)),
-                               "cuFuncSetAttribute");
-               !r) {
-      fail("gemm_bf16.nvcc", r.error());
-    } else if (check_gemm(c, gemm, 257, 264, 136, "gemm_bf16.nvcc.257x264x136") &&
-               check_gemm(c, gemm, 512, 512, 1024, "gemm_bf16.nvcc.512x512x1024")) {
+    } else {
+      gemm = twin("gemm_bf16_wgmma", "gemm_bf16_wgmma");
+      if (gemm.nv)
+        if (auto r = driver(c.api.cuFuncSetAttribute(gemm.nv, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                     int(kGemmShared)),
+                            "cuFuncSetAttribute");
+            !r) {
+          fail("gemm_bf16.nvcc", r.error());
+          gemm.nv = nullptr;
+        }
       const uint32_t s = o.gemm_size;
       auto g = gemm_operands(c, random_bf16(size_t{s} * s, 93), random_bf16(size_t{s} * s, 94), s, s, s);
       if (!g) {
         fail("allocate.gemm_bf16", g.error());
       } else {
         gemms.push_back(std::move(*g));
-        timed.push_back({"gemm_bf16.nvcc", "GFLOP/s", 2.0 * double(s) * s * s,
-                         [&c, &gemm, op = &gemms.back()]() { return launch_gemm(c, gemm, *op); }});
+        big = &gemms.back();
       }
-    } else {
-      status = 1;
+    }
+    for (bool pg : both) {
+      if (!big || !present(gemm, pg)) continue;
+      bool ok = check_gemm(c, gemm, pg, 257, 264, 136, label("gemm_bf16", pg) + ".257x264x136") &&
+                check_gemm(c, gemm, pg, 512, 512, 1024, label("gemm_bf16", pg) + ".512x512x1024");
+      if (!ok) {
+        status = 1;
+        continue;
+      }
+      timed.push_back({label("gemm_bf16", pg), "GFLOP/s", 2.0 * double(big->n) * big->n * big->n,
+                       [&c, &gemm, pg, big]() { return launch_gemm(c, gemm, pg, *big); }});
     }
   }
 

@@ -95,10 +95,40 @@ std::expected<void, diag::Diagnostics> check_instruction_budget(const llvm::Modu
       "grows about linearly with it)"));
 }
 
+/// PG1350: Hopper's mbarrier, TMA and wgmma operations exist only on sm_90a (LLVM 19 emits them as inline PTX
+/// that ptxas assembles for that target alone), one error per kernel that uses them.
+std::expected<void, diag::Diagnostics> check_hopper_target(const ir::Module& verified, const std::string& target) {
+  if (target == "sm_90a") return {};
+  diag::Diagnostics d;
+  diag::Location where;
+  where.file = verified.path;
+  for (const auto& k : verified.kernels)
+    if (k.hopper_operation)
+      d.add(diag::Code::hopper_needs_sm90a,
+            fmt::format("kernel '{}' uses {}() (mbarrier, TMA and wgmma operations), which needs target sm_90a; the "
+                        "target is {}",
+                        k.name, ir::intrinsic_name(*k.hopper_operation), target),
+            where, "compile with --target sm_90a (H100, H200)");
+  if (d.has_errors()) return std::unexpected(std::move(d));
+  return {};
+}
+
+}  // namespace
+
+std::string target_for_module(const ir::Module& verified, std::string_view arch) {
+  if (arch == "sm_90")
+    for (const auto& k : verified.kernels)
+      if (k.hopper_operation) return "sm_90a";
+  return std::string(arch);
+}
+
+namespace {
+
 /// Lowers, verifies, links libdevice where used, internalises and optimises.
 std::expected<void, diag::Diagnostics> build_optimised_module(Compilation& c, const ir::Module& verified,
                                                               const CodegenOptions& options,
                                                               llvm::TargetMachine& machine) {
+  if (auto hopper = check_hopper_target(verified, options.target); !hopper) return hopper;
   c.context.setDiagnosticHandler(std::make_unique<CollectingDiagnosticHandler>(&c.llvm_errors));
   auto lowered = lower_module(verified, c.context, machine.createDataLayout(), options.fp_mode);
   if (!lowered) return std::unexpected(std::move(lowered.error()));

@@ -50,6 +50,11 @@ const std::vector<std::string>& supported_targets();
 /// except Blackwell's: "sm_90", the newest LLVM 19 knows without architecture-specific features).
 std::string_view llvm_target_for(std::string_view target);
 
+/// The target `verified` compiles for on a device of architecture `arch` (a supported target): sm_90a
+/// for sm_90 when a kernel uses Hopper's mbarrier, TMA or wgmma operations (they exist on sm_90a only;
+/// an sm_90a cubin runs on the H100 and H200 alike), else `arch` itself.
+std::string target_for_module(const ir::Module& verified, std::string_view arch);
+
 /// LLVM IR text of the module after optimisation (what --emit llvm prints).
 [[nodiscard]] std::expected<std::string, diag::Diagnostics> emit_llvm_ir(const ir::Module& verified, const CodegenOptions& options);
 

@@ -1,8 +1,11 @@
 // IR -> LLVM IR: kernel signatures, statements, expressions, builtins, atomics and math calls.
 #include "ptxgate/codegen/internal/lower.hpp"
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <fmt/format.h>
@@ -54,8 +57,10 @@ llvm::Type* memory_type(llvm::LLVMContext& c, ir::Type t) {
   return t == ir::Type::bool_ ? llvm::Type::getInt8Ty(c) : value_type(c, t);
 }
 
-/// Type of a by-value kernel parameter (bool is passed as a 4-byte integer, see KernelInfo).
+/// Type of a by-value kernel parameter (bool is passed as a 4-byte integer, see KernelInfo; a tensor_map
+/// as a pointer to its 128-byte byval copy, a __grid_constant__ parameter).
 llvm::Type* parameter_type(llvm::LLVMContext& c, ir::Type t) {
+  if (t == ir::Type::tensor_map) return llvm::PointerType::get(c, 0);
   return t == ir::Type::bool_ ? llvm::Type::getInt32Ty(c) : value_type(c, t);
 }
 
@@ -212,6 +217,16 @@ class KernelLowering {
       arg->setName(p.name);
       Binding binding;
       binding.type = p.type;
+      if (p.type == ir::Type::tensor_map) {
+        // Hopper: the CUtensorMap by value (`.param .align 64 .b8 NAME[128]`); grid_constant (annotate) lets
+        // NVPTX take its address in the param space (cvta.param) instead of copying it to local memory.
+        arg->addAttr(llvm::Attribute::getWithByValType(context_, llvm::ArrayType::get(builder_.getInt8Ty(), 128)));
+        arg->addAttr(llvm::Attribute::getWithAlignment(context_, llvm::Align(64)));
+        arg->addAttr(llvm::Attribute::NoUndef);
+        binding.value = arg;
+        params_[i] = binding;
+        continue;
+      }
       if (p.is_buffer) {
         binding.kind = Binding::Kind::buffer;
         binding.value = arg;
@@ -259,6 +274,16 @@ class KernelLowering {
       add("reqntidx", kernel.workgroup[0]);
       add("reqntidy", kernel.workgroup[1] ? kernel.workgroup[1] : 1);
       add("reqntidz", kernel.workgroup[2] ? kernel.workgroup[2] : 1);
+    }
+    // Hopper: tensor_map parameters are __grid_constant__ (1-based parameter numbers).
+    std::vector<llvm::Metadata*> grid_constants;
+    for (size_t i = 0; i < kernel.params.size(); ++i)
+      if (kernel.params[i].type == ir::Type::tensor_map)
+        grid_constants.push_back(llvm::ConstantAsMetadata::get(builder_.getInt32(static_cast<uint32_t>(i + 1))));
+    if (!grid_constants.empty()) {
+      llvm::Metadata* fields[] = {llvm::ValueAsMetadata::get(function_), llvm::MDString::get(context_, "grid_constant"),
+                                  llvm::MDNode::get(context_, grid_constants)};
+      annotations->addOperand(llvm::MDNode::get(context_, fields));
     }
   }
 
@@ -474,8 +499,62 @@ class KernelLowering {
     builder_.CreateStore(next, slot);
     llvm::BranchInst* back = builder_.CreateCondBr(more, body, exit);
     if (s.unroll) back->setMetadata(llvm::LLVMContext::MD_loop, unroll_metadata(s.unroll_factor));
+    else if (touches_wgmma_accumulator(s.body)) back->setMetadata(llvm::LLVMContext::MD_loop, unroll_metadata(0));
     exit->moveAfter(latch);
     builder_.SetInsertPoint(exit);
+  }
+
+  // Hopper: a loop that runs wgmma or indexes a wgmma accumulator is fully unrolled when its trip count
+  // is constant (llvm.loop.unroll.full: the size threshold does not apply), so that every accumulator
+  // index becomes a constant and SROA keeps the accumulators in registers (a 128-register epilogue is
+  // past LLVM's threshold; in local memory the wgmma pipeline would stall on every tile).
+
+  static bool is_wgmma(const ir::Expr& e) {
+    return e.kind == ir::ExprKind::call && e.intrinsic &&
+           (*e.intrinsic == ir::Intrinsic::wgmma_bf16 || *e.intrinsic == ir::Intrinsic::wgmma_f16);
+  }
+
+  bool touches_wgmma_accumulator(const ir::Expr& e) {
+    if (is_wgmma(e)) return true;
+    if (e.kind == ir::ExprKind::index && e.symbol && wgmma_accumulators().contains(e.symbol)) return true;
+    for (const auto& operand : e.operands)
+      if (operand && touches_wgmma_accumulator(*operand)) return true;
+    return false;
+  }
+
+  bool touches_wgmma_accumulator(const std::vector<ir::StmtPtr>& body) {
+    if (!kernel_.uses_warpgroup_operations) return false;
+    for (const auto& stmt : body) {
+      if (!stmt) continue;
+      for (const ir::Expr* e : {stmt->target.get(), stmt->value.get(), stmt->lo.get(), stmt->hi.get(), stmt->step.get()})
+        if (e && touches_wgmma_accumulator(*e)) return true;
+      if (touches_wgmma_accumulator(stmt->body) || touches_wgmma_accumulator(stmt->else_body)) return true;
+    }
+    return false;
+  }
+
+  /// The local arrays some wgmma of this routine accumulates into.
+  const std::unordered_set<const ir::Symbol*>& wgmma_accumulators() {
+    if (!accumulators_) {
+      accumulators_.emplace();
+      std::function<void(const ir::Expr&)> expr_walk = [&](const ir::Expr& e) {
+        if (is_wgmma(e) && !e.operands.empty() && e.operands[0] && e.operands[0]->symbol)
+          accumulators_->insert(e.operands[0]->symbol);
+        for (const auto& operand : e.operands)
+          if (operand) expr_walk(*operand);
+      };
+      std::function<void(const std::vector<ir::StmtPtr>&)> walk = [&](const std::vector<ir::StmtPtr>& body) {
+        for (const auto& stmt : body) {
+          if (!stmt) continue;
+          for (const ir::Expr* e : {stmt->target.get(), stmt->value.get(), stmt->lo.get(), stmt->hi.get(), stmt->step.get()})
+            if (e) expr_walk(*e);
+          walk(stmt->body);
+          walk(stmt->else_body);
+        }
+      };
+      walk(kernel_.body);
+    }
+    return *accumulators_;
   }
 
   void shared_array(const ir::Stmt& s) {
@@ -587,6 +666,7 @@ class KernelLowering {
     namespace I = llvm::Intrinsic;
     if (which == ir::Builtin::lane_id) return builder_.CreateIntrinsic(I::nvvm_read_ptx_sreg_laneid, {}, {});
     if (which == ir::Builtin::warp_id) return warp_index();
+    if (which == ir::Builtin::warpgroup_id) return builder_.CreateLShr(warp_index(), 2, "warpgroup_id");
     if (component > 2) invariant_failed("builtin component out of range");
     static constexpr I::ID tid[3] = {I::nvvm_read_ptx_sreg_tid_x, I::nvvm_read_ptx_sreg_tid_y, I::nvvm_read_ptx_sreg_tid_z};
     static constexpr I::ID ctaid[3] = {I::nvvm_read_ptx_sreg_ctaid_x, I::nvvm_read_ptx_sreg_ctaid_y,
@@ -611,7 +691,8 @@ class KernelLowering {
         return builder_.CreateAdd(scaled, thread);
       }
       case ir::Builtin::lane_id:
-      case ir::Builtin::warp_id: break;
+      case ir::Builtin::warp_id:
+      case ir::Builtin::warpgroup_id: break;
     }
     invariant_failed("unknown builtin");
   }
@@ -878,6 +959,195 @@ class KernelLowering {
     return builder_.CreateInBoundsGEP(memory_type(context_, array.type), array.value, i);
   }
 
+  // ---- Hopper: mbarrier, TMA, wgmma (LLVM 19 has intrinsics for mbarrier init/arrive/inval and setmaxnreg;
+  // the rest is inline PTX, each statement `convergent` and clobbering memory) ----
+
+  /// A void inline-PTX statement with `args` ("r" 32-bit, "l" 64-bit operands).
+  void inline_ptx(const std::string& text, const std::string& constraints, const std::vector<llvm::Value*>& args) {
+    std::vector<llvm::Type*> types;
+    for (llvm::Value* a : args) types.push_back(a->getType());
+    auto* type = llvm::FunctionType::get(builder_.getVoidTy(), types, false);
+    std::string all = constraints.empty() ? "~{memory}" : constraints + ",~{memory}";
+    llvm::CallInst* call = builder_.CreateCall(llvm::InlineAsm::get(type, text, all, /*hasSideEffects=*/true), args);
+    call->addFnAttr(llvm::Attribute::Convergent);
+  }
+
+  /// The 32-bit shared-window address of `array[index]` (a shared array).
+  llvm::Value* shared_element(const ir::Expr& array, const ir::Expr& index) {
+    const Binding& binding = binding_of(array);
+    if (binding.kind != Binding::Kind::shared) invariant_failed(fmt::format("'{}' is not a shared array", array.name));
+    return builder_.CreatePtrToInt(element_address(binding, index), builder_.getInt32Ty());
+  }
+
+  llvm::Value* mbarrier_pointer(const ir::Expr& bars, const ir::Expr& index) {
+    const Binding& binding = binding_of(bars);
+    if (binding.kind != Binding::Kind::shared) invariant_failed(fmt::format("'{}' is not a shared array", bars.name));
+    return element_address(binding, index);
+  }
+
+  /// The value of a verified constant operand (wait_group counts, register counts).
+  uint64_t constant_value(const ir::Expr& e) {
+    auto* c = llvm::dyn_cast<llvm::ConstantInt>(expr(e));
+    if (!c) invariant_failed(fmt::format("operand of '{}' is not a constant", e.name));
+    return c->getZExtValue();
+  }
+
+  /// The mbarrier's phase of parity `parity` has completed (one try_wait; the hardware may suspend the
+  /// thread for a while first).
+  llvm::Value* mbarrier_try_wait(llvm::Value* bar, llvm::Value* parity) {
+    auto* type = llvm::FunctionType::get(builder_.getInt32Ty(), {builder_.getInt32Ty(), builder_.getInt32Ty()}, false);
+    auto* test = llvm::InlineAsm::get(type,
+                                      "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2; "
+                                      "selp.u32 $0, 1, 0, p; }",
+                                      "=r,r,r,~{memory}", /*hasSideEffects=*/true);
+    llvm::CallInst* done = builder_.CreateCall(test, {bar, parity});
+    return builder_.CreateICmpNE(done, builder_.getInt32(0));
+  }
+
+  llvm::Value* hopper_operation(const ir::Expr& e, ir::Intrinsic which) {
+    using I = ir::Intrinsic;
+    namespace L = llvm::Intrinsic;
+    auto arg = [&](size_t i) { return expr(*e.operands.at(i)); };
+    auto bar = [&](size_t i) { return mbarrier_pointer(*e.operands.at(i), *e.operands.at(i + 1)); };
+    auto bar32 = [&](size_t i) { return builder_.CreatePtrToInt(bar(i), builder_.getInt32Ty()); };
+    switch (which) {
+      case I::mbarrier_init: {
+        llvm::Value* b = bar(0);
+        builder_.CreateIntrinsic(L::nvvm_mbarrier_init_shared, {}, {b, arg(2)});
+        return nullptr;
+      }
+      case I::mbarrier_arrive: builder_.CreateIntrinsic(L::nvvm_mbarrier_arrive_shared, {}, {bar(0)}); return nullptr;
+      case I::mbarrier_inval: builder_.CreateIntrinsic(L::nvvm_mbarrier_inval_shared, {}, {bar(0)}); return nullptr;
+      case I::mbarrier_arrive_expect_tx: {
+        llvm::Value* b = bar32(0);
+        inline_ptx("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r", {b, arg(2)});
+        return nullptr;
+      }
+      case I::mbarrier_try_wait: {
+        llvm::Value* b = bar32(0);
+        return mbarrier_try_wait(b, arg(2));
+      }
+      case I::mbarrier_wait: {
+        llvm::Value* b = bar32(0);
+        llvm::Value* parity = arg(2);
+        llvm::BasicBlock* loop = new_block("mbarrier.wait");
+        llvm::BasicBlock* done = new_block("mbarrier.done");
+        builder_.CreateBr(loop);
+        builder_.SetInsertPoint(loop);
+        builder_.CreateCondBr(mbarrier_try_wait(b, parity), done, loop);
+        builder_.SetInsertPoint(done);
+        return nullptr;
+      }
+      case I::fence_proxy_async: inline_ptx("fence.proxy.async.shared::cta;", "", {}); return nullptr;
+      case I::tma_load: {
+        llvm::Value* dst = shared_element(*e.operands[0], *e.operands[1]);
+        llvm::Value* map = arg(2);
+        llvm::Value* b = bar32(3);
+        std::vector<llvm::Value*> args{dst, map, b};
+        std::string coords, constraints = "r,l,r";
+        for (size_t i = 5; i < e.operands.size(); ++i) {
+          coords += fmt::format("{}${}", i > 5 ? ", " : "", args.size());
+          args.push_back(arg(i));
+          constraints += ",r";
+        }
+        inline_ptx(fmt::format("cp.async.bulk.tensor.{}d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {{{}}}], "
+                        "[$2];",
+                        e.operands.size() - 5, coords),
+            constraints, args);
+        return nullptr;
+      }
+      case I::tma_store: {
+        llvm::Value* map = arg(0);
+        llvm::Value* src = shared_element(*e.operands[1], *e.operands[2]);
+        std::vector<llvm::Value*> args{map, src};
+        std::string coords, constraints = "l,r";
+        for (size_t i = 3; i < e.operands.size(); ++i) {
+          coords += fmt::format("{}${}", i > 3 ? ", " : "", args.size());
+          args.push_back(arg(i));
+          constraints += ",r";
+        }
+        inline_ptx(fmt::format("cp.async.bulk.tensor.{}d.global.shared::cta.bulk_group [$0, {{{}}}], [$1];",
+                        e.operands.size() - 3, coords),
+            constraints, args);
+        return nullptr;
+      }
+      case I::tma_store_commit: inline_ptx("cp.async.bulk.commit_group;", "", {}); return nullptr;
+      case I::tma_store_wait:
+        inline_ptx(fmt::format("cp.async.bulk.wait_group.read {};", constant_value(*e.operands[0])), "", {});
+        return nullptr;
+      case I::shared_address: return shared_element(*e.operands[0], *e.operands[1]);
+      case I::wgmma_desc: {
+        // K-major, 128-byte swizzle: start address >> 4 (bits 0-13), leading byte offset 16 >> 4 (bits 16-29),
+        // stride byte offset 1024 >> 4 (bits 32-45), base offset 0, swizzle mode 1 (bits 62-63).
+        llvm::Value* address = builder_.CreateZExt(shared_element(*e.operands[0], *e.operands[1]), builder_.getInt64Ty());
+        llvm::Value* start = builder_.CreateLShr(builder_.CreateAnd(address, builder_.getInt64(0x3FFFF)), 4);
+        return builder_.CreateOr(start, builder_.getInt64((uint64_t{1} << 16) | (uint64_t{64} << 32) | (uint64_t{1} << 62)),
+                                 "wgmma_desc");
+      }
+      case I::wgmma_fence: inline_ptx("wgmma.fence.sync.aligned;", "", {}); return nullptr;
+      case I::wgmma_commit: inline_ptx("wgmma.commit_group.sync.aligned;", "", {}); return nullptr;
+      case I::wgmma_wait:
+        inline_ptx(fmt::format("wgmma.wait_group.sync.aligned {};", constant_value(*e.operands[0])), "", {});
+        return nullptr;
+      case I::wgmma_bf16:
+      case I::wgmma_f16: wgmma(e, which == I::wgmma_bf16 ? "bf16" : "f16"); return nullptr;
+      case I::setmaxnreg_inc:
+      case I::setmaxnreg_dec: {
+        const auto count = static_cast<uint32_t>(constant_value(*e.operands[0]));
+        builder_.CreateIntrinsic(which == I::setmaxnreg_inc ? L::nvvm_setmaxnreg_inc_sync_aligned_u32
+                                                            : L::nvvm_setmaxnreg_dec_sync_aligned_u32,
+                                 {}, {builder_.getInt32(count)});
+        return nullptr;
+      }
+      default: break;
+    }
+    invariant_failed(fmt::format("Hopper operation '{}' has no lowering", ir::intrinsic_name(which)));
+  }
+
+  /// wgmma.mma_async m64nNk16 with f32 accumulators: acc (a local f32 array of N / 2 elements) = A * B (+ acc when
+  /// `accumulate`). The elements go through the asm as registers; an accumulate flag that is the constant false
+  /// does not read them, so their zeroing disappears (ptxas serialises wgmmas whose accumulators other
+  /// instructions write in flight).
+  void wgmma(const ir::Expr& e, std::string_view element) {
+    const Binding& acc = binding_of(*e.operands[0]);
+    if (acc.kind != Binding::Kind::local) invariant_failed("wgmma accumulator is not a local array");
+    const auto count = static_cast<unsigned>(llvm::cast<llvm::ArrayType>(acc.array_type)->getNumElements());
+    llvm::Value* desc_a = expr(*e.operands[1]);
+    llvm::Value* desc_b = expr(*e.operands[2]);
+    llvm::Value* accumulate = expr(*e.operands[3]);
+    auto* constant = llvm::dyn_cast<llvm::ConstantInt>(accumulate);
+    const bool reads = !constant || !constant->isZero();
+    std::vector<llvm::Value*> elements(count);
+    std::vector<llvm::Value*> args;
+    std::string constraints, outputs;
+    for (unsigned i = 0; i < count; ++i) {
+      elements[i] = builder_.CreateInBoundsGEP(acc.array_type, acc.value, {builder_.getInt64(0), builder_.getInt64(i)});
+      constraints += i ? ",=f" : "=f";
+      outputs += fmt::format("{}${}", i ? ", " : "", i);
+    }
+    if (reads)
+      for (unsigned i = 0; i < count; ++i) {
+        args.push_back(builder_.CreateLoad(builder_.getFloatTy(), elements[i]));
+        constraints += fmt::format(",{}", i);
+      }
+    const size_t first = count + args.size();
+    args.push_back(desc_a);
+    args.push_back(desc_b);
+    args.push_back(builder_.CreateZExt(accumulate, builder_.getInt32Ty()));
+    constraints += ",l,l,r,~{memory}";
+    const std::string text = fmt::format(
+        "{{ .reg .pred p; setp.ne.b32 p, ${}, 0; wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, ${}, ${}, p, "
+        "1, 1, 0, 0; }}",
+        first + 2, 2 * count, element, element, outputs, first, first + 1);
+    std::vector<llvm::Type*> types;
+    for (llvm::Value* a : args) types.push_back(a->getType());
+    auto* result = llvm::StructType::get(context_, std::vector<llvm::Type*>(count, builder_.getFloatTy()));
+    auto* type = llvm::FunctionType::get(result, types, false);
+    llvm::CallInst* call = builder_.CreateCall(llvm::InlineAsm::get(type, text, constraints, /*hasSideEffects=*/true), args);
+    call->addFnAttr(llvm::Attribute::Convergent);
+    for (unsigned i = 0; i < count; ++i) builder_.CreateStore(builder_.CreateExtractValue(call, i), elements[i]);
+  }
+
   // ---- calls ----
 
   /// A call of a device function: arguments in order (one instruction per statement, see
@@ -924,6 +1194,7 @@ class KernelLowering {
     if (ir::is_atomic(which)) return atomic(e, which);
     if (ir::is_warp_operation(which)) return warp_operation(e, which);
     if (ir::is_vector_access(which)) return vector_access(e, which);
+    if (ir::is_hopper_operation(which)) return hopper_operation(e, which);
     auto arg = [&](size_t i) { return expr(*e.operands.at(i)); };
     switch (which) {
       case I::barrier: builder_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); return nullptr;
@@ -1182,6 +1453,7 @@ class KernelLowering {
   llvm::Argument* grid_barrier_word_ = nullptr;
   std::vector<Binding> params_;
   std::unordered_map<const ir::Symbol*, Binding> bindings_;
+  std::optional<std::unordered_set<const ir::Symbol*>> accumulators_;  ///< Hopper: wgmma_accumulators()
   std::unordered_map<std::string, Binding> arrays_by_name_;
   std::vector<LoopTargets> loops_;
   std::vector<bool> buffer_read_, buffer_written_;

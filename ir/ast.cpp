@@ -79,6 +79,7 @@ std::string_view type_name(Type t) {
     case Type::u16: return "u16";
     case Type::f16: return "f16";
     case Type::bf16: return "bf16";
+    case Type::tensor_map: return "tensor_map";
     default: break;
   }
   if (is_vector(t)) return kVectorTypes[static_cast<size_t>(t) - static_cast<size_t>(Type::i8x4)].name;
@@ -89,7 +90,7 @@ std::optional<Type> type_from_name(std::string_view n) {
   static constexpr std::pair<std::string_view, Type> kTypes[] = {
       {"bool", Type::bool_}, {"i32", Type::i32}, {"u32", Type::u32}, {"i64", Type::i64}, {"u64", Type::u64},
       {"f32", Type::f32},    {"f64", Type::f64}, {"i8", Type::i8},   {"u8", Type::u8},   {"i16", Type::i16},
-      {"u16", Type::u16},    {"f16", Type::f16}, {"bf16", Type::bf16}};
+      {"u16", Type::u16},    {"f16", Type::f16}, {"bf16", Type::bf16}, {"tensor_map", Type::tensor_map}};
   for (auto [name, t] : kTypes)
     if (name == n) return t;
   for (size_t i = 0; i < std::size(kVectorTypes); ++i)
@@ -123,6 +124,7 @@ unsigned byte_size(Type t) {
     case Type::i16: case Type::u16: case Type::f16: case Type::bf16: return 2;
     case Type::bool_: case Type::i32: case Type::u32: case Type::f32: return 4;
     case Type::i64: case Type::u64: case Type::f64: return 8;
+    case Type::tensor_map: return 128;
     default: return is_vector(t) ? byte_size(vector_element(t)) * vector_lanes(t) : 0;
   }
 }
@@ -186,17 +188,22 @@ int precedence(BinaryOp op) {
 }
 
 namespace {
-constexpr std::array<std::string_view, 7> kBuiltins = {"thread_id", "block_id", "block_dim", "grid_dim",
-                                                      "global_id", "lane_id",  "warp_id"};
+constexpr std::array<std::string_view, 8> kBuiltins = {"thread_id", "block_id", "block_dim", "grid_dim",
+                                                      "global_id", "lane_id",  "warp_id",   "warpgroup_id"};
 /// In the order of enum Intrinsic.
-constexpr std::array<std::string_view, 57> kIntrinsics = {
+constexpr std::array<std::string_view, 77> kIntrinsics = {
     "sqrt", "rsqrt", "exp", "log", "sin", "cos", "tanh", "pow", "fma", "min", "max", "abs", "floor", "ceil",
     "select", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_and", "atomic_or", "atomic_xor",
     "atomic_exch", "atomic_cas", "barrier", "grid_sync", "shfl_xor", "shfl_down", "shfl_up", "shfl_idx", "ballot",
     "any", "all", "warp_sum", "warp_min", "warp_max", "load2", "load4", "load8", "store2", "store4", "store8",
     "exp2", "log2", "log10", "erf", "tan", "asin", "acos", "atan", "sinh", "cosh", "atan2", "fence_block",
-    "fence_device", "fence_system", "assert"};
-static_assert(kIntrinsics.size() == static_cast<size_t>(Intrinsic::assert_) + 1);
+    "fence_device", "fence_system", "assert",
+    // Hopper: mbarrier, TMA, wgmma
+    "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_try_wait", "mbarrier_wait",
+    "mbarrier_inval", "fence_proxy_async", "tma_load", "tma_store", "tma_store_commit", "tma_store_wait",
+    "wgmma_desc", "wgmma_fence", "wgmma_commit", "wgmma_wait", "wgmma_bf16", "wgmma_f16", "setmaxnreg_inc",
+    "setmaxnreg_dec", "shared_address"};
+static_assert(kIntrinsics.size() == static_cast<size_t>(Intrinsic::shared_address) + 1);
 constexpr std::array<std::string_view, 4> kOrders = {"relaxed", "acquire", "release", "acq_rel"};
 constexpr std::array<std::string_view, 3> kScopes = {"block", "device", "system"};
 constexpr std::array<std::string_view, 3> kFpModes = {"contract", "exact", "fast"};
@@ -207,10 +214,12 @@ std::optional<E> from_table(const std::array<std::string_view, N>& table, std::s
     if (table[i] == n) return static_cast<E>(i);
   return std::nullopt;
 }
-static_assert(kBuiltins.size() == static_cast<size_t>(Builtin::warp_id) + 1);
+static_assert(kBuiltins.size() == static_cast<size_t>(Builtin::warpgroup_id) + 1);
 }  // namespace
 
-bool is_scalar_builtin(Builtin b) { return b == Builtin::lane_id || b == Builtin::warp_id; }
+bool is_scalar_builtin(Builtin b) {
+  return b == Builtin::lane_id || b == Builtin::warp_id || b == Builtin::warpgroup_id;
+}
 
 std::string_view builtin_name(Builtin b) { return kBuiltins[static_cast<size_t>(b)]; }
 
@@ -241,6 +250,8 @@ bool is_atomic(Intrinsic i) { return i >= Intrinsic::atomic_add && i <= Intrinsi
 bool is_warp_operation(Intrinsic i) { return i >= Intrinsic::shfl_xor && i <= Intrinsic::warp_max; }
 bool is_vector_access(Intrinsic i) { return i >= Intrinsic::load2 && i <= Intrinsic::store8; }
 bool is_vector_store(Intrinsic i) { return i >= Intrinsic::store2 && i <= Intrinsic::store8; }
+bool is_hopper_operation(Intrinsic i) { return i >= Intrinsic::mbarrier_init && i <= Intrinsic::shared_address; }
+bool is_warpgroup_operation(Intrinsic i) { return i >= Intrinsic::wgmma_fence && i <= Intrinsic::setmaxnreg_dec; }
 
 unsigned vector_access_lanes(Intrinsic i) {
   switch (i) {

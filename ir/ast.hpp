@@ -24,6 +24,9 @@ enum class Type : uint8_t {
   i16x2, i16x4, i16x8, u16x2, u16x4, u16x8, f16x2, f16x4, f16x8, bf16x2, bf16x4, bf16x8,
   i32x2, i32x4, u32x2, u32x4, f32x2, f32x4,
   i64x2, u64x2, f64x2,
+  /// Hopper: a TMA descriptor (CUtensorMap, 128 bytes) passed by value as a kernel parameter
+  /// (`m: tensor_map`, a __grid_constant__ parameter); never a value, only named by tma_load/tma_store.
+  tensor_map,
 };
 
 std::string_view type_name(Type t);                    ///< "f32", "{integer literal}", ...
@@ -68,8 +71,9 @@ int precedence(BinaryOp op);
 /// The five builtin id vectors, each with components .x .y .z of type u32, and the two
 /// scalar u32 builtins `lane_id` (0..31 within the warp) and `warp_id` (the linear thread
 /// index in the block / 32), written without a component.
-enum class Builtin : uint8_t { thread_id, block_id, block_dim, grid_dim, global_id, lane_id, warp_id };
-/// lane_id and warp_id: written without a component.
+/// Hopper: `warpgroup_id` (u32, scalar) is the linear thread index / 128, the warpgroup of wgmma.
+enum class Builtin : uint8_t { thread_id, block_id, block_dim, grid_dim, global_id, lane_id, warp_id, warpgroup_id };
+/// lane_id, warp_id and warpgroup_id: written without a component.
 bool is_scalar_builtin(Builtin b);
 std::string_view builtin_name(Builtin b);
 std::optional<Builtin> builtin_from_name(std::string_view);
@@ -94,6 +98,17 @@ enum class Intrinsic : uint8_t {
   fence_block, fence_device, fence_system,
   // device assert (statement): `assert(condition)` traps the kernel when the condition is false
   assert_,
+  // Hopper (sm_90a): mbarrier, TMA, wgmma (docs/ir.md "Hopper"). mbarriers are elements of a shared
+  // u64 array: (array, index, ...).
+  mbarrier_init, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_try_wait, mbarrier_wait, mbarrier_inval,
+  fence_proxy_async,
+  // TMA: tma_load(dst, dst_index, map, bars, bar_index, c0 [, c1 .. c4]) global -> shared, completing
+  // on the mbarrier; tma_store(map, src, src_index, c0 [, ...]) shared -> global, with commit / wait.
+  tma_load, tma_store, tma_store_commit, tma_store_wait,
+  // warpgroup MMA: descriptors of shared tiles, fence / commit / wait, the MMAs on a local f32 array,
+  // and the register moves between warpgroups; shared_address gives an element's shared-window address.
+  wgmma_desc, wgmma_fence, wgmma_commit, wgmma_wait, wgmma_bf16, wgmma_f16, setmaxnreg_inc, setmaxnreg_dec,
+  shared_address,
 };
 std::string_view intrinsic_name(Intrinsic i);
 std::optional<Intrinsic> intrinsic_from_name(std::string_view);
@@ -107,6 +122,10 @@ bool is_vector_store(Intrinsic i);
 unsigned vector_access_lanes(Intrinsic i);
 /// The number of intrinsics (for iterating over all of them).
 size_t intrinsic_count();
+/// Hopper: mbarrier_init .. shared_address (they need target sm_90a).
+bool is_hopper_operation(Intrinsic i);
+/// Hopper: wgmma_fence .. setmaxnreg_dec: every thread of the warpgroup (128 threads) takes part.
+bool is_warpgroup_operation(Intrinsic i);
 
 /// The memory-model semantics of an atomic (PTX `.sem`): `relaxed` is the default. There is no
 /// sequentially consistent atomic in PTX: use a fence (fence_device()) with acq_rel atomics.
@@ -266,6 +285,10 @@ struct Routine {
   /// be aligned to; 0 for scalars and buffers without one.
   std::vector<uint32_t> vector_alignment;
   bool uses_assert = false;           ///< calls assert(...) in its own body
+  /// Hopper: the first mbarrier / TMA / wgmma operation it uses, its own or a called function's (they
+  /// need target sm_90a: codegen reports PG1350 for another target); empty: none.
+  std::optional<Intrinsic> hopper_operation;
+  bool uses_warpgroup_operations = false;  ///< wgmma_* or setmaxnreg_* in its own body
   std::vector<std::unique_ptr<Symbol>> symbols;
 };
 

@@ -110,6 +110,9 @@ class ExprFactory {
   /// The scalar builtins `lane_id` and `warp_id` (no component).
   Ex lane_id() const { return builtin(Builtin::lane_id); }
   Ex warp_id() const { return builtin(Builtin::warp_id); }
+  /// Hopper: the scalar builtin `warpgroup_id` (linear thread index / 128). The Hopper operations are
+  /// intrinsics: `b.expr(b.call(Intrinsic::tma_load, {b.name("tile"), 0, b.name("map"), b.name("bars"), 0, x, y}))`.
+  Ex warpgroup_id() const { return builtin(Builtin::warpgroup_id); }
   /// A warp operation, e.g. `warp(Intrinsic::shfl_xor, {v, 16})` or `warp(Intrinsic::warp_sum, {v})`.
   Ex warp(Intrinsic op, std::vector<Ex> args) const { return call(op, std::move(args)); }
   Ex binary(BinaryOp op, Ex a, Ex b) const;
@@ -232,6 +235,8 @@ class KernelBuilder : private detail::KernelStorage, public BlockBuilder {
   KernelBuilder& buffer(std::string name, Access access, Type elem);
   /// A scalar parameter `name: type`.
   KernelBuilder& scalar(std::string name, Type type);
+  /// Hopper: a tensor map parameter `name: tensor_map` (a __grid_constant__ CUtensorMap).
+  KernelBuilder& tensor_map(std::string name) { return scalar(std::move(name), Type::tensor_map); }
   Kernel take() && { return std::move(kernel); }
 };
 

@@ -142,6 +142,7 @@ void KernelChecker::run() {
   if (as_kernel_) {
     check_shared_total();
     check_whole_warps();
+    check_whole_warpgroups();
   } else if (as_function_->result != Type::void_ && !always_returns(kernel_.body)) {
     reporter_.report(diag::Code::missing_return, as_function_->name_range,
                      fmt::format("function '{}' returns {}, but it may reach the end of its body without a 'return'",
@@ -288,6 +289,9 @@ void KernelChecker::declare_params() {
     if (as_kernel_ || p.is_buffer)  // a device function takes and returns vector values
       reject_vector_type(p.type, p.range,
                          fmt::format("{} '{}'", p.is_buffer ? "buffer parameter" : "parameter", p.name));
+    if ((p.is_buffer || !as_kernel_) && p.type == Type::tensor_map)
+      reject_tensor_map_type(p.type, p.range,
+                             fmt::format("{} '{}'", p.is_buffer ? "buffer parameter" : "function parameter", p.name));
     if (p.is_buffer && p.type == Type::bool_)
       reporter_.report(diag::Code::invalid_element_type, p.range,
                        fmt::format("buffer '{}' has element type bool; buffers hold numbers", p.name),
@@ -481,7 +485,9 @@ void KernelChecker::check_return(Stmt& s) {
 void KernelChecker::check_decl(Stmt& s) {
   const bool is_let = s.kind == StmtKind::let_decl;
   Type type = Type::error;
-  if (s.declared_type) {
+  if (s.declared_type && reject_tensor_map_type(*s.declared_type, s.range, fmt::format("'{}'", s.name))) {
+    if (s.value) concrete(*s.value);
+  } else if (s.declared_type) {
     type = *s.declared_type;
     if (s.value) {
       expect(*s.value, type, [&](Type found) {
@@ -660,6 +666,7 @@ void KernelChecker::check_shared(Stmt& s) {
   Type elem = s.declared_type.value_or(Type::error);
   bool valid = is_numeric(elem);
   reject_vector_type(elem, s.range, fmt::format("shared array '{}'", s.name));
+  reject_tensor_map_type(elem, s.range, fmt::format("shared array '{}'", s.name));
   if (elem == Type::bool_)
     reporter_.report(diag::Code::invalid_element_type, s.range,
                      fmt::format("shared array '{}' has element type bool; shared arrays hold numbers", s.name),
@@ -723,6 +730,7 @@ std::optional<uint64_t> KernelChecker::array_size(Stmt& s, diag::Code code, std:
 void KernelChecker::check_local_array(Stmt& s) {
   const Type elem = s.declared_type.value_or(Type::error);
   bool valid = is_numeric(elem);
+  reject_tensor_map_type(elem, s.range, fmt::format("local array '{}'", s.name));
   if (!reject_vector_type(elem, s.range, fmt::format("local array '{}'", s.name)) && elem == Type::bool_)
     reporter_.report(diag::Code::invalid_element_type, s.range,
                      fmt::format("local array '{}' has element type bool; local arrays hold numbers", s.name),

@@ -60,8 +60,9 @@ struct Exits {
   }
 };
 
-/// Which threads must agree: those of a block (barrier, grid_sync) or the lanes of a warp.
-enum class Scope : uint8_t { block, warp };
+/// Which threads must agree: those of a block (barrier, grid_sync), the lanes of a warp, or (Hopper:
+/// wgmma, setmaxnreg) the 128 threads of a warpgroup.
+enum class Scope : uint8_t { block, warp, warpgroup };
 
 /// How a routine is walked: whether its scalar parameters count as divergent, and whether the
 /// final walk reports (a function's second walk, with uniform parameters, only computes).
@@ -117,7 +118,9 @@ class DivergenceAnalysis {
       case ExprKind::builtin: {
         const bool varies = e.builtin == Builtin::thread_id || e.builtin == Builtin::global_id ||
                             e.builtin == Builtin::lane_id ||
-                            (scope_ == Scope::block && (e.builtin == Builtin::block_id || e.builtin == Builtin::warp_id));
+                            (scope_ == Scope::block && (e.builtin == Builtin::block_id || e.builtin == Builtin::warp_id ||
+                                                        e.builtin == Builtin::warpgroup_id)) ||
+                            (scope_ == Scope::warpgroup && e.builtin == Builtin::warp_id);
         if (!varies) return std::nullopt;
         std::string text = is_scalar_builtin(e.builtin)
                                ? std::string(builtin_name(e.builtin))
@@ -145,6 +148,7 @@ class DivergenceAnalysis {
             if (operand)
               if (auto found = origin(*operand)) return found;
           auto facts = facts_.find(e.function);
+          // A function's result that is the same in every thread of a block is the same in a warpgroup.
           if (facts != facts_.end() && !facts->second.result_varies[scope_ == Scope::warp ? 1 : 0]) return std::nullopt;
           std::string text = fmt::format("the result of {}()", e.name);
           return Origin{text, text};
@@ -154,6 +158,10 @@ class DivergenceAnalysis {
           return Origin{text, text};
         }
         if (e.intrinsic && is_warp_operation(*e.intrinsic)) return std::nullopt;  // the same in every lane
+        if (e.intrinsic && *e.intrinsic == Intrinsic::mbarrier_try_wait) {  // each thread's own test
+          std::string text = "the result of mbarrier_try_wait";
+          return Origin{text, text};
+        }
         if (e.intrinsic && is_vector_access(*e.intrinsic)) {
           std::string text = fmt::format("a load from '{}'", e.operands.empty() || !e.operands[0] ? std::string()
                                                                                                  : e.operands[0]->name);
@@ -171,7 +179,7 @@ class DivergenceAnalysis {
   /// Whether a warp operation's result differs between the threads of this scope: at block
   /// scope every one (warps differ), at warp scope only the shuffles.
   bool lane_varying(Intrinsic fn) const {
-    return scope_ == Scope::block || fn == Intrinsic::shfl_xor || fn == Intrinsic::shfl_down ||
+    return scope_ != Scope::warp || fn == Intrinsic::shfl_xor || fn == Intrinsic::shfl_down ||
            fn == Intrinsic::shfl_up || fn == Intrinsic::shfl_idx;
   }
 
@@ -215,6 +223,17 @@ class DivergenceAnalysis {
 
   void check_sync(const Expr* e, const Control* control) {
     if (!e) return;
+    if (scope_ == Scope::warpgroup) {  // device functions hold no warpgroup operations (PG1357)
+      if (e->kind == ExprKind::call && e->intrinsic && is_warpgroup_operation(*e->intrinsic) && control && reporting_)
+        reporter_.report(diag::Code::divergent_warpgroup_operation, e->range,
+                         fmt::format("{}() in {} may be reached by only some threads of the warpgroup (128 threads "
+                                     "that run it together): {}",
+                                     intrinsic_name(*e->intrinsic), owner_, control->reason),
+                         "branch on warpgroup_id, block_id or uniform values only, e.g. if (warpgroup_id == 1) { ... }; "
+                         "warp_id and lane_id differ within a warpgroup");
+      for (const auto& operand : e->operands) check_sync(operand.get(), control);
+      return;
+    }
     if (e->kind == ExprKind::call && e->function && control && reporting_) check_call(*e, *control);
     if (scope_ == Scope::warp) {
       if (e->kind == ExprKind::call && e->intrinsic && is_warp_operation(*e->intrinsic) && control && reporting_)
@@ -387,6 +406,8 @@ void check_divergence(const Kernel& kernel, Reporter& reporter, const FunctionFa
   const std::string owner = fmt::format("kernel '{}'", kernel.name);
   DivergenceAnalysis(kernel, owner, reporter, Scope::block, facts, Walk{}).run();
   if (kernel.uses_warp_operations) DivergenceAnalysis(kernel, owner, reporter, Scope::warp, facts, Walk{}).run();
+  if (kernel.uses_warpgroup_operations)
+    DivergenceAnalysis(kernel, owner, reporter, Scope::warpgroup, facts, Walk{}).run();
 }
 
 void check_divergence(const Function& function, Reporter& reporter, FunctionFactsTable& facts) {

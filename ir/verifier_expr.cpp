@@ -551,6 +551,8 @@ Type KernelChecker::infer_name(Expr& e) {
                      fmt::format("index it to use one element, e.g. {}[i]", e.name));
     return Type::error;
   }
+  if (reject_tensor_map_type(symbol->type, e.range, fmt::format("parameter '{}', used as a value,", e.name)))
+    return Type::error;
   return symbol->type;
 }
 
@@ -846,6 +848,7 @@ Type KernelChecker::infer_call(Expr& e) {
   if (is_atomic(fn)) return infer_atomic(e, fn);
   if (is_warp_operation(fn)) return infer_warp(e, fn);
   if (is_vector_access(fn)) return infer_vector_access(e, fn);
+  if (is_hopper_operation(fn)) return infer_hopper(e, fn);
   switch (fn) {
     case Intrinsic::barrier:
       check_arity(e, name, 0);
@@ -931,6 +934,7 @@ Type KernelChecker::infer_function_call(Expr& e, const Function& callee) {
   }
   // A kernel is checked after every function's transitive uses are known (verify); a
   // function's own uses are completed from its callees' by check_call_graph.
+  if (!kernel_.hopper_operation) kernel_.hopper_operation = callee.hopper_operation;
   if (as_kernel_) {
     kernel_.uses_barrier = kernel_.uses_barrier || callee.uses_barrier;
     kernel_.uses_warp_operations = kernel_.uses_warp_operations || callee.uses_warp_operations;

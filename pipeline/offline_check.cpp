@@ -156,7 +156,7 @@ std::expected<ProfiledKernel, diag::Diagnostics> compile_for_profile(const std::
   // and `ptxgate cache list` shows it.
   module_cache::ModuleCache cache(cache_options);
   module_cache::CompileRequest request;
-  request.codegen.target = arch;
+  request.codegen.target = codegen::target_for_module(loaded->module, arch);
   request.codegen.fp_mode = fp_mode;
   request.produce_cubin = true;
   auto compiled = cache.compile(loaded->module, request);

@@ -31,7 +31,9 @@ struct Reporter {
   void add(Code code, std::string message, std::string fix) { out.add(code, std::move(message), location, std::move(fix)); }
 };
 
-std::string_view kind_name(ArgumentDesc::Kind k) { return k == ArgumentDesc::Kind::buffer ? "buffer" : "scalar"; }
+std::string_view kind_name(ArgumentDesc::Kind k) {
+  return k == ArgumentDesc::Kind::buffer ? "buffer" : k == ArgumentDesc::Kind::tensor_map ? "tensor map" : "scalar";
+}
 
 void check_arguments(const codegen::KernelInfo& kernel, const LaunchPlan& plan, Reporter& r) {
   if (plan.function_is_null)
@@ -62,7 +64,22 @@ void check_arguments(const codegen::KernelInfo& kernel, const LaunchPlan& plan, 
   for (size_t i = 0; i < n; ++i) {
     const auto& a = args[i];
     const auto& p = kernel.params[i];
-    auto expected = p.is_buffer ? ArgumentDesc::Kind::buffer : ArgumentDesc::Kind::scalar;
+    auto expected = p.is_buffer                      ? ArgumentDesc::Kind::buffer
+                    : p.type == ir::Type::tensor_map ? ArgumentDesc::Kind::tensor_map
+                                                     : ArgumentDesc::Kind::scalar;
+    if (a.kind != expected &&
+        (a.kind == ArgumentDesc::Kind::tensor_map || expected == ArgumentDesc::Kind::tensor_map)) {
+      r.add(Code::tensor_map_argument_mismatch,
+            fmt::format("argument {} is a {} but parameter '{}' is a {}", i, kind_name(a.kind), p.name,
+                        kind_name(expected)),
+            expected == ArgumentDesc::Kind::tensor_map
+                ? fmt::format("pass a tensor map encoded over the tensor's buffer (backend::encode_tensor_map) for "
+                              "'{}'; its checks (PG3701-PG3711) run before the driver encodes it",
+                              p.name)
+                : fmt::format("pass a {} for parameter '{}'; tensor maps bind to `tensor_map` parameters only",
+                              kind_name(expected), p.name));
+      continue;
+    }
     if (a.kind != expected) {
       r.add(Code::argument_kind_mismatch,
             fmt::format("argument {} is a {} but parameter '{}' is a {}", i, kind_name(a.kind), p.name,
@@ -70,7 +87,7 @@ void check_arguments(const codegen::KernelInfo& kernel, const LaunchPlan& plan, 
             fmt::format("pass a {} for parameter '{}'", kind_name(expected), p.name));
       continue;
     }
-    if (!p.is_buffer && a.size_bytes != p.size_bytes)
+    if (!p.is_buffer && expected != ArgumentDesc::Kind::tensor_map && a.size_bytes != p.size_bytes)
       r.add(Code::argument_size_mismatch,
             fmt::format("argument {} is {} bytes wide but parameter '{}' ({}) is {} bytes", i, a.size_bytes, p.name,
                         ir::type_name(p.type), p.size_bytes),

@@ -12,7 +12,8 @@ namespace ptxgate::validation {
 
 /// What is known about one argument slot at validation time.
 struct ArgumentDesc {
-  enum class Kind : uint8_t { buffer, scalar };
+  /// tensor_map (Hopper): a 128-byte TMA descriptor passed by value to a `tensor_map` parameter.
+  enum class Kind : uint8_t { buffer, scalar, tensor_map };
   Kind kind = Kind::scalar;
   uint32_t size_bytes = 0;             ///< width of the by-value slot (8 for a device pointer)
   bool slot_is_null = false;           ///< the void* in the argument table is null

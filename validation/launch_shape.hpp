@@ -58,7 +58,7 @@ class LaunchShape {
   static uint64_t argument_word(const ArgumentDesc& a) {
     return uint64_t{a.kind == ArgumentDesc::Kind::buffer} | uint64_t{a.slot_is_null} << 1 |
            uint64_t{a.pointer_is_null} << 2 | uint64_t{a.buffer_bytes.has_value()} << 3 |
-           uint64_t{a.scalar_type.has_value()} << 4 |
+           uint64_t{a.scalar_type.has_value()} << 4 | uint64_t{a.kind == ArgumentDesc::Kind::tensor_map} << 5 |
            uint64_t{static_cast<uint8_t>(a.scalar_type.value_or(ir::Type::error))} << 8 |
            uint64_t{a.size_bytes} << 32;
   }

@@ -165,6 +165,22 @@ class KernelChecker {
   /// Types the target of an assignment (a write: `in` buffers are rejected, `out` allowed).
   Type infer_assign_target(Expr& target);
 
+  // Hopper: mbarrier, TMA, wgmma (verifier_hopper.cpp).
+  Type infer_hopper(Expr& e, Intrinsic fn);
+  /// PG1351 when `t` is tensor_map where only values or elements may stand; true if reported.
+  bool reject_tensor_map_type(Type t, SourceRange range, std::string_view what);
+  /// `bars[index]` of an mbarrier operation: a shared u64 array (PG1352); null when it is not one.
+  Symbol* mbarrier_operand(Expr& bars, Expr& index, std::string_view fn);
+  /// `array[index]` of a TMA copy, descriptor or shared address: a shared numeric array (`code`).
+  Symbol* shared_tile_operand(Expr& array, Expr& index, std::string_view fn, diag::Code code);
+  /// The map of a TMA copy: a tensor_map parameter, by name (PG1353).
+  bool tensor_map_operand(Expr& map, std::string_view fn);
+  /// A u32 constant in lo..hi, a multiple of `multiple` (PG1355 otherwise).
+  std::optional<uint64_t> constant_operand(Expr& e, uint64_t lo, uint64_t hi, uint64_t multiple, std::string_view fn,
+                                           std::string_view what);
+  /// PG1358: a kernel with warpgroup operations and a @workgroup that is not whole warpgroups.
+  void check_whole_warpgroups();
+
   /// Whether `e` only uses literals, constants, operators and casts (PG1109 otherwise);
   /// `what` receives the first thing that is not constant.
   bool is_constant_expression(const Expr& e, std::string& what) const;
@@ -196,6 +212,9 @@ class KernelChecker {
 /// A call of a device function counts as its barrier, grid_sync and warp operations, and its
 /// result varies as `facts` say. Run on functions callee first: a function's parameters are
 /// taken as thread-varying (any caller may pass such values), and its facts are completed.
+/// Hopper: PG1356 for warpgroup operations (wgmma, setmaxnreg) under control flow that depends on values
+/// that differ within a warpgroup (warp_id, lane_id, thread ids, loads, ...; warpgroup_id and block_id
+/// are uniform there).
 void check_divergence(const Kernel& kernel, Reporter& reporter, const FunctionFactsTable& facts);
 void check_divergence(const Function& function, Reporter& reporter, FunctionFactsTable& facts);
 
