@@ -44,12 +44,12 @@ int main(int argc, char** argv) {
   add_common(workloads);
   workloads->add_option("--cubins", workload_cubins, "directory of nvcc cubins of bench/cuda")->required();
   workloads->add_option("--repetitions", wo.repetitions)->capture_default_str();
-  workloads->add_option("--only", wo.only, "workloads to run: sum softmax layer_norm axpy_f16 axpy_bf16 bfs sgemm gemm_bf16");
+  workloads->add_option("--only", wo.only, "workloads to run: sum softmax layer_norm axpy_f16 axpy_bf16 bfs sgemm gemm_bf16 gemm_bf16_mma");
   workloads->add_option("--sum-elements", wo.sum_elements)->capture_default_str();
   workloads->add_option("--half-elements", wo.half_elements)->capture_default_str();
   workloads->add_option("--bfs-vertices", wo.bfs_vertices)->capture_default_str();
   workloads->add_option("--sgemm-size", wo.sgemm_size)->capture_default_str();
-  workloads->add_option("--gemm-size", wo.gemm_size, "square bf16 GEMM (sm_90a)")->capture_default_str();
+  workloads->add_option("--gemm-size", wo.gemm_size, "square bf16 GEMMs (mma.sync on sm_80+, wgmma on sm_90a)")->capture_default_str();
 
   CompileOptions co;
   std::string cache_dir = (fs::temp_directory_path() / "ptxgate-bench-cache").string();

@@ -37,9 +37,9 @@ struct KernelOptions {
 int run_kernel_quality(const KernelOptions& o, ResultFile& out);
 
 struct WorkloadOptions {
-  std::filesystem::path kernels_dir;  ///< bench/kernels (warp_sum, softmax, layer_norm, axpy_half, bfs, sgemm)
+  std::filesystem::path kernels_dir;  ///< bench/kernels (warp_sum, softmax, layer_norm, axpy_half, bfs, sgemm, gemm_bf16_mma)
   std::filesystem::path cubin_dir;    ///< nvcc cubins of the bench/cuda twins
-  std::vector<std::string> only;      ///< workloads to run (sum softmax layer_norm axpy_f16 axpy_bf16 bfs sgemm gemm_bf16); empty: all
+  std::vector<std::string> only;      ///< workloads to run (sum softmax layer_norm axpy_f16 axpy_bf16 bfs sgemm gemm_bf16 gemm_bf16_mma); empty: all
   size_t repetitions = 30;            ///< timed rounds (after 3 warm-up rounds), every variant once per round
   size_t sum_elements = size_t{1} << 28;   ///< f32 elements summed (also memcpy's buffer)
   uint32_t softmax_rows = 8192, softmax_cols = 8192;
@@ -47,7 +47,7 @@ struct WorkloadOptions {
   size_t half_elements = size_t{1} << 28;  ///< f16 / bf16 elements of x and y
   uint32_t bfs_vertices = uint32_t{1} << 22;
   uint32_t sgemm_size = 4096;
-  uint32_t gemm_size = 4096;               ///< square bf16 GEMM (Hopper: wgmma + TMA)
+  uint32_t gemm_size = 4096;               ///< square bf16 GEMMs (mma.sync on sm_80+; Hopper: wgmma + TMA)
 };
 /// The workloads: sum, softmax, layer norm, f16/bf16 axpy, BFS, SGEMM, bf16 GEMM, ptxgate vs nvcc vs memcpy,
 /// each checked against a CPU reference first (the library peers are bench/peers.py's).

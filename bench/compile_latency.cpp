@@ -114,7 +114,7 @@ std::vector<KernelSource> bandwidth_kernels(const std::filesystem::path& kernels
 
 std::vector<KernelSource> workload_modules(const std::filesystem::path& kernels_dir) {
   std::vector<KernelSource> out;
-  for (const char* name : {"warp_sum", "softmax", "layer_norm", "axpy_half", "bfs", "sgemm", "gemm_bf16_wgmma"})
+  for (const char* name : {"warp_sum", "softmax", "layer_norm", "axpy_half", "bfs", "sgemm", "gemm_bf16_wgmma", "gemm_bf16_mma"})
     out.push_back({name, kernels_dir / (std::string(name) + ".pg")});
   return out;
 }

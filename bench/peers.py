@@ -317,6 +317,8 @@ def workload_peers(res, warmups, reps, sizes):
     gb = (torch.rand(g, g, device=dev, generator=gen) * 2 - 1).to(torch.bfloat16)
     gc = torch.empty(g, g, device=dev, dtype=torch.bfloat16)
     ops.append(("workload.gemm_bf16.torch", "GFLOP/s", 2.0 * g * g * g, lambda: torch.matmul(ga, gb.t(), out=gc)))
+    # cuBLAS bf16 on the layout of bench/kernels/gemm_bf16_mma.pg: c = a b, b stored k x n (row-major).
+    ops.append(("workload.gemm_bf16_mma.torch", "GFLOP/s", 2.0 * g * g * g, lambda: torch.matmul(ga, gb, out=gc)))
     start = torch.cuda.Event(enable_timing=True)
     stop = torch.cuda.Event(enable_timing=True)
     times = {name: [] for name, *_ in ops}

@@ -116,13 +116,16 @@ TWINS = ("saxpy", "copy", "block_sum", "matmul", "copy4", "saxpy4", "warp_sum", 
 
 # The workloads, their unit and the library a user would pick instead.
 WORKLOADS = (("sum", "GB/s"), ("softmax", "GB/s"), ("layer_norm", "GB/s"), ("axpy_f16", "GB/s"),
-             ("axpy_bf16", "GB/s"), ("bfs", "GTEPS"), ("sgemm", "GFLOP/s"), ("gemm_bf16", "GFLOP/s"))
+             ("axpy_bf16", "GB/s"), ("bfs", "GTEPS"), ("sgemm", "GFLOP/s"), ("gemm_bf16", "GFLOP/s"),
+             ("gemm_bf16_mma", "GFLOP/s"))
 LIBRARY = {"sum": "torch.sum", "softmax": "torch.softmax", "layer_norm": "F.layer_norm",
            "axpy_f16": "torch y.add_(x, alpha=a)", "axpy_bf16": "torch y.add_(x, alpha=a)", "bfs": "(none)",
-           "sgemm": "torch.matmul (cuBLAS f32, TF32 off)", "gemm_bf16": "torch.matmul (cuBLAS bf16, c = a b^T)"}
+           "sgemm": "torch.matmul (cuBLAS f32, TF32 off)", "gemm_bf16": "torch.matmul (cuBLAS bf16, c = a b^T)",
+           "gemm_bf16_mma": "torch.matmul (cuBLAS bf16, c = a b)"}
 # (target against memcpy, target against the library), issue 13.
 WORKLOAD_TARGETS = {"sum": (0.90, 1.0), "softmax": (None, 1.0), "layer_norm": (None, 1.0), "axpy_f16": (0.90, 1.0),
-                    "axpy_bf16": (0.90, 1.0), "sgemm": (None, 0.8), "gemm_bf16": (None, 0.6)}
+                    "axpy_bf16": (0.90, 1.0), "sgemm": (None, 0.8), "gemm_bf16": (None, 0.6),
+                    "gemm_bf16_mma": (None, 0.6)}
 
 
 def load_parts(parts_dir):

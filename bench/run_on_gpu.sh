@@ -55,7 +55,7 @@ LD_LIBRARY_PATH="$BENCH_LD_PATH" ldd "$BUNDLE/bin/ptxgate_gpu_bench" >>"$LOG" 2>
 
 # The nvcc twins: built with the bundle; compiled here only if missing.
 CUBINS=$BUNDLE/cubins
-for k in saxpy copy block_sum matmul launch saxpy4 copy4 warp_sum softmax layer_norm axpy_half bfs sgemm gemm_bf16_wgmma; do
+for k in saxpy copy block_sum matmul launch saxpy4 copy4 warp_sum softmax layer_norm axpy_half bfs sgemm gemm_bf16_wgmma gemm_bf16_mma; do
   if [ ! -s "$CUBINS/$k.cubin" ]; then
     mkdir -p "$WORK/cubins" && CUBINS=$WORK/cubins
     arch=$(sed -n 's|^// nvcc-arch: *||p' "bench/cuda/$k.cu")
@@ -85,7 +85,7 @@ want peers && step "peers (CuPy, Triton, NVRTC)" 150 python3 bench/peers.py --cu
 
 # Generated code next to nvcc's, for the log: resources and SASS of the bandwidth kernels.
 if command -v cuobjdump >/dev/null; then
-  for k in copy saxpy copy4 saxpy4 $(want workloads && echo warp_sum softmax layer_norm axpy_half bfs sgemm); do
+  for k in copy saxpy copy4 saxpy4 $(want workloads && echo warp_sum softmax layer_norm axpy_half bfs sgemm gemm_bf16_mma); do
     {
       echo "---- SASS $k: ptxgate"; cuobjdump -sass "$BUNDLE/emit/$k.cubin" 2>&1 | grep -E '^\s+/\*[0-9a-f]{4}\*/' | head -"${SASS_LINES:-40}"
       echo "---- SASS $k: nvcc"; cuobjdump -sass "$CUBINS/$k.cubin" 2>&1 | grep -E '^\s+/\*[0-9a-f]{4}\*/' | head -"${SASS_LINES:-40}"

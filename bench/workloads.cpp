@@ -1,6 +1,6 @@
 // Workloads (issues 13 and 16): the kernels users reach for a library for — a sum reduction, row softmax, layer
-// norm, half-precision axpy, BFS over byte flags, SGEMM, a bf16 GEMM on Hopper's tensor cores (wgmma + TMA) —
-// as ptxgate kernels next to their nvcc twins and
+// norm, half-precision axpy, BFS over byte flags, SGEMM, a bf16 GEMM on the tensor cores with mma.sync
+// (gemm_bf16_mma) and one on Hopper's (wgmma + TMA) — as ptxgate kernels next to their nvcc twins and
 // device-to-device memcpy, each checked against a CPU reference, then timed interleaved with events.
 // The libraries' numbers (torch.sum, torch.softmax, F.layer_norm, torch on f16/bf16, cuBLAS through
 // torch.matmul) come from bench/peers.py in the same run; bench/report.py puts them side by side.
@@ -341,14 +341,15 @@ bool check_bfs(Bench& c, const Twin& expand, const Twin& mark, bool pg, BfsState
   return record_check(c.out, what, st, double(wrong) / double(ref.size()), 0.0);
 }
 
-// ---------------------------------------------------------------- SGEMM
+// ---------------------------------------------------------------- SGEMM and the bf16 GEMM
 
-/// c = a * b, row-major f32, m x k times k x n; 128 x 128 tiles of 256 threads (bench/kernels/sgemm.pg;
-/// the 16-byte vector accesses need n % 4 == 0 and k % 4 == 0).
+/// c = a * b, row-major, m x k times k x n; 128 x 128 tiles of 256 threads: bench/kernels/sgemm.pg (f32; the
+/// 16-byte vector accesses need n % 4 == 0 and k % 4 == 0) and bench/kernels/gemm_bf16_mma.pg (bf16 in, f32 out, on
+/// the tensor cores; its 16-byte copies need n % 8 == 0 and k % 8 == 0).
 constexpr unsigned kTile = 128;
 
-Step launch_sgemm(Bench& c, const Twin& t, bool pg, DeviceBuffer& cm, DeviceBuffer& a, DeviceBuffer& b, uint32_t m,
-                  uint32_t n, uint32_t k) {
+Step launch_tiled_gemm(Bench& c, const Twin& t, bool pg, DeviceBuffer& cm, DeviceBuffer& a, DeviceBuffer& b, uint32_t m,
+                 uint32_t n, uint32_t k) {
   const unsigned gx = (n + kTile - 1) / kTile, gy = (m + kTile - 1) / kTile;
   if (pg)
     return from_diag(t.pg->launch(backend::LaunchConfig{{gx, gy, 1}, {0, 0, 0}, 0, false}, {cm, a, b, m, n, k}, &c.stream));
@@ -356,15 +357,28 @@ Step launch_sgemm(Bench& c, const Twin& t, bool pg, DeviceBuffer& cm, DeviceBuff
   return raw_launch(c, t.nv, {gx, gy, 1}, {kBlock, 1, 1}, {&pc, &pa, &pb, &m, &n, &k});
 }
 
-bool check_sgemm(Bench& c, const Twin& t, bool pg, uint32_t m, uint32_t n, uint32_t k, const std::string& what) {
+/// Rounds `values` to bf16 in place and returns their bits.
+std::vector<uint16_t> round_to_bf16(std::vector<float>& values) {
+  std::vector<uint16_t> bits(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    bits[i] = bf16_bits(values[i]);
+    values[i] = bf16_value(bits[i]);
+  }
+  return bits;
+}
+
+/// Against the double-precision product of the same inputs: f32 (sgemm) or bf16 (gemm_bf16_mma, whose products
+/// are exact, so what is left is f32 accumulation, far inside bf16's own 2^-8).
+bool check_tiled_gemm(Bench& c, const Twin& t, bool pg, bool bf16, uint32_t m, uint32_t n, uint32_t k,
+                const std::string& what) {
   double err = INFINITY;
   Step s = [&]() -> Step {
-    auto ah = random_floats(size_t{m} * k, 51), bh = random_floats(size_t{k} * n, 52);
-    auto a = upload(c, ah);
-    auto b = upload(c, bh);
+    auto ah = random_floats(size_t{m} * k, bf16 ? 53 : 51), bh = random_floats(size_t{k} * n, bf16 ? 54 : 52);
+    auto a = bf16 ? upload_bytes(c, round_to_bf16(ah)) : upload(c, ah);
+    auto b = bf16 ? upload_bytes(c, round_to_bf16(bh)) : upload(c, bh);
     auto cm = filled(c, size_t{m} * n * 4, 0xFF);
     if (auto ok = all_ok(a, b, cm); !ok) return ok;
-    if (auto l = launch_sgemm(c, t, pg, *cm, *a, *b, m, n, k); !l) return l;
+    if (auto l = launch_tiled_gemm(c, t, pg, *cm, *a, *b, m, n, k); !l) return l;
     auto got = download(c, *cm);
     if (!got) return std::unexpected(got.error());
     err = relative_error(*got, matmul_reference(ah, bh, m, n, k));
@@ -635,14 +649,40 @@ int run_workloads(const WorkloadOptions& o, ResultFile& out) {
     DeviceBuffer* cm = hold(filled(c, size_t{s} * s * 4, 0), "sgemm.c");
     for (bool pg : both) {
       if (!present(sgemm, pg) || !a || !b || !cm) continue;
-      bool ok = check_sgemm(c, sgemm, pg, 257, 132, 132, label("sgemm", pg) + ".257x132x132") &&
-                check_sgemm(c, sgemm, pg, 512, 256, 384, label("sgemm", pg) + ".512x256x384");
+      bool ok = check_tiled_gemm(c, sgemm, pg, false, 257, 132, 132, label("sgemm", pg) + ".257x132x132") &&
+                check_tiled_gemm(c, sgemm, pg, false, 512, 256, 384, label("sgemm", pg) + ".512x256x384");
       if (!ok) {
         status = 1;
         continue;
       }
       timed.push_back({label("sgemm", pg), "GFLOP/s", 2.0 * double(s) * s * s, [&c, &sgemm, pg, a, b, cm, s]() {
-                         return launch_sgemm(c, sgemm, pg, *cm, *a, *b, s, s, s);
+                         return launch_tiled_gemm(c, sgemm, pg, *cm, *a, *b, s, s, s);
+                       }});
+    }
+  }
+
+  // bf16 GEMM with f32 accumulation on the tensor cores with mma.sync (sm_80+), c = a b (b k x n), square:
+  // GFLOP/s = 2 n^3 / time; cuBLAS bf16 on the same layout through torch.matmul in peers.py.
+  Twin gemm_mma;
+  if (wanted("gemm_bf16_mma") && rt.caps().cc_major < 8) {
+    fmt::print("  gemm_bf16_mma: skipped, sm_{}{} has no mma.sync bf16 (sm_80+)\n", rt.caps().cc_major, rt.caps().cc_minor);
+  } else if (wanted("gemm_bf16_mma")) {
+    gemm_mma = twin("gemm_bf16_mma", "gemm_bf16_mma");
+    const uint32_t s = o.gemm_size;
+    auto ah = random_floats(size_t{s} * s, 83), bh = random_floats(size_t{s} * s, 84);
+    DeviceBuffer* a = hold(upload_bytes(c, round_to_bf16(ah)), "gemm_bf16_mma.a");
+    DeviceBuffer* b = hold(upload_bytes(c, round_to_bf16(bh)), "gemm_bf16_mma.b");
+    DeviceBuffer* cm = hold(filled(c, size_t{s} * s * 4, 0), "gemm_bf16_mma.c");
+    for (bool pg : both) {
+      if (!present(gemm_mma, pg) || !a || !b || !cm) continue;
+      bool ok = check_tiled_gemm(c, gemm_mma, pg, true, 257, 136, 200, label("gemm_bf16_mma", pg) + ".257x136x200") &&
+                check_tiled_gemm(c, gemm_mma, pg, true, 512, 384, 1032, label("gemm_bf16_mma", pg) + ".512x384x1032");
+      if (!ok) {
+        status = 1;
+        continue;
+      }
+      timed.push_back({label("gemm_bf16_mma", pg), "GFLOP/s", 2.0 * double(s) * s * s, [&c, &gemm_mma, pg, a, b, cm, s]() {
+                         return launch_tiled_gemm(c, gemm_mma, pg, *cm, *a, *b, s, s, s);
                        }});
     }
   }

@@ -124,11 +124,39 @@ std::string target_for_module(const ir::Module& verified, std::string_view arch)
 
 namespace {
 
+/// The compute capability of a target as a number: 80 for "sm_80", 90 for "sm_90a", 100 for "sm_100".
+unsigned sm_number(std::string_view target) {
+  unsigned n = 0;
+  for (char ch : target.substr(target.find('_') + 1)) {
+    if (ch < '0' || ch > '9') break;
+    n = n * 10 + static_cast<unsigned>(ch - '0');
+  }
+  return n;
+}
+
+/// PG1331 for every kernel that uses an operation (itself or through a function) the target lacks.
+std::expected<void, diag::Diagnostics> check_target_features(const ir::Module& m, std::string_view target) {
+  diag::Diagnostics d;
+  const unsigned sm = sm_number(target);
+  for (const ir::Kernel& k : m.kernels) {
+    if (k.min_sm <= sm) continue;
+    d.add(diag::Code::target_too_old,
+          fmt::format("kernel '{}' uses {}, which needs sm_{} or newer, but the target is {}", k.name,
+                      k.min_sm_operation, k.min_sm, target),
+          k.min_sm_location,
+          fmt::format("compile for sm_{} or newer (--target sm_{}, a device profile of such a GPU), or leave out {}",
+                      k.min_sm, k.min_sm, k.min_sm_operation));
+  }
+  if (d.empty()) return {};
+  return std::unexpected(std::move(d));
+}
+
 /// Lowers, verifies, links libdevice where used, internalises and optimises.
 std::expected<void, diag::Diagnostics> build_optimised_module(Compilation& c, const ir::Module& verified,
                                                               const CodegenOptions& options,
                                                               llvm::TargetMachine& machine) {
   if (auto hopper = check_hopper_target(verified, options.target); !hopper) return hopper;
+  if (auto supported = check_target_features(verified, options.target); !supported) return supported;
   c.context.setDiagnosticHandler(std::make_unique<CollectingDiagnosticHandler>(&c.llvm_errors));
   auto lowered = lower_module(verified, c.context, machine.createDataLayout(), options.fp_mode);
   if (!lowered) return std::unexpected(std::move(lowered.error()));

@@ -19,6 +19,7 @@
 
 #include "ptxgate/codegen/internal/grid_sync.hpp"
 #include "ptxgate/codegen/internal/nvptx.hpp"
+#include "ptxgate/codegen/internal/tensor_core.hpp"
 #include "ptxgate/ir/printer.hpp"
 
 namespace ptxgate::codegen {
@@ -945,15 +946,21 @@ class KernelLowering {
     return t == ir::Type::bool_ ? builder_.CreateICmpNE(v, builder_.getInt8(0)) : v;
   }
 
-  llvm::Value* element_address(const Binding& array, const ir::Expr& index) {
-    if (array.kind != Binding::Kind::buffer && array.kind != Binding::Kind::shared &&
-        array.kind != Binding::Kind::local)
-      invariant_failed("indexing something that is not a buffer, shared or local array");
+  /// An integer index as an i64 (sign- or zero-extended by its type), for address arithmetic.
+  llvm::Value* index64(const ir::Expr& index) {
     if (!ir::is_integer(index.type)) invariant_failed("non-integer index");
     llvm::Value* i = expr(index);
     if (ir::bit_width(index.type) < 64)
       i = ir::is_signed(index.type) ? builder_.CreateSExt(i, builder_.getInt64Ty())
                                     : builder_.CreateZExt(i, builder_.getInt64Ty());
+    return i;
+  }
+
+  llvm::Value* element_address(const Binding& array, const ir::Expr& index) {
+    if (array.kind != Binding::Kind::buffer && array.kind != Binding::Kind::shared &&
+        array.kind != Binding::Kind::local)
+      invariant_failed("indexing something that is not a buffer, shared or local array");
+    llvm::Value* i = index64(index);
     if (array.kind == Binding::Kind::shared || array.kind == Binding::Kind::local)
       return builder_.CreateInBoundsGEP(array.array_type, array.value, {builder_.getInt64(0), i});
     return builder_.CreateInBoundsGEP(memory_type(context_, array.type), array.value, i);
@@ -1195,6 +1202,7 @@ class KernelLowering {
     if (ir::is_warp_operation(which)) return warp_operation(e, which);
     if (ir::is_vector_access(which)) return vector_access(e, which);
     if (ir::is_hopper_operation(which)) return hopper_operation(e, which);
+    if (ir::intrinsic_min_sm(which) >= 80) return tensor_core(e, which);
     auto arg = [&](size_t i) { return expr(*e.operands.at(i)); };
     switch (which) {
       case I::barrier: builder_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); return nullptr;
@@ -1303,12 +1311,7 @@ class KernelLowering {
       invariant_failed("vector access to something that is not a buffer or shared array");
     const std::optional<ir::Type> vector = ir::vector_of(array.type, ir::vector_access_lanes(which));
     if (!vector) invariant_failed(fmt::format("{} of {} elements", ir::intrinsic_name(which), ir::type_name(array.type)));
-    const ir::Expr& index = *e.operands.at(1);
-    if (!ir::is_integer(index.type)) invariant_failed("non-integer index");
-    llvm::Value* i = expr(index);
-    if (ir::bit_width(index.type) < 64)
-      i = ir::is_signed(index.type) ? builder_.CreateSExt(i, builder_.getInt64Ty())
-                                    : builder_.CreateZExt(i, builder_.getInt64Ty());
+    llvm::Value* i = index64(*e.operands.at(1));
     llvm::Type* type = value_type(context_, *vector);
     llvm::Value* address = builder_.CreateInBoundsGEP(type, array.value, i);
     const llvm::Align align(ir::byte_size(*vector));
@@ -1320,6 +1323,59 @@ class KernelLowering {
     }
     if (array.param_index >= 0) buffer_read_[array.param_index] = true;
     return builder_.CreateAlignedLoad(type, address, align);
+  }
+
+  // ---- tensor cores: mma.sync, ldmatrix, cp.async ----
+
+  /// The address of the `bytes`-sized chunk `index` of a buffer or shared array (chunk i starts
+  /// at byte bytes * i: aligned to `bytes` when the array's base is).
+  llvm::Value* chunk_address(const Binding& array, const ir::Expr& index, unsigned bytes) {
+    if (array.kind != Binding::Kind::buffer && array.kind != Binding::Kind::shared)
+      invariant_failed("tensor-core access to something that is not a buffer or shared array");
+    return builder_.CreateInBoundsGEP(llvm::ArrayType::get(builder_.getInt8Ty(), bytes), array.value, index64(index));
+  }
+
+  llvm::Value* tensor_core(const ir::Expr& e, ir::Intrinsic which) {
+    using I = ir::Intrinsic;
+    if (ir::is_mma(which)) {
+      llvm::Value* a = expr(*e.operands.at(0));
+      llvm::Value* b = expr(*e.operands.at(1));
+      llvm::Value* c = expr(*e.operands.at(2));
+      return emit_mma(builder_, which, e.operands[0]->type, a, b, c);
+    }
+    if (ir::is_ldmatrix(which)) {
+      const Binding& array = binding_of(*e.operands.at(0));
+      if (array.kind != Binding::Kind::shared) invariant_failed("ldmatrix of something that is not a shared array");
+      llvm::Value* row = chunk_address(array, *e.operands.at(1), 16);
+      return emit_ldmatrix(builder_, ir::ldmatrix_count(which), ir::is_ldmatrix_trans(which), row,
+                           value_type(context_, e.type));
+    }
+    if (ir::is_async_copy(which)) {
+      const unsigned bytes = ir::async_copy_bytes(which);
+      const Binding& destination = binding_of(*e.operands.at(0));
+      const Binding& source = binding_of(*e.operands.at(2));
+      if (destination.kind != Binding::Kind::shared || source.kind != Binding::Kind::buffer)
+        invariant_failed("cp_async between arrays other than a buffer and a shared array");
+      llvm::Value* to = chunk_address(destination, *e.operands.at(1), bytes);
+      llvm::Value* from = chunk_address(source, *e.operands.at(3), bytes);
+      llvm::Value* count = e.operands.size() > 4 ? expr(*e.operands[4]) : nullptr;
+      if (source.param_index >= 0) buffer_read_[source.param_index] = true;
+      emit_cp_async(builder_, bytes, to, from, count);
+      return nullptr;
+    }
+    switch (which) {
+      case I::cp_async_commit: emit_cp_async_commit(builder_); return nullptr;
+      case I::cp_async_wait: {
+        // A constant expression (the verifier's rule): the builder folds it to its value.
+        auto* groups = llvm::dyn_cast<llvm::ConstantInt>(expr(*e.operands.at(0)));
+        if (!groups) invariant_failed("cp_async_wait with a group count that is not a constant");
+        emit_cp_async_wait(builder_, static_cast<uint32_t>(groups->getZExtValue()));
+        return nullptr;
+      }
+      case I::tf32: return emit_tf32(builder_, expr(*e.operands.at(0)));
+      default: break;
+    }
+    invariant_failed(fmt::format("intrinsic '{}' has no lowering", ir::intrinsic_name(which)));
   }
 
   llvm::Value* atomic(const ir::Expr& e, ir::Intrinsic which) {

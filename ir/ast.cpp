@@ -191,7 +191,7 @@ namespace {
 constexpr std::array<std::string_view, 8> kBuiltins = {"thread_id", "block_id", "block_dim", "grid_dim",
                                                       "global_id", "lane_id",  "warp_id",   "warpgroup_id"};
 /// In the order of enum Intrinsic.
-constexpr std::array<std::string_view, 77> kIntrinsics = {
+constexpr std::array<std::string_view, 91> kIntrinsics = {
     "sqrt", "rsqrt", "exp", "log", "sin", "cos", "tanh", "pow", "fma", "min", "max", "abs", "floor", "ceil",
     "select", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_and", "atomic_or", "atomic_xor",
     "atomic_exch", "atomic_cas", "barrier", "grid_sync", "shfl_xor", "shfl_down", "shfl_up", "shfl_idx", "ballot",
@@ -202,8 +202,12 @@ constexpr std::array<std::string_view, 77> kIntrinsics = {
     "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_try_wait", "mbarrier_wait",
     "mbarrier_inval", "fence_proxy_async", "tma_load", "tma_store", "tma_store_commit", "tma_store_wait",
     "wgmma_desc", "wgmma_fence", "wgmma_commit", "wgmma_wait", "wgmma_bf16", "wgmma_f16", "setmaxnreg_inc",
-    "setmaxnreg_dec", "shared_address"};
-static_assert(kIntrinsics.size() == static_cast<size_t>(Intrinsic::shared_address) + 1);
+    "setmaxnreg_dec", "shared_address",
+    // tensor cores: mma.sync, ldmatrix, cp.async
+    "mma_m16n8k16", "mma_m16n8k8", "ldmatrix_x1", "ldmatrix_x2", "ldmatrix_x4", "ldmatrix_x1_trans",
+    "ldmatrix_x2_trans", "ldmatrix_x4_trans", "cp_async4", "cp_async8", "cp_async16", "cp_async_commit",
+    "cp_async_wait", "tf32"};
+static_assert(kIntrinsics.size() == static_cast<size_t>(Intrinsic::tf32) + 1);
 constexpr std::array<std::string_view, 4> kOrders = {"relaxed", "acquire", "release", "acq_rel"};
 constexpr std::array<std::string_view, 3> kScopes = {"block", "device", "system"};
 constexpr std::array<std::string_view, 3> kFpModes = {"contract", "exact", "fast"};
@@ -261,6 +265,35 @@ unsigned vector_access_lanes(Intrinsic i) {
     default: return 0;
   }
 }
+
+// tensor cores: mma.sync, ldmatrix, cp.async
+bool is_mma(Intrinsic i) { return i == Intrinsic::mma_m16n8k16 || i == Intrinsic::mma_m16n8k8; }
+bool is_ldmatrix(Intrinsic i) { return i >= Intrinsic::ldmatrix_x1 && i <= Intrinsic::ldmatrix_x4_trans; }
+bool is_ldmatrix_trans(Intrinsic i) { return i >= Intrinsic::ldmatrix_x1_trans && i <= Intrinsic::ldmatrix_x4_trans; }
+
+unsigned ldmatrix_count(Intrinsic i) {
+  switch (i) {
+    case Intrinsic::ldmatrix_x1: case Intrinsic::ldmatrix_x1_trans: return 1;
+    case Intrinsic::ldmatrix_x2: case Intrinsic::ldmatrix_x2_trans: return 2;
+    case Intrinsic::ldmatrix_x4: case Intrinsic::ldmatrix_x4_trans: return 4;
+    default: return 0;
+  }
+}
+
+bool is_async_copy(Intrinsic i) { return i >= Intrinsic::cp_async4 && i <= Intrinsic::cp_async16; }
+
+unsigned async_copy_bytes(Intrinsic i) {
+  switch (i) {
+    case Intrinsic::cp_async4: return 4;
+    case Intrinsic::cp_async8: return 8;
+    case Intrinsic::cp_async16: return 16;
+    default: return 0;
+  }
+}
+
+bool is_warp_collective(Intrinsic i) { return is_warp_operation(i) || is_mma(i) || is_ldmatrix(i); }
+
+unsigned intrinsic_min_sm(Intrinsic i) { return i >= Intrinsic::mma_m16n8k16 && i <= Intrinsic::tf32 ? 80 : 0; }
 
 const Kernel* Module::find_kernel(std::string_view name) const {
   for (const auto& k : kernels)

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ptxgate/diagnostics/diagnostic.hpp"
+
 namespace ptxgate::ir {
 
 /// Scalar value types. `int_literal`/`float_literal` are the types of untyped
@@ -109,6 +111,16 @@ enum class Intrinsic : uint8_t {
   // and the register moves between warpgroups; shared_address gives an element's shared-window address.
   wgmma_desc, wgmma_fence, wgmma_commit, wgmma_wait, wgmma_bf16, wgmma_f16, setmaxnreg_inc, setmaxnreg_dec,
   shared_address,
+  // tensor cores (sm_80+): mma.sync, ldmatrix, cp.async (docs/ir.md "Tensor cores").
+  // mma_SHAPE(a, b, c) -> f32x4: one warp-wide D = A * B + C; the element type follows the fragments
+  mma_m16n8k16, mma_m16n8k8,
+  // ldmatrix_xN[_trans](shared, chunk): N 8x8 matrices of 16-bit elements from shared memory, warp-wide
+  ldmatrix_x1, ldmatrix_x2, ldmatrix_x4, ldmatrix_x1_trans, ldmatrix_x2_trans, ldmatrix_x4_trans,
+  // cp_asyncN(shared, i, buffer, j[, src_bytes]): N bytes global -> shared without registers, per thread
+  cp_async4, cp_async8, cp_async16,
+  cp_async_commit,  ///< statement: closes the thread's group of cp_async copies
+  cp_async_wait,    ///< statement: cp_async_wait(N), N a constant: waits until at most N groups are pending
+  tf32,             ///< tf32(x: f32) -> f32: x rounded to TF32 (cvt.rna.tf32.f32), low 13 mantissa bits zero
 };
 std::string_view intrinsic_name(Intrinsic i);
 std::optional<Intrinsic> intrinsic_from_name(std::string_view);
@@ -120,6 +132,26 @@ bool is_vector_access(Intrinsic i);
 bool is_vector_store(Intrinsic i);
 /// 2, 4 or 8 for the vector accesses, 0 otherwise.
 unsigned vector_access_lanes(Intrinsic i);
+// tensor cores: mma.sync, ldmatrix, cp.async
+/// mma_m16n8k16 and mma_m16n8k8.
+bool is_mma(Intrinsic i);
+/// ldmatrix_x1 .. ldmatrix_x4_trans.
+bool is_ldmatrix(Intrinsic i);
+/// 1, 2 or 4 (matrices) for the ldmatrix forms, 0 otherwise.
+unsigned ldmatrix_count(Intrinsic i);
+/// The ldmatrix forms with `.trans`.
+bool is_ldmatrix_trans(Intrinsic i);
+/// cp_async4, cp_async8, cp_async16.
+bool is_async_copy(Intrinsic i);
+/// 4, 8 or 16 (bytes) for the cp_async forms, 0 otherwise.
+unsigned async_copy_bytes(Intrinsic i);
+/// Operations every lane of a warp executes together, so the convergence rule (PG1318) and the
+/// whole-warp launch rule (PG1320) apply: the warp operations, mma and ldmatrix.
+bool is_warp_collective(Intrinsic i);
+/// The lowest compute capability (sm_XY as XY) an intrinsic needs: 80 for mma, ldmatrix, cp.async
+/// and tf32; 0 (any target ptxgate compiles for) for the rest.
+unsigned intrinsic_min_sm(Intrinsic i);
+
 /// The number of intrinsics (for iterating over all of them).
 size_t intrinsic_count();
 /// Hopper: mbarrier_init .. shared_address (they need target sm_90a).
@@ -289,6 +321,12 @@ struct Routine {
   /// need target sm_90a: codegen reports PG1350 for another target); empty: none.
   std::optional<Intrinsic> hopper_operation;
   bool uses_warpgroup_operations = false;  ///< wgmma_* or setmaxnreg_* in its own body
+  /// The lowest compute capability (sm_XY as XY, e.g. 80) the routine needs, itself or through
+  /// the functions it calls (intrinsic_min_sm of what it uses); 0: any target. Code generation
+  /// refuses an older target (PG1331) naming `min_sm_operation` at `min_sm_location`.
+  uint32_t min_sm = 0;
+  std::string min_sm_operation;      ///< e.g. "mma_m16n8k16" (empty when min_sm is 0)
+  diag::Location min_sm_location;    ///< where that operation is (no position for builder modules)
   std::vector<std::unique_ptr<Symbol>> symbols;
 };
 

@@ -3,6 +3,8 @@
 
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 namespace ptxgate::ir {
 
 namespace {
@@ -203,6 +205,49 @@ Ex ExprFactory::store(unsigned lanes, std::string array, Ex index, Ex value) con
   args.push_back(std::move(index));
   args.push_back(std::move(value));
   return call(vector_access_name(true, lanes), std::move(args));
+}
+
+// tensor cores: mma.sync, ldmatrix, cp.async
+Ex ExprFactory::mma(unsigned k, Ex a, Ex b, Ex c) const {
+  std::vector<Ex> args;
+  args.push_back(std::move(a));
+  args.push_back(std::move(b));
+  args.push_back(std::move(c));
+  return call(fmt::format("mma_m16n8k{}", k), std::move(args));
+}
+
+Ex ExprFactory::ldmatrix(unsigned count, bool trans, std::string array, Ex chunk) const {
+  std::vector<Ex> args;
+  args.push_back(name(std::move(array)));
+  args.push_back(std::move(chunk));
+  return call(fmt::format("ldmatrix_x{}{}", count, trans ? "_trans" : ""), std::move(args));
+}
+
+Ex ExprFactory::cp_async(unsigned bytes, std::string shared, Ex i, std::string buffer, Ex j) const {
+  std::vector<Ex> args;
+  args.push_back(name(std::move(shared)));
+  args.push_back(std::move(i));
+  args.push_back(name(std::move(buffer)));
+  args.push_back(std::move(j));
+  return call(fmt::format("cp_async{}", bytes), std::move(args));
+}
+
+Ex ExprFactory::cp_async(unsigned bytes, std::string shared, Ex i, std::string buffer, Ex j, Ex source_bytes) const {
+  ExprPtr e = cp_async(bytes, std::move(shared), std::move(i), std::move(buffer), std::move(j)).take();
+  e->operands.push_back(std::move(source_bytes).take());
+  return Ex(std::move(e));
+}
+
+Ex ExprFactory::cp_async_wait(Ex groups) const {
+  std::vector<Ex> args;
+  args.push_back(std::move(groups));
+  return call(Intrinsic::cp_async_wait, std::move(args));
+}
+
+Ex ExprFactory::tf32(Ex x) const {
+  std::vector<Ex> args;
+  args.push_back(std::move(x));
+  return call(Intrinsic::tf32, std::move(args));
 }
 
 Ex ExprFactory::atomic(Intrinsic op, std::string array, Ex index, Ex value, MemoryOrder order,

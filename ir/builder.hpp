@@ -143,6 +143,23 @@ class ExprFactory {
             MemoryScope scope = MemoryScope::device) const;
   Ex atomic_cas(std::string array, Ex index, Ex expected, Ex value, MemoryOrder order,
                 MemoryScope scope = MemoryScope::device) const;
+
+  // tensor cores: mma.sync, ldmatrix, cp.async (sm_80+; docs/ir.md "Tensor cores")
+  /// `mma_m16n8k16(a, b, c)` for k = 16 (f16/bf16 fragments), `mma_m16n8k8(a, b, c)` for k = 8
+  /// (tf32 in f32 lanes); another k names no intrinsic (the verifier reports it).
+  Ex mma(unsigned k, Ex a, Ex b, Ex c) const;
+  /// `ldmatrix_xN(array, chunk)` or `ldmatrix_xN_trans(array, chunk)` for N = `count` (1, 2, 4).
+  Ex ldmatrix(unsigned count, bool trans, std::string array, Ex chunk) const;
+  /// `cp_asyncN(shared, i, buffer, j)` for N = `bytes` (4, 8, 16); a statement:
+  /// `b.expr(b.cp_async(16, "tile", i, "x", j))`.
+  Ex cp_async(unsigned bytes, std::string shared, Ex i, std::string buffer, Ex j) const;
+  /// The same reading only `source_bytes` from the buffer (the rest of the copy is zero-filled).
+  Ex cp_async(unsigned bytes, std::string shared, Ex i, std::string buffer, Ex j, Ex source_bytes) const;
+  /// `cp_async_commit()` and `cp_async_wait(groups)` (a constant), statements.
+  Ex cp_async_commit() const { return call(Intrinsic::cp_async_commit, {}); }
+  Ex cp_async_wait(Ex groups) const;
+  /// `tf32(x)`: x rounded to TF32.
+  Ex tf32(Ex x) const;
 };
 
 /// Appends statements to one block (a kernel body or a nested body).

@@ -126,6 +126,9 @@ void KernelChecker::run() {
   kernel_.local_array_bytes = 0;
   kernel_.vector_alignment.assign(kernel_.params.size(), 0);
   kernel_.uses_assert = false;
+  kernel_.min_sm = 0;
+  kernel_.min_sm_operation.clear();
+  kernel_.min_sm_location = {};
   kernel_.symbols.clear();
   if (as_kernel_) {
     as_kernel_->workgroup = {0, 0, 0};

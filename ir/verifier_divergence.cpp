@@ -153,7 +153,7 @@ class DivergenceAnalysis {
           std::string text = fmt::format("the result of {}()", e.name);
           return Origin{text, text};
         }
-        if (e.intrinsic && (is_atomic(*e.intrinsic) || (is_warp_operation(*e.intrinsic) && lane_varying(*e.intrinsic)))) {
+        if (e.intrinsic && (is_atomic(*e.intrinsic) || (is_warp_collective(*e.intrinsic) && lane_varying(*e.intrinsic)))) {
           std::string text = fmt::format("the result of {}", intrinsic_name(*e.intrinsic));
           return Origin{text, text};
         }
@@ -177,10 +177,11 @@ class DivergenceAnalysis {
   }
 
   /// Whether a warp operation's result differs between the threads of this scope: at block
-  /// scope every one (warps differ), at warp scope only the shuffles.
+  /// scope every one (warps differ), at warp scope the shuffles and the matrix fragments (mma,
+  /// ldmatrix: each lane holds its own elements).
   bool lane_varying(Intrinsic fn) const {
     return scope_ != Scope::warp || fn == Intrinsic::shfl_xor || fn == Intrinsic::shfl_down ||
-           fn == Intrinsic::shfl_up || fn == Intrinsic::shfl_idx;
+           fn == Intrinsic::shfl_up || fn == Intrinsic::shfl_idx || is_mma(fn) || is_ldmatrix(fn);
   }
 
   /// Reports barrier()/grid_sync() calls (block scope) or warp operations (warp scope) inside
@@ -236,7 +237,7 @@ class DivergenceAnalysis {
     }
     if (e->kind == ExprKind::call && e->function && control && reporting_) check_call(*e, *control);
     if (scope_ == Scope::warp) {
-      if (e->kind == ExprKind::call && e->intrinsic && is_warp_operation(*e->intrinsic) && control && reporting_)
+      if (e->kind == ExprKind::call && e->intrinsic && is_warp_collective(*e->intrinsic) && control && reporting_)
         reporter_.report(diag::Code::divergent_warp_operation, e->range,
                          fmt::format("{}() in {} may be reached by only some lanes of the warp: {}",
                                      intrinsic_name(*e->intrinsic), owner_, control->reason),

@@ -89,6 +89,21 @@ std::string_view signature(Intrinsic fn) {
     case Intrinsic::fence_device: return "fence_device()";
     case Intrinsic::fence_system: return "fence_system()";
     case Intrinsic::assert_: return "assert(condition)";
+    // tensor cores: mma.sync, ldmatrix, cp.async
+    case Intrinsic::mma_m16n8k16: return "mma_m16n8k16(a: bf16x8|f16x8, b: bf16x4|f16x4, c: f32x4)";
+    case Intrinsic::mma_m16n8k8: return "mma_m16n8k8(a: f32x4, b: f32x2, c: f32x4)";
+    case Intrinsic::ldmatrix_x1: return "ldmatrix_x1(shared_array, chunk)";
+    case Intrinsic::ldmatrix_x2: return "ldmatrix_x2(shared_array, chunk)";
+    case Intrinsic::ldmatrix_x4: return "ldmatrix_x4(shared_array, chunk)";
+    case Intrinsic::ldmatrix_x1_trans: return "ldmatrix_x1_trans(shared_array, chunk)";
+    case Intrinsic::ldmatrix_x2_trans: return "ldmatrix_x2_trans(shared_array, chunk)";
+    case Intrinsic::ldmatrix_x4_trans: return "ldmatrix_x4_trans(shared_array, chunk)";
+    case Intrinsic::cp_async4: return "cp_async4(shared_array, i, buffer, j[, src_bytes])";
+    case Intrinsic::cp_async8: return "cp_async8(shared_array, i, buffer, j[, src_bytes])";
+    case Intrinsic::cp_async16: return "cp_async16(shared_array, i, buffer, j[, src_bytes])";
+    case Intrinsic::cp_async_commit: return "cp_async_commit()";
+    case Intrinsic::cp_async_wait: return "cp_async_wait(N)";
+    case Intrinsic::tf32: return "tf32(x)";
     default: return is_atomic(fn) ? "atomic_op(buffer, index, value)" : "f(x)";
   }
 }
@@ -849,6 +864,7 @@ Type KernelChecker::infer_call(Expr& e) {
   if (is_warp_operation(fn)) return infer_warp(e, fn);
   if (is_vector_access(fn)) return infer_vector_access(e, fn);
   if (is_hopper_operation(fn)) return infer_hopper(e, fn);
+  if (intrinsic_min_sm(fn) >= 80) return infer_tensor_core(e, fn);  // tensor cores: mma.sync, ldmatrix, cp.async
   switch (fn) {
     case Intrinsic::barrier:
       check_arity(e, name, 0);
@@ -939,6 +955,7 @@ Type KernelChecker::infer_function_call(Expr& e, const Function& callee) {
     kernel_.uses_barrier = kernel_.uses_barrier || callee.uses_barrier;
     kernel_.uses_warp_operations = kernel_.uses_warp_operations || callee.uses_warp_operations;
     kernel_.uses_grid_sync = kernel_.uses_grid_sync || callee.uses_grid_sync;
+    inherit_min_sm(kernel_, callee);
     if (callee.uses_grid_sync && !as_kernel_->cooperative)
       reporter_.report(diag::Code::grid_sync_not_cooperative, e.range,
                        fmt::format("kernel '{}' calls '{}', which uses grid_sync() (itself or through the functions "

@@ -84,7 +84,7 @@ std::vector<Function*> check_call_graph(Module& module, Reporter& reporter, Func
       if (!e.intrinsic) return;
       ReachedOperation* slot = *e.intrinsic == Intrinsic::barrier     ? &own.barrier
                                : *e.intrinsic == Intrinsic::grid_sync ? &own.grid_sync
-                               : is_warp_operation(*e.intrinsic)      ? &own.warp_operation
+                               : is_warp_collective(*e.intrinsic)     ? &own.warp_operation
                                                                       : nullptr;
       if (slot && !slot->operation) *slot = ReachedOperation{&e, &f};
     });
@@ -153,6 +153,7 @@ std::vector<Function*> check_call_graph(Module& module, Reporter& reporter, Func
       f->uses_barrier = f->uses_barrier || callee.uses_barrier;
       f->uses_grid_sync = f->uses_grid_sync || callee.uses_grid_sync;
       f->uses_warp_operations = f->uses_warp_operations || callee.uses_warp_operations;
+      inherit_min_sm(*f, callee);
       if (!own.barrier.operation) own.barrier = theirs.barrier;
       if (!own.grid_sync.operation) own.grid_sync = theirs.grid_sync;
       if (!own.warp_operation.operation) own.warp_operation = theirs.warp_operation;

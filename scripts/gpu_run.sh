@@ -19,7 +19,7 @@ bundle() {
   [[ "${PTXGATE_BUILD_BENCH:-OFF}" == ON ]] && targets+=(ptxgate_nccl_bench)
   ninja -C "$build" -j "${JOBS:-2}" "${targets[@]}"
   rm -rf "$BUNDLE"
-  mkdir -p "$BUNDLE/bin" "$BUNDLE/lib/sys" "$BUNDLE/examples" "$BUNDLE/profiles" "$BUNDLE/ptx"
+  mkdir -p "$BUNDLE/bin" "$BUNDLE/lib/sys" "$BUNDLE/examples" "$BUNDLE/profiles" "$BUNDLE/ptx" "$BUNDLE/kernels"
   cp "$build/tools/ptxgate" "$build/tests/gpu/ptxgate_gpu_tests" "$build/examples/data_parallel/ptxgate_data_parallel" \
     "$BUNDLE/bin/"
   [[ -x "$build/bench/ptxgate_nccl_bench" ]] && cp "$build/bench/ptxgate_nccl_bench" "$BUNDLE/bin/"
@@ -39,6 +39,7 @@ bundle() {
     cp -L "$lib" "$BUNDLE/lib/sys/"
   done
   cp examples/*.pg "$BUNDLE/examples/"
+  cp bench/kernels/*.pg "$BUNDLE/kernels/"  # the GEMM the tensor-core GPU tests run
   cp tests/unit/ptx/*.ptx "$BUNDLE/ptx/"  # other compilers' PTX, for the foreign-kernel GPU tests
   cp profiles/*.json "$BUNDLE/profiles/"
   cp "$cuda/nvvm/libdevice/libdevice.10.bc" "$BUNDLE/"
@@ -58,6 +59,7 @@ bundle() {
 setup_env() {
   export LD_LIBRARY_PATH="$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export PTXGATE_EXAMPLES_DIR="$BUNDLE/examples" PTXGATE_PROFILE_DIR="$BUNDLE/profiles" PTXGATE_PTX_DIR="$BUNDLE/ptx"
+  export PTXGATE_BENCH_KERNELS_DIR="$BUNDLE/kernels"
   export PTXGATE_CACHE_DIR="$(mktemp -d)"
   local cuda="${CUDA_HOME:-/usr/local/cuda}"
   if [[ -x "$cuda/bin/ptxas" ]]; then export CUDA_HOME="$cuda" PTXGATE_PTXAS="$cuda/bin/ptxas"

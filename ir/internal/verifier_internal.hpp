@@ -26,9 +26,10 @@ class Reporter {
   /// True once the diagnostic limit was reached.
   bool stopped() const { return stopped_; }
   diag::Diagnostics take() { return std::move(diagnostics_); }
+  /// The location of `range` (the module's path alone when there is no source file).
+  diag::Location locate(SourceRange range) const;
 
  private:
-  diag::Location locate(SourceRange range) const;
 
   std::string module_path_;
   const diag::SourceFile* file_;
@@ -152,6 +153,14 @@ class KernelChecker {
   Type infer_vector_build(Expr& e);
   Type infer_vector_binary(Expr& e, Type ta, Type tb);
   Type infer_lane(Expr& e, Symbol& vector);
+  // Tensor cores: mma.sync, ldmatrix, cp.async (verifier_tensor.cpp).
+  Type infer_tensor_core(Expr& e, Intrinsic fn);
+  Type infer_mma(Expr& e, Intrinsic fn);
+  Type infer_ldmatrix(Expr& e, Intrinsic fn);
+  Type infer_async_copy(Expr& e, Intrinsic fn);
+  Type infer_async_wait(Expr& e);
+  /// Raises the routine's min_sm to what `fn` needs, remembering where.
+  void require_sm(Intrinsic fn, SourceRange range);
   /// PG1220 when `t` is a vector type where only scalars may stand; true if reported.
   bool reject_vector_type(Type t, SourceRange range, std::string_view what);
   Type index_operand(Expr& index, const std::string& target);
@@ -227,6 +236,9 @@ bool always_returns(const std::vector<StmtPtr>& body);
 /// operations) and reached operations in `facts`. Returns the functions callee first (every
 /// function after the ones it calls; functions on a cycle in source order).
 std::vector<Function*> check_call_graph(Module& module, Reporter& reporter, FunctionFactsTable& facts);
+
+/// Raises `to`'s min_sm (with its operation and location) to `from`'s: a caller needs what its callees need.
+void inherit_min_sm(Routine& to, const Routine& from);
 
 /// Raises `routine`'s vector_alignment of each buffer parameter it passes to a device function
 /// to what that function's parameter needs (run on functions callee first, then on kernels).
