@@ -186,11 +186,19 @@ std::expected<void, diag::Diagnostics> build_optimised_module(Compilation& c, co
   return check_instruction_budget(*c.module, options, "after optimisation");
 }
 
-bool has_stack_objects(const llvm::Module& module) {
-  for (const llvm::Function& f : module)
+/// Whether the optimised module needs 64-bit pointers: a stack frame is left (see build_for_target), or
+/// it calls cp.async, whose source-size forms LLVM 19's NVPTX selects only for 64-bit shared addresses
+/// ("Cannot select: intrinsic llvm.nvvm.cp.async...s" with 32-bit ones).
+bool needs_64bit_pointers(const llvm::Module& module) {
+  for (const llvm::Function& f : module) {
+    if (f.isDeclaration()) {
+      if (f.getName().starts_with("llvm.nvvm.cp.async.")) return true;
+      continue;
+    }
     for (const llvm::BasicBlock& block : f)
       for (const llvm::Instruction& i : block)
         if (llvm::isa<llvm::AllocaInst>(i)) return true;
+  }
   return false;
 }
 
@@ -205,7 +213,8 @@ struct Optimised {
 /// SGEMM benchmark: 0.75 -> 0.80 of cuBLAS on an H100, docs/benchmarks.md). When local memory is
 /// left after optimisation (a local array indexed at run time, libdevice's sinf slow path), it is
 /// built again with 64-bit pointers: LLVM 19 addresses a 32-bit stack frame through a generic
-/// pointer (cvta.to.local), and then ptxas no longer promotes it to registers. Below -O2 nothing is
+/// pointer (cvta.to.local), and then ptxas no longer promotes it to registers (and cp.async needs
+/// 64-bit shared addresses, see needs_64bit_pointers). Below -O2 nothing is
 /// promoted anyway, so those compiles use 64-bit pointers directly.
 std::expected<Optimised, diag::Diagnostics> build_for_target(const ir::Module& verified, const CodegenOptions& options) {
   auto build = [&](bool short_pointers) -> std::expected<Optimised, diag::Diagnostics> {
@@ -218,7 +227,7 @@ std::expected<Optimised, diag::Diagnostics> build_for_target(const ir::Module& v
   };
   if (options.opt_level >= 2) {
     auto short_build = build(true);
-    if (!short_build || !has_stack_objects(*short_build->compilation->module)) return short_build;
+    if (!short_build || !needs_64bit_pointers(*short_build->compilation->module)) return short_build;
   }
   return build(false);
 }
