@@ -89,8 +89,9 @@ kernel tma_tile(out y: f32[], m: tensor_map, x0: i32, y0: i32) {
 }
 )";
 
-// Every thread tests the phase before arriving (it cannot have completed: it needs all 128 arrivals),
-// arrives, waits for phase 0, then tests both parities: 0 has completed, 1 (the current phase) has not.
+// Every thread arrives, waits for phase 0, then tests both parities: 0 has completed, 1 (the current
+// phase) has not. (A try_wait before the thread's own arrival is not tested: on an H100 it returns true
+// there, for nvcc's PTX as well as ptxgate's, while test_wait returns false.)
 const char* kMbarrier = R"(
 @workgroup(128)
 kernel phases(out y: u32[]) {
@@ -100,13 +101,11 @@ kernel phases(out y: u32[]) {
     fence_proxy_async();
   }
   barrier();
-  let before = mbarrier_try_wait(bars, 0, 0);
   mbarrier_arrive(bars, 0);
   mbarrier_wait(bars, 0, 0);
   let done = mbarrier_try_wait(bars, 0, 0);
   let next = mbarrier_try_wait(bars, 0, 1);
   var bits: u32 = 0;
-  if (before) { bits = bits + 4; }
   if (done) { bits = bits + 2; }
   if (next) { bits = bits + 1; }
   y[thread_id.x] = bits;
@@ -195,7 +194,7 @@ TEST_CASE("hopper: an mbarrier phase completes with its last arrival; try_wait t
   PG_REQUIRE_OK(k->launch(LaunchConfig{}, {dy}));
   PG_REQUIRE_OK(runtime().synchronize());
   auto got = download<uint32_t>(dy);
-  CHECK(mismatches(got, std::vector<uint32_t>(128, 2), 0.0, 0.0, "phase bits (4 before, 2 done, 1 next)") == 0);
+  CHECK(mismatches(got, std::vector<uint32_t>(128, 2), 0.0, 0.0, "phase bits (2 done, 1 next)") == 0);
 }
 
 TEST_CASE("hopper: one warpgroup MMA (TMA, 128B swizzle, descriptors, wgmma m64n256k16) equals the CPU") {
