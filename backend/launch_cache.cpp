@@ -6,7 +6,6 @@
 namespace ptxgate::backend {
 namespace {
 
-constexpr auto kAcquire = std::memory_order_acquire;
 constexpr auto kRelaxed = std::memory_order_relaxed;
 constexpr auto kRelease = std::memory_order_release;
 

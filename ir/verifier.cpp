@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <exception>
+#include <iterator>
+#include <list>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -891,12 +893,15 @@ diag::Diagnostics verify(Module& module, const diag::SourceFile* file, const Lim
     return result;
   }
   diag::Diagnostics result = reporter.take();
-  // Source order reads best; the limit notice (PG1905), if any, stays last.
+  // Source order reads best; the limit notice (PG1905), if any, stays last. list::sort is stable
+  // without std::stable_sort's std::get_temporary_buffer (deprecated; clang warns in C++23).
   auto& items = result.items();
   auto end = !items.empty() && items.back().code == diag::Code::too_many_diagnostics ? items.end() - 1 : items.end();
-  std::stable_sort(items.begin(), end, [](const diag::Diagnostic& a, const diag::Diagnostic& b) {
+  std::list<diag::Diagnostic> ordered(std::make_move_iterator(items.begin()), std::make_move_iterator(end));
+  ordered.sort([](const diag::Diagnostic& a, const diag::Diagnostic& b) {
     return std::pair(a.location.line, a.location.column) < std::pair(b.location.line, b.location.column);
   });
+  std::move(ordered.begin(), ordered.end(), items.begin());
   return result;
 }
 

@@ -99,7 +99,10 @@ std::string devices_text(const DeviceListing& listing) {
   std::string out = fmt::format("{:<8} {:<28} {:<6} {:>4}\n", "ORDINAL", "DEVICE", "CC", "SMS");
   for (const auto& d : listing.devices)
     out += fmt::format("{:<8} {:<28} {:<6} {:>4}\n", d.ordinal, d.caps.name, cc(d.caps), d.caps.sm_count);
-  if (listing.peers.size() != 0) out += "\n" + backend::format_peer_matrix(listing.peers);
+  if (listing.peers.size() != 0) {
+    out += '\n';
+    out += backend::format_peer_matrix(listing.peers);
+  }
   return out;
 }
 

@@ -12,9 +12,12 @@ linker=()
 if [[ -x /usr/lib/llvm-19/bin/ld.lld ]]; then
   linker=(-DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_MODULE_LINKER_FLAGS=-fuse-ld=lld)
 fi
+# CI (CI=true) builds with warnings as errors here too (scripts/build.sh does for the GCC build).
+werror=()
+if [[ "${CI:-}" == true ]]; then werror=(-DPTXGATE_WERROR=ON); fi
 CC=clang-19 CXX=clang++-19 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPTXGATE_SANITIZE=fuzzer -DPTXGATE_FUZZ=ON -DPTXGATE_BUILD_TESTS=ON -DPTXGATE_BUILD_GPU_TESTS=OFF -DPTXGATE_BUILD_BENCH=OFF \
-  "${linker[@]}" -DCUDAToolkit_ROOT="$CUDA_ROOT" >/dev/null
+  "${linker[@]}" "${werror[@]}" -DCUDAToolkit_ROOT="$CUDA_ROOT" >/dev/null
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 || "${targets[0]}" == all ]]; then
   cmake --build build-fuzz -j "$(nproc)"
