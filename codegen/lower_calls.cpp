@@ -124,7 +124,7 @@ llvm::Value* KernelLowering::call(const ir::Expr& e) {
   if (ir::is_warp_operation(which)) return warp_operation(e, which);
   if (ir::is_vector_access(which)) return vector_access(e, which);
   if (ir::is_hopper_operation(which)) return hopper_operation(e, which);
-  if (ir::intrinsic_min_sm(which) >= 80) return tensor_core(e, which);
+  if (ir::is_tensor_core(which)) return tensor_core(e, which);
   auto arg = [&](size_t i) { return expr(*e.operands.at(i)); };
   switch (which) {
     case I::barrier: builder_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {}); return nullptr;

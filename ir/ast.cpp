@@ -159,9 +159,11 @@ unsigned async_copy_bytes(Intrinsic i) {
   }
 }
 
+bool is_tensor_core(Intrinsic i) { return i >= Intrinsic::mma_m16n8k16 && i <= Intrinsic::tf32; }
+
 bool is_warp_collective(Intrinsic i) { return is_warp_operation(i) || is_mma(i) || is_ldmatrix(i); }
 
-unsigned intrinsic_min_sm(Intrinsic i) { return i >= Intrinsic::mma_m16n8k16 && i <= Intrinsic::tf32 ? 80 : 0; }
+unsigned intrinsic_min_sm(Intrinsic i) { return is_tensor_core(i) ? 80 : 0; }
 
 const Kernel* Module::find_kernel(std::string_view name) const {
   for (const auto& k : kernels)

@@ -96,6 +96,8 @@ bool is_vector_store(Intrinsic i);
 /// 2, 4 or 8 for the vector accesses, 0 otherwise.
 unsigned vector_access_lanes(Intrinsic i);
 // tensor cores: mma.sync, ldmatrix, cp.async
+/// The tensor-core family: mma, ldmatrix, cp.async (with its commit and wait) and tf32.
+bool is_tensor_core(Intrinsic i);
 /// mma_m16n8k16 and mma_m16n8k8.
 bool is_mma(Intrinsic i);
 /// ldmatrix_x1 .. ldmatrix_x4_trans.

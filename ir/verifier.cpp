@@ -19,6 +19,7 @@ constexpr uint64_t kMaxStaticSharedBytes = 49152;
 constexpr std::array<uint64_t, 3> kMaxWorkgroupDims = {1024, 1024, 64};
 constexpr uint64_t kMaxWorkgroupThreads = 1024;
 constexpr uint64_t kWarpSize = 32;
+constexpr uint64_t kWarpgroupSize = 128;  ///< Hopper: four warps run a wgmma or setmaxnreg together
 
 }  // namespace
 
@@ -37,8 +38,6 @@ std::string_view symbol_kind_words(SymbolKind kind) {
 }
 
 namespace {
-
-bool is_literal(Type t) { return t == Type::int_literal || t == Type::float_literal; }
 
 bool is_param(const Symbol& s) { return s.kind == SymbolKind::scalar_param || s.kind == SymbolKind::buffer_param; }
 
@@ -146,8 +145,11 @@ void KernelChecker::run() {
   pop_scope();
   if (as_kernel_) {
     check_shared_total();
-    check_whole_warps();
-    check_whole_warpgroups();
+    check_whole_groups(as_kernel_->uses_warp_operations, kWarpSize, diag::Code::partial_warp_block, "warp operations",
+                       fmt::format("warps ({} lanes each): the last warp would be partial", kWarpSize));
+    check_whole_groups(as_kernel_->uses_warpgroup_operations, kWarpgroupSize, diag::Code::partial_warpgroup_block,
+                       "warpgroup operations (wgmma, setmaxnreg)",
+                       fmt::format("warpgroups ({} threads each)", kWarpgroupSize));
   } else if (as_function_->result != Type::void_ && !always_returns(kernel_.body)) {
     reporter_.report(diag::Code::missing_return, as_function_->name_range,
                      fmt::format("function '{}' returns {}, but it may reach the end of its body without a 'return'",
@@ -156,21 +158,21 @@ void KernelChecker::run() {
   }
 }
 
-void KernelChecker::check_whole_warps() {
-  Kernel& kernel = *as_kernel_;
-  if (!kernel.uses_warp_operations || !kernel.has_workgroup()) return;
+void KernelChecker::check_whole_groups(bool used, uint64_t group, diag::Code code, std::string_view operations,
+                                       std::string_view groups) {
+  const Kernel& kernel = *as_kernel_;
+  if (!used || !kernel.has_workgroup()) return;
   const uint64_t threads = uint64_t{kernel.workgroup[0]} * std::max(kernel.workgroup[1], 1u) *
                            std::max(kernel.workgroup[2], 1u);
-  if (threads % kWarpSize == 0) return;
+  if (threads % group == 0) return;
   SourceRange where = kernel.name_range;
   for (const auto& attr : kernel.attributes)
     if (attr.name == "workgroup") where = attr.range;
-  reporter_.report(diag::Code::partial_warp_block, where,
-                   fmt::format("kernel '{}' uses warp operations, but its block of {} threads is not a whole number "
-                               "of warps ({} lanes each): the last warp would be partial",
-                               kernel_.name, threads, kWarpSize),
-                   fmt::format("use a block size that is a multiple of {}, e.g. @workgroup({})", kWarpSize,
-                               (threads + kWarpSize - 1) / kWarpSize * kWarpSize));
+  reporter_.report(code, where,
+                   fmt::format("kernel '{}' uses {}, but its block of {} threads is not a whole number of {}",
+                               kernel_.name, operations, threads, groups),
+                   fmt::format("use a block size that is a multiple of {}, e.g. @workgroup({})", group,
+                               (threads + group - 1) / group * group));
 }
 
 void KernelChecker::check_attributes() {

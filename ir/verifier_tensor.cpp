@@ -16,6 +16,26 @@ constexpr __int128 kMaxWaitCount = 0x7fffffff;
 
 }  // namespace
 
+std::string_view tensor_core_signature(Intrinsic fn) {
+  switch (fn) {
+    case Intrinsic::mma_m16n8k16: return "mma_m16n8k16(a: bf16x8|f16x8, b: bf16x4|f16x4, c: f32x4)";
+    case Intrinsic::mma_m16n8k8: return "mma_m16n8k8(a: f32x4, b: f32x2, c: f32x4)";
+    case Intrinsic::ldmatrix_x1: return "ldmatrix_x1(shared_array, chunk)";
+    case Intrinsic::ldmatrix_x2: return "ldmatrix_x2(shared_array, chunk)";
+    case Intrinsic::ldmatrix_x4: return "ldmatrix_x4(shared_array, chunk)";
+    case Intrinsic::ldmatrix_x1_trans: return "ldmatrix_x1_trans(shared_array, chunk)";
+    case Intrinsic::ldmatrix_x2_trans: return "ldmatrix_x2_trans(shared_array, chunk)";
+    case Intrinsic::ldmatrix_x4_trans: return "ldmatrix_x4_trans(shared_array, chunk)";
+    case Intrinsic::cp_async4: return "cp_async4(shared_array, i, buffer, j[, src_bytes])";
+    case Intrinsic::cp_async8: return "cp_async8(shared_array, i, buffer, j[, src_bytes])";
+    case Intrinsic::cp_async16: return "cp_async16(shared_array, i, buffer, j[, src_bytes])";
+    case Intrinsic::cp_async_commit: return "cp_async_commit()";
+    case Intrinsic::cp_async_wait: return "cp_async_wait(N)";
+    case Intrinsic::tf32: return "tf32(x)";
+    default: return "f(x)";
+  }
+}
+
 void inherit_min_sm(Routine& to, const Routine& from) {
   if (from.min_sm <= to.min_sm) return;
   to.min_sm = from.min_sm;

@@ -8,8 +8,6 @@
 namespace ptxgate::ir::verifier_detail {
 namespace {
 
-bool is_literal(Type t) { return t == Type::int_literal || t == Type::float_literal; }
-
 /// "load4 or load8" for an element type: the vector accesses that exist for it.
 std::string accesses_for(Type element, bool store) {
   std::vector<std::string> names;
@@ -125,11 +123,9 @@ Type KernelChecker::infer_vector_binary(Expr& e, Type ta, Type tb) {
   Expr& a = *e.operands[0];
   Expr& b = *e.operands[1];
   const BinaryOp op = e.binary_op;
-  const bool comparison = op == BinaryOp::eq || op == BinaryOp::ne || op == BinaryOp::lt || op == BinaryOp::le ||
-                          op == BinaryOp::gt || op == BinaryOp::ge;
-  const Type result_if_wrong = comparison ? Type::bool_ : Type::error;
+  const Type result_if_wrong = is_comparison(op) ? Type::bool_ : Type::error;
   for (Expr* side : {&a, &b})
-    if (is_literal(side->type)) assign_literal_types(*side, side->type == Type::float_literal ? Type::f32 : Type::i32);
+    default_literal_types(*side);
   if (ta == Type::error || tb == Type::error) return result_if_wrong;
   const Type vector = is_vector(ta) ? ta : tb;
   const unsigned lanes = vector_lanes(vector);

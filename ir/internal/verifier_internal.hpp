@@ -50,6 +50,27 @@ std::optional<__int128> eval_int_constant(const Expr& e);
 /// Decimal spelling of a 128-bit integer.
 std::string int128_text(__int128 v);
 
+/// An untyped literal (or an expression of literals) whose type its context decides.
+inline bool is_literal(Type t) { return t == Type::int_literal || t == Type::float_literal; }
+/// bool or a number: what values, casts and literals may have.
+inline bool is_value_type(Type t) { return t == Type::bool_ || is_numeric(t); }
+/// == != < <= > >=
+inline bool is_comparison(BinaryOp op) {
+  return op == BinaryOp::eq || op == BinaryOp::ne || op == BinaryOp::lt || op == BinaryOp::le ||
+         op == BinaryOp::gt || op == BinaryOp::ge;
+}
+/// & | ^ << >>
+inline bool is_bitwise(BinaryOp op) {
+  return op == BinaryOp::bit_and || op == BinaryOp::bit_or || op == BinaryOp::bit_xor || op == BinaryOp::shl ||
+         op == BinaryOp::shr;
+}
+/// The fix of a type mismatch from `from` to `to` ("convert explicitly with T(...)", ...).
+std::string conversion_fix(Type from, Type to);
+/// The call forms of the warp operations and the tensor-core operations, for messages
+/// (verifier_warp.cpp, verifier_tensor.cpp).
+std::string_view warp_signature(Intrinsic fn);
+std::string_view tensor_core_signature(Intrinsic fn);
+
 /// The module's constants by name (symbols owned by the Module).
 using ConstantTable = std::unordered_map<std::string, Symbol*>;
 
@@ -107,8 +128,10 @@ class KernelChecker {
   void check_condition(Expr& cond, std::string_view statement);
   void check_expr_stmt(Stmt& s);
   void check_shared_total();
-  /// PG1320: a kernel with warp operations and a @workgroup that is not whole warps.
-  void check_whole_warps();
+  /// A kernel that `used` operations every thread of a group of `group` threads takes part in,
+  /// with a @workgroup that is not whole groups: `code` (warps: PG1320, warpgroups: PG1358).
+  void check_whole_groups(bool used, uint64_t group, diag::Code code, std::string_view operations,
+                          std::string_view groups);
   Symbol* declare(SymbolKind kind, const std::string& name, SourceRange range, Type type, const Stmt* decl);
   Symbol* lookup(const std::string& name) const;
   void push_scope();
@@ -116,7 +139,8 @@ class KernelChecker {
   std::vector<std::string> visible_names() const;
   bool enter_nesting(SourceRange range);
 
-  // Expressions (verifier_expr.cpp). `infer` may return a literal type or void.
+  // Expressions (verifier_expr.cpp; literal typing in verifier_literals.cpp). `infer` may return a
+  // literal type or void.
   Type infer(Expr& e);
   /// infer, rejecting void (PG1107).
   Type value(Expr& e);
@@ -129,6 +153,8 @@ class KernelChecker {
   bool coerce(Expr& e, Type target);
   bool coerce_tree(Expr& e, Type target, bool under_negation);
   void assign_literal_types(Expr& e, Type target);
+  /// Untyped literals in `e` take their default type (i32 / f32) without range checks (after an error).
+  void default_literal_types(Expr& e);
   /// The common type of two operands; literals take the other side's type.
   Type unify(Expr& a, Expr& b, std::string_view what, SourceRange where);
   Type infer_name(Expr& e);
@@ -137,10 +163,12 @@ class KernelChecker {
   Type infer_unary(Expr& e);
   Type infer_binary(Expr& e);
   Type infer_cast(Expr& e);
+  // Calls (verifier_calls.cpp): intrinsics by family, device functions.
   Type infer_call(Expr& e);
   Type infer_math(Expr& e, Intrinsic fn);
   Type infer_select(Expr& e);
   Type infer_atomic(Expr& e, Intrinsic fn);
+  // Warp operations (verifier_warp.cpp).
   Type infer_warp(Expr& e, Intrinsic fn);
   /// A call of a device function: arguments against its parameters, its uses into this routine's.
   Type infer_function_call(Expr& e, const Function& callee);
@@ -187,8 +215,6 @@ class KernelChecker {
   /// A u32 constant in lo..hi, a multiple of `multiple` (PG1355 otherwise).
   std::optional<uint64_t> constant_operand(Expr& e, uint64_t lo, uint64_t hi, uint64_t multiple, std::string_view fn,
                                            std::string_view what);
-  /// PG1358: a kernel with warpgroup operations and a @workgroup that is not whole warpgroups.
-  void check_whole_warpgroups();
 
   /// Whether `e` only uses literals, constants, operators and casts (PG1109 otherwise);
   /// `what` receives the first thing that is not constant.
