@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "ptxgate/support/text.hpp"
+
 namespace ptxgate::backend {
 namespace {
 
@@ -84,8 +86,7 @@ std::string UniqueId::to_hex() const {
 }
 
 std::expected<UniqueId, diag::Diagnostics> UniqueId::from_hex(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  text = support::trim(text);
   constexpr size_t n = sizeof(ncclUniqueId::internal);
   auto bad = [&](std::string why) {
     return std::unexpected(one(diag::Code::communicator_setup, fmt::format("NCCL unique id is not valid: {}", why),

@@ -305,7 +305,6 @@ std::expected<CompiledModule, diag::Diagnostics> compile(const ir::Module& verif
     if (auto failed = c.llvm_failed("PTX emission"); !failed) return std::unexpected(std::move(failed.error()));
     CompiledModule out;
     out.target = options.target;
-    out.ptx_isa_version = ptx_isa_version_of(*ptx);
     out.ptx = std::move(*ptx);
     out.kernels = describe(verified);
     return out;

@@ -37,8 +37,7 @@ struct CodegenOptions {
 
 struct CompiledModule {
   std::string target;
-  std::string ptx;
-  unsigned ptx_isa_version = 0;    ///< e.g. 78 for PTX ISA 7.8, as written in the `.version` line
+  std::string ptx;                 ///< its `.version` and `.target`: toolchain::read_ptx_header
   std::vector<contract::KernelInfo> kernels;
 };
 

@@ -200,16 +200,4 @@ std::expected<std::string, diag::Diagnostics> emit_ptx_text(llvm::Module& module
   return std::string(buffer.str());
 }
 
-unsigned ptx_isa_version_of(std::string_view ptx) {
-  constexpr std::string_view marker = ".version ";
-  size_t at = ptx.find(marker);
-  if (at == std::string_view::npos) return 0;
-  unsigned major = 0, minor = 0;
-  size_t i = at + marker.size();
-  while (i < ptx.size() && ptx[i] >= '0' && ptx[i] <= '9') major = major * 10 + unsigned(ptx[i++] - '0');
-  if (i < ptx.size() && ptx[i] == '.') ++i;
-  while (i < ptx.size() && ptx[i] >= '0' && ptx[i] <= '9') minor = minor * 10 + unsigned(ptx[i++] - '0');
-  return major * 10 + minor;
-}
-
 }  // namespace ptxgate::codegen

@@ -21,6 +21,7 @@
 #include "ptxgate/support/directory.hpp"
 #include "ptxgate/support/files.hpp"
 #include "ptxgate/support/unique_fd.hpp"
+#include "ptxgate/toolchain/ptx_entries.hpp"
 
 namespace ptxgate::module_cache {
 namespace fs = std::filesystem;
@@ -72,26 +73,6 @@ std::expected<support::UniqueFd, int> open_entries(const fs::path& directory) {
   auto root = support::open_directory(directory.c_str());
   if (!root) return std::unexpected(root.error());
   return support::open_directory_at(root->get(), "v1");
-}
-
-/// The first operand of the PTX `.target` directive, or empty when there is none.
-std::string ptx_target(std::string_view ptx) {
-  size_t pos = 0;
-  while (pos < ptx.size()) {
-    size_t end = ptx.find('\n', pos);
-    std::string_view line = ptx.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
-    size_t first = line.find_first_not_of(" \t");
-    if (first != std::string_view::npos && line.substr(first).starts_with(".target")) {
-      auto rest = line.substr(first + 7);
-      size_t b = rest.find_first_not_of(" \t");
-      if (b == std::string_view::npos) return {};
-      size_t e = rest.find_first_of(" \t,;\r", b);
-      return std::string(rest.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b));
-    }
-    if (end == std::string_view::npos) break;
-    pos = end + 1;
-  }
-  return {};
 }
 
 std::string unique_suffix() {
@@ -351,8 +332,13 @@ std::optional<CacheEntry> DiskCache::lookup(const CacheKey& key, const std::stri
     entry.ptx_isa_version = m.at("ptx_isa_version").get<unsigned>();
     entry.ptx = std::move(payload[kPtx]);
     if (auto it = payload.find(kCubin); it != payload.end()) entry.cubin = std::move(it->second);
-    if (auto t = ptx_target(entry.ptx); !t.empty() && t != target_arch)
-      return reject(diag::Code::cache_entry_foreign, fmt::format("its PTX targets {}, not {}", t, target_arch));
+    auto header = toolchain::read_ptx_header(diag::SourceFile(kPtx, entry.ptx));
+    if (!header)
+      return reject(diag::Code::cache_entry_corrupt,
+                    fmt::format("its PTX cannot be read: {}", header.error().items().front().message));
+    if (header->target != target_arch)
+      return reject(diag::Code::cache_entry_foreign,
+                    fmt::format("its PTX targets {}, not {}", header->target, target_arch));
     for (const char* json_file : {kKernels, kResources})
       if (!diag::json_nesting_within(payload[json_file], kMaxJsonNesting))
         return reject(diag::Code::cache_entry_corrupt,

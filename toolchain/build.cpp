@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "ptxgate/toolchain/ptx_entries.hpp"
+
 namespace ptxgate::toolchain {
 namespace {
 
@@ -33,8 +35,10 @@ std::expected<Build, diag::Diagnostics> build(const ir::Module& verified, const 
   if (!compiled) return std::unexpected(std::move(compiled.error()));
   Build out;
   out.target = compiled->target.empty() ? cg.target : compiled->target;
-  out.ptx_isa_version = compiled->ptx_isa_version;
   out.ptx = std::move(compiled->ptx);
+  auto header = read_ptx_header(diag::SourceFile("module.ptx", out.ptx));
+  if (!header) return std::unexpected(std::move(header.error()));
+  out.ptx_isa_version = header->isa_major * 10 + header->isa_minor;
   out.kernels = std::move(compiled->kernels);
   out.libdevice_path = cg.libdevice_path;
   if (!assemble_cubin) return out;

@@ -11,6 +11,7 @@
 
 #include "ptxgate/ir/ast.hpp"
 #include "ptxgate/support/numbers.hpp"
+#include "ptxgate/support/text.hpp"
 
 namespace ptxgate::toolchain {
 namespace {
@@ -341,10 +342,7 @@ std::expected<void, diag::Diagnostics> apply_signature(PtxEntry& entry, std::str
   for (size_t begin = 0; begin <= signature.size();) {
     size_t comma = signature.find(',', begin);
     if (comma == std::string_view::npos) comma = signature.size();
-    std::string_view item = signature.substr(begin, comma - begin);
-    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
-    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
-    items.push_back(item);
+    items.push_back(support::trim(signature.substr(begin, comma - begin)));
     begin = comma + 1;
   }
   if (signature.find_first_not_of(" \t") == std::string_view::npos) items.clear();

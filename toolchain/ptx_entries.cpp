@@ -9,9 +9,12 @@
 #include <fmt/format.h>
 
 #include "ptxgate/support/numbers.hpp"
+#include "ptxgate/support/text.hpp"
 
 namespace ptxgate::toolchain {
 namespace {
+
+using support::trim;
 
 bool word_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '%' || c == '.';
@@ -88,12 +91,6 @@ unsigned type_bytes(std::string_view t) {
 bool is_identifier(std::string_view s) {
   if (s.empty() || s[0] == '.' || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
   return std::all_of(s.begin(), s.end(), [](char c) { return word_char(c) && c != '.'; });
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
 }
 
 struct RawParam {
@@ -357,7 +354,10 @@ bool is_binary_module(std::string_view text) {
          static_cast<unsigned char>(text[2]) == 0x55 && static_cast<unsigned char>(text[3]) == 0xBA;
 }
 
-std::expected<PtxModuleSummary, diag::Diagnostics> read_ptx_entries(const diag::SourceFile& file) {
+namespace {
+
+/// The module directives, and with `entries` every `.entry`, of PTX text.
+std::expected<PtxModuleSummary, diag::Diagnostics> read_ptx(const diag::SourceFile& file, bool entries) {
   diag::Location whole;
   whole.file = file.path();
   if (is_binary_module(file.text()))
@@ -395,6 +395,7 @@ std::expected<PtxModuleSummary, diag::Diagnostics> read_ptx_entries(const diag::
     } else if (t->text == ".target" && out.target.empty()) {
       if (auto v = lex.next(); v && is_identifier(v->text)) out.target = std::string(v->text);
     } else if (t->text == ".entry") {
+      if (!entries) break;  // the module directives come before every entry
       lex.seek(reader.read(lex.position(), out.entries));
     }
   }
@@ -402,11 +403,21 @@ std::expected<PtxModuleSummary, diag::Diagnostics> read_ptx_entries(const diag::
     errors.append(one(diag::Code::expected_token,
                       fmt::format("'{}' is not PTX: it has no {} directive", file.path(), !has_version ? ".version" : ".target"),
                       whole, "pass PTX text as nvcc -ptx, NVRTC or Triton wrote it"));
-  if (!errors.has_errors() && out.entries.empty())
+  if (entries && !errors.has_errors() && out.entries.empty())
     errors.append(one(diag::Code::kernel_not_found, fmt::format("'{}' declares no kernel (.entry with a body)", file.path()),
                       whole, "pass the PTX of a module with at least one __global__ / @triton.jit kernel"));
   if (errors.has_errors()) return std::unexpected(std::move(errors));
   return out;
+}
+
+}  // namespace
+
+std::expected<PtxModuleSummary, diag::Diagnostics> read_ptx_entries(const diag::SourceFile& file) {
+  return read_ptx(file, true);
+}
+
+std::expected<PtxModuleSummary, diag::Diagnostics> read_ptx_header(const diag::SourceFile& file) {
+  return read_ptx(file, false);
 }
 
 std::expected<const PtxEntry*, diag::Diagnostics> require_ptx_entry(const PtxModuleSummary& module, std::string_view name,

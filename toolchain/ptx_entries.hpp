@@ -55,6 +55,11 @@ struct PtxModuleSummary {
 /// PG5001 for a cubin or fatbin (binary input).
 [[nodiscard]] std::expected<PtxModuleSummary, diag::Diagnostics> read_ptx_entries(const diag::SourceFile& ptx);
 
+/// Only the module directives of PTX text (`.version`, the first `.target` item), read as
+/// read_ptx_entries reads them, with no entries: what the build and the module cache need of
+/// ptxgate's own PTX. PG1004 when either is missing or malformed, PG5001 for binary input.
+[[nodiscard]] std::expected<PtxModuleSummary, diag::Diagnostics> read_ptx_header(const diag::SourceFile& ptx);
+
 /// The entry named `name` when it is launchable: PG2006 listing the module's entries when there
 /// is none, its PG3007 diagnostics when a parameter cannot be passed.
 [[nodiscard]] std::expected<const PtxEntry*, diag::Diagnostics> require_ptx_entry(const PtxModuleSummary& module,

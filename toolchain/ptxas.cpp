@@ -12,19 +12,17 @@
 
 #include "ptxgate/support/files.hpp"
 #include "ptxgate/support/temp_dir.hpp"
+#include "ptxgate/support/text.hpp"
 #include "ptxgate/toolchain/internal/process.hpp"
+#include "ptxgate/toolchain/ptx_entries.hpp"
 
 namespace ptxgate::toolchain {
 namespace {
 
+using support::trim;
+
 /// The largest cubin read back from ptxas.
 constexpr uint64_t kMaxCubinBytes = 256 * 1024 * 1024;
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 // Reads a leading unsigned number; returns false when there is none.
 bool leading_number(std::string_view s, uint64_t& value, std::string_view& rest) {
@@ -122,39 +120,12 @@ ResourceMap parse_ptxas_log(std::string_view log) {
 
 std::map<std::string, uint32_t, std::less<>> ptx_launch_bounds(std::string_view ptx) {
   std::map<std::string, uint32_t, std::less<>> out;
-  size_t pos = 0;
-  while ((pos = ptx.find(".entry", pos)) != std::string_view::npos) {
-    pos += 6;
-    size_t name_begin = pos;
-    while (name_begin < ptx.size() && std::isspace(static_cast<unsigned char>(ptx[name_begin]))) ++name_begin;
-    size_t name_end = name_begin;
-    while (name_end < ptx.size() && (std::isalnum(static_cast<unsigned char>(ptx[name_end])) ||
-                                     ptx[name_end] == '_' || ptx[name_end] == '$' || ptx[name_end] == '.'))
-      ++name_end;
-    std::string name(ptx.substr(name_begin, name_end - name_begin));
-    size_t body = ptx.find('{', name_end);
-    std::string_view header = ptx.substr(name_end, body == std::string_view::npos ? ptx.npos : body - name_end);
-    for (std::string_view directive : {".reqntid", ".maxntid"}) {
-      auto d = header.find(directive);
-      if (d == std::string_view::npos) continue;
-      std::string_view rest = header.substr(d + directive.size());
-      rest = rest.substr(0, rest.find('\n'));
-      uint64_t product = 1;
-      bool any = false;
-      for_each_item(rest, [&](std::string_view item) {
-        uint64_t n = 0;
-        std::string_view tail;
-        if (leading_number(item, n, tail)) {
-          product *= n;
-          any = true;
-        }
-      });
-      if (any) {
-        out[name] = static_cast<uint32_t>(std::min<uint64_t>(product, UINT32_MAX));
-        break;
-      }
-    }
-    pos = name_end;
+  auto module = read_ptx_entries(diag::SourceFile("module.ptx", std::string(ptx)));
+  if (!module) return out;
+  auto threads = [](const std::array<uint32_t, 3>& dims) { return uint64_t{dims[0]} * dims[1] * dims[2]; };
+  for (const PtxEntry& e : module->entries) {
+    const uint64_t required = threads(e.info.required_block), most = threads(e.max_block);
+    if (required != 0 || most != 0) out[e.info.name] = static_cast<uint32_t>(required != 0 ? required : most);
   }
   return out;
 }

@@ -21,7 +21,8 @@ using ResourceMap = std::map<std::string, contract::KernelResources, std::less<>
 /// max_threads_per_block is left at its default (see merge_launch_bounds).
 ResourceMap parse_ptxas_log(std::string_view log);
 
-/// `.maxntid`/`.reqntid` of each entry in PTX text, as a thread count (product of the axes).
+/// `.reqntid` (else `.maxntid`) of each entry in PTX text, as a thread count (product of the axes),
+/// read by read_ptx_entries; none when the PTX cannot be read.
 std::map<std::string, uint32_t, std::less<>> ptx_launch_bounds(std::string_view ptx);
 
 /// Sets each entry's max_threads_per_block from the PTX's launch bounds (1024 when it has none).

@@ -66,7 +66,4 @@ bool optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigne
 /// stale if one pipeline were reused for another module. PG2003 when LLVM cannot build it.
 [[nodiscard]] std::expected<std::string, diag::Diagnostics> emit_ptx_text(llvm::Module& module, llvm::TargetMachine& machine);
 
-/// The PTX ISA version of a `.version X.Y` line as X*10+Y (7.8 -> 78); 0 when absent.
-unsigned ptx_isa_version_of(std::string_view ptx);
-
 }  // namespace ptxgate::codegen

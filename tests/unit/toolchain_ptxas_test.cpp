@@ -102,7 +102,8 @@ TEST_CASE("ptxas log parser tolerates garbage and truncation") {
 }
 
 TEST_CASE("PTX launch bounds give the kernel's thread limit") {
-  constexpr std::string_view ptx = R"(
+  constexpr std::string_view ptx = R"(.version 8.0
+.target sm_90
 .visible .entry a(.param .u64 p)
 .maxntid 128, 2, 1
 { ret; }
@@ -116,6 +117,9 @@ TEST_CASE("PTX launch bounds give the kernel's thread limit") {
   CHECK(b.at("a") == 256);
   CHECK(b.at("b") == 64);
   CHECK(b.count("c") == 0);
+  // The one PTX reader: a bound in a comment is no bound, and text that is not PTX has none.
+  CHECK(ptx_launch_bounds(".version 8.0\n.target sm_90\n.visible .entry d() // .reqntid 32\n{ ret; }\n").empty());
+  CHECK(ptx_launch_bounds(".visible .entry e() .reqntid 32 { ret; }").empty());
 }
 
 namespace {
