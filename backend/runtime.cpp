@@ -45,23 +45,6 @@ namespace {
 
 constexpr size_t kInlineArguments = 32;
 
-/// The codegen target for a device: its own architecture when ptxgate supports it
-/// (then ptxas builds a cubin), else the newest supported one below it (PTX, JIT).
-std::pair<std::string, bool> target_for(const validation::DeviceCaps& caps) {
-  const auto& targets = codegen::supported_targets();
-  std::string arch = caps.arch();
-  for (const auto& t : targets)
-    if (t == arch) return {arch, true};
-  int device_number = caps.cc_major * 10 + caps.cc_minor;
-  std::string best = targets.front();
-  for (const auto& t : targets) {
-    if (t.ends_with('a')) continue;
-    int n = std::stoi(t.substr(3));
-    if (n <= device_number) best = t;
-  }
-  return {best, false};
-}
-
 bool has_code(const diag::Diagnostics& d, diag::Code code) {
   for (const auto& item : d)
     if (item.code == code) return true;
@@ -398,7 +381,9 @@ Runtime::Runtime(std::shared_ptr<Context> ctx, RuntimeOptions options)
   ctx_->set_checked_launches(options_.checked_launches);
   if (options_.profile_launches) ctx_->enable_profiling();
   ctx_->set_stream_policy(options_.stream_policy);
-  std::tie(target_, cubin_for_device_) = target_for(ctx_->caps());
+  const ir::DeviceTarget chosen = ir::target_for_device(ctx_->caps().target());
+  target_ = chosen.target;
+  cubin_for_device_ = chosen.exact;
   cache_ = std::make_unique<module_cache::ModuleCache>(options_.cache);
   loaded_ = std::make_unique<
       module_cache::OnceLruCache<module_cache::CacheKey, std::shared_ptr<const LoadedModule>, diag::Diagnostics>>(
@@ -484,7 +469,7 @@ std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> Runtime::compile(const
                                                                             std::string_view kernel) {
   if (auto found = ir::require_kernel(verified, kernel); !found) return std::unexpected(std::move(found.error()));
   module_cache::CompileRequest request;
-  request.codegen.target = codegen::target_for_module(verified, target_);
+  request.codegen.target = ir::target_for_module(verified, target_);
   request.codegen.opt_level = options_.opt_level;
   request.codegen.fp_mode = options_.fp_mode;
   request.produce_cubin = options_.prefer_cubin && cubin_for_device_;

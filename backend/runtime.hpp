@@ -232,15 +232,16 @@ class Runtime {
   module_cache::ModuleCache& cache() { return *cache_; }
   /// Warnings gathered while compiling (cache PG41xx, front-end warnings); cleared by the call.
   diag::Diagnostics take_warnings();
-  /// The codegen target used for this device ("sm_90"), and whether ptxas builds a cubin for it.
-  const std::string& target() const { return target_; }
+  /// The codegen target for this device (ir::target_for_device): its own architecture when ptxgate
+  /// compiles for it (then ptxas builds a cubin), else the newest supported one below it (PTX).
+  ir::Target target() const { return target_; }
 
  private:
   [[nodiscard]] std::expected<std::shared_ptr<const LoadedModule>, diag::Diagnostics> load(
       std::shared_ptr<const module_cache::CacheEntry> entry, std::string_view path);
   std::shared_ptr<Context> ctx_;
   RuntimeOptions options_;
-  std::string target_;
+  ir::Target target_;
   bool cubin_for_device_ = true;
   std::unique_ptr<module_cache::ModuleCache> cache_;
   std::unique_ptr<module_cache::OnceLruCache<module_cache::CacheKey, std::shared_ptr<const LoadedModule>,

@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
   std::string examples_dir = std::string(PTXGATE_SOURCE_DIR) + "/examples";
   bool json = false;
   app.add_option("-n,--runs", runs, "Timed runs per example")->check(CLI::Range(1u, 100000u));
-  app.add_option("--target", target, "Target architecture")->check(CLI::IsMember(codegen::supported_targets()));
+  app.add_option("--target", target, "Target architecture")->check(CLI::IsMember(ir::supported_target_names()));
   app.add_option("--examples", examples_dir, "Directory of .pg files");
   unsigned opt_level = 3;
   app.add_option("-O,--opt-level", opt_level, "Optimisation level (0..3)")->check(CLI::Range(0u, 3u));
@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   }
 
   codegen::CodegenOptions options = toolchain::with_toolkit({}, toolchain::discover());
-  options.target = target;
+  options.target = *ir::Target::parse(target);
   options.opt_level = opt_level;
   options.llvm_pipeline = llvm_pipeline;
   std::vector<Sample> samples;

@@ -100,7 +100,7 @@ Product ptxgate_compile(const std::string& path, const std::string& text, const 
     return p;
   }
   codegen::CodegenOptions cg;
-  cg.target = codegen::target_for_module(loaded->module, "sm_90");  // sm_90a for Hopper's operations
+  cg.target = ir::target_for_module(loaded->module, ir::Target(90));  // sm_90a for Hopper's operations
   cg.instruction_budget = budget;
   auto built = toolchain::build(loaded->module, cg, toolkit, cubin);
   if (!built)
@@ -124,7 +124,7 @@ std::string measure_phases(const std::string& path, const std::string& text, con
   if (!loaded) return one_line(loaded.error());
   ph.frontend.add(t);
   codegen::CodegenOptions cg = toolchain::with_toolkit({}, toolkit);
-  cg.target = codegen::target_for_module(loaded->module, "sm_90");
+  cg.target = ir::target_for_module(loaded->module, ir::Target(90));
   auto ir_text = timed(t, [&] { return codegen::emit_llvm_ir(loaded->module, cg); });
   if (!ir_text) return one_line(ir_text.error());
   ph.to_llvm.add(t);
@@ -132,7 +132,7 @@ std::string measure_phases(const std::string& path, const std::string& text, con
   if (!ptx) return one_line(ptx.error());
   ph.to_ptx.add(t);
   if (toolkit.ptxas) {
-    auto cubin = timed(t, [&] { return toolchain::assemble(ptx->ptx, cg.target, toolkit); });
+    auto cubin = timed(t, [&] { return toolchain::assemble(ptx->ptx, cg.target.name(), toolkit); });
     if (!cubin) return one_line(cubin.error());
     ph.ptxas.add(t);
   }

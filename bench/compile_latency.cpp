@@ -20,7 +20,7 @@ double ms_between(Clock::time_point a, Clock::time_point b) { return ns_between(
 
 module_cache::CompileRequest cubin_request() {
   module_cache::CompileRequest req;
-  req.codegen.target = "sm_90";
+  req.codegen.target = ir::Target(90);
   req.produce_cubin = true;
   return req;
 }
@@ -163,7 +163,7 @@ int run_compile_latency(const CompileOptions& o, ResultFile& out) {
       auto loaded = ir::load_module(diag::SourceFile(path, *text));
       if (!loaded) return std::unexpected(one_line(loaded.error()));
       codegen::CodegenOptions cg;
-      cg.target = "sm_90";
+      cg.target = ir::Target(90);
       cg.llvm_pipeline = llvm_pipeline;
       auto compiled = toolchain::build(loaded->module, cg, toolkit, /*assemble_cubin=*/false);
       if (!compiled) return std::unexpected(one_line(compiled.error()));

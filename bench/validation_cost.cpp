@@ -78,7 +78,7 @@ int run_validation_cost(const ValidationOptions& o, ResultFile& out) {
       continue;
     }
     codegen::CodegenOptions cg;
-    cg.target = caps.arch();
+    cg.target = caps.target();
     auto compiled = toolchain::build(loaded->module, cg, toolkit, /*assemble_cubin=*/true);
     if (!compiled || compiled->kernels.empty()) {
       out.error("validation." + ks.name, compiled ? "no kernel" : one_line(compiled.error()));
@@ -168,7 +168,7 @@ int run_emit(const std::filesystem::path& examples_dir, const std::filesystem::p
       continue;
     }
     module_cache::CompileRequest req;
-    req.codegen.target = codegen::target_for_module(loaded->module, "sm_90");  // sm_90a for wgmma + TMA
+    req.codegen.target = ir::target_for_module(loaded->module, ir::Target(90));  // sm_90a for wgmma + TMA
     auto entry = module_cache::compile_to_entry(loaded->module, req, req.toolkit());
     if (!entry) {
       fmt::print(stderr, "emit {}: {}\n", ks.name, one_line(entry.error()));

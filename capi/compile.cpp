@@ -24,7 +24,10 @@ ptxgate_status compile_loaded(const ir::Module& module, diag::Diagnostics warnin
                               ptxgate_module** out, ptxgate_diagnostics** diagnostics) {
   module_cache::ModuleCache cache(cache_options(o.cache_dir, o.disk_cache != 0));
   module_cache::CompileRequest request;
-  request.codegen.target = capi::text_or(o.target, "sm_90");
+  // The target policy of the runtime, `check` and `emit`: sm_90 becomes sm_90a for Hopper's operations.
+  auto requested = ir::supported_target(capi::text_or(o.target, "sm_90"));
+  if (!requested) return fail(diagnostics, std::move(requested.error()));
+  request.codegen.target = ir::target_for_module(module, *requested);
   request.codegen.opt_level = o.opt_level < 0 ? 3u : static_cast<unsigned>(o.opt_level);
   if (request.codegen.opt_level > 3) {
     diag::Diagnostics d;

@@ -84,7 +84,9 @@ PTXGATE_CAPI void ptxgate_diagnostics_free(ptxgate_diagnostics* list);
 /* ---- Compile (offline; needs no GPU) ---- */
 
 typedef struct ptxgate_compile_options {
-  const char* target;    /**< "sm_90" ...; NULL: "sm_90" */
+  const char* target;    /**< "sm_90" ...; NULL: "sm_90". A module whose kernels use Hopper's
+                              mbarrier, TMA or wgmma operations compiles for sm_90a when sm_90
+                              is asked for (ptxgate_module_target names the target used). */
   int32_t opt_level;     /**< 0..3; a negative value: 3 */
   int32_t cubin;         /**< nonzero: run ptxas for a cubin and each kernel's resources */
   const char* cache_dir; /**< the module cache's directory; NULL: the default one */

@@ -174,6 +174,7 @@ ptxgate_status ptxgate_runtime_create(const ptxgate_runtime_options* options, pt
     auto r = std::make_unique<ptxgate_runtime>();
     r->runtime = std::move(*created);
     r->device = o.device;
+    r->target = r->runtime->target().name();
     *runtime = r.release();
     return finish(diagnostics, {}, PTXGATE_OK);
   });
@@ -182,7 +183,7 @@ ptxgate_status ptxgate_runtime_create(const ptxgate_runtime_options* options, pt
 int ptxgate_runtime_device(const ptxgate_runtime* runtime) { return runtime != nullptr ? runtime->device : -1; }
 
 const char* ptxgate_runtime_target(const ptxgate_runtime* runtime) {
-  return runtime != nullptr ? runtime->runtime->target().c_str() : nullptr;
+  return runtime != nullptr ? runtime->target.c_str() : nullptr;
 }
 
 ptxgate_status ptxgate_runtime_synchronize(ptxgate_runtime* runtime, ptxgate_diagnostics** diagnostics) {

@@ -95,68 +95,11 @@ std::expected<void, diag::Diagnostics> check_instruction_budget(const llvm::Modu
       "grows about linearly with it)"));
 }
 
-/// PG1350: Hopper's mbarrier, TMA and wgmma operations exist only on sm_90a (LLVM 19 emits them as inline PTX
-/// that ptxas assembles for that target alone), one error per kernel that uses them.
-std::expected<void, diag::Diagnostics> check_hopper_target(const ir::Module& verified, const std::string& target) {
-  if (target == "sm_90a") return {};
-  diag::Diagnostics d;
-  diag::Location where;
-  where.file = verified.path;
-  for (const auto& k : verified.kernels)
-    if (k.hopper_operation)
-      d.add(diag::Code::hopper_needs_sm90a,
-            fmt::format("kernel '{}' uses {}() (mbarrier, TMA and wgmma operations), which needs target sm_90a; the "
-                        "target is {}",
-                        k.name, ir::intrinsic_name(*k.hopper_operation), target),
-            where, "compile with --target sm_90a (H100, H200)");
-  if (d.has_errors()) return std::unexpected(std::move(d));
-  return {};
-}
-
-}  // namespace
-
-std::string target_for_module(const ir::Module& verified, std::string_view arch) {
-  if (arch == "sm_90")
-    for (const auto& k : verified.kernels)
-      if (k.hopper_operation) return "sm_90a";
-  return std::string(arch);
-}
-
-namespace {
-
-/// The compute capability of a target as a number: 80 for "sm_80", 90 for "sm_90a", 100 for "sm_100".
-unsigned sm_number(std::string_view target) {
-  unsigned n = 0;
-  for (char ch : target.substr(target.find('_') + 1)) {
-    if (ch < '0' || ch > '9') break;
-    n = n * 10 + static_cast<unsigned>(ch - '0');
-  }
-  return n;
-}
-
-/// PG1331 for every kernel that uses an operation (itself or through a function) the target lacks.
-std::expected<void, diag::Diagnostics> check_target_features(const ir::Module& m, std::string_view target) {
-  diag::Diagnostics d;
-  const unsigned sm = sm_number(target);
-  for (const ir::Kernel& k : m.kernels) {
-    if (k.min_sm <= sm) continue;
-    d.add(diag::Code::target_too_old,
-          fmt::format("kernel '{}' uses {}, which needs sm_{} or newer, but the target is {}", k.name,
-                      k.min_sm_operation, k.min_sm, target),
-          k.min_sm_location,
-          fmt::format("compile for sm_{} or newer (--target sm_{}, a device profile of such a GPU), or leave out {}",
-                      k.min_sm, k.min_sm, k.min_sm_operation));
-  }
-  if (d.empty()) return {};
-  return std::unexpected(std::move(d));
-}
-
 /// Lowers, verifies, links libdevice where used, internalises and optimises.
 std::expected<void, diag::Diagnostics> build_optimised_module(Compilation& c, const ir::Module& verified,
                                                               const CodegenOptions& options,
                                                               llvm::TargetMachine& machine) {
-  if (auto hopper = check_hopper_target(verified, options.target); !hopper) return hopper;
-  if (auto supported = check_target_features(verified, options.target); !supported) return supported;
+  if (auto met = ir::check_target(verified, options.target); !met) return met;
   c.context.setDiagnosticHandler(std::make_unique<CollectingDiagnosticHandler>(&c.llvm_errors));
   auto lowered = lower_module(verified, c.context, machine.createDataLayout(), options.fp_mode);
   if (!lowered) return std::unexpected(std::move(lowered.error()));
@@ -248,19 +191,7 @@ std::expected<T, diag::Diagnostics> guarded(F&& body) {
 
 }  // namespace
 
-const std::vector<std::string>& supported_targets() {
-  // CUDA 13's ptxas assembles sm_75 and later (sm_70/sm_72 were dropped). Blackwell's targets
-  // are newer than LLVM 19's NVPTX backend, which ends at sm_90a: their PTX is sm_90 PTX, which
-  // ptxas assembles for them and the driver JIT-compiles for them.
-  static const std::vector<std::string> targets = {"sm_75", "sm_80", "sm_86",  "sm_87", "sm_89",
-                                                   "sm_90", "sm_90a", "sm_100", "sm_120"};
-  return targets;
-}
-
-std::string_view llvm_target_for(std::string_view target) {
-  if (target == "sm_100" || target == "sm_120") return "sm_90";
-  return target;
-}
+ir::Target llvm_target_for(ir::Target target) { return target.sm() > 90 ? ir::Target(90) : target; }
 
 std::vector<contract::KernelInfo> describe(const ir::Module& m) {
   std::vector<contract::KernelInfo> out;

@@ -17,7 +17,7 @@ namespace ptxgate::codegen {
 inline constexpr uint64_t kDefaultInstructionBudget = 250000;
 
 struct CodegenOptions {
-  std::string target = "sm_90";    ///< one of supported_targets()
+  ir::Target target = ir::Target(90);  ///< one of ir::supported_targets(); ir::target_for_module picks it
   unsigned opt_level = 3;          ///< 0..3
   /// At -O2/-O3: LLVM's standard per-module pipeline instead of ptxgate's kernel pipeline
   /// (codegen/nvptx.hpp kKernelPipeline); for comparisons.
@@ -36,28 +36,20 @@ struct CodegenOptions {
 };
 
 struct CompiledModule {
-  std::string target;
+  ir::Target target;
   std::string ptx;                 ///< its `.version` and `.target`: toolchain::read_ptx_header
   std::vector<contract::KernelInfo> kernels;
 };
 
-/// Supported targets, in order: "sm_75" .. "sm_90a" (what CUDA 13's ptxas assembles and LLVM 19
-/// generates), then "sm_100" and "sm_120" (Blackwell), generated as sm_90 PTX.
-const std::vector<std::string>& supported_targets();
-
 /// The NVPTX processor LLVM generates code for when compiling for `target` (the target itself,
-/// except Blackwell's: "sm_90", the newest LLVM 19 knows without architecture-specific features).
-std::string_view llvm_target_for(std::string_view target);
-
-/// The target `verified` compiles for on a device of architecture `arch` (a supported target): sm_90a
-/// for sm_90 when a kernel uses Hopper's mbarrier, TMA or wgmma operations (they exist on sm_90a only;
-/// an sm_90a cubin runs on the H100 and H200 alike), else `arch` itself.
-std::string target_for_module(const ir::Module& verified, std::string_view arch);
+/// except Blackwell's: sm_90, the newest LLVM 19 knows without architecture-specific features).
+ir::Target llvm_target_for(ir::Target target);
 
 /// LLVM IR text of the module after optimisation (what --emit llvm prints).
 [[nodiscard]] std::expected<std::string, diag::Diagnostics> emit_llvm_ir(const ir::Module& verified, const CodegenOptions& options);
 
-/// Compiles every kernel of a verified module into one PTX module.
+/// Compiles every kernel of a verified module into one PTX module. PG2001 for a target that is not
+/// supported; PG1331 / PG1350 (ir::check_target) when a kernel needs another target.
 [[nodiscard]] std::expected<CompiledModule, diag::Diagnostics> compile(const ir::Module& verified, const CodegenOptions& options);
 
 /// KernelInfo of each kernel, derived from the verified IR alone (no LLVM).

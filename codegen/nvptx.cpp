@@ -8,7 +8,6 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <llvm/ADT/SmallString.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/MC/TargetRegistry.h>
@@ -75,15 +74,6 @@ MachinePool& pool() {
   return *instance;
 }
 
-diag::Diagnostics unknown_target(const std::string& target) {
-  diag::Diagnostics d;
-  d.add(diag::Code::unknown_target,
-        fmt::format("unsupported target architecture '{}' (supported: {})", target,
-                    fmt::join(supported_targets(), ", ")),
-        {}, "pass one of the supported targets, e.g. --target sm_90");
-  return d;
-}
-
 diag::Diagnostics backend_failure(std::string message) {
   diag::Diagnostics d;
   d.add(diag::Code::llvm_backend_failure, std::move(message), {},
@@ -93,11 +83,6 @@ diag::Diagnostics backend_failure(std::string message) {
 
 }  // namespace
 
-bool is_supported_target(std::string_view target) {
-  const auto& all = supported_targets();
-  return std::find(all.begin(), all.end(), target) != all.end();
-}
-
 TargetMachineLease::~TargetMachineLease() {
   if (!machine_) return;
   auto& p = pool();
@@ -105,11 +90,11 @@ TargetMachineLease::~TargetMachineLease() {
   p.idle[key_].push_back(std::move(machine_));
 }
 
-std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(const std::string& target,
+std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(ir::Target target,
                                                                          unsigned opt_level, bool short_pointers) {
-  if (!is_supported_target(target)) return std::unexpected(unknown_target(target));
+  if (!ir::is_supported(target)) return std::unexpected(ir::unsupported_target(target.name()));
   opt_level = std::min(opt_level, 3u);
-  std::string key = fmt::format("{}/O{}/{}", target, opt_level, short_pointers ? "p32" : "p64");
+  std::string key = fmt::format("{}/O{}/{}", target.name(), opt_level, short_pointers ? "p32" : "p64");
   {
     auto& p = pool();
     std::lock_guard lock(p.mutex);
@@ -125,8 +110,8 @@ std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(const 
   const std::string triple(kNvptxTriple);
   const llvm::Target* nvptx = llvm::TargetRegistry::lookupTarget(triple, error);
   if (!nvptx) return std::unexpected(backend_failure("the NVPTX target is not available: " + error));
-  auto machine = create_machine(*nvptx, triple, llvm_target_for(target), opt_level, short_pointers);
-  if (!machine) return std::unexpected(backend_failure("LLVM could not create a target machine for " + target));
+  auto machine = create_machine(*nvptx, triple, llvm_target_for(target).name(), opt_level, short_pointers);
+  if (!machine) return std::unexpected(backend_failure("LLVM could not create a target machine for " + target.name()));
   return TargetMachineLease(std::move(key), std::move(machine));
 }
 

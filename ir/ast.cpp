@@ -163,7 +163,10 @@ bool is_tensor_core(Intrinsic i) { return i >= Intrinsic::mma_m16n8k16 && i <= I
 
 bool is_warp_collective(Intrinsic i) { return is_warp_operation(i) || is_mma(i) || is_ldmatrix(i); }
 
-unsigned intrinsic_min_sm(Intrinsic i) { return is_tensor_core(i) ? 80 : 0; }
+Target intrinsic_target(Intrinsic i) {
+  if (is_hopper_operation(i)) return Target(90, Target::Variant::arch_specific);
+  return is_tensor_core(i) ? Target(80) : Target();
+}
 
 const Kernel* Module::find_kernel(std::string_view name) const {
   for (const auto& k : kernels)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/ir/target.hpp"
 #include "ptxgate/ir/types.hpp"
 
 namespace ptxgate::ir {
@@ -113,9 +114,9 @@ unsigned async_copy_bytes(Intrinsic i);
 /// Operations every lane of a warp executes together, so the convergence rule (PG1318) and the
 /// whole-warp launch rule (PG1320) apply: the warp operations, mma and ldmatrix.
 bool is_warp_collective(Intrinsic i);
-/// The lowest compute capability (sm_XY as XY) an intrinsic needs: 80 for mma, ldmatrix, cp.async
-/// and tf32; 0 (any target ptxgate compiles for) for the rest.
-unsigned intrinsic_min_sm(Intrinsic i);
+/// The weakest target that has an intrinsic: sm_80 for the tensor-core family, sm_90a for Hopper's
+/// operations, sm 0 (any target ptxgate compiles for) for the rest.
+Target intrinsic_target(Intrinsic i);
 
 /// The number of intrinsics (for iterating over all of them).
 size_t intrinsic_count();
@@ -282,16 +283,11 @@ struct Routine {
   /// be aligned to; 0 for scalars and buffers without one.
   std::vector<uint32_t> vector_alignment;
   bool uses_assert = false;           ///< calls assert(...) in its own body
-  /// Hopper: the first mbarrier / TMA / wgmma operation it uses, its own or a called function's (they
-  /// need target sm_90a: codegen reports PG1350 for another target); empty: none.
-  std::optional<Intrinsic> hopper_operation;
   bool uses_warpgroup_operations = false;  ///< wgmma_* or setmaxnreg_* in its own body
-  /// The lowest compute capability (sm_XY as XY, e.g. 80) the routine needs, itself or through
-  /// the functions it calls (intrinsic_min_sm of what it uses); 0: any target. Code generation
-  /// refuses an older target (PG1331) naming `min_sm_operation` at `min_sm_location`.
-  uint32_t min_sm = 0;
-  std::string min_sm_operation;      ///< e.g. "mma_m16n8k16" (empty when min_sm is 0)
-  diag::Location min_sm_location;    ///< where that operation is (no position for builder modules)
+  /// The weakest target that has every operation the routine uses, itself or through the functions
+  /// it calls (intrinsic_target of each), with the operation that asks for it: check_target
+  /// refuses another target (PG1331, PG1350) and target_for_module picks sm_90a for sm_90.
+  TargetRequirement target_requirement;
   std::vector<std::unique_ptr<Symbol>> symbols;
 };
 

@@ -23,6 +23,10 @@ constexpr uint64_t kWarpgroupSize = 128;  ///< Hopper: four warps run a wgmma or
 
 }  // namespace
 
+void KernelChecker::require_target(Intrinsic fn, SourceRange range) {
+  kernel_.target_requirement.raise({intrinsic_target(fn), std::string(intrinsic_name(fn)), reporter_.locate(range)});
+}
+
 std::string_view symbol_kind_words(SymbolKind kind) {
   switch (kind) {
     case SymbolKind::scalar_param: return "parameter";
@@ -127,9 +131,7 @@ void KernelChecker::run() {
   kernel_.local_array_bytes = 0;
   kernel_.vector_alignment.assign(kernel_.params.size(), 0);
   kernel_.uses_assert = false;
-  kernel_.min_sm = 0;
-  kernel_.min_sm_operation.clear();
-  kernel_.min_sm_location = {};
+  kernel_.target_requirement = {};
   kernel_.symbols.clear();
   if (as_kernel_) {
     as_kernel_->workgroup = {0, 0, 0};

@@ -183,12 +183,11 @@ Type KernelChecker::infer_function_call(Expr& e, const Function& callee) {
   }
   // A kernel is checked after every function's transitive uses are known (verify); a
   // function's own uses are completed from its callees' by check_call_graph.
-  if (!kernel_.hopper_operation) kernel_.hopper_operation = callee.hopper_operation;
+  kernel_.target_requirement.raise(callee.target_requirement);
   if (as_kernel_) {
     kernel_.uses_barrier = kernel_.uses_barrier || callee.uses_barrier;
     kernel_.uses_warp_operations = kernel_.uses_warp_operations || callee.uses_warp_operations;
     kernel_.uses_grid_sync = kernel_.uses_grid_sync || callee.uses_grid_sync;
-    inherit_min_sm(kernel_, callee);
     if (callee.uses_grid_sync && !as_kernel_->cooperative)
       reporter_.report(diag::Code::grid_sync_not_cooperative, e.range,
                        fmt::format("kernel '{}' calls '{}', which uses grid_sync() (itself or through the functions "

@@ -153,7 +153,7 @@ std::vector<Function*> check_call_graph(Module& module, Reporter& reporter, Func
       f->uses_barrier = f->uses_barrier || callee.uses_barrier;
       f->uses_grid_sync = f->uses_grid_sync || callee.uses_grid_sync;
       f->uses_warp_operations = f->uses_warp_operations || callee.uses_warp_operations;
-      inherit_min_sm(*f, callee);
+      f->target_requirement.raise(callee.target_requirement);
       if (!own.barrier.operation) own.barrier = theirs.barrier;
       if (!own.grid_sync.operation) own.grid_sync = theirs.grid_sync;
       if (!own.warp_operation.operation) own.warp_operation = theirs.warp_operation;

@@ -135,7 +135,7 @@ std::optional<uint64_t> KernelChecker::constant_operand(Expr& e, uint64_t lo, ui
 
 Type KernelChecker::infer_hopper(Expr& e, Intrinsic fn) {
   const std::string_view name = intrinsic_name(fn);
-  if (!kernel_.hopper_operation) kernel_.hopper_operation = fn;
+  require_target(fn, e.range);
   if (is_warpgroup_operation(fn)) {
     kernel_.uses_warpgroup_operations = true;
     if (as_function_)

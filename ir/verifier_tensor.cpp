@@ -36,23 +36,8 @@ std::string_view tensor_core_signature(Intrinsic fn) {
   }
 }
 
-void inherit_min_sm(Routine& to, const Routine& from) {
-  if (from.min_sm <= to.min_sm) return;
-  to.min_sm = from.min_sm;
-  to.min_sm_operation = from.min_sm_operation;
-  to.min_sm_location = from.min_sm_location;
-}
-
-void KernelChecker::require_sm(Intrinsic fn, SourceRange range) {
-  const unsigned sm = intrinsic_min_sm(fn);
-  if (sm <= kernel_.min_sm) return;
-  kernel_.min_sm = sm;
-  kernel_.min_sm_operation = std::string(intrinsic_name(fn));
-  kernel_.min_sm_location = reporter_.locate(range);
-}
-
 Type KernelChecker::infer_tensor_core(Expr& e, Intrinsic fn) {
-  require_sm(fn, e.range);
+  require_target(fn, e.range);
   if (is_mma(fn)) return infer_mma(e, fn);
   if (is_ldmatrix(fn)) return infer_ldmatrix(e, fn);
   if (is_async_copy(fn)) return infer_async_copy(e, fn);

@@ -30,7 +30,7 @@ CacheKeyInputs key_inputs_for(const ir::Module& verified, const CompileRequest& 
   // canonical text does not hold: they are part of the key of a module with asserts.
   if (std::string sites = ir::assert_sites(verified); !sites.empty())
     in.canonical_module_text += "\n// assert sites\n" + sites;
-  in.target_arch = request.codegen.target;
+  in.target_arch = request.codegen.target.name();
   in.codegen_options = codegen_options_text(request.codegen);
   in.ptxgate_version = ptxgate_version();
   in.llvm_version = codegen::llvm_version();
@@ -53,7 +53,7 @@ std::expected<CacheEntry, diag::Diagnostics> compile_to_entry(const ir::Module& 
   auto built = toolchain::build(verified, request.codegen, toolkit, request.produce_cubin);
   if (!built) return std::unexpected(std::move(built.error()));
   CacheEntry entry;
-  entry.target_arch = built->target;
+  entry.target_arch = built->target.name();
   entry.ptx_isa_version = built->ptx_isa_version;
   entry.ptx = std::move(built->ptx);
   entry.kernels = std::move(built->kernels);

@@ -122,7 +122,7 @@ std::expected<CacheResult, diag::Diagnostics> ModuleCache::compile(const ir::Mod
   const toolchain::Toolkit toolkit = request.toolkit();
   auto inputs = key_inputs_for(verified, request, toolkit);
   return get_or_compile(
-      derive_key(inputs), request.codegen.target, [&] { return compile_to_entry(verified, request, toolkit); },
+      derive_key(inputs), request.codegen.target.name(), [&] { return compile_to_entry(verified, request, toolkit); },
       inputs.summary());
 }
 

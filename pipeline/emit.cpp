@@ -32,7 +32,7 @@ std::expected<std::string, diag::Diagnostics> product(const ir::Module& module, 
     case EmitKind::meta: {
       nlohmann::json kernels = nlohmann::json::array();
       for (const auto& k : codegen::describe(module)) kernels.push_back(contract::to_json(k));
-      return nlohmann::json{{"schema_version", kJsonSchemaVersion}, {"target", cg.target}, {"kernels", kernels}}.dump(2) +
+      return nlohmann::json{{"schema_version", kJsonSchemaVersion}, {"target", cg.target.name()}, {"kernels", kernels}}.dump(2) +
              "\n";
     }
     case EmitKind::llvm: {
@@ -75,6 +75,7 @@ std::expected<Emitted, diag::Diagnostics> emit_ptx(const ir::Module& verified, c
   module_cache::ModuleCache cache(request.cache);
   module_cache::CompileRequest compile;
   compile.codegen = request.codegen;
+  compile.codegen.target = ir::target_for_module(verified, request.codegen.target);
   compile.produce_cubin = false;
   auto result = cache.compile(verified, compile);
   if (!result) return std::unexpected(std::move(result.error()));
@@ -102,14 +103,17 @@ std::expected<EmitProduct, EmitStop> emit_file(const EmitFileRequest& request) {
   if (!loaded) return std::unexpected(EmitStop{{}, loaded.error()});
   EmitProduct out;
   out.warnings = loaded->warnings;
-  auto bytes = product(loaded->module, loaded->source, request, out.warnings);
+  // The target policy of the runtime, `check` and the C API: sm_90 becomes sm_90a for Hopper's operations.
+  EmitFileRequest chosen = request;
+  chosen.compile.codegen.target = ir::target_for_module(loaded->module, request.compile.codegen.target);
+  auto bytes = product(loaded->module, loaded->source, chosen, out.warnings);
   if (!bytes) return std::unexpected(EmitStop{std::move(out.warnings), bytes.error()});
   out.bytes = std::move(*bytes);
   // Text products under --format json: one document holding the text, like meta and resources.
   if (request.json && (request.kind == EmitKind::ptx || request.kind == EmitKind::llvm || request.kind == EmitKind::sass)) {
     std::string_view kind = request.kind == EmitKind::ptx ? "ptx" : request.kind == EmitKind::llvm ? "llvm" : "sass";
     out.bytes = nlohmann::json{{"schema_version", kJsonSchemaVersion},
-                               {"target", request.compile.codegen.target},
+                               {"target", chosen.compile.codegen.target.name()},
                                {"emit", kind},
                                {"text", std::move(out.bytes)}}
                     .dump(2) +

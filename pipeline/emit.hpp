@@ -31,7 +31,8 @@ struct Emitted {
   diag::Diagnostics warnings;              ///< the cache's warnings (an unusable directory, a corrupt entry)
 };
 
-/// PTX of a verified module (no ptxas run): from the cache, else compiled and published.
+/// PTX of a verified module (no ptxas run) for ir::target_for_module of the requested target: from
+/// the cache, else compiled and published.
 [[nodiscard]] std::expected<Emitted, diag::Diagnostics> emit_ptx(const ir::Module& verified, const EmitRequest& request);
 
 /// What `ptxgate emit --emit KIND` produces.
@@ -63,7 +64,8 @@ struct EmitStop {
   diag::Diagnostics diagnostics;
 };
 
-/// Loads and verifies `input`, then produces `kind`: PTX and LLVM IR as text; meta as JSON
+/// Loads and verifies `input`, then produces `kind` for ir::target_for_module of the requested
+/// target (sm_90 becomes sm_90a when a kernel uses Hopper's operations): PTX and LLVM IR as text; meta as JSON
 /// (emit_meta_json); cubin, sass and resources through ptxas (PG2005 without it), sass through
 /// the toolkit's nvdisasm (PG5005 without it).
 [[nodiscard]] std::expected<EmitProduct, EmitStop> emit_file(const EmitFileRequest& request);

@@ -28,7 +28,8 @@ std::expected<ForeignKernel, diag::Diagnostics> load_foreign_kernel(const std::s
     return out;
   }
   // Architecture-specific PTX (sm_90a) assembles only for its own target, which runs on `arch`.
-  const bool specific = chosen->target.ends_with('a') || chosen->target.ends_with('f');
+  const auto target = ir::Target::parse(chosen->target);
+  const bool specific = target && target->specific();
   auto assembled = toolchain::assemble(source->text(), specific ? chosen->target : arch, toolchain::discover());
   if (!assembled) return std::unexpected(std::move(assembled.error()));
   auto it = assembled->resources.find(kernel);

@@ -143,12 +143,13 @@ std::expected<ProfiledKernel, diag::Diagnostics> compile_for_profile(const std::
   out.location = diag::locate(loaded->source, (*kernel)->name_range.offset, (*kernel)->name_range.length);
   const auto& location = out.location;
 
-  const auto& targets = codegen::supported_targets();
-  std::string arch = caps->arch();
-  if (std::find(targets.begin(), targets.end(), arch) == targets.end()) {
+  // The device's own target (ir::target_for_device) or none: the resources must be ptxas's for it.
+  const ir::DeviceTarget device = ir::target_for_device(caps->target());
+  if (!device.exact) {
     diag::Diagnostics d;
     d.add(diag::Code::resource_query_failed,
-          fmt::format("device profile '{}' is {}, which ptxgate cannot compile for", caps->profile, arch), location,
+          fmt::format("device profile '{}' is {}, which ptxgate cannot compile for", caps->profile, caps->arch()),
+          location,
           "use a profile of a supported architecture (`ptxgate devices --profiles`)");
     return std::unexpected(std::move(d));
   }
@@ -156,7 +157,7 @@ std::expected<ProfiledKernel, diag::Diagnostics> compile_for_profile(const std::
   // and `ptxgate cache list` shows it.
   module_cache::ModuleCache cache(cache_options);
   module_cache::CompileRequest request;
-  request.codegen.target = codegen::target_for_module(loaded->module, arch);
+  request.codegen.target = ir::target_for_module(loaded->module, device.target);
   request.codegen.fp_mode = fp_mode;
   request.produce_cubin = true;
   auto compiled = cache.compile(loaded->module, request);
@@ -170,7 +171,7 @@ std::expected<ProfiledKernel, diag::Diagnostics> compile_for_profile(const std::
   if (!resources || info_it == entry.kernels.end()) {
     diag::Diagnostics d;
     d.add(diag::Code::resource_query_failed,
-          fmt::format("ptxas -arch={} reported no resources for kernel '{}'", arch, kernel_name), location,
+          fmt::format("ptxas -arch={} reported no resources for kernel '{}'", entry.target_arch, kernel_name), location,
           "check that ptxas (CUDA_HOME or PTXGATE_PTXAS) is the CUDA Toolkit's and supports the target");
     return std::unexpected(std::move(d));
   }

@@ -34,7 +34,7 @@ std::expected<Build, diag::Diagnostics> build(const ir::Module& verified, const 
   auto compiled = explain_missing_libdevice(codegen::compile(verified, cg), toolkit);
   if (!compiled) return std::unexpected(std::move(compiled.error()));
   Build out;
-  out.target = compiled->target.empty() ? cg.target : compiled->target;
+  out.target = compiled->target;
   out.ptx = std::move(compiled->ptx);
   auto header = read_ptx_header(diag::SourceFile("module.ptx", out.ptx));
   if (!header) return std::unexpected(std::move(header.error()));
@@ -42,7 +42,7 @@ std::expected<Build, diag::Diagnostics> build(const ir::Module& verified, const 
   out.kernels = std::move(compiled->kernels);
   out.libdevice_path = cg.libdevice_path;
   if (!assemble_cubin) return out;
-  auto assembly = assemble(out.ptx, out.target, toolkit);
+  auto assembly = assemble(out.ptx, out.target.name(), toolkit);
   if (!assembly) return std::unexpected(std::move(assembly.error()));
   out.cubin = std::move(assembly->cubin);
   out.resources = std::move(assembly->resources);

@@ -15,7 +15,7 @@ namespace ptxgate::toolchain {
 
 /// What build() produced.
 struct Build {
-  std::string target;                        ///< "sm_90"
+  ir::Target target;
   unsigned ptx_isa_version = 0;              ///< the PTX `.version` line (read_ptx_header) as major * 10 + minor
   std::string ptx;
   std::vector<contract::KernelInfo> kernels;  ///< one per kernel, in module order

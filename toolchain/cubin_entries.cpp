@@ -101,7 +101,7 @@ class CubinReader {
     if (auto ok = read_sections(); !ok) return std::unexpected(ok.error());
 
     PtxModuleSummary out;
-    out.binary_arch = fmt::format("sm_{}", sm);
+    out.binary_arch = ir::Target(sm).name();
     bool reserved_prefix = false;
     std::map<std::string_view, const Section*> by_name;
     for (const auto& s : sections_) {
@@ -288,15 +288,6 @@ class CubinReader {
   std::vector<uint32_t> name_offsets_;
 };
 
-/// "sm_86" -> {86, specific=false}; nullopt for anything else.
-std::optional<uint64_t> sm_number(std::string_view t) {
-  if (!t.starts_with("sm_")) return std::nullopt;
-  t.remove_prefix(3);
-  if (!t.empty() && (t.back() == 'a' || t.back() == 'f')) t.remove_suffix(1);
-  auto n = support::parse_count(t);
-  return n ? std::optional<uint64_t>(*n) : std::nullopt;
-}
-
 }  // namespace
 
 std::expected<PtxModuleSummary, diag::Diagnostics> read_cubin_entries(const diag::SourceFile& cubin) {
@@ -378,10 +369,10 @@ std::expected<void, diag::Diagnostics> apply_signature(PtxEntry& entry, std::str
 
 std::expected<void, diag::Diagnostics> check_cubin_target(std::string_view cubin_arch, std::string_view arch,
                                                           const diag::Location& where) {
-  auto c = sm_number(cubin_arch);
-  auto a = sm_number(arch);
+  auto c = ir::Target::parse(cubin_arch);
+  auto a = ir::Target::parse(arch);
   if (!c || !a) return {};
-  if (*c / 10 != *a / 10 || *c > *a)
+  if (!c->cubin_runs_on(*a))
     return std::unexpected(one(diag::Code::unknown_target,
                                fmt::format("a cubin for {} cannot run on a device of {}: a cubin runs only on its own major "
                                            "architecture, at the same or a newer minor version",

@@ -438,24 +438,15 @@ std::expected<const PtxEntry*, diag::Diagnostics> require_ptx_entry(const PtxMod
 
 std::expected<void, diag::Diagnostics> check_ptx_target(std::string_view ptx_target, std::string_view arch,
                                                         const diag::Location& where) {
-  auto number = [](std::string_view t, bool& specific) -> std::optional<uint64_t> {
-    if (!t.starts_with("sm_")) return std::nullopt;
-    t.remove_prefix(3);
-    specific = !t.empty() && (t.back() == 'a' || t.back() == 'f');
-    if (specific) t.remove_suffix(1);
-    auto n = support::parse_count(t);
-    return n ? std::optional<uint64_t>(*n) : std::nullopt;
-  };
-  bool ptx_specific = false, arch_specific = false;
-  auto p = number(ptx_target, ptx_specific);
-  auto a = number(arch, arch_specific);
+  auto p = ir::Target::parse(ptx_target);
+  auto a = ir::Target::parse(arch);
   if (!p || !a) return {};
-  if (*p > *a || (ptx_specific && *p != *a))
+  if (!p->ptx_runs_on(a->generic()))
     return std::unexpected(one(
         diag::Code::unknown_target,
         fmt::format("PTX for {} cannot run on a device of {}{}", ptx_target, arch,
-                    ptx_specific && *p <= *a ? " (architecture-specific PTX runs only on its own architecture)" : ""),
-        where, fmt::format("compile the kernel for {} or older (nvcc -arch=compute_{})", arch, *a)));
+                    p->sm() <= a->sm() ? " (architecture-specific PTX runs only on its own architecture)" : ""),
+        where, fmt::format("compile the kernel for {} or older (nvcc -arch=compute_{})", arch, a->sm())));
   return {};
 }
 

@@ -14,6 +14,7 @@
 #include "ptxgate/contract/kernel_info.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/contract/launch_plan.hpp"
+#include "ptxgate/ir/target.hpp"
 
 namespace ptxgate::toolchain {
 

@@ -12,6 +12,7 @@ namespace {
 
 struct EmitOptions {
   pipeline::EmitFileRequest request;
+  std::string target = "sm_90";
   std::string emit = "ptx";
   std::string output;
   std::string format = "text";
@@ -23,6 +24,7 @@ struct EmitOptions {
 int run_emit(EmitOptions& opt) {
   const auto format = *diag::format_from_name(opt.format);
   opt.request.kind = *pipeline::emit_kind_from_name(opt.emit);
+  opt.request.compile.codegen.target = *ir::Target::parse(opt.target);  // one of the names --target checks
   opt.request.json = format == diag::Format::json;
   const bool to_stdout = opt.output.empty() || opt.output == "-";
   if (opt.request.kind == pipeline::EmitKind::cubin && to_stdout && ::isatty(STDOUT_FILENO)) {
@@ -57,9 +59,11 @@ CLI::App* register_emit(CLI::App& app, Runner& runner) {
   auto& cg = opt->request.compile.codegen;
   auto* cmd = app.add_subcommand("emit", "Compile a .pg file to PTX, LLVM IR, kernel metadata, a cubin, SASS or resources");
   cmd->add_option("file", opt->request.input, "Input .pg file, or - for standard input")->required();
-  cmd->add_option("--target", cg.target, "Target architecture (sm_75 .. sm_90a, sm_100, sm_120)")
+  cmd->add_option("--target", opt->target,
+                  "Target architecture (sm_75 .. sm_90a, sm_100, sm_120); sm_90 becomes sm_90a for a module whose "
+                  "kernels use Hopper's mbarrier, TMA or wgmma operations")
       ->default_val("sm_90")
-      ->check(CLI::IsMember(codegen::supported_targets()));
+      ->check(CLI::IsMember(ir::supported_target_names()));
   cmd->add_option("--emit", opt->emit,
                   "What to print: ptx, llvm, meta (JSON KernelInfo), cubin (binary; -o or a pipe), sass (nvdisasm), "
                   "resources (ptxas: registers, spills, shared, local, barriers per kernel; JSON with --format json)")

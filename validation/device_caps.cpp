@@ -7,8 +7,6 @@
 
 namespace ptxgate::validation {
 
-std::string DeviceCaps::arch() const { return fmt::format("sm_{}{}", cc_major, cc_minor); }
-
 nlohmann::json to_json(const DeviceCaps& c) {
   nlohmann::json j;
   if (!c.profile.empty()) j["profile"] = c.profile;

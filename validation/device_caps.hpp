@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/ir/target.hpp"
 
 namespace ptxgate::validation {
 
@@ -37,8 +38,11 @@ struct DeviceCaps {
   uint32_t shared_allocation_unit = 128;
   bool cooperative_launch = false;
 
-  /// "sm_90" etc.; "sm_90a" is not a device property, only a code-generation target.
-  std::string arch() const;
+  /// The device's architecture, sm_(10 * cc_major + cc_minor) (never an `a` target: that is a
+  /// code-generation choice, ir::target_for_module).
+  ir::Target target() const { return ir::Target::of_device(cc_major, cc_minor); }
+  /// target()'s name: "sm_90".
+  std::string arch() const { return target().name(); }
 };
 
 /// The per-block register limit as the hardware checks it: registers are allocated per warp

@@ -37,6 +37,7 @@ struct ptxgate_verdict {
 struct ptxgate_runtime {
   std::unique_ptr<ptxgate::backend::Runtime> runtime;
   int device = 0;
+  std::string target;  ///< the runtime's codegen target, spelled for ptxgate_runtime_target
 };
 
 struct ptxgate_kernel {

@@ -11,14 +11,12 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include "ptxgate/diagnostics/diagnostic.hpp"
+#include "ptxgate/ir/target.hpp"
 
 namespace ptxgate::codegen {
 
 /// The LLVM triple of every module ptxgate generates.
 inline constexpr std::string_view kNvptxTriple = "nvptx64-nvidia-cuda";
-
-/// True for the names supported_targets() lists.
-bool is_supported_target(std::string_view target);
 
 /// Exclusive use of one NVPTX TargetMachine for (target, opt level); returned to a
 /// process-wide pool on destruction, so machines are created once and reused by
@@ -32,7 +30,7 @@ class TargetMachineLease {
   llvm::TargetMachine& machine() const { return *machine_; }
 
  private:
-  friend std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(const std::string&, unsigned,
+  friend std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(ir::Target, unsigned,
                                                                                   bool);
   TargetMachineLease(std::string key, std::unique_ptr<llvm::TargetMachine> machine)
       : key_(std::move(key)), machine_(std::move(machine)) {}
@@ -40,11 +38,11 @@ class TargetMachineLease {
   std::unique_ptr<llvm::TargetMachine> machine_;
 };
 
-/// Initialises the NVPTX target (once per process) and leases a machine for `target`
-/// ("sm_80", "sm_90a", ...) at `opt_level` 0..3. PG2001 for an unknown target. With
+/// Initialises the NVPTX target (once per process) and leases a machine for `target` at
+/// `opt_level` 0..3. PG2001 (ir::unsupported_target) for a target ptxgate does not compile for. With
 /// `short_pointers`, pointers to shared, local and constant memory are 32-bit (the data layout's
 /// p3/p4/p5), as in nvcc's PTX; otherwise every pointer is 64-bit.
-[[nodiscard]] std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(const std::string& target, unsigned opt_level,
+[[nodiscard]] std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(ir::Target target, unsigned opt_level,
                                                                                       bool short_pointers);
 
 /// ptxgate's optimisation pipeline for kernels at -O2/-O3, in LLVM's textual pass-pipeline

@@ -187,8 +187,8 @@ class KernelChecker {
   Type infer_ldmatrix(Expr& e, Intrinsic fn);
   Type infer_async_copy(Expr& e, Intrinsic fn);
   Type infer_async_wait(Expr& e);
-  /// Raises the routine's min_sm to what `fn` needs, remembering where.
-  void require_sm(Intrinsic fn, SourceRange range);
+  /// Raises the routine's target requirement to what `fn` needs, remembering where (verifier.cpp).
+  void require_target(Intrinsic fn, SourceRange range);
   /// PG1220 when `t` is a vector type where only scalars may stand; true if reported.
   bool reject_vector_type(Type t, SourceRange range, std::string_view what);
   Type index_operand(Expr& index, const std::string& target);
@@ -262,9 +262,6 @@ bool always_returns(const std::vector<StmtPtr>& body);
 /// operations) and reached operations in `facts`. Returns the functions callee first (every
 /// function after the ones it calls; functions on a cycle in source order).
 std::vector<Function*> check_call_graph(Module& module, Reporter& reporter, FunctionFactsTable& facts);
-
-/// Raises `to`'s min_sm (with its operation and location) to `from`'s: a caller needs what its callees need.
-void inherit_min_sm(Routine& to, const Routine& from);
 
 /// Raises `routine`'s vector_alignment of each buffer parameter it passes to a device function
 /// to what that function's parameter needs (run on functions callee first, then on kernels).

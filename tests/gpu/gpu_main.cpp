@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
   gpu_test::g_runtime = std::move(*rt);
   const auto& caps = gpu_test::g_runtime->caps();
   std::printf("device: %s (%s, %u SMs), driver %d, target %s\n", caps.name.c_str(), caps.arch().c_str(), caps.sm_count,
-              devices->front().driver_version, gpu_test::g_runtime->target().c_str());
+              devices->front().driver_version, gpu_test::g_runtime->target().name().c_str());
   doctest::Context context;
   context.applyCommandLine(argc, argv);
   int rc = context.run();

@@ -37,7 +37,7 @@ TEST_CASE("backend runtime: compile goes through the cache once; launches bind a
   testing::reset_fake_state();
   static DriverApi api = testing::make_fake_driver();
   auto rt = fake_runtime(api);
-  CHECK(rt->target() == "sm_90");
+  CHECK(rt->target() == ir::Target(90));
   auto k = rt->compile(example_text("saxpy"), "saxpy", "saxpy.pg");
   if (!k) FAIL(diag::render_text(k.error()));
   CHECK((*k)->cache_outcome() == module_cache::CacheOutcome::compiled);

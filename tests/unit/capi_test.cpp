@@ -105,6 +105,42 @@ TEST_CASE("capi: compile gives PTX and each kernel's signature as JSON") {
   ptxgate_module_free(m);
 }
 
+TEST_CASE("capi: compile applies the runtime's target policy: sm_90 becomes sm_90a for Hopper's operations") {
+  const char* hopper = R"(@workgroup(128)
+kernel k(out y: f32[]) {
+  shared bars: u64[1];
+  if (thread_id.x == 0) { mbarrier_init(bars, 0, 1); }
+  barrier();
+  y[thread_id.x] = 1.0;
+}
+)";
+  auto o = ptx_only();  // the default target, sm_90
+  ptxgate_module* m = nullptr;
+  Diags d;
+  REQUIRE_MESSAGE(ptxgate_compile(hopper, std::strlen(hopper), "h.pg", &o, &m, d.out()) == PTXGATE_OK, d.text());
+  CHECK(std::string(ptxgate_module_target(m)) == "sm_90a");
+  CHECK(std::string(ptxgate_module_ptx(m)).find(".target sm_90a") != std::string::npos);
+  ptxgate_module_free(m);
+  m = nullptr;
+  // A module without Hopper operations keeps sm_90; another target still refuses them (PG1350 at the operation).
+  REQUIRE(ptxgate_compile(kSaxpy, std::strlen(kSaxpy), "saxpy.pg", &o, &m, d.out()) == PTXGATE_OK);
+  CHECK(std::string(ptxgate_module_target(m)) == "sm_90");
+  ptxgate_module_free(m);
+  m = nullptr;
+  o.target = "sm_100";
+  CHECK(ptxgate_compile(hopper, std::strlen(hopper), "h.pg", &o, &m, d.out()) == PTXGATE_ERROR);
+  ptxgate_diagnostic first;
+  REQUIRE(ptxgate_diagnostics_get(d.list, 0, &first) == PTXGATE_OK);
+  CHECK(std::string(first.code) == "PG1350");
+  CHECK(first.line == 4);
+  // A name that is not a target is PG2001, as from the code generator.
+  o.target = "compute_90";
+  CHECK(ptxgate_compile(kSaxpy, std::strlen(kSaxpy), "saxpy.pg", &o, &m, d.out()) == PTXGATE_ERROR);
+  REQUIRE(ptxgate_diagnostics_get(d.list, 0, &first) == PTXGATE_OK);
+  CHECK(std::string(first.code) == "PG2001");
+  CHECK(std::string(first.message).find("'compute_90'") != std::string::npos);
+}
+
 TEST_CASE("capi: compile with a cubin reports ptxas's resources") {
   auto toolkit = ptxgate::toolchain::discover();
   if (!toolkit.ptxas) {

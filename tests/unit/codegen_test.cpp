@@ -34,7 +34,7 @@ codegen::CodegenOptions with_libdevice() { return toolchain::with_toolkit({}, to
 
 codegen::CompiledModule compile_text(const std::string& text, const std::string& target = "sm_90") {
   auto options = with_libdevice();
-  options.target = target;
+  options.target = *ir::Target::parse(target);
   auto compiled = codegen::compile(load(text), options);
   if (!compiled) FAIL(diag::render_text(compiled.error()));
   return std::move(*compiled);
@@ -77,7 +77,7 @@ TEST_CASE("codegen: saxpy becomes a PTX entry with by-value parameters and launc
   CHECK(contains(ptx, "%tid.x"));
   CHECK_FALSE(contains(ptx, "__nv_"));
   CHECK_FALSE(contains(ptx, ".func"));
-  CHECK(compiled.target == "sm_90");
+  CHECK(compiled.target == ir::Target(90));
   CHECK(contains(ptx, ".version 7.8\n"));
   REQUIRE(compiled.kernels.size() == 1);
   CHECK(compiled.kernels[0].name == "saxpy");
@@ -148,7 +148,7 @@ TEST_CASE("codegen: libdevice is linked only when a math function is used") {
 TEST_CASE("codegen: unknown targets are rejected with PG2001") {
   auto module = load(read_example("saxpy.pg"));
   codegen::CodegenOptions options;
-  options.target = "sm_50";
+  options.target = ir::Target(50);
   auto compiled = codegen::compile(module, options);
   REQUIRE_FALSE(compiled.has_value());
   CHECK(has_code(compiled.error(), diag::Code::unknown_target));
@@ -179,15 +179,15 @@ TEST_CASE("codegen: Blackwell targets are generated as sm_90 PTX; targets CUDA 1
   for (const char* target : {"sm_100", "sm_120"}) {
     CAPTURE(target);
     auto compiled = compile_text(read_example("saxpy.pg"), target);
-    CHECK(compiled.target == target);
+    CHECK(compiled.target.name() == target);
     CHECK(contains(compiled.ptx, ".target sm_90\n"));
-    CHECK(codegen::llvm_target_for(target) == "sm_90");
+    CHECK(codegen::llvm_target_for(*ir::Target::parse(target)) == ir::Target(90));
   }
-  CHECK(codegen::llvm_target_for("sm_90a") == "sm_90a");
+  CHECK(codegen::llvm_target_for(ir::Target(90, ir::Target::Variant::arch_specific)).name() == "sm_90a");
   for (const char* dropped : {"sm_70", "sm_72"}) {
     CAPTURE(dropped);
     codegen::CodegenOptions options;
-    options.target = dropped;
+    options.target = *ir::Target::parse(dropped);
     auto compiled = codegen::compile(load(read_example("saxpy.pg")), options);
     REQUIRE_FALSE(compiled.has_value());
     CHECK(has_code(compiled.error(), diag::Code::unknown_target));

@@ -66,7 +66,7 @@ std::string ptx_for(const std::string& text, const std::string& target) {
   auto loaded = ir::load_module(diag::SourceFile("t.pg", text));
   if (!loaded) FAIL(diag::render_text(loaded.error()));
   codegen::CodegenOptions options;
-  options.target = target;
+  options.target = *ir::Target::parse(target);
   auto compiled = codegen::compile(loaded->module, options);
   if (!compiled) FAIL(diag::render_text(compiled.error()));
   return compiled->ptx;
@@ -87,11 +87,11 @@ TEST_CASE("hopper: every operation verifies; the kernel records its Hopper and w
   auto d = verify_text(kAll, &m);
   INFO(diag::render_text(d));
   REQUIRE(d.empty());
-  CHECK(m.kernels[0].hopper_operation.has_value());
+  CHECK(m.kernels[0].target_requirement.minimum.name() == "sm_90a");
   CHECK(m.kernels[0].uses_warpgroup_operations);
   ir::Module plain;
   REQUIRE(verify_text("kernel k(inout y: f32[]) { y[0] = 1.0; }", &plain).empty());
-  CHECK_FALSE(plain.kernels[0].hopper_operation.has_value());
+  CHECK_FALSE(plain.kernels[0].target_requirement.any());
   CHECK_FALSE(plain.kernels[0].uses_warpgroup_operations);
 }
 
@@ -146,20 +146,58 @@ TEST_CASE("hopper: PTX for sm_90a has the instructions, the grid-constant map an
   CHECK_FALSE(contains(ptx, ".local"));  // the accumulators stay in registers
 }
 
-TEST_CASE("hopper: another target is PG1350 naming the kernel; check and run pick sm_90a for sm_90") {
+TEST_CASE("hopper: another target is PG1350 at the first Hopper operation; the target policy picks sm_90a for sm_90") {
   auto loaded = ir::load_module(diag::SourceFile("t.pg", kAll));
   REQUIRE(loaded);
+  const ir::Target sm90a(90, ir::Target::Variant::arch_specific);
+  for (ir::Target target : {ir::Target(90), ir::Target(80), ir::Target(100)}) {
+    CAPTURE(target.name());
+    codegen::CodegenOptions options;
+    options.target = target;  // asked for as it is: codegen itself applies no policy
+    auto compiled = codegen::compile(loaded->module, options);
+    REQUIRE_FALSE(compiled);
+    REQUIRE(compiled.error().size() == 1);
+    const diag::Diagnostic& d = compiled.error().items()[0];
+    CHECK(d.code == diag::Code::hopper_needs_sm90a);
+    CHECK(contains(d.message, "kernel 'k' uses shared_address, which exists only on the architecture-specific target "
+                              "sm_90a; the target is " + target.name()));
+    CHECK(d.location.line == 7);  // `let base = ... shared_address(tile, 0) ...`, the first Hopper operation
+    CHECK(contains(d.fix, "--target sm_90a"));
+  }
+  CHECK(ir::target_for_module(loaded->module, ir::Target(90)) == sm90a);
+  CHECK(ir::target_for_module(loaded->module, ir::Target(80)) == ir::Target(80));
+  CHECK(ir::target_for_module(loaded->module, ir::Target(100)) == ir::Target(100));
   codegen::CodegenOptions options;
-  options.target = "sm_90";
-  auto compiled = codegen::compile(loaded->module, options);
-  REQUIRE_FALSE(compiled);
-  CHECK(compiled.error().items()[0].code == diag::Code::hopper_needs_sm90a);
-  CHECK(contains(compiled.error().items()[0].message, "kernel 'k'"));
-  CHECK(codegen::target_for_module(loaded->module, "sm_90") == "sm_90a");
-  CHECK(codegen::target_for_module(loaded->module, "sm_80") == "sm_80");
+  options.target = ir::target_for_module(loaded->module, ir::Target(90));
+  CHECK(codegen::compile(loaded->module, options));
   auto plain = ir::load_module(diag::SourceFile("p.pg", "kernel k(inout y: f32[]) { y[0] = 1.0; }"));
   REQUIRE(plain);
-  CHECK(codegen::target_for_module(plain->module, "sm_90") == "sm_90");
+  CHECK(ir::target_for_module(plain->module, ir::Target(90)) == ir::Target(90));
+}
+
+TEST_CASE("hopper: an architecture-specific need outranks a newer generic one, also through a function") {
+  auto loaded = ir::load_module(diag::SourceFile("t.pg", R"(fn step(c: f32x4) -> f32x4 { return mma_m16n8k8(c, f32x2(1.0), c); }
+@workgroup(128)
+kernel k(out d: f32[]) {
+  shared bars: u64[1];
+  store4(d, 0, step(f32x4(0.0)));
+  if (thread_id.x == 0) { mbarrier_init(bars, 0, 1); }
+}
+)"));
+  REQUIRE(loaded);
+  const ir::TargetRequirement& need = loaded->module.kernels[0].target_requirement;
+  CHECK(need.minimum.name() == "sm_90a");
+  CHECK(need.operation == "mbarrier_init");
+  CHECK(need.location.line == 6);
+  CHECK(need.met_by(ir::Target(90, ir::Target::Variant::arch_specific)));
+  CHECK_FALSE(need.met_by(ir::Target(90)));
+  CHECK_FALSE(need.met_by(ir::Target(100)));
+  codegen::CodegenOptions options;
+  options.target = ir::Target(75);
+  auto compiled = codegen::compile(loaded->module, options);
+  REQUIRE_FALSE(compiled);
+  REQUIRE(compiled.error().size() == 1);  // one requirement, one error: not a second PG1331 for mma
+  CHECK(compiled.error().items()[0].code == diag::Code::hopper_needs_sm90a);
 }
 
 TEST_CASE("hopper: printing round-trips; the builder makes the same kernel") {

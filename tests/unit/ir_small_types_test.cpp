@@ -45,7 +45,7 @@ std::string ptx_of(const std::string& text, const std::string& target = "sm_90")
   auto loaded = ir::load_module(diag::SourceFile("s.pg", text));
   if (!loaded) FAIL(diag::render_text(loaded.error()));
   codegen::CodegenOptions options;
-  options.target = target;
+  options.target = *ir::Target::parse(target);
   auto out = codegen::compile(loaded->module, options);
   if (!out) FAIL(diag::render_text(out.error()));
   return out->ptx;

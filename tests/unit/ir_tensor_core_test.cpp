@@ -67,7 +67,7 @@ std::string compile_for(const std::string& text, const std::string& target, diag
   auto loaded = ir::load_module(diag::SourceFile("tc.pg", text));
   if (!loaded) FAIL(diag::render_text(loaded.error()));
   codegen::CodegenOptions options;
-  options.target = target;
+  options.target = *ir::Target::parse(target);
   auto compiled = codegen::compile(loaded->module, options);
   if (!compiled) {
     if (errors) *errors = compiled.error();
@@ -86,9 +86,9 @@ TEST_CASE("tensor cores: every operation type-checks, and mma/ldmatrix count as 
   REQUIRE(c.diags.empty());
   const ir::Kernel& k = c.module.kernels[0];
   CHECK(k.uses_warp_operations);
-  CHECK(k.min_sm == 80);
-  CHECK(k.min_sm_operation == "cp_async16");
-  CHECK(k.min_sm_location.line == 10);
+  CHECK(k.target_requirement.minimum == ir::Target(80));
+  CHECK(k.target_requirement.operation == "cp_async16");
+  CHECK(k.target_requirement.location.line == 10);
   // cp_async16 from a and b, cp_async8 from h and cp_async4 from x: the bases must be aligned to the copy.
   REQUIRE(k.vector_alignment.size() == 5);
   CHECK(k.vector_alignment[1] == 16);
@@ -212,10 +212,10 @@ kernel plain(out d: f32[]) { d[0] = 1.0; }
 )";
   auto c = check(text);
   REQUIRE(c.diags.empty());
-  CHECK(c.module.kernels[0].min_sm == 80);
-  CHECK(c.module.kernels[0].min_sm_operation == "mma_m16n8k8");
-  CHECK(c.module.kernels[0].min_sm_location.line == 1);
-  CHECK(c.module.kernels[1].min_sm == 0);
+  CHECK(c.module.kernels[0].target_requirement.minimum == ir::Target(80));
+  CHECK(c.module.kernels[0].target_requirement.operation == "mma_m16n8k8");
+  CHECK(c.module.kernels[0].target_requirement.location.line == 1);
+  CHECK_FALSE(c.module.kernels[1].target_requirement.any());
   diag::Diagnostics errors;
   CHECK(compile_for(text, "sm_75", &errors).empty());
   REQUIRE(errors.size() == 1);
@@ -292,7 +292,7 @@ TEST_CASE("tensor cores: the builder API builds the operations") {
   auto d = ir::verify(m, nullptr);
   INFO(diag::render_text(d));
   REQUIRE(d.empty());
-  CHECK(m.kernels[0].min_sm == 80);
+  CHECK(m.kernels[0].target_requirement.minimum == ir::Target(80));
   const std::string printed = ir::print(m);
   CHECK(contains(printed, "let acc = mma_m16n8k16(fa, fb, f32x4(0.0));"));
   CHECK(contains(printed, "cp_async16(s, t, a, t, 8);"));

@@ -123,7 +123,7 @@ kernel saxpy(inout y: f32[], in x: f32[], a: f32, n: u32) {
   auto loaded = ptxgate::ir::load_module(file);
   REQUIRE(loaded.has_value());
   CompileRequest request;
-  request.codegen.target = "sm_90";
+  request.codegen.target = ptxgate::ir::Target(90);
   request.ptxas = PTXGATE_PTXAS;
   auto entry = compile_to_entry(loaded->module, request, request.toolkit());
   REQUIRE(entry.has_value());

@@ -148,7 +148,7 @@ TEST_CASE("cache key: libdevice_hash of a FIFO or a directory is 'missing', with
 TEST_CASE("cache key: key_inputs_for fills versions and keeps the cubin fields optional") {
   ptxgate::ir::Module module;
   CompileRequest request;
-  request.codegen.target = "sm_80";
+  request.codegen.target = ptxgate::ir::Target(80);
   request.produce_cubin = false;
   request.driver_version = "13000";
   auto in = key_inputs_for(module, request, request.toolkit());

@@ -85,7 +85,7 @@ TEST_CASE("pipeline: emit's PTX comes through the disk cache, the same text a di
   auto loaded = ir::load_file(PTXGATE_SOURCE_DIR "/examples/saxpy.pg");
   REQUIRE(loaded);
   pipeline::EmitRequest request;
-  request.codegen.target = "sm_90";
+  request.codegen.target = ir::Target(90);
   request.cache.directory = dir;
   auto first = pipeline::emit_ptx(loaded->module, request);
   REQUIRE(first);

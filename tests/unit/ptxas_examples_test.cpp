@@ -42,7 +42,7 @@ TEST_CASE("ptxas assembles the PTX of every example for sm_80 and sm_90") {
     for (const char* target : {"sm_80", "sm_90"}) {
       CAPTURE(target);
       codegen::CodegenOptions options;
-      options.target = target;
+      options.target = *ir::Target::parse(target);
       auto built = toolchain::build(loaded->module, options, toolkit, /*assemble_cubin=*/true);
       REQUIRE_MESSAGE(built.has_value(), (built ? "" : diag::render_text(built.error())));
       CHECK(built->kernels.size() == loaded->module.kernels.size());
@@ -62,8 +62,8 @@ TEST_CASE("the installed ptxas assembles every target ptxgate offers (Blackwell 
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto loaded = ir::load_module(diag::SourceFile("block_sum.pg", std::move(text)));
   REQUIRE(loaded.has_value());
-  for (const auto& target : codegen::supported_targets()) {
-    CAPTURE(target);
+  for (const ir::Target target : ir::supported_targets()) {
+    CAPTURE(target.name());
     codegen::CodegenOptions options;
     options.target = target;
     auto built = toolchain::build(loaded->module, options, toolkit, /*assemble_cubin=*/true);
