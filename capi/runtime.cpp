@@ -52,7 +52,7 @@ backend::Arg scalar_arg(ir::Type type, uint64_t bits) {
 }
 
 /// The C argument as a backend::Arg, after the checks only the C API can make: the caller's
-/// element type and device against the parameter and the runtime (PG3006, PG4008), and an
+/// element type and device against the parameter and the runtime (PG3010, PG4008), and an
 /// element count within its buffer (PG3008). Kind, width and null pointers are the backend's.
 std::expected<backend::Arg, diag::Diagnostics> to_arg(const ptxgate_arg& a, size_t index, const ptxgate_kernel& k) {
   const contract::KernelInfo& info = k.kernel->info();
@@ -80,8 +80,9 @@ std::expected<backend::Arg, diag::Diagnostics> to_arg(const ptxgate_arg& a, size
     return std::unexpected(std::move(d));
   }
   // A buffer parameter of unknown element type (a pointer of foreign PTX) takes any array.
+  // The same mismatch as the C++ binder's (backend/arg.cpp): PG3010.
   if (type && param != nullptr && param->is_buffer && param->type != ir::Type::void_ && *type != param->type) {
-    d.add(diag::Code::argument_kind_mismatch,
+    d.add(diag::Code::buffer_element_type_mismatch,
           fmt::format("{}: an array of {} elements for a buffer of {}", what, ir::type_name(*type), ir::type_name(param->type)),
           {}, fmt::format("pass an array of {} (convert it first)", ir::type_name(param->type)));
     return std::unexpected(std::move(d));

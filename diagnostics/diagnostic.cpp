@@ -183,31 +183,82 @@ size_t promote_warnings(Diagnostics& diags) {
 
 namespace {
 
+/// `text` with every byte sequence that is not well-formed UTF-8 replaced by U+FFFD, one per
+/// maximal ill-formed subpart (the Unicode recommendation, and what nlohmann::json's `replace`
+/// error handler writes), so that the JSON of a diagnostic never throws.
+std::string valid_utf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    if (b < 0x80) {
+      out += static_cast<char>(b);
+      ++i;
+      continue;
+    }
+    // The well-formed sequences (Unicode Table 3-7): the lead byte fixes the length and the range
+    // of the second byte; later bytes are 80..BF.
+    size_t length = 0;
+    unsigned char low = 0x80, high = 0xBF;
+    if (b >= 0xC2 && b <= 0xDF) length = 2;
+    else if (b == 0xE0) length = 3, low = 0xA0;
+    else if ((b >= 0xE1 && b <= 0xEC) || b == 0xEE || b == 0xEF) length = 3;
+    else if (b == 0xED) length = 3, high = 0x9F;
+    else if (b == 0xF0) length = 4, low = 0x90;
+    else if (b >= 0xF1 && b <= 0xF3) length = 4;
+    else if (b == 0xF4) length = 4, high = 0x8F;
+    if (length == 0) {  // not a lead byte
+      out += kReplacement;
+      ++i;
+      continue;
+    }
+    size_t k = i + 1;
+    for (; k < i + length && k < text.size(); ++k) {
+      const auto c = static_cast<unsigned char>(text[k]);
+      if (c < (k == i + 1 ? low : 0x80) || c > (k == i + 1 ? high : 0xBF)) break;
+    }
+    if (k == i + length) {
+      out.append(text.substr(i, length));
+    } else {
+      out += kReplacement;  // the subpart up to the byte that broke it; that byte is read again
+    }
+    i = k;
+  }
+  return out;
+}
+
 nlohmann::json to_json(const Diagnostic& d) {
   nlohmann::json j;
   j["code"] = info(d.code).name;
   j["id"] = info(d.code).id;
   j["severity"] = severity_name(d.severity);
-  j["message"] = d.message;
-  if (!d.location.file.empty()) j["file"] = d.location.file;
+  j["message"] = valid_utf8(d.message);
+  if (!d.location.file.empty()) j["file"] = valid_utf8(d.location.file);
   if (d.location.line > 0) {
     j["line"] = d.location.line;
     j["column"] = d.location.column;
     j["length"] = d.location.length;
   }
-  if (!d.fix.empty()) j["fix"] = d.fix;
-  if (!d.notes.empty()) j["notes"] = d.notes;
+  if (!d.fix.empty()) j["fix"] = valid_utf8(d.fix);
+  if (!d.notes.empty()) {
+    nlohmann::json notes = nlohmann::json::array();
+    for (const auto& note : d.notes) notes.push_back(valid_utf8(note));
+    j["notes"] = std::move(notes);
+  }
   return j;
 }
 
 }  // namespace
 
-std::string render_json(const Diagnostics& diags) {
+nlohmann::json to_json(const Diagnostics& diags) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& d : diags) arr.push_back(to_json(d));
-  // Messages quote user bytes (paths, specs, source text) that need not be UTF-8: replace, never throw.
-  return arr.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return arr;
 }
+
+std::string render_json(const Diagnostics& diags) { return to_json(diags).dump(2) + "\n"; }
 
 std::string render_sarif(const Diagnostics& diags) {
   nlohmann::json rules = nlohmann::json::array();

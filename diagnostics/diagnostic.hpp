@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace ptxgate::diag {
 
 /// Every diagnostic code of ptxgate, from diagnostics/codes.def.
@@ -116,7 +118,11 @@ bool use_color(ColorMode mode, bool stream_is_terminal, const char* no_color_env
 
 /// `-Werror`: every warning becomes an error, with a note saying so. Returns how many changed.
 size_t promote_warnings(Diagnostics& diags);
-/// A JSON array of diagnostic objects.
+/// The JSON array of diagnostic objects that render_json prints, for a command's own JSON document:
+/// messages quote user bytes (paths, specs, source text) that need not be UTF-8, so every text is
+/// made valid UTF-8 (each ill-formed sequence becomes U+FFFD) and the document always dumps.
+nlohmann::json to_json(const Diagnostics& diags);
+/// A JSON array of diagnostic objects (to_json, printed).
 std::string render_json(const Diagnostics& diags);
 /// A SARIF 2.1.0 log with one run of the tool "ptxgate".
 std::string render_sarif(const Diagnostics& diags);

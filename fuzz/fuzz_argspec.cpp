@@ -1,14 +1,14 @@
 // Fuzz target: argument specs of `ptxgate run` and `ptxgate check` (NAME=SPEC, the one grammar of
-// validation/arg_spec, scalar literals, buffer specs) and .npy bytes.
+// pipeline/arg_spec, scalar literals, buffer specs) and .npy bytes.
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
 
-#include "ptxgate/backend/arg_spec.hpp"
-#include "ptxgate/backend/npy.hpp"
-#include "ptxgate/validation/arg_spec.hpp"
+#include "ptxgate/pipeline/arg_data.hpp"
+#include "ptxgate/pipeline/arg_spec.hpp"
+#include "ptxgate/pipeline/npy.hpp"
 
 namespace {
 
@@ -44,23 +44,23 @@ bool generated_and_small(std::string_view spec) {
   return true;
 }
 
-void check_array(const backend::HostArray& a) {
+void check_array(const pipeline::HostArray& a) {
   const size_t element = ir::byte_size(a.type);
   if (a.bytes.size() % element != 0 || a.bytes.size() / element != a.count) __builtin_trap();
   for (size_t i = 0; i < a.count && i < 4; ++i) (void)a.format_element(i);
 }
 
 void fuzz_npy(std::span<const std::byte> bytes) {
-  auto parsed = backend::parse_npy(bytes, "fuzz.npy");
+  auto parsed = pipeline::parse_npy(bytes, "fuzz.npy");
   if (!parsed) {
     if (parsed.error().empty()) __builtin_trap();
     return;
   }
   check_array(*parsed);
   // What parses must encode and parse back to the same elements.
-  auto encoded = backend::encode_npy(*parsed);
+  auto encoded = pipeline::encode_npy(*parsed);
   if (!encoded) __builtin_trap();
-  auto again = backend::parse_npy(*encoded, "again.npy");
+  auto again = pipeline::parse_npy(*encoded, "again.npy");
   if (!again || again->type != parsed->type || again->count != parsed->count || again->bytes != parsed->bytes)
     __builtin_trap();
 }
@@ -72,22 +72,22 @@ void fuzz_grammar(std::string_view text, ir::Type type, unsigned shape) {
   p.name = "x";
   p.type = type;
   p.is_buffer = shape == 1;
-  auto parsed = validation::parse_arg_spec(text, shape == 2 ? nullptr : &p, "x");
+  auto parsed = pipeline::parse_arg_spec(text, shape == 2 ? nullptr : &p, "x");
   if (!parsed) {
     if (parsed.error().empty()) __builtin_trap();
     return;
   }
-  using K = validation::ArgSpec::Kind;
+  using K = pipeline::ArgSpec::Kind;
   if ((parsed->kind == K::random || parsed->kind == K::fill || parsed->kind == K::iota) &&
-      (parsed->count == 0 || parsed->count > validation::kMaxSpecElements || !p.is_buffer || shape == 2))
+      (parsed->count == 0 || parsed->count > pipeline::kMaxSpecElements || !p.is_buffer || shape == 2))
     __builtin_trap();
   if ((parsed->kind == K::npy_file || parsed->kind == K::raw_file) && (parsed->path != text || !p.is_buffer || shape == 2))
     __builtin_trap();
-  auto desc = validation::describe_argument(*parsed);
+  auto desc = pipeline::describe_argument(*parsed);
   if ((desc.kind == contract::ArgumentDesc::Kind::scalar) != (parsed->kind == K::scalar)) __builtin_trap();
   if (parsed->kind == K::scalar) {
     if (desc.size_bytes != ir::byte_size(parsed->type)) __builtin_trap();
-    (void)backend::scalar_arg(*parsed).describe();
+    (void)pipeline::scalar_arg(*parsed).describe();
   }
 }
 
@@ -100,14 +100,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data + 2), size - 2);
   switch (mode) {
     case 0: {
-      auto split = backend::split_assignment(text, "--arg");
+      auto split = pipeline::split_assignment(text, "--arg");
       if (split && (split->first.empty() || split->first.size() + split->second.size() + 1 != text.size()))
         __builtin_trap();
       if (!split && split.error().empty()) __builtin_trap();
       break;
     }
     case 1: {
-      auto scalar = backend::parse_scalar(text, type, "x");
+      auto scalar = pipeline::parse_scalar(text, type, "x");
       if (scalar) {
         if (scalar->kind() != backend::Arg::Kind::scalar) __builtin_trap();
         (void)scalar->describe();
@@ -118,7 +118,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     case 2: {
       if (!generated_and_small(text)) break;
-      auto buffer = backend::make_buffer_data(text, type, "x");
+      auto buffer = pipeline::make_buffer_data(text, type, "x");
       if (buffer) {
         if (buffer->type != type || buffer->count == 0) __builtin_trap();
         check_array(*buffer);

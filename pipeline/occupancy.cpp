@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "ptxgate/pipeline/launch_flags.hpp"
 #include "ptxgate/pipeline/reports.hpp"
-#include "ptxgate/support/numbers.hpp"
 
 namespace ptxgate::pipeline {
 namespace {
@@ -17,18 +17,13 @@ std::string bound_text(uint32_t v) { return v == UINT32_MAX ? std::string("-") :
 }  // namespace
 
 std::expected<OccupancyReport, OfflineStop> occupancy_offline(const OccupancyRequest& request) {
-  auto shared = support::parse_count(request.shared_bytes);
-  if (!shared) {
-    OfflineStop s{{}, true};
-    s.diagnostics.add(diag::Code::invalid_launch_option,
-                      fmt::format("invalid --shared-bytes '{}': {}", request.shared_bytes, shared.error()), {},
-                      "write --shared-bytes N (a decimal byte count)");
-    return std::unexpected(std::move(s));
-  }
+  auto geometry = parse_launch_flags({}, {}, request.shared_bytes);
+  if (!geometry) return std::unexpected(OfflineStop{std::move(geometry.error()), true});
+  const uint64_t shared = geometry->shared_bytes;
   auto compiled = compile_for_profile(request.input, request.kernel, request.profile, request.cache, {}, request.fp_mode);
   if (!compiled) return std::unexpected(OfflineStop{compiled.error(), false});
-  OccupancyReport report{std::move(*compiled), *shared, {}};
-  report.table = validation::occupancy_table(report.compiled.caps, report.compiled.resources, *shared);
+  OccupancyReport report{std::move(*compiled), shared, {}};
+  report.table = validation::occupancy_table(report.compiled.caps, report.compiled.resources, shared);
   if (report.table.suggested_block == 0) {
     const auto& r = report.compiled.resources;
     OfflineStop s{report.compiled.warnings, false};
@@ -36,7 +31,7 @@ std::expected<OccupancyReport, OfflineStop> occupancy_offline(const OccupancyReq
                       fmt::format("kernel '{}' cannot be resident on {} at any block size up to {}: {} registers/thread, "
                                   "{} bytes static + {} bytes dynamic shared memory per block",
                                   request.kernel, report.compiled.caps.profile, report.table.block_limit,
-                                  r.registers_per_thread, r.static_shared_bytes, *shared),
+                                  r.registers_per_thread, r.static_shared_bytes, shared),
                       report.compiled.location, "use less shared memory (--shared-bytes) or fewer registers per thread");
     return std::unexpected(std::move(s));
   }

@@ -5,13 +5,14 @@
 
 #include <fmt/format.h>
 
-#include "ptxgate/backend/arg_spec.hpp"
 #include "ptxgate/codegen/codegen.hpp"
+#include "ptxgate/pipeline/arg_data.hpp"
+#include "ptxgate/pipeline/arg_spec.hpp"
+#include "ptxgate/pipeline/launch_flags.hpp"
 #include "ptxgate/pipeline/reports.hpp"
 #include "ptxgate/ir/frontend.hpp"
 #include "ptxgate/pipeline/foreign_ptx.hpp"
 #include "ptxgate/support/numbers.hpp"
-#include "ptxgate/validation/arg_spec.hpp"
 #include "ptxgate/validation/profiles.hpp"
 
 namespace ptxgate::pipeline {
@@ -43,7 +44,7 @@ std::expected<void, std::string> describe_arguments(const OfflineLaunch& opt, co
   if (opt.empty_args && !opt.args.empty()) return std::unexpected("--empty-args and --arg exclude each other");
   plan.arguments_known = true;
   for (size_t i = 0; i < opt.args.size(); ++i) {
-    auto kv = validation::split_assignment(opt.args[i], "--arg");
+    auto kv = split_assignment(opt.args[i], "--arg");
     if (!kv) {
       spec_errors.append(kv.error());
       continue;
@@ -53,16 +54,16 @@ std::expected<void, std::string> describe_arguments(const OfflineLaunch& opt, co
     if (param != nullptr && name != param->name)
       return std::unexpected(fmt::format("--arg '{}' is argument {}, but parameter {} is '{}' (give --arg in signature order)",
                                          name, i, i, param->name));
-    auto parsed = validation::parse_arg_spec(spec, param, name);
+    auto parsed = parse_arg_spec(spec, param, name);
     if (!parsed) {
       spec_errors.append(parsed.error());
       continue;
     }
-    auto described = validation::describe_argument(*parsed);
+    auto described = describe_argument(*parsed);
     // A .npy or raw file is read as `run` would read it (PG5001 located at the path when it
     // cannot be; PG5002 for a wrong dtype or size), so check knows the buffer's size too.
-    if (parsed->kind == validation::ArgSpec::Kind::npy_file || parsed->kind == validation::ArgSpec::Kind::raw_file) {
-      auto data = backend::make_host_data(*parsed, spec, name);
+    if (parsed->kind == ArgSpec::Kind::npy_file || parsed->kind == ArgSpec::Kind::raw_file) {
+      auto data = make_host_data(*parsed, spec, name);
       if (!data) {
         spec_errors.append(data.error());
         continue;
@@ -183,19 +184,9 @@ std::expected<ProfiledKernel, diag::Diagnostics> compile_for_profile(const std::
 
 std::expected<OfflineCheck, OfflineStop> check_offline(const OfflineLaunch& opt) {
   OfflineCheck out;
-  out.grid_max = opt.grid == "max";
-  auto grid = out.grid_max ? std::array<uint64_t, 3>{1, 1, 1} : support::parse_dims(opt.grid);
-  if (!grid) return usage(fmt::format("invalid --grid: {}", grid.error()), "write --grid X[,Y[,Z]] (decimal counts) or --grid max");
-  std::array<uint64_t, 3> block{0, 0, 0};
-  if (!opt.block.empty()) {
-    auto b = support::parse_dims(opt.block);
-    if (!b) return usage(fmt::format("invalid --block: {}", b.error()), "write --block X[,Y[,Z]] (decimal counts)");
-    block = *b;
-  }
-  auto shared_bytes = support::parse_count(opt.shared_bytes);
-  if (!shared_bytes)
-    return usage(fmt::format("invalid --shared-bytes '{}': {}", opt.shared_bytes, shared_bytes.error()),
-                 "write --shared-bytes N (a decimal byte count)");
+  auto geometry = parse_launch_flags(opt.grid, opt.block, opt.shared_bytes);
+  if (!geometry) return std::unexpected(OfflineStop{std::move(geometry.error()), true});
+  out.grid_max = geometry->grid_max;
 
   if (!opt.signature.empty() && !is_foreign_module_path(opt.input))
     return usage("--signature applies to .ptx and .cubin input; a .pg kernel's signature is in its source",
@@ -207,7 +198,9 @@ std::expected<OfflineCheck, OfflineStop> check_offline(const OfflineLaunch& opt)
   out.resources = profiled->resources;
   out.cache_outcome = profiled->cache_outcome;
   out.warnings = std::move(profiled->warnings);
-  return check_described(opt, std::move(out), *grid, block, *shared_bytes, profiled->location);
+  return check_described(opt, std::move(out), geometry->grid.value_or(std::array<uint64_t, 3>{1, 1, 1}),
+                         geometry->block.value_or(std::array<uint64_t, 3>{0, 0, 0}), geometry->shared_bytes,
+                         profiled->location);
 }
 
 nlohmann::json check_json(const OfflineCheck& check, const std::string& kernel) {
@@ -224,7 +217,7 @@ nlohmann::json check_stop_json(const OfflineStop& stop, const std::string& kerne
           {"status", stop.usage ? "usage_error" : "error"},
           {"errors", d.error_count()},
           {"warnings", d.warning_count()},
-          {"diagnostics", nlohmann::json::parse(diag::render_json(d))}};
+          {"diagnostics", diag::to_json(d)}};
 }
 
 std::string check_text(const OfflineCheck& check, const std::string& kernel, bool verbose) {

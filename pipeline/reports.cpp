@@ -92,7 +92,7 @@ nlohmann::json devices_json(const DeviceListing& listing) {
     peers.push_back(std::move(row));
   }
   return {{"schema_version", kJsonSchemaVersion}, {"driver_available", listing.driver_available},
-          {"devices", arr}, {"peer_access", peers}, {"diagnostics", nlohmann::json::parse(diag::render_json(listing.diagnostics))}};
+          {"devices", arr}, {"peer_access", peers}, {"diagnostics", diag::to_json(listing.diagnostics)}};
 }
 
 std::string devices_text(const DeviceListing& listing) {

@@ -6,9 +6,10 @@
 
 #include <fmt/format.h>
 
-#include "ptxgate/backend/arg_spec.hpp"
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/ir/frontend.hpp"
+#include "ptxgate/pipeline/arg_data.hpp"
+#include "ptxgate/pipeline/launch_flags.hpp"
 #include "ptxgate/pipeline/reports.hpp"
 #include "ptxgate/support/numbers.hpp"
 #include "ptxgate/validation/check.hpp"
@@ -43,7 +44,7 @@ void no_arg_for(diag::Diagnostics& errors, const contract::ParamInfo& p) {
 void bind_arguments(const RunRequest& request, PreparedRun& run, diag::Diagnostics& errors) {
   std::map<std::string, std::string, std::less<>> specs;
   for (const auto& a : request.args) {
-    auto kv = validation::split_assignment(a, "--arg");
+    auto kv = split_assignment(a, "--arg");
     if (!kv) errors.append(kv.error());
     else specs[kv->first] = kv->second;
   }
@@ -56,7 +57,7 @@ void bind_arguments(const RunRequest& request, PreparedRun& run, diag::Diagnosti
       continue;
     }
     // Parsed, not materialised: no host memory is spent before the driver is known to work.
-    auto parsed = validation::parse_arg_spec(it->second, &p, p.name);
+    auto parsed = parse_arg_spec(it->second, &p, p.name);
     if (!parsed) {
       errors.append(parsed.error());
     } else {
@@ -79,7 +80,7 @@ std::optional<size_t> buffer_index(const PreparedRun& run, std::string_view name
 
 void bind_outputs(const RunRequest& request, PreparedRun& run, diag::Diagnostics& errors) {
   for (const auto& o : request.outs) {
-    auto kv = validation::split_assignment(o, "--out");
+    auto kv = split_assignment(o, "--out");
     if (!kv) errors.append(kv.error());
     else if (auto i = buffer_index(run, kv->first)) run.outs.emplace_back(*i, kv->second);
     else
@@ -106,37 +107,27 @@ void bind_outputs(const RunRequest& request, PreparedRun& run, diag::Diagnostics
   }
 }
 
-void parse_launch_flags(const RunRequest& request, PreparedRun& run, diag::Diagnostics& errors) {
+void apply_launch_flags(const RunRequest& request, PreparedRun& run, diag::Diagnostics& errors) {
   auto& config = run.config;
-  if (auto shared = support::parse_count(request.shared_bytes)) config.dynamic_shared_bytes = *shared;
-  else
-    errors.add(diag::Code::invalid_launch_option,
-               fmt::format("invalid --shared-bytes '{}': {}", request.shared_bytes, shared.error()), {},
-               "write --shared-bytes N (a decimal byte count)");
+  auto geometry = parse_launch_flags(request.grid, request.block, request.shared_bytes);
+  if (!geometry) errors.append(geometry.error());
   if (auto runs = support::parse_count(request.time_runs, 1000000)) run.time_runs = static_cast<unsigned>(*runs);
   else
     errors.add(diag::Code::invalid_launch_option, fmt::format("invalid --time '{}': {}", request.time_runs, runs.error()),
                {}, "write --time N (a decimal count of at most 1000000)");
   config.cooperative = request.cooperative || run.kernel.cooperative;
   run.grid_max = request.grid == "max";
-  if (!request.block.empty()) {
-    config.block_given = true;
-    if (auto b = support::parse_dims(request.block)) config.block = *b;
-    else
-      errors.add(diag::Code::invalid_launch_option, fmt::format("invalid --block: {}", b.error()), {},
-                 "write --block X[,Y[,Z]] (decimal counts)");
+  config.block_given = !request.block.empty();
+  if (geometry) {
+    config.dynamic_shared_bytes = geometry->shared_bytes;
+    if (geometry->block) config.block = *geometry->block;
   }
   contract::LaunchPlan block_plan;
   block_plan.block = config.block;
   block_plan.block_given = config.block_given;
   run.block = validation::effective_block(run.kernel, block_plan);  // the library's one default
   run.grid_given = !request.grid.empty() && !run.grid_max;
-  if (run.grid_given) {
-    if (auto g = support::parse_dims(request.grid)) config.grid = *g;
-    else
-      errors.add(diag::Code::invalid_launch_option, fmt::format("invalid --grid: {}", g.error()), {},
-                 "write --grid X[,Y[,Z]] (decimal counts) or --grid max");
-  }
+  if (geometry && geometry->grid) config.grid = *geometry->grid;
 }
 
 // Host data for every buffer with data; the default grid covers the largest one.
@@ -144,8 +135,8 @@ std::expected<void, diag::Diagnostics> materialise(PreparedRun& run) {
   diag::Diagnostics errors;
   uint64_t largest = 0;
   for (auto& b : run.params) {
-    if (!b.spec.is_buffer() || b.spec.kind == validation::ArgSpec::Kind::null_pointer) continue;
-    auto data = backend::make_host_data(b.spec, b.text, b.param.name);
+    if (!b.spec.is_buffer() || b.spec.kind == ArgSpec::Kind::null_pointer) continue;
+    auto data = make_host_data(b.spec, b.text, b.param.name);
     if (!data) {
       errors.append(data.error());
       continue;
@@ -212,7 +203,7 @@ std::expected<PreparedRun, RunStop> prepare_run(const RunRequest& request) {
   diag::Diagnostics errors;
   bind_arguments(request, run, errors);
   bind_outputs(request, run, errors);
-  parse_launch_flags(request, run, errors);
+  apply_launch_flags(request, run, errors);
   if (errors.has_errors()) return stop(run.warnings, std::move(errors));
   return run;
 }
@@ -234,7 +225,7 @@ std::expected<RunResult, RunStop> execute_run(PreparedRun& run, backend::Runtime
   }
   std::vector<backend::Arg> args;
   for (auto& b : run.params) {
-    if (b.spec.kind == validation::ArgSpec::Kind::null_pointer) {
+    if (b.spec.kind == ArgSpec::Kind::null_pointer) {
       args.push_back(backend::Arg::device_pointer(0));
     } else if (b.host) {
       auto buf = rt.upload(std::span<const std::byte>(b.host->bytes));
@@ -242,7 +233,7 @@ std::expected<RunResult, RunStop> execute_run(PreparedRun& run, backend::Runtime
       b.device = std::move(*buf);
       args.emplace_back(b.device);
     } else {
-      args.push_back(backend::scalar_arg(b.spec));
+      args.push_back(scalar_arg(b.spec));
     }
   }
   if (auto ok = (*k)->launch(config, args); !ok) return stop(out.warnings, ok.error());
@@ -264,7 +255,7 @@ std::expected<RunResult, RunStop> execute_run(PreparedRun& run, backend::Runtime
   for (const auto& [index, path] : run.outs) {
     auto& b = run.params[index];
     if (auto ok = read_back(b); !ok) return stop(out.warnings, ok.error());
-    if (auto ok = backend::write_npy(path, *b.host); !ok) return stop(out.warnings, ok.error());
+    if (auto ok = write_npy(path, *b.host); !ok) return stop(out.warnings, ok.error());
     out.written.push_back(path);
   }
   return out;
@@ -300,7 +291,7 @@ nlohmann::json run_json(const RunResult& r) {
           {"timing", timing},
           {"printed", printed},
           {"written", r.written},
-          {"diagnostics", nlohmann::json::parse(diag::render_json(r.warnings))}};
+          {"diagnostics", diag::to_json(r.warnings)}};
 }
 
 nlohmann::json run_stop_json(const RunStop& s, const std::string& kernel) {
@@ -316,7 +307,7 @@ nlohmann::json run_stop_json(const RunStop& s, const std::string& kernel) {
           {"timing", nullptr},
           {"printed", nlohmann::json::array()},
           {"written", nlohmann::json::array()},
-          {"diagnostics", nlohmann::json::parse(diag::render_json(all))}};
+          {"diagnostics", diag::to_json(all)}};
 }
 
 }  // namespace ptxgate::pipeline

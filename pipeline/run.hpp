@@ -12,12 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ptxgate/backend/npy.hpp"
 #include "ptxgate/backend/runtime.hpp"
 #include "ptxgate/contract/kernel_info.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/ir/ast.hpp"
-#include "ptxgate/validation/arg_spec.hpp"
+#include "ptxgate/pipeline/arg_spec.hpp"
+#include "ptxgate/pipeline/npy.hpp"
 
 namespace ptxgate::pipeline {
 
@@ -42,9 +42,9 @@ struct RunRequest {
 /// One parameter: its parsed spec and, for a buffer with data, host data and its device copy.
 struct BoundParam {
   contract::ParamInfo param;
-  validation::ArgSpec spec;
+  ArgSpec spec;
   std::string text;                    ///< the spec as written
-  std::optional<backend::HostArray> host;
+  std::optional<HostArray> host;
   backend::DeviceBuffer device;
 };
 

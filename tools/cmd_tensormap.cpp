@@ -7,7 +7,7 @@ namespace ptxgate::cli {
 
 CLI::App* register_tensormap(CLI::App& app, Runner& runner) {
   struct Options {
-    validation::TensorMapText text;
+    pipeline::TensorMapText text;
     std::string profile{validation::kDefaultProfile};
     std::string format = "text";
   };

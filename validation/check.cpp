@@ -441,7 +441,7 @@ nlohmann::json Verdict::to_json(const std::string& kernel_name, const contract::
                       {"by_shared", occupancy->by_shared}};
     j["max_cooperative_grid"] = max_cooperative_grid;
   }
-  j["diagnostics"] = nlohmann::json::parse(diag::render_json(diagnostics));
+  j["diagnostics"] = diag::to_json(diagnostics);
   return j;
 }
 

@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "ptxgate/support/numbers.hpp"
 
 namespace ptxgate::validation {
 namespace {
@@ -44,6 +43,13 @@ std::optional<E> lookup(const std::array<std::pair<E, std::string_view>, N>& tab
   for (const auto& [e, n] : table)
     if (n == s) return e;
   return std::nullopt;
+}
+/// "none, 16B, 32B": every name of a table, for messages.
+template <class E, size_t N>
+std::string names(const std::array<std::pair<E, std::string_view>, N>& table) {
+  std::string out;
+  for (const auto& [e, n] : table) out += fmt::format("{}{}", out.empty() ? "" : ", ", n);
+  return out;
 }
 
 constexpr uint64_t kMaxDim = uint64_t{1} << 32;
@@ -116,6 +122,11 @@ std::optional<TmaInterleave> interleave_from_name(std::string_view s) { return l
 std::optional<TmaSwizzle> swizzle_from_name(std::string_view s) { return lookup(kSwizzles, s); }
 std::optional<TmaL2Promotion> l2_promotion_from_name(std::string_view s) { return lookup(kL2, s); }
 std::optional<TmaOobFill> oob_fill_from_name(std::string_view s) { return lookup(kOob, s); }
+std::string tma_type_names() { return names(kTypes); }
+std::string interleave_names() { return names(kInterleaves); }
+std::string swizzle_names() { return names(kSwizzles); }
+std::string l2_promotion_names() { return names(kL2); }
+std::string oob_fill_names() { return names(kOob); }
 
 std::string describe(const TensorMapDesc& d) {
   std::string s = fmt::format("{} {} tensor {}", d.kind == TensorMapKind::tiled ? "tiled" : "im2col", name(d.type),
@@ -287,92 +298,6 @@ diag::Diagnostics check_tensor_map(const TensorMapDesc& d, const DeviceCaps* cap
             "shrink the dimensions or strides, or describe a larger buffer");
   }
   return c.take();
-}
-
-std::expected<TensorMapDesc, diag::Diagnostics> parse_tensor_map(const TensorMapText& t) {
-  diag::Diagnostics errors;
-  auto bad = [&](std::string_view flag, std::string_view value, std::string why, std::string fix) {
-    errors.add(Code::invalid_launch_option, fmt::format("invalid --{} '{}': {}", flag, value, why), {}, std::move(fix));
-  };
-  auto names = [](const auto& table) {
-    std::string out;
-    for (const auto& [e, n] : table) out += fmt::format("{}{}", out.empty() ? "" : ", ", n);
-    return out;
-  };
-  TensorMapDesc d;
-  d.kind = t.im2col ? TensorMapKind::im2col : TensorMapKind::tiled;
-  if (auto v = tma_type_from_name(t.type)) d.type = *v;
-  else bad("type", t.type, "not a tensor-map element type", "use one of " + names(kTypes));
-  auto enum_field = [&](std::string_view flag, const std::string& value, auto from_name, auto& out, const auto& table) {
-    if (auto v = from_name(value)) out = *v;
-    else bad(flag, value, "not a known mode", "use one of " + names(table));
-  };
-  enum_field("interleave", t.interleave, interleave_from_name, d.interleave, kInterleaves);
-  enum_field("swizzle", t.swizzle, swizzle_from_name, d.swizzle, kSwizzles);
-  enum_field("l2-promotion", t.l2_promotion, l2_promotion_from_name, d.l2_promotion, kL2);
-  enum_field("oob-fill", t.oob_fill, oob_fill_from_name, d.oob_fill, kOob);
-
-  // Up to 8 values per list: more than the 5 a map may have, so the rank rule reports the count.
-  constexpr size_t kMaxItems = 8;
-  auto counts = [&](std::string_view flag, const std::string& value, uint64_t max, auto& out) {
-    if (value.empty()) return;
-    auto v = support::parse_count_list(value, kMaxItems, max);
-    if (!v) return bad(flag, value, v.error(), "write comma-separated decimal counts, innermost dimension first");
-    out.assign(v->begin(), v->end());
-  };
-  if (t.dims.empty()) bad("dims", t.dims, "the tensor's dimensions are required", "give --dims N0[,N1...]");
-  counts("dims", t.dims, UINT64_MAX, d.dims);
-  counts("strides", t.strides, UINT64_MAX, d.strides);
-  counts("box", t.box, UINT32_MAX, d.box);
-  counts("element-strides", t.element_strides, UINT32_MAX, d.element_strides);
-  auto corners = [&](std::string_view flag, const std::string& value, std::vector<int32_t>& out) {
-    if (value.empty()) return;
-    auto v = support::parse_integer_list(value, kMaxItems, INT32_MIN, INT32_MAX);
-    if (!v) return bad(flag, value, v.error(), "write comma-separated integers, innermost spatial dimension first");
-    out.assign(v->begin(), v->end());
-  };
-  auto count = [&](std::string_view flag, const std::string& value, uint64_t max, auto& out) {
-    if (value.empty()) return;
-    auto v = support::parse_count(value, max);
-    if (!v) return bad(flag, value, v.error(), "write a decimal count");
-    out = static_cast<std::remove_reference_t<decltype(out)>>(*v);
-  };
-  if (t.im2col) {
-    corners("lower-corner", t.lower_corner, d.lower_corner);
-    corners("upper-corner", t.upper_corner, d.upper_corner);
-    count("channels", t.channels, UINT32_MAX, d.channels_per_pixel);
-    count("pixels", t.pixels, UINT32_MAX, d.pixels_per_column);
-    if (!t.box.empty()) bad("box", t.box, "an im2col map has no box", "give --channels and --pixels instead");
-    if (t.channels.empty() || t.pixels.empty())
-      bad(t.channels.empty() ? "channels" : "pixels", "", "an im2col map needs --channels and --pixels",
-          "give both --channels C and --pixels P");
-  } else {
-    for (auto [flag, value] : {std::pair{"lower-corner", &t.lower_corner}, std::pair{"upper-corner", &t.upper_corner},
-                               std::pair{"channels", &t.channels}, std::pair{"pixels", &t.pixels}})
-      if (!value->empty()) bad(flag, *value, "only an im2col map has this", "add --im2col or drop the flag");
-    if (t.box.empty()) bad("box", t.box, "a tiled map needs a box", "give --box B0[,B1...]");
-  }
-  uint64_t offset = 0;
-  count("offset", t.offset, UINT64_MAX, offset);
-  // An allocation starts 256-byte aligned (cuMemAlloc); only the offset decides the alignment.
-  d.address = offset;
-  if (!t.buffer_bytes.empty()) {
-    uint64_t total = 0;
-    count("buffer-bytes", t.buffer_bytes, UINT64_MAX, total);
-    if (total < offset) bad("offset", t.offset, fmt::format("past the end of the {}-byte buffer", total),
-                            "start the tensor inside its buffer");
-    else d.buffer_bytes = total - offset;
-  }
-  if (errors.has_errors()) return std::unexpected(std::move(errors));
-  // Dense strides by default: each dimension packed against the previous one.
-  if (t.strides.empty() && !d.dims.empty()) {
-    uint64_t stride = element_bytes(d.type);
-    for (size_t i = 0; i + 1 < d.dims.size(); ++i) {
-      if (__builtin_mul_overflow(stride, d.dims[i], &stride)) stride = UINT64_MAX;
-      d.strides.push_back(stride);
-    }
-  }
-  return d;
 }
 
 }  // namespace ptxgate::validation

@@ -69,6 +69,12 @@ std::optional<TmaInterleave> interleave_from_name(std::string_view s);
 std::optional<TmaSwizzle> swizzle_from_name(std::string_view s);
 std::optional<TmaL2Promotion> l2_promotion_from_name(std::string_view s);
 std::optional<TmaOobFill> oob_fill_from_name(std::string_view s);
+/// Every name of each kind, comma-separated, for messages ("none, 16B, 32B").
+std::string tma_type_names();
+std::string interleave_names();
+std::string swizzle_names();
+std::string l2_promotion_names();
+std::string oob_fill_names();
 
 /// Bytes from the first to one past the last byte the tensor covers (0 for an empty description).
 uint64_t tensor_extent_bytes(const TensorMapDesc& d);
@@ -77,22 +83,6 @@ uint64_t tensor_extent_bytes(const TensorMapDesc& d);
 /// error naming the field, its value and the limit (PG3701-PG3712); `caps` (a live device or a
 /// profile) adds the compute-capability rule. Empty when the map may be encoded.
 [[nodiscard]] diag::Diagnostics check_tensor_map(const TensorMapDesc& d, const DeviceCaps* caps);
-
-/// A tensor map written as text, one field per CLI flag (`ptxgate tensormap`); empty means "not
-/// given". Lists are comma-separated, innermost dimension first; strides default to the dense
-/// layout (each row packed against the previous one).
-struct TensorMapText {
-  bool im2col = false;
-  std::string type, dims, strides, box, element_strides;
-  std::string interleave = "none", swizzle = "none", l2_promotion = "none", oob_fill = "none";
-  std::string lower_corner, upper_corner, channels, pixels;
-  std::string offset = "0";   ///< bytes from the 256-byte aligned start of the allocation
-  std::string buffer_bytes;   ///< bytes of the allocation, when known
-};
-
-/// Parses every field with the one number grammar (support/numbers); each bad field is PG5004
-/// naming the flag (`--box`) and what is wrong. The rules of check_tensor_map are not applied.
-[[nodiscard]] std::expected<TensorMapDesc, diag::Diagnostics> parse_tensor_map(const TensorMapText& text);
 
 /// One line describing `d` for messages: "tiled bf16 tensor 4096x4096, box 64x64, swizzle 128B".
 std::string describe(const TensorMapDesc& d);

@@ -82,7 +82,7 @@ def test_torch_arguments_are_checked_against_the_signature(runtime, saxpy_source
     y = torch.zeros(n, device="cuda")
     with pytest.raises(ptxgate.Error) as info:
         k.launch(4, [y, torch.zeros(n, device="cuda", dtype=torch.float64), 1.0, n])
-    assert info.value.codes == ["PG3006"]
+    assert info.value.codes == ["PG3010"]
     with pytest.raises(ptxgate.Error) as info:
         k.launch(4, [y, torch.zeros(2 * n, device="cuda")[::2], 1.0, n])
     assert info.value.codes == ["PG5002"]

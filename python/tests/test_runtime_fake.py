@@ -54,7 +54,7 @@ def test_wrong_arrays_and_scalars_are_refused_before_the_driver(runtime, fake_dr
     launches = fake_driver.ptxgate_fake_launches()
     with pytest.raises(ptxgate.Error) as info:
         k.launch(4, [y, np.zeros(1000, dtype=np.float64), 2.0, 1000])
-    assert info.value.codes == ["PG3006"] and "f64" in info.value.text
+    assert info.value.codes == ["PG3010"] and "f64" in info.value.text
     with pytest.raises(ptxgate.Error) as info:
         k.launch(4, [y, y, np.float64(2.0), 1000])
     assert "PG3007" in info.value.codes
@@ -154,7 +154,7 @@ def test_foreign_modules_load_with_a_signature_and_cubins_for_another_architectu
     x = np.ones(10, dtype=np.float32)
     with pytest.raises(ptxgate.Error) as info:
         k.launch(1, [10, 2.0, np.ones(10, dtype=np.float64), x])
-    assert info.value.codes == ["PG3006"]
+    assert info.value.codes == ["PG3010"]
     with pytest.raises(ptxgate.Error) as info:
         runtime.load_cubin(os.path.join(ROOT, "tests", "golden", "ptx", "saxpy_sm80.cubin"), "_Z5saxpyifPKfPf")
     assert info.value.codes == ["PG2001"] and "sm_80" in info.value.text

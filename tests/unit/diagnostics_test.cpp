@@ -56,6 +56,27 @@ TEST_CASE("JSON and SARIF renderings carry the same record") {
   CHECK(s["runs"][0]["tool"]["driver"]["rules"][0]["id"] == "PG3502");
 }
 
+TEST_CASE("to_json is render_json's array; text that is not UTF-8 becomes U+FFFD as JSON's own replacement would") {
+  // Ill-formed sequences of every kind: a stray continuation, an overlong lead, a surrogate, a
+  // sequence cut short by an ASCII byte, one cut short by the end, a code point past U+10FFFF, a
+  // byte that is never UTF-8; and well-formed text around them.
+  const std::string bad = "a\x80" "b\xc0\xaf" "c\xed\xa0\x80" "d\xe2\x82" "e\xf4\x90\x80\x80" "f\xff\xc3\xa9 \xf0\x9f\x98\x80 \xf0\x9f\x98";
+  Location where;
+  where.file = "dir\xfe/k.pg";
+  Diagnostics d;
+  d.add(Code::invalid_argument_spec, bad, where, "fix " + bad);
+  d.items().back().notes.push_back("note " + bad);
+  const nlohmann::json j = to_json(d);
+  CHECK(j.dump(2) + "\n" == render_json(d));
+  // What the old rendering did: the raw texts, dumped with nlohmann's `replace` error handler.
+  nlohmann::json raw = nlohmann::json::array();
+  raw.push_back({{"code", "PG5002"}, {"id", "invalid_argument_spec"}, {"severity", "error"}, {"message", bad},
+                 {"file", where.file}, {"fix", "fix " + bad}, {"notes", {"note " + bad}}});
+  CHECK(j.dump(2) == raw.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+  CHECK(j[0]["message"].get<std::string>().starts_with("a\xef\xbf\xbd" "b"));
+  CHECK(nlohmann::json::parse(j.dump()) == j);  // strict parsing accepts it: every text is UTF-8
+}
+
 #include "ptxgate/diagnostics/internal/json_checks.hpp"
 
 TEST_CASE("checked JSON integers reject floats, negatives and values that do not fit") {

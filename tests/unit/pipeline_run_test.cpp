@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <unistd.h>
 
-#include "ptxgate/backend/npy.hpp"
+#include "ptxgate/pipeline/npy.hpp"
 #include "ptxgate/pipeline/run.hpp"
 #include "backend_fake_driver.hpp"
 
@@ -101,7 +101,7 @@ TEST_CASE("pipeline run: the default grid covers the largest buffer; prints and 
   CHECK(result->printed[1].elements[9] == "2");
   CHECK(fake_state().count("cuMemcpyDtoH") == 3);
   REQUIRE(result->written.size() == 1);
-  auto written = backend::read_npy(out_path);
+  auto written = pipeline::read_npy(out_path);
   REQUIRE(written);
   CHECK(written->count == 1000);
   CHECK(written->as<float>()[999] == 999.0f);

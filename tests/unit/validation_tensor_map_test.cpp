@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "ptxgate/pipeline/tensor_map_check.hpp"
 #include "ptxgate/support/numbers.hpp"
 #include "ptxgate/validation/profiles.hpp"
 #include "ptxgate/validation/tensor_map.hpp"
@@ -290,15 +291,15 @@ TEST_CASE("every violation is reported at once, each naming the description") {
   for (const auto& x : diags) CHECK(x.message.rfind("tiled bf16 tensor 4096x4096, box 304x0, swizzle 128B: ", 0) == 0);
 }
 
-TEST_CASE("parse_tensor_map: names, lists, dense default strides, and PG5004 per bad field") {
-  TensorMapText t;
+TEST_CASE("parse_tensor_map (the tensormap command's grammar): names, lists, dense default strides, and PG5004 per bad field") {
+  pipeline::TensorMapText t;
   t.type = "bf16";
   t.dims = "4096,1024,3";
   t.box = "64,64,1";
   t.swizzle = "128B";
   t.offset = "256";
   t.buffer_bytes = "25165824";
-  auto d = parse_tensor_map(t);
+  auto d = pipeline::parse_tensor_map(t);
   REQUIRE_MESSAGE(d.has_value(), diag::render_text(d.error()));
   CHECK(d->dims == std::vector<uint64_t>{4096, 1024, 3});
   CHECK(d->strides == std::vector<uint64_t>{8192, 8192 * 1024});
@@ -307,20 +308,20 @@ TEST_CASE("parse_tensor_map: names, lists, dense default strides, and PG5004 per
   CHECK(d->swizzle == TmaSwizzle::b128);
   CHECK(check_tensor_map(*d, nullptr).size() == 1);  // 24 MiB + 256 offset overruns by 256 bytes
 
-  TensorMapText bad;
+  pipeline::TensorMapText bad;
   bad.type = "f128";
   bad.dims = "4,-1";
   bad.box = "0x10";
   bad.swizzle = "256B";
   bad.channels = "4";
-  auto e = parse_tensor_map(bad);
+  auto e = pipeline::parse_tensor_map(bad);
   REQUIRE_FALSE(e.has_value());
   for (const auto& x : e.error()) CHECK(x.code == diag::Code::invalid_launch_option);
   std::string text = diag::render_text(e.error());
   for (auto flag : {"--type 'f128'", "--dims '4,-1'", "--box '0x10'", "--swizzle '256B'", "--channels '4'"})
     CHECK_MESSAGE(text.find(flag) != std::string::npos, text);
 
-  TensorMapText im;
+  pipeline::TensorMapText im;
   im.im2col = true;
   im.type = "f16";
   im.dims = "64,32,32,8";
@@ -328,7 +329,7 @@ TEST_CASE("parse_tensor_map: names, lists, dense default strides, and PG5004 per
   im.upper_corner = "-1,-1";
   im.channels = "64";
   im.pixels = "128";
-  auto i = parse_tensor_map(im);
+  auto i = pipeline::parse_tensor_map(im);
   REQUIRE(i.has_value());
   CHECK(i->lower_corner == std::vector<int32_t>{-1, -1});
   CHECK(check_tensor_map(*i, nullptr).empty());

@@ -1,5 +1,5 @@
 // .npy parsing and writing for the element types of kernel buffers.
-#include "ptxgate/backend/npy.hpp"
+#include "ptxgate/pipeline/npy.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -10,7 +10,7 @@
 
 #include "ptxgate/support/files.hpp"
 
-namespace ptxgate::backend {
+namespace ptxgate::pipeline {
 namespace {
 
 constexpr std::string_view kMagic = "\x93NUMPY";
@@ -191,4 +191,4 @@ std::expected<void, diag::Diagnostics> write_npy(const std::filesystem::path& pa
       path.string(), std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
 }
 
-}  // namespace ptxgate::backend
+}  // namespace ptxgate::pipeline

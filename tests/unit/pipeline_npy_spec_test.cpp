@@ -6,11 +6,11 @@
 #include <fstream>
 #include <unistd.h>
 
-#include "ptxgate/backend/arg_spec.hpp"
-#include "ptxgate/backend/npy.hpp"
+#include "ptxgate/pipeline/arg_data.hpp"
+#include "ptxgate/pipeline/npy.hpp"
 
 using namespace ptxgate;
-using namespace ptxgate::backend;
+using namespace ptxgate::pipeline;
 
 namespace {
 

@@ -1,5 +1,5 @@
 // The `--arg` grammar: classification of a spec, its numbers and its literals.
-#include "ptxgate/validation/arg_spec.hpp"
+#include "ptxgate/pipeline/arg_spec.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -11,7 +11,7 @@
 
 #include "ptxgate/support/numbers.hpp"
 
-namespace ptxgate::validation {
+namespace ptxgate::pipeline {
 namespace {
 
 diag::Diagnostics spec_error(std::string_view name, std::string_view spec, std::string_view expected) {
@@ -263,4 +263,4 @@ diag::Diagnostics argument_spec_error(std::string_view name, std::string_view sp
   return d;
 }
 
-}  // namespace ptxgate::validation
+}  // namespace ptxgate::pipeline

@@ -1,5 +1,5 @@
 // Materialises parsed `--arg` specs: host arrays for buffers, typed Args for scalars.
-#include "ptxgate/backend/arg_spec.hpp"
+#include "ptxgate/pipeline/arg_data.hpp"
 
 #include <cstring>
 #include <new>
@@ -11,13 +11,13 @@
 
 #include "ptxgate/support/files.hpp"
 
-namespace ptxgate::backend {
+namespace ptxgate::pipeline {
 namespace {
 
-using validation::ArgSpec;
+using backend::Arg;
 
 diag::Diagnostics spec_error(std::string_view param, std::string_view spec, std::string_view expected) {
-  return validation::argument_spec_error(param, spec, expected);
+  return argument_spec_error(param, spec, expected);
 }
 
 void store(HostArray& a, size_t i, uint64_t bits) {
@@ -48,11 +48,11 @@ std::expected<std::string, diag::Diagnostics> read_argument_file(const std::stri
   if (data.error().failure == support::ReadFailure::open_failed && data.error().error_number == ENOENT)
     d.add(diag::Code::cannot_read_file,
           fmt::format("argument '{}': '{}' is not a buffer spec and no such file exists", param, path), where,
-          fmt::format("use {}", validation::buffer_spec_forms(type)));
+          fmt::format("use {}", buffer_spec_forms(type)));
   else
     d.add(diag::Code::cannot_read_file, fmt::format("argument '{}': {}", param, data.error().message), where,
           fmt::format("give a readable regular file of at most {} bytes, or {}", kMaxArgumentFileBytes,
-                      validation::buffer_spec_forms(type)));
+                      buffer_spec_forms(type)));
   return std::unexpected(std::move(d));
 }
 
@@ -88,7 +88,7 @@ std::expected<HostArray, diag::Diagnostics> make_host_data(const ArgSpec& spec, 
     return a;
   }
   if (spec.kind == ArgSpec::Kind::null_pointer || spec.kind == ArgSpec::Kind::scalar)
-    return std::unexpected(spec_error(param, text, validation::buffer_spec_forms(spec.type)));
+    return std::unexpected(spec_error(param, text, buffer_spec_forms(spec.type)));
   const uint64_t bytes = spec.kind == ArgSpec::Kind::device_bytes ? spec.count : spec.count * elem;
   // Refused before allocating: an overcommitted allocation would succeed and then exhaust memory.
   const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGESIZE);
@@ -151,7 +151,7 @@ std::expected<HostArray, diag::Diagnostics> make_buffer_data(std::string_view sp
   p.name = std::string(param);
   p.is_buffer = true;
   p.type = type;
-  auto parsed = validation::parse_arg_spec(spec, &p, param);
+  auto parsed = parse_arg_spec(spec, &p, param);
   if (!parsed) return std::unexpected(parsed.error());
   return make_host_data(*parsed, spec, param);
 }
@@ -181,11 +181,11 @@ std::expected<Arg, diag::Diagnostics> parse_scalar(std::string_view spec, ir::Ty
   contract::ParamInfo p;
   p.name = std::string(param);
   p.type = type;
-  auto parsed = validation::parse_arg_spec(spec, &p, param);
+  auto parsed = parse_arg_spec(spec, &p, param);
   if (!parsed) return std::unexpected(parsed.error());
   if (parsed->kind != ArgSpec::Kind::scalar)
     return std::unexpected(spec_error(param, spec, fmt::format("an {} literal", ir::type_name(type))));
   return scalar_arg(*parsed);
 }
 
-}  // namespace ptxgate::backend
+}  // namespace ptxgate::pipeline

@@ -1,11 +1,11 @@
-// The one --arg grammar (validation/arg_spec): the same spec means the same thing to check and run.
+// The one --arg grammar (pipeline/arg_spec): the same spec means the same thing to check and run.
 #include <doctest/doctest.h>
 
-#include "ptxgate/backend/arg_spec.hpp"
-#include "ptxgate/validation/arg_spec.hpp"
+#include "ptxgate/pipeline/arg_data.hpp"
+#include "ptxgate/pipeline/arg_spec.hpp"
 
 using namespace ptxgate;
-using validation::ArgSpec;
+using pipeline::ArgSpec;
 
 namespace {
 contract::ParamInfo param(const char* name, ir::Type type, bool buffer) {
@@ -19,31 +19,31 @@ contract::ParamInfo param(const char* name, ir::Type type, bool buffer) {
 
 TEST_CASE("validation arg spec: forms are classified without materialising data") {
   auto y = param("y", ir::Type::f32, true);
-  auto big = validation::parse_arg_spec("random:17179869184:3", &y, "y");
+  auto big = pipeline::parse_arg_spec("random:17179869184:3", &y, "y");
   REQUIRE(big);
   CHECK(big->kind == ArgSpec::Kind::random);
   CHECK(big->count == 17179869184ull);
   CHECK(big->seed == 3);
   CHECK(big->known_bytes() == 17179869184ull * 4);
-  auto null = validation::parse_arg_spec("null", &y, "y");
+  auto null = pipeline::parse_arg_spec("null", &y, "y");
   REQUIRE(null);
-  CHECK(validation::describe_argument(*null).pointer_is_null);
-  auto bytes = validation::parse_arg_spec("buffer:4000", &y, "y");
+  CHECK(pipeline::describe_argument(*null).pointer_is_null);
+  auto bytes = pipeline::parse_arg_spec("buffer:4000", &y, "y");
   REQUIRE(bytes);
-  CHECK(validation::describe_argument(*bytes).buffer_bytes == 4000u);
-  auto npy = validation::parse_arg_spec("data.npy", &y, "y");
+  CHECK(pipeline::describe_argument(*bytes).buffer_bytes == 4000u);
+  auto npy = pipeline::parse_arg_spec("data.npy", &y, "y");
   REQUIRE(npy);
   CHECK(npy->kind == ArgSpec::Kind::npy_file);
-  auto raw = validation::parse_arg_spec("./1", &y, "y");
+  auto raw = pipeline::parse_arg_spec("./1", &y, "y");
   REQUIRE(raw);
   CHECK(raw->kind == ArgSpec::Kind::raw_file);
-  auto literal = validation::parse_arg_spec("1", &y, "y");  // a scalar in a buffer slot: the launch check reports it
+  auto literal = pipeline::parse_arg_spec("1", &y, "y");  // a scalar in a buffer slot: the launch check reports it
   REQUIRE(literal);
   CHECK(literal->kind == ArgSpec::Kind::scalar);
-  CHECK(validation::describe_argument(*literal).scalar_type == ir::Type::i32);
-  auto typed = validation::parse_arg_spec("f64:2", &y, "y");
+  CHECK(pipeline::describe_argument(*literal).scalar_type == ir::Type::i32);
+  auto typed = pipeline::parse_arg_spec("f64:2", &y, "y");
   REQUIRE(typed);
-  CHECK(validation::describe_argument(*typed).size_bytes == 8);
+  CHECK(pipeline::describe_argument(*typed).size_bytes == 8);
 }
 
 TEST_CASE("validation arg spec: bad values are PG5002 whichever command asks") {
@@ -59,26 +59,26 @@ TEST_CASE("validation arg spec: bad values are PG5002 whichever command asks") {
                {"fill:4:abc", &y},      {"random:4", &n},     {"", &a},              {"nonsense", nullptr}};
   for (const auto& c : cases) {
     CAPTURE(c.spec);
-    auto r = validation::parse_arg_spec(c.spec, c.p, "p");
+    auto r = pipeline::parse_arg_spec(c.spec, c.p, "p");
     REQUIRE_FALSE(r);
     CHECK(r.error().items()[0].code == diag::Code::invalid_argument_spec);
     // run's entry points reject the same spec the same way.
-    if (c.p != nullptr && !c.p->is_buffer) CHECK_FALSE(backend::parse_scalar(c.spec, c.p->type, "p"));
-    if (c.p != nullptr && c.p->is_buffer) CHECK_FALSE(backend::make_buffer_data(c.spec, c.p->type, "p"));
+    if (c.p != nullptr && !c.p->is_buffer) CHECK_FALSE(pipeline::parse_scalar(c.spec, c.p->type, "p"));
+    if (c.p != nullptr && c.p->is_buffer) CHECK_FALSE(pipeline::make_buffer_data(c.spec, c.p->type, "p"));
   }
 }
 
 TEST_CASE("backend arg spec: a directory or a device as an argument file is a located PG5001, never a crash") {
   for (const char* path : {"/", "/dev/zero", "/dev/null"}) {
     CAPTURE(path);
-    auto r = backend::make_buffer_data(path, ir::Type::f32, "y");
+    auto r = pipeline::make_buffer_data(path, ir::Type::f32, "y");
     REQUIRE_FALSE(r);
     CHECK(r.error().items()[0].code == diag::Code::cannot_read_file);
     CHECK(r.error().items()[0].location.file == path);
   }
-  auto npy = backend::make_buffer_data("/dev/zero.npy", ir::Type::f32, "y");
+  auto npy = pipeline::make_buffer_data("/dev/zero.npy", ir::Type::f32, "y");
   REQUIRE_FALSE(npy);
-  auto dir_npy = backend::read_npy("/");
+  auto dir_npy = pipeline::read_npy("/");
   REQUIRE_FALSE(dir_npy);
   CHECK(dir_npy.error().items()[0].code == diag::Code::cannot_read_file);
 }

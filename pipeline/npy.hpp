@@ -14,7 +14,7 @@
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/ir/ast.hpp"
 
-namespace ptxgate::backend {
+namespace ptxgate::pipeline {
 
 /// A 1-D array of one element type held on the host.
 struct HostArray {
@@ -48,4 +48,4 @@ std::optional<std::string_view> npy_descr(ir::Type type);
 /// Writes `array` as .npy (PG5003 when the file cannot be written).
 [[nodiscard]] std::expected<void, diag::Diagnostics> write_npy(const std::filesystem::path& path, const HostArray& array);
 
-}  // namespace ptxgate::backend
+}  // namespace ptxgate::pipeline

@@ -1,6 +1,6 @@
-// The one argument-spec grammar (`--arg NAME=SPEC`), shared by offline `check` and `run`.
+// The one argument-spec grammar (`--arg NAME=SPEC`) of the commands `check` and `run`.
 // Parsing never materialises data: a spec is checked (numbers, types, ranges) and described;
-// backend/arg_spec turns a parsed spec into host data when a launch needs it.
+// pipeline/arg_data turns a parsed spec into host data when a launch needs it.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,7 @@
 #include "ptxgate/ir/ast.hpp"
 #include "ptxgate/contract/launch_plan.hpp"
 
-namespace ptxgate::validation {
+namespace ptxgate::pipeline {
 
 /// Largest COUNT of random:/fill:/iota: (elements).
 inline constexpr uint64_t kMaxSpecElements = uint64_t{1} << 34;
@@ -75,4 +75,4 @@ struct ArgSpec {
 /// The buffer forms, for messages ("a buffer spec for f32 elements: random:COUNT[:SEED], ...").
 [[nodiscard]] std::string buffer_spec_forms(ir::Type element);
 
-}  // namespace ptxgate::validation
+}  // namespace ptxgate::pipeline

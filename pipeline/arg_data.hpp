@@ -1,5 +1,5 @@
 // Host data and scalar values for `--arg NAME=SPEC` (`ptxgate run`). The grammar itself is
-// validation/arg_spec (shared with offline `check`); this file materialises a parsed spec.
+// pipeline/arg_spec (shared with offline `check`); this file materialises a parsed spec.
 #pragma once
 
 #include <cstdint>
@@ -8,28 +8,22 @@
 #include <string_view>
 
 #include "ptxgate/backend/arg.hpp"
-#include "ptxgate/backend/npy.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/ir/ast.hpp"
-#include "ptxgate/validation/arg_spec.hpp"
+#include "ptxgate/pipeline/arg_spec.hpp"
+#include "ptxgate/pipeline/npy.hpp"
 
-namespace ptxgate::backend {
+namespace ptxgate::pipeline {
 
 /// Largest .npy or raw argument file read (bytes); larger files are refused before reading.
 inline constexpr uint64_t kMaxArgumentFileBytes = uint64_t{1} << 32;
-
-/// "NAME=SPEC" split at the first '=' (validation::split_assignment).
-[[nodiscard]] inline std::expected<std::pair<std::string, std::string>, diag::Diagnostics> split_assignment(
-    std::string_view text, std::string_view option) {
-  return validation::split_assignment(text, option);
-}
 
 /// Host data for a parsed buffer spec (random, fill, iota, buffer:BYTES as zeros, a .npy or raw
 /// file read through support's bounded, type-checked reads). PG5002 for a spec that is not
 /// buffer data (null, a scalar), a .npy of another dtype or a raw file of a wrong size; PG5001
 /// for a file that cannot be read (missing, a directory, a device, too large); PG5002 when the
 /// host memory cannot be allocated.
-[[nodiscard]] std::expected<HostArray, diag::Diagnostics> make_host_data(const validation::ArgSpec& spec,
+[[nodiscard]] std::expected<HostArray, diag::Diagnostics> make_host_data(const ArgSpec& spec,
                                                                          std::string_view text, std::string_view param);
 
 /// parse_arg_spec for a buffer parameter of element type `type`, then make_host_data.
@@ -37,11 +31,11 @@ inline constexpr uint64_t kMaxArgumentFileBytes = uint64_t{1} << 32;
                                                                            std::string_view param);
 
 /// The Arg of a parsed scalar spec.
-[[nodiscard]] Arg scalar_arg(const validation::ArgSpec& spec);
+[[nodiscard]] backend::Arg scalar_arg(const ArgSpec& spec);
 
 /// parse_arg_spec for a scalar parameter of `type`, then scalar_arg. PG5002 when it does not
 /// parse or fit.
-[[nodiscard]] std::expected<Arg, diag::Diagnostics> parse_scalar(std::string_view spec, ir::Type type,
+[[nodiscard]] std::expected<backend::Arg, diag::Diagnostics> parse_scalar(std::string_view spec, ir::Type type,
                                                                  std::string_view param);
 
-}  // namespace ptxgate::backend
+}  // namespace ptxgate::pipeline
