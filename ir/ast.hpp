@@ -143,6 +143,7 @@ std::optional<FpMode> fp_mode_from_name(std::string_view);
 
 struct Symbol;
 struct Function;
+struct AccessFacts;
 
 enum class ExprKind : uint8_t {
   int_literal,    ///< int_value, text
@@ -305,6 +306,9 @@ struct Kernel : Routine {
   uint64_t static_shared_bytes = 0;
   /// The element size of the kernel's dynamic shared array (`shared NAME: T[];`); 0: none.
   uint32_t dynamic_shared_element_bytes = 0;
+  /// Every memory access as symbolic expressions of the launch (ir/access_analysis.hpp); set by
+  /// the verifier for the kernels of a valid module.
+  std::shared_ptr<const AccessFacts> access_facts;
 
   bool has_workgroup() const { return workgroup[0] != 0; }
 };
