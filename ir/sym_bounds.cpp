@@ -68,10 +68,11 @@ Interval NodeBounds::loop_bounds(uint32_t loop, const std::vector<Interval>& val
   if (l.kind == LoopFact::Kind::shrinking) return {0, lo.hi};
   // induction: v + a < bound (<=: inclusive) holds when an iteration starts, and v only grows
   // when no increment and no test of the condition can wrap.
-  const Integer a = value_of(t, l.offset);
-  const Integer last = l.inclusive ? hi.hi - a : hi.hi - a - 1;
+  const Interval a = values[l.offset];
+  if (a.empty()) return {};
+  const Integer last = l.inclusive ? hi.hi - a.lo : hi.hi - a.lo - 1;
   const Integer tmax = type_max(t);
-  const bool no_wrap = a >= 0 && step.lo >= 0 && lo.hi + a <= tmax && last + step.hi + a <= tmax;
+  const bool no_wrap = a.lo >= 0 && step.lo >= 0 && lo.hi + a.hi <= tmax && last + step.hi + a.hi <= tmax;
   if (!no_wrap) return full_range(t);
   return {lo.lo, last};
 }

@@ -60,66 +60,6 @@ Dependencies dependencies(const ir::AccessFacts& facts, const MemoryLaunch& laun
   return d;
 }
 
-/// Concrete values of nodes for one thread: leaves assigned, operations as the IR defines them.
-class Concrete {
- public:
-  Concrete(const ir::AccessFacts& facts, const MemoryLaunch& launch) : facts_(facts), launch_(launch) {}
-
-  /// Coordinates: thread x y z, block x y z.
-  void reset(const std::array<uint64_t, 6>& coordinates) {
-    coordinates_ = coordinates;
-    loop_values_.assign(facts_.loops.size(), std::nullopt);
-    valid_up_to_ = 0;
-    values_.assign(facts_.nodes.size(), std::nullopt);
-  }
-  void set_loop(uint32_t loop, uint64_t bits) {
-    loop_values_[loop] = bits;
-    valid_up_to_ = std::min<uint32_t>(valid_up_to_, facts_.loops[loop].variable);
-  }
-  /// The node's bits, or nullopt when it depends on something unknown.
-  std::optional<uint64_t> value(uint32_t id) {
-    for (; valid_up_to_ <= id && valid_up_to_ < facts_.nodes.size(); ++valid_up_to_)
-      values_[valid_up_to_] = compute(valid_up_to_);
-    return values_[id];
-  }
-
- private:
-  std::optional<uint64_t> compute(uint32_t id) {
-    const ir::SymNode& n = facts_.nodes[id];
-    const unsigned c = n.value % 3;
-    switch (n.op) {
-      case SymOp::constant: return n.value;
-      case SymOp::param:
-        return n.value < launch_.scalar_bits.size() ? launch_.scalar_bits[n.value] : std::nullopt;
-      case SymOp::thread_id: return coordinates_[c];
-      case SymOp::block_id: return coordinates_[3 + c];
-      case SymOp::block_dim: return launch_.block[c];
-      case SymOp::grid_dim: return launch_.grid[c];
-      case SymOp::dynamic_shared_bytes: return launch_.dynamic_shared_bytes;
-      case SymOp::loop: return n.value < loop_values_.size() ? loop_values_[n.value] : std::nullopt;
-      case SymOp::opaque: return std::nullopt;
-      default: break;
-    }
-    const unsigned count = ir::sym_operand_count(n.op);
-    const auto a = values_[n.a];
-    const auto b = count > 1 ? values_[n.b] : std::optional<uint64_t>(0);
-    const auto x = count > 2 ? values_[n.c] : std::optional<uint64_t>(0);
-    // Short circuits decide without the unknown side.
-    if (n.op == SymOp::logical_and && ((a && !(*a & 1)) || (b && !(*b & 1)))) return 0;
-    if (n.op == SymOp::logical_or && ((a && (*a & 1)) || (b && (*b & 1)))) return 1;
-    if (n.op == SymOp::select && a) return (*a & 1) ? b : x;
-    if (!a || !b || !x) return std::nullopt;
-    return ir::apply_sym_op(n.op, n.type, facts_.nodes[n.a].type, *a, *b, *x);
-  }
-
-  const ir::AccessFacts& facts_;
-  const MemoryLaunch& launch_;
-  std::array<uint64_t, 6> coordinates_{};
-  std::vector<std::optional<uint64_t>> loop_values_;
-  std::vector<std::optional<uint64_t>> values_;
-  uint32_t valid_up_to_ = 0;
-};
-
 /// The loops around a site, outermost first.
 std::vector<uint32_t> loop_chain(const ir::AccessFacts& facts, int32_t innermost) {
   std::vector<uint32_t> chain;
@@ -149,7 +89,7 @@ std::string array_name(const ir::AccessFacts& facts, const ir::AccessSite& site,
 /// witness is real: that thread computes that index on that path.
 class WitnessSearch {
  public:
-  WitnessSearch(const ir::AccessFacts& facts, const MemoryLaunch& launch) : facts_(facts), launch_(launch), eval_(facts, launch) {}
+  WitnessSearch(const ir::AccessFacts& facts, const MemoryLaunch& launch) : facts_(facts), launch_(launch), eval_(facts, launch.grid, launch.block, launch.dynamic_shared_bytes, launch.scalar_bits) {}
 
   std::optional<Witness> find(const ir::AccessSite& site, uint64_t length, Interval index_bounds) {
     site_ = &site;
@@ -209,35 +149,7 @@ class WitnessSearch {
     return ir::value_of(facts_.nodes[site_->index].type, *v);
   }
 
-  /// Sets loop `loop`'s variable to its first or last value for the current thread; false when the
-  /// thread does not enter the loop or a bound is unknown.
-  bool enter(uint32_t loop, bool last) {
-    const ir::LoopFact& l = facts_.loops[loop];
-    if (l.kind == ir::LoopFact::Kind::shrinking) return false;
-    const ir::Type t = facts_.nodes[l.variable].type;
-    auto lo = eval_.value(l.lo), hi = eval_.value(l.hi), step = eval_.value(l.step);
-    if (!lo || !hi || !step) return false;
-    const Integer first = ir::value_of(t, *lo), end = ir::value_of(t, *hi);
-    const Integer s = static_cast<Integer>(*step & (ir::bit_width(t) >= 64 ? ~uint64_t{0} : (uint64_t{1} << ir::bit_width(t)) - 1));
-    Integer value = first;
-    if (l.kind == ir::LoopFact::Kind::range) {
-      if (first >= end) return false;
-      if (last && !l.exits_early && s > 0) value = first + (end - 1 - first) / s * s;
-    } else {
-      const Integer a = ir::value_of(t, l.offset);
-      const Integer bound = l.inclusive ? end - a : end - a - 1;  // the largest value the condition admits
-      if (first > bound || a < 0) return false;
-      if (last && !l.exits_early && s > 0) value = first + (bound - first) / s * s;
-      if (value + a > ir::type_max(t)) return false;
-    }
-    eval_.set_loop(loop, ir::bits_of(t, value));
-    // The variables this loop only shrinks hold their value before the loop in its first iteration.
-    if (value == first)
-      for (uint32_t v = 0; v < facts_.loops.size(); ++v)
-        if (facts_.loops[v].kind == ir::LoopFact::Kind::shrinking && facts_.loops[v].parent == static_cast<int32_t>(loop))
-          if (auto init = eval_.value(facts_.loops[v].lo)) eval_.set_loop(v, *init);
-    return true;
-  }
+  bool enter(uint32_t loop, bool last) { return eval_.enter_loop(loop, last).has_value(); }
 
   std::optional<Witness> try_thread(const std::array<uint64_t, 6>& at) {
     // Every combination of first and last iterations of the enclosing loops (at most 16).
@@ -254,6 +166,11 @@ class WitnessSearch {
         }
       }
       if (!entered) continue;
+      // The variables the entered loops only shrink, as they start (part of the witness too).
+      for (uint32_t v = 0; v < facts_.loops.size(); ++v)
+        if (facts_.loops[v].kind == ir::LoopFact::Kind::shrinking)
+          if (auto value = eval_.value(facts_.loops[v].variable))
+            w.loops.emplace_back(v, ir::value_of(facts_.nodes[facts_.loops[v].variable].type, *value));
       auto path = eval_.value(site_->path);
       auto index = eval_.value(site_->index);
       if (!path || !(*path & 1) || !index) continue;
@@ -278,7 +195,7 @@ class WitnessSearch {
 
   const ir::AccessFacts& facts_;
   const MemoryLaunch& launch_;
-  Concrete eval_;
+  ir::ConcreteNodes eval_;
   const ir::AccessSite* site_ = nullptr;
   uint64_t length_ = 0;
   std::vector<uint32_t> loops_;
@@ -385,6 +302,7 @@ MemoryVerdict evaluate_accesses(const ir::AccessFacts& facts, const MemoryLaunch
       verdict.findings.push_back(std::move(v));
     }
   }
+  verdict.races = find_shared_races(facts, launch);
   std::stable_sort(verdict.findings.begin(), verdict.findings.end(), [&](const SiteVerdict& a, const SiteVerdict& b) {
     const ir::AccessSite& x = facts.sites[a.site];
     const ir::AccessSite& y = facts.sites[b.site];
@@ -408,7 +326,16 @@ nlohmann::json MemoryVerdict::to_json(const ir::AccessFacts& facts) const {
     if (v.length_bytes) f["length_bytes"] = *v.length_bytes;
     found.push_back(std::move(f));
   }
+  nlohmann::json race_list = nlohmann::json::array();
+  for (const SharedRace& r : races)
+    race_list.push_back({{"write", facts.sites[r.first_site].operation},
+                         {"write_line", facts.sites[r.first_site].line},
+                         {"other", facts.sites[r.second_site].operation},
+                         {"other_line", facts.sites[r.second_site].line},
+                         {"threads", {r.first_thread, r.second_thread}},
+                         {"byte", r.byte}});
   return {{"analysed", analysed},   {"complete", complete},         {"sites", sites},
+          {"races", race_list},
           {"proven", proven},       {"unreachable", unreachable},   {"out_of_bounds", out_of_bounds},
           {"unproven", unproven},   {"unmodelled", unmodelled},     {"coverage_percent", coverage_percent()},
           {"findings", found}};
@@ -472,6 +399,26 @@ void report_memory_safety(diag::Diagnostics& out, const ir::AccessFacts& facts, 
                                                             "array, or launch without --require-proof" : "");
       d.severity = options.require_proof ? diag::Severity::error : diag::Severity::note;
     }
+  }
+  for (const SharedRace& r : verdict.races) {
+    const ir::AccessSite& w = facts.sites[r.first_site];
+    const ir::AccessSite& o = facts.sites[r.second_site];
+    const std::string name = array_name(facts, w, launch);
+    std::string loops;
+    for (const auto& [loop, value] : r.loops) {
+      const std::string& var = facts.loops[loop].name;
+      loops += fmt::format(", {} = {}", var.empty() ? "loop variable" : var, text(value));
+    }
+    auto where = [](const ir::AccessSite& s) { return s.line ? fmt::format("line {}", s.line) : std::string("the kernel"); };
+    diag::Diagnostic& d = out.add(
+        diag::Code::shared_memory_race,
+        fmt::format("kernel '{}': threads ({}, {}, {}) and ({}, {}, {}) of a block touch byte {} of shared array '{}' "
+                    "with no barrier between{}: {} writes it ({}) and {} {} it ({})",
+                    kernel, r.first_thread[0], r.first_thread[1], r.first_thread[2], r.second_thread[0],
+                    r.second_thread[1], r.second_thread[2], r.byte, name, loops, w.operation, where(w), o.operation,
+                    o.kind == ir::AccessKind::read ? "reads" : "writes", where(o)),
+        location_of(w), "give each thread its own elements, or put a barrier() between the two accesses");
+    if (o.line) d.notes.push_back(fmt::format("{}:{}:{}: the other access: {}", file, o.line, o.column, o.operation));
   }
   if ((options.require_proof || options.list_unproven) && (verdict.unmodelled > 0 || !verdict.complete)) {
     diag::Diagnostic& d = out.add(
