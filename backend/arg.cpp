@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "ptxgate/backend/context.hpp"
+#include "ptxgate/backend/device_buffer.hpp"
 #include "ptxgate/backend/tensor_map.hpp"
 
 namespace ptxgate::backend {

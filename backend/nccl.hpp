@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "ptxgate/backend/context.hpp"
+#include "ptxgate/backend/device_buffer.hpp"
+#include "ptxgate/backend/stream.hpp"
 #include "ptxgate/backend/nccl_api.hpp"
 #include "ptxgate/backend/stream_ops.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"

@@ -13,6 +13,10 @@
 
 #include "ptxgate/backend/arg.hpp"
 #include "ptxgate/backend/context.hpp"
+#include "ptxgate/backend/device_buffer.hpp"
+#include "ptxgate/backend/event.hpp"
+#include "ptxgate/backend/host_buffer.hpp"
+#include "ptxgate/backend/stream.hpp"
 #include "ptxgate/backend/launch.hpp"
 #include "ptxgate/backend/pool.hpp"
 #include "ptxgate/backend/profile.hpp"

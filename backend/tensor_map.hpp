@@ -7,6 +7,7 @@
 #include <expected>
 
 #include "ptxgate/backend/context.hpp"
+#include "ptxgate/backend/device_buffer.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/validation/tensor_map.hpp"
 

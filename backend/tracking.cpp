@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "ptxgate/backend/context.hpp"
+#include "ptxgate/backend/stream.hpp"
 #include "ptxgate/backend/internal/access_history.hpp"
 
 namespace ptxgate::backend {
