@@ -87,8 +87,7 @@ std::expected<void, diag::Diagnostics> Context::make_current() {
 }
 
 std::expected<void, diag::Diagnostics> Context::synchronize(std::string_view subject) {
-  if (auto ok = healthy("cuCtxSynchronize", subject); !ok) return ok;
-  if (auto ok = make_current(); !ok) return ok;
+  if (auto ok = enter("cuCtxSynchronize", subject); !ok) return ok;
   auto marks = tracker_->before_context_sync();
   const uint64_t launched = launch_log_.last();
   if (auto ok = PTXGATE_CU(*this, subject, cuCtxSynchronize); !ok) return ok;
@@ -136,14 +135,19 @@ diag::Diagnostics Context::foreign_object(std::string_view operation, std::strin
 std::expected<CUdeviceptr, diag::Diagnostics> Context::grid_barrier_word(CUstream stream) {
   std::lock_guard lock(barrier_mutex_);
   if (auto it = barrier_words_.find(stream); it != barrier_words_.end()) [[likely]] return it->second;
-  if (auto ok = make_current(); !ok) return std::unexpected(ok.error());
+  auto word = allocate_barrier_word("grid barrier word");
+  if (word) barrier_words_.emplace(stream, *word);
+  return word;
+}
+
+std::expected<CUdeviceptr, diag::Diagnostics> Context::allocate_barrier_word(std::string_view owner) {
+  if (auto ok = enter("cuMemAlloc", owner); !ok) return std::unexpected(ok.error());
   CUdeviceptr word = 0;
-  if (auto ok = PTXGATE_CU(*this, "grid barrier word", cuMemAlloc, &word, 4); !ok) return std::unexpected(ok.error());
-  if (auto ok = PTXGATE_CU(*this, "grid barrier word", cuMemsetD32, word, 0u, 1); !ok) {
+  if (auto ok = PTXGATE_CU(*this, owner, cuMemAlloc, &word, 4); !ok) return std::unexpected(ok.error());
+  if (auto ok = PTXGATE_CU(*this, owner, cuMemsetD32, word, 0u, 1); !ok) {
     ignore(api_->cuMemFree(word));
     return std::unexpected(ok.error());
   }
-  barrier_words_.emplace(stream, word);
   return word;
 }
 

@@ -57,6 +57,25 @@ class alignas(64) Context : public std::enable_shared_from_this<Context> {
   /// Makes this context current on the calling thread (a thread-local compare
   /// when it already is).
   [[nodiscard]] std::expected<void, diag::Diagnostics> make_current();
+  /// The entry of every operation that calls the driver in this context: PG4003 (naming the
+  /// original error) when the context is poisoned, then the context made current. `call` and
+  /// `subject` name the operation in the diagnostic.
+  [[nodiscard]] std::expected<void, diag::Diagnostics> enter(std::string_view call, std::string_view subject) {
+    if (health_.poisoned()) [[unlikely]]
+      return health_.healthy(call, subject);
+    return make_current();
+  }
+  /// enter() for the launch path: `subject()` is formatted only for the diagnostic.
+  template <class Subject>
+  [[nodiscard]] std::expected<void, diag::Diagnostics> enter_with(std::string_view call, Subject&& subject) {
+    if (health_.poisoned()) [[unlikely]]
+      return health_.healthy(call, subject());
+    return make_current();
+  }
+  /// The entry of a release (a destructor, freeing memory): the context made current, errors
+  /// ignored, since a release must neither fail nor throw (the driver call after it fails alike
+  /// in a poisoned context, and its answer is ignored too).
+  void enter_to_release() noexcept { (void)make_current(); }
 
   /// The error boundary: success passes, failure becomes PG4002 (poisoning on
   /// sticky errors). Use through PTXGATE_CU.
@@ -77,8 +96,21 @@ class alignas(64) Context : public std::enable_shared_from_this<Context> {
   /// Whether work may run on the legacy default (null) stream in this context: launches with no
   /// stream, the synchronous buffer helpers, events recorded on no stream. Set from
   /// RuntimeOptions::stream_policy by the Runtime that owns the context.
-  contract::StreamPolicy stream_policy() const { return stream_policy_.load(std::memory_order_relaxed); }
-  void set_stream_policy(contract::StreamPolicy policy) { stream_policy_.store(policy, std::memory_order_relaxed); }
+  contract::StreamPolicy stream_policy() const {
+    return (launch_options() & kRequireExplicitStream) != 0 ? contract::StreamPolicy::require_explicit
+                                                            : contract::StreamPolicy::allow_legacy_default;
+  }
+  void set_stream_policy(contract::StreamPolicy policy) {
+    set_launch_option(kRequireExplicitStream, policy == contract::StreamPolicy::require_explicit);
+  }
+  /// Whether a launch must be proven memory-safe (LaunchPlan::require_memory_proof): accesses not
+  /// proven in bounds block it (PG3802), as does a kernel of another compiler. Set from
+  /// RuntimeOptions::require_memory_proof by the Runtime that owns the context.
+  bool require_memory_proof() const { return (launch_options() & kRequireMemoryProof) != 0; }
+  void set_require_memory_proof(bool on) { set_launch_option(kRequireMemoryProof, on); }
+  /// The options above as bits, for the launch path, which keys its verdicts by them in one word.
+  static constexpr uint32_t kRequireExplicitStream = 1, kRequireMemoryProof = 2;
+  uint32_t launch_options() const { return launch_options_.load(std::memory_order_relaxed); }
   /// PG3002 when `operation` would run on the legacy default stream and the policy forbids it.
   [[nodiscard]] std::expected<void, diag::Diagnostics> legacy_stream_allowed(std::string_view operation) const;
   /// The one check of a stream handed to an operation of this context: PG3002 for a stream that
@@ -108,9 +140,20 @@ class alignas(64) Context : public std::enable_shared_from_this<Context> {
   /// The zeroed 4-byte grid-barrier word owned by this context for `stream`,
   /// allocated (and memset to 0) on first use; later calls are a lookup.
   [[nodiscard]] std::expected<CUdeviceptr, diag::Diagnostics> grid_barrier_word(CUstream stream);
+  /// The one allocator of grid-barrier words: 4 bytes of device memory set to 0 (cuMemAlloc,
+  /// cuMemsetD32). grid_barrier_word's words are freed with the context; a caller that keeps a
+  /// word of its own (a graph's cooperative nodes) frees it with cuMemFree. `owner` names it in
+  /// diagnostics ("grid barrier word", "graph grid barrier word").
+  [[nodiscard]] std::expected<CUdeviceptr, diag::Diagnostics> allocate_barrier_word(std::string_view owner);
 
  private:
   Context() = default;
+  void set_launch_option(uint32_t option, bool on) {
+    if (on)
+      launch_options_.fetch_or(option, std::memory_order_relaxed);
+    else
+      launch_options_.fetch_and(~option, std::memory_order_relaxed);
+  }
   /// The cold half of check(): PG4002 (poisoning on sticky errors); a sticky error while launches
   /// are in flight is a kernel fault, PG4050 naming them.
   [[nodiscard]] std::expected<void, diag::Diagnostics> failed(CUresult r, std::string_view call,
@@ -121,7 +164,7 @@ class alignas(64) Context : public std::enable_shared_from_this<Context> {
   CUcontext context_ = nullptr;
   std::unique_ptr<Tracker> tracker_;
   std::unique_ptr<Profiler> profiler_;
-  std::atomic<contract::StreamPolicy> stream_policy_{contract::StreamPolicy::allow_legacy_default};
+  std::atomic<uint32_t> launch_options_{0};  ///< kRequireExplicitStream | kRequireMemoryProof
   std::atomic<bool> checked_launches_{false};
   ContextHealth health_;
   CUdevice device_ = 0;

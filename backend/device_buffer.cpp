@@ -10,8 +10,7 @@ namespace ptxgate::backend {
 std::expected<DeviceBuffer, diag::Diagnostics> DeviceBuffer::allocate(std::shared_ptr<Context> ctx, size_t bytes,
                                                                       std::string_view what, ir::Type element) {
   std::string subject = fmt::format("{} of {} bytes", what, bytes);
-  if (auto ok = ctx->healthy("cuMemAlloc", subject); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx->enter("cuMemAlloc", subject); !ok) return std::unexpected(ok.error());
   ctx->tracker().reclaim();  // memory of buffers freed while in use, once their work is done
   CUdeviceptr ptr = 0;
   if (auto ok = PTXGATE_CU(*ctx, subject, cuMemAlloc, &ptr, bytes == 0 ? 1 : bytes); !ok)
@@ -36,7 +35,7 @@ void DeviceBuffer::Handle::release(Context& ctx) noexcept {
   if (track) {
     ctx.tracker().release(std::move(track));
   } else {
-    (void)ctx.make_current();
+    ctx.enter_to_release();
     if (kind == MemoryKind::stream_ordered)
       (void)ctx.api().cuMemFreeAsync(pointer, home);
     else
@@ -68,9 +67,8 @@ static diag::Diagnostics copy_too_large(size_t host, size_t device) {
 
 std::expected<void, diag::Diagnostics> DeviceBuffer::upload(std::span<const std::byte> host) {
   if (host.size() > size_bytes()) return std::unexpected(copy_too_large(host.size(), size_bytes()));
-  if (auto ok = context()->healthy("cuMemcpyHtoD", "buffer upload"); !ok) return ok;
+  if (auto ok = context()->enter("cuMemcpyHtoD", "buffer upload"); !ok) return ok;
   if (auto ok = context()->legacy_stream_allowed("buffer upload"); !ok) return ok;
-  if (auto ok = context()->make_current(); !ok) return ok;
   BufferAccess access{track(), AccessMode::write};
   return context()->tracker().submit(nullptr, std::span(&access, 1), [&] {
     return PTXGATE_CU(*context(), "buffer upload", cuMemcpyHtoD, pointer(), host.data(), host.size());
@@ -79,9 +77,8 @@ std::expected<void, diag::Diagnostics> DeviceBuffer::upload(std::span<const std:
 
 std::expected<void, diag::Diagnostics> DeviceBuffer::download(std::span<std::byte> host) const {
   if (host.size() > size_bytes()) return std::unexpected(copy_too_large(host.size(), size_bytes()));
-  if (auto ok = context()->healthy("cuMemcpyDtoH", "buffer download"); !ok) return ok;
+  if (auto ok = context()->enter("cuMemcpyDtoH", "buffer download"); !ok) return ok;
   if (auto ok = context()->legacy_stream_allowed("buffer download"); !ok) return ok;
-  if (auto ok = context()->make_current(); !ok) return ok;
   BufferAccess access{track(), AccessMode::read};
   return context()->tracker().submit(nullptr, std::span(&access, 1), [&] {
     return PTXGATE_CU(*context(), "buffer download", cuMemcpyDtoH, host.data(), pointer(), host.size());
@@ -89,9 +86,8 @@ std::expected<void, diag::Diagnostics> DeviceBuffer::download(std::span<std::byt
 }
 
 std::expected<void, diag::Diagnostics> DeviceBuffer::fill_bytes(uint8_t value) {
-  if (auto ok = context()->healthy("cuMemsetD8", "buffer fill"); !ok) return ok;
+  if (auto ok = context()->enter("cuMemsetD8", "buffer fill"); !ok) return ok;
   if (auto ok = context()->legacy_stream_allowed("buffer fill"); !ok) return ok;
-  if (auto ok = context()->make_current(); !ok) return ok;
   BufferAccess access{track(), AccessMode::write};
   return context()->tracker().submit(nullptr, std::span(&access, 1), [&] {
     return PTXGATE_CU(*context(), "buffer fill", cuMemsetD8, pointer(), value, size_bytes());

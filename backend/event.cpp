@@ -6,8 +6,7 @@
 namespace ptxgate::backend {
 
 std::expected<Event, diag::Diagnostics> Event::create(std::shared_ptr<Context> ctx) {
-  if (auto ok = ctx->healthy("cuEventCreate", "event"); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx->enter("cuEventCreate", "event"); !ok) return std::unexpected(ok.error());
   CUevent event = nullptr;
   if (auto ok = PTXGATE_CU(*ctx, "event", cuEventCreate, &event, CU_EVENT_DEFAULT); !ok)
     return std::unexpected(ok.error());
@@ -17,12 +16,12 @@ std::expected<Event, diag::Diagnostics> Event::create(std::shared_ptr<Context> c
 }
 
 void Event::Handle::release(Context& ctx) noexcept {
-  (void)ctx.make_current();
+  ctx.enter_to_release();
   (void)ctx.api().cuEventDestroy(event);
 }
 
 std::expected<void, diag::Diagnostics> Event::record(const Stream* stream) {
-  if (auto ok = context()->healthy("cuEventRecord", "event"); !ok) return ok;
+  if (auto ok = context()->enter("cuEventRecord", "event"); !ok) return ok;
   if (stream == nullptr) {
     if (auto ok = context()->legacy_stream_allowed("event record"); !ok) return ok;
   } else if (auto ok = context()->owns(*stream, "event record", "the event was created in"); !ok) {
@@ -32,7 +31,7 @@ std::expected<void, diag::Diagnostics> Event::record(const Stream* stream) {
 }
 
 std::expected<void, diag::Diagnostics> Event::synchronize() {
-  if (auto ok = context()->healthy("cuEventSynchronize", "event"); !ok) return ok;
+  if (auto ok = context()->enter("cuEventSynchronize", "event"); !ok) return ok;
   return PTXGATE_CU(*context(), "event", cuEventSynchronize, handle());
 }
 

@@ -43,7 +43,7 @@ struct GraphResources {
 
   ~GraphResources() {
     if (!ctx) return;
-    (void)ctx->make_current();
+    ctx->enter_to_release();
     if (graph != nullptr) (void)ctx->api().cuGraphDestroy(graph);
     if (barrier_word != 0) (void)ctx->api().cuMemFree(barrier_word);
   }
@@ -78,7 +78,7 @@ struct GraphExecState {
 
   ~GraphExecState() {
     if (exec == nullptr || !resources) return;
-    (void)resources->ctx->make_current();
+    resources->ctx->enter_to_release();
     (void)resources->ctx->api().cuGraphExecDestroy(exec);
   }
 
@@ -148,15 +148,9 @@ struct GraphKernelAccess {
     const auto& info = k.function_->info();
     if (info.hidden_grid_barrier_param) {
       if (res.barrier_word == 0) {
-        Context& ctx = *res.ctx;
-        CUdeviceptr word = 0;
-        if (auto ok = PTXGATE_CU(ctx, "graph grid barrier word", cuMemAlloc, &word, 4); !ok)
-          return std::unexpected(ok.error());
-        if (auto ok = PTXGATE_CU(ctx, "graph grid barrier word", cuMemsetD32, word, 0u, 1); !ok) {
-          (void)ctx.api().cuMemFree(word);
-          return std::unexpected(ok.error());
-        }
-        res.barrier_word = word;
+        auto word = res.ctx->allocate_barrier_word("graph grid barrier word");
+        if (!word) return std::unexpected(std::move(word.error()));
+        res.barrier_word = *word;
       }
       p.slots.push_back(&res.barrier_word);
     }
@@ -230,8 +224,7 @@ Graph& Graph::operator=(Graph&&) noexcept = default;
 Graph::~Graph() = default;
 
 std::expected<Graph, diag::Diagnostics> Graph::create(std::shared_ptr<Context> ctx) {
-  if (auto ok = ctx->healthy("cuGraphCreate", "graph"); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx->enter("cuGraphCreate", "graph"); !ok) return std::unexpected(ok.error());
   auto res = std::make_shared<GraphResources>();
   if (auto ok = PTXGATE_CU(*ctx, "graph", cuGraphCreate, &res->graph, 0); !ok) return std::unexpected(ok.error());
   res->ctx = std::move(ctx);
@@ -264,8 +257,7 @@ std::expected<GraphNode, diag::Diagnostics> Graph::launch(Kernel& kernel, const 
           {}, "build the graph in the kernel's own context (Graph::create(runtime.shared_context()))");
     return std::unexpected(std::move(d));
   }
-  if (auto ok = ctx.healthy("cuGraphAddKernelNode", kernel.info().name); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx.make_current(); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx.enter("cuGraphAddKernelNode", kernel.info().name); !ok) return std::unexpected(ok.error());
   auto prepared = GraphKernelAccess::prepare(kernel, config, args, res);
   if (!prepared) return std::unexpected(std::move(prepared.error()));
 
@@ -330,8 +322,7 @@ std::expected<GraphNode, diag::Diagnostics> Graph::copy(const CopyEnd& dst, cons
                         src.bytes, e == &dst ? "destination" : "source"),
             {}, "copy through a pinned HostBuffer (HostSpan) in a graph");
   if (d.has_errors()) return std::unexpected(std::move(d));
-  if (auto ok = ctx.healthy("cuGraphAddMemcpyNode", "graph copy"); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx.make_current(); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx.enter("cuGraphAddMemcpyNode", "graph copy"); !ok) return std::unexpected(ok.error());
   CUDA_MEMCPY3D p{};
   void* dst_host = nullptr;
   void* src_host = nullptr;
@@ -363,8 +354,7 @@ std::expected<GraphNode, diag::Diagnostics> Graph::fill(const CopyEnd& dst, uint
   Context& ctx = *st.resources->ctx;
   diag::Diagnostics d = check_fill(ctx, dst, width);
   if (d.has_errors()) return std::unexpected(std::move(d));
-  if (auto ok = ctx.healthy("cuGraphAddMemsetNode", "graph fill"); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx.make_current(); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx.enter("cuGraphAddMemsetNode", "graph fill"); !ok) return std::unexpected(ok.error());
   CUDA_MEMSET_NODE_PARAMS p{};
   p.dst = dst.device->pointer() + dst.offset;
   p.value = value;
@@ -388,8 +378,7 @@ std::expected<GraphExec, diag::Diagnostics> Graph::instantiate() const {
   const GraphBuilderState& st = *state_;
   Context& ctx = *st.resources->ctx;
   const std::string subject = fmt::format("graph of {} nodes", st.nodes.size());
-  if (auto ok = ctx.healthy("cuGraphInstantiateWithFlags", subject); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx.make_current(); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx.enter("cuGraphInstantiateWithFlags", subject); !ok) return std::unexpected(ok.error());
   auto es = std::make_unique<GraphExecState>();
   if (auto ok = PTXGATE_CU(ctx, subject, cuGraphInstantiateWithFlags, &es->exec, st.resources->graph, 0); !ok)
     return std::unexpected(ok.error());
@@ -441,9 +430,7 @@ std::expected<void, diag::Diagnostics> GraphExec::launch(const Stream& stream) {
   }
   // The subject names the replay in diagnostics only: formatted when one is made, not per replay.
   auto subject = [&] { return fmt::format("replay of a graph of {} nodes", st.nodes.size()); };
-  if (ctx.poisoned()) [[unlikely]]
-    return ctx.healthy("cuGraphLaunch", subject());
-  if (auto ok = ctx.make_current(); !ok) return ok;
+  if (auto ok = ctx.enter_with("cuGraphLaunch", subject); !ok) return ok;
   CUstream s = stream.handle();
   auto launched = ctx.tracker().submit(s, st.accesses, [&]() -> std::expected<void, diag::Diagnostics> {
     const CUresult r = ctx.api().cuGraphLaunch(st.exec, s);
@@ -480,8 +467,7 @@ std::expected<void, diag::Diagnostics> GraphExec::update(GraphNode node, const L
           {}, "build and instantiate a graph with the launch in the mode it needs");
     return std::unexpected(std::move(d));
   }
-  if (auto ok = ctx.healthy("cuGraphExecKernelNodeSetParams", rec.describe); !ok) return ok;
-  if (auto ok = ctx.make_current(); !ok) return ok;
+  if (auto ok = ctx.enter("cuGraphExecKernelNodeSetParams", rec.describe); !ok) return ok;
   auto prepared = GraphKernelAccess::prepare(kernel, config, args, *st.resources);
   if (!prepared) {
     auto errors = std::move(prepared.error());

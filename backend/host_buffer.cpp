@@ -7,8 +7,7 @@ namespace ptxgate::backend {
 
 std::expected<HostBuffer, diag::Diagnostics> HostBuffer::allocate(std::shared_ptr<Context> ctx, size_t bytes) {
   std::string subject = fmt::format("pinned host buffer of {} bytes", bytes);
-  if (auto ok = ctx->healthy("cuMemAllocHost", subject); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx->enter("cuMemAllocHost", subject); !ok) return std::unexpected(ok.error());
   void* p = nullptr;
   ctx->tracker().reclaim();
   if (auto ok = PTXGATE_CU(*ctx, subject, cuMemAllocHost, &p, bytes == 0 ? 1 : bytes); !ok)
@@ -24,13 +23,13 @@ void HostBuffer::Handle::release(Context& ctx) noexcept {
     ctx.tracker().release(std::move(track));
     return;
   }
-  (void)ctx.make_current();
+  ctx.enter_to_release();
   (void)ctx.api().cuMemFreeHost(data);
 }
 
 std::expected<void, diag::Diagnostics> HostBuffer::wait_for_device(AccessMode mode) const {
   if (!owned_->track) return {};
-  if (auto ok = context()->healthy("cuEventSynchronize", "pinned host buffer"); !ok) return ok;
+  if (auto ok = context()->enter("cuEventSynchronize", "pinned host buffer"); !ok) return ok;
   return context()->tracker().host_access(*owned_->track, mode, "pinned host buffer");
 }
 

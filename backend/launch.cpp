@@ -146,8 +146,7 @@ LaunchTicket LaunchTicket::of(uint64_t function_id, const SteadyKey& key, const 
 std::expected<std::unique_ptr<LoadedFunction>, diag::Diagnostics> LoadedFunction::resolve(
     Context& ctx, CUmodule module, const contract::KernelInfo& info, diag::Location location) {
   std::string subject = fmt::format("kernel '{}'", info.name);
-  if (auto ok = ctx.healthy("cuModuleGetFunction", subject); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx.make_current(); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx.enter("cuModuleGetFunction", subject); !ok) return std::unexpected(ok.error());
   CUfunction f = nullptr;
   if (auto ok = PTXGATE_CU(ctx, subject, cuModuleGetFunction, &f, module, info.name.c_str()); !ok)
     return std::unexpected(ok.error());

@@ -425,8 +425,7 @@ std::expected<void, diag::Diagnostics> issue(Communicator& comm, CUstream s, con
 /// recorded as a read of its send range and a write of its receive range.
 std::expected<void, diag::Diagnostics> tracked(Communicator& comm, const Stream& stream, const Collective& c) {
   Context& ctx = comm.context();
-  if (auto ok = ctx.healthy("nccl", collective_name(c.kind)); !ok) return ok;
-  if (auto ok = ctx.make_current(); !ok) return ok;
+  if (auto ok = ctx.enter("nccl", collective_name(c.kind)); !ok) return ok;
   BufferAccess accesses[2];
   size_t n = 0;
   if (uses_send(c.kind)) accesses[n++] = {c.send.buffer->track(), AccessMode::read};

@@ -30,7 +30,7 @@ struct LoadedModule {
   ~LoadedModule() {
     functions.clear();
     if (module != nullptr && ctx) {
-      (void)ctx->make_current();
+      ctx->enter_to_release();
       (void)ctx->api().cuModuleUnload(module);  // errors ignored: the context may be poisoned
     }
   }
@@ -443,8 +443,7 @@ std::expected<std::shared_ptr<const LoadedModule>, diag::Diagnostics> Runtime::l
   lm->ctx = ctx_;
   lm->entry = shared_entry;
   std::string subject = fmt::format("module '{}' ({})", path, entry.target_arch);
-  if (auto ok = ctx_->healthy("cuModuleLoadData", subject); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx_->make_current(); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx_->enter("cuModuleLoadData", subject); !ok) return std::unexpected(ok.error());
   diag::Diagnostics cubin_failure;
   // A foreign cubin (no PTX beside it) is loaded whatever the options prefer.
   if (!entry.cubin.empty() && ((cubin_for_device_ && options_.prefer_cubin) || entry.ptx.empty())) {

@@ -4,8 +4,7 @@
 namespace ptxgate::backend {
 
 std::expected<Stream, diag::Diagnostics> Stream::create(std::shared_ptr<Context> ctx) {
-  if (auto ok = ctx->healthy("cuStreamCreate", "stream"); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx->enter("cuStreamCreate", "stream"); !ok) return std::unexpected(ok.error());
   CUstream stream = nullptr;
   if (auto ok = PTXGATE_CU(*ctx, "stream", cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING); !ok)
     return std::unexpected(ok.error());
@@ -22,7 +21,7 @@ Stream Stream::borrow(std::shared_ptr<Context> ctx, CUstream handle) {
 
 void Stream::Handle::release(Context& ctx) noexcept {
   if (!owned) return;
-  (void)ctx.make_current();
+  ctx.enter_to_release();
   ctx.tracker().stream_destroyed(stream);
   (void)ctx.api().cuStreamDestroy(stream);
 }
@@ -30,7 +29,7 @@ void Stream::Handle::release(Context& ctx) noexcept {
 std::expected<void, diag::Diagnostics> Stream::synchronize() {
   if (context() == nullptr) return std::unexpected(moved_from_stream("stream synchronize"));
   Context& ctx = *context();
-  if (auto ok = ctx.healthy("cuStreamSynchronize", "stream"); !ok) return ok;
+  if (auto ok = ctx.enter("cuStreamSynchronize", "stream"); !ok) return ok;
   const CUstream stream = handle();
   const uint64_t mark = ctx.tracker().before_sync(stream);
   const uint64_t launched = ctx.launch_log().last();

@@ -83,7 +83,7 @@ std::expected<TensorMap, diag::Diagnostics> encode_tensor_map(const DeviceBuffer
   desc.buffer_bytes = buffer.size_bytes() - offset_bytes;
   if (auto diags = validation::check_tensor_map(desc, &ctx->caps()); diags.has_errors())
     return std::unexpected(std::move(diags));
-  if (auto ok = ctx->healthy("cuTensorMapEncode", validation::describe(desc)); !ok)
+  if (auto ok = ctx->enter("cuTensorMapEncode", validation::describe(desc)); !ok)
     return std::unexpected(std::move(ok.error()));
   TensorMap out;
   out.desc = desc;
