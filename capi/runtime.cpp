@@ -154,6 +154,7 @@ void ptxgate_runtime_options_init(ptxgate_runtime_options* options) {
   options->track_dependencies = 1;
   options->cache_dir = nullptr;
   options->disk_cache = 1;
+  options->require_memory_proof = 0;
 }
 
 ptxgate_status ptxgate_runtime_create(const ptxgate_runtime_options* options, ptxgate_runtime** runtime,
@@ -168,6 +169,7 @@ ptxgate_status ptxgate_runtime_create(const ptxgate_runtime_options* options, pt
     ro.device = o.device;
     ro.track_dependencies = o.track_dependencies != 0;
     ro.cache.use_disk = o.disk_cache != 0;
+    ro.require_memory_proof = o.require_memory_proof != 0;
     if (o.cache_dir != nullptr) ro.cache.directory = o.cache_dir;
     auto created = backend::Runtime::create(ro);
     if (!created) return fail(diagnostics, std::move(created.error()));

@@ -229,12 +229,15 @@ class Kernel(_Owned):
 
 class Runtime(_Owned):
     """One CUDA device's primary context (shared with PyTorch and CuPy), the module cache and
-    loaded modules. Raises Error (PG4001 without a driver, PG4004 without the device)."""
+    loaded modules. Raises Error (PG4001 without a driver, PG4004 without the device).
+    ``require_memory_proof``: a launch whose accesses are not all proven in bounds for its
+    geometry, buffer sizes and scalar values is blocked (PG3802), as is a kernel of another
+    compiler; without it only a launch proven out of bounds is blocked (PG3801)."""
 
     _free_name = "ptxgate_runtime_free"
 
     def __init__(self, device: int = 0, *, track_dependencies: bool = True, cache_dir: Optional[str] = None,
-                 disk_cache: bool = True):
+                 disk_cache: bool = True, require_memory_proof: bool = False):
         lib = _capi.lib()
         options = _capi.RuntimeOptions()
         lib.ptxgate_runtime_options_init(ctypes.byref(options))
@@ -242,6 +245,7 @@ class Runtime(_Owned):
         options.track_dependencies = 1 if track_dependencies else 0
         options.cache_dir = _b(cache_dir)
         options.disk_cache = 1 if disk_cache else 0
+        options.require_memory_proof = 1 if require_memory_proof else 0
         self._handle = ctypes.c_void_p()
         check_call(lib.ptxgate_runtime_create, ctypes.byref(options), ctypes.byref(self._handle))
 

@@ -92,6 +92,49 @@ def test_device_arrays_are_passed_in_place_with_their_device(runtime, fake_drive
     assert "PG3009" in info.value.codes
 
 
+def test_a_scalar_the_proof_uses_is_part_of_the_verdict(runtime, fake_driver, saxpy_source):
+    """saxpy writes y[i] for i < n: 1024 threads over 1000-float buffers are in bounds for
+    n = 1000 and out of bounds for n = 1024, a launch of the same shape (PG3801, before the driver)."""
+    k = runtime.compile(saxpy_source, "saxpy")
+    buf_y, buf_x = runtime.allocate(4000), runtime.allocate(4000)
+    from test_arrays import FakeDeviceArray
+
+    y = FakeDeviceArray(buf_y.device_pointer, (1000,), device=0)
+    x = FakeDeviceArray(buf_x.device_pointer, (1000,), device=0)
+    k(4, y, x, 2.0, 1000)
+    k(4, y, x, 3.0, 1000)
+    launches = fake_driver.ptxgate_fake_launches()
+    with pytest.raises(ptxgate.Error) as info:
+        k(4, y, x, 2.0, 1024)
+    assert "PG3801" in info.value.codes
+    assert fake_driver.ptxgate_fake_launches() == launches
+    k(4, y, x, 2.0, 1000)
+    assert fake_driver.ptxgate_fake_launches() == launches + 1
+
+
+def test_require_memory_proof_blocks_an_access_not_proven(fake_driver):
+    gather = """kernel gather(out y: f32[], in idx: u32[], in x: f32[], n: u32) {
+  let i = global_id.x;
+  if (i < n) { y[i] = x[idx[i]]; }
+}
+"""
+    arrays = [np.zeros(64, dtype=np.float32), np.zeros(64, dtype=np.uint32), np.zeros(64, dtype=np.float32), 64]
+    strict = ptxgate.Runtime(disk_cache=False, require_memory_proof=True)
+    try:
+        launches = fake_driver.ptxgate_fake_launches()
+        with pytest.raises(ptxgate.Error) as info:
+            strict.compile(gather, "gather").launch(1, arrays, block=64)
+        assert "PG3802" in info.value.codes
+        assert fake_driver.ptxgate_fake_launches() == launches
+    finally:
+        strict.close()
+    lenient = ptxgate.Runtime(disk_cache=False)
+    try:
+        lenient.compile(gather, "gather").launch(1, arrays, block=64)  # x[idx[i]] is merely not proven
+    finally:
+        lenient.close()
+
+
 def test_foreign_streams_are_borrowed_not_destroyed(runtime, fake_driver, saxpy_source):
     k = runtime.compile(saxpy_source, "saxpy")
     y = np.zeros(1000, dtype=np.float32)

@@ -6,6 +6,7 @@
 #include "ptxgate/backend/arg.hpp"
 #include "ptxgate/backend/context.hpp"
 #include "ptxgate/backend/launch.hpp"
+#include "ptxgate/backend/internal/launch_path.hpp"
 #include "backend_fake_driver.hpp"
 
 using namespace ptxgate;
@@ -329,35 +330,47 @@ TEST_CASE("backend launch: a ticket relaunches its validated shape with new valu
 
 namespace guard_probe {
 
+using internal::DriverGeometry;
+using internal::FunctionState;
+
 // True when an unqualified call `driver_launch(ctx, fn, ticket, args, stream)` resolves, by
 // ordinary or argument-dependent lookup, from code outside the backend.
 template <class C, class F, class T>
 concept driver_launch_reachable = requires(C& c, F& f, const T& t, std::span<void* const> a, CUstream s) {
   driver_launch(c, f, t, a, s);
 };
-template <class T>
-concept ticket_drive_reachable = requires(Context& c, LoadedFunction& f, const T& t, std::span<void* const> a,
-                                          CUstream s) { T::drive(c, f, t, a, s); };
-// The bodies of the two launch_cuda_function overloads: one trusts a shape it is given, so neither
-// may be callable from outside.
-template <class F>
-concept shape_launch_reachable = requires(Context& c, F& f, const contract::LaunchPlan& p,
+// The driver call itself.
+template <class P>
+concept drive_reachable = requires(Context& c, FunctionState& f, const DriverGeometry& g, std::span<void* const> a,
+                                   CUstream s) { P::drive(c, f, g, a, s, false); };
+// The bodies of the two launch_cuda_function overloads and the steady paths: each trusts what it is
+// given (a shape, a ticket, a key), so none may be callable from outside.
+template <class P>
+concept shape_launch_reachable = requires(Context& c, FunctionState& f, const contract::LaunchPlan& p,
                                           const validation::LaunchShape& sh, std::span<void* const> a, CUstream s) {
-  F::launch_with_shape(c, f, p, sh, a, s, nullptr, nullptr);
+  P::launch(c, f, p, sh, a, s, nullptr, nullptr);
 };
-template <class F>
-concept relaunch_reachable = requires(Context& c, F& f, const LaunchTicket& t, std::span<void* const> a, CUstream s) {
-  F::relaunch(c, f, t, a, s);
-};
+template <class P>
+concept relaunch_reachable = requires(Context& c, FunctionState& f, const LaunchTicket& t, std::span<void* const> a,
+                                      CUstream s) { P::relaunch(c, f, t, a, s); };
+template <class P>
+concept steady_reachable = requires(Context& c, FunctionState& f, const SteadyKey& k, std::span<void* const> a,
+                                    CUstream s) { P::launch_steady(c, f, k, a, s); };
+// The verdict step, by contrast, reaches no driver launch entry point: graphs use it.
+template <class P>
+concept admit_reachable = requires(Context& c, FunctionState& f, const contract::LaunchPlan& p,
+                                   const validation::LaunchShape& sh) { P::admit(c, f, p, sh, nullptr); };
 
 }  // namespace guard_probe
 
 TEST_CASE("backend launch: nothing outside the guarded path reaches the driver's launch entry points") {
   static_assert(!guard_probe::driver_launch_reachable<Context, LoadedFunction, LaunchTicket>,
                 "driver_launch must not be reachable by ADL");
-  static_assert(!guard_probe::ticket_drive_reachable<LaunchTicket>, "LaunchTicket::drive must be private");
-  static_assert(!guard_probe::shape_launch_reachable<LoadedFunction>, "launch_with_shape must be private");
-  static_assert(!guard_probe::relaunch_reachable<LoadedFunction>, "relaunch must be private");
+  static_assert(!guard_probe::drive_reachable<internal::LaunchPath>, "LaunchPath::drive must be private");
+  static_assert(!guard_probe::shape_launch_reachable<internal::LaunchPath>, "LaunchPath::launch must be private");
+  static_assert(!guard_probe::relaunch_reachable<internal::LaunchPath>, "LaunchPath::relaunch must be private");
+  static_assert(!guard_probe::steady_reachable<internal::LaunchPath>, "LaunchPath::launch_steady must be private");
+  static_assert(guard_probe::admit_reachable<internal::LaunchPath>, "the probe itself must be able to say yes");
   Fixture f;
   auto fn = LoadedFunction::resolve(*f.ctx, reinterpret_cast<CUmodule>(0x4000), saxpy_info());
   REQUIRE(fn);

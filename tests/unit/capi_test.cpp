@@ -337,6 +337,55 @@ TEST_CASE("capi: the runtime over a fake driver binds, validates and launches; f
   CHECK(ptxgate_runtime_synchronize(rt, d.out()) == PTXGATE_OK);
 }
 
+TEST_CASE("capi: the scalars a kernel's memory-safety proof uses are read by value; require_memory_proof") {
+  Diags d;
+  {
+    ptxgate::testing::FakeCapiRuntime fake;
+    ptxgate_kernel* k = nullptr;
+    REQUIRE(ptxgate_runtime_compile(fake.rt, kSaxpy, std::strlen(kSaxpy), "saxpy.pg", "saxpy", &k, d.out()) == PTXGATE_OK);
+    ptxgate_buffer *y = nullptr, *x = nullptr;
+    REQUIRE(ptxgate_buffer_allocate(fake.rt, 4000, &y, d.out()) == PTXGATE_OK);
+    REQUIRE(ptxgate_buffer_allocate(fake.rt, 4000, &x, d.out()) == PTXGATE_OK);
+    ptxgate_launch_config config{};
+    config.grid[0] = 4;  // 1024 threads over 1000 floats: in bounds for n = 1000 only
+    config.grid[1] = config.grid[2] = 1;
+    ptxgate_arg in_bounds[] = {buffer(y), buffer(x), scalar(PTXGATE_DTYPE_F32, f32_bits(2.0f)),
+                               scalar(PTXGATE_DTYPE_U32, 1000)};
+    ptxgate_arg past[] = {buffer(y), buffer(x), scalar(PTXGATE_DTYPE_F32, f32_bits(2.0f)),
+                          scalar(PTXGATE_DTYPE_U32, 1024)};
+    REQUIRE_MESSAGE(ptxgate_kernel_launch(k, &config, in_bounds, 4, nullptr, d.out()) == PTXGATE_OK, d.text());
+    const int launches = fake_state().launches;
+    CHECK(ptxgate_kernel_launch(k, &config, past, 4, nullptr, d.out()) == PTXGATE_ERROR);
+    CHECK(d.has("PG3801"));
+    CHECK(ptxgate_kernel_check(k, &config, past, 4, nullptr, d.out()) == PTXGATE_ERROR);
+    CHECK(d.has("PG3801"));
+    CHECK(fake_state().launches == launches);
+    ptxgate_buffer_free(y);
+    ptxgate_buffer_free(x);
+    ptxgate_kernel_free(k);
+  }
+  {
+    ptxgate::testing::FakeCapiRuntime strict(/*require_memory_proof=*/true);
+    const char* gather = "kernel gather(out y: f32[], in idx: u32[], in x: f32[], n: u32) {\n"
+                         "  let i = global_id.x;\n  if (i < n) { y[i] = x[idx[i]]; }\n}\n";
+    ptxgate_kernel* k = nullptr;
+    REQUIRE(ptxgate_runtime_compile(strict.rt, gather, std::strlen(gather), "gather.pg", "gather", &k, d.out()) ==
+            PTXGATE_OK);
+    ptxgate_buffer *y = nullptr, *idx = nullptr, *x = nullptr;
+    for (ptxgate_buffer** b : {&y, &idx, &x}) REQUIRE(ptxgate_buffer_allocate(strict.rt, 256, b, d.out()) == PTXGATE_OK);
+    ptxgate_launch_config config{};
+    config.grid[0] = config.grid[1] = config.grid[2] = 1;
+    config.block[0] = 64;
+    config.block[1] = config.block[2] = 1;
+    ptxgate_arg args[] = {buffer(y), buffer(idx), buffer(x), scalar(PTXGATE_DTYPE_U32, 64)};
+    CHECK(ptxgate_kernel_launch(k, &config, args, 4, nullptr, d.out()) == PTXGATE_ERROR);
+    CHECK(d.has("PG3802"));
+    CHECK(fake_state().launches == 0);
+    for (ptxgate_buffer* b : {y, idx, x}) ptxgate_buffer_free(b);
+    ptxgate_kernel_free(k);
+  }
+}
+
 TEST_CASE("capi: without a driver the runtime is PG4001 as data") {
   ptxgate::backend::testing::reset_fake_state();
   static ptxgate::backend::DriverApi api = ptxgate::backend::testing::make_fake_driver();
