@@ -35,7 +35,7 @@ std::expected<OccupancyReport, OfflineStop> occupancy_offline(const OccupancyReq
   // check's own diagnostics for a launch of it (at the default block, as `check` without --block),
   // not a table.
   if (std::none_of(report.table.rows.begin(), report.table.rows.end(), [](const auto& row) { return row.launchable; })) {
-    validation::LaunchPlan plan;
+    contract::LaunchPlan plan;
     plan.grid = {1, 1, 1};
     plan.dynamic_shared_bytes = *shared;
     auto verdict = validation::check_launch(c.kernel, c.resources, plan, c.caps, c.location);

@@ -340,7 +340,7 @@ struct EntryReader {
               entry.info.block_granule);
     for (size_t k = 0; k < params.size(); ++k) {
       const RawParam& p = params[k];
-      codegen::ParamInfo info;
+      contract::ParamInfo info;
       info.name = p.name;
       info.index = static_cast<uint32_t>(k);
       const unsigned bytes = type_bytes(p.type);

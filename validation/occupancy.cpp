@@ -61,7 +61,7 @@ uint32_t blocks_by_shared(const DeviceCaps& caps, const cudaOccDeviceProp& prop,
 
 }  // namespace
 
-Occupancy compute_occupancy(const DeviceCaps& caps, const KernelResources& res, uint32_t threads_per_block,
+Occupancy compute_occupancy(const DeviceCaps& caps, const contract::KernelResources& res, uint32_t threads_per_block,
                             uint64_t dynamic_shared_bytes) {
   Occupancy occ;
   // cuda_occupancy.h computes in int: a value it cannot represent leaves occupancy unknown
@@ -135,7 +135,7 @@ Occupancy compute_occupancy(const DeviceCaps& caps, const KernelResources& res, 
   return occ;
 }
 
-std::vector<uint32_t> allowed_block_sizes(const codegen::KernelInfo& kernel, uint32_t limit, uint32_t warp_size) {
+std::vector<uint32_t> allowed_block_sizes(const contract::KernelInfo& kernel, uint32_t limit, uint32_t warp_size) {
   std::vector<uint32_t> sizes;
   if (kernel.has_required_block()) {
     const uint64_t required = uint64_t{kernel.required_block[0]} * std::max(kernel.required_block[1], 1u) *
@@ -150,7 +150,7 @@ std::vector<uint32_t> allowed_block_sizes(const codegen::KernelInfo& kernel, uin
   return sizes;
 }
 
-OccupancyTable occupancy_table(const codegen::KernelInfo& kernel, const DeviceCaps& caps, const KernelResources& res,
+OccupancyTable occupancy_table(const contract::KernelInfo& kernel, const DeviceCaps& caps, const contract::KernelResources& res,
                                uint64_t dynamic_shared_bytes) {
   OccupancyTable table;
   const uint32_t warp = caps.warp_size ? caps.warp_size : 32;
@@ -161,7 +161,7 @@ OccupancyTable occupancy_table(const codegen::KernelInfo& kernel, const DeviceCa
     row.block_threads = threads;
     row.occupancy = compute_occupancy(caps, res, row.block_threads, dynamic_shared_bytes);
     // One verdict: the size is offered only when `check` would let one block of it launch.
-    LaunchPlan plan;
+    contract::LaunchPlan plan;
     plan.grid = {1, 1, 1};
     plan.block = {threads, 1, 1};
     plan.block_given = true;
