@@ -98,7 +98,14 @@ Interval NodeBounds::forward(uint32_t id, const std::vector<Interval>& v) const 
     default: break;
   }
   const unsigned count = sym_operand_count(n.op);
-  const Interval a = v[n.a], b = count > 1 ? v[n.b] : Interval{}, c = count > 2 ? v[n.c] : Interval{};
+  if (n.op == SymOp::select && !v[n.a].point())
+    return hull(branch(n.b, n.a, true, v), branch(n.c, n.a, false, v));
+  return apply(n, v[n.a], count > 1 ? v[n.b] : Interval{}, count > 2 ? v[n.c] : Interval{});
+}
+
+Interval NodeBounds::apply(const SymNode& n, Interval a, Interval b, Interval c) const {
+  const Type t = n.type;
+  const unsigned count = sym_operand_count(n.op);
   if (a.empty() || (count > 1 && b.empty()) || (count > 2 && c.empty())) return {};
   const Type operand = facts_.nodes[n.a].type;
   if (a.point() && (count < 2 || b.point()) && (count < 3 || c.point())) {
@@ -184,6 +191,40 @@ Interval NodeBounds::forward(uint32_t id, const std::vector<Interval>& v) const 
       return hull(b, c);
     default: return full_range(t);
   }
+}
+
+Interval NodeBounds::branch(uint32_t node, uint32_t cond, bool truth, const std::vector<Interval>& v) const {
+  const SymNode& c = facts_.nodes[cond];
+  if (c.op < SymOp::eq || c.op > SymOp::ge) return v[node];
+  SymOp op = c.op;
+  if (!truth) {
+    constexpr SymOp negated[] = {SymOp::ne, SymOp::eq, SymOp::ge, SymOp::gt, SymOp::le, SymOp::lt};
+    op = negated[static_cast<int>(op) - static_cast<int>(SymOp::eq)];
+  }
+  Interval x = v[c.a], y = v[c.b];
+  if (x.empty() || y.empty()) return v[node];
+  switch (op) {
+    case SymOp::lt: x = meet(x, {-kInfinity, y.hi - 1}); y = meet(y, {v[c.a].lo + 1, kInfinity}); break;
+    case SymOp::le: x = meet(x, {-kInfinity, y.hi}); y = meet(y, {v[c.a].lo, kInfinity}); break;
+    case SymOp::gt: x = meet(x, {y.lo + 1, kInfinity}); y = meet(y, {-kInfinity, v[c.a].hi - 1}); break;
+    case SymOp::ge: x = meet(x, {y.lo, kInfinity}); y = meet(y, {-kInfinity, v[c.a].hi}); break;
+    case SymOp::eq: x = meet(x, y); y = x; break;
+    default: return v[node];
+  }
+  if (x.empty() || y.empty()) return {};  // the branch is never taken
+  return reevaluate(node, c.a, x, c.b, y, v, 6);
+}
+
+Interval NodeBounds::reevaluate(uint32_t id, uint32_t x, Interval xb, uint32_t y, Interval yb,
+                                const std::vector<Interval>& v, int depth) const {
+  if (id == x) return xb;
+  if (id == y) return yb;
+  const SymNode& n = facts_.nodes[id];
+  const unsigned count = sym_operand_count(n.op);
+  if (depth == 0 || count == 0 || id < std::min(x, y)) return v[id];
+  auto operand = [&](uint32_t o) { return reevaluate(o, x, xb, y, yb, v, depth - 1); };
+  return meet(apply(n, operand(n.a), count > 1 ? operand(n.b) : Interval{}, count > 2 ? operand(n.c) : Interval{}),
+              limit_.empty() ? unbounded() : limit_[id]);
 }
 
 void NodeBounds::narrow(uint32_t id, Interval to, int depth) {

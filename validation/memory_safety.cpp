@@ -33,17 +33,21 @@ std::string text(Integer v) {
 struct Dependencies {
   std::vector<uint8_t> opaque;    ///< 1: depends on an opaque leaf
   std::vector<int32_t> unknown;   ///< a parameter number it depends on whose value is unknown, or -1
+  std::vector<uint8_t> thread;    ///< 1: depends on a thread or block id
 };
 
 Dependencies dependencies(const ir::AccessFacts& facts, const MemoryLaunch& launch) {
-  Dependencies d{std::vector<uint8_t>(facts.nodes.size(), 0), std::vector<int32_t>(facts.nodes.size(), -1)};
+  Dependencies d{std::vector<uint8_t>(facts.nodes.size(), 0), std::vector<int32_t>(facts.nodes.size(), -1),
+                 std::vector<uint8_t>(facts.nodes.size(), 0)};
   for (uint32_t i = 0; i < facts.nodes.size(); ++i) {
     const ir::SymNode& n = facts.nodes[i];
     if (n.op == SymOp::opaque) d.opaque[i] = 1;
+    if (n.op == SymOp::thread_id || n.op == SymOp::block_id) d.thread[i] = 1;
     if (n.op == SymOp::param && (n.value >= launch.scalar_bits.size() || !launch.scalar_bits[n.value]))
       d.unknown[i] = static_cast<int32_t>(n.value);
     auto take = [&](uint32_t from) {
       d.opaque[i] |= d.opaque[from];
+      d.thread[i] |= d.thread[from];
       if (d.unknown[i] < 0) d.unknown[i] = d.unknown[from];
     };
     const unsigned count = ir::sym_operand_count(n.op);
@@ -117,15 +121,11 @@ class WitnessSearch {
       }
       std::sort(slope.begin(), slope.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
       for (Integer target : targets) {
+        // Greedy by slope, largest first, with a few smaller values of each coordinate tried when
+        // the path does not hold (a guard on a composite of them, e.g. r = 16 by + ty < rows).
         std::array<uint64_t, 6> at{};
-        Integer rest = target - *c0;
-        for (auto [step, k] : slope) {
-          Integer take = rest > 0 ? rest / step : 0;
-          take = std::min<Integer>(take, static_cast<Integer>(extent[k] - 1));
-          at[k] = static_cast<uint64_t>(take);
-          rest -= take * step;
-        }
-        if (auto w = try_thread(at)) return w;
+        int budget = 96;
+        if (auto w = solve(slope, 0, target - *c0, at, extent, budget)) return w;
       }
     }
     // The corners of the launch: where the largest and smallest indices of monotone expressions are.
@@ -135,10 +135,36 @@ class WitnessSearch {
       for (size_t j = 0; j < varying.size(); ++j) at[varying[j]] = (mask >> j & 1) ? extent[varying[j]] - 1 : 0;
       if (auto w = try_thread(at)) return w;
     }
+    // The last corner with its coordinates rounded down to multiples of 2, 4, ... 1024: where a
+    // guard like `lane_id == 0` holds for the largest warp, row or tile.
+    for (unsigned k = 1; k <= 10; ++k) {
+      std::array<uint64_t, 6> at{};
+      for (unsigned c : varying) at[c] = (extent[c] - 1) & ~((uint64_t{1} << k) - 1);
+      if (auto w = try_thread(at)) return w;
+    }
     return std::nullopt;
   }
 
  private:
+  /// Assigns the coordinates of `slope` from `j` on so that the index reaches `rest` more, trying
+  /// the greedy value of each and up to two below it; each complete assignment is tried.
+  std::optional<Witness> solve(const std::vector<std::pair<Integer, unsigned>>& slope, size_t j, Integer rest,
+                               std::array<uint64_t, 6>& at, const std::array<uint64_t, 6>& extent, int& budget) {
+    if (budget <= 0) return std::nullopt;
+    if (j == slope.size()) {
+      --budget;
+      return try_thread(at);
+    }
+    const auto [step, k] = slope[j];
+    const Integer greedy = std::min<Integer>(rest > 0 ? rest / step : 0, static_cast<Integer>(extent[k] - 1));
+    for (Integer value = greedy; value >= 0 && value >= greedy - 2; --value) {
+      at[k] = static_cast<uint64_t>(value);
+      if (auto w = solve(slope, j + 1, rest - value * step, at, extent, budget)) return w;
+    }
+    at[k] = 0;
+    return std::nullopt;
+  }
+
   /// The index at coordinates with every loop at its first (or last) iteration; nullopt if unknown.
   std::optional<Integer> index_at(const std::array<uint64_t, 6>& at, int last) {
     eval_.reset(at);
@@ -275,6 +301,7 @@ MemoryVerdict evaluate_accesses(const ir::AccessFacts& facts, const MemoryLaunch
         if (auto w = search->find(site, *v.length_bytes, index)) {
           v.outcome = SiteOutcome::out_of_bounds;
           v.witness = std::move(*w);
+          v.index_varies_by_thread = deps->thread[site.index];
           ++verdict.out_of_bounds;
           verdict.findings.push_back(std::move(v));
           continue;
@@ -380,8 +407,9 @@ void report_memory_safety(diag::Diagnostics& out, const ir::AccessFacts& facts, 
         fix = fmt::format("the index is negative: guard the access with `if ({} >= 0)` or compute it in an unsigned type",
                           s.index_text);
       else if (s.space == ir::Space::global)
-        fix = fmt::format("guard the access (`if ({} < {})`), launch fewer threads, or give '{}' at least {} bytes",
-                          s.index_text, length / std::max<uint32_t>(s.stride, 1), name, text(needed_bytes));
+        fix = fmt::format("guard the access (`if ({} < {})`), {}or give '{}' at least {} bytes", s.index_text,
+                          length / std::max<uint32_t>(s.stride, 1),
+                          v.index_varies_by_thread ? "launch fewer threads, " : "", name, text(needed_bytes));
       else if (s.space == ir::Space::shared && s.array < facts.arrays.size() && facts.arrays[s.array].dynamic)
         fix = fmt::format("launch with at least {} bytes of dynamic shared memory, or guard the access", text(needed_bytes));
       else

@@ -53,6 +53,7 @@ struct SiteVerdict {
   std::optional<uint64_t> length_bytes;  ///< the array's size in bytes when known
   ir::Integer index_min = 0, index_max = 0;  ///< the analysis's bounds of the index (reachable sites)
   Witness witness;                  ///< out_of_bounds only
+  bool index_varies_by_thread = false;  ///< the index depends on the thread or block (fewer threads may fix it)
   std::string reason;               ///< unproven only: why, in words
 };
 
