@@ -27,7 +27,7 @@ DeviceBuffer DeviceBuffer::adopt(std::shared_ptr<Context> ctx, CUdeviceptr point
     (void)ctx->tracker().submit(home, std::span(&made, 1), [] { return std::expected<void, diag::Diagnostics>{}; });
   }
   DeviceBuffer b;
-  b.owned_ = Owned<Handle>(std::move(ctx), Handle{pointer, bytes, kind, element, home, std::move(track)});
+  b.owned_ = Owned<Handle>(std::move(ctx), Handle{pointer, bytes, kind, element, home, std::move(track), nullptr});
   return b;
 }
 
