@@ -86,6 +86,10 @@ std::expected<void, diag::Diagnostics> launch_objects(const Context& ctx, const 
                                                       std::span<const Arg> args, const Stream* stream,
                                                       boost::container::small_vector<BufferAccess, 8>* accesses,
                                                       bool* across) {
+  // A kernel of a retired context (Runtime::reset) is refused as such before its arguments are compared
+  // with it: buffers of the runtime's new context are not what is wrong.
+  if (ctx.retired()) [[unlikely]]
+    return ctx.healthy("launch", fmt::format("kernel '{}'", info.name));
   if (stream != nullptr && stream->context() != &ctx) [[unlikely]]
     return ctx.owns(*stream, fmt::format("launch of kernel '{}'", info.name), "the kernel is loaded in");
   const auto& params = info.params;

@@ -20,14 +20,15 @@ void sticky_fault() {
   fake_state().fail["cuStreamSynchronize"] = CUDA_ERROR_ILLEGAL_ADDRESS;
 }
 
+/// PG4010 naming the reset and what the old context had seen (`after_fault`: the sticky fault).
 template <class T>
-void check_reset_refusal(const std::expected<T, diag::Diagnostics>& r, std::string_view what) {
+void check_reset_refusal(const std::expected<T, diag::Diagnostics>& r, std::string_view what, bool after_fault = true) {
   CAPTURE(what);
   REQUIRE_FALSE(r);
   CHECK(first_code(r.error()) == diag::Code::context_reset);
   const std::string text = diag::render_text(r.error(), false);
   CHECK(text.find("Runtime::reset retired") != std::string::npos);
-  CHECK(text.find("poisoned by CUDA_ERROR_ILLEGAL_ADDRESS") != std::string::npos);
+  CHECK(text.find(after_fault ? "poisoned by CUDA_ERROR_ILLEGAL_ADDRESS" : "not poisoned") != std::string::npos);
 }
 
 }  // namespace
@@ -90,6 +91,7 @@ TEST_CASE("reset: after a fault, old objects report PG4010 without reaching the 
     REQUIRE(f.rt->synchronize());
     check_reset_refusal((*bump)->launch(f.config, {a, 16u}, &*fresh_stream), "old buffer, new kernel");
     check_reset_refusal((*bump)->launch(f.config, {*fresh, 16u}, &s), "old stream, new kernel");
+    check_reset_refusal(f.bump->launch(f.config, {*fresh, 16u}, &*fresh_stream), "old kernel, new buffer and stream");
 
     frees = fake_state().frees;
     unloads = fake_state().module_unloads;
@@ -124,7 +126,7 @@ TEST_CASE("reset: other runtimes of the device are retired with it and do not re
   REQUIRE(other_buffer);
   REQUIRE(f.rt->reset());
   CHECK(fake_state().primary_resets == 1);
-  check_reset_refusal(other_buffer->fill_bytes(0), "another runtime's buffer");
+  check_reset_refusal(other_buffer->fill_bytes(0), "another runtime's buffer", false);
   // The other runtime's own reset only opens a fresh context: the device was reset already.
   REQUIRE(other.reset());
   CHECK(fake_state().primary_resets == 1);
