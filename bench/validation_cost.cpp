@@ -1,6 +1,7 @@
 // Validation cost per launch: a fresh check_launch vs the cached verdict (the plan's LaunchShape in a function's launch cache).
 #include "bench_parts.hpp"
 
+#include <algorithm>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -136,17 +137,26 @@ int run_validation_cost(const ValidationOptions& o, ResultFile& out) {
     contract::KernelInfo without_facts = info;
     without_facts.access = nullptr;
     std::vector<double> fresh, fresh_without;
-    const size_t fresh_iters = 2000;
+    // Each side's batch holds about 10 ms of checks (3 to 2000): an evaluation that takes
+    // milliseconds is measured in seconds, not minutes.
+    const auto iterations_for = [&](const contract::KernelInfo& k) {
+      auto t0 = Clock::now();
+      g_sink = g_sink + validation::check_launch(k, res, plan, caps).launchable;
+      const double one = std::max(ns_between(t0, Clock::now()), 1.0);
+      return std::clamp<size_t>(static_cast<size_t>(1e7 / one), 3, 2000);
+    };
+    const size_t iterations[2] = {iterations_for(info), iterations_for(without_facts)};
     for (size_t b = 0; b < o.batches; ++b) {
       for (int side = 0; side < 2; ++side) {
         const bool with = (side == 0) == (b % 2 == 0);
         const contract::KernelInfo& k = with ? info : without_facts;
+        const size_t n = iterations[with ? 0 : 1];
         auto t0 = Clock::now();
-        for (size_t i = 0; i < fresh_iters; ++i) {
+        for (size_t i = 0; i < n; ++i) {
           auto v = validation::check_launch(k, res, plan, caps);
           g_sink = g_sink + v.launchable;
         }
-        (with ? fresh : fresh_without).push_back(ns_between(t0, Clock::now()) / fresh_iters);
+        (with ? fresh : fresh_without).push_back(ns_between(t0, Clock::now()) / n);
       }
     }
     std::vector<double> memory_cost;
