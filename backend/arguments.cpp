@@ -277,15 +277,25 @@ void ArgumentBinder::exact_descriptions(std::span<const Arg> args, std::vector<c
   }
 }
 
+bool ArgumentBinder::proof_value(uint32_t i, std::span<void* const> slots,
+                                 std::span<const contract::ArgumentDesc> descs, uint64_t& value) const {
+  if (i >= slots.size() || i >= descs.size() || slots[i] == nullptr) return false;
+  const contract::ArgumentDesc& d = descs[i];
+  if (d.kind != contract::ArgumentDesc::Kind::scalar) return false;  // validation reports the kind
+  value = 0;
+  std::memcpy(&value, slots[i], std::min<uint32_t>({d.size_bytes, params_[i].value_bytes, 8}));
+  return true;
+}
+
 void ArgumentBinder::read_proof_values(std::span<void* const> slots, std::vector<contract::ArgumentDesc>& descs) const {
-  for (const uint32_t i : proof_params_) {
-    if (i >= slots.size() || i >= descs.size() || slots[i] == nullptr) continue;
-    contract::ArgumentDesc& d = descs[i];
-    if (d.kind != contract::ArgumentDesc::Kind::scalar) continue;  // validation reports the kind
-    uint64_t v = 0;
-    std::memcpy(&v, slots[i], std::min<uint32_t>({d.size_bytes, params_[i].value_bytes, 8}));
-    d.scalar_bits = v;
-  }
+  for (const uint32_t i : proof_params_)
+    if (uint64_t v; proof_value(i, slots, descs, v)) descs[i].scalar_bits = v;
+}
+
+void ArgumentBinder::add_proof_values(std::span<void* const> slots, std::span<const contract::ArgumentDesc> descs,
+                                      validation::LaunchShape& shape) const {
+  for (const uint32_t i : proof_params_)
+    if (uint64_t v; i < shape.arguments() && proof_value(i, slots, descs, v)) shape.set_scalar_value(i, v);
 }
 
 std::expected<void, diag::Diagnostics> hidden_for_stream(Context& ctx, const contract::KernelInfo& info, CUstream stream,

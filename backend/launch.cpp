@@ -157,12 +157,20 @@ validation::Verdict LaunchPath::validate(Context& ctx, FunctionState& fn, const 
 std::expected<LaunchPath::Admitted, diag::Diagnostics> LaunchPath::admit(Context& ctx, FunctionState& fn,
                                                                          const contract::LaunchPlan& plan,
                                                                          const validation::LaunchShape& shape,
-                                                                         diag::Diagnostics* warnings, bool known_miss) {
+                                                                         diag::Diagnostics* warnings, bool known_miss,
+                                                                         std::span<void* const> proof_slots) {
   if (!known_miss)
     if (auto block = fn.cache.find(shape)) return Admitted{*block, true};
   // A fresh validation (~0.1-0.2 us with the driver's occupancy answer, itself cached by block
   // size, plus the memory-safety evaluation of the kernel's accesses) happens once per shape.
-  validation::Verdict verdict = validate(ctx, fn, plan, warnings != nullptr);
+  const contract::LaunchPlan* checked = &plan;
+  if (!proof_slots.empty()) {
+    contract::LaunchPlan& with_values = thread_plan();
+    if (&with_values != &plan) with_values = plan;
+    fn.binder.read_proof_values(proof_slots, with_values.arguments);
+    checked = &with_values;
+  }
+  validation::Verdict verdict = validate(ctx, fn, *checked, warnings != nullptr);
   fn.validated.fetch_add(1, std::memory_order_relaxed);
   if (!verdict.launchable) {
     fn.blocked.fetch_add(1, std::memory_order_relaxed);
@@ -272,12 +280,13 @@ std::expected<void, diag::Diagnostics> LaunchPath::launch(Context& ctx, Function
                                                           const validation::LaunchShape& shape,
                                                           std::span<void* const> args, CUstream stream,
                                                           diag::Diagnostics* warnings, LaunchTicket* ticket,
-                                                          const SteadyKey* steady, bool known_miss) {
+                                                          const SteadyKey* steady, bool known_miss,
+                                                          bool proof_from_slots) {
   if (auto ok = ctx.enter_with("launch", [&] { return launch_subject(fn, plan); }); !ok) [[unlikely]]
     return ok;
   if (auto ok = plan_matches_call(fn, plan, args, stream); !ok) [[unlikely]]
     return ok;
-  auto admitted = admit(ctx, fn, plan, shape, warnings, known_miss);
+  auto admitted = admit(ctx, fn, plan, shape, warnings, known_miss, proof_from_slots ? args : std::span<void* const>{});
   if (!admitted) return std::unexpected(std::move(admitted.error()));
   if (steady != nullptr) fn.cache.remember_steady(*steady, admitted->block);
   const DriverGeometry geometry = geometry_of(shape, admitted->block);
@@ -436,15 +445,14 @@ std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, Loaded
                                                             std::span<void* const> args, CUstream stream,
                                                             diag::Diagnostics* warnings, LaunchTicket* ticket) {
   FunctionState& st = LaunchPath::state(fn);
+  validation::LaunchShape shape = validation::LaunchShape::of(plan);
   if (!st.binder.has_proof_scalars()) [[likely]]
-    return LaunchPath::launch(ctx, st, plan, validation::LaunchShape::of(plan), args, stream, warnings, ticket);
+    return LaunchPath::launch(ctx, st, plan, shape, args, stream, warnings, ticket);
   // The scalars the kernel's memory-safety proof uses are read from the argument table, which is
-  // what the kernel receives: the verdict and the launch cache's key use those values.
-  contract::LaunchPlan& with_values = internal::thread_plan();
-  with_values = plan;
-  st.binder.read_proof_values(args, with_values.arguments);
-  return LaunchPath::launch(ctx, st, with_values, validation::LaunchShape::of(with_values), args, stream, warnings,
-                            ticket);
+  // what the kernel receives: the launch cache's key holds those values, and a validation reads
+  // them into a copy of the plan (admit).
+  st.binder.add_proof_values(args, plan.arguments, shape);
+  return LaunchPath::launch(ctx, st, plan, shape, args, stream, warnings, ticket, nullptr, false, true);
 }
 
 std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, LoadedFunction& fn,

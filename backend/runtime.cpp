@@ -138,21 +138,6 @@ const module_cache::CacheEntry& Kernel::entry() const { return *module_->entry; 
 // than 8 bytes too: their bytes come first only on a little-endian host.
 static_assert(std::endian::native == std::endian::little, "the steady launch path assumes a little-endian host");
 
-std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config, std::span<const Arg> args,
-                                                      const Stream* stream) {
-  // Steady path, one pass over the arguments (internal::bind_exact): every argument matches its
-  // parameter exactly, so the driver's slot is the Arg's own value and the launch's shape is the
-  // configuration plus the buffers' sizes (and the values of the scalars the kernel's memory-safety
-  // proof uses): a SteadyKey. Anything else takes the general path, which explains itself.
-  const size_t n = args.size();
-  if (stream == nullptr || stream->context() == ctx_.get()) [[likely]] {
-    if (n == exact_plain_) [[likely]]
-      return launch_exact<false>(config, args, stream);
-    if (n == exact_proofs_) return launch_exact<true>(config, args, stream);
-  }
-  return launch_general(config, args, stream);
-}
-
 template <bool kProofs>
 [[gnu::always_inline]] inline std::expected<void, diag::Diagnostics> Kernel::launch_exact(const LaunchConfig& config,
                                                                                           std::span<const Arg> args,
@@ -170,7 +155,7 @@ template <bool kProofs>
   const bool keyed =
       b.key.pack(config.grid, config.block, config.dynamic_shared_bytes, flags) && key_words_ <= SteadyKey::kMaxWords;
   const std::span<void* const> slots(b.slots.data(), args.size());
-  auto go = [&]() -> std::expected<void, diag::Diagnostics> {
+  auto go = [&]() __attribute__((always_inline)) -> std::expected<void, diag::Diagnostics> {
     if (keyed) [[likely]]
       if (auto launched = internal::LaunchPath::launch_steady(*ctx_, *state_, b.key, slots, s)) [[likely]]
         return std::move(*launched);
@@ -178,6 +163,21 @@ template <bool kProofs>
   };
   if (b.tracked == 0) return go();
   return ctx_->tracker().submit(s, std::span<const BufferAccess>(b.accesses.items, b.tracked), go);
+}
+
+std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config, std::span<const Arg> args,
+                                                      const Stream* stream) {
+  // Steady path, one pass over the arguments (internal::bind_exact): every argument matches its
+  // parameter exactly, so the driver's slot is the Arg's own value and the launch's shape is the
+  // configuration plus the buffers' sizes (and the values of the scalars the kernel's memory-safety
+  // proof uses): a SteadyKey. Anything else takes the general path, which explains itself.
+  const size_t n = args.size();
+  if (stream == nullptr || stream->context() == ctx_.get()) [[likely]] {
+    if (n == exact_plain_) [[likely]]
+      return launch_exact<false>(config, args, stream);
+    if (n == exact_proofs_) return launch_exact<true>(config, args, stream);
+  }
+  return launch_general(config, args, stream);
 }
 
 std::expected<void, diag::Diagnostics> Kernel::launch_new_shape(const LaunchConfig& config, std::span<const Arg> args,

@@ -125,7 +125,7 @@ class alignas(64) Kernel {
   /// launch() for arguments that match their parameters exactly (the steady path); kProofs: the
   /// kernel's memory-safety proof uses scalars, whose values join the SteadyKey.
   template <bool kProofs>
-  [[nodiscard]] std::expected<void, diag::Diagnostics> launch_exact(const LaunchConfig& config,
+  [[gnu::always_inline]] [[nodiscard]] std::expected<void, diag::Diagnostics> launch_exact(const LaunchConfig& config,
                                                                     std::span<const Arg> args, const Stream* stream);
   /// launch_exact's one-pass path for a shape off the launch cache's front: the cache's verdict,
   /// else a validation. `key`: the launch's SteadyKey (null when it does not pack), made the front

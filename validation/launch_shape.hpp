@@ -96,6 +96,17 @@ class LaunchShape {
     tag_ = 0;
     return words_ + kHeaderWords;
   }
+  /// Gives argument `index` (a scalar, already added) the value `bits`, as `add` encodes an
+  /// ArgumentDesc whose scalar_bits is `bits`: for a caller that reads the value after the shape
+  /// was built from a plan without it.
+  void set_scalar_value(size_t index, uint64_t bits) {
+    const size_t at = kHeaderWords + kWordsPerArgument * index;
+    words_[at] |= kScalarValueKnown;
+    words_[at + 1] = bits;
+    tag_ = 0;
+  }
+  /// The bit of argument_word that says the second word holds a scalar's value.
+  static constexpr uint64_t kScalarValueKnown = uint64_t{1} << 6;
   /// Marks the shape as one whose verdict must be computed every time.
   void set_uncacheable() { cacheable_ = false; }
 

@@ -138,12 +138,24 @@ class ArgumentBinder {
   /// (`size_bytes` of the description, zero-extended) into scalar_bits, so that the verdict and the
   /// launch cache's key use the value the kernel receives. Null slots and non-scalars are skipped.
   void read_proof_values(std::span<void* const> slots, std::vector<contract::ArgumentDesc>& descs) const;
+  /// The same values into `shape` (LaunchShape::of the plan whose descriptions are `descs`): the
+  /// shape of the plan read_proof_values would give, without copying the plan.
+  void add_proof_values(std::span<void* const> slots, std::span<const contract::ArgumentDesc> descs,
+                        validation::LaunchShape& shape) const;
   /// The proof scalars' values in a raw argument table, in parameter order, for a LaunchTicket:
   /// at most `max` of them into `out`; the count of proof scalars (more than `max`: not all kept).
   size_t proof_values(std::span<void* const> slots, uint64_t* out, size_t max) const;
 
   /// The proof scalars' parameter numbers, in order.
   std::span<const uint32_t> proof_params() const { return proof_params_; }
+
+ private:
+  /// Parameter `i`'s value in a raw argument table as read_proof_values reads it; false where it
+  /// reads none (no slot, a null slot, an argument that is not a scalar).
+  bool proof_value(uint32_t i, std::span<void* const> slots, std::span<const contract::ArgumentDesc> descs,
+                   uint64_t& value) const;
+
+ public:
 
   /// Appends the slots of `info`'s hidden arguments to `table` (a vector of void*): pointers to
   /// `hidden`'s values, which must outlive the driver call that reads the table.

@@ -76,7 +76,9 @@ class LaunchPath {
   /// The verdict of a launch: the launch cache's for `shape` (LaunchShape::of(plan)), else a fresh
   /// validation whose launchable verdict goes into the cache (`known_miss`: the caller just missed
   /// it). The block it runs with, and whether the cache knew it. A blocked launch returns every
-  /// diagnostic; warnings of a fresh launchable verdict go to `warnings` when given.
+  /// diagnostic; warnings of a fresh launchable verdict go to `warnings` when given. With
+  /// `proof_slots` (a raw argument table whose proof scalars `shape` holds, plan without them), a
+  /// validation reads those values from the slots into a copy of the plan first.
   struct Admitted {
     std::array<unsigned, 3> block{0, 0, 0};
     bool cache_hit = false;
@@ -85,7 +87,8 @@ class LaunchPath {
                                                                         const contract::LaunchPlan& plan,
                                                                         const validation::LaunchShape& shape,
                                                                         diag::Diagnostics* warnings,
-                                                                        bool known_miss = false);
+                                                                        bool known_miss = false,
+                                                                        std::span<void* const> proof_slots = {});
   /// PG3011 unless every buffer of the kernel's aligned_buffers starts at a multiple of its
   /// alignment: the launch cache knows shapes, not addresses, so every launch of such a kernel
   /// checks its slots (drive() for direct launches, a graph node when it is prepared).
@@ -112,10 +115,12 @@ class LaunchPath {
   /// launch_cuda_function(plan)'s body for a caller that holds the plan's shape (`shape` must
   /// equal LaunchShape::of(plan)): admit, then drive. `steady`, when given, is the same shape as
   /// Kernel::launch's SteadyKey: a launchable verdict makes it the launch cache's front.
+  /// `proof_from_slots`: `shape` holds the values of the proof scalars read from `args`, the plan
+  /// does not (admit's proof_slots).
   [[nodiscard]] static std::expected<void, diag::Diagnostics> launch(
       Context& ctx, FunctionState& fn, const contract::LaunchPlan& plan, const validation::LaunchShape& shape,
       std::span<void* const> args, CUstream stream, diag::Diagnostics* warnings, LaunchTicket* ticket,
-      const SteadyKey* steady = nullptr, bool known_miss = false);
+      const SteadyKey* steady = nullptr, bool known_miss = false, bool proof_from_slots = false);
   /// Kernel::launch's path for a shape off the front: when the launch cache knows `shape` (built
   /// by the caller for exactly `args`, no slot null), the launch, and `steady` (when given)
   /// becomes the front; nothing on a miss or in a poisoned context (the caller takes the path

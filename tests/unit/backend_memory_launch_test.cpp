@@ -124,8 +124,11 @@ TEST_CASE("memory launch: the general path, Kernel::check and the raw argument t
     uint32_t value = kInBounds;
     std::vector<void*> slots{&d_ptr, &s_ptr, &value};
     LaunchTicket ticket;
+    const uint64_t validated = f.copy->counters().validated;
     REQUIRE(launch_cuda_function(f.rt->context(), f.copy->function(), plan, slots, nullptr, nullptr, &ticket));
     REQUIRE(ticket.valid());
+    // The same shape and value as Kernel::launch's first launch: the launch cache's verdict.
+    CHECK(f.copy->counters().validated == validated);
     value = kOutOfBounds;  // the plan still says 256
     check_out_of_bounds(launch_cuda_function(f.rt->context(), f.copy->function(), plan, slots, nullptr),
                         launched + 1);
