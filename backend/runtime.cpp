@@ -175,9 +175,14 @@ std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config
   if (stream == nullptr || stream->context() == ctx_.get()) [[likely]] {
     if (n == exact_plain_) [[likely]]
       return launch_exact<false>(config, args, stream);
-    if (n == exact_proofs_) return launch_exact<true>(config, args, stream);
+    if (n == exact_proofs_) return launch_exact_proofs(config, args, stream);
   }
   return launch_general(config, args, stream);
+}
+
+std::expected<void, diag::Diagnostics> Kernel::launch_exact_proofs(const LaunchConfig& config, std::span<const Arg> args,
+                                                                   const Stream* stream) {
+  return launch_exact<true>(config, args, stream);
 }
 
 std::expected<void, diag::Diagnostics> Kernel::launch_new_shape(const LaunchConfig& config, std::span<const Arg> args,

@@ -127,6 +127,10 @@ class alignas(64) Kernel {
   template <bool kProofs>
   [[gnu::always_inline]] [[nodiscard]] std::expected<void, diag::Diagnostics> launch_exact(const LaunchConfig& config,
                                                                     std::span<const Arg> args, const Stream* stream);
+  /// launch_exact<true> in a function of its own (Kernel::launch inlines launch_exact<false>): each
+  /// stays small enough for the compiler to inline the tracker's submit into it.
+  [[gnu::noinline]] [[nodiscard]] std::expected<void, diag::Diagnostics> launch_exact_proofs(
+      const LaunchConfig& config, std::span<const Arg> args, const Stream* stream);
   /// launch_exact's one-pass path for a shape off the launch cache's front: the cache's verdict,
   /// else a validation. `key`: the launch's SteadyKey (null when it does not pack), made the front
   /// when the shape is launchable.
