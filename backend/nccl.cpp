@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "ptxgate/support/files.hpp"
+
 namespace ptxgate::backend {
 namespace {
 
@@ -108,21 +110,7 @@ std::expected<UniqueId, diag::Diagnostics> UniqueId::from_hex(std::string_view t
 }
 
 std::expected<void, diag::Diagnostics> UniqueId::write_file(const std::filesystem::path& path) const {
-  std::filesystem::path tmp = path;
-  tmp += fmt::format(".tmp{}", static_cast<long>(::getpid()));
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << to_hex() << '\n';
-    if (!f.flush())
-      return std::unexpected(one(diag::Code::cannot_write_file, fmt::format("cannot write the NCCL unique id to {}", tmp.string())));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    return std::unexpected(one(diag::Code::cannot_write_file, fmt::format("cannot write the NCCL unique id to {}", path.string())));
-  }
-  return {};
+  return support::write_file_atomically(path.string(), to_hex() + "\n");
 }
 
 std::expected<UniqueId, diag::Diagnostics> UniqueId::read_file(const std::filesystem::path& path) {
