@@ -241,10 +241,10 @@ std::string_view llvm_target_for(std::string_view target) {
   return target;
 }
 
-std::vector<KernelInfo> describe(const ir::Module& m) {
-  std::vector<KernelInfo> out;
+std::vector<contract::KernelInfo> describe(const ir::Module& m) {
+  std::vector<contract::KernelInfo> out;
   for (const auto& k : m.kernels) {
-    KernelInfo info;
+    contract::KernelInfo info;
     info.name = k.name;
     for (uint32_t i = 0; i < k.params.size(); ++i) {
       const auto& p = k.params[i];
@@ -255,7 +255,7 @@ std::vector<KernelInfo> describe(const ir::Module& m) {
     info.static_shared_bytes = k.static_shared_bytes;
     info.cooperative = k.cooperative;
     info.uses_grid_sync = k.uses_grid_sync;
-    info.uses_warp_operations = k.uses_warp_operations;
+    info.block_granule = k.block_granule;
     info.dynamic_shared_element_bytes = k.dynamic_shared_element_bytes;
     info.hidden_grid_barrier_param = k.uses_grid_sync;
     out.push_back(std::move(info));

@@ -10,12 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/contract/kernel_info.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/module_cache/module_cache.hpp"
 #include "ptxgate/validation/check.hpp"
 #include "ptxgate/validation/device_caps.hpp"
-#include "ptxgate/validation/launch_plan.hpp"
+#include "ptxgate/contract/launch_plan.hpp"
 
 namespace ptxgate::pipeline {
 
@@ -47,11 +47,11 @@ struct OfflineLaunch {
 /// what check and occupancy start from.
 struct ProfiledKernel {
   validation::DeviceCaps caps;
-  codegen::KernelInfo kernel;
-  validation::KernelResources resources;
+  contract::KernelInfo kernel;
+  contract::KernelResources resources;
   diag::Location location;                 ///< the kernel's name in its source, for diagnostics
   module_cache::CacheOutcome cache_outcome = module_cache::CacheOutcome::compiled;
-  diag::Diagnostics warnings;              ///< the program's and the cache's warnings
+  diag::Diagnostics warnings;              ///< the program's and the cache's warnings (the verdict's first diagnostics too)
 };
 
 /// Loads the profile (NAME or PATH) and the program, finds the kernel (PG2006), compiles for
@@ -67,13 +67,13 @@ struct ProfiledKernel {
 /// A verdict and what it was computed from.
 struct OfflineCheck {
   validation::DeviceCaps caps;
-  codegen::KernelInfo kernel;
-  validation::KernelResources resources;
-  validation::LaunchPlan plan;             ///< as checked (grid = the maximum under grid max)
+  contract::KernelInfo kernel;
+  contract::KernelResources resources;
+  contract::LaunchPlan plan;             ///< as checked (grid = the maximum under grid max)
   validation::Verdict verdict;
   bool grid_max = false;
   module_cache::CacheOutcome cache_outcome = module_cache::CacheOutcome::compiled;
-  diag::Diagnostics warnings;              ///< the program's and the cache's warnings
+  diag::Diagnostics warnings;              ///< the program's and the cache's warnings (the verdict's first diagnostics too)
 };
 
 /// Why no verdict was reached: the diagnostics, and whether the request itself was malformed

@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
-#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/contract/kernel_info.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
-#include "ptxgate/validation/launch_plan.hpp"
+#include "ptxgate/contract/launch_plan.hpp"
 
 namespace ptxgate::toolchain {
 
@@ -34,13 +34,13 @@ namespace ptxgate::toolchain {
 /// `max_block`. `info.static_shared_bytes` sums the entry body's static `.shared` arrays
 /// (ptxas's report is the authority where it is available).
 struct PtxEntry {
-  codegen::KernelInfo info;
+  contract::KernelInfo info;
   std::array<uint32_t, 3> max_block{0, 0, 0};  ///< .maxntid; all 0: none
   diag::Location location;                     ///< the entry's name in the PTX
   diag::Diagnostics unsupported;               ///< PG3007 per parameter a launch cannot pass; empty: launchable
   /// A cubin's own record of the kernel's resources (toolchain/cubin_entries.hpp); PTX has none
   /// (ptxas or the driver reports them).
-  std::optional<validation::KernelResources> resources;
+  std::optional<contract::KernelResources> resources;
 };
 
 struct PtxModuleSummary {
@@ -68,5 +68,13 @@ struct PtxModuleSummary {
 
 /// Whether `text` starts like a cubin (ELF) or a fatbin rather than PTX text.
 bool is_binary_module(std::string_view text);
+
+/// What a module's bytes are, decided by reading them, not by their name or by words inside.
+enum class ModuleFormat { ir, ptx, cubin, fatbin };
+
+/// A cubin (an ELF header), a fatbin (its magic number), PTX (its first token after white space
+/// and comments is the `.version` directive, which the PTX ISA requires to open every module), or
+/// else ptxgate IR text (`.pg`, which never starts with a directive).
+ModuleFormat module_format(std::string_view bytes);
 
 }  // namespace ptxgate::toolchain

@@ -57,7 +57,7 @@ void for_each_item(std::string_view list, F&& f) {
 }
 
 // "Used 10 registers, used 1 barriers, 4096 bytes smem, 360 bytes cmem[0], 256 bytes cumulative stack size"
-void parse_used_line(std::string_view items, validation::KernelResources& r) {
+void parse_used_line(std::string_view items, contract::KernelResources& r) {
   for_each_item(items, [&](std::string_view item) {
     if (item.starts_with("Used ") || item.starts_with("used ")) item.remove_prefix(5);
     uint64_t n = 0;
@@ -71,7 +71,7 @@ void parse_used_line(std::string_view items, validation::KernelResources& r) {
 }
 
 // "256 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"
-void parse_properties_line(std::string_view items, validation::KernelResources& r) {
+void parse_properties_line(std::string_view items, contract::KernelResources& r) {
   for_each_item(items, [&](std::string_view item) {
     uint64_t n = 0;
     std::string_view unit;
@@ -167,8 +167,63 @@ void merge_launch_bounds(ResourceMap& resources, std::string_view ptx) {
   }
 }
 
+diag::Diagnostics foreign_ptx_errors(const diag::SourceFile& foreign, std::string_view log, std::string_view input_path,
+                                     std::string_view arch) {
+  // A path that names the user's file instead of ptxas's temporary copy.
+  auto restate = [&](std::string_view text) {
+    std::string out;
+    for (size_t at = 0; at < text.size();) {
+      size_t hit = input_path.empty() ? std::string_view::npos : text.find(input_path, at);
+      if (hit == std::string_view::npos) hit = text.size();
+      out.append(text.substr(at, hit - at));
+      if (hit < text.size()) out += foreign.path();
+      at = hit + (hit < text.size() ? input_path.size() : 0);
+    }
+    return out;
+  };
+  const std::string fix = fmt::format(
+      "the PTX is at fault, not ptxgate: correct it, or regenerate it with the compiler that wrote it for a target "
+      "this ptxas assembles ({})",
+      arch);
+  diag::Diagnostics out;
+  for (std::string_view rest = log; !rest.empty();) {
+    const size_t nl = rest.find('\n');
+    const std::string_view line = rest.substr(0, nl);
+    rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
+    // "ptxas /tmp/.../module.ptx, line 9; error   : Conflicting directives: ..."
+    const size_t marker = line.find(", line ");
+    if (marker == std::string_view::npos) continue;
+    uint64_t number = 0;
+    std::string_view after;
+    if (!leading_number(line.substr(marker + 7), number, after) || !after.starts_with(";")) continue;
+    after = trim(after.substr(1));
+    if (!after.starts_with("error")) continue;
+    const size_t colon = after.find(':');
+    const std::string_view text = trim(colon == std::string_view::npos ? after : after.substr(colon + 1));
+    diag::Location where;
+    where.file = foreign.path();
+    if (number >= 1 && number <= UINT32_MAX) {
+      const std::string_view source_line = foreign.line_text(static_cast<uint32_t>(number));
+      const size_t offset = static_cast<size_t>(source_line.data() - foreign.text().data());
+      if (!source_line.empty() || number == 1)
+        where = diag::locate(foreign, static_cast<uint32_t>(offset), static_cast<uint32_t>(source_line.size()));
+    }
+    out.add(diag::Code::foreign_ptx_rejected, fmt::format("ptxas -arch={} rejects this PTX: {}", arch, restate(text)),
+            std::move(where), fix);
+  }
+  if (out.empty()) {
+    diag::Location where;
+    where.file = foreign.path();
+    out.add(diag::Code::foreign_ptx_rejected,
+            fmt::format("ptxas -arch={} rejects this PTX: {}", arch, restate(trim(first_lines(std::string(log), 20)))),
+            std::move(where), fix);
+  }
+  return out;
+}
+
 std::expected<Assembly, diag::Diagnostics> assemble(std::string_view ptx, std::string_view arch,
-                                                    const Toolkit& toolkit, std::string_view only_entry) {
+                                                    const Toolkit& toolkit, const diag::SourceFile* foreign,
+                                                    std::string_view only_entry) {
   if (!toolkit.ptxas) return std::unexpected(toolkit.ptxas.error());
   const std::string& ptxas = *toolkit.ptxas;
   auto dir = support::TempDir::create_in_tmp("ptxgate-ptxas-");
@@ -203,6 +258,8 @@ std::expected<Assembly, diag::Diagnostics> assemble(std::string_view ptx, std::s
                     limit->count() / 1000)));
   Assembly out;
   out.log = run->stdout_text + run->stderr_text;
+  if (run->exit_status != 0 && foreign != nullptr)
+    return std::unexpected(foreign_ptx_errors(*foreign, out.log, ptx_path, arch));
   if (run->exit_status != 0)
     return std::unexpected(failure(
         diag::Code::ptxas_failure,

@@ -10,10 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/contract/kernel_info.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/validation/device_caps.hpp"
-#include "ptxgate/validation/launch_plan.hpp"
+#include "ptxgate/contract/launch_plan.hpp"
 
 namespace ptxgate::validation {
 
@@ -33,12 +33,15 @@ struct Occupancy {
 /// Offline occupancy via the toolkit's cuda_occupancy.h. Factors that do not bound residency
 /// (e.g. a kernel with no shared memory) report UINT32_MAX. The dynamic shared-memory opt-in
 /// is modelled as set to its maximum, as the backend does.
-Occupancy compute_occupancy(const DeviceCaps& caps, const KernelResources& res, uint32_t threads_per_block,
+Occupancy compute_occupancy(const DeviceCaps& caps, const contract::KernelResources& res, uint32_t threads_per_block,
                             uint64_t dynamic_shared_bytes);
 
 /// Occupancy at one block size.
 struct BlockSizeOccupancy {
   uint32_t block_threads = 0;
+  /// check_launch's verdict on a launch of one block of this size (grid 1, the table's dynamic
+  /// shared memory): only a launchable size can be suggested.
+  bool launchable = false;
   Occupancy occupancy;
   uint32_t active_warps_per_sm = 0;      ///< active blocks x warps per block
   double occupancy_percent = 0;          ///< active warps / the SM's warp slots, in percent
@@ -47,15 +50,23 @@ struct BlockSizeOccupancy {
 /// Occupancy over block sizes and the block size cuOccupancyMaxPotentialBlockSize suggests.
 struct OccupancyTable {
   uint32_t block_limit = 0;              ///< min(device, function) max threads per block
-  std::vector<BlockSizeOccupancy> rows;  ///< each multiple of the warp size up to block_limit, and block_limit
-  /// cuda_occupancy.h's search (cudaOccMaxPotentialOccupancyBlockSize): the largest block size
-  /// with the most active threads per SM; 0 when no block size lets a block be resident.
+  /// The block sizes the kernel allows (allowed_block_sizes), each with its occupancy and verdict.
+  std::vector<BlockSizeOccupancy> rows;
+  /// cuda_occupancy.h's search (cudaOccMaxPotentialOccupancyBlockSize) over the launchable rows: the
+  /// largest block size with the most active threads per SM; 0 when none lets a block be resident.
   uint32_t suggested_block = 0;
   uint64_t min_grid_for_full_occupancy = 0;  ///< active blocks at the suggestion x SMs
 };
 
-/// compute_occupancy at every block size of the table, with `dynamic_shared_bytes` per block.
-OccupancyTable occupancy_table(const DeviceCaps& caps, const KernelResources& res, uint64_t dynamic_shared_bytes);
+/// The block sizes (threads per block) a launch of `kernel` may use up to `limit`: its required
+/// block alone (@workgroup, a foreign .reqntid), else each multiple of its block granule and of the
+/// warp size, and `limit` itself when it keeps the granule. One rule for `occupancy` and `check`.
+std::vector<uint32_t> allowed_block_sizes(const contract::KernelInfo& kernel, uint32_t limit, uint32_t warp_size);
+
+/// Occupancy and check_launch's verdict at every allowed block size, with `dynamic_shared_bytes`
+/// per block; the suggestion is the launchable size cuda_occupancy.h's search picks.
+OccupancyTable occupancy_table(const contract::KernelInfo& kernel, const DeviceCaps& caps, const contract::KernelResources& res,
+                               uint64_t dynamic_shared_bytes);
 
 /// The outcome of validating one launch.
 struct Verdict {
@@ -69,20 +80,20 @@ struct Verdict {
 
   /// One machine-readable verdict line, e.g.
   /// `verdict: status=blocked errors=2 warnings=0 kernel=saxpy grid=... block=...`.
-  std::string summary_line(const std::string& kernel_name, const LaunchPlan& plan) const;
-  nlohmann::json to_json(const std::string& kernel_name, const LaunchPlan& plan) const;
+  std::string summary_line(const std::string& kernel_name, const contract::LaunchPlan& plan) const;
+  nlohmann::json to_json(const std::string& kernel_name, const contract::LaunchPlan& plan) const;
 };
 
 /// PG3011 for argument `index` of `kernel`, a buffer whose base `address` is not a multiple of
 /// the alignment its vector accesses need (ParamInfo::alignment). The launch check reports it
 /// where the plan knows the address; the backend checks every launch's actual slots with it.
-void report_misaligned_buffer(diag::Diagnostics& out, const codegen::KernelInfo& kernel, size_t index,
+void report_misaligned_buffer(diag::Diagnostics& out, const contract::KernelInfo& kernel, size_t index,
                               uint64_t address, const diag::Location& location);
 
 /// PG3503 (a warning) when `resources` show per-thread local memory (a stack frame: local
 /// arrays indexed at run time, or register spills), with the kernel's name and the bytes; nothing
 /// otherwise. `emit --resources`, `check` and `occupancy` report it.
-void report_local_memory(diag::Diagnostics& out, const std::string& kernel, const KernelResources& resources,
+void report_local_memory(diag::Diagnostics& out, const std::string& kernel, const contract::KernelResources& resources,
                          const diag::Location& location);
 
 /// Registers the hardware charges one block: registers/thread x warp size rounded up to the
@@ -95,11 +106,11 @@ uint64_t registers_charged_per_block(const DeviceCaps& caps, uint32_t registers_
 inline constexpr std::array<uint64_t, 3> kDefaultBlock{256, 1, 1};
 
 /// Whether the plan names its block: any dimension nonzero, or `block_given` set.
-bool block_given(const LaunchPlan& plan);
+bool block_given(const contract::LaunchPlan& plan);
 
 /// The block a launch runs with: the plan's when given, else the kernel's @workgroup, else
 /// kDefaultBlock. The one place this default is decided.
-std::array<uint64_t, 3> effective_block(const codegen::KernelInfo& kernel, const LaunchPlan& plan);
+std::array<uint64_t, 3> effective_block(const contract::KernelInfo& kernel, const contract::LaunchPlan& plan);
 
 /// Where check_launch gets active blocks per SM beyond its offline model: a non-owning reference
 /// to a callable `std::optional<uint32_t>(uint64_t threads, uint64_t dynamic_shared_bytes)`
@@ -132,7 +143,7 @@ class OccupancyProvider {
 /// offline model when it has an answer. `report_warnings = false` skips formatting warnings and
 /// notes of a launchable verdict (the verdict is the same); a blocked verdict always carries
 /// them, so a blocked launch is validated once.
-Verdict check_launch(const codegen::KernelInfo& kernel, const KernelResources& resources, const LaunchPlan& plan,
+Verdict check_launch(const contract::KernelInfo& kernel, const contract::KernelResources& resources, const contract::LaunchPlan& plan,
                      const DeviceCaps& caps, const diag::Location& location = {},
                      OccupancyProvider occupancy = {}, bool report_warnings = true);
 

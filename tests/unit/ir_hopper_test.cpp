@@ -8,7 +8,8 @@
 #include "ptxgate/backend/arg.hpp"
 #include "ptxgate/backend/tensor_map.hpp"
 #include "ptxgate/codegen/codegen.hpp"
-#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/contract/kernel_info.hpp"
+#include "ptxgate/ir/block_granule.hpp"
 #include "ptxgate/ir/builder.hpp"
 #include "ptxgate/ir/printer.hpp"
 #include "ir_test_support.hpp"
@@ -118,6 +119,28 @@ TEST_CASE("hopper: each misuse is one diagnostic with its code, a location and a
   check_only(body("let a = shared_address(y, 0);"), diag::Code::invalid_matrix_descriptor);
 }
 
+TEST_CASE("hopper: the verifier records a block granule of 128 for warpgroup operations, @workgroup or not") {
+  for (const std::string attributes : {"@workgroup(128)", "", "@workgroup(256)"}) {
+    CAPTURE(attributes);
+    ir::Module m;
+    REQUIRE(verify_text(body("wgmma_fence();", attributes), &m).empty());
+    CHECK(m.kernels[0].block_granule == 128);
+    CHECK(codegen::describe(m)[0].block_granule == 128);
+  }
+  ir::Module plain;
+  REQUIRE(verify_text(body("y[0] = 1.0;", ""), &plain).empty());
+  CHECK(plain.kernels[0].block_granule == 1);
+  // The one rule for @workgroup and launches names the block, the granule and why.
+  auto v = ir::check_block_granule("k", 128, 96, "the block 96x1x1");
+  REQUIRE(v);
+  CHECK(v->code == diag::Code::partial_warpgroup_block);
+  CHECK(v->suggested_threads == 128);
+  CHECK(v->message.find("the block 96x1x1 has 96 threads, not a multiple of 128") != std::string::npos);
+  CHECK_FALSE(ir::check_block_granule("k", 32, 96, "b"));
+  CHECK(ir::check_block_granule("k", 32, 100, "b")->code == diag::Code::partial_warp_block);
+  CHECK_FALSE(ir::check_block_granule("k", 1, 7, "b"));
+}
+
 TEST_CASE("hopper: warpgroup_id, block_id and uniform values keep wgmma convergent; warp_id does not") {
   CHECK(verify_text(body("if (warpgroup_id == 1) { wgmma_fence(); }\n  if (n > 4) { wgmma_commit(); }")).empty());
   CHECK(verify_text(body("for i in 0..n { wgmma_fence(); }")).empty());
@@ -196,7 +219,7 @@ TEST_CASE("hopper: KernelInfo lists a tensor_map parameter of 128 bytes, through
   CHECK(p.type == ir::Type::tensor_map);
   CHECK_FALSE(p.is_buffer);
   CHECK(p.size_bytes == 128);
-  auto back = codegen::kernel_info_from_json(codegen::to_json(info[0]));
+  auto back = contract::kernel_info_from_json(contract::to_json(info[0]));
   REQUIRE(back);
   CHECK(back->params.at(1).type == ir::Type::tensor_map);
   CHECK(back->params.at(1).size_bytes == 128);
@@ -204,8 +227,8 @@ TEST_CASE("hopper: KernelInfo lists a tensor_map parameter of 128 bytes, through
 
 TEST_CASE("hopper: a tensor map binds only to a tensor_map parameter (PG3712), by its own 128 bytes") {
   using backend::Arg;
-  codegen::ParamInfo map_param{"m", 0, false, ir::Access::inout, ir::Type::tensor_map, 128};
-  codegen::ParamInfo scalar{"n", 1, false, ir::Access::inout, ir::Type::u32, 4};
+  contract::ParamInfo map_param{"m", 0, false, ir::Access::inout, ir::Type::tensor_map, 128};
+  contract::ParamInfo scalar{"n", 1, false, ir::Access::inout, ir::Type::u32, 4};
   backend::TensorMap map;
   map.words[0] = 0x1234;
   const Arg a(map);
@@ -224,10 +247,10 @@ TEST_CASE("hopper: a tensor map binds only to a tensor_map parameter (PG3712), b
   CHECK(misplaced.error().items()[0].code == diag::Code::tensor_map_argument_mismatch);
 
   // The launch check sees the same from the descriptions alone.
-  codegen::KernelInfo kernel = validation_test::kernel();
+  contract::KernelInfo kernel = validation_test::kernel();
   kernel.params = {map_param, scalar};
   kernel.params[0].index = 0, kernel.params[1].index = 1;
-  validation::LaunchPlan plan = validation_test::plan({1, 1, 1}, {128, 1, 1});
+  contract::LaunchPlan plan = validation_test::plan({1, 1, 1}, {128, 1, 1});
   plan.arguments_known = true;
   plan.arguments = {backend::describe_argument(a), backend::describe_argument(Arg(7u))};
   const auto caps = validation_test::caps_of("h100-sxm");

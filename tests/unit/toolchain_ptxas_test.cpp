@@ -230,7 +230,7 @@ TEST_CASE("assemble: only_entry assembles that kernel alone (ptxas -e), for one 
   auto all = assemble(ptx, "sm_90", *toolkit);
   REQUIRE(all.has_value());
   CHECK(all->resources.size() == 3);
-  auto one = assemble(ptx, "sm_90", *toolkit, "k1");
+  auto one = assemble(ptx, "sm_90", *toolkit, nullptr, "k1");
   REQUIRE(one.has_value());
   REQUIRE(one->resources.size() == 1);
   CHECK(one->resources.contains("k1"));
