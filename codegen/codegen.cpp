@@ -258,6 +258,7 @@ std::vector<contract::KernelInfo> describe(const ir::Module& m) {
     info.block_granule = k.block_granule;
     info.dynamic_shared_element_bytes = k.dynamic_shared_element_bytes;
     info.hidden_grid_barrier_param = k.uses_grid_sync;
+    contract::attach_access_facts(info, k.access_facts);
     out.push_back(std::move(info));
   }
   return out;

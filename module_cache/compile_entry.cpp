@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "ptxgate/diagnostics/internal/json_checks.hpp"
+#include "ptxgate/ir/access_facts.hpp"
 #include "ptxgate/ir/printer.hpp"
 #include "ptxgate/module_cache/module_cache.hpp"
 #include "ptxgate/toolchain/build.hpp"
@@ -35,6 +36,14 @@ CacheKeyInputs key_inputs_for(const ir::Module& verified, const CompileRequest& 
   // canonical text does not hold: they are part of the key of a module with asserts.
   if (std::string sites = ir::assert_sites(verified); !sites.empty())
     in.canonical_module_text += "\n// assert sites\n" + sites;
+  // The access facts kept with each kernel name their sites' lines and columns, which the
+  // canonical text does not hold either.
+  std::string access_sites;
+  for (const ir::Kernel& k : verified.kernels)
+    if (k.access_facts)
+      for (const ir::AccessSite& s : k.access_facts->sites)
+        access_sites += fmt::format("{}:{}:{}:{}\n", s.line, s.column, s.length, s.source_line);
+  if (!access_sites.empty()) in.canonical_module_text += "\n// access sites\n" + access_sites;
   in.target_arch = request.codegen.target;
   in.codegen_options = codegen_options_text(request.codegen);
   in.ptxgate_version = ptxgate_version();
