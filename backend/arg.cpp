@@ -92,7 +92,7 @@ bool integer_fits(const Arg& arg, ir::Type target) {
 
 }  // namespace
 
-std::expected<BoundSlot, diag::Diagnostics> bind_argument(const Arg& arg, const codegen::ParamInfo& param,
+std::expected<BoundSlot, diag::Diagnostics> bind_argument(const Arg& arg, const contract::ParamInfo& param,
                                                           std::string_view kernel) {
   // Messages are only formatted on failure: binding is on the steady launch path.
   const auto where = [&] { return fmt::format("argument {} ('{}') of kernel '{}'", param.index, param.name, kernel); };
@@ -146,7 +146,7 @@ std::expected<BoundSlot, diag::Diagnostics> bind_argument(const Arg& arg, const 
           : fmt::format("pass a value of type {} for '{}'", ir::type_name(want), param.name)));
 }
 
-bool bind_scalar(const Arg& arg, const codegen::ParamInfo& param, BoundSlot& slot) noexcept {
+bool bind_scalar(const Arg& arg, const contract::ParamInfo& param, BoundSlot& slot) noexcept {
   const ir::Type want = param.type;
   const ir::Type have = arg.type();
   uint64_t value = arg.bits();

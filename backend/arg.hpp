@@ -7,10 +7,10 @@
 #include <span>
 #include <string>
 
-#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/contract/kernel_info.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/ir/ast.hpp"
-#include "ptxgate/validation/launch_plan.hpp"
+#include "ptxgate/contract/launch_plan.hpp"
 
 namespace ptxgate::backend {
 
@@ -101,13 +101,13 @@ struct BoundSlot {
 /// scalar of the wrong family or width (or a value that does not fit), PG3009
 /// for a null buffer, PG3010 for a typed buffer of another element type than the
 /// parameter's. `kernel` names the kernel in messages.
-[[nodiscard]] std::expected<BoundSlot, diag::Diagnostics> bind_argument(const Arg& arg, const codegen::ParamInfo& param,
+[[nodiscard]] std::expected<BoundSlot, diag::Diagnostics> bind_argument(const Arg& arg, const contract::ParamInfo& param,
                                                           std::string_view kernel);
 
 /// The scalar part of bind_argument without a message: writes the value converted
 /// to the parameter's type into `slot` and returns true, or false where
 /// bind_argument would report PG3007 (the steady launch path binds with it).
-bool bind_scalar(const Arg& arg, const codegen::ParamInfo& param, BoundSlot& slot) noexcept;
+bool bind_scalar(const Arg& arg, const contract::ParamInfo& param, BoundSlot& slot) noexcept;
 
 /// Whether a buffer argument's element type fits a buffer parameter: equal, or untyped (void_).
 /// An untyped buffer fits any buffer parameter, and any buffer fits a parameter of unknown
@@ -115,25 +115,25 @@ bool bind_scalar(const Arg& arg, const codegen::ParamInfo& param, BoundSlot& slo
 inline bool element_type_fits(ir::Type arg, ir::Type param) noexcept {
   return arg == ir::Type::void_ || param == ir::Type::void_ || arg == param;
 }
-inline bool buffer_type_fits(const Arg& arg, const codegen::ParamInfo& param) noexcept {
+inline bool buffer_type_fits(const Arg& arg, const contract::ParamInfo& param) noexcept {
   return element_type_fits(arg.type(), param.type);
 }
 
 /// What validation sees of `arg` as supplied (before binding): kind, slot width, null pointer,
 /// scalar type, buffer size.
-inline validation::ArgumentDesc describe_argument(const Arg& arg) noexcept {
-  validation::ArgumentDesc d;
+inline contract::ArgumentDesc describe_argument(const Arg& arg) noexcept {
+  contract::ArgumentDesc d;
   if (arg.kind() == Arg::Kind::tensor_map) {
-    d.kind = validation::ArgumentDesc::Kind::tensor_map;
+    d.kind = contract::ArgumentDesc::Kind::tensor_map;
     d.size_bytes = 128;
   } else if (arg.kind() == Arg::Kind::buffer) {
-    d.kind = validation::ArgumentDesc::Kind::buffer;
+    d.kind = contract::ArgumentDesc::Kind::buffer;
     d.size_bytes = 8;
     d.pointer_is_null = arg.bits() == 0;
     if (arg.buffer_bytes() != 0) d.buffer_bytes = arg.buffer_bytes();
     d.address = arg.bits();
   } else {
-    d.kind = validation::ArgumentDesc::Kind::scalar;
+    d.kind = contract::ArgumentDesc::Kind::scalar;
     d.size_bytes = ir::byte_size(arg.type());
     d.scalar_type = arg.type();
   }
@@ -144,8 +144,8 @@ inline validation::ArgumentDesc describe_argument(const Arg& arg) noexcept {
 /// to `param` into `slot` without a message and updates `desc` (describe_argument's) to what was
 /// bound, the parameter's width and type; false where bind_argument reports an error (then call
 /// it for the message).
-inline bool bind_described(const Arg& arg, const codegen::ParamInfo& param, BoundSlot& slot,
-                           validation::ArgumentDesc& desc) noexcept {
+inline bool bind_described(const Arg& arg, const contract::ParamInfo& param, BoundSlot& slot,
+                           contract::ArgumentDesc& desc) noexcept {
   if ((param.type == ir::Type::tensor_map && !param.is_buffer) != (arg.kind() == Arg::Kind::tensor_map)) return false;
   if (arg.kind() == Arg::Kind::tensor_map) {  // the slot is the map itself (argument_slot)
     slot.size = 128;

@@ -147,7 +147,7 @@ std::expected<HostArray, diag::Diagnostics> make_host_data(const ArgSpec& spec, 
 
 std::expected<HostArray, diag::Diagnostics> make_buffer_data(std::string_view spec, ir::Type type,
                                                              std::string_view param) {
-  codegen::ParamInfo p;
+  contract::ParamInfo p;
   p.name = std::string(param);
   p.is_buffer = true;
   p.type = type;
@@ -178,7 +178,7 @@ Arg scalar_arg(const ArgSpec& spec) {
 }
 
 std::expected<Arg, diag::Diagnostics> parse_scalar(std::string_view spec, ir::Type type, std::string_view param) {
-  codegen::ParamInfo p;
+  contract::ParamInfo p;
   p.name = std::string(param);
   p.type = type;
   auto parsed = validation::parse_arg_spec(spec, &p, param);

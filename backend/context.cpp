@@ -98,7 +98,7 @@ std::expected<void, diag::Diagnostics> Context::synchronize(std::string_view sub
 }
 
 std::expected<void, diag::Diagnostics> Context::legacy_stream_allowed(std::string_view operation) const {
-  if (stream_policy() == validation::StreamPolicy::allow_legacy_default) [[likely]] return {};
+  if (stream_policy() == contract::StreamPolicy::allow_legacy_default) [[likely]] return {};
   diag::Diagnostics d;
   d.add(diag::Code::null_stream,
         fmt::format("{} runs on the null (legacy default) stream, which the stream policy of device {} ({}) forbids",

@@ -21,7 +21,7 @@
 #include "ptxgate/backend/tracking.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/ir/ast.hpp"
-#include "ptxgate/validation/launch_plan.hpp"
+#include "ptxgate/contract/launch_plan.hpp"
 
 namespace ptxgate::backend {
 
@@ -83,8 +83,8 @@ class alignas(64) Context : public std::enable_shared_from_this<Context> {
   /// Whether work may run on the legacy default (null) stream in this context: launches with no
   /// stream, the synchronous buffer helpers, events recorded on no stream. Set from
   /// RuntimeOptions::stream_policy by the Runtime that owns the context.
-  validation::StreamPolicy stream_policy() const { return stream_policy_.load(std::memory_order_relaxed); }
-  void set_stream_policy(validation::StreamPolicy policy) { stream_policy_.store(policy, std::memory_order_relaxed); }
+  contract::StreamPolicy stream_policy() const { return stream_policy_.load(std::memory_order_relaxed); }
+  void set_stream_policy(contract::StreamPolicy policy) { stream_policy_.store(policy, std::memory_order_relaxed); }
   /// PG3002 when `operation` would run on the legacy default stream and the policy forbids it.
   [[nodiscard]] std::expected<void, diag::Diagnostics> legacy_stream_allowed(std::string_view operation) const;
   /// The one check of a stream handed to an operation of this context: PG3002 for a stream that
@@ -127,7 +127,7 @@ class alignas(64) Context : public std::enable_shared_from_this<Context> {
   CUcontext context_ = nullptr;
   std::unique_ptr<Tracker> tracker_;
   std::unique_ptr<Profiler> profiler_;
-  std::atomic<validation::StreamPolicy> stream_policy_{validation::StreamPolicy::allow_legacy_default};
+  std::atomic<contract::StreamPolicy> stream_policy_{contract::StreamPolicy::allow_legacy_default};
   std::atomic<bool> checked_launches_{false};
   ContextHealth health_;
   CUdevice device_ = 0;

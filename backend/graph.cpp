@@ -138,7 +138,7 @@ struct GraphKernelAccess {
     PreparedLaunch p;
     p.values.resize(args.size());
     p.slots.resize(args.size());
-    validation::LaunchPlan plan;
+    contract::LaunchPlan plan;
     if (auto bound = k.fill_plan(plan, config, args, nullptr, p.slots.data(), p.values.data()); !bound)
       return std::unexpected(std::move(bound.error()));
     plan.stream_is_null = false;  // a node runs on the stream of each replay, never on a null one

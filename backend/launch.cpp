@@ -18,7 +18,7 @@ namespace {
 /// Argument slots kept on the stack; kernels with more parameters spill to the heap.
 constexpr size_t kInlineArguments = 32;
 
-std::string launch_subject(const LoadedFunction& fn, const validation::LaunchPlan& plan) {
+std::string launch_subject(const LoadedFunction& fn, const contract::LaunchPlan& plan) {
   return fmt::format("kernel '{}' grid=({},{},{}) block=({},{},{}) shared={}{}", fn.info().name, plan.grid[0],
                      plan.grid[1], plan.grid[2], plan.block[0], plan.block[1], plan.block[2],
                      plan.dynamic_shared_bytes, plan.cooperative ? " cooperative" : "");
@@ -26,7 +26,7 @@ std::string launch_subject(const LoadedFunction& fn, const validation::LaunchPla
 
 /// Checks that the plan describes the argument table actually passed; a mismatch
 /// is a caller bug (PG9000), not a user error.
-std::expected<void, diag::Diagnostics> plan_matches_call(const LoadedFunction& fn, const validation::LaunchPlan& plan,
+std::expected<void, diag::Diagnostics> plan_matches_call(const LoadedFunction& fn, const contract::LaunchPlan& plan,
                                                          std::span<void* const> args, CUstream stream) {
   bool ok = plan.stream_is_null == (stream == nullptr) && plan.function_is_null == (fn.handle() == nullptr);
   if (plan.arguments_known) {
@@ -46,7 +46,7 @@ std::atomic<uint64_t> next_function_id{1};
 
 }  // namespace
 
-LoadedFunction::LoadedFunction(CUfunction handle, codegen::KernelInfo info, validation::KernelResources resources,
+LoadedFunction::LoadedFunction(CUfunction handle, contract::KernelInfo info, contract::KernelResources resources,
                                diag::Location location)
     : handle_(handle),
       id_(next_function_id.fetch_add(1, std::memory_order_relaxed)),
@@ -144,7 +144,7 @@ LaunchTicket LaunchTicket::of(uint64_t function_id, const SteadyKey& key, const 
 }
 
 std::expected<std::unique_ptr<LoadedFunction>, diag::Diagnostics> LoadedFunction::resolve(
-    Context& ctx, CUmodule module, const codegen::KernelInfo& info, diag::Location location) {
+    Context& ctx, CUmodule module, const contract::KernelInfo& info, diag::Location location) {
   std::string subject = fmt::format("kernel '{}'", info.name);
   if (auto ok = ctx.healthy("cuModuleGetFunction", subject); !ok) return std::unexpected(ok.error());
   if (auto ok = ctx.make_current(); !ok) return std::unexpected(ok.error());
@@ -162,7 +162,7 @@ std::expected<std::unique_ptr<LoadedFunction>, diag::Diagnostics> LoadedFunction
   attr(local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, "LOCAL_SIZE_BYTES");
   attr(max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "MAX_THREADS_PER_BLOCK");
   if (errors.has_errors()) return std::unexpected(std::move(errors));
-  validation::KernelResources res;
+  contract::KernelResources res;
   res.registers_per_thread = static_cast<uint32_t>(regs);
   res.static_shared_bytes = static_cast<uint64_t>(shared);
   res.local_bytes = static_cast<uint64_t>(local);
@@ -176,7 +176,7 @@ LaunchCounters LoadedFunction::counters() const {
           driver_calls_.load(std::memory_order_relaxed) + hits_driven, blocked_.load(std::memory_order_relaxed)};
 }
 
-validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const validation::LaunchPlan& plan,
+validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const contract::LaunchPlan& plan,
                                     CUstream, bool report_warnings) {
   const auto& caps = ctx.caps();
   // Asked by check_launch only for a launch whose geometry, shared memory and registers pass
@@ -281,7 +281,7 @@ validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const vali
 }
 
 std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, LoadedFunction& fn,
-                                                            const validation::LaunchPlan& plan,
+                                                            const contract::LaunchPlan& plan,
                                                             std::span<void* const> args, CUstream stream,
                                                             diag::Diagnostics* warnings, LaunchTicket* ticket) {
   return LoadedFunction::launch_with_shape(ctx, fn, plan, validation::LaunchShape::of(plan), args, stream, warnings,
@@ -289,7 +289,7 @@ std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, Loaded
 }
 
 std::expected<void, diag::Diagnostics> LoadedFunction::launch_with_shape(Context& ctx, LoadedFunction& fn,
-                                                                         const validation::LaunchPlan& plan,
+                                                                         const contract::LaunchPlan& plan,
                                                                          const validation::LaunchShape& shape,
                                                                          std::span<void* const> args, CUstream stream,
                                                                          diag::Diagnostics* warnings,

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "ptxgate/backend/context.hpp"
-#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/contract/kernel_info.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/validation/check.hpp"
-#include "ptxgate/validation/launch_plan.hpp"
+#include "ptxgate/contract/launch_plan.hpp"
 #include "ptxgate/validation/launch_shape.hpp"
 
 namespace ptxgate::backend {
@@ -69,8 +69,8 @@ class LaunchTicket {
                                                                           const LaunchTicket& ticket, void** table,
                                                                           CUstream stream, bool cache_hit);
   /// The launch this ticket stands for, as a plan (geometry, shared bytes, cooperative), for messages.
-  validation::LaunchPlan described() const {
-    validation::LaunchPlan p;
+  contract::LaunchPlan described() const {
+    contract::LaunchPlan p;
     p.grid = {grid_[0], grid_[1], grid_[2]};
     p.block = {block_[0], block_[1], block_[2]};
     p.dynamic_shared_bytes = dynamic_shared_bytes_;
@@ -95,17 +95,17 @@ class alignas(64) LoadedFunction {
   /// Resolves `info.name` in `module` and reads its attributes (NUM_REGS,
   /// SHARED_SIZE_BYTES, LOCAL_SIZE_BYTES, MAX_THREADS_PER_BLOCK).
   [[nodiscard]] static std::expected<std::unique_ptr<LoadedFunction>, diag::Diagnostics> resolve(
-      Context& ctx, CUmodule module, const codegen::KernelInfo& info, diag::Location location = {});
+      Context& ctx, CUmodule module, const contract::KernelInfo& info, diag::Location location = {});
   /// A function whose attributes are given (tests with a fake driver).
-  LoadedFunction(CUfunction handle, codegen::KernelInfo info, validation::KernelResources resources,
+  LoadedFunction(CUfunction handle, contract::KernelInfo info, contract::KernelResources resources,
                  diag::Location location = {});
   ~LoadedFunction();
   LoadedFunction(const LoadedFunction&) = delete;
   LoadedFunction& operator=(const LoadedFunction&) = delete;
 
   CUfunction handle() const { return handle_; }
-  const codegen::KernelInfo& info() const { return info_; }
-  const validation::KernelResources& resources() const { return resources_; }
+  const contract::KernelInfo& info() const { return info_; }
+  const contract::KernelResources& resources() const { return resources_; }
   const diag::Location& location() const { return location_; }
   LaunchCounters counters() const;
   /// Unique for the process lifetime: tickets name the function they were issued for.
@@ -116,7 +116,7 @@ class alignas(64) LoadedFunction {
 
  private:
   friend std::expected<void, diag::Diagnostics> launch_cuda_function(Context&, LoadedFunction&,
-                                                                     const validation::LaunchPlan&,
+                                                                     const contract::LaunchPlan&,
                                                                      std::span<void* const>, CUstream,
                                                                      diag::Diagnostics*, LaunchTicket*);
   friend std::expected<void, diag::Diagnostics> launch_cuda_function(Context&, LoadedFunction&, const LaunchTicket&,
@@ -130,7 +130,7 @@ class alignas(64) LoadedFunction {
   /// makes it the launch cache's front. `known_miss`: the caller just missed the launch cache
   /// with `shape` (validating without looking again is always correct).
   [[nodiscard]] static std::expected<void, diag::Diagnostics> launch_with_shape(
-      Context& ctx, LoadedFunction& fn, const validation::LaunchPlan& plan, const validation::LaunchShape& shape,
+      Context& ctx, LoadedFunction& fn, const contract::LaunchPlan& plan, const validation::LaunchShape& shape,
       std::span<void* const> args, CUstream stream, diag::Diagnostics* warnings, LaunchTicket* ticket,
       const SteadyKey* steady = nullptr, bool known_miss = false);
   /// Kernel::launch's path for a shape off the front: when the launch cache knows `shape` (built
@@ -149,7 +149,7 @@ class alignas(64) LoadedFunction {
   [[nodiscard]] static std::expected<void, diag::Diagnostics> relaunch(Context& ctx, LoadedFunction& fn,
                                                                        const LaunchTicket& ticket,
                                                                        std::span<void* const> args, CUstream stream);
-  friend validation::Verdict validate_launch(Context&, LoadedFunction&, const validation::LaunchPlan&, CUstream, bool);
+  friend validation::Verdict validate_launch(Context&, LoadedFunction&, const contract::LaunchPlan&, CUstream, bool);
   /// PG3011 unless every buffer in aligned_buffers_ starts at a multiple of its alignment: the
   /// launch cache knows shapes, not addresses, so every launch of such a kernel checks its slots.
   [[gnu::noinline]] [[nodiscard]] std::expected<void, diag::Diagnostics> check_buffer_alignment(
@@ -169,8 +169,8 @@ class alignas(64) LoadedFunction {
   std::atomic<bool> shared_opt_in_done_{false};
   /// Launches that validated, cache hits that did not reach the driver, other driver calls, blocked.
   std::atomic<uint64_t> validated_{0}, cached_{0}, driver_calls_{0}, blocked_{0};
-  codegen::KernelInfo info_;
-  validation::KernelResources resources_;
+  contract::KernelInfo info_;
+  contract::KernelResources resources_;
   diag::Location location_;
   /// (parameter index, alignment - 1) of each buffer the kernel accesses with vector loads or
   /// stores (ParamInfo::alignment); empty for every other kernel, which then pays one test.
@@ -180,7 +180,7 @@ class alignas(64) LoadedFunction {
 /// Validates `plan` for `fn` on `ctx`'s device with the live caps, the function's
 /// attributes and the driver's occupancy answer, without launching. Sets the
 /// dynamic shared-memory opt-in on the function first when the plan needs it.
-validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const validation::LaunchPlan& plan,
+validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const contract::LaunchPlan& plan,
                                     CUstream stream, bool report_warnings = true);
 
 /// THE launch: the only code that calls cuLaunchKernel / cuLaunchCooperativeKernel.
@@ -193,7 +193,7 @@ validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const vali
 /// when given. Driver failures are PG4002/PG4005, a poisoned context PG4003.
 /// When `ticket` is given, a launch that passed validation leaves its ticket there.
 [[nodiscard]] std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, LoadedFunction& fn,
-                                                            const validation::LaunchPlan& plan,
+                                                            const contract::LaunchPlan& plan,
                                                             std::span<void* const> args, CUstream stream,
                                                             diag::Diagnostics* warnings = nullptr,
                                                             LaunchTicket* ticket = nullptr);

@@ -71,8 +71,8 @@ bool has_code(const diag::Diagnostics& d, diag::Code code) {
 /// This thread's reusable plan. Thread-local objects are reached through functions that are
 /// never inlined: the caller then holds a plain pointer, where an inlined TLS access may be
 /// recomputed (a __tls_get_addr call in a shared library) at every use inside a loop.
-[[gnu::noinline]] validation::LaunchPlan& thread_plan() {
-  thread_local validation::LaunchPlan plan;
+[[gnu::noinline]] contract::LaunchPlan& thread_plan() {
+  thread_local contract::LaunchPlan plan;
   return plan;
 }
 
@@ -82,7 +82,7 @@ bool has_code(const diag::Diagnostics& d, diag::Code code) {
 /// has peer access to it (`*across` set: the launch is ordered by both contexts' tracking), else
 /// PG4070. With dependency tracking, `accesses` receives what the launch reads and writes of its
 /// own context's buffers.
-std::expected<void, diag::Diagnostics> launch_objects(const Context& ctx, const codegen::KernelInfo& info,
+std::expected<void, diag::Diagnostics> launch_objects(const Context& ctx, const contract::KernelInfo& info,
                                                       std::span<const Arg> args, const Stream* stream,
                                                       boost::container::small_vector<BufferAccess, 8>* accesses,
                                                       bool* across) {
@@ -125,7 +125,7 @@ bool Kernel::loaded_from_cubin() const { return module_->from_cubin; }
 
 const module_cache::CacheEntry& Kernel::entry() const { return *module_->entry; }
 
-std::expected<void, diag::Diagnostics> Kernel::fill_plan(validation::LaunchPlan& plan, const LaunchConfig& config,
+std::expected<void, diag::Diagnostics> Kernel::fill_plan(contract::LaunchPlan& plan, const LaunchConfig& config,
                                                          std::span<const Arg> args, CUstream stream, void** slots,
                                                          BoundSlot* values) {
   plan_header(plan, config, stream);
@@ -158,7 +158,7 @@ std::expected<void, diag::Diagnostics> Kernel::fill_plan(validation::LaunchPlan&
 // than 8 bytes too: their bytes come first only on a little-endian host.
 static_assert(std::endian::native == std::endian::little, "the steady launch path assumes a little-endian host");
 
-std::vector<Kernel::SteadyParam> Kernel::steady_params_for(const codegen::KernelInfo& info, uint32_t& buffers) {
+std::vector<Kernel::SteadyParam> Kernel::steady_params_for(const contract::KernelInfo& info, uint32_t& buffers) {
   const std::vector<SteadyDesc> descs = steady_descs_for(info);
   std::vector<SteadyParam> steady(info.params.size());
   buffers = 0;
@@ -174,21 +174,21 @@ std::vector<Kernel::SteadyParam> Kernel::steady_params_for(const codegen::Kernel
   return steady;
 }
 
-std::vector<Kernel::SteadyDesc> Kernel::steady_descs_for(const codegen::KernelInfo& info) {
+std::vector<Kernel::SteadyDesc> Kernel::steady_descs_for(const contract::KernelInfo& info) {
   std::vector<SteadyDesc> steady(info.params.size());
   for (size_t i = 0; i < info.params.size(); ++i) {
     const auto& p = info.params[i];
     // The description bind_described leaves for an argument that matches the parameter exactly.
-    validation::ArgumentDesc& d = steady[i].desc;
+    contract::ArgumentDesc& d = steady[i].desc;
     if (p.is_buffer) {
-      d.kind = validation::ArgumentDesc::Kind::buffer;
+      d.kind = contract::ArgumentDesc::Kind::buffer;
       d.size_bytes = 8;
     } else if (p.type == ir::Type::tensor_map) {  // Hopper: bound on the general path (word 0)
-      d.kind = validation::ArgumentDesc::Kind::tensor_map;
+      d.kind = contract::ArgumentDesc::Kind::tensor_map;
       d.size_bytes = 128;
       continue;
     } else {
-      d.kind = validation::ArgumentDesc::Kind::scalar;
+      d.kind = contract::ArgumentDesc::Kind::scalar;
       d.size_bytes = p.size_bytes != 0 ? p.size_bytes : ir::byte_size(p.type);
       d.scalar_type = p.type;
       // The slot points at the Arg's 8-byte little-endian value: only widths up to 8 bytes.
@@ -199,7 +199,7 @@ std::vector<Kernel::SteadyDesc> Kernel::steady_descs_for(const codegen::KernelIn
   return steady;
 }
 
-void Kernel::plan_header(validation::LaunchPlan& plan, const LaunchConfig& config, CUstream stream) const {
+void Kernel::plan_header(contract::LaunchPlan& plan, const LaunchConfig& config, CUstream stream) const {
   plan.grid = config.grid;
   plan.block = config.block;
   plan.dynamic_shared_bytes = config.dynamic_shared_bytes;
@@ -254,7 +254,7 @@ std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config
       const auto policy = ctx_->stream_policy();
       const uint32_t flags = (config.cooperative ? SteadyKey::kCooperative : 0) |
                              (config.block_given ? SteadyKey::kBlockGiven : 0) | (s == nullptr ? SteadyKey::kNullStream : 0) |
-                             (policy == validation::StreamPolicy::require_explicit ? SteadyKey::kRequireExplicit : 0);
+                             (policy == contract::StreamPolicy::require_explicit ? SteadyKey::kRequireExplicit : 0);
       key.buffers = steady_buffers_;
       const bool keyed = key.pack(config.grid, config.block, config.dynamic_shared_bytes, flags) &&
                          steady_buffers_ <= SteadyKey::kMaxBuffers;
@@ -290,7 +290,7 @@ std::expected<void, diag::Diagnostics> Kernel::launch_new_shape(const LaunchConf
     words[2 * k + 1] = bytes;
   }
   if (auto launched = LoadedFunction::launch_cached(*ctx_, *function_, shape, slots, s, key)) return std::move(*launched);
-  validation::LaunchPlan& plan = thread_plan();
+  contract::LaunchPlan& plan = thread_plan();
   plan_header(plan, config, s);
   plan.arguments.resize(args.size());
   for (size_t k = 0; k < args.size(); ++k) {
@@ -348,7 +348,7 @@ std::expected<void, diag::Diagnostics> Kernel::launch_on(const LaunchConfig& con
                  function_->handle() == nullptr});
     bool bound = true;
     for (size_t i = 0; i < n && bound; ++i) {
-      validation::ArgumentDesc d = describe_argument(args[i]);
+      contract::ArgumentDesc d = describe_argument(args[i]);
       bound = bind_described(args[i], params[i], values[i], d);
       shape.add(d);
       slots[i] = argument_slot(args[i], values[i]);
@@ -358,7 +358,7 @@ std::expected<void, diag::Diagnostics> Kernel::launch_on(const LaunchConfig& con
         return launch_cuda_function(*ctx_, *function_, *ticket, std::span<void* const>(slots.data(), n), s);
   }
 
-  validation::LaunchPlan& plan = thread_plan();  // reused: no allocation once its vectors have grown
+  contract::LaunchPlan& plan = thread_plan();  // reused: no allocation once its vectors have grown
   if (auto ok = fill_plan(plan, config, args, s, slots.data(), values.data()); !ok) return ok;
   return launch_cuda_function(*ctx_, *function_, plan, std::span<void* const>(slots.data(), n), s);
 }
@@ -372,7 +372,7 @@ validation::Verdict Kernel::check(const LaunchConfig& config, std::span<const Ar
   CUstream s = stream ? stream->handle() : nullptr;
   std::vector<void*> slots(args.size());
   std::vector<BoundSlot> values(args.size());
-  validation::LaunchPlan plan;
+  contract::LaunchPlan plan;
   auto bound = fill_plan(plan, config, args, s, slots.data(), values.data());
   plan.arguments_known = !args.empty();
   if (!plan.arguments_known) plan.arguments.clear();

@@ -16,7 +16,7 @@
 #include "ptxgate/backend/launch.hpp"
 #include "ptxgate/backend/pool.hpp"
 #include "ptxgate/backend/profile.hpp"
-#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/contract/kernel_info.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/ir/ast.hpp"
 #include "ptxgate/module_cache/module_cache.hpp"
@@ -59,7 +59,7 @@ struct RuntimeOptions {
   /// synchronous buffer helpers (DeviceBuffer::upload/download/fill_bytes, Runtime::upload/
   /// download) and events recorded on no stream. `require_explicit` blocks each of them with
   /// PG3002 before the driver (programs that capture graphs or want no implicit synchronisation).
-  validation::StreamPolicy stream_policy = validation::StreamPolicy::allow_legacy_default;
+  contract::StreamPolicy stream_policy = contract::StreamPolicy::allow_legacy_default;
   size_t loaded_module_capacity = 32;             ///< modules kept loaded per context (LRU)
   module_cache::ModuleCacheOptions cache;         ///< memory and disk tiers of compiled modules
   bool prefer_cubin = true;                       ///< load ptxas's cubin; PTX (driver JIT) as fallback
@@ -90,8 +90,8 @@ class alignas(64) Kernel {
   /// The verdict for a launch without launching (arguments optional).
   validation::Verdict check(const LaunchConfig& config, std::span<const Arg> args = {}, const Stream* stream = nullptr);
 
-  const codegen::KernelInfo& info() const { return function_->info(); }
-  const validation::KernelResources& resources() const { return function_->resources(); }
+  const contract::KernelInfo& info() const { return function_->info(); }
+  const contract::KernelResources& resources() const { return function_->resources(); }
   LoadedFunction& function() { return *function_; }
   LaunchCounters counters() const { return function_->counters(); }
   /// Where the compile found its module (memory, disk, compiled, joined).
@@ -126,14 +126,14 @@ class alignas(64) Kernel {
   /// One parameter as an argument that matches it exactly leaves it bound: its description (the
   /// plan's) and that description's launch-shape word (0: the parameter has no steady path).
   struct SteadyDesc {
-    validation::ArgumentDesc desc;
+    contract::ArgumentDesc desc;
     uint64_t word = 0;
   };
-  static std::vector<SteadyDesc> steady_descs_for(const codegen::KernelInfo& info);
+  static std::vector<SteadyDesc> steady_descs_for(const contract::KernelInfo& info);
   /// `buffers` receives the number of buffer parameters.
-  static std::vector<SteadyParam> steady_params_for(const codegen::KernelInfo& info, uint32_t& buffers);
+  static std::vector<SteadyParam> steady_params_for(const contract::KernelInfo& info, uint32_t& buffers);
   /// The plan's fields that come from the configuration and the stream.
-  void plan_header(validation::LaunchPlan& plan, const LaunchConfig& config, CUstream stream) const;
+  void plan_header(contract::LaunchPlan& plan, const LaunchConfig& config, CUstream stream) const;
   /// launch()'s one-pass path for a shape the launch cache does not know: validates, then launches.
   /// `key`: the launch's SteadyKey (null when the configuration does not pack), made the launch
   /// cache's front when the shape is launchable.
@@ -148,7 +148,7 @@ class alignas(64) Kernel {
   /// launch() with buffers of peer devices (checked by launch_objects): ordered by both contexts' tracking.
   [[nodiscard]] std::expected<void, diag::Diagnostics> launch_across(const LaunchConfig& config,
                                                                      std::span<const Arg> args, CUstream stream);
-  [[nodiscard]] std::expected<void, diag::Diagnostics> fill_plan(validation::LaunchPlan& plan, const LaunchConfig& config,
+  [[nodiscard]] std::expected<void, diag::Diagnostics> fill_plan(contract::LaunchPlan& plan, const LaunchConfig& config,
                                                    std::span<const Arg> args, CUstream stream, void** slots,
                                                    BoundSlot* values);
   // What the steady launch reads (ctx_, function_, steady_buffers_, steady_) first, in one cache line.

@@ -28,20 +28,20 @@ struct Probe {
   std::vector<Arg> args;
   std::vector<backend::BoundSlot> bound;
   std::vector<void*> slots;
-  validation::LaunchPlan plan;  ///< steady plan: grid 1, the kernel's @workgroup, on the bench stream
+  contract::LaunchPlan plan;  ///< steady plan: grid 1, the kernel's @workgroup, on the bench stream
 };
 
 /// The LaunchPlan Kernel::launch would build for these arguments (grid x `grid`, default block).
-validation::LaunchPlan plan_for(const Probe& p, uint64_t grid) {
-  validation::LaunchPlan plan;
+contract::LaunchPlan plan_for(const Probe& p, uint64_t grid) {
+  contract::LaunchPlan plan;
   plan.grid = {grid, 1, 1};
   plan.arguments_known = true;
   plan.stream_is_null = false;
   for (size_t i = 0; i < p.args.size(); ++i) {
-    validation::ArgumentDesc d;
+    contract::ArgumentDesc d;
     const Arg& a = p.args[i];
-    d.kind = a.kind() == Arg::Kind::buffer ? validation::ArgumentDesc::Kind::buffer
-                                           : validation::ArgumentDesc::Kind::scalar;
+    d.kind = a.kind() == Arg::Kind::buffer ? contract::ArgumentDesc::Kind::buffer
+                                           : contract::ArgumentDesc::Kind::scalar;
     d.size_bytes = p.bound[i].size;
     if (a.kind() == Arg::Kind::scalar) d.scalar_type = p.kernel->info().params[i].type;
     if (a.kind() == Arg::Kind::buffer && a.buffer_bytes() != 0) d.buffer_bytes = a.buffer_bytes();

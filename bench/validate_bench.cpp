@@ -35,25 +35,25 @@ int main() {
     std::fprintf(stderr, "cannot load the h100-sxm profile\n");
     return 1;
   }
-  codegen::KernelInfo kernel;
+  contract::KernelInfo kernel;
   kernel.name = "saxpy";
   kernel.params = {{"y", 0, true, ir::Access::inout, ir::Type::f32, 8},
                    {"x", 1, true, ir::Access::in, ir::Type::f32, 8},
                    {"a", 2, false, ir::Access::inout, ir::Type::f32, 4},
                    {"n", 3, false, ir::Access::inout, ir::Type::u32, 4}};
   kernel.required_block = {256, 1, 1};
-  KernelResources res;
+  contract::KernelResources res;
   res.registers_per_thread = 10;
   res.max_threads_per_block = 256;
 
-  LaunchPlan plan;
+  contract::LaunchPlan plan;
   plan.grid = {4096, 1, 1};
   plan.block = {256, 1, 1};
   plan.arguments_known = true;
-  plan.arguments = {{ArgumentDesc::Kind::buffer, 8, false, false, std::nullopt, 1 << 24},
-                    {ArgumentDesc::Kind::buffer, 8, false, false, std::nullopt, 1 << 24},
-                    {ArgumentDesc::Kind::scalar, 4, false, false, ir::Type::f32, std::nullopt},
-                    {ArgumentDesc::Kind::scalar, 4, false, false, ir::Type::u32, std::nullopt}};
+  plan.arguments = {{contract::ArgumentDesc::Kind::buffer, 8, false, false, std::nullopt, 1 << 24},
+                    {contract::ArgumentDesc::Kind::buffer, 8, false, false, std::nullopt, 1 << 24},
+                    {contract::ArgumentDesc::Kind::scalar, 4, false, false, ir::Type::f32, std::nullopt},
+                    {contract::ArgumentDesc::Kind::scalar, 4, false, false, ir::Type::u32, std::nullopt}};
   plan.required_elements = {{0, 1 << 20}, {1, 1 << 20}};
 
   volatile bool sink = false;
@@ -66,7 +66,7 @@ int main() {
   double fresh_coop = median_ns_per_call(
       [&](int) { sink = check_launch(kernel, res, coop_plan, *caps).launchable; }, 20000, 25);
 
-  LaunchPlan blocked = plan;
+  contract::LaunchPlan blocked = plan;
   blocked.block = {2048, 1, 1};
   double fresh_blocked = median_ns_per_call(
       [&](int) { sink = check_launch(kernel, res, blocked, *caps).launchable; }, 5000, 25);

@@ -19,13 +19,13 @@ namespace ptxgate::bench {
 namespace {
 
 /// A plan like Kernel::launch builds: every argument known, buffers of 4 MiB, a 4096-block grid.
-validation::LaunchPlan plan_for(const codegen::KernelInfo& info) {
-  validation::LaunchPlan plan;
+contract::LaunchPlan plan_for(const contract::KernelInfo& info) {
+  contract::LaunchPlan plan;
   plan.grid = {4096, 1, 1};
   plan.arguments_known = true;
   for (const auto& p : info.params) {
-    validation::ArgumentDesc d;
-    d.kind = p.is_buffer ? validation::ArgumentDesc::Kind::buffer : validation::ArgumentDesc::Kind::scalar;
+    contract::ArgumentDesc d;
+    d.kind = p.is_buffer ? contract::ArgumentDesc::Kind::buffer : contract::ArgumentDesc::Kind::scalar;
     d.size_bytes = p.size_bytes;
     if (p.is_buffer)
       d.buffer_bytes = uint64_t{4} << 20;
@@ -85,8 +85,8 @@ int run_validation_cost(const ValidationOptions& o, ResultFile& out) {
       status = 1;
       continue;
     }
-    const codegen::KernelInfo& info = compiled->kernels.front();
-    validation::KernelResources res;
+    const contract::KernelInfo& info = compiled->kernels.front();
+    contract::KernelResources res;
     if (auto it = compiled->resources.find(info.name); it != compiled->resources.end()) {
       res = it->second;
     } else {

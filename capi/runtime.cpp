@@ -55,8 +55,8 @@ backend::Arg scalar_arg(ir::Type type, uint64_t bits) {
 /// element type and device against the parameter and the runtime (PG3006, PG4008), and an
 /// element count within its buffer (PG3008). Kind, width and null pointers are the backend's.
 std::expected<backend::Arg, diag::Diagnostics> to_arg(const ptxgate_arg& a, size_t index, const ptxgate_kernel& k) {
-  const codegen::KernelInfo& info = k.kernel->info();
-  const codegen::ParamInfo* param = index < info.params.size() ? &info.params[index] : nullptr;
+  const contract::KernelInfo& info = k.kernel->info();
+  const contract::ParamInfo* param = index < info.params.size() ? &info.params[index] : nullptr;
   const std::string what = param != nullptr ? fmt::format("argument {} ('{}') of kernel '{}'", index, param->name, info.name)
                                             : fmt::format("argument {} of kernel '{}'", index, info.name);
   diag::Diagnostics d;

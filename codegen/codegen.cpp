@@ -262,10 +262,10 @@ std::string_view llvm_target_for(std::string_view target) {
   return target;
 }
 
-std::vector<KernelInfo> describe(const ir::Module& m) {
-  std::vector<KernelInfo> out;
+std::vector<contract::KernelInfo> describe(const ir::Module& m) {
+  std::vector<contract::KernelInfo> out;
   for (const auto& k : m.kernels) {
-    KernelInfo info;
+    contract::KernelInfo info;
     info.name = k.name;
     for (uint32_t i = 0; i < k.params.size(); ++i) {
       const auto& p = k.params[i];

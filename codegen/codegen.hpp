@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/contract/kernel_info.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/ir/ast.hpp"
 
@@ -39,7 +39,7 @@ struct CompiledModule {
   std::string target;
   std::string ptx;
   unsigned ptx_isa_version = 0;    ///< e.g. 78 for PTX ISA 7.8, as written in the `.version` line
-  std::vector<KernelInfo> kernels;
+  std::vector<contract::KernelInfo> kernels;
 };
 
 /// Supported targets, in order: "sm_75" .. "sm_90a" (what CUDA 13's ptxas assembles and LLVM 19
@@ -62,7 +62,7 @@ std::string target_for_module(const ir::Module& verified, std::string_view arch)
 [[nodiscard]] std::expected<CompiledModule, diag::Diagnostics> compile(const ir::Module& verified, const CodegenOptions& options);
 
 /// KernelInfo of each kernel, derived from the verified IR alone (no LLVM).
-std::vector<KernelInfo> describe(const ir::Module& verified);
+std::vector<contract::KernelInfo> describe(const ir::Module& verified);
 
 /// The LLVM version ptxgate was built with, e.g. "19.1.7".
 std::string llvm_version();

@@ -68,7 +68,7 @@ void fuzz_npy(std::span<const std::byte> bytes) {
 /// The grammar alone, for a buffer, a scalar or no parameter: never materialises, never opens a
 /// path; what parses has a consistent description.
 void fuzz_grammar(std::string_view text, ir::Type type, unsigned shape) {
-  codegen::ParamInfo p;
+  contract::ParamInfo p;
   p.name = "x";
   p.type = type;
   p.is_buffer = shape == 1;
@@ -84,7 +84,7 @@ void fuzz_grammar(std::string_view text, ir::Type type, unsigned shape) {
   if ((parsed->kind == K::npy_file || parsed->kind == K::raw_file) && (parsed->path != text || !p.is_buffer || shape == 2))
     __builtin_trap();
   auto desc = validation::describe_argument(*parsed);
-  if ((desc.kind == validation::ArgumentDesc::Kind::scalar) != (parsed->kind == K::scalar)) __builtin_trap();
+  if ((desc.kind == contract::ArgumentDesc::Kind::scalar) != (parsed->kind == K::scalar)) __builtin_trap();
   if (parsed->kind == K::scalar) {
     if (desc.size_bytes != ir::byte_size(parsed->type)) __builtin_trap();
     (void)backend::scalar_arg(*parsed).describe();

@@ -28,7 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/contract/kernel_info.hpp"
 #include "ptxgate/module_cache/cache_key.hpp"
 #include "ptxgate/module_cache/disk_cache.hpp"
 
@@ -57,7 +57,7 @@ module_cache::CacheEntry sample_entry(const std::string& marker) {
   entry.ptx_isa_version = 85;
   entry.ptx = "// " + marker + "\n.version 8.5\n.target sm_90\n.address_size 64\n\n.visible .entry k()\n{\nret;\n}\n";
   entry.cubin = "\x7f" "ELF cubin of " + marker;
-  codegen::KernelInfo k;
+  contract::KernelInfo k;
   k.name = "k";
   entry.kernels.push_back(k);
   entry.resources = {{"k", {{"registers", 8}, {"marker", marker}}}};

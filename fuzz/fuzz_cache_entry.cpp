@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/contract/kernel_info.hpp"
 #include "ptxgate/module_cache/cache_key.hpp"
 #include "ptxgate/module_cache/disk_cache.hpp"
 
@@ -143,7 +143,7 @@ void write_seeds(const fs::path& dir) {
   entry.target_arch = kTarget;
   entry.ptx_isa_version = 85;
   entry.ptx = ".version 8.5\n.target sm_90\n.address_size 64\n\n.visible .entry saxpy(\n.param .u64 y\n)\n{\nret;\n}\n";
-  codegen::KernelInfo k;
+  contract::KernelInfo k;
   k.name = "saxpy";
   k.params.push_back({"y", 0, true, ir::Access::inout, ir::Type::f32, 8});
   k.params.push_back({"a", 1, false, ir::Access::inout, ir::Type::f32, 4});

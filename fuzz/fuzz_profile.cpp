@@ -19,13 +19,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!again) __builtin_trap();
   // Residency fails closed: a cooperative launch is launchable only with a computed occupancy
   // whose capacity covers the grid.
-  codegen::KernelInfo k;
+  contract::KernelInfo k;
   k.name = "k";
   k.required_block = {caps->warp_size, 1, 1};
-  validation::KernelResources res;
+  contract::KernelResources res;
   res.registers_per_thread = 32;
   res.static_shared_bytes = 4096;
-  validation::LaunchPlan plan;
+  contract::LaunchPlan plan;
   plan.cooperative = true;
   plan.grid = {uint64_t{caps->sm_count} * 3, 1, 1};
   auto v = validation::check_launch(k, res, plan, *caps);

@@ -65,18 +65,18 @@ std::expected<CacheEntry, diag::Diagnostics> compile_to_entry(const ir::Module& 
   return entry;
 }
 
-nlohmann::json resources_to_json(const validation::KernelResources& r) {
+nlohmann::json resources_to_json(const contract::KernelResources& r) {
   return {{"registers_per_thread", r.registers_per_thread}, {"static_shared_bytes", r.static_shared_bytes},
           {"local_bytes", r.local_bytes},   {"max_threads_per_block", r.max_threads_per_block},
           {"barriers", r.barriers},         {"spill_store_bytes", r.spill_store_bytes},
           {"spill_load_bytes", r.spill_load_bytes}, {"constant_bytes", r.constant_bytes}};
 }
 
-std::optional<validation::KernelResources> kernel_resources(const CacheEntry& entry, std::string_view kernel) {
+std::optional<contract::KernelResources> kernel_resources(const CacheEntry& entry, std::string_view kernel) {
   auto it = entry.resources.find(std::string(kernel));
   if (it == entry.resources.end() || !it->is_object()) return std::nullopt;
   try {
-    validation::KernelResources r;
+    contract::KernelResources r;
     r.registers_per_thread = diag::json_integer<uint32_t>(it->at("registers_per_thread"));
     r.static_shared_bytes = diag::json_integer<uint64_t>(it->at("static_shared_bytes"));
     r.local_bytes = diag::json_integer<uint64_t>(it->at("local_bytes"));

@@ -361,7 +361,7 @@ std::optional<CacheEntry> DiskCache::lookup(const CacheKey& key, const std::stri
     if (kernels.is_discarded() || !kernels.is_array())
       return reject(diag::Code::cache_entry_corrupt, "kernels.json is not a JSON array");
     for (const auto& k : kernels) {
-      auto info = codegen::kernel_info_from_json(k);
+      auto info = contract::kernel_info_from_json(k);
       if (!info) return reject(diag::Code::cache_entry_corrupt, "kernels.json: " + info.error());
       entry.kernels.push_back(std::move(*info));
     }
@@ -388,7 +388,7 @@ void DiskCache::publish(const CacheKey& key, const CacheEntry& entry, const nloh
   }
   try {
     nlohmann::json kernels = nlohmann::json::array();
-    for (const auto& k : entry.kernels) kernels.push_back(codegen::to_json(k));
+    for (const auto& k : entry.kernels) kernels.push_back(contract::to_json(k));
     std::vector<std::pair<const char*, std::string>> files;
     files.emplace_back(kPtx, entry.ptx);
     if (!entry.cubin.empty()) files.emplace_back(kCubin, entry.cubin);

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/contract/kernel_info.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/module_cache/cache_key.hpp"
 
@@ -23,9 +23,9 @@ struct CacheEntry {
   unsigned ptx_isa_version = 0;               ///< from the PTX `.version` line
   std::string ptx;                            ///< PTX text, `.target` equal to target_arch
   std::string cubin;                          ///< ptxas output for target_arch; may be empty
-  std::vector<codegen::KernelInfo> kernels;   ///< one per kernel, in module order
+  std::vector<contract::KernelInfo> kernels;   ///< one per kernel, in module order
   /// Per-kernel resource usage from ptxas, opaque to the cache: an object keyed by
-  /// kernel name (validation::KernelResources as JSON) and/or "ptxas_log" (raw `ptxas -v`).
+  /// kernel name (contract::KernelResources as JSON) and/or "ptxas_log" (raw `ptxas -v`).
   nlohmann::json resources = nlohmann::json::object();
 };
 

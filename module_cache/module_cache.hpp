@@ -19,7 +19,7 @@
 #include "ptxgate/module_cache/disk_cache.hpp"
 #include "ptxgate/module_cache/lru_cache.hpp"
 #include "ptxgate/toolchain/toolkit.hpp"
-#include "ptxgate/validation/launch_plan.hpp"
+#include "ptxgate/contract/launch_plan.hpp"
 
 namespace ptxgate::module_cache {
 
@@ -125,10 +125,10 @@ CacheKeyInputs key_inputs_for(const ir::Module& verified, const CompileRequest& 
                                                                             const toolchain::Toolkit& toolkit);
 
 /// KernelResources as stored in CacheEntry::resources.
-nlohmann::json resources_to_json(const validation::KernelResources& resources);
+nlohmann::json resources_to_json(const contract::KernelResources& resources);
 
 /// The ptxas resources of `kernel` stored in an entry; nullopt when the entry has none
 /// (no cubin was produced) or the stored object is malformed.
-std::optional<validation::KernelResources> kernel_resources(const CacheEntry& entry, std::string_view kernel);
+std::optional<contract::KernelResources> kernel_resources(const CacheEntry& entry, std::string_view kernel);
 
 }  // namespace ptxgate::module_cache

@@ -31,7 +31,7 @@ std::expected<std::string, diag::Diagnostics> product(const ir::Module& module, 
   switch (request.kind) {
     case EmitKind::meta: {
       nlohmann::json kernels = nlohmann::json::array();
-      for (const auto& k : codegen::describe(module)) kernels.push_back(codegen::to_json(k));
+      for (const auto& k : codegen::describe(module)) kernels.push_back(contract::to_json(k));
       return nlohmann::json{{"schema_version", kJsonSchemaVersion}, {"target", cg.target}, {"kernels", kernels}}.dump(2) +
              "\n";
     }
@@ -55,7 +55,7 @@ std::expected<std::string, diag::Diagnostics> product(const ir::Module& module, 
   if (request.kind == EmitKind::sass) return toolchain::disassemble(entry.cubin, entry.target_arch);
   KernelResourceList kernels;
   for (const auto& k : entry.kernels) {
-    kernels.emplace_back(k.name, module_cache::kernel_resources(entry, k.name).value_or(validation::KernelResources{}));
+    kernels.emplace_back(k.name, module_cache::kernel_resources(entry, k.name).value_or(contract::KernelResources{}));
     diag::Location where;
     where.file = source.path();
     if (const ir::Kernel* kernel = module.find_kernel(k.name))

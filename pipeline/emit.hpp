@@ -16,7 +16,7 @@
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/ir/ast.hpp"
 #include "ptxgate/module_cache/module_cache.hpp"
-#include "ptxgate/validation/launch_plan.hpp"
+#include "ptxgate/contract/launch_plan.hpp"
 
 namespace ptxgate::pipeline {
 
@@ -69,7 +69,7 @@ struct EmitStop {
 [[nodiscard]] std::expected<EmitProduct, EmitStop> emit_file(const EmitFileRequest& request);
 
 /// Each kernel's ptxas resources, in module order.
-using KernelResourceList = std::vector<std::pair<std::string, validation::KernelResources>>;
+using KernelResourceList = std::vector<std::pair<std::string, contract::KernelResources>>;
 /// {"schema_version", "target", "kernels": [{"name", "registers", "spill_store_bytes",
 /// "spill_load_bytes", "static_shared_bytes", "local_bytes", "constant_bytes", "barriers",
 /// "max_threads_per_block"}]}

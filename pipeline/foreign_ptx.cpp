@@ -24,7 +24,7 @@ std::expected<ForeignKernel, diag::Diagnostics> load_foreign_kernel(const std::s
   out.info = chosen->entry.info;
   out.location = chosen->entry.location;
   if (chosen->cubin) {  // a cubin carries its own resources: no ptxas needed
-    out.resources = chosen->entry.resources.value_or(validation::KernelResources{});
+    out.resources = chosen->entry.resources.value_or(contract::KernelResources{});
     return out;
   }
   // Architecture-specific PTX (sm_90a) assembles only for its own target, which runs on `arch`.

@@ -7,9 +7,9 @@
 #include <string>
 #include <string_view>
 
-#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/contract/kernel_info.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
-#include "ptxgate/validation/launch_plan.hpp"
+#include "ptxgate/contract/launch_plan.hpp"
 
 namespace ptxgate::pipeline {
 
@@ -18,8 +18,8 @@ namespace ptxgate::pipeline {
 bool is_foreign_module_path(std::string_view path);
 
 struct ForeignKernel {
-  codegen::KernelInfo info;
-  validation::KernelResources resources;
+  contract::KernelInfo info;
+  contract::KernelResources resources;
   diag::Location location;   ///< the entry's name in the PTX
 };
 

@@ -30,11 +30,11 @@ std::unexpected<OfflineStop> stop(diag::Diagnostics d) { return std::unexpected(
 // Each SPEC is parsed by the library's one grammar (validation/arg_spec, shared with `run`), so a
 // value `run` rejects is rejected here too (PG5002, collected in `spec_errors`). A usage problem
 // (order, conflicting options) is the returned string.
-std::expected<void, std::string> describe_arguments(const OfflineLaunch& opt, const codegen::KernelInfo& info,
-                                                    validation::LaunchPlan& plan, diag::Diagnostics& spec_errors) {
+std::expected<void, std::string> describe_arguments(const OfflineLaunch& opt, const contract::KernelInfo& info,
+                                                    contract::LaunchPlan& plan, diag::Diagnostics& spec_errors) {
   plan.stream_is_null = opt.null_stream;
-  plan.stream_policy = opt.require_explicit_stream ? validation::StreamPolicy::require_explicit
-                                                   : validation::StreamPolicy::allow_legacy_default;
+  plan.stream_policy = opt.require_explicit_stream ? contract::StreamPolicy::require_explicit
+                                                   : contract::StreamPolicy::allow_legacy_default;
   if (opt.args.empty() && !opt.empty_args) {
     if (!opt.null_slots.empty() || !opt.elements.empty())
       return std::unexpected("--null-slot and --elements need the argument table (--arg ...)");
@@ -49,7 +49,7 @@ std::expected<void, std::string> describe_arguments(const OfflineLaunch& opt, co
       continue;
     }
     const auto& [name, spec] = *kv;
-    const codegen::ParamInfo* param = i < info.params.size() ? &info.params[i] : nullptr;
+    const contract::ParamInfo* param = i < info.params.size() ? &info.params[i] : nullptr;
     if (param != nullptr && name != param->name)
       return std::unexpected(fmt::format("--arg '{}' is argument {}, but parameter {} is '{}' (give --arg in signature order)",
                                          name, i, i, param->name));
@@ -82,7 +82,7 @@ std::expected<void, std::string> describe_arguments(const OfflineLaunch& opt, co
     auto count = eq == std::string::npos ? std::unexpected(std::string("no '='")) : support::parse_count(e.substr(eq + 1));
     if (!count) return std::unexpected(fmt::format("--elements '{}' is not NAME=COUNT: {}", e, count.error()));
     auto it = std::find_if(info.params.begin(), info.params.end(),
-                           [&](const codegen::ParamInfo& p) { return p.name == name && p.is_buffer; });
+                           [&](const contract::ParamInfo& p) { return p.name == name && p.is_buffer; });
     if (it == info.params.end())
       return std::unexpected(fmt::format("--elements: kernel '{}' has no buffer parameter '{}'", info.name, name));
     plan.required_elements.emplace_back(it->index, *count);
@@ -165,7 +165,7 @@ std::expected<ProfiledKernel, diag::Diagnostics> compile_for_profile(const std::
   out.cache_outcome = compiled->outcome;
   const auto& entry = *compiled->entry;
   auto info_it = std::find_if(entry.kernels.begin(), entry.kernels.end(),
-                              [&](const codegen::KernelInfo& k) { return k.name == kernel_name; });
+                              [&](const contract::KernelInfo& k) { return k.name == kernel_name; });
   auto resources = module_cache::kernel_resources(entry, kernel_name);
   if (!resources || info_it == entry.kernels.end()) {
     diag::Diagnostics d;

@@ -10,12 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/contract/kernel_info.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/module_cache/module_cache.hpp"
 #include "ptxgate/validation/check.hpp"
 #include "ptxgate/validation/device_caps.hpp"
-#include "ptxgate/validation/launch_plan.hpp"
+#include "ptxgate/contract/launch_plan.hpp"
 
 namespace ptxgate::pipeline {
 
@@ -47,8 +47,8 @@ struct OfflineLaunch {
 /// what check and occupancy start from.
 struct ProfiledKernel {
   validation::DeviceCaps caps;
-  codegen::KernelInfo kernel;
-  validation::KernelResources resources;
+  contract::KernelInfo kernel;
+  contract::KernelResources resources;
   diag::Location location;                 ///< the kernel's name in its source, for diagnostics
   module_cache::CacheOutcome cache_outcome = module_cache::CacheOutcome::compiled;
   diag::Diagnostics warnings;              ///< the program's and the cache's warnings
@@ -67,9 +67,9 @@ struct ProfiledKernel {
 /// A verdict and what it was computed from.
 struct OfflineCheck {
   validation::DeviceCaps caps;
-  codegen::KernelInfo kernel;
-  validation::KernelResources resources;
-  validation::LaunchPlan plan;             ///< as checked (grid = the maximum under grid max)
+  contract::KernelInfo kernel;
+  contract::KernelResources resources;
+  contract::LaunchPlan plan;             ///< as checked (grid = the maximum under grid max)
   validation::Verdict verdict;
   bool grid_max = false;
   module_cache::CacheOutcome cache_outcome = module_cache::CacheOutcome::compiled;

@@ -30,7 +30,7 @@ std::unexpected<RunStop> stop(diag::Diagnostics warnings, diag::Diagnostics d) {
   return std::unexpected(std::move(s));
 }
 
-void no_arg_for(diag::Diagnostics& errors, const codegen::ParamInfo& p) {
+void no_arg_for(diag::Diagnostics& errors, const contract::ParamInfo& p) {
   errors.add(diag::Code::invalid_argument_spec,
              fmt::format("no --arg for parameter '{}' ({} {})", p.name, p.is_buffer ? "buffer of" : "scalar",
                          ir::type_name(p.type)),
@@ -126,7 +126,7 @@ void parse_launch_flags(const RunRequest& request, PreparedRun& run, diag::Diagn
       errors.add(diag::Code::invalid_launch_option, fmt::format("invalid --block: {}", b.error()), {},
                  "write --block X[,Y[,Z]] (decimal counts)");
   }
-  validation::LaunchPlan block_plan;
+  contract::LaunchPlan block_plan;
   block_plan.block = config.block;
   block_plan.block_given = config.block_given;
   run.block = validation::effective_block(run.kernel, block_plan);  // the library's one default

@@ -14,7 +14,7 @@
 
 #include "ptxgate/backend/npy.hpp"
 #include "ptxgate/backend/runtime.hpp"
-#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/contract/kernel_info.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/ir/ast.hpp"
 #include "ptxgate/validation/arg_spec.hpp"
@@ -41,7 +41,7 @@ struct RunRequest {
 
 /// One parameter: its parsed spec and, for a buffer with data, host data and its device copy.
 struct BoundParam {
-  codegen::ParamInfo param;
+  contract::ParamInfo param;
   validation::ArgSpec spec;
   std::string text;                    ///< the spec as written
   std::optional<backend::HostArray> host;
@@ -51,7 +51,7 @@ struct BoundParam {
 /// A request bound to its kernel and checked, before any driver call or host allocation.
 struct PreparedRun {
   ir::Module module;
-  codegen::KernelInfo kernel;
+  contract::KernelInfo kernel;
   std::vector<BoundParam> params;                          ///< in signature order
   std::vector<std::pair<size_t, std::string>> outs;        ///< parameter index, .npy path
   std::vector<std::pair<size_t, size_t>> prints;           ///< parameter index, element count

@@ -18,7 +18,7 @@ struct Build {
   std::string target;                        ///< "sm_90"
   unsigned ptx_isa_version = 0;              ///< from the PTX `.version` line
   std::string ptx;
-  std::vector<codegen::KernelInfo> kernels;  ///< one per kernel, in module order
+  std::vector<contract::KernelInfo> kernels;  ///< one per kernel, in module order
   std::string libdevice_path;                ///< the libdevice offered to codegen; empty when none was found
   std::string cubin;                         ///< ptxas's output; empty when not assembled
   ResourceMap resources;                     ///< ptxas's report per kernel, launch bounds merged

@@ -129,7 +129,7 @@ class CubinReader {
       entry.info.name = std::string(sym.name);
       entry.info.foreign = true;
       entry.location = where_;
-      validation::KernelResources res;
+      contract::KernelResources res;
       if (auto r = registers.find(sym.index); r != registers.end()) res.registers_per_thread = r->second;
       if (auto f = frame.find(sym.index); f != frame.end()) res.local_bytes = f->second;
       if (auto s = by_name.find(fmt::format(".nv.shared.{}", sym.name)); s != by_name.end()) {
@@ -192,7 +192,7 @@ class CubinReader {
           continue;
         }
         if (!entry.unsupported.empty()) continue;
-        codegen::ParamInfo p;
+        contract::ParamInfo p;
         p.name = name;
         p.index = static_cast<uint32_t>(k);
         p.size_bytes = size;
@@ -354,7 +354,7 @@ std::expected<void, diag::Diagnostics> apply_signature(PtxEntry& entry, std::str
                                fmt::format("the signature names {} parameter{}; kernel '{}' takes {}", items.size(),
                                            items.size() == 1 ? "" : "s", entry.info.name, params.size()),
                                entry.location, "name one type per parameter, in order, e.g. \"f32[], u64, f32\""));
-  std::vector<codegen::ParamInfo> restated = params;
+  std::vector<contract::ParamInfo> restated = params;
   for (size_t k = 0; k < items.size(); ++k) {
     std::string_view item = items[k];
     const bool buffer = item.ends_with("[]");

@@ -313,7 +313,7 @@ struct EntryReader {
     scan_body(clean.substr(body_begin, i - 1 - body_begin), params, pointer, entry.info.static_shared_bytes);
     for (size_t k = 0; k < params.size(); ++k) {
       const RawParam& p = params[k];
-      codegen::ParamInfo info;
+      contract::ParamInfo info;
       info.name = p.name;
       info.index = static_cast<uint32_t>(k);
       const unsigned bytes = type_bytes(p.type);

@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
-#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/contract/kernel_info.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
-#include "ptxgate/validation/launch_plan.hpp"
+#include "ptxgate/contract/launch_plan.hpp"
 
 namespace ptxgate::toolchain {
 
@@ -34,13 +34,13 @@ namespace ptxgate::toolchain {
 /// `max_block`. `info.static_shared_bytes` sums the entry body's static `.shared` arrays
 /// (ptxas's report is the authority where it is available).
 struct PtxEntry {
-  codegen::KernelInfo info;
+  contract::KernelInfo info;
   std::array<uint32_t, 3> max_block{0, 0, 0};  ///< .maxntid; all 0: none
   diag::Location location;                     ///< the entry's name in the PTX
   diag::Diagnostics unsupported;               ///< PG3007 per parameter a launch cannot pass; empty: launchable
   /// A cubin's own record of the kernel's resources (toolchain/cubin_entries.hpp); PTX has none
   /// (ptxas or the driver reports them).
-  std::optional<validation::KernelResources> resources;
+  std::optional<contract::KernelResources> resources;
 };
 
 struct PtxModuleSummary {

@@ -57,7 +57,7 @@ void for_each_item(std::string_view list, F&& f) {
 }
 
 // "Used 10 registers, used 1 barriers, 4096 bytes smem, 360 bytes cmem[0], 256 bytes cumulative stack size"
-void parse_used_line(std::string_view items, validation::KernelResources& r) {
+void parse_used_line(std::string_view items, contract::KernelResources& r) {
   for_each_item(items, [&](std::string_view item) {
     if (item.starts_with("Used ") || item.starts_with("used ")) item.remove_prefix(5);
     uint64_t n = 0;
@@ -71,7 +71,7 @@ void parse_used_line(std::string_view items, validation::KernelResources& r) {
 }
 
 // "256 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"
-void parse_properties_line(std::string_view items, validation::KernelResources& r) {
+void parse_properties_line(std::string_view items, contract::KernelResources& r) {
   for_each_item(items, [&](std::string_view item) {
     uint64_t n = 0;
     std::string_view unit;

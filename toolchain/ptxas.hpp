@@ -8,12 +8,12 @@
 
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/toolchain/toolkit.hpp"
-#include "ptxgate/validation/launch_plan.hpp"
+#include "ptxgate/contract/launch_plan.hpp"
 
 namespace ptxgate::toolchain {
 
 /// Resources of every entry function, by PTX entry name.
-using ResourceMap = std::map<std::string, validation::KernelResources, std::less<>>;
+using ResourceMap = std::map<std::string, contract::KernelResources, std::less<>>;
 
 /// Parses the info log of `ptxas -v` (any CUDA 11-13 format): "Compiling entry function 'k'",
 /// "N bytes stack frame, N bytes spill stores, N bytes spill loads" and "Used N registers, used

@@ -147,7 +147,7 @@ std::expected<std::pair<std::string, std::string>, diag::Diagnostics> split_assi
   return std::pair{std::string(text.substr(0, eq)), std::string(text.substr(eq + 1))};
 }
 
-std::expected<ArgSpec, diag::Diagnostics> parse_arg_spec(std::string_view spec, const codegen::ParamInfo* param,
+std::expected<ArgSpec, diag::Diagnostics> parse_arg_spec(std::string_view spec, const contract::ParamInfo* param,
                                                          std::string_view name) {
   const bool buffer_param = param != nullptr && param->is_buffer;
   const bool scalar_param = param != nullptr && !param->is_buffer;
@@ -240,15 +240,15 @@ std::expected<ArgSpec, diag::Diagnostics> parse_arg_spec(std::string_view spec, 
   return out;
 }
 
-ArgumentDesc describe_argument(const ArgSpec& spec) {
-  ArgumentDesc d;
+contract::ArgumentDesc describe_argument(const ArgSpec& spec) {
+  contract::ArgumentDesc d;
   if (spec.kind == ArgSpec::Kind::scalar) {
-    d.kind = ArgumentDesc::Kind::scalar;
+    d.kind = contract::ArgumentDesc::Kind::scalar;
     d.scalar_type = spec.type;
     d.size_bytes = ir::byte_size(spec.type);
     return d;
   }
-  d.kind = ArgumentDesc::Kind::buffer;
+  d.kind = contract::ArgumentDesc::Kind::buffer;
   d.size_bytes = 8;
   d.pointer_is_null = spec.kind == ArgSpec::Kind::null_pointer;
   d.buffer_bytes = spec.known_bytes();

@@ -9,10 +9,10 @@
 #include <string_view>
 #include <utility>
 
-#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/contract/kernel_info.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/ir/ast.hpp"
-#include "ptxgate/validation/launch_plan.hpp"
+#include "ptxgate/contract/launch_plan.hpp"
 
 namespace ptxgate::validation {
 
@@ -57,7 +57,7 @@ struct ArgSpec {
 /// `check` may describe). `name` names the argument in messages. PG5002 naming the spec and
 /// what was expected.
 [[nodiscard]] std::expected<ArgSpec, diag::Diagnostics> parse_arg_spec(std::string_view spec,
-                                                                       const codegen::ParamInfo* param,
+                                                                       const contract::ParamInfo* param,
                                                                        std::string_view name);
 
 /// `text` parsed as a literal of `type` into its little-endian bits; nullopt when it does not
@@ -65,7 +65,7 @@ struct ArgSpec {
 [[nodiscard]] std::optional<uint64_t> parse_value_bits(std::string_view text, ir::Type type);
 
 /// The argument-table entry a parsed spec describes (for check_launch).
-[[nodiscard]] ArgumentDesc describe_argument(const ArgSpec& spec);
+[[nodiscard]] contract::ArgumentDesc describe_argument(const ArgSpec& spec);
 
 /// PG5002 for argument `name`'s `spec`, saying what was `expected` (the parser's and the runtime's
 /// materialisation's one message).

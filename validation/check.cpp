@@ -31,15 +31,15 @@ struct Reporter {
   void add(Code code, std::string message, std::string fix) { out.add(code, std::move(message), location, std::move(fix)); }
 };
 
-std::string_view kind_name(ArgumentDesc::Kind k) {
-  return k == ArgumentDesc::Kind::buffer ? "buffer" : k == ArgumentDesc::Kind::tensor_map ? "tensor map" : "scalar";
+std::string_view kind_name(contract::ArgumentDesc::Kind k) {
+  return k == contract::ArgumentDesc::Kind::buffer ? "buffer" : k == contract::ArgumentDesc::Kind::tensor_map ? "tensor map" : "scalar";
 }
 
-void check_arguments(const codegen::KernelInfo& kernel, const LaunchPlan& plan, Reporter& r) {
+void check_arguments(const contract::KernelInfo& kernel, const contract::LaunchPlan& plan, Reporter& r) {
   if (plan.function_is_null)
     r.add(Code::null_function, fmt::format("function handle for kernel '{}' is null", kernel.name),
           "load the module and resolve the function before launching it");
-  if (plan.stream_is_null && plan.stream_policy == StreamPolicy::require_explicit)
+  if (plan.stream_is_null && plan.stream_policy == contract::StreamPolicy::require_explicit)
     r.add(Code::null_stream, "launch on the null (legacy default) stream, which the stream policy forbids",
           "pass a stream created by the runtime, or allow the legacy default stream in the policy");
   if (!plan.arguments_known) return;
@@ -64,15 +64,15 @@ void check_arguments(const codegen::KernelInfo& kernel, const LaunchPlan& plan, 
   for (size_t i = 0; i < n; ++i) {
     const auto& a = args[i];
     const auto& p = kernel.params[i];
-    auto expected = p.is_buffer                      ? ArgumentDesc::Kind::buffer
-                    : p.type == ir::Type::tensor_map ? ArgumentDesc::Kind::tensor_map
-                                                     : ArgumentDesc::Kind::scalar;
+    auto expected = p.is_buffer                      ? contract::ArgumentDesc::Kind::buffer
+                    : p.type == ir::Type::tensor_map ? contract::ArgumentDesc::Kind::tensor_map
+                                                     : contract::ArgumentDesc::Kind::scalar;
     if (a.kind != expected &&
-        (a.kind == ArgumentDesc::Kind::tensor_map || expected == ArgumentDesc::Kind::tensor_map)) {
+        (a.kind == contract::ArgumentDesc::Kind::tensor_map || expected == contract::ArgumentDesc::Kind::tensor_map)) {
       r.add(Code::tensor_map_argument_mismatch,
             fmt::format("argument {} is a {} but parameter '{}' is a {}", i, kind_name(a.kind), p.name,
                         kind_name(expected)),
-            expected == ArgumentDesc::Kind::tensor_map
+            expected == contract::ArgumentDesc::Kind::tensor_map
                 ? fmt::format("pass a tensor map encoded over the tensor's buffer (backend::encode_tensor_map) for "
                               "'{}'; its checks (PG3701-PG3711) run before the driver encodes it",
                               p.name)
@@ -87,7 +87,7 @@ void check_arguments(const codegen::KernelInfo& kernel, const LaunchPlan& plan, 
             fmt::format("pass a {} for parameter '{}'", kind_name(expected), p.name));
       continue;
     }
-    if (!p.is_buffer && expected != ArgumentDesc::Kind::tensor_map && a.size_bytes != p.size_bytes)
+    if (!p.is_buffer && expected != contract::ArgumentDesc::Kind::tensor_map && a.size_bytes != p.size_bytes)
       r.add(Code::argument_size_mismatch,
             fmt::format("argument {} is {} bytes wide but parameter '{}' ({}) is {} bytes", i, a.size_bytes, p.name,
                         ir::type_name(p.type), p.size_bytes),
@@ -99,7 +99,7 @@ void check_arguments(const codegen::KernelInfo& kernel, const LaunchPlan& plan, 
       report_misaligned_buffer(r.out, kernel, i, *a.address, r.location);
   }
   for (auto [index, elements] : plan.required_elements) {
-    if (index >= n || !kernel.params[index].is_buffer || args[index].kind != ArgumentDesc::Kind::buffer) continue;
+    if (index >= n || !kernel.params[index].is_buffer || args[index].kind != contract::ArgumentDesc::Kind::buffer) continue;
     const auto& a = args[index];
     if (!a.buffer_bytes) continue;
     unsigned elem = ir::byte_size(kernel.params[index].type);
@@ -126,7 +126,7 @@ struct Facts {
 };
 
 // PG3101-PG3106, PG3302: block and grid dimensions against the device and the kernel.
-void check_geometry(const codegen::KernelInfo& kernel, const KernelResources& res, const LaunchPlan& plan,
+void check_geometry(const contract::KernelInfo& kernel, const contract::KernelResources& res, const contract::LaunchPlan& plan,
                     const DeviceCaps& caps, Reporter& r, Facts& f, Verdict& v) {
   f.block_given = block_given(plan);
   v.block = effective_block(kernel, plan);
@@ -194,7 +194,7 @@ void check_geometry(const codegen::KernelInfo& kernel, const KernelResources& re
 }
 
 // PG3201, PG3202: static + dynamic shared memory against the default and opt-in limits.
-void check_shared_memory(const KernelResources& res, const LaunchPlan& plan, const DeviceCaps& caps, Reporter& r,
+void check_shared_memory(const contract::KernelResources& res, const contract::LaunchPlan& plan, const DeviceCaps& caps, Reporter& r,
                          Facts& f, Verdict& v, bool report_warnings) {
   uint64_t total_shared = 0;
   if (__builtin_add_overflow(res.static_shared_bytes, plan.dynamic_shared_bytes, &total_shared))
@@ -223,7 +223,7 @@ void check_shared_memory(const KernelResources& res, const LaunchPlan& plan, con
 // PG1319, PG1320: what the kernel's language features need of the launch (docs/ir.md): a dynamic
 // shared array needs dynamic shared bytes, a whole number of its elements; warp operations need
 // a block of whole warps.
-void check_language_needs(const codegen::KernelInfo& kernel, const LaunchPlan& plan, const DeviceCaps& caps,
+void check_language_needs(const contract::KernelInfo& kernel, const contract::LaunchPlan& plan, const DeviceCaps& caps,
                           Reporter& r, const Facts& f) {
   if (const uint64_t element = kernel.dynamic_shared_element_bytes; element > 0) {
     if (plan.dynamic_shared_bytes == 0)
@@ -251,7 +251,7 @@ void check_language_needs(const codegen::KernelInfo& kernel, const LaunchPlan& p
 }
 
 // PG3301: registers per thread and registers charged per block.
-void check_registers(const codegen::KernelInfo& kernel, const KernelResources& res, const DeviceCaps& caps,
+void check_registers(const contract::KernelInfo& kernel, const contract::KernelResources& res, const DeviceCaps& caps,
                      Reporter& r, Facts& f) {
   if (res.registers_per_thread > caps.max_registers_per_thread) {
     r.add(Code::registers_exceeded,
@@ -277,7 +277,7 @@ void check_registers(const codegen::KernelInfo& kernel, const KernelResources& r
 }
 
 // PG3401, PG3402: whether the launch may (or must) be cooperative.
-void check_cooperative_mode(const codegen::KernelInfo& kernel, const LaunchPlan& plan, const DeviceCaps& caps,
+void check_cooperative_mode(const contract::KernelInfo& kernel, const contract::LaunchPlan& plan, const DeviceCaps& caps,
                             Reporter& r) {
   if (plan.cooperative && !caps.cooperative_launch)
     r.add(Code::cooperative_unsupported, fmt::format("{} does not support cooperative launch", caps.name),
@@ -290,7 +290,7 @@ void check_cooperative_mode(const codegen::KernelInfo& kernel, const LaunchPlan&
 
 // PG3403-PG3405: occupancy (asked only of a launch whose geometry and resources fit) and the
 // cooperative grid against resident capacity; unknown occupancy blocks a cooperative launch.
-void check_residency(const KernelResources& res, const LaunchPlan& plan, const DeviceCaps& caps, Reporter& r,
+void check_residency(const contract::KernelResources& res, const contract::LaunchPlan& plan, const DeviceCaps& caps, Reporter& r,
                      const Facts& f, Verdict& v, OccupancyProvider provider) {
   if (!f.geometry_ok || !f.resources_ok || !f.threads_fit) return;
   Occupancy occ = compute_occupancy(caps, res, static_cast<uint32_t>(f.threads), plan.dynamic_shared_bytes);
@@ -342,7 +342,7 @@ void check_warnings(const DeviceCaps& caps, Reporter& r, const Facts& f) {
 
 }  // namespace
 
-void report_misaligned_buffer(diag::Diagnostics& out, const codegen::KernelInfo& kernel, size_t index,
+void report_misaligned_buffer(diag::Diagnostics& out, const contract::KernelInfo& kernel, size_t index,
                               uint64_t address, const diag::Location& location) {
   const auto& p = kernel.params.at(index);
   const unsigned element = std::max(ir::byte_size(p.type), 1u);
@@ -357,7 +357,7 @@ void report_misaligned_buffer(diag::Diagnostics& out, const codegen::KernelInfo&
                       p.alignment, p.alignment / element));
 }
 
-void report_local_memory(diag::Diagnostics& out, const std::string& kernel, const KernelResources& resources,
+void report_local_memory(diag::Diagnostics& out, const std::string& kernel, const contract::KernelResources& resources,
                          const diag::Location& location) {
   if (resources.local_bytes == 0 && resources.spill_store_bytes == 0) return;
   out.add(Code::local_memory_used,
@@ -369,18 +369,18 @@ void report_local_memory(diag::Diagnostics& out, const std::string& kernel, cons
           "values live; `ptxgate emit --emit resources` shows the bytes per kernel");
 }
 
-bool block_given(const LaunchPlan& plan) {
+bool block_given(const contract::LaunchPlan& plan) {
   return plan.block_given || (plan.block[0] | plan.block[1] | plan.block[2]) != 0;
 }
 
-std::array<uint64_t, 3> effective_block(const codegen::KernelInfo& kernel, const LaunchPlan& plan) {
+std::array<uint64_t, 3> effective_block(const contract::KernelInfo& kernel, const contract::LaunchPlan& plan) {
   if (block_given(plan)) return plan.block;
   if (kernel.has_required_block())
     return {kernel.required_block[0], kernel.required_block[1], kernel.required_block[2]};
   return kDefaultBlock;
 }
 
-Verdict check_launch(const codegen::KernelInfo& kernel, const KernelResources& res, const LaunchPlan& plan,
+Verdict check_launch(const contract::KernelInfo& kernel, const contract::KernelResources& res, const contract::LaunchPlan& plan,
                      const DeviceCaps& caps, const diag::Location& location,
                      OccupancyProvider occupancy, bool report_warnings) {
   Verdict v;
@@ -408,7 +408,7 @@ Verdict check_launch(const codegen::KernelInfo& kernel, const KernelResources& r
   return v;
 }
 
-std::string Verdict::summary_line(const std::string& kernel_name, const LaunchPlan& plan) const {
+std::string Verdict::summary_line(const std::string& kernel_name, const contract::LaunchPlan& plan) const {
   std::string line = fmt::format(
       "verdict: status={} errors={} warnings={} kernel={} grid={} block={} shared_bytes={} cooperative={}",
       launchable ? "launchable" : "blocked", diagnostics.error_count(), diagnostics.warning_count(), kernel_name,
@@ -419,7 +419,7 @@ std::string Verdict::summary_line(const std::string& kernel_name, const LaunchPl
   return line;
 }
 
-nlohmann::json Verdict::to_json(const std::string& kernel_name, const LaunchPlan& plan) const {
+nlohmann::json Verdict::to_json(const std::string& kernel_name, const contract::LaunchPlan& plan) const {
   nlohmann::json j;
   j["status"] = launchable ? "launchable" : "blocked";
   j["launchable"] = launchable;

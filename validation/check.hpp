@@ -10,10 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/contract/kernel_info.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/validation/device_caps.hpp"
-#include "ptxgate/validation/launch_plan.hpp"
+#include "ptxgate/contract/launch_plan.hpp"
 
 namespace ptxgate::validation {
 
@@ -33,7 +33,7 @@ struct Occupancy {
 /// Offline occupancy via the toolkit's cuda_occupancy.h. Factors that do not bound residency
 /// (e.g. a kernel with no shared memory) report UINT32_MAX. The dynamic shared-memory opt-in
 /// is modelled as set to its maximum, as the backend does.
-Occupancy compute_occupancy(const DeviceCaps& caps, const KernelResources& res, uint32_t threads_per_block,
+Occupancy compute_occupancy(const DeviceCaps& caps, const contract::KernelResources& res, uint32_t threads_per_block,
                             uint64_t dynamic_shared_bytes);
 
 /// Occupancy at one block size.
@@ -55,7 +55,7 @@ struct OccupancyTable {
 };
 
 /// compute_occupancy at every block size of the table, with `dynamic_shared_bytes` per block.
-OccupancyTable occupancy_table(const DeviceCaps& caps, const KernelResources& res, uint64_t dynamic_shared_bytes);
+OccupancyTable occupancy_table(const DeviceCaps& caps, const contract::KernelResources& res, uint64_t dynamic_shared_bytes);
 
 /// The outcome of validating one launch.
 struct Verdict {
@@ -69,20 +69,20 @@ struct Verdict {
 
   /// One machine-readable verdict line, e.g.
   /// `verdict: status=blocked errors=2 warnings=0 kernel=saxpy grid=... block=...`.
-  std::string summary_line(const std::string& kernel_name, const LaunchPlan& plan) const;
-  nlohmann::json to_json(const std::string& kernel_name, const LaunchPlan& plan) const;
+  std::string summary_line(const std::string& kernel_name, const contract::LaunchPlan& plan) const;
+  nlohmann::json to_json(const std::string& kernel_name, const contract::LaunchPlan& plan) const;
 };
 
 /// PG3011 for argument `index` of `kernel`, a buffer whose base `address` is not a multiple of
 /// the alignment its vector accesses need (ParamInfo::alignment). The launch check reports it
 /// where the plan knows the address; the backend checks every launch's actual slots with it.
-void report_misaligned_buffer(diag::Diagnostics& out, const codegen::KernelInfo& kernel, size_t index,
+void report_misaligned_buffer(diag::Diagnostics& out, const contract::KernelInfo& kernel, size_t index,
                               uint64_t address, const diag::Location& location);
 
 /// PG3503 (a warning) when `resources` show per-thread local memory (a stack frame: local
 /// arrays indexed at run time, or register spills), with the kernel's name and the bytes; nothing
 /// otherwise. `emit --resources`, `check` and `occupancy` report it.
-void report_local_memory(diag::Diagnostics& out, const std::string& kernel, const KernelResources& resources,
+void report_local_memory(diag::Diagnostics& out, const std::string& kernel, const contract::KernelResources& resources,
                          const diag::Location& location);
 
 /// Registers the hardware charges one block: registers/thread x warp size rounded up to the
@@ -95,11 +95,11 @@ uint64_t registers_charged_per_block(const DeviceCaps& caps, uint32_t registers_
 inline constexpr std::array<uint64_t, 3> kDefaultBlock{256, 1, 1};
 
 /// Whether the plan names its block: any dimension nonzero, or `block_given` set.
-bool block_given(const LaunchPlan& plan);
+bool block_given(const contract::LaunchPlan& plan);
 
 /// The block a launch runs with: the plan's when given, else the kernel's @workgroup, else
 /// kDefaultBlock. The one place this default is decided.
-std::array<uint64_t, 3> effective_block(const codegen::KernelInfo& kernel, const LaunchPlan& plan);
+std::array<uint64_t, 3> effective_block(const contract::KernelInfo& kernel, const contract::LaunchPlan& plan);
 
 /// Where check_launch gets active blocks per SM beyond its offline model: a non-owning reference
 /// to a callable `std::optional<uint32_t>(uint64_t threads, uint64_t dynamic_shared_bytes)`
@@ -132,7 +132,7 @@ class OccupancyProvider {
 /// offline model when it has an answer. `report_warnings = false` skips formatting warnings and
 /// notes of a launchable verdict (the verdict is the same); a blocked verdict always carries
 /// them, so a blocked launch is validated once.
-Verdict check_launch(const codegen::KernelInfo& kernel, const KernelResources& resources, const LaunchPlan& plan,
+Verdict check_launch(const contract::KernelInfo& kernel, const contract::KernelResources& resources, const contract::LaunchPlan& plan,
                      const DeviceCaps& caps, const diag::Location& location = {},
                      OccupancyProvider occupancy = {}, bool report_warnings = true);
 

@@ -3,7 +3,7 @@
 
 namespace ptxgate::validation {
 
-LaunchShape LaunchShape::of(const LaunchPlan& plan) {
+LaunchShape LaunchShape::of(const contract::LaunchPlan& plan) {
   LaunchShape s;
   s.start(plan.grid, plan.block, plan.dynamic_shared_bytes,
           {plan.cooperative, plan.block_given, plan.arguments_known, plan.stream_is_null, plan.stream_policy,

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <span>
 
-#include "ptxgate/validation/launch_plan.hpp"
+#include "ptxgate/contract/launch_plan.hpp"
 
 namespace ptxgate::validation {
 
@@ -31,12 +31,12 @@ class LaunchShape {
     bool block_given = false;
     bool arguments_known = false;
     bool stream_is_null = false;
-    StreamPolicy stream_policy = StreamPolicy::allow_legacy_default;
+    contract::StreamPolicy stream_policy = contract::StreamPolicy::allow_legacy_default;
     bool function_is_null = false;
   };
 
   /// The shape of `plan`.
-  static LaunchShape of(const LaunchPlan& plan);
+  static LaunchShape of(const contract::LaunchPlan& plan);
 
   /// Starts a shape with no arguments yet.
   void start(const std::array<uint64_t, 3>& grid, const std::array<uint64_t, 3>& block, uint64_t dynamic_shared_bytes,
@@ -46,7 +46,7 @@ class LaunchShape {
     words_[6] = dynamic_shared_bytes;
     words_[7] = uint64_t{flags.cooperative} | uint64_t{flags.block_given} << 1 | uint64_t{flags.arguments_known} << 2 |
                 uint64_t{flags.stream_is_null} << 3 |
-                uint64_t{flags.stream_policy == StreamPolicy::require_explicit} << 4 |
+                uint64_t{flags.stream_policy == contract::StreamPolicy::require_explicit} << 4 |
                 uint64_t{flags.function_is_null} << 5;
     arguments_ = 0;
     cacheable_ = true;
@@ -55,17 +55,17 @@ class LaunchShape {
   /// The first of an argument's two words: its description without the buffer size, which is the
   /// second word (0 when unknown). A caller that binds arguments itself precomputes these per
   /// parameter and appends them with add_words; the encoding exists only here.
-  static uint64_t argument_word(const ArgumentDesc& a) {
-    return uint64_t{a.kind == ArgumentDesc::Kind::buffer} | uint64_t{a.slot_is_null} << 1 |
+  static uint64_t argument_word(const contract::ArgumentDesc& a) {
+    return uint64_t{a.kind == contract::ArgumentDesc::Kind::buffer} | uint64_t{a.slot_is_null} << 1 |
            uint64_t{a.pointer_is_null} << 2 | uint64_t{a.buffer_bytes.has_value()} << 3 |
-           uint64_t{a.scalar_type.has_value()} << 4 | uint64_t{a.kind == ArgumentDesc::Kind::tensor_map} << 5 |
+           uint64_t{a.scalar_type.has_value()} << 4 | uint64_t{a.kind == contract::ArgumentDesc::Kind::tensor_map} << 5 |
            uint64_t{static_cast<uint8_t>(a.scalar_type.value_or(ir::Type::error))} << 8 |
            uint64_t{a.size_bytes} << 32;
   }
   /// The bit of argument_word that says the second word holds a buffer size.
   static constexpr uint64_t kBufferBytesKnown = uint64_t{1} << 3;
   /// Appends one argument's description (past kMaxArguments the shape stops being cacheable).
-  void add(const ArgumentDesc& a) { add_words(argument_word(a), a.buffer_bytes.value_or(0)); }
+  void add(const contract::ArgumentDesc& a) { add_words(argument_word(a), a.buffer_bytes.value_or(0)); }
   /// Appends one argument as its two words (argument_word's, then the buffer size or 0).
   void add_words(uint64_t description, uint64_t buffer_bytes) {
     if (arguments_ == kMaxArguments) [[unlikely]] {

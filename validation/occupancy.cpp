@@ -61,7 +61,7 @@ uint32_t blocks_by_shared(const DeviceCaps& caps, const cudaOccDeviceProp& prop,
 
 }  // namespace
 
-Occupancy compute_occupancy(const DeviceCaps& caps, const KernelResources& res, uint32_t threads_per_block,
+Occupancy compute_occupancy(const DeviceCaps& caps, const contract::KernelResources& res, uint32_t threads_per_block,
                             uint64_t dynamic_shared_bytes) {
   Occupancy occ;
   // cuda_occupancy.h computes in int: a value it cannot represent leaves occupancy unknown
@@ -135,7 +135,7 @@ Occupancy compute_occupancy(const DeviceCaps& caps, const KernelResources& res, 
   return occ;
 }
 
-OccupancyTable occupancy_table(const DeviceCaps& caps, const KernelResources& res, uint64_t dynamic_shared_bytes) {
+OccupancyTable occupancy_table(const DeviceCaps& caps, const contract::KernelResources& res, uint64_t dynamic_shared_bytes) {
   OccupancyTable table;
   const uint32_t warp = caps.warp_size ? caps.warp_size : 32;
   table.block_limit = std::min<uint32_t>(caps.max_threads_per_block, res.max_threads_per_block);

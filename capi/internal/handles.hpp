@@ -103,7 +103,7 @@ ptxgate_status guarded(ptxgate_diagnostics** out, std::string_view call, F&& bod
 
 /// A loaded kernel's signature and driver-reported resources, as ptxgate_kernel_json gives them.
 inline std::string kernel_json(const backend::Kernel& k) {
-  nlohmann::json j = codegen::to_json(k.info());
+  nlohmann::json j = contract::to_json(k.info());
   j["resources"] = module_cache::resources_to_json(k.resources());
   return j.dump();
 }

@@ -42,10 +42,10 @@ int main() {
     return 1;
   }
   auto info = pg::codegen::describe(module->module).front();
-  pg::validation::LaunchPlan plan;
+  pg::contract::LaunchPlan plan;
   plan.grid = {4, 1, 1};
   plan.block = {512, 1, 1};  // differs from @workgroup(256): blocked
-  pg::validation::KernelResources resources{.registers_per_thread = 16};
+  pg::contract::KernelResources resources{.registers_per_thread = 16};
   auto verdict = pg::validation::check_launch(info, resources, plan, *profile);
   std::printf("%s\n", verdict.summary_line(info.name, plan).c_str());
   if (verdict.launchable) return 1;

@@ -16,7 +16,7 @@ namespace {
 
 diag::Code first_code(const diag::Diagnostics& d) { return d.items().front().code; }
 
-std::unique_ptr<backend::Runtime> second_runtime(validation::StreamPolicy policy) {
+std::unique_ptr<backend::Runtime> second_runtime(contract::StreamPolicy policy) {
   backend::RuntimeOptions options;
   options.stream_policy = policy;
   options.cache.use_disk = false;
@@ -28,7 +28,7 @@ std::unique_ptr<backend::Runtime> second_runtime(validation::StreamPolicy policy
 }  // namespace
 
 TEST_CASE("guard: require_explicit blocks every use of the legacy default stream; explicit streams compute") {
-  auto rt = second_runtime(validation::StreamPolicy::require_explicit);
+  auto rt = second_runtime(contract::StreamPolicy::require_explicit);
   auto k = rt->compile(read_text(example_path("saxpy")), "saxpy", "saxpy.pg");
   if (!k) FAIL(diag::render_text(k.error()));
   const uint32_t n = 1000;
@@ -97,7 +97,7 @@ TEST_CASE("guard: a typed buffer binds only to its element type; the byte view i
 }
 
 TEST_CASE("guard: a buffer and a stream of another context are blocked before the driver") {
-  auto other = second_runtime(validation::StreamPolicy::allow_legacy_default);
+  auto other = second_runtime(contract::StreamPolicy::allow_legacy_default);
   auto k = compile_example("saxpy");
   const uint32_t n = 256;
   std::vector<float> x(n, 1.0f);

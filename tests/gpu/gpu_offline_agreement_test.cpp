@@ -48,10 +48,10 @@ struct Sweep {
 };
 
 /// One comparison: the offline verdict against the raw driver for this launch.
-void compare(Sweep& s, backend::Kernel& kernel, const validation::KernelResources& offline_resources,
+void compare(Sweep& s, backend::Kernel& kernel, const contract::KernelResources& offline_resources,
              const validation::DeviceCaps& profile, std::array<uint64_t, 3> grid, uint64_t block,
              uint64_t dynamic_shared, bool cooperative, std::vector<void*>& params) {
-  validation::LaunchPlan plan;
+  contract::LaunchPlan plan;
   plan.grid = grid;
   plan.block = {block, 1, 1};
   plan.block_given = true;
@@ -92,7 +92,7 @@ validation::DeviceCaps live_profile() {
 }
 
 /// ptxas's resources for `kernel` on the profile's architecture (the offline path's source).
-validation::KernelResources offline_resources(backend::Kernel& kernel, const validation::DeviceCaps& profile) {
+contract::KernelResources offline_resources(backend::Kernel& kernel, const validation::DeviceCaps& profile) {
   auto assembly = toolchain::assemble(kernel.entry().ptx, profile.arch(), toolchain::discover());
   if (!assembly) FAIL(diag::render_text(assembly.error()));
   auto it = assembly->resources.find(kernel.info().name);
@@ -117,7 +117,7 @@ void sweep(Sweep& s, backend::Kernel& kernel, const validation::DeviceCaps& prof
       compare(s, kernel, res, profile, {1, 1, 1}, block, 0, false, params);
       for (uint64_t dynamic : {max_dynamic, max_dynamic + 1}) compare(s, kernel, res, profile, {1, 1, 1}, block, dynamic, false, params);
       for (uint64_t dynamic : {uint64_t{0}, max_dynamic / 2}) {
-        validation::LaunchPlan probe;
+        contract::LaunchPlan probe;
         probe.block = {block, 1, 1};
         probe.block_given = true;
         probe.dynamic_shared_bytes = dynamic;

@@ -18,8 +18,8 @@ using testing::fake_state;
 namespace {
 
 /// copy4(out y: f32[], in x: f32[], n4: u32) with load4(x, ...) and store2(y, ...).
-codegen::KernelInfo copy_info(uint32_t x_alignment, uint32_t y_alignment) {
-  codegen::KernelInfo k;
+contract::KernelInfo copy_info(uint32_t x_alignment, uint32_t y_alignment) {
+  contract::KernelInfo k;
   k.name = "copy4";
   k.params = {{"y", 0, true, ir::Access::out, ir::Type::f32, 8},
               {"x", 1, true, ir::Access::in, ir::Type::f32, 8},
@@ -29,15 +29,15 @@ codegen::KernelInfo copy_info(uint32_t x_alignment, uint32_t y_alignment) {
   return k;
 }
 
-validation::LaunchPlan plan_for_copy() {
-  validation::LaunchPlan p;
+contract::LaunchPlan plan_for_copy() {
+  contract::LaunchPlan p;
   p.grid = {4, 1, 1};
   p.block = {256, 1, 1};
   p.stream_is_null = true;
   p.arguments_known = true;
   for (size_t i = 0; i < 3; ++i) {
-    validation::ArgumentDesc d;
-    d.kind = i < 2 ? validation::ArgumentDesc::Kind::buffer : validation::ArgumentDesc::Kind::scalar;
+    contract::ArgumentDesc d;
+    d.kind = i < 2 ? contract::ArgumentDesc::Kind::buffer : contract::ArgumentDesc::Kind::scalar;
     d.size_bytes = i < 2 ? 8 : 4;
     if (i == 2) d.scalar_type = ir::Type::u32;
     p.arguments.push_back(d);

@@ -25,7 +25,7 @@ std::string saxpy_text() {
 }
 
 std::unique_ptr<Runtime> fake_runtime(const DriverApi& api, int device = 0,
-                                      validation::StreamPolicy policy = validation::StreamPolicy::allow_legacy_default) {
+                                      contract::StreamPolicy policy = contract::StreamPolicy::allow_legacy_default) {
   auto ctx = Context::open(device, &api);
   REQUIRE(ctx);
   RuntimeOptions options;
@@ -49,7 +49,7 @@ struct Saxpy {
   std::shared_ptr<Kernel> kernel;
   DeviceBuffer y, x;
   explicit Saxpy(const DriverApi& api, int device = 0,
-                 validation::StreamPolicy policy = validation::StreamPolicy::allow_legacy_default)
+                 contract::StreamPolicy policy = contract::StreamPolicy::allow_legacy_default)
       : rt(fake_runtime(api, device, policy)) {
     auto k = rt->compile(saxpy_text(), "saxpy", "saxpy.pg");
     if (!k) FAIL(diag::render_text(k.error()));
@@ -72,7 +72,7 @@ TEST_CASE("guard: the default policy launches on the legacy default stream; requ
   CHECK(fake_state().last_stream == nullptr);
   CHECK(fake_state().launches == 1);
 
-  Saxpy strict(api, 0, validation::StreamPolicy::require_explicit);
+  Saxpy strict(api, 0, contract::StreamPolicy::require_explicit);
   auto blocked = strict.kernel->launch(kConfig, {strict.y, strict.x, 2.0f, 1000u});
   REQUIRE_FALSE(blocked);
   CHECK(first_code(blocked.error()) == diag::Code::null_stream);
@@ -102,7 +102,7 @@ TEST_CASE("guard: a policy changed to require_explicit stops the steady relaunch
   REQUIRE(s.kernel->launch(kConfig, {s.y, s.x, 2.0f, 1000u}));
   REQUIRE(s.kernel->launch(kConfig, {s.y, s.x, 3.0f, 1000u}));
   CHECK(fake_state().launches == 2);
-  s.rt->context().set_stream_policy(validation::StreamPolicy::require_explicit);
+  s.rt->context().set_stream_policy(contract::StreamPolicy::require_explicit);
   auto blocked = s.kernel->launch(kConfig, {s.y, s.x, 4.0f, 1000u});
   REQUIRE_FALSE(blocked);
   CHECK(first_code(blocked.error()) == diag::Code::null_stream);
@@ -112,7 +112,7 @@ TEST_CASE("guard: a policy changed to require_explicit stops the steady relaunch
 TEST_CASE("guard: under require_explicit the synchronous helpers and events on no stream are PG3002; streams work") {
   testing::reset_fake_state();
   static DriverApi api = testing::make_fake_driver();
-  auto rt = fake_runtime(api, 0, validation::StreamPolicy::require_explicit);
+  auto rt = fake_runtime(api, 0, contract::StreamPolicy::require_explicit);
   std::vector<float> host(16, 1.0f);
   auto up = rt->upload(std::span<const float>(host));
   REQUIRE_FALSE(up);

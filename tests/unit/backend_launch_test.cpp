@@ -14,8 +14,8 @@ using testing::fake_state;
 
 namespace {
 
-codegen::KernelInfo saxpy_info() {
-  codegen::KernelInfo k;
+contract::KernelInfo saxpy_info() {
+  contract::KernelInfo k;
   k.name = "saxpy";
   k.params = {{"y", 0, true, ir::Access::inout, ir::Type::f32, 8},
               {"x", 1, true, ir::Access::in, ir::Type::f32, 8},
@@ -24,8 +24,8 @@ codegen::KernelInfo saxpy_info() {
   return k;
 }
 
-validation::LaunchPlan plan_for(uint64_t grid, uint64_t block, size_t args, uint64_t shared = 0, bool coop = false) {
-  validation::LaunchPlan p;
+contract::LaunchPlan plan_for(uint64_t grid, uint64_t block, size_t args, uint64_t shared = 0, bool coop = false) {
+  contract::LaunchPlan p;
   p.grid = {grid, 1, 1};
   p.block = {block, 1, 1};
   p.dynamic_shared_bytes = shared;
@@ -33,8 +33,8 @@ validation::LaunchPlan plan_for(uint64_t grid, uint64_t block, size_t args, uint
   p.stream_is_null = true;
   p.arguments_known = true;
   for (size_t i = 0; i < args; ++i) {
-    validation::ArgumentDesc d;
-    d.kind = i < 2 ? validation::ArgumentDesc::Kind::buffer : validation::ArgumentDesc::Kind::scalar;
+    contract::ArgumentDesc d;
+    d.kind = i < 2 ? contract::ArgumentDesc::Kind::buffer : contract::ArgumentDesc::Kind::scalar;
     d.size_bytes = i < 2 ? 8 : 4;
     if (i == 2) d.scalar_type = ir::Type::f32;
     if (i == 3) d.scalar_type = ir::Type::u32;
@@ -220,11 +220,11 @@ TEST_CASE("backend launch: the driver's occupancy answer decides the cooperative
 }
 
 TEST_CASE("backend arg: binding checks kind, type family, width and range") {
-  codegen::ParamInfo buf{"x", 0, true, ir::Access::in, ir::Type::f32, 8};
-  codegen::ParamInfo f32{"a", 1, false, ir::Access::inout, ir::Type::f32, 4};
-  codegen::ParamInfo f64{"b", 2, false, ir::Access::inout, ir::Type::f64, 8};
-  codegen::ParamInfo u32{"n", 3, false, ir::Access::inout, ir::Type::u32, 4};
-  codegen::ParamInfo i64{"m", 4, false, ir::Access::inout, ir::Type::i64, 8};
+  contract::ParamInfo buf{"x", 0, true, ir::Access::in, ir::Type::f32, 8};
+  contract::ParamInfo f32{"a", 1, false, ir::Access::inout, ir::Type::f32, 4};
+  contract::ParamInfo f64{"b", 2, false, ir::Access::inout, ir::Type::f64, 8};
+  contract::ParamInfo u32{"n", 3, false, ir::Access::inout, ir::Type::u32, 4};
+  contract::ParamInfo i64{"m", 4, false, ir::Access::inout, ir::Type::i64, 8};
 
   auto ok = bind_argument(Arg(2.5f), f32, "k");
   REQUIRE(ok);
@@ -341,7 +341,7 @@ concept ticket_drive_reachable = requires(Context& c, LoadedFunction& f, const T
 // The bodies of the two launch_cuda_function overloads: one trusts a shape it is given, so neither
 // may be callable from outside.
 template <class F>
-concept shape_launch_reachable = requires(Context& c, F& f, const validation::LaunchPlan& p,
+concept shape_launch_reachable = requires(Context& c, F& f, const contract::LaunchPlan& p,
                                           const validation::LaunchShape& sh, std::span<void* const> a, CUstream s) {
   F::launch_with_shape(c, f, p, sh, a, s, nullptr, nullptr);
 };

@@ -43,11 +43,11 @@ TEST_CASE("dynamic shared: declared, typed, excluded from the static total, reco
   CHECK(m.kernels[0].dynamic_shared_element_bytes == 8);
   auto info = codegen::describe(m);
   CHECK(info.at(0).dynamic_shared_element_bytes == 8);
-  auto json = codegen::to_json(info[0]);
+  auto json = contract::to_json(info[0]);
   CHECK(json.at("dynamic_shared_element_bytes") == 8);
-  CHECK(codegen::kernel_info_from_json(json)->dynamic_shared_element_bytes == 8);
+  CHECK(contract::kernel_info_from_json(json)->dynamic_shared_element_bytes == 8);
   json.erase("dynamic_shared_element_bytes");
-  CHECK(codegen::kernel_info_from_json(json)->dynamic_shared_element_bytes == 0);
+  CHECK(contract::kernel_info_from_json(json)->dynamic_shared_element_bytes == 0);
   ir::Module plain;
   REQUIRE(verify_text("kernel k(inout y: f32[]) { shared s: f32[4]; }", &plain).empty());
   CHECK(plain.kernels[0].dynamic_shared_element_bytes == 0);

@@ -8,7 +8,7 @@
 #include "ptxgate/backend/arg.hpp"
 #include "ptxgate/backend/tensor_map.hpp"
 #include "ptxgate/codegen/codegen.hpp"
-#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/contract/kernel_info.hpp"
 #include "ptxgate/ir/builder.hpp"
 #include "ptxgate/ir/printer.hpp"
 #include "ir_test_support.hpp"
@@ -196,7 +196,7 @@ TEST_CASE("hopper: KernelInfo lists a tensor_map parameter of 128 bytes, through
   CHECK(p.type == ir::Type::tensor_map);
   CHECK_FALSE(p.is_buffer);
   CHECK(p.size_bytes == 128);
-  auto back = codegen::kernel_info_from_json(codegen::to_json(info[0]));
+  auto back = contract::kernel_info_from_json(contract::to_json(info[0]));
   REQUIRE(back);
   CHECK(back->params.at(1).type == ir::Type::tensor_map);
   CHECK(back->params.at(1).size_bytes == 128);
@@ -204,8 +204,8 @@ TEST_CASE("hopper: KernelInfo lists a tensor_map parameter of 128 bytes, through
 
 TEST_CASE("hopper: a tensor map binds only to a tensor_map parameter (PG3712), by its own 128 bytes") {
   using backend::Arg;
-  codegen::ParamInfo map_param{"m", 0, false, ir::Access::inout, ir::Type::tensor_map, 128};
-  codegen::ParamInfo scalar{"n", 1, false, ir::Access::inout, ir::Type::u32, 4};
+  contract::ParamInfo map_param{"m", 0, false, ir::Access::inout, ir::Type::tensor_map, 128};
+  contract::ParamInfo scalar{"n", 1, false, ir::Access::inout, ir::Type::u32, 4};
   backend::TensorMap map;
   map.words[0] = 0x1234;
   const Arg a(map);
@@ -224,10 +224,10 @@ TEST_CASE("hopper: a tensor map binds only to a tensor_map parameter (PG3712), b
   CHECK(misplaced.error().items()[0].code == diag::Code::tensor_map_argument_mismatch);
 
   // The launch check sees the same from the descriptions alone.
-  codegen::KernelInfo kernel = validation_test::kernel();
+  contract::KernelInfo kernel = validation_test::kernel();
   kernel.params = {map_param, scalar};
   kernel.params[0].index = 0, kernel.params[1].index = 1;
-  validation::LaunchPlan plan = validation_test::plan({1, 1, 1}, {128, 1, 1});
+  contract::LaunchPlan plan = validation_test::plan({1, 1, 1}, {128, 1, 1});
   plan.arguments_known = true;
   plan.arguments = {backend::describe_argument(a), backend::describe_argument(Arg(7u))};
   const auto caps = validation_test::caps_of("h100-sxm");

@@ -100,11 +100,11 @@ TEST_CASE("local arrays: printing round-trips and the builder makes the same mod
 TEST_CASE("local memory: PG3503 names the kernel and its bytes; none without local memory") {
   diag::Location where;
   where.file = "k.pg";
-  validation::KernelResources none;
+  contract::KernelResources none;
   diag::Diagnostics quiet;
   validation::report_local_memory(quiet, "k", none, where);
   CHECK(quiet.empty());
-  validation::KernelResources spills;
+  contract::KernelResources spills;
   spills.local_bytes = 256;
   spills.spill_store_bytes = 16;
   diag::Diagnostics loud;

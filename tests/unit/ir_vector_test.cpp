@@ -48,15 +48,15 @@ TEST_CASE("vector access: the alignment each buffer needs is recorded in KernelI
   CHECK(info[0].params[3].alignment == 0);   // s: scalar accesses only
   CHECK(info[0].params[4].alignment == 0);   // a scalar
   CHECK(info[0].needs_buffer_alignment());
-  auto json = codegen::to_json(info[0]);
+  auto json = contract::to_json(info[0]);
   CHECK(json.at("params")[1].at("alignment") == 16);
   CHECK_FALSE(json.at("params")[3].contains("alignment"));
-  auto back = codegen::kernel_info_from_json(json);
+  auto back = contract::kernel_info_from_json(json);
   REQUIRE(back.has_value());
   CHECK(back->params[1].alignment == 16);
   CHECK(back->params[3].alignment == 0);
   json["params"][1]["alignment"] = 12;
-  CHECK_FALSE(codegen::kernel_info_from_json(json).has_value());
+  CHECK_FALSE(contract::kernel_info_from_json(json).has_value());
 
   ir::Module plain;
   REQUIRE(verify_text("kernel k(inout y: f32[]) { y[0] = 1.0; }", &plain).empty());

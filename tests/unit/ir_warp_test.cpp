@@ -115,13 +115,13 @@ TEST_CASE("warp: a @workgroup that is not whole warps is PG1320") {
   auto meta = codegen::describe(body("let s = warp_sum(1.0);").module);
   REQUIRE(meta.size() == 1);
   CHECK(meta[0].uses_warp_operations);
-  auto json = codegen::to_json(meta[0]);
+  auto json = contract::to_json(meta[0]);
   CHECK(json.at("uses_warp_operations") == true);
-  auto back = codegen::kernel_info_from_json(json);
+  auto back = contract::kernel_info_from_json(json);
   REQUIRE(back.has_value());
   CHECK(back->uses_warp_operations);
   json.erase("uses_warp_operations");  // metadata from before warp operations
-  auto old = codegen::kernel_info_from_json(json);
+  auto old = contract::kernel_info_from_json(json);
   REQUIRE(old.has_value());
   CHECK_FALSE(old->uses_warp_operations);
 }

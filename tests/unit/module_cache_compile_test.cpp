@@ -150,7 +150,7 @@ kernel saxpy(inout y: f32[], in x: f32[], a: f32, n: u32) {
 }
 
 TEST_CASE("compile_to_entry: kernel_resources round-trips resources_to_json") {
-  ptxgate::validation::KernelResources r;
+  ptxgate::contract::KernelResources r;
   r.registers_per_thread = 37;
   r.static_shared_bytes = 4096;
   r.local_bytes = 16;

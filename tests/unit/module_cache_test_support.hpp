@@ -26,7 +26,7 @@ inline CacheEntry sample_entry(const std::string& arch = "sm_90", const std::str
   e.ptx = "//\n// writer " + marker + "\n//\n.version 8.0\n.target " + arch +
           "\n.address_size 64\n\n.visible .entry saxpy(\n\t.param .u64 saxpy_param_0\n)\n{\n\tret;\n}\n";
   e.cubin = std::string("\x7f" "ELF") + std::string(5, '\0') + "cubin-of-" + marker + std::string(300, '\x5a');
-  codegen::KernelInfo k;
+  contract::KernelInfo k;
   k.name = "saxpy";
   k.params.push_back({"y", 0, true, ir::Access::inout, ir::Type::f32, 8});
   k.params.push_back({"a", 1, false, ir::Access::inout, ir::Type::f32, 4});

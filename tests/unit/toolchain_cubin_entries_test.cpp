@@ -207,7 +207,7 @@ TEST_CASE("apply_signature: restates a cubin's parameter types, checked against 
   toolchain::PtxEntry e;
   e.info.name = "k";
   for (uint32_t size : {8u, 4u, 8u, 4u}) {
-    codegen::ParamInfo p;
+    contract::ParamInfo p;
     p.name = "param" + std::to_string(e.info.params.size());
     p.index = static_cast<uint32_t>(e.info.params.size());
     p.size_bytes = size;

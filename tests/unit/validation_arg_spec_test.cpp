@@ -8,8 +8,8 @@ using namespace ptxgate;
 using validation::ArgSpec;
 
 namespace {
-codegen::ParamInfo param(const char* name, ir::Type type, bool buffer) {
-  codegen::ParamInfo p;
+contract::ParamInfo param(const char* name, ir::Type type, bool buffer) {
+  contract::ParamInfo p;
   p.name = name;
   p.type = type;
   p.is_buffer = buffer;
@@ -52,7 +52,7 @@ TEST_CASE("validation arg spec: bad values are PG5002 whichever command asks") {
   auto y = param("y", ir::Type::f32, true);
   struct Case {
     const char* spec;
-    const codegen::ParamInfo* p;
+    const contract::ParamInfo* p;
   } cases[] = {{"hello", &a},          {"-5", &n},           {"f32:zzz", &a},       {"f128:1", &a},
                {"u32:99999999999999999999999", &n}, {"random:0x10", &y}, {"random:-1", &y},
                {"random:17179869185", &y}, {"buffer:-1", &y},   {"buffer:0x10", &y},   {"random:4:0x1", &y},

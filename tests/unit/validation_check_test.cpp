@@ -277,9 +277,9 @@ TEST_CASE("argument checks: handle, stream, table, slots, count, kinds, widths, 
   auto caps = caps_of("h100-sxm");
   auto k = kernel();
   auto good_args = [] {
-    ArgumentDesc y{ArgumentDesc::Kind::buffer, 8, false, false, std::nullopt, 4096};
-    ArgumentDesc n{ArgumentDesc::Kind::scalar, 4, false, false, ir::Type::u32, std::nullopt};
-    return std::vector<ArgumentDesc>{y, n};
+    contract::ArgumentDesc y{contract::ArgumentDesc::Kind::buffer, 8, false, false, std::nullopt, 4096};
+    contract::ArgumentDesc n{contract::ArgumentDesc::Kind::scalar, 4, false, false, ir::Type::u32, std::nullopt};
+    return std::vector<contract::ArgumentDesc>{y, n};
   };
   auto base = plan({1000, 1, 1}, {128, 1, 1});
   base.arguments_known = true;
@@ -290,11 +290,11 @@ TEST_CASE("argument checks: handle, stream, table, slots, count, kinds, widths, 
   auto p = base;
   p.function_is_null = true;
   p.stream_is_null = true;
-  p.stream_policy = StreamPolicy::require_explicit;
+  p.stream_policy = contract::StreamPolicy::require_explicit;
   auto v = check_launch(k, resources(16), p, caps);
   CHECK(count(v, Code::null_function) == 1);
   CHECK(count(v, Code::null_stream) == 1);
-  p.stream_policy = StreamPolicy::allow_legacy_default;
+  p.stream_policy = contract::StreamPolicy::allow_legacy_default;
   CHECK(count(check_launch(k, resources(16), p, caps), Code::null_stream) == 0);
 
   p = base;
@@ -381,20 +381,20 @@ TEST_CASE("LaunchShape keys on everything a verdict depends on, and not on value
     change(q);
     return !(LaunchShape::of(q) == base) && LaunchShape::of(q).tag() != base.tag();
   };
-  CHECK(differs([](LaunchPlan& q) { q.grid[2] = 2; }));
-  CHECK(differs([](LaunchPlan& q) { q.block[1] = 2; }));
-  CHECK(differs([](LaunchPlan& q) { q.block_given = true; }));
-  CHECK(differs([](LaunchPlan& q) { q.dynamic_shared_bytes = 1; }));
-  CHECK(differs([](LaunchPlan& q) { q.cooperative = true; }));
-  CHECK(differs([](LaunchPlan& q) { q.arguments_known = true; }));
-  CHECK(differs([](LaunchPlan& q) { q.stream_is_null = true; }));
-  CHECK(differs([](LaunchPlan& q) { q.stream_policy = StreamPolicy::require_explicit; }));
-  CHECK(differs([](LaunchPlan& q) { q.function_is_null = true; }));
+  CHECK(differs([](contract::LaunchPlan& q) { q.grid[2] = 2; }));
+  CHECK(differs([](contract::LaunchPlan& q) { q.block[1] = 2; }));
+  CHECK(differs([](contract::LaunchPlan& q) { q.block_given = true; }));
+  CHECK(differs([](contract::LaunchPlan& q) { q.dynamic_shared_bytes = 1; }));
+  CHECK(differs([](contract::LaunchPlan& q) { q.cooperative = true; }));
+  CHECK(differs([](contract::LaunchPlan& q) { q.arguments_known = true; }));
+  CHECK(differs([](contract::LaunchPlan& q) { q.stream_is_null = true; }));
+  CHECK(differs([](contract::LaunchPlan& q) { q.stream_policy = contract::StreamPolicy::require_explicit; }));
+  CHECK(differs([](contract::LaunchPlan& q) { q.function_is_null = true; }));
 
   auto q = p;
   q.arguments_known = true;
-  q.arguments.push_back({ArgumentDesc::Kind::buffer, 8, false, false, std::nullopt, 64});
-  q.arguments.push_back({ArgumentDesc::Kind::scalar, 4, false, false, ir::Type::f32, std::nullopt});
+  q.arguments.push_back({contract::ArgumentDesc::Kind::buffer, 8, false, false, std::nullopt, 64});
+  q.arguments.push_back({contract::ArgumentDesc::Kind::scalar, 4, false, false, ir::Type::f32, std::nullopt});
   const auto with_args = LaunchShape::of(q);
   CHECK(with_args.arguments() == 2);
   auto argument_differs = [&](auto change) {
@@ -402,14 +402,14 @@ TEST_CASE("LaunchShape keys on everything a verdict depends on, and not on value
     change(r);
     return !(LaunchShape::of(r) == with_args);
   };
-  CHECK(argument_differs([](LaunchPlan& r) { r.arguments[0].pointer_is_null = true; }));
-  CHECK(argument_differs([](LaunchPlan& r) { r.arguments[0].slot_is_null = true; }));
-  CHECK(argument_differs([](LaunchPlan& r) { r.arguments[0].buffer_bytes = 128; }));
-  CHECK(argument_differs([](LaunchPlan& r) { r.arguments[0].buffer_bytes.reset(); }));
-  CHECK(argument_differs([](LaunchPlan& r) { r.arguments[1].scalar_type = ir::Type::u32; }));
-  CHECK(argument_differs([](LaunchPlan& r) { r.arguments[1].size_bytes = 8; }));
-  CHECK(argument_differs([](LaunchPlan& r) { r.arguments[1].kind = ArgumentDesc::Kind::buffer; }));
-  CHECK(argument_differs([](LaunchPlan& r) { r.arguments.pop_back(); }));
+  CHECK(argument_differs([](contract::LaunchPlan& r) { r.arguments[0].pointer_is_null = true; }));
+  CHECK(argument_differs([](contract::LaunchPlan& r) { r.arguments[0].slot_is_null = true; }));
+  CHECK(argument_differs([](contract::LaunchPlan& r) { r.arguments[0].buffer_bytes = 128; }));
+  CHECK(argument_differs([](contract::LaunchPlan& r) { r.arguments[0].buffer_bytes.reset(); }));
+  CHECK(argument_differs([](contract::LaunchPlan& r) { r.arguments[1].scalar_type = ir::Type::u32; }));
+  CHECK(argument_differs([](contract::LaunchPlan& r) { r.arguments[1].size_bytes = 8; }));
+  CHECK(argument_differs([](contract::LaunchPlan& r) { r.arguments[1].kind = contract::ArgumentDesc::Kind::buffer; }));
+  CHECK(argument_differs([](contract::LaunchPlan& r) { r.arguments.pop_back(); }));
 
   // Built argument by argument, as the backend's steady path does, it is the plan's shape.
   LaunchShape incremental;
@@ -426,7 +426,7 @@ TEST_CASE("LaunchShape keys on everything a verdict depends on, and not on value
   CHECK_FALSE(LaunchShape::of(required).cacheable());
   auto many = p;
   many.arguments_known = true;
-  many.arguments.assign(LaunchShape::kMaxArguments + 1, {ArgumentDesc::Kind::scalar, 4, false, false, ir::Type::u32,
+  many.arguments.assign(LaunchShape::kMaxArguments + 1, {contract::ArgumentDesc::Kind::scalar, 4, false, false, ir::Type::u32,
                                                          std::nullopt});
   CHECK_FALSE(LaunchShape::of(many).cacheable());
 }

@@ -80,7 +80,7 @@ TEST_CASE("every profile's blocks/SM agrees with cuda_occupancy.h's own table") 
   auto list = list_profiles();
   REQUIRE(list.has_value());
   CHECK(list->size() >= 5);
-  KernelResources tiny;
+  contract::KernelResources tiny;
   tiny.registers_per_thread = 8;
   for (const auto& p : *list) {
     CAPTURE(p.name);
@@ -249,17 +249,17 @@ TEST_CASE("a profile file is type-checked and bounded before it is read") {
 TEST_CASE("the profile's max_blocks_per_sm bounds offline occupancy (132 x 1 on h100-sxm)") {
   auto caps = profile("h100-sxm");
   caps.max_blocks_per_sm = 1;
-  KernelResources res;
+  contract::KernelResources res;
   res.registers_per_thread = 16;
   auto occ = compute_occupancy(caps, res, 256, 0);
   REQUIRE(occ.computed);
   CHECK(occ.active_blocks_per_sm == 1);
   CHECK(occ.by_blocks == 1);
   CHECK(occ.limiter == OccupancyLimiter::blocks);
-  codegen::KernelInfo k;
+  contract::KernelInfo k;
   k.name = "k";
   k.required_block = {256, 1, 1};
-  LaunchPlan p;
+  contract::LaunchPlan p;
   p.cooperative = true;
   auto v = check_launch(k, res, p, caps);
   CHECK(v.launchable);
@@ -270,7 +270,7 @@ TEST_CASE("the profile's max_blocks_per_sm bounds offline occupancy (132 x 1 on 
 
 TEST_CASE("the profile's shared_allocation_unit rounds each block's shared memory offline") {
   auto caps = profile("h100-sxm");
-  KernelResources res;
+  contract::KernelResources res;
   res.registers_per_thread = 16;
   res.static_shared_bytes = 40000;
   auto with_header_unit = compute_occupancy(caps, res, 32, 0);
@@ -289,12 +289,12 @@ TEST_CASE("the profile's shared_allocation_unit rounds each block's shared memor
 
 TEST_CASE("cooperative residency fails closed when occupancy cannot be computed (PG3405)") {
   auto caps = profile("h100-sxm");
-  KernelResources res;
+  contract::KernelResources res;
   res.registers_per_thread = 16;
-  codegen::KernelInfo k;
+  contract::KernelInfo k;
   k.name = "k";
   k.required_block = {256, 1, 1};
-  LaunchPlan p;
+  contract::LaunchPlan p;
   p.cooperative = true;
   p.grid = {2147483647, 1, 1};
   // Caps no profile can hold any more, built in code: occupancy is unknown, never 0 = unchecked.

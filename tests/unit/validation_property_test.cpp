@@ -36,11 +36,11 @@ TEST_CASE("random plans: no crash, consistent verdicts, monotone grids, occupanc
     auto k = kernel();
     if (rng() % 4 == 0) k.required_block = {256, 1, 1};
     k.uses_grid_sync = rng() % 8 == 0;
-    KernelResources r;
+    contract::KernelResources r;
     r.registers_per_thread = static_cast<uint32_t>(pick(rng, {16, 32, 64, 65, 128, 200, 255, 256}) % 300);
     r.static_shared_bytes = rng() % 3 == 0 ? pick(rng, {1024, 49152, c.shared_per_block_optin}) : 0;
     r.max_threads_per_block = rng() % 5 == 0 ? 256 : 1024;
-    LaunchPlan p;
+    contract::LaunchPlan p;
     p.grid = {pick(rng, {c.max_grid_dim[0], c.sm_count, 1056}), pick(rng, {c.max_grid_dim[1], 2}),
               pick(rng, {c.max_grid_dim[2], 2})};
     if (rng() % 3) p.grid[1] = p.grid[2] = 1;

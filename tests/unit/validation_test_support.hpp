@@ -20,8 +20,8 @@ inline DeviceCaps caps_of(std::string_view name) {
 }
 
 /// A kernel `k(inout y: f32[], n: u32)` with an optional @workgroup.
-inline codegen::KernelInfo kernel(std::array<uint32_t, 3> workgroup = {0, 0, 0}) {
-  codegen::KernelInfo k;
+inline contract::KernelInfo kernel(std::array<uint32_t, 3> workgroup = {0, 0, 0}) {
+  contract::KernelInfo k;
   k.name = "k";
   k.params.push_back({"y", 0, true, ir::Access::inout, ir::Type::f32, 8});
   k.params.push_back({"n", 1, false, ir::Access::inout, ir::Type::u32, 4});
@@ -29,17 +29,17 @@ inline codegen::KernelInfo kernel(std::array<uint32_t, 3> workgroup = {0, 0, 0})
   return k;
 }
 
-inline KernelResources resources(uint32_t regs, uint64_t static_shared = 0, uint32_t max_threads = 1024) {
-  KernelResources r;
+inline contract::KernelResources resources(uint32_t regs, uint64_t static_shared = 0, uint32_t max_threads = 1024) {
+  contract::KernelResources r;
   r.registers_per_thread = regs;
   r.static_shared_bytes = static_shared;
   r.max_threads_per_block = max_threads;
   return r;
 }
 
-inline LaunchPlan plan(std::array<uint64_t, 3> grid, std::array<uint64_t, 3> block, uint64_t dyn = 0,
+inline contract::LaunchPlan plan(std::array<uint64_t, 3> grid, std::array<uint64_t, 3> block, uint64_t dyn = 0,
                        bool cooperative = false) {
-  LaunchPlan p;
+  contract::LaunchPlan p;
   p.grid = grid;
   p.block = block;
   p.dynamic_shared_bytes = dyn;

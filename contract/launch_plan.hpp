@@ -6,9 +6,9 @@
 #include <optional>
 #include <vector>
 
-#include "ptxgate/ir/ast.hpp"
+#include "ptxgate/ir/types.hpp"
 
-namespace ptxgate::validation {
+namespace ptxgate::contract {
 
 /// What is known about one argument slot at validation time.
 struct ArgumentDesc {
@@ -61,4 +61,4 @@ struct KernelResources {
   uint64_t constant_bytes = 0;          ///< ptxas "N bytes cmem[0]" (0 where ptxas omits it)
 };
 
-}  // namespace ptxgate::validation
+}  // namespace ptxgate::contract

@@ -1,8 +1,8 @@
 // KernelInfo to and from JSON (the `--emit meta` format and the module cache's metadata).
-#include "ptxgate/codegen/kernel_info.hpp"
+#include "ptxgate/contract/kernel_info.hpp"
 #include "ptxgate/diagnostics/internal/json_checks.hpp"
 
-namespace ptxgate::codegen {
+namespace ptxgate::contract {
 
 nlohmann::json to_json(const KernelInfo& info) {
   nlohmann::json params = nlohmann::json::array();
@@ -78,4 +78,4 @@ std::expected<KernelInfo, std::string> kernel_info_from_json(const nlohmann::jso
   }
 }
 
-}  // namespace ptxgate::codegen
+}  // namespace ptxgate::contract

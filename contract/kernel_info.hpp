@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ptxgate/ir/ast.hpp"
+#include "ptxgate/ir/types.hpp"
 
-namespace ptxgate::codegen {
+namespace ptxgate::contract {
 
 /// One kernel parameter as the launch sees it, in signature order.
 struct ParamInfo {
@@ -59,4 +59,4 @@ struct KernelInfo {
 nlohmann::json to_json(const KernelInfo& info);
 [[nodiscard]] std::expected<KernelInfo, std::string> kernel_info_from_json(const nlohmann::json& j);
 
-}  // namespace ptxgate::codegen
+}  // namespace ptxgate::contract

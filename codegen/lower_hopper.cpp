@@ -1,0 +1,256 @@
+// IR -> LLVM IR: Hopper operations: mbarrier, TMA, wgmma (LLVM 19 has intrinsics for mbarrier
+// init/arrive/inval and setmaxnreg; the rest is inline PTX, each statement `convergent` and clobbering memory).
+#include "ptxgate/codegen/internal/kernel_lowering.hpp"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+namespace ptxgate::codegen::lowering {
+
+// Hopper: a loop that runs wgmma or indexes a wgmma accumulator is fully unrolled when its trip count
+// is constant (llvm.loop.unroll.full: the size threshold does not apply), so that every accumulator
+// index becomes a constant and SROA keeps the accumulators in registers (a 128-register epilogue is
+// past LLVM's threshold; in local memory the wgmma pipeline would stall on every tile).
+
+bool KernelLowering::is_wgmma(const ir::Expr& e) {
+  return e.kind == ir::ExprKind::call && e.intrinsic &&
+         (*e.intrinsic == ir::Intrinsic::wgmma_bf16 || *e.intrinsic == ir::Intrinsic::wgmma_f16);
+}
+
+bool KernelLowering::touches_wgmma_accumulator(const ir::Expr& e) {
+  if (is_wgmma(e)) return true;
+  if (e.kind == ir::ExprKind::index && e.symbol && wgmma_accumulators().contains(e.symbol)) return true;
+  for (const auto& operand : e.operands)
+    if (operand && touches_wgmma_accumulator(*operand)) return true;
+  return false;
+}
+
+bool KernelLowering::touches_wgmma_accumulator(const std::vector<ir::StmtPtr>& body) {
+  if (!kernel_.uses_warpgroup_operations) return false;
+  for (const auto& stmt : body) {
+    if (!stmt) continue;
+    for (const ir::Expr* e : {stmt->target.get(), stmt->value.get(), stmt->lo.get(), stmt->hi.get(), stmt->step.get()})
+      if (e && touches_wgmma_accumulator(*e)) return true;
+    if (touches_wgmma_accumulator(stmt->body) || touches_wgmma_accumulator(stmt->else_body)) return true;
+  }
+  return false;
+}
+
+/// The local arrays some wgmma of this routine accumulates into.
+const std::unordered_set<const ir::Symbol*>& KernelLowering::wgmma_accumulators() {
+  if (!accumulators_) {
+    accumulators_.emplace();
+    std::function<void(const ir::Expr&)> expr_walk = [&](const ir::Expr& e) {
+      if (is_wgmma(e) && !e.operands.empty() && e.operands[0] && e.operands[0]->symbol)
+        accumulators_->insert(e.operands[0]->symbol);
+      for (const auto& operand : e.operands)
+        if (operand) expr_walk(*operand);
+    };
+    std::function<void(const std::vector<ir::StmtPtr>&)> walk = [&](const std::vector<ir::StmtPtr>& body) {
+      for (const auto& stmt : body) {
+        if (!stmt) continue;
+        for (const ir::Expr* e : {stmt->target.get(), stmt->value.get(), stmt->lo.get(), stmt->hi.get(), stmt->step.get()})
+          if (e) expr_walk(*e);
+        walk(stmt->body);
+        walk(stmt->else_body);
+      }
+    };
+    walk(kernel_.body);
+  }
+  return *accumulators_;
+}
+
+/// A void inline-PTX statement with `args` ("r" 32-bit, "l" 64-bit operands).
+void KernelLowering::inline_ptx(const std::string& text, const std::string& constraints, const std::vector<llvm::Value*>& args) {
+  std::vector<llvm::Type*> types;
+  for (llvm::Value* a : args) types.push_back(a->getType());
+  auto* type = llvm::FunctionType::get(builder_.getVoidTy(), types, false);
+  std::string all = constraints.empty() ? "~{memory}" : constraints + ",~{memory}";
+  llvm::CallInst* call = builder_.CreateCall(llvm::InlineAsm::get(type, text, all, /*hasSideEffects=*/true), args);
+  call->addFnAttr(llvm::Attribute::Convergent);
+}
+
+/// The 32-bit shared-window address of `array[index]` (a shared array).
+llvm::Value* KernelLowering::shared_element(const ir::Expr& array, const ir::Expr& index) {
+  const Binding& binding = binding_of(array);
+  if (binding.kind != Binding::Kind::shared) invariant_failed(fmt::format("'{}' is not a shared array", array.name));
+  return builder_.CreatePtrToInt(element_address(binding, index), builder_.getInt32Ty());
+}
+
+llvm::Value* KernelLowering::mbarrier_pointer(const ir::Expr& bars, const ir::Expr& index) {
+  const Binding& binding = binding_of(bars);
+  if (binding.kind != Binding::Kind::shared) invariant_failed(fmt::format("'{}' is not a shared array", bars.name));
+  return element_address(binding, index);
+}
+
+/// The value of a verified constant operand (wait_group counts, register counts).
+uint64_t KernelLowering::constant_value(const ir::Expr& e) {
+  auto* c = llvm::dyn_cast<llvm::ConstantInt>(expr(e));
+  if (!c) invariant_failed(fmt::format("operand of '{}' is not a constant", e.name));
+  return c->getZExtValue();
+}
+
+/// The mbarrier's phase of parity `parity` has completed (one try_wait; the hardware may suspend the
+/// thread for a while first).
+llvm::Value* KernelLowering::mbarrier_try_wait(llvm::Value* bar, llvm::Value* parity) {
+  auto* type = llvm::FunctionType::get(builder_.getInt32Ty(), {builder_.getInt32Ty(), builder_.getInt32Ty()}, false);
+  auto* test = llvm::InlineAsm::get(type,
+                                    "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2; "
+                                    "selp.u32 $0, 1, 0, p; }",
+                                    "=r,r,r,~{memory}", /*hasSideEffects=*/true);
+  llvm::CallInst* done = builder_.CreateCall(test, {bar, parity});
+  return builder_.CreateICmpNE(done, builder_.getInt32(0));
+}
+
+llvm::Value* KernelLowering::hopper_operation(const ir::Expr& e, ir::Intrinsic which) {
+  using I = ir::Intrinsic;
+  namespace L = llvm::Intrinsic;
+  auto arg = [&](size_t i) { return expr(*e.operands.at(i)); };
+  auto bar = [&](size_t i) { return mbarrier_pointer(*e.operands.at(i), *e.operands.at(i + 1)); };
+  auto bar32 = [&](size_t i) { return builder_.CreatePtrToInt(bar(i), builder_.getInt32Ty()); };
+  switch (which) {
+    case I::mbarrier_init: {
+      llvm::Value* b = bar(0);
+      builder_.CreateIntrinsic(L::nvvm_mbarrier_init_shared, {}, {b, arg(2)});
+      return nullptr;
+    }
+    case I::mbarrier_arrive: builder_.CreateIntrinsic(L::nvvm_mbarrier_arrive_shared, {}, {bar(0)}); return nullptr;
+    case I::mbarrier_inval: builder_.CreateIntrinsic(L::nvvm_mbarrier_inval_shared, {}, {bar(0)}); return nullptr;
+    case I::mbarrier_arrive_expect_tx: {
+      llvm::Value* b = bar32(0);
+      inline_ptx("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r", {b, arg(2)});
+      return nullptr;
+    }
+    case I::mbarrier_try_wait: {
+      llvm::Value* b = bar32(0);
+      return mbarrier_try_wait(b, arg(2));
+    }
+    case I::mbarrier_wait: {
+      llvm::Value* b = bar32(0);
+      llvm::Value* parity = arg(2);
+      llvm::BasicBlock* loop = new_block("mbarrier.wait");
+      llvm::BasicBlock* done = new_block("mbarrier.done");
+      builder_.CreateBr(loop);
+      builder_.SetInsertPoint(loop);
+      builder_.CreateCondBr(mbarrier_try_wait(b, parity), done, loop);
+      builder_.SetInsertPoint(done);
+      return nullptr;
+    }
+    case I::fence_proxy_async: inline_ptx("fence.proxy.async.shared::cta;", "", {}); return nullptr;
+    case I::tma_load: {
+      llvm::Value* dst = shared_element(*e.operands[0], *e.operands[1]);
+      llvm::Value* map = arg(2);
+      llvm::Value* b = bar32(3);
+      std::vector<llvm::Value*> args{dst, map, b};
+      std::string coords, constraints = "r,l,r";
+      for (size_t i = 5; i < e.operands.size(); ++i) {
+        coords += fmt::format("{}${}", i > 5 ? ", " : "", args.size());
+        args.push_back(arg(i));
+        constraints += ",r";
+      }
+      inline_ptx(fmt::format("cp.async.bulk.tensor.{}d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {{{}}}], "
+                      "[$2];",
+                      e.operands.size() - 5, coords),
+          constraints, args);
+      return nullptr;
+    }
+    case I::tma_store: {
+      llvm::Value* map = arg(0);
+      llvm::Value* src = shared_element(*e.operands[1], *e.operands[2]);
+      std::vector<llvm::Value*> args{map, src};
+      std::string coords, constraints = "l,r";
+      for (size_t i = 3; i < e.operands.size(); ++i) {
+        coords += fmt::format("{}${}", i > 3 ? ", " : "", args.size());
+        args.push_back(arg(i));
+        constraints += ",r";
+      }
+      inline_ptx(fmt::format("cp.async.bulk.tensor.{}d.global.shared::cta.bulk_group [$0, {{{}}}], [$1];",
+                      e.operands.size() - 3, coords),
+          constraints, args);
+      return nullptr;
+    }
+    case I::tma_store_commit: inline_ptx("cp.async.bulk.commit_group;", "", {}); return nullptr;
+    case I::tma_store_wait:
+      inline_ptx(fmt::format("cp.async.bulk.wait_group.read {};", constant_value(*e.operands[0])), "", {});
+      return nullptr;
+    case I::shared_address: return shared_element(*e.operands[0], *e.operands[1]);
+    case I::wgmma_desc: {
+      // K-major, 128-byte swizzle: start address >> 4 (bits 0-13), leading byte offset 16 >> 4 (bits 16-29),
+      // stride byte offset 1024 >> 4 (bits 32-45), base offset 0, swizzle mode 1 (bits 62-63).
+      llvm::Value* address = builder_.CreateZExt(shared_element(*e.operands[0], *e.operands[1]), builder_.getInt64Ty());
+      llvm::Value* start = builder_.CreateLShr(builder_.CreateAnd(address, builder_.getInt64(0x3FFFF)), 4);
+      return builder_.CreateOr(start, builder_.getInt64((uint64_t{1} << 16) | (uint64_t{64} << 32) | (uint64_t{1} << 62)),
+                               "wgmma_desc");
+    }
+    case I::wgmma_fence: inline_ptx("wgmma.fence.sync.aligned;", "", {}); return nullptr;
+    case I::wgmma_commit: inline_ptx("wgmma.commit_group.sync.aligned;", "", {}); return nullptr;
+    case I::wgmma_wait:
+      inline_ptx(fmt::format("wgmma.wait_group.sync.aligned {};", constant_value(*e.operands[0])), "", {});
+      return nullptr;
+    case I::wgmma_bf16:
+    case I::wgmma_f16: wgmma(e, which == I::wgmma_bf16 ? "bf16" : "f16"); return nullptr;
+    case I::setmaxnreg_inc:
+    case I::setmaxnreg_dec: {
+      const auto count = static_cast<uint32_t>(constant_value(*e.operands[0]));
+      builder_.CreateIntrinsic(which == I::setmaxnreg_inc ? L::nvvm_setmaxnreg_inc_sync_aligned_u32
+                                                          : L::nvvm_setmaxnreg_dec_sync_aligned_u32,
+                               {}, {builder_.getInt32(count)});
+      return nullptr;
+    }
+    default: break;
+  }
+  invariant_failed(fmt::format("Hopper operation '{}' has no lowering", ir::intrinsic_name(which)));
+}
+
+/// wgmma.mma_async m64nNk16 with f32 accumulators: acc (a local f32 array of N / 2 elements) = A * B (+ acc when
+/// `accumulate`). The elements go through the asm as registers; an accumulate flag that is the constant false
+/// does not read them, so their zeroing disappears (ptxas serialises wgmmas whose accumulators other
+/// instructions write in flight).
+void KernelLowering::wgmma(const ir::Expr& e, std::string_view element) {
+  const Binding& acc = binding_of(*e.operands[0]);
+  if (acc.kind != Binding::Kind::local) invariant_failed("wgmma accumulator is not a local array");
+  const auto count = static_cast<unsigned>(llvm::cast<llvm::ArrayType>(acc.array_type)->getNumElements());
+  llvm::Value* desc_a = expr(*e.operands[1]);
+  llvm::Value* desc_b = expr(*e.operands[2]);
+  llvm::Value* accumulate = expr(*e.operands[3]);
+  auto* constant = llvm::dyn_cast<llvm::ConstantInt>(accumulate);
+  const bool reads = !constant || !constant->isZero();
+  std::vector<llvm::Value*> elements(count);
+  std::vector<llvm::Value*> args;
+  std::string constraints, outputs;
+  for (unsigned i = 0; i < count; ++i) {
+    elements[i] = builder_.CreateInBoundsGEP(acc.array_type, acc.value, {builder_.getInt64(0), builder_.getInt64(i)});
+    constraints += i ? ",=f" : "=f";
+    outputs += fmt::format("{}${}", i ? ", " : "", i);
+  }
+  if (reads)
+    for (unsigned i = 0; i < count; ++i) {
+      args.push_back(builder_.CreateLoad(builder_.getFloatTy(), elements[i]));
+      constraints += fmt::format(",{}", i);
+    }
+  const size_t first = count + args.size();
+  args.push_back(desc_a);
+  args.push_back(desc_b);
+  args.push_back(builder_.CreateZExt(accumulate, builder_.getInt32Ty()));
+  constraints += ",l,l,r,~{memory}";
+  const std::string text = fmt::format(
+      "{{ .reg .pred p; setp.ne.b32 p, ${}, 0; wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, ${}, ${}, p, "
+      "1, 1, 0, 0; }}",
+      first + 2, 2 * count, element, element, outputs, first, first + 1);
+  std::vector<llvm::Type*> types;
+  for (llvm::Value* a : args) types.push_back(a->getType());
+  auto* result = llvm::StructType::get(context_, std::vector<llvm::Type*>(count, builder_.getFloatTy()));
+  auto* type = llvm::FunctionType::get(result, types, false);
+  llvm::CallInst* call = builder_.CreateCall(llvm::InlineAsm::get(type, text, constraints, /*hasSideEffects=*/true), args);
+  call->addFnAttr(llvm::Attribute::Convergent);
+  for (unsigned i = 0; i < count; ++i) builder_.CreateStore(builder_.CreateExtractValue(call, i), elements[i]);
+}
+
+}  // namespace ptxgate::codegen::lowering

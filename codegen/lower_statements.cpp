@@ -1,0 +1,239 @@
+// IR -> LLVM IR: statements, loops (unroll metadata), shared and local arrays.
+#include "ptxgate/codegen/internal/kernel_lowering.hpp"
+
+#include <fmt/format.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Metadata.h>
+
+namespace ptxgate::codegen::lowering {
+
+void KernelLowering::statements(const std::vector<ir::StmtPtr>& body) {
+  for (const auto& s : body) statement(*s);
+}
+
+void KernelLowering::statement(const ir::Stmt& s) {
+  switch (s.kind) {
+    case ir::StmtKind::let_decl: {
+      const ir::Symbol& symbol = declared_symbol(s);
+      llvm::Value* value = convert(expr(*s.value), s.value->type, symbol.type);
+      value->setName(s.name);
+      bindings_[&symbol] = Binding{Binding::Kind::value, value, symbol.type, nullptr, -1};
+      return;
+    }
+    case ir::StmtKind::var_decl: {
+      const ir::Symbol& symbol = declared_symbol(s);
+      llvm::Value* initial = s.value ? convert(expr(*s.value), s.value->type, symbol.type)
+                                     : llvm::Constant::getNullValue(value_type(context_, symbol.type));
+      llvm::AllocaInst* slot = entry_slot(symbol.type, s.name);
+      builder_.CreateStore(initial, slot);
+      bindings_[&symbol] = Binding{Binding::Kind::slot, slot, symbol.type, nullptr, -1};
+      return;
+    }
+    case ir::StmtKind::assign: return assignment(s);
+    case ir::StmtKind::if_: return if_statement(s);
+    case ir::StmtKind::while_: return while_statement(s);
+    case ir::StmtKind::for_: return for_statement(s);
+    case ir::StmtKind::break_:
+    case ir::StmtKind::continue_: {
+      if (loops_.empty()) invariant_failed("break or continue outside a loop");
+      builder_.CreateBr(s.kind == ir::StmtKind::break_ ? loops_.back().break_target : loops_.back().continue_target);
+      continue_in_dead_block();
+      return;
+    }
+    case ir::StmtKind::return_:
+      if (s.value) {
+        if (!as_function_ || as_function_->result == ir::Type::void_)
+          invariant_failed(fmt::format("'return' with a value in {}", kernel_.name));
+        llvm::Value* result = convert(expr(*s.value), s.value->type, as_function_->result);
+        builder_.CreateRet(result);
+      } else {
+        builder_.CreateRetVoid();
+      }
+      continue_in_dead_block();
+      return;
+    case ir::StmtKind::expr:
+      if (s.value) expr(*s.value);
+      return;
+    case ir::StmtKind::block: return statements(s.body);
+    case ir::StmtKind::shared_decl: return shared_array(s);
+    case ir::StmtKind::local_array_decl: return local_array(s);
+    case ir::StmtKind::const_decl: invariant_failed(fmt::format("constant '{}' declared inside a kernel", s.name));
+  }
+}
+
+void KernelLowering::assignment(const ir::Stmt& s) {
+  const ir::Expr& target = *s.target;
+  if (target.kind == ir::ExprKind::index && target.symbol && ir::is_vector(target.symbol->type)) {
+    const Binding& variable = binding_of(target);  // v[k] = x: lane k of a vector var
+    if (variable.kind != Binding::Kind::slot) invariant_failed(fmt::format("lane assignment to '{}'", target.name));
+    llvm::Value* index = lane_index(*target.operands.at(0), variable.type);
+    llvm::Value* lane = convert(expr(*s.value), s.value->type, ir::vector_element(variable.type));
+    llvm::Value* old = builder_.CreateLoad(value_type(context_, variable.type), variable.value, target.name);
+    builder_.CreateStore(builder_.CreateInsertElement(old, lane, index), variable.value);
+    return;
+  }
+  if (target.kind == ir::ExprKind::index) {
+    const Binding& array = binding_of(target);
+    llvm::Value* address = element_address(array, *target.operands.at(0));
+    llvm::Value* value = convert(expr(*s.value), s.value->type, array.type);
+    builder_.CreateStore(to_memory(value, array.type), address);
+    if (array.param_index >= 0) buffer_written_[array.param_index] = true;
+    return;
+  }
+  const Binding& variable = binding_of(target);
+  if (variable.kind != Binding::Kind::slot) invariant_failed(fmt::format("assignment to '{}'", target.name));
+  builder_.CreateStore(convert(expr(*s.value), s.value->type, variable.type), variable.value);
+}
+
+void KernelLowering::if_statement(const ir::Stmt& s) {
+  llvm::Value* condition = expr(*s.value);
+  auto* then_block = new_block("if.then");
+  auto* merge = new_block("if.end");
+  auto* else_block = s.has_else ? new_block("if.else") : merge;
+  builder_.CreateCondBr(condition, then_block, else_block);
+  builder_.SetInsertPoint(then_block);
+  statements(s.body);
+  branch_to(merge);
+  if (s.has_else) {
+    builder_.SetInsertPoint(else_block);
+    statements(s.else_body);
+    branch_to(merge);
+  }
+  merge->moveAfter(builder_.GetInsertBlock());
+  builder_.SetInsertPoint(merge);
+}
+
+void KernelLowering::while_statement(const ir::Stmt& s) {
+  auto* header = new_block("while.cond");
+  auto* body = new_block("while.body");
+  auto* exit = new_block("while.end");
+  builder_.CreateBr(header);
+  builder_.SetInsertPoint(header);
+  builder_.CreateCondBr(expr(*s.value), body, exit);
+  builder_.SetInsertPoint(body);
+  loops_.push_back({header, exit});
+  statements(s.body);
+  loops_.pop_back();
+  branch_to(header);
+  exit->moveAfter(builder_.GetInsertBlock());
+  builder_.SetInsertPoint(exit);
+}
+
+/// The loop metadata of `unroll` (factor 0: llvm.loop.unroll.full) and `unroll(N)`
+/// (llvm.loop.unroll.count N; N = 1: llvm.loop.unroll.disable, which NVPTX passes on to ptxas as
+/// .pragma "nounroll").
+llvm::MDNode* KernelLowering::unroll_metadata(uint32_t factor) {
+  llvm::Metadata* hint = nullptr;
+  if (factor == 0) {
+    hint = llvm::MDNode::get(context_, llvm::MDString::get(context_, "llvm.loop.unroll.full"));
+  } else if (factor == 1) {
+    hint = llvm::MDNode::get(context_, llvm::MDString::get(context_, "llvm.loop.unroll.disable"));
+  } else {
+    hint = llvm::MDNode::get(context_, {llvm::MDString::get(context_, "llvm.loop.unroll.count"),
+                                        llvm::ConstantAsMetadata::get(builder_.getInt32(factor))});
+  }
+  llvm::MDNode* loop = llvm::MDNode::getDistinct(context_, {nullptr, hint});
+  loop->replaceOperandWith(0, loop);
+  return loop;
+}
+
+/// for v in lo..hi [step s]: bounds evaluated once; the latch never wraps past hi.
+void KernelLowering::for_statement(const ir::Stmt& s) {
+  const ir::Symbol& symbol = declared_symbol(s);
+  const ir::Type t = symbol.type;
+  if (!ir::is_integer(t)) invariant_failed(fmt::format("loop variable '{}' is not an integer", s.name));
+  const bool is_signed = ir::is_signed(t);
+  llvm::Value* lo = convert(expr(*s.lo), s.lo->type, t);
+  llvm::Value* hi = convert(expr(*s.hi), s.hi->type, t);
+  llvm::Value* step = s.step ? convert(expr(*s.step), s.step->type, t) : nullptr;
+  llvm::AllocaInst* slot = entry_slot(t, s.name);
+  builder_.CreateStore(lo, slot);
+
+  auto* body = new_block("for.body");
+  auto* latch = new_block("for.next");
+  auto* exit = new_block("for.end");
+  builder_.CreateCondBr(is_signed ? builder_.CreateICmpSLT(lo, hi) : builder_.CreateICmpULT(lo, hi), body, exit);
+
+  builder_.SetInsertPoint(body);
+  bindings_[&symbol] = Binding{Binding::Kind::slot, slot, t, nullptr, -1};
+  loops_.push_back({latch, exit});
+  statements(s.body);
+  loops_.pop_back();
+  branch_to(latch);
+
+  latch->moveAfter(builder_.GetInsertBlock());
+  builder_.SetInsertPoint(latch);
+  llvm::Value* current = builder_.CreateLoad(slot->getAllocatedType(), slot, s.name);
+  llvm::Value* next = nullptr;
+  llvm::Value* more = nullptr;
+  if (!step) {  // current < hi, so current + 1 cannot wrap
+    next = builder_.CreateAdd(current, llvm::ConstantInt::get(current->getType(), 1), s.name + ".next",
+                              /*HasNUW=*/!is_signed, /*HasNSW=*/is_signed);
+    more = is_signed ? builder_.CreateICmpSLT(next, hi) : builder_.CreateICmpULT(next, hi);
+  } else {  // another iteration iff 0 < step < hi - current (as unsigned), which cannot wrap:
+            // a step of 0 at run time ends the loop after its first iteration (docs/ir.md)
+    llvm::Value* remaining = builder_.CreateSub(hi, current);
+    llvm::Value* advances = builder_.CreateICmpNE(step, llvm::ConstantInt::get(step->getType(), 0));
+    more = builder_.CreateAnd(advances, builder_.CreateICmpULT(step, remaining));
+    next = builder_.CreateAdd(current, step, s.name + ".next");
+  }
+  builder_.CreateStore(next, slot);
+  llvm::BranchInst* back = builder_.CreateCondBr(more, body, exit);
+  if (s.unroll) back->setMetadata(llvm::LLVMContext::MD_loop, unroll_metadata(s.unroll_factor));
+  else if (touches_wgmma_accumulator(s.body)) back->setMetadata(llvm::LLVMContext::MD_loop, unroll_metadata(0));
+  exit->moveAfter(latch);
+  builder_.SetInsertPoint(exit);
+}
+
+void KernelLowering::shared_array(const ir::Stmt& s) {
+  const ir::Symbol& symbol = declared_symbol(s);
+  if (symbol.dynamic) return dynamic_shared_array(s, symbol);
+  uint64_t count = symbol.array_size;
+  if (count == 0 && s.value && s.value->kind == ir::ExprKind::int_literal) count = s.value->int_value;
+  if (count == 0) invariant_failed(fmt::format("shared array '{}' has no size", s.name));
+  llvm::Type* element = memory_type(context_, symbol.type);
+  auto* array_type = llvm::ArrayType::get(element, count);
+  auto* global = new llvm::GlobalVariable(module_, array_type, false, llvm::GlobalValue::InternalLinkage,
+                                          llvm::UndefValue::get(array_type), kernel_.name + "_" + s.name, nullptr,
+                                          llvm::GlobalValue::NotThreadLocal, kSharedSpace);
+  global->setAlignment(llvm::Align(16));
+  // Uninitialised shared memory holds whatever is there, not LLVM's undef: no optimiser may
+  // fold a load of it to an arbitrary value.
+  global->setExternallyInitialized(true);
+  Binding binding{Binding::Kind::shared, global, symbol.type, array_type, -1};
+  bindings_[&symbol] = binding;
+  arrays_by_name_[s.name] = binding;
+}
+
+/// `var NAME: T[N];`: an alloca in the entry block, zeroed where the declaration runs (like
+/// `var x: T;`). SROA after full unrolling turns it into registers when every index is a
+/// constant by then and removes the zeroing of elements written before they are read; what
+/// stays indexed at run time lives in local memory (ptxas reports its stack frame, PG3503).
+void KernelLowering::local_array(const ir::Stmt& s) {
+  const ir::Symbol& symbol = declared_symbol(s);
+  if (symbol.array_size == 0) invariant_failed(fmt::format("local array '{}' has no size", s.name));
+  llvm::Type* element = memory_type(context_, symbol.type);
+  auto* array_type = llvm::ArrayType::get(element, symbol.array_size);
+  llvm::BasicBlock& entry = function_->getEntryBlock();
+  llvm::IRBuilder<> at_entry(&entry, entry.getFirstInsertionPt());
+  llvm::AllocaInst* array = at_entry.CreateAlloca(array_type, nullptr, s.name);
+  const uint64_t bytes = symbol.array_size * ir::byte_size(symbol.type);
+  builder_.CreateMemSet(array, builder_.getInt8(0), builder_.getInt64(bytes), array->getAlign());
+  bindings_[&symbol] = Binding{Binding::Kind::local, array, symbol.type, array_type, -1};
+}
+
+/// `shared NAME: T[];`: PTX `.extern .shared .align 16 .b8 NAME[];`, the block's dynamic
+/// shared memory (CUDA's `extern __shared__`), sized by the launch.
+void KernelLowering::dynamic_shared_array(const ir::Stmt& s, const ir::Symbol& symbol) {
+  llvm::Type* element = memory_type(context_, symbol.type);
+  auto* array_type = llvm::ArrayType::get(element, 0);
+  auto* global = new llvm::GlobalVariable(module_, array_type, false, llvm::GlobalValue::ExternalLinkage, nullptr,
+                                          kernel_.name + "_" + s.name, nullptr, llvm::GlobalValue::NotThreadLocal,
+                                          kSharedSpace);
+  global->setAlignment(llvm::Align(16));
+  Binding binding{Binding::Kind::shared, global, symbol.type, array_type, -1};
+  bindings_[&symbol] = binding;
+  arrays_by_name_[s.name] = binding;
+}
+
+}  // namespace ptxgate::codegen::lowering
