@@ -1,4 +1,4 @@
-/* The ptxgate C API (version 1): compile, check a launch offline, and launch through the
+/* The ptxgate C API (version 3): compile, check a launch offline, and launch through the
  * validating runtime, with opaque handles and diagnostics returned as data. Pure C; every
  * fallible call returns a ptxgate_status and, when `diagnostics` is not NULL, stores a new
  * diagnostics list there (warnings on success, the reasons on failure; free it with
@@ -15,7 +15,7 @@ extern "C" {
 
 /** The version of this header; ptxgate_api_version() answers the library's. A caller built for
  *  version N works with a library whose version is N (the ABI changes only with the number). */
-#define PTXGATE_CAPI_VERSION 2
+#define PTXGATE_CAPI_VERSION 3
 
 #if defined(__GNUC__)
 #define PTXGATE_CAPI __attribute__((visibility("default")))
@@ -111,6 +111,15 @@ PTXGATE_CAPI ptxgate_status ptxgate_compile_file(const char* path, const ptxgate
  *  left out with a PG3007 warning. */
 PTXGATE_CAPI ptxgate_status ptxgate_read_ptx(const char* ptx, size_t size, const char* path, ptxgate_module** module,
                                              ptxgate_diagnostics** diagnostics);
+/** What a module's bytes are, as ptxgate reads them (not by name or by words inside). */
+typedef enum ptxgate_module_format {
+  PTXGATE_FORMAT_IR = 0,     /**< ptxgate IR text (.pg) */
+  PTXGATE_FORMAT_PTX = 1,    /**< PTX text: its first token after comments is `.version` */
+  PTXGATE_FORMAT_CUBIN = 2,  /**< an ELF cubin */
+  PTXGATE_FORMAT_FATBIN = 3  /**< a fatbin (refused: pass one cubin or the PTX) */
+} ptxgate_module_format;
+/** The format of `size` bytes at `bytes` (NULL with size 0: PTXGATE_FORMAT_IR). */
+PTXGATE_CAPI int ptxgate_module_format_of(const void* bytes, size_t size);
 PTXGATE_CAPI const char* ptxgate_module_ptx(const ptxgate_module* module);
 /** The cubin's bytes (size 0 when none was asked for). */
 PTXGATE_CAPI const void* ptxgate_module_cubin(const ptxgate_module* module, size_t* size);
@@ -175,6 +184,13 @@ PTXGATE_CAPI ptxgate_status ptxgate_runtime_create(const ptxgate_runtime_options
 PTXGATE_CAPI int ptxgate_runtime_device(const ptxgate_runtime* runtime);
 PTXGATE_CAPI const char* ptxgate_runtime_target(const ptxgate_runtime* runtime);
 PTXGATE_CAPI ptxgate_status ptxgate_runtime_synchronize(ptxgate_runtime* runtime, ptxgate_diagnostics** diagnostics);
+/** After a kernel fault (version 3): resets the device's primary context (destroying what every
+ *  library made in it) and gives the runtime a fresh context where the driver allows one. Kernels,
+ *  buffers and streams made before it — from any runtime of the device — fail with PG4010 when used
+ *  and are freed without a driver call: make them again. PG4011 when the driver gives the process no
+ *  new context (an H100 with driver 580 after an illegal address: start a new process); PG4002 when
+ *  the device cannot be reset. Not while other threads use its objects. */
+PTXGATE_CAPI ptxgate_status ptxgate_runtime_reset(ptxgate_runtime* runtime, ptxgate_diagnostics** diagnostics);
 /** Frees the runtime; kernels, buffers and streams made from it keep its context alive. */
 PTXGATE_CAPI void ptxgate_runtime_free(ptxgate_runtime* runtime);
 

@@ -1,4 +1,5 @@
-// Fuzz target: any bytes as a .pg file -> parse -> verify -> print -> codegen (LLVM IR).
+// Fuzz target: any bytes as a .pg file -> parse -> verify -> print -> codegen (LLVM IR); rejected
+// input renders as text with no control characters.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -13,7 +14,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   diag::SourceFile file("fuzz.pg", std::string(reinterpret_cast<const char*>(data), size));
   auto loaded = ir::load_module(file);
   if (!loaded) {
-    (void)diag::render_text(loaded.error());
+    // Diagnostics quote the source, but never hand a terminal a control character (an escape
+    // sequence, a bell, a NUL that would cut the text off): only newlines and tabs of their own.
+    for (char c : diag::render_text(loaded.error()))
+      if ((static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') || c == '\x7f') __builtin_trap();
     return 0;
   }
   // A verified module must print to text that parses and verifies again.

@@ -3,7 +3,7 @@ import ctypes
 import os
 import sys
 
-API_VERSION = 2  # PTXGATE_CAPI_VERSION this binding was written for
+API_VERSION = 3  # PTXGATE_CAPI_VERSION this binding was written for
 
 OK, ERROR, USAGE = 0, 1, 2
 
@@ -13,6 +13,8 @@ DTYPE_BY_NAME = {"bool": DTYPE_BOOL, "i32": DTYPE_I32, "u32": DTYPE_U32, "i64": 
 NAME_OF_DTYPE = {v: k for k, v in DTYPE_BY_NAME.items()}
 
 ARG_BUFFER, ARG_POINTER, ARG_SCALAR = 0, 1, 2
+
+FORMAT_IR, FORMAT_PTX, FORMAT_CUBIN, FORMAT_FATBIN = range(4)  # ptxgate_module_format
 
 
 class Diagnostic(ctypes.Structure):
@@ -67,6 +69,7 @@ _SIGNATURES = {
     "ptxgate_compile": (_S, [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.POINTER(CompileOptions), _PP, _PP]),
     "ptxgate_compile_file": (_S, [ctypes.c_char_p, ctypes.POINTER(CompileOptions), _PP, _PP]),
     "ptxgate_read_ptx": (_S, [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, _PP, _PP]),
+    "ptxgate_module_format_of": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t]),
     "ptxgate_module_ptx": (ctypes.c_char_p, [_P]),
     "ptxgate_module_cubin": (_P, [_P, ctypes.POINTER(ctypes.c_size_t)]),
     "ptxgate_module_target": (ctypes.c_char_p, [_P]),
@@ -83,6 +86,7 @@ _SIGNATURES = {
     "ptxgate_runtime_device": (ctypes.c_int, [_P]),
     "ptxgate_runtime_target": (ctypes.c_char_p, [_P]),
     "ptxgate_runtime_synchronize": (_S, [_P, _PP]),
+    "ptxgate_runtime_reset": (_S, [_P, _PP]),
     "ptxgate_runtime_free": (None, [_P]),
     "ptxgate_runtime_compile": (_S, [_P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_char_p, _PP, _PP]),
     "ptxgate_runtime_load_ptx": (_S, [_P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_char_p, _PP, _PP]),

@@ -23,28 +23,23 @@
 #include "ptxgate/backend/multi_device.hpp"
 #include "ptxgate/backend/nccl.hpp"
 #include "ptxgate/backend/runtime.hpp"
+#include "gpu_support.hpp"
 
 namespace ptxgate::gpu_test {
 
-/// The device set of every GPU, or null after printing why the test is skipped (fewer than 2).
+/// The device set of every GPU; the case is skipped with fewer than 2.
 inline std::unique_ptr<backend::DeviceSet> all_gpus_or_skip(const char* test) {
   auto set = backend::DeviceSet::open();
   if (!set) FAIL(diag::render_text(set.error()));
-  if ((*set)->size() < 2) {
-    std::printf("SKIPPED: multigpu %s: needs 2 GPUs (found %zu)\n", test, (*set)->size());
-    return nullptr;
-  }
+  if ((*set)->size() < 2) skip_case(std::string(test) + ": needs 2 GPUs, found " + std::to_string((*set)->size()));
   return std::move(*set);
 }
 
-/// Whether NCCL loads (else prints why the test is skipped). Keeps NVLink multicast off.
+/// True when NCCL loads; the case is skipped without it. Keeps NVLink multicast off.
 inline bool nccl_or_skip(const char* test) {
   ::setenv("NCCL_NVLS_ENABLE", "0", 0);  // never NVLink multicast on the lent machines
   auto api = backend::nccl();
-  if (!api) {
-    std::printf("SKIPPED: multigpu %s: %s\n", test, diag::render_text(api.error(), false).c_str());
-    return false;
-  }
+  if (!api) skip_case(std::string(test) + ": no NCCL: " + diag::render_text(api.error(), false));
   return true;
 }
 
@@ -61,9 +56,7 @@ inline std::filesystem::path write_id_file(const std::string& what) {
 /// Starts this test binary once per rank with `args(rank)` (each under `timeout limit_seconds`),
 /// all at once, and returns their exit codes (-1: killed by a signal).
 inline std::vector<int> run_rank_processes(int nranks, const std::function<std::string(int)>& args, int limit_seconds) {
-  const char* self_env = std::getenv("PTXGATE_GPU_TEST_SELF");
-  const std::string self = self_env ? std::string(self_env)
-                                    : "'" + std::filesystem::read_symlink("/proc/self/exe").string() + "'";
+  const std::string self = self_command();
   std::vector<int> rc(static_cast<size_t>(nranks), -1);
   std::vector<std::thread> ranks;
   for (int r = 0; r < nranks; ++r)
