@@ -29,13 +29,14 @@ using ptxgate::bench::summarize;
 
 namespace {
 
-/// One GPU: a communicator of each set (plain, checked), a stream and the buffers both use.
+/// One GPU: a communicator of each set (plain, checked, checked without the watchdog), a stream and
+/// the buffers all use.
 struct Rank {
-  be::Communicator* comms[2] = {nullptr, nullptr};
+  be::Communicator* comms[3] = {nullptr, nullptr, nullptr};
   be::Stream stream;
   be::DeviceBuffer send, recv;
 };
-enum Set { plain = 0, checked = 1 };
+enum Set { plain = 0, checked = 1, checked_unwatched = 2 };
 
 struct Failure {
   std::string what;
@@ -151,11 +152,16 @@ int main(int argc, char** argv) {
     checked_options.timeout = std::chrono::seconds(120);  // the watchdog too, as a checked program runs
     auto comms = need(be::Communicator::init_all(set->contexts(), plain_options), "ncclCommInitAll");
     auto checked_comms = need(be::Communicator::init_all(set->contexts(), checked_options), "ncclCommInitAll (checked)");
+    be::CommunicatorOptions unwatched_options = checked_options;
+    unwatched_options.timeout = std::chrono::milliseconds(0);
+    auto unwatched_comms =
+        need(be::Communicator::init_all(set->contexts(), unwatched_options), "ncclCommInitAll (checked, no watchdog)");
     const size_t n = set->size();
     std::vector<Rank> ranks(n);
     for (size_t i = 0; i < n; ++i) {
       ranks[i].comms[plain] = comms[i].get();
       ranks[i].comms[checked] = checked_comms[i].get();
+      ranks[i].comms[checked_unwatched] = unwatched_comms[i].get();
       ranks[i].stream = need(set->runtime(i).create_stream(), "stream");
       ranks[i].send = need(set->runtime(i).allocate(max_bytes), "send buffer");
       ranks[i].recv = need(set->runtime(i).allocate(max_bytes), "recv buffer");
@@ -213,28 +219,33 @@ int main(int argc, char** argv) {
     // so checked mode's cost per collective is checked - raw on its own communicators. Alternating.
     {
       constexpr int kBack = 400;
-      const std::pair<const char*, Issue> paths[] = {{"raw", raw_all_reduce(plain)},
-                                                     {"ptxgate", ptxgate_all_reduce(plain)},
-                                                     {"raw (checked set)", raw_all_reduce(checked)},
-                                                     {"ptxgate checked", ptxgate_all_reduce(checked)}};
+      constexpr int kPaths = 5;
+      const std::pair<const char*, Issue> paths[kPaths] = {{"raw", raw_all_reduce(plain)},
+                                                           {"ptxgate", ptxgate_all_reduce(plain)},
+                                                           {"raw (checked set)", raw_all_reduce(checked)},
+                                                           {"ptxgate checked", ptxgate_all_reduce(checked)},
+                                                           {"ptxgate checked, no watchdog",
+                                                            ptxgate_all_reduce(checked_unwatched)}};
       std::printf("\nsmall all-reduces, %d back to back (median of 7 alternating rounds), microseconds per collective:\n", kBack);
-      std::printf("| floats | raw | ptxgate | raw (checked set) | ptxgate checked | checked cost |\n|---:|---:|---:|---:|---:|---:|\n");
+      std::printf("| floats | raw | ptxgate | raw (checked set) | ptxgate checked | checked cost | checked without "
+                  "watchdog | its cost |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n");
       for (size_t count : {size_t{1}, size_t{256}, size_t{16384}}) {
-        std::vector<double> us[4];
+        std::vector<double> us[kPaths];
         for (auto& p : paths) p.second(ranks, count);  // warm-up
         for (int round = 0; round < 7; ++round)
-          for (int k = 0; k < 4; ++k) {
-            const int which = round % 2 == 0 ? k : 3 - k;
+          for (int k = 0; k < kPaths; ++k) {
+            const int which = round % 2 == 0 ? k : kPaths - 1 - k;
             us[which].push_back(time_us(ranks, count, kBack, paths[which].second));
           }
         check_result(ranks, count);
-        double med[4];
-        for (int k = 0; k < 4; ++k) {
+        double med[kPaths];
+        for (int k = 0; k < kPaths; ++k) {
           const auto sm = summarize(us[k]);
           med[k] = sm.median;
           results.add(fmt::format("nccl.small.{}.{}", k, count), "us", sm, {{"floats", count}, {"path", paths[k].first}});
         }
-        std::printf("| %zu | %.2f | %.2f | %.2f | %.2f | %+.2f |\n", count, med[0], med[1], med[2], med[3], med[3] - med[2]);
+        std::printf("| %zu | %.2f | %.2f | %.2f | %.2f | %+.2f | %.2f | %+.2f |\n", count, med[0], med[1], med[2], med[3],
+                    med[3] - med[2], med[4], med[4] - med[2]);
       }
     }
 
@@ -266,6 +277,8 @@ int main(int argc, char** argv) {
             {"exchange without its two copies, then all-reduce of 1 float", after(split, {false, false}, 1)},
             {"exchange on a communicator of its own (not split), then all-reduce of 1 float", after(own, {}, 1)},
             {"exchange waiting with the product's back-off, then all-reduce of 1 float", after(split, {true, true}, 1)},
+            {"exchange, its events queried with the other device's context current, then all-reduce of 1 float",
+             after(split, {true, false, true}, 1)},
             {"all-reduce of 1 float, wait for it, then exchange",
              [&] {
                raw(ranks, 1);

@@ -34,6 +34,7 @@ struct Side {
 struct Options {
   bool copies = true;   ///< the record up and the slots down, as the product does
   bool backoff = false; ///< the product's waiting: yield for 200 us, then sleep 20 us at a time
+  bool foreign = false; ///< query every event with the last side's context current (not its own)
 };
 
 class Probe {
@@ -121,10 +122,11 @@ class Probe {
       if (s.ctx->api().cuEventRecord(s.done, s.stream.handle()) != CUDA_SUCCESS) return false;
     }
     const auto start = Clock::now();
+    if (o.foreign && !sides_.back().ctx->make_current()) return false;
     for (;;) {
       bool all = true;
       for (Side& s : sides_) {
-        if (!s.ctx->make_current()) return false;
+        if (!o.foreign && !s.ctx->make_current()) return false;
         const CUresult r = s.ctx->api().cuEventQuery(s.done);
         if (r == CUDA_ERROR_NOT_READY) all = false;
         else if (r != CUDA_SUCCESS) return false;
@@ -154,21 +156,18 @@ struct Variant {
 inline void run(const std::vector<Variant>& variants, int iters, int rounds, ResultFile& results,
                 const std::function<void()>& wait_all) {
   std::vector<std::vector<double>> us(variants.size());
-  for (const Variant& v : variants)
-    if (!v.iteration()) {
-      std::printf("exchange probe: %s failed in its warm-up; probe skipped\n", v.name.c_str());
-      return;
-    }
+  std::vector<bool> failed(variants.size(), false);
+  for (size_t k = 0; k < variants.size(); ++k) {
+    failed[k] = !variants[k].iteration();
+    wait_all();
+  }
   for (int round = 0; round < rounds; ++round)
     for (size_t k = 0; k < variants.size(); ++k) {
       const size_t which = round % 2 == 0 ? k : variants.size() - 1 - k;
+      if (failed[which]) continue;
       wait_all();
       const auto start = Clock::now();
-      for (int i = 0; i < iters; ++i)
-        if (!variants[which].iteration()) {
-          std::printf("exchange probe: %s failed\n", variants[which].name.c_str());
-          return;
-        }
+      for (int i = 0; i < iters && !failed[which]; ++i) failed[which] = !variants[which].iteration();
       wait_all();
       us[which].push_back(ns_between(start, Clock::now()) / 1000.0 / iters);
     }
@@ -176,6 +175,10 @@ inline void run(const std::vector<Variant>& variants, int iters, int rounds, Res
               "alternating rounds:\n| what one iteration does | us per iteration |\n|---|---:|\n",
               iters, rounds);
   for (size_t k = 0; k < variants.size(); ++k) {
+    if (failed[k]) {
+      std::printf("| %s | failed (a CUDA or NCCL call returned an error) |\n", variants[k].name.c_str());
+      continue;
+    }
     const auto s = summarize(us[k]);
     results.add(fmt::format("nccl.exchange_probe.{}", k), "us", s, {{"what", variants[k].name}});
     std::printf("| %s | %.2f |\n", variants[k].name.c_str(), s.median);
