@@ -30,7 +30,7 @@ Watchdog::~Watchdog() {
   for (CUevent e : free_events_) ctx.api().cuEventDestroy(e);
 }
 
-std::expected<void, diag::Diagnostics> Watchdog::watch(const Stream& stream, uint64_t seq, std::string what) {
+std::expected<void, diag::Diagnostics> Watchdog::watch(const Stream& stream, Fingerprint call) {
   Context& ctx = comm_.context();
   // A group of several devices' ranks leaves the last one's context current; the event must be
   // made in this communicator's, where its stream is.
@@ -54,7 +54,7 @@ std::expected<void, diag::Diagnostics> Watchdog::watch(const Stream& stream, uin
   {
     std::lock_guard lock(mutex_);
     first = pending_.empty();
-    pending_.push_back({seq, std::move(what), event, Clock::now() + timeout_});
+    pending_.push_back({std::move(call), event, Clock::now() + timeout_});
     batch = pending_.size() % kRetireBatch == 0;
   }
   if (first || batch) wake_.notify_one();
@@ -104,7 +104,7 @@ void Watchdog::fire(const Entry& overdue) {
   diag::Diagnostics d;
   d.add(diag::Code::collective_timeout,
         fmt::format("{} (call #{}) on rank {} of {} did not complete within {} ms; {}; the communicator was aborted",
-                    overdue.what, overdue.seq, comm_.rank(), comm_.size(), timeout_.count(),
+                    describe_fingerprint(overdue.call), overdue.call.seq, comm_.rank(), comm_.size(), timeout_.count(),
                     checked ? "every rank arrived at it (their fingerprints matched before it began), so a rank or "
                               "a link failed while it ran"
                             : "which ranks did not arrive is unknown without checked mode "

@@ -542,8 +542,7 @@ std::expected<void, diag::Diagnostics> watched(Communicator& comm, const Stream&
                                                std::span<const Collective> calls) {
   internal::Watchdog* dog = internal::CommunicatorAccess::watchdog(comm);
   if (dog == nullptr) return {};
-  return dog->watch(stream, seq,
-                    internal::describe_fingerprint(internal::Fingerprint::of_call(comm.rank(), comm.size(), seq, calls)));
+  return dog->watch(stream, internal::Fingerprint::of_call(comm.rank(), comm.size(), seq, calls));
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "bench_common.hpp"
+#include "nccl_exchange_probe.hpp"
 #include "ptxgate/backend/multi_device.hpp"
 #include "ptxgate/backend/nccl.hpp"
 
@@ -28,13 +29,14 @@ using ptxgate::bench::summarize;
 
 namespace {
 
-/// One GPU: a communicator of each set (plain, checked), a stream and the buffers both use.
+/// One GPU: a communicator of each set (plain, checked, checked without the watchdog), a stream and
+/// the buffers all use.
 struct Rank {
-  be::Communicator* comms[2] = {nullptr, nullptr};
+  be::Communicator* comms[3] = {nullptr, nullptr, nullptr};
   be::Stream stream;
   be::DeviceBuffer send, recv;
 };
-enum Set { plain = 0, checked = 1 };
+enum Set { plain = 0, checked = 1, checked_unwatched = 2 };
 
 struct Failure {
   std::string what;
@@ -82,17 +84,31 @@ Issue raw_all_reduce(Set set) {
   };
 }
 
+/// Waits until every rank's stream is idle: cuStreamSynchronize first (it returns as the work ends,
+/// where Communicator::synchronize polls every 50 us and would add up to ~0.1 ms to a timed round),
+/// then Communicator::synchronize, which finds the stream idle and retires its tracked accesses.
 void wait_all(std::vector<Rank>& ranks) {
+  for (auto& r : ranks) {
+    be::Context& ctx = *r.stream.context();
+    need(ctx.make_current(), "make current");
+    if (CUresult e = ctx.api().cuStreamSynchronize(r.stream.handle()); e != CUDA_SUCCESS)
+      throw Failure{fmt::format("cuStreamSynchronize failed: {}", static_cast<int>(e))};
+  }
+}
+void retire_all(std::vector<Rank>& ranks) {
   for (auto& r : ranks) need(r.comms[plain]->synchronize(r.stream), "synchronize");
 }
 
 /// Microseconds per all-reduce: `iters` back to back after the streams are idle, wall clock until all are idle again.
 double time_us(std::vector<Rank>& ranks, size_t count, int iters, const Issue& issue) {
   wait_all(ranks);
+  retire_all(ranks);
   const auto start = Clock::now();
   for (int i = 0; i < iters; ++i) issue(ranks, count);
   wait_all(ranks);
-  return ns_between(start, Clock::now()) / 1000.0 / iters;
+  const double us = ns_between(start, Clock::now()) / 1000.0 / iters;
+  retire_all(ranks);
+  return us;
 }
 
 /// Every rank's receive buffer holds the sum over ranks of their send buffers (all zero but the
@@ -109,7 +125,7 @@ void check_result(std::vector<Rank>& ranks, size_t count) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int gpus = 0, repeats = 5;
+  int gpus = 0, repeats = 7;
   size_t min_bytes = size_t{1} << 20, max_bytes = size_t{1} << 30;
   std::string json_path;
   CLI::App app("All-reduce bus bandwidth, ptxgate vs raw NCCL, and validation cost per collective");
@@ -136,11 +152,16 @@ int main(int argc, char** argv) {
     checked_options.timeout = std::chrono::seconds(120);  // the watchdog too, as a checked program runs
     auto comms = need(be::Communicator::init_all(set->contexts(), plain_options), "ncclCommInitAll");
     auto checked_comms = need(be::Communicator::init_all(set->contexts(), checked_options), "ncclCommInitAll (checked)");
+    be::CommunicatorOptions unwatched_options = checked_options;
+    unwatched_options.timeout = std::chrono::milliseconds(0);
+    auto unwatched_comms =
+        need(be::Communicator::init_all(set->contexts(), unwatched_options), "ncclCommInitAll (checked, no watchdog)");
     const size_t n = set->size();
     std::vector<Rank> ranks(n);
     for (size_t i = 0; i < n; ++i) {
       ranks[i].comms[plain] = comms[i].get();
       ranks[i].comms[checked] = checked_comms[i].get();
+      ranks[i].comms[checked_unwatched] = unwatched_comms[i].get();
       ranks[i].stream = need(set->runtime(i).create_stream(), "stream");
       ranks[i].send = need(set->runtime(i).allocate(max_bytes), "send buffer");
       ranks[i].recv = need(set->runtime(i).allocate(max_bytes), "recv buffer");
@@ -198,35 +219,82 @@ int main(int argc, char** argv) {
     // so checked mode's cost per collective is checked - raw on its own communicators. Alternating.
     {
       constexpr int kBack = 400;
-      const std::pair<const char*, Issue> paths[] = {{"raw", raw_all_reduce(plain)},
-                                                     {"ptxgate", ptxgate_all_reduce(plain)},
-                                                     {"raw (checked set)", raw_all_reduce(checked)},
-                                                     {"ptxgate checked", ptxgate_all_reduce(checked)}};
+      constexpr int kPaths = 5;
+      const std::pair<const char*, Issue> paths[kPaths] = {{"raw", raw_all_reduce(plain)},
+                                                           {"ptxgate", ptxgate_all_reduce(plain)},
+                                                           {"raw (checked set)", raw_all_reduce(checked)},
+                                                           {"ptxgate checked", ptxgate_all_reduce(checked)},
+                                                           {"ptxgate checked, no watchdog",
+                                                            ptxgate_all_reduce(checked_unwatched)}};
       std::printf("\nsmall all-reduces, %d back to back (median of 7 alternating rounds), microseconds per collective:\n", kBack);
-      std::printf("| floats | raw | ptxgate | raw (checked set) | ptxgate checked | checked cost |\n|---:|---:|---:|---:|---:|---:|\n");
+      std::printf("| floats | raw | ptxgate | raw (checked set) | ptxgate checked | checked cost | checked without "
+                  "watchdog | its cost |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n");
       for (size_t count : {size_t{1}, size_t{256}, size_t{16384}}) {
-        std::vector<double> us[4];
+        std::vector<double> us[kPaths];
         for (auto& p : paths) p.second(ranks, count);  // warm-up
         for (int round = 0; round < 7; ++round)
-          for (int k = 0; k < 4; ++k) {
-            const int which = round % 2 == 0 ? k : 3 - k;
+          for (int k = 0; k < kPaths; ++k) {
+            const int which = round % 2 == 0 ? k : kPaths - 1 - k;
             us[which].push_back(time_us(ranks, count, kBack, paths[which].second));
           }
         check_result(ranks, count);
-        double med[4];
-        for (int k = 0; k < 4; ++k) {
+        double med[kPaths];
+        for (int k = 0; k < kPaths; ++k) {
           const auto sm = summarize(us[k]);
           med[k] = sm.median;
           results.add(fmt::format("nccl.small.{}.{}", k, count), "us", sm, {{"floats", count}, {"path", paths[k].first}});
         }
-        std::printf("| %zu | %.2f | %.2f | %.2f | %.2f | %+.2f |\n", count, med[0], med[1], med[2], med[3], med[3] - med[2]);
+        std::printf("| %zu | %.2f | %.2f | %.2f | %.2f | %+.2f | %.2f | %+.2f |\n", count, med[0], med[1], med[2], med[3],
+                    med[3] - med[2], med[4], med[4] - med[2]);
+      }
+    }
+
+    // Where the exchange's time goes: checked mode's NCCL calls, copies and waits without ptxgate.
+    if (n > 1) {
+      namespace probe = ptxgate::bench::exchange_probe;
+      const be::NcclApi& api = comms[0]->api();
+      std::vector<be::Communicator*> parents;
+      for (auto& r : ranks) parents.push_back(r.comms[checked]);
+      const size_t record = 128 + 48 * n;  // checked mode's record on n ranks
+      probe::Probe split(*set, api, parents, true, record);
+      probe::Probe own(*set, api, parents, false, record);
+      if (!split.ok() || !own.ok()) {
+        std::printf("exchange probe: its communicators or buffers could not be made; skipped\n");
+      } else {
+        const Issue raw = raw_all_reduce(plain);
+        auto after = [&](probe::Probe& p, probe::Options o, size_t count) {
+          return [&ranks, &p, o, count, raw] {
+            if (!p.exchange(o)) return false;
+            if (count > 0) raw(ranks, count);
+            return true;
+          };
+        };
+        const std::vector<probe::Variant> variants = {
+            {"raw all-reduce of 1 float alone", [&] { raw(ranks, 1); return true; }},
+            {"exchange alone", after(split, {}, 0)},
+            {"exchange, then all-reduce of 1 float", after(split, {}, 1)},
+            {"exchange, then all-reduce of 16384 floats", after(split, {}, 16384)},
+            {"exchange without its two copies, then all-reduce of 1 float", after(split, {false, false}, 1)},
+            {"exchange on a communicator of its own (not split), then all-reduce of 1 float", after(own, {}, 1)},
+            {"exchange waiting with the product's back-off, then all-reduce of 1 float", after(split, {true, true}, 1)},
+            {"exchange, its events queried with the other device's context current, then all-reduce of 1 float",
+             after(split, {true, false, true}, 1)},
+            {"all-reduce of 1 float, wait for it, then exchange",
+             [&] {
+               raw(ranks, 1);
+               wait_all(ranks);
+               return split.exchange({});
+             }},
+        };
+        probe::run(variants, 400, 5, results, [&] { wait_all(ranks); });
       }
     }
 
     std::vector<std::string> table;
     for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
       const size_t count = bytes / sizeof(float);
-      const int iters = static_cast<int>(std::clamp<size_t>((size_t{1} << 31) / bytes, 5, 50));
+      // At least ~10 ms per timed round: the wall clock of a round then hides the wait's granularity.
+      const int iters = static_cast<int>(std::clamp<size_t>((size_t{1} << 33) / bytes, 20, 400));
       const Issue raw = raw_all_reduce(plain), ptx = ptxgate_all_reduce(plain);
       const Issue raw_c = raw_all_reduce(checked), ptx_c = ptxgate_all_reduce(checked);
       // Warm up every path at this size, then alternate timed rounds so drift hits them alike.
@@ -251,24 +319,27 @@ int main(int argc, char** argv) {
       const double ptx_bus = static_cast<double>(bytes) / (sp.median * 1e3) * bus_factor;
       const double ratio = sr.median / sp.median;         // bandwidth ratio ptxgate/raw
       const double checked_ratio = src.median / spc.median;  // checked/raw on the checked set
+      const double aa = sr.median / src.median;              // A/A: raw on one set vs raw on the other
       const std::string size = bytes >= (size_t{1} << 30) ? fmt::format("{} GiB", bytes >> 30)
                                                            : fmt::format("{} MiB", bytes >> 20);
-      table.push_back(fmt::format("| {} | {:.1f} | {:.2f} | {:.1f} | {:.2f} | {:.3f} | {:.1f} | {:.1f} | {:.3f} |", size,
-                                  sr.median, raw_bus, sp.median, ptx_bus, ratio, src.median, spc.median, checked_ratio));
+      table.push_back(fmt::format("| {} | {:.1f} | {:.2f} | {:.1f} | {:.2f} | {:.3f} | {:.1f} | {:.1f} | {:.3f} | {:.3f} |",
+                                  size, sr.median, raw_bus, sp.median, ptx_bus, ratio, src.median, spc.median,
+                                  checked_ratio, aa));
       results.add(fmt::format("nccl.all_reduce.raw.{}", bytes), "us", sr,
                   {{"bytes", bytes}, {"bus_gbps", raw_bus}, {"ranks", n}});
       results.add(fmt::format("nccl.all_reduce.ptxgate.{}", bytes), "us", sp,
                   {{"bytes", bytes}, {"bus_gbps", ptx_bus}, {"ranks", n}, {"ratio_to_raw", ratio}});
       results.add(fmt::format("nccl.all_reduce.checked.{}", bytes), "us", spc,
-                  {{"bytes", bytes}, {"ranks", n}, {"ratio_to_raw", checked_ratio}, {"raw_us", src.median}});
+                  {{"bytes", bytes}, {"ranks", n}, {"ratio_to_raw", checked_ratio}, {"raw_us", src.median}, {"aa", aa}});
     }
     std::printf("\nall-reduce f32 sum over %zu GPUs (median of %d alternating rounds; results checked):\n", n, repeats);
     std::printf("| size | raw time (us) | raw busBw (GB/s) | ptxgate time (us) | ptxgate busBw (GB/s) | ptxgate/raw "
-                "| raw time, checked set (us) | checked time (us) | checked/raw |\n");
-    std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+                "| raw time, checked set (us) | checked time (us) | checked/raw | A/A raw/raw |\n");
+    std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (const auto& row : table) std::printf("%s\n", row.c_str());
     std::printf("(ratio = raw time / ptxgate time = ptxgate busBw / raw busBw; targets: >= 0.97 from 64 MiB, >= 0.95 "
-                "at 1-4 MiB; checked mode's cost <= 2%% from 64 MiB)\n");
+                "at 1-4 MiB; checked mode's cost <= 2%% from 64 MiB; A/A: raw NCCL on the plain set / raw NCCL on the "
+                "checked set, the noise of a ratio)\n");
   } catch (const Failure& f) {
     std::fprintf(stderr, "nccl bench: %s\n", f.what.c_str());
     results.error("nccl", f.what);

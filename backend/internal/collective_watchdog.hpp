@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "ptxgate/backend/internal/collective_match.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 
 namespace ptxgate::backend {
@@ -33,16 +34,15 @@ class Watchdog {
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
-  /// Watches call number `seq` (`what` describes it) just issued on `stream`: records an event
-  /// after it there.
-  [[nodiscard]] std::expected<void, diag::Diagnostics> watch(const Stream& stream, uint64_t seq, std::string what);
+  /// Watches call `call` (its fingerprint: its number and what it does) just issued on `stream`:
+  /// records an event after it there. The call is described in words only if it is reported.
+  [[nodiscard]] std::expected<void, diag::Diagnostics> watch(const Stream& stream, Fingerprint call);
   /// Collectives issued and not yet seen complete (for tests).
   size_t pending() const;
 
  private:
   struct Entry {
-    uint64_t seq;
-    std::string what;
+    Fingerprint call;
     CUevent event;
     Clock::time_point deadline;
   };
