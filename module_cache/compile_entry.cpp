@@ -17,10 +17,15 @@ std::string codegen_options_text(const codegen::CodegenOptions& options) {
   // The pipeline is named (and versioned) at -O2/-O3, where ptxgate's own pipeline is the default.
   // The floating-point mode is named only when it is not the default, so that the keys of
   // default compiles keep their form.
-  const std::string fp =
+  // The compile budget likewise: a module refused under one budget never reads the entry that a
+  // compile under a larger one published.
+  std::string extra =
       options.fp_mode == ir::FpMode::contract ? "" : fmt::format(";fp={}", ir::fp_mode_name(options.fp_mode));
-  if (options.opt_level < 2) return fmt::format("opt_level={}{}", options.opt_level, fp);
-  return fmt::format("opt_level={};pipeline={}{}", options.opt_level, options.llvm_pipeline ? "llvm" : "kernel-1", fp);
+  if (options.instruction_budget != codegen::kDefaultInstructionBudget)
+    extra += fmt::format(";budget={}", options.instruction_budget);
+  if (options.opt_level < 2) return fmt::format("opt_level={}{}", options.opt_level, extra);
+  return fmt::format("opt_level={};pipeline={}{}", options.opt_level, options.llvm_pipeline ? "llvm" : "kernel-1",
+                     extra);
 }
 
 CacheKeyInputs key_inputs_for(const ir::Module& verified, const CompileRequest& request,
