@@ -237,6 +237,13 @@ PTXGATE_CAPI const char* ptxgate_runtime_json(const ptxgate_runtime* runtime);
 /** Every GPU, or why there are none, as `ptxgate devices --format json` prints it (peer access
  *  matrix included; version 3). Needs no runtime; without a driver, the document says so. */
 PTXGATE_CAPI ptxgate_status ptxgate_devices_json(ptxgate_text** out, ptxgate_diagnostics** diagnostics);
+/** After a kernel fault (version 3): resets the device's primary context (destroying what every
+ *  library made in it) and gives the runtime a fresh context where the driver allows one. Kernels,
+ *  buffers and streams made before it — from any runtime of the device — fail with PG4010 when used
+ *  and are freed without a driver call: make them again. PG4011 when the driver gives the process no
+ *  new context (an H100 with driver 580 after an illegal address: start a new process); PG4002 when
+ *  the device cannot be reset. Not while other threads use its objects. */
+PTXGATE_CAPI ptxgate_status ptxgate_runtime_reset(ptxgate_runtime* runtime, ptxgate_diagnostics** diagnostics);
 /** Frees the runtime; kernels, buffers and streams made from it keep its context alive. */
 PTXGATE_CAPI void ptxgate_runtime_free(ptxgate_runtime* runtime);
 

@@ -128,6 +128,7 @@ _SIGNATURES = {
     "ptxgate_runtime_target": (_CP, [_P]),
     "ptxgate_runtime_json": (_CP, [_P]),
     "ptxgate_runtime_synchronize": (_S, [_P, _PP]),
+    "ptxgate_runtime_reset": (_S, [_P, _PP]),
     "ptxgate_runtime_free": (None, [_P]),
     "ptxgate_devices_json": (_S, [_PP, _PP]),
     "ptxgate_runtime_compile": (_S, [_P, _CP, _SZ, _CP, _CP, _PP, _PP]),
