@@ -65,6 +65,9 @@ struct Fake {
       *can = 1;
       return CUDA_SUCCESS;
     };
+    api.cuMemcpyPeerAsync = [](CUdeviceptr dst, CUcontext, CUdeviceptr src, CUcontext, size_t n, CUstream s) {
+      return ptxgate::backend::testing::fake_state().log({"cuMemcpyPeerAsync", s, nullptr, dst, src, n, {}});
+    };
     ptxgate::backend::install_driver_for_testing(&api);
     ptxgate_runtime_options o;
     ptxgate_runtime_options_init(&o);
@@ -456,8 +459,10 @@ TEST_CASE("capi v3: graphs are built from validated launches and copies, replaye
   uint32_t deps[4];
   CHECK(ptxgate_graph_dependencies(g, 1, deps, 4) == 1);  // the copy reads what the launch wrote
   CHECK(deps[0] == 0);
-  CHECK(ptxgate_graph_dependencies(g, 2, deps, 4) == 1);  // the fill overwrites what the copy read
-  CHECK(deps[0] == 1);
+  // The fill overwrites y: it waits for y's last writer (the launch) and the reader since (the copy).
+  CHECK(ptxgate_graph_dependencies(g, 2, deps, 4) == 2);
+  CHECK(deps[0] == 0);
+  CHECK(deps[1] == 1);
   // A launch that Kernel::launch blocks adds nothing.
   const ptxgate_launch_config big = linear(4, 2048);
   CHECK(ptxgate_graph_add_launch(g, k, &big, args, 3, &n0, d.out()) == PTXGATE_ERROR);
