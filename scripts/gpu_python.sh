@@ -5,7 +5,8 @@
 #   here:         scripts/gpu_python.sh bundle DIR   (a wheel with the stripped library, the tests,
 #                                                     examples and benchmark files, into DIR)
 #   GPU machine:  cd DIR && scripts/gpu_python.sh device   (results into $OUT)
-# PARTS="install tests examples bench" picks parts; *_LIMIT seconds bound each.
+# PARTS="install tests examples bench" picks parts; *_LIMIT seconds bound each; BENCH_ARGS go to
+# bench/python_bench.py (e.g. "--rounds 7 --first-reps 2" for a short run).
 set -uo pipefail
 
 bundle() {
@@ -42,11 +43,16 @@ device() {
   local site=/tmp/ptxgate-site
   # The one-command install: the wheel, with no network and no environment variables after it.
   rm -rf "$site"
-  python3 -m pip install -q --no-index --no-deps --target "$site" ./ptxgate-*.whl 2>&1 | tail -3
+  local how="pip install --target $site ptxgate-*.whl"
+  if ! python3 -m pip install -q --no-index --no-deps --target "$site" ./ptxgate-*.whl 2>&1 | tail -3; then
+    # An interpreter without pip (a uv virtual environment): a wheel is a zip file.
+    how="python3 -m zipfile -e ptxgate-*.whl $site (no pip in this python3)"
+    python3 -m zipfile -e ./ptxgate-*.whl "$site"
+  fi
   export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
   if [[ " $parts " == *" install "* ]]; then
     {
-      echo "\$ pip install --target $site ptxgate-*.whl; python3 -c 'import ptxgate ...'"
+      echo "\$ $how; python3 -c 'import ptxgate ...'"
       (cd /tmp && python3 -c 'import ptxgate, json; print(ptxgate.__file__); print(ptxgate.library_path()); d = ptxgate.devices(); print(json.dumps({"devices": [x["profile"]["name"] for x in d["devices"]], "peer_access": d["peer_access"]}))')
       echo "exit $?"
       python3 -m pip show torch cupy-cuda13x triton cuda-core cuda-python numpy 2>/dev/null | grep -E "^(Name|Version)"
@@ -56,7 +62,7 @@ device() {
   fi
   if [[ " $parts " == *" tests "* ]]; then
     PTXGATE_CACHE_DIR="$(mktemp -d)" timeout --kill-after=5 "${TESTS_LIMIT:-150}" \
-      python3 -m pytest -q -rs -p no:cacheprovider python/tests >"$out/python_tests.txt" 2>&1
+      python3 -m pytest -v -rs --tb=short -p no:cacheprovider python/tests >"$out/python_tests.txt" 2>&1
     echo "tests part: exit $? — $(tail -1 "$out/python_tests.txt")"
   fi
   if [[ " $parts " == *" examples "* ]]; then
@@ -74,7 +80,7 @@ device() {
     echo "examples part: $(grep -c '^exit 0' "$out/examples.txt") of 3 steps exit 0"
   fi
   if [[ " $parts " == *" bench "* ]]; then
-    timeout --kill-after=5 "${BENCH_LIMIT:-200}" python3 bench/python_bench.py --out "$out" >"$out/bench_log.txt" 2>&1
+    timeout --kill-after=5 "${BENCH_LIMIT:-200}" python3 bench/python_bench.py --out "$out" ${BENCH_ARGS:-} >"$out/bench_log.txt" 2>&1
     echo "bench part: exit $?"
   fi
 }

@@ -44,6 +44,18 @@ def has_ptxas():
     return os.path.exists(os.path.join(cuda, "bin", "ptxas")) or bool(os.environ.get("PTXGATE_PTXAS"))
 
 
+@pytest.fixture(autouse=True)
+def _no_recorded_parameter_slots():
+    """The stand-in records as many argument slots of each launch as the last set_param_sizes
+    named; a test starts with none, so a count left by another test never reads past a launch's
+    arguments (tests that inspect slots set their kernel's sizes)."""
+    if FAKE:
+        import ctypes
+
+        ctypes.CDLL(FAKE).ptxgate_fake_set_param_sizes(None, 0)
+    yield
+
+
 @pytest.fixture
 def fake_driver():
     """The stand-in libcuda's recorder, or a skip when the session does not run over it."""

@@ -213,7 +213,6 @@ def test_profiled_launches_are_summarised(fake_driver):
 
 def test_graphs_built_recorded_replayed_and_updated_before_the_driver(rt, fake_driver):
     k = rt.compile(HALVES, "scale")
-    fake_driver.set_param_sizes(8, 4, 4)  # the fake graph reads this many parameter slots of each kernel node
     y, z = rt.empty(1000, "f32"), rt.empty(1000, "f32")
     g = rt.graph()
     n0 = g.launch(k, 4, [y, 2.0, 1000], block=256)
