@@ -186,8 +186,6 @@ def triton_variant(res, torch, py_args):
 
 
 def cuda_core_variant(res):
-    import ctypes
-
     import numpy as np
 
     try:
@@ -206,7 +204,7 @@ def cuda_core_variant(res):
     module = prog.compile("cubin", name_expressions=("launch0", "launch4", "launch16"))
     ks = {n: module.get_kernel(f"launch{n}") for n in (0, 4, 16)}
     bufs = [dev.allocate(64, stream=stream) for _ in range(4)]
-    ptrs = [ctypes.c_void_p(int(b.handle)) for b in bufs]
+    ptrs = bufs  # cuda.core passes a Buffer as its device pointer (1.2 refuses ctypes.c_void_p)
     args = {0: (), 4: (ptrs[0], np.float32(1.5), np.uint32(7), np.int32(-3)),
             16: (*ptrs, np.float32(1.5), np.float32(2.5), np.float64(3.0), np.float64(4.0), np.int32(-1), np.int32(2),
                  np.uint32(3), np.uint32(4), np.int64(-5), np.uint64(6), np.uint64(7), np.uint32(0))}

@@ -86,22 +86,29 @@ def reference(torch, net, w1, w2, rate):
     return loss.item(), a.grad, b.grad, new1, new2
 
 
-def compare(torch, step, ours, ref):
-    """Checks one step; returns (ok, a line saying how close)."""
+def compare(torch, step, ours, ref, before, rate):
+    """Checks one step; returns (ok, a line saying how close).
+
+    The loss and the gradients are compared with autograd's within what bf16 activations allow:
+    our f32 GEMM and cuBLAS's sum in other orders, so a few hidden activations round to the
+    neighbouring bf16 value (2^-8 relative) and every gradient that reads them moves by as much;
+    gradients are within 2^-8 of autograd's, relative to their largest element. The SGD update is
+    exact: the new weights must equal, bit for bit, PyTorch's bf16(w - rate * g) of our gradients.
+    The weights equal to autograd's own update are counted (the rest differ by those rounding
+    neighbours)."""
     loss, g1, g2, w1, w2 = ours
     rloss, rg1, rg2, rw1, rw2 = ref
     rel = lambda a, b: float((a - b).abs().max() / b.abs().max().clamp_min(1e-30))  # noqa: E731
     loss_err = abs(loss - rloss) / abs(rloss)
     g_err = max(rel(g1, rg1), rel(g2, rg2))
-    # The updates round to bf16: a weight may land one bf16 step (2^-8 relative) from PyTorch's
-    # when the f32 sums differ in their last bits, but no further, and rarely.
-    step_of = lambda w: w.float().abs().clamp_min(2.0 ** -126) * 2.0 ** -7  # noqa: E731
-    far = int(((w1.float() - rw1.float()).abs() > step_of(rw1)).sum() + ((w2.float() - rw2.float()).abs() > step_of(rw2)).sum())
+    update = lambda w, g: (w.float() - rate * g).to(torch.bfloat16)  # noqa: E731
+    update_exact = torch.equal(w1, update(before[0], g1)) and torch.equal(w2, update(before[1], g2))
     differing = int((w1 != rw1).sum() + (w2 != rw2).sum())
     total = w1.numel() + w2.numel()
-    ok = loss_err < 1e-4 and g_err < 1e-3 and far == 0 and differing <= total // 100
+    ok = loss_err < 1e-5 and g_err < 2.0 ** -8 and update_exact
     line = (f"step {step}: loss {loss:.6f} (PyTorch {rloss:.6f}, rel. error {loss_err:.1e}), gradients rel. error "
-            f"{g_err:.1e}, weights equal to PyTorch's: {total - differing}/{total} (the rest one bf16 step away)")
+            f"{g_err:.1e}, update {'exact' if update_exact else 'NOT bf16(w - rate * g)'}, weights equal to "
+            f"autograd's update: {total - differing}/{total}")
     return ok, line
 
 
@@ -155,7 +162,7 @@ def main():
         host_us.append((time.perf_counter() - t0) * 1e6)
         torch.cuda.synchronize()
         ours = (float(net.loss.mean()), net.dw1.clone(), net.dw2.clone(), net.w1.clone(), net.w2.clone())
-        ok, line = compare(torch, step, ours, reference(torch, net, w1, w2, rate))
+        ok, line = compare(torch, step, ours, reference(torch, net, w1, w2, rate), (w1, w2), rate)
         ok_all &= ok
         print(f"  {line} [{how}, host {host_us[-1]:.0f} us]{'' if ok else '  <-- MISMATCH'}")
     print(f"mlp_bf16: graph replays {exec_.replays if exec_ else 0}; "

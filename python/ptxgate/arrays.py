@@ -279,12 +279,9 @@ def _from_numpy(obj, index, name) -> HostArray:
 
 
 def _torch_general(obj, index, name):
-    if obj.get_device() < 0:  # a host tensor is copied like a numpy array
-        if obj.dtype.is_floating_point and dt.from_torch(obj.dtype) == dt.BF16:
-            import numpy
-
-            return HostArray(obj.view(__import__("torch").int16).numpy().view(numpy.uint16), dt.BF16, obj.numel())
-        return _from_numpy(obj.numpy(), index, name)
+    if obj.get_device() < 0:  # as PyTorch does, a tensor on the CPU is not moved behind the caller's back
+        raise _unsupported(index, name, "a PyTorch tensor on the CPU",
+                           "move it to the GPU first (tensor.cuda()), or pass tensor.numpy() to have it copied in and out")
     if not obj.is_contiguous():
         raise _not_contiguous(index, name, "the tensor")
     code = dt.from_torch(obj.dtype)

@@ -204,6 +204,9 @@ def test_torch_tensors_of_every_dtype_pass_their_pointer_device_and_count():
     with pytest.raises(ptxgate.Error) as info:
         describe(FakeTorchTensor(0x5000, 7, TorchDtype("complex64")), 0, "x", None)
     assert "complex64" in info.value.text
+    with pytest.raises(ptxgate.Error) as info:  # on the CPU (get_device() -1): refused, not copied
+        describe(FakeTorchTensor(0x5000, 7, TorchDtype("float32"), device=-1), 0, "x", None)
+    assert info.value.codes == ["PG5002"] and "on the CPU" in info.value.text and "tensor.cuda()" in info.value.text
 
 
 def test_dtype_names_and_spellings():
