@@ -64,7 +64,7 @@ class Mlp:
 
     def update_rate(self, exec_, nodes, rate):
         """The graph's two update launches with a new learning rate (validated before the driver)."""
-        B, D, H, C = self.B, self.D, self.H, self.C
+        D, H, C = self.D, self.H, self.C
         exec_.update(nodes[0], blocks(H * D), [self.w1, self.dw1, rate, H * D], block=256)
         exec_.update(nodes[1], blocks(C * H), [self.w2, self.dw2, rate, C * H], block=256)
 

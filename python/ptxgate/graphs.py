@@ -6,7 +6,8 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from . import _capi
 from . import dtypes as dt
-from .diagnostics import Diagnostic, Error, check_call
+from ._owned import _Owned, freed
+from .diagnostics import Diagnostic, Error, check_call, read
 
 
 def copy_end(obj) -> Tuple[_capi.CopyEnd, Any]:
@@ -54,13 +55,16 @@ def fill_word(code: int, value) -> Tuple[int, int]:
     return int(value) & ((1 << (8 * size)) - 1), size
 
 
-class Graph:
+class Graph(_Owned):
     """A graph being built in a runtime's context. ``launch``, ``copy`` and ``fill`` add nodes (a
     blocked launch adds none and raises the diagnostics Kernel.launch would); dependencies come
     from access modes (a node on a raw pointer, e.g. a PyTorch tensor, is ordered after every
     earlier node). ``with graph:`` records what this thread launches, copies and fills through
     ptxgate instead of running it. The objects whose memory nodes use are kept alive by the graph
     and its executables."""
+
+    _free_name = "ptxgate_graph_free"
+    _remake = "build a new Graph"
 
     def __init__(self, runtime):
         self._runtime = runtime
@@ -140,29 +144,16 @@ class Graph:
 
         STATE.capture = self._outer.pop()
 
-    def _live(self):
-        if not self._handle:
-            raise Error([Diagnostic("PG5002", "error", "this Graph was freed", fix="build a new Graph")])
-        return self._handle
-
-    def free(self) -> None:
-        if self._handle:
-            _capi.lib().ptxgate_graph_free(self._handle)
-            self._handle.value = None
-
-    def __del__(self):
-        try:
-            self.free()
-        except Exception:
-            pass
-
     def __repr__(self):
         return f"Graph({len(self)} nodes, device {self._runtime.device})" if self._handle else "Graph(freed)"
 
 
-class GraphExec:
+class GraphExec(_Owned):
     """An instantiated graph: ``replay()`` on a stream (None: the current ``with stream:``, else the
     legacy default stream), ``update()`` a kernel node."""
+
+    _free_name = "ptxgate_graph_exec_free"
+    _remake = "instantiate the graph again"
 
     def __init__(self, graph: Graph):
         self._runtime = graph._runtime
@@ -183,6 +174,9 @@ class GraphExec:
         if _REPLAY(self._handle, s._handle):
             from .runtime import _raise_last
 
+            if not self._handle:  # the library refused NULL; say why it was NULL
+                read(_capi.lib().ptxgate_take_last_diagnostics())
+                raise freed(self)
             _raise_last()
 
     launch = replay
@@ -212,22 +206,6 @@ class GraphExec:
 
     def __len__(self) -> int:
         return _capi.lib().ptxgate_graph_exec_size(self._live())
-
-    def _live(self):
-        if not self._handle:
-            raise Error([Diagnostic("PG5002", "error", "this GraphExec was freed", fix="instantiate the graph again")])
-        return self._handle
-
-    def free(self) -> None:
-        if self._handle:
-            _capi.lib().ptxgate_graph_exec_free(self._handle)
-            self._handle.value = None
-
-    def __del__(self):
-        try:
-            self.free()
-        except Exception:
-            pass
 
     def __repr__(self):
         return f"GraphExec({len(self)} nodes, {self.replays} replays)" if self._handle else "GraphExec(freed)"

@@ -8,10 +8,11 @@ import glob
 import os
 import sys
 import threading
-from typing import Any, List, Optional, Sequence
+from typing import Any, List, Sequence
 
 from . import _capi
 from . import dtypes as dt
+from ._owned import _Owned
 from .diagnostics import Diagnostic, Error, check_call
 
 _OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4}
@@ -65,11 +66,13 @@ class _GroupState(threading.local):
 _GROUP = _GroupState()
 
 
-class Communicator:
+class Communicator(_Owned):
     """One rank of an NCCL communicator, bound to a Runtime's device. Collectives run on ``stream``
     (None: the current ``with stream:``, else the legacy default stream) through dependency tracking:
     they wait for conflicting work of other streams and later work waits for them. A failed peer
     aborts the communicator (PG4204) instead of hanging ``synchronize``."""
+
+    _free_name = "ptxgate_communicator_free"
 
     def __init__(self, runtime, nranks: int, rank: int, uid: str, *, _handle=None):
         self._runtime = runtime
@@ -164,22 +167,6 @@ class Communicator:
         """Waits for ``stream``, polling NCCL's asynchronous error (a failed peer: PG4204)."""
         s = self._runtime._stream_of(stream)
         check_call(_capi.lib().ptxgate_communicator_synchronize, self._live(), s._handle if s is not None else None)
-
-    def _live(self):
-        if not self._handle:
-            raise Error([Diagnostic("PG5002", "error", "this Communicator was freed", fix="make a new Communicator")])
-        return self._handle
-
-    def free(self) -> None:
-        if self._handle:
-            _capi.lib().ptxgate_communicator_free(self._handle)
-            self._handle.value = None
-
-    def __del__(self):
-        try:
-            self.free()
-        except Exception:
-            pass
 
     def __repr__(self):
         return f"Communicator(rank {self.rank} of {self.size}, device {self.device})" if self._handle \

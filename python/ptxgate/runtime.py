@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _capi
+from ._owned import _Owned, freed
 from . import dtypes as dt
-from .arrays import FAST, HostArray, converter_for, describe
+from .arrays import FAST, HostArray, describe
 from .compiler import KernelInfo, _b
 from .diagnostics import Diagnostic, Error, call, check_call, read
 
@@ -54,37 +55,6 @@ def _raise_last():
     if not diags:
         diags = [Diagnostic("PG9000", "error", "a launch failed without diagnostics")]
     raise Error(diags, text or None)
-
-
-class _Owned:
-    """A C API handle this object owns: released once by ``free()``, at the latest when the
-    object is collected. ``_free_name`` names the C API function that releases it."""
-
-    _free_name = ""
-    _handle = None
-
-    def free(self) -> None:
-        # The handle object itself becomes NULL: launchers and graphs holding it then pass NULL,
-        # which the library refuses (PG5002), never a freed pointer.
-        if self._handle:
-            getattr(_capi.lib(), self._free_name)(self._handle)
-            self._handle.value = None
-
-    def __del__(self):
-        try:
-            self.free()
-        except Exception:
-            pass
-
-    def _live(self):
-        if not self._handle:
-            raise freed(self)
-        return self._handle
-
-
-def freed(obj) -> Error:
-    return Error([Diagnostic("PG5002", "error", f"this {type(obj).__name__} was freed",
-                             fix=f"make a new {type(obj).__name__}")])
 
 
 def _freed(obj):

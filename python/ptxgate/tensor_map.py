@@ -6,6 +6,7 @@ from typing import Any, Optional, Sequence
 
 from . import _capi
 from . import dtypes as dt
+from ._owned import _Owned, freed
 from .diagnostics import Diagnostic, Error, check_call
 
 # The element types a tensor map has, by C API dtype (TMA has no 8- or 16-bit signed integers).
@@ -101,9 +102,11 @@ def tensor_map(runtime, tensor, box: Sequence[int], *, swizzle: str = "none", in
     return TensorMap(runtime, d, tensor if address is None else None, address or 0, available, keep)
 
 
-class TensorMap:
+class TensorMap(_Owned):
     """An encoded tensor map: pass it for a ``tensor_map`` parameter. ``description`` says what it
-    maps ("tiled bf16 tensor 64x64, box 64x64, swizzle 128B")."""
+    maps ("tiled bf16 tensor 64×64, box 64×64, swizzle 128B")."""
+
+    _free_name = "ptxgate_tensor_map_free"
 
     def __init__(self, runtime, desc: _capi.TensorMapDesc, buffer, pointer: int, available: int, keep: Any):
         self._runtime = runtime
@@ -115,23 +118,10 @@ class TensorMap:
 
     def _launch_words(self, w):
         if not self._handle:
-            from .runtime import freed
-
             raise freed(self)
         w.append(self._handle.value)
         w.append(_capi.ARG_TENSOR_MAP)
         return True
-
-    def free(self) -> None:
-        if self._handle:
-            _capi.lib().ptxgate_tensor_map_free(self._handle)
-            self._handle.value = None
-
-    def __del__(self):
-        try:
-            self.free()
-        except Exception:
-            pass
 
     def __repr__(self):
         return f"TensorMap({self.description})"

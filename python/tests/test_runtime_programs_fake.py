@@ -371,3 +371,17 @@ def test_float_bits_is_the_librarys_rounding():
     assert ptxgate.float_bits(np.float32(0.1), dt.F32) == f32_bits(0.1)
     assert all(ptxgate.float_bits(float(v), dt.F16) == int(np.float16(v).view(np.uint16))
                for v in np.random.default_rng(3).standard_normal(200) * 1000)
+
+
+def test_freed_objects_raise_at_their_next_use(rt, halves):
+    g = rt.graph()
+    x = g.instantiate()
+    m = rt.tensor_map(rt.empty((64, 64), "bf16"), box=(64, 64))
+    for obj, use, fix in ((g, lambda: len(g), "build a new Graph"), (x, lambda: x.replay(), "instantiate the graph again"),
+                          (m, lambda: halves[1, 64](m), "make a new TensorMap")):
+        obj.free()
+        obj.free()  # a second free is nothing
+        with pytest.raises(ptxgate.Error) as info:
+            use()
+        assert info.value.codes == ["PG5002"] and "was freed" in info.value.text and fix in info.value.text
+    assert repr(g) == "Graph(freed)" and repr(x) == "GraphExec(freed)"
