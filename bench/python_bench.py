@@ -8,6 +8,9 @@
           A/A control)
   graph   host ns per kernel of one replay of a 100-kernel graph (add one to 1024 floats):
           ptxgate (Buffers, and PyTorch tensors) against torch.cuda.CUDAGraph; every result checked
+  packer  host ns per launch of a Launcher specialised to its arguments' types against the same
+          Launcher packing argument by argument (4 and 16 arguments, numpy or Python scalars), with
+          an A/A control; runs over the stand-in driver too
   first   the first launch of a never-seen kernel in a fresh process (empty caches): ptxgate
           (.pg -> PTX -> cubin -> load), CuPy RawKernel (NVRTC), Triton; import, device set-up and
           compile + launch + synchronise timed apart
@@ -253,6 +256,47 @@ def bench_launch(res, rounds):
                 print(f"    ratio to CuPy (paired, median of rounds): {row['ratio_to_cupy']:.3f}")
 
 
+# ---------------------------------------------------------------- packer
+
+def bench_packer(res, rounds):
+    """Host ns per launch of a Launcher specialised to its arguments' types (one struct call) against
+    the same Launcher packing argument by argument, on any driver (the stand-in too: no PyTorch)."""
+    import numpy as np
+    import ptxgate
+    from ptxgate import runtime as R
+
+    rt = ptxgate.Runtime()
+    res.doc["info"].setdefault("device", rt.name)
+    ks = {n: rt.compile(os.path.join(KERNELS, f"launch{n}.pg"), f"launch{n}") for n in (4, 16)}
+    s = rt.stream()
+    b = [rt.zeros(16, "f32") for _ in range(4)]
+    cases = {"args4 numpy": (4, (b[0], np.float32(1.5), np.uint32(7), np.int32(-3))),
+             "args4 python": (4, (b[0], 1.5, 7, -3)),
+             "args16 numpy": (16, (*b, np.float32(1.5), np.float32(2.5), np.float64(3.0), np.float64(4.0),
+                                  np.int32(-1), np.int32(2), np.uint32(3), np.uint32(4), np.int64(-5), np.uint64(6),
+                                  np.uint64(7), np.uint32(0)))}
+    for label, (n, args) in cases.items():
+        launchers = {}
+        for name, packers in (("packed", 0), ("per-argument", 99), ("per-argument (A/A)", 99)):
+            launchers[name] = R.Launcher(ks[n], 1, 32, s)
+            launchers[name]._packers_made = packers
+            for _ in range(10):
+                launchers[name](*args)
+        samples = {name: [] for name in launchers}
+        for r in range(rounds):
+            names = list(launchers)
+            for name in names[r % 3:] + names[:r % 3]:
+                t0 = time.perf_counter_ns()
+                for _ in range(PER_BATCH):
+                    launchers[name](*args)
+                s.synchronize()
+                samples[name].append((time.perf_counter_ns() - t0) / PER_BATCH)
+        base = samples["per-argument"]
+        for name, values in samples.items():
+            res.add(f"packer.{label}.{name}", "ns", values, variant=name,
+                    ratio_to_per_argument=statistics.median(v / b for v, b in zip(values, base)))
+
+
 # ---------------------------------------------------------------- graph
 
 BUMP = """
@@ -434,7 +478,7 @@ def markdown(doc):
     lines += ["| measurement | median | p10 | p90 | notes |", "|---|---|---|---|---|"]
     for r in doc["rows"]:
         notes = []
-        for key in ("ratio_to_cupy", "ratio_to_torch"):
+        for key in ("ratio_to_cupy", "ratio_to_torch", "ratio_to_per_argument"):
             if key in r:
                 notes.append(f"{key.replace('_', ' ')} {r[key]:.3f}")
         if "result_checked" in r:
@@ -459,7 +503,7 @@ def main():
     res = Results(a.out)
     parts = a.parts.split(",")
     steps = {"launch": lambda: bench_launch(res, a.rounds), "graph": lambda: bench_graph(res, a.graph_batches),
-             "first": lambda: bench_first(res, a.first_reps)}
+             "first": lambda: bench_first(res, a.first_reps), "packer": lambda: bench_packer(res, a.rounds)}
     for part in parts:
         print(f"== {part}", flush=True)
         try:

@@ -184,6 +184,69 @@ def converter_for(kind: type) -> Optional[Callable]:
     return f
 
 
+def _inline_scalar(kind: type):
+    """(struct format of the value word, descriptor) of a scalar type whose value struct packs as
+    its converter would (integers sign- or zero-extended to 64 bits, f32 bits in the low half);
+    None for other types (they go through their converter)."""
+    if kind is float:
+        return "d", REAL
+    if kind is int:
+        return "q", INTEGER  # beyond int64: struct.error, and the converter's u64 path
+    if kind is bool:
+        return "?7x", BOOL_SCALAR
+    if (kind.__module__ or "") != "numpy" or converter_for(kind) is None:
+        return None
+    import numpy
+
+    code = dt.BOOL if numpy.dtype(kind).kind == "b" else dt.from_numpy(numpy.dtype(kind))
+    desc = _capi.ARG_SCALAR | (code or 0) << 4
+    if code == dt.BOOL:
+        return "?7x", desc
+    if code in (dt.I8, dt.I16, dt.I32, dt.I64):
+        return "q", desc
+    if code in (dt.U8, dt.U16, dt.U32, dt.U64):
+        return "Q", desc
+    if code == dt.F32:
+        return "f4x", desc
+    if code == dt.F64:
+        return "d", desc
+    return None
+
+
+def packer_for(types) -> Optional[Callable]:
+    """A function ``pack(args, head)`` for arguments of exactly these types: the packed request's
+    argument words after ``head`` (bytes of the first eight words) and the stream word, made by one
+    ``struct`` call (a converter call for device memory and tensor maps), or None when an
+    argument's type differs from ``types`` (the caller converts one by one then). Equal, word for
+    word, to what the converters append. None when a type has no converter."""
+    lines, fmt, fields, env = [], "<Q", ["stream"], {}
+    dynamic = 0
+    for i, kind in enumerate(types):
+        env[f"T{i}"] = kind
+        inline = _inline_scalar(kind)
+        if inline is not None:
+            fmt += inline[0] + "Q"
+            fields += [f"a{i}", str(inline[1])]
+            continue
+        f = converter_for(kind)
+        if f is None:
+            return None
+        env[f"F{i}"] = f
+        fmt += "QQ"
+        lines.append(f"    if not F{i}(a{i}, w): return None")
+        fields += [f"w[{2 * dynamic}]", f"w[{2 * dynamic + 1}]"]
+        dynamic += 1
+    env["S"] = struct.Struct(fmt)
+    names = ", ".join(f"a{i}" for i in range(len(types)))
+    check = " or ".join(f"type(a{i}) is not T{i}" for i in range(len(types))) or "False"
+    source = (f"def pack(args, head, stream):\n    {names}{',' if len(types) == 1 else ''} = args\n"
+              if types else "def pack(args, head, stream):\n")
+    source += f"    if {check}: return None\n    w = []\n" + "\n".join(lines) + ("\n" if lines else "")
+    source += f"    return head + S.pack({', '.join(fields)})\n"
+    exec(compile(source, f"<ptxgate packer {len(types)} arguments>", "exec"), env)
+    return env["pack"]
+
+
 # ---------------------------------------------------------------- the general path
 
 

@@ -3,6 +3,7 @@ typed buffers, pinned host buffers, streams (own or foreign), events, the stream
 profiling, and launches validated by the library before the driver."""
 import ctypes
 import json
+import struct
 import os
 import threading
 from array import array
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Un
 from . import _capi
 from ._owned import _Owned, freed
 from . import dtypes as dt
-from .arrays import FAST, HostArray, describe
+from .arrays import FAST, HostArray, describe, packer_for
 from .compiler import KernelInfo, _b
 from .diagnostics import Diagnostic, Error, call, check_call, read
 
@@ -323,9 +324,11 @@ class Event(_Owned):
 class Launcher:
     """``kernel[grid, block]``, ``kernel[grid, block, stream]`` or ``kernel[grid, block, stream,
     shared_bytes]``: call it with the arguments. Its request (geometry, stream) is packed once; a
-    call converts the arguments (one dictionary lookup per argument's type) and makes one C call."""
+    call packs the arguments with one ``struct`` call specialised to the types of the last call's
+    arguments (else one dictionary lookup and converter per argument) and makes one C call."""
 
-    __slots__ = ("_kernel", "_head", "_stream", "_explicit_stream", "_n", "_fn", "_kh")
+    __slots__ = ("_kernel", "_head", "_head_bytes", "_stream", "_explicit_stream", "_n", "_fn", "_kh", "_pack",
+                 "_packers_made")
 
     def __init__(self, kernel: "Kernel", grid, block=None, stream: Any = None, shared_bytes: int = 0,
                  cooperative: bool = False):
@@ -337,17 +340,30 @@ class Launcher:
         self._n = len(kernel.info.params)
         flags = (1 << 32) if cooperative else 0
         self._head = [self._n | flags, g[0], g[1], g[2], b[0], b[1], b[2], int(shared_bytes), 0]
+        self._head_bytes = array("Q", self._head[:8]).tobytes()
         self._fn = _capi.lib().ptxgate_kernel_launch_packed
         self._kh = kernel._handle
+        self._pack = None
+        self._packers_made = 0
 
     def __call__(self, *args):
         st = STATE
         if st.capture is not None:
             return st.capture._record(self, args)
-        words = self._head.copy()
         s = self._stream if self._explicit_stream else st.stream
-        if s is not None:
-            words[8] = s._handle.value or _freed(s)
+        stream = 0 if s is None else (s._handle.value or _freed(s))
+        pack = self._pack
+        if pack is not None:
+            try:
+                data = pack(args, self._head_bytes, stream)
+            except (struct.error, ValueError, TypeError, OverflowError):  # a value struct refuses: one by one
+                data = None
+            if data is not None:
+                if self._fn(self._kh, data):
+                    _raise_last()
+                return
+        words = self._head.copy()
+        words[8] = stream
         get = _FAST_GET
         for a in args:
             f = get(type(a))
@@ -355,6 +371,9 @@ class Launcher:
                 return self._kernel._launch_general(self, args, words[8])
         if len(args) != self._n:
             words[0] = (words[0] & ~0xFFFFFFFF) | len(args)
+        elif args and self._packers_made < _MAX_PACKERS:  # specialise to these types (a few times at most)
+            self._packers_made += 1
+            self._pack = packer_for(tuple(map(type, args)))
         if self._fn(self._kh, array("Q", words).tobytes()):
             _raise_last()
 
@@ -365,6 +384,7 @@ class Launcher:
 
 
 _FAST_GET = FAST.get
+_MAX_PACKERS = 4  # argument type signatures a Launcher specialises to before it stays general
 
 
 class _LaunchEntry:

@@ -10,7 +10,7 @@ import pytest
 import ptxgate
 from ptxgate import _capi
 from ptxgate import dtypes as dt
-from ptxgate.arrays import FAST, HostArray, classify, converter_for, describe
+from ptxgate.arrays import FAST, HostArray, classify, converter_for, describe, packer_for
 from ptxgate.runtime import stream_handle
 
 DESC_DTYPE = lambda desc: (desc >> 4) & 0xFF  # noqa: E731
@@ -224,3 +224,23 @@ def test_stream_objects():
     with pytest.raises(ptxgate.Error) as info:
         stream_handle("default")
     assert info.value.codes == ["PG5002"]
+
+
+def test_a_packer_packs_word_for_word_what_the_converters_append():
+    values = [1.5, -7, 1 << 62, True, False, np.int8(-3), np.uint8(250), np.int16(-300), np.uint16(65535),
+              np.int32(-5), np.uint32(4000000000), np.int64(-(1 << 40)), np.uint64((1 << 64) - 1),
+              np.float32(0.1), np.float64(-2.5), np.bool_(True), np.float16(1.5), float("nan"),
+              FakeTorchTensor(0x7000, 99, TorchDtype("bfloat16"), device=0)]
+    FAST.pop(FakeTorchTensor, None)
+    head = bytes(range(64))
+    pack = packer_for(tuple(type(v) for v in values))
+    expected = [0x1234]
+    for v in values:
+        assert converter_for(type(v))(v, expected), v
+    assert pack(values, head, 0x1234) == head + struct.pack(f"<{len(expected)}Q", *expected)
+    assert pack(values[1:] + values[:1], head, 0) is None  # other types: the caller converts one by one
+    single = packer_for((int,))
+    assert single([5], head, 0) == head + struct.pack("<3Q", 0, 5, 5)  # 5: PTXGATE_ARG_INTEGER
+    with pytest.raises(struct.error):  # beyond int64: the caller falls back to the converter (u64)
+        single([1 << 63], head, 0)
+    assert packer_for((list,)) is None  # no converter
