@@ -210,9 +210,6 @@ typedef struct ptxgate_runtime_options {
   int32_t checked;
   /** nonzero: each launch synchronises its stream; a fault names that launch (PG4050) */
   int32_t checked_launches;
-  /** nonzero: refuse a launch whose accesses are not proven in bounds (PG3801-PG3803 as errors).
-   *  A build without the memory-safety proof refuses a nonzero value (PG5002). */
-  int32_t require_memory_proof;
   int32_t profile_launches;    /**< nonzero: time every launch (ptxgate_runtime_profile) */
   int32_t stream_ordered;      /**< nonzero: buffers come from the runtime's stream-ordered pool */
   int32_t require_explicit_stream; /**< nonzero: nothing may run on the legacy default stream (PG3002) */

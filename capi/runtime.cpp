@@ -29,7 +29,7 @@ diag::Diagnostics usage_error(std::string message, std::string fix) {
 }
 
 /// The C options as the backend's: PG5002 for a value out of range, and for a mode this build
-/// does not have (the memory-safety checked mode and proof requirement arrive with issue 27).
+/// does not have (the memory-safety checked mode arrives with issue 27).
 std::expected<backend::RuntimeOptions, diag::Diagnostics> runtime_options(const ptxgate_runtime_options& o) {
   backend::RuntimeOptions ro;
   ro.device = o.device;
@@ -40,9 +40,6 @@ std::expected<backend::RuntimeOptions, diag::Diagnostics> runtime_options(const 
   if (o.checked != 0)
     d.append(usage_error("ptxgate_runtime_options: 'checked' (the memory-safety checked mode) is not in this build of ptxgate",
                          "leave 'checked' 0, or use a ptxgate with issue 27's checked mode"));
-  if (o.require_memory_proof != 0)
-    d.append(usage_error("ptxgate_runtime_options: 'require_memory_proof' is not in this build of ptxgate",
-                         "leave 'require_memory_proof' 0, or use a ptxgate with issue 27's memory-safety proof"));
   ro.checked_launches = o.checked_launches != 0;
   ro.profile_launches = o.profile_launches != 0;
   ro.allocation = o.stream_ordered != 0 ? backend::AllocationMode::stream_ordered : backend::AllocationMode::synchronous;

@@ -37,7 +37,7 @@ class CheckRequest(ctypes.Structure):
 class RuntimeOptions(ctypes.Structure):
     _fields_ = [("device", ctypes.c_int32), ("track_dependencies", ctypes.c_int32), ("cache_dir", ctypes.c_char_p),
                 ("disk_cache", ctypes.c_int32), ("checked", ctypes.c_int32), ("checked_launches", ctypes.c_int32),
-                ("require_memory_proof", ctypes.c_int32), ("profile_launches", ctypes.c_int32),
+                ("profile_launches", ctypes.c_int32),
                 ("stream_ordered", ctypes.c_int32), ("require_explicit_stream", ctypes.c_int32),
                 ("pool_limit_bytes", ctypes.c_uint64), ("pool_keep_bytes", ctypes.c_uint64),
                 ("opt_level", ctypes.c_int32), ("fp_mode", ctypes.c_int32)]

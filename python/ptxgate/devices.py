@@ -30,7 +30,7 @@ class DeviceSet:
         from .runtime import Runtime, _runtime_options
 
         defaults = dict(track_dependencies=True, cache_dir=None, disk_cache=True, checked=False, checked_launches=False,
-                        require_memory_proof=False, profile=False, stream_ordered=False, require_explicit_stream=False,
+                        profile=False, stream_ordered=False, require_explicit_stream=False,
                         pool_limit=0, pool_keep=None, opt_level=3, fp_mode="contract")
         unknown = set(options) - set(defaults)
         if unknown:

@@ -601,8 +601,7 @@ class Profile:
         return "\n".join(lines)
 
 
-def _runtime_options(device, track_dependencies, cache_dir, disk_cache, checked, checked_launches,
-                     require_memory_proof, profile, stream_ordered, require_explicit_stream, pool_limit, pool_keep,
+def _runtime_options(device, track_dependencies, cache_dir, disk_cache, checked, checked_launches, profile, stream_ordered, require_explicit_stream, pool_limit, pool_keep,
                      opt_level, fp_mode):
     options = _capi.RuntimeOptions()
     _capi.lib().ptxgate_runtime_options_init(ctypes.byref(options))
@@ -612,7 +611,6 @@ def _runtime_options(device, track_dependencies, cache_dir, disk_cache, checked,
     options.disk_cache = 1 if disk_cache else 0
     options.checked = 1 if checked else 0
     options.checked_launches = 1 if checked_launches else 0
-    options.require_memory_proof = 1 if require_memory_proof else 0
     options.profile_launches = 1 if profile else 0
     options.stream_ordered = 1 if stream_ordered else 0
     options.require_explicit_stream = 1 if require_explicit_stream else 0
@@ -637,9 +635,8 @@ class Runtime(_Owned):
     ``profile`` (time every launch: ``profile()``), ``stream_ordered`` (buffers from a stream-ordered
     pool, ``pool_limit`` bytes at most, ``pool_keep`` kept reserved), ``require_explicit_stream``
     (nothing on the legacy default stream, PG3002), ``opt_level``, ``fp_mode`` ("contract", "exact",
-    "fast"), the module cache's ``cache_dir`` and ``disk_cache``. ``checked`` and
-    ``require_memory_proof`` (issue 27's memory-safety modes) are refused (PG5002) by a library
-    built without them."""
+    "fast"), the module cache's ``cache_dir`` and ``disk_cache``. ``checked`` (issue 27's
+    memory-safety checked mode) is refused (PG5002) by a library built without it."""
 
     _free_name = "ptxgate_runtime_free"
 
@@ -647,14 +644,14 @@ class Runtime(_Owned):
                  profile: bool = False, stream_ordered: bool = False, pool_limit: int = 0,
                  pool_keep: Optional[int] = None, require_explicit_stream: bool = False, opt_level: int = 3,
                  fp_mode: str = "contract", cache_dir: Optional[str] = None, disk_cache: bool = True,
-                 checked: bool = False, require_memory_proof: bool = False, _handle=None):
+                 checked: bool = False, _handle=None):
         self._streams: Dict[int, Stream] = {}
         if _handle is not None:  # a device set's runtime
             self._handle = _handle
         else:
             options = _runtime_options(device, track_dependencies, cache_dir, disk_cache, checked, checked_launches,
-                                       require_memory_proof, profile, stream_ordered, require_explicit_stream,
-                                       pool_limit, pool_keep, opt_level, fp_mode)
+                                       profile, stream_ordered, require_explicit_stream, pool_limit, pool_keep,
+                                       opt_level, fp_mode)
             self._handle = ctypes.c_void_p()
             check_call(_capi.lib().ptxgate_runtime_create, ctypes.byref(options), ctypes.byref(self._handle))
         self.info: Dict[str, Any] = json.loads(_capi.lib().ptxgate_runtime_json(self._handle))

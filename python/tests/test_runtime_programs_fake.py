@@ -351,9 +351,6 @@ def test_modes_this_build_lacks_are_refused_at_the_call(fake_driver):
         ptxgate.Runtime(disk_cache=False, checked=True)
     assert info.value.codes == ["PG5002"] and "'checked'" in info.value.text
     with pytest.raises(ptxgate.Error) as info:
-        ptxgate.Runtime(disk_cache=False, require_memory_proof=True)
-    assert "'require_memory_proof'" in info.value.text
-    with pytest.raises(ptxgate.Error) as info:
         ptxgate.Runtime(disk_cache=False, fp_mode="loose")
     assert info.value.codes == ["PG5004"]
 
