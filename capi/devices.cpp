@@ -15,12 +15,6 @@ using capi::null_argument;
 
 namespace {
 
-diag::Diagnostics usage(diag::Code code, std::string message, std::string fix) {
-  diag::Diagnostics d;
-  d.add(code, std::move(message), {}, std::move(fix));
-  return d;
-}
-
 /// The NCCL type of a C dtype (nullopt for bool, i16, u16 and unknown: NCCL has none).
 std::optional<ncclDataType_t> nccl_type(int32_t dtype) {
   switch (dtype) {
@@ -67,8 +61,8 @@ bool collective_end(const ptxgate_collective_end& c, std::string_view role, std:
 
 std::expected<backend::Collective, diag::Diagnostics> collective(const ptxgate_collective* c, std::string_view call) {
   if (c->kind < PTXGATE_ALL_REDUCE || c->kind > PTXGATE_RECV)
-    return std::unexpected(usage(diag::Code::invalid_argument_spec, fmt::format("{}: kind {} is not a ptxgate_collective_kind", call, c->kind),
-                                 "use PTXGATE_ALL_REDUCE .. PTXGATE_RECV"));
+    return std::unexpected(capi::usage_error(fmt::format("{}: kind {} is not a ptxgate_collective_kind", call, c->kind),
+                                             "use PTXGATE_ALL_REDUCE .. PTXGATE_RECV"));
   static constexpr int kOps[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
   backend::Collective out;
   out.kind = static_cast<backend::CollectiveKind>(c->kind);
@@ -223,8 +217,9 @@ ptxgate_status ptxgate_group_add(ptxgate_group* group, ptxgate_communicator* com
     if (comm == nullptr) return null_argument(diagnostics, "ptxgate_group_add", "comm");
     if (stream == nullptr || stream->legacy_default)
       return finish(diagnostics,
-                    usage(diag::Code::null_stream, "ptxgate_group_add: a grouped call needs a stream of its own",
-                          "pass a stream made by ptxgate_stream_create (or a wrapped non-default stream)"),
+                    capi::usage_error("ptxgate_group_add: a grouped call needs a stream of its own",
+                                      "pass a stream made by ptxgate_stream_create (or a wrapped non-default stream)",
+                                      diag::Code::null_stream),
                     PTXGATE_ERROR);
     if (call == nullptr) return null_argument(diagnostics, "ptxgate_group_add", "call");
     auto c = collective(call, "ptxgate_group_add");

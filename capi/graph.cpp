@@ -20,12 +20,6 @@ ptxgate_status added(ptxgate_diagnostics** diagnostics, std::expected<backend::G
   return finish(diagnostics, {}, PTXGATE_OK);
 }
 
-diag::Diagnostics usage(std::string message, std::string fix) {
-  diag::Diagnostics d;
-  d.add(diag::Code::invalid_argument_spec, std::move(message), {}, std::move(fix));
-  return d;
-}
-
 /// The C description as the validation layer's (PG5004 for a name that is none, a rank out of range).
 std::expected<validation::TensorMapDesc, diag::Diagnostics> tensor_map_desc(const ptxgate_tensor_map_desc& c) {
   validation::TensorMapDesc d;
@@ -75,7 +69,7 @@ ptxgate_status replay(ptxgate_graph_exec* exec, ptxgate_stream* stream, ptxgate_
   }
   if (stream == nullptr)
     return finish(diagnostics,
-                  usage("ptxgate_graph_exec_launch: 'stream' is null",
+                  capi::usage_error("ptxgate_graph_exec_launch: 'stream' is null",
                         "pass the stream to replay on (ptxgate_stream_wrap(runtime, 0, ...) for the legacy default stream)"),
                   PTXGATE_USAGE);
   backend::Stream legacy;

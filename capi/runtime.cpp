@@ -16,17 +16,12 @@ using capi::fail;
 using capi::finish;
 using capi::guarded;
 using capi::null_argument;
+using capi::usage_error;
 
 namespace {
 
 /// The diagnostics of this thread's last failed packed launch or replay.
 thread_local std::unique_ptr<ptxgate_diagnostics> last_packed_failure;
-
-diag::Diagnostics usage_error(std::string message, std::string fix) {
-  diag::Diagnostics d;
-  d.add(diag::Code::invalid_argument_spec, std::move(message), {}, std::move(fix));
-  return d;
-}
 
 /// The C options as the backend's: PG5002 for a value out of range, and for a mode this build
 /// does not have (the memory-safety checked mode arrives with issue 27).

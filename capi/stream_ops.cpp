@@ -7,16 +7,12 @@
 
 using namespace ptxgate;
 using capi::fail;
+using capi::done;
 using capi::finish;
 using capi::guarded;
 using capi::null_argument;
 
 namespace {
-
-ptxgate_status done(ptxgate_diagnostics** diagnostics, std::expected<void, diag::Diagnostics> ok) {
-  if (!ok) return fail(diagnostics, std::move(ok.error()));
-  return finish(diagnostics, {}, PTXGATE_OK);
-}
 
 /// The context a copy or fill runs in: the stream's, else its first device end's.
 backend::Context* context_of(ptxgate_stream* stream, const backend::CopyEnd& a, const backend::CopyEnd* b) {

@@ -127,6 +127,20 @@ inline ptxgate_status fail(ptxgate_diagnostics** out, diag::Diagnostics d) {
   return finish(out, std::move(d), PTXGATE_ERROR);
 }
 
+/// OK with no diagnostics when `ok` holds, else its diagnostics (PTXGATE_ERROR).
+inline ptxgate_status done(ptxgate_diagnostics** out, std::expected<void, diag::Diagnostics> ok) {
+  if (!ok) return fail(out, std::move(ok.error()));
+  return finish(out, {}, PTXGATE_OK);
+}
+
+/// One error record with its fix line: `code` (PG5002, a usage error of the C API, unless named).
+inline diag::Diagnostics usage_error(std::string message, std::string fix,
+                                     diag::Code code = diag::Code::invalid_argument_spec) {
+  diag::Diagnostics d;
+  d.add(code, std::move(message), {}, std::move(fix));
+  return d;
+}
+
 /// PG5002 naming the call and the parameter that was null.
 inline ptxgate_status null_argument(ptxgate_diagnostics** out, std::string_view call, std::string_view parameter) {
   diag::Diagnostics d;
