@@ -13,8 +13,8 @@ from .diagnostics import Diagnostic, Error
 from .dtypes import float_bits
 from .graphs import Graph, GraphExec
 from .nccl import Communicator
-from .runtime import (Buffer, BufferView, Event, HostBuffer, Kernel, KernelProfile, Launcher, PoolUsage, Profile,
-                      Runtime, Stream)
+from .memory import Buffer, BufferView, HostBuffer
+from .runtime import Event, Kernel, KernelProfile, Launcher, PoolUsage, Profile, Runtime, Stream
 from .tensor_map import TensorMap, tensor_map
 
 __version__ = "0.3.0"

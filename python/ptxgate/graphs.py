@@ -13,7 +13,7 @@ from .diagnostics import Diagnostic, Error, check_call, read
 def copy_end(obj) -> Tuple[_capi.CopyEnd, Any]:
     """A Buffer, BufferView, HostBuffer or numpy array as one end of a copy (and what keeps its
     memory alive)."""
-    from .runtime import Buffer, BufferView, HostBuffer
+    from .memory import Buffer, BufferView, HostBuffer
 
     e = _capi.CopyEnd()
     if isinstance(obj, Buffer):

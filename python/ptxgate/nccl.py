@@ -44,7 +44,7 @@ def unique_id() -> str:
 
 
 def _end(obj, role: str) -> _capi.CollectiveEnd:
-    from .runtime import Buffer, BufferView
+    from .memory import Buffer, BufferView
 
     e = _capi.CollectiveEnd()
     buf = obj.buffer if isinstance(obj, BufferView) else obj

@@ -20,7 +20,7 @@ def _usage(message, fix):
 
 def _layout(tensor):
     """(address, bytes available, dtype code, shape outermost first, strides in elements, keep)."""
-    from .runtime import Buffer
+    from .memory import Buffer
 
     if isinstance(tensor, Buffer):
         strides, inner = [], 1
