@@ -11,4 +11,4 @@ if [[ ! -e build/libptxgate.so ]]; then
   scripts/build.sh
 fi
 "$python" -m pip install --no-index --no-deps --no-build-isolation --force-reinstall "$@" ./python
-echo "installed: $("$python" -c 'import sys; sys.path.pop(0); import ptxgate; print(ptxgate.__file__, ptxgate.library_path())' 2>/dev/null || echo '(run python from another directory to import it)')"
+echo "installed: $("$python" -c 'import sys; sys.path.pop(0); import ptxgate; print(ptxgate.__file__, ptxgate.library_path())' 2>/dev/null || echo "(not importable by $python as it is: a --target directory must be on PYTHONPATH)")"
