@@ -180,7 +180,7 @@ class Launcher:
     arguments (else one dictionary lookup and converter per argument) and makes one C call."""
 
     __slots__ = ("_kernel", "_head", "_head_bytes", "_stream", "_explicit_stream", "_n", "_fn", "_kh", "_pack",
-                 "_packers_made")
+                 "_packers_made", "_request")
 
     def __init__(self, kernel: "Kernel", grid, block=None, stream: Any = None, shared_bytes: int = 0,
                  cooperative: bool = False):
@@ -197,6 +197,7 @@ class Launcher:
         self._kh = kernel._handle
         self._pack = None
         self._packers_made = 0
+        self._request = None  # (stream, bytes) of the last launch of a kernel without parameters
 
     def __call__(self, *args):
         st = STATE
@@ -204,6 +205,13 @@ class Launcher:
             return st.capture._record(self, args)
         s = self._stream if self._explicit_stream else st.stream
         stream = 0 if s is None else (s._handle.value or _freed(s))
+        if not args and not self._n:  # a kernel without parameters: the request per stream, made once
+            request = self._request
+            if request is None or request[0] != stream:
+                request = self._request = (stream, self._head_bytes + _STREAM_WORD.pack(stream))
+            if self._fn(self._kh, request[1]):
+                _raise_last()
+            return
         pack = self._pack
         if pack is not None:
             try:
@@ -237,6 +245,7 @@ class Launcher:
 
 _FAST_GET = FAST.get
 _MAX_PACKERS = 4  # argument type signatures a Launcher specialises to before it stays general
+_STREAM_WORD = struct.Struct("<Q")
 
 
 class _LaunchEntry:

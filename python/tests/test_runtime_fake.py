@@ -219,3 +219,26 @@ def test_repeated_launches_take_the_packed_path_and_pass_the_same_arguments(runt
     with pytest.raises(ptxgate.Error) as info:  # a freed buffer, on the packed path
         launch(y, x, 2.5, 1000)
     assert "was freed" in info.value.text
+
+
+def test_a_kernel_without_parameters_launches_on_the_stream_of_each_call(runtime, fake_driver):
+    k = runtime.compile("@workgroup(32)\nkernel nothing() { }\n", "nothing")
+    s1, s2 = runtime.stream(), runtime.stream()
+    launch = k[1, 32]
+    before = fake_driver.ptxgate_fake_launches()
+    for s in (s1, s1, s2, None, s1):
+        if s is None:
+            launch()
+            assert fake_driver.ptxgate_fake_last_stream() == 0  # the legacy default stream
+        else:
+            with s:
+                launch()
+            assert fake_driver.ptxgate_fake_last_stream() == s.handle
+    assert fake_driver.ptxgate_fake_launches() == before + 5
+    with pytest.raises(ptxgate.Error) as info:  # arguments for a kernel without parameters
+        launch(1)
+    assert [d.code for d in info.value.diagnostics if d.severity == "error"] == ["PG3005"]
+    s1.free()
+    with s1, pytest.raises(ptxgate.Error) as info:
+        launch()
+    assert "was freed" in info.value.text
