@@ -4,11 +4,13 @@
 #include <array>
 #include <cstdint>
 #include <expected>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "ptxgate/ir/access_facts.hpp"
 #include "ptxgate/ir/types.hpp"
 
 namespace ptxgate::contract {
@@ -25,6 +27,10 @@ struct ParamInfo {
   /// access of it (load4 of f32 needs 16); 0 when the kernel makes none (element alignment is
   /// then enough). The launch check rejects a misaligned base (PG3011).
   uint32_t alignment = 0;
+  /// Scalars: the kernel's access facts use the argument's value (an index, a guard or a loop
+  /// bound depends on it), so a launch's memory-safety verdict, and any verdict cached for a
+  /// launch shape, depends on it. Derived from KernelInfo::access.
+  bool value_in_access_proof = false;
 };
 
 struct KernelInfo {
@@ -56,6 +62,10 @@ struct KernelInfo {
   /// Made by another compiler (PTX or a cubin, toolchain/ptx_entries, cubin_entries): its
   /// required block is a `.reqntid`, not a `@workgroup`, and diagnostics say so.
   bool foreign = false;
+  /// Every memory access of the kernel as symbolic expressions of the launch (the verifier's
+  /// access analysis); the launch check proves each launch's accesses with them. Null for
+  /// another compiler's kernel (nothing to analyse).
+  std::shared_ptr<const ir::AccessFacts> access;
 
   bool has_required_block() const { return required_block[0] != 0; }
   bool has_cluster_dims() const { return cluster_dims[0] != 0; }
@@ -67,7 +77,14 @@ struct KernelInfo {
   }
 };
 
+/// Sets `access` and, from it, each parameter's value_in_access_proof.
+void attach_access_facts(KernelInfo& info, std::shared_ptr<const ir::AccessFacts> facts);
+
 nlohmann::json to_json(const KernelInfo& info);
+/// What `emit --emit meta` and the C API show of a kernel: to_json, with the access facts summed up
+/// for a reader (whether the analysis is complete, and per access its operation, kind, space, line
+/// and column) instead of their symbolic expressions, which only the module cache needs.
+nlohmann::json to_meta_json(const KernelInfo& info);
 [[nodiscard]] std::expected<KernelInfo, std::string> kernel_info_from_json(const nlohmann::json& j);
 
 }  // namespace ptxgate::contract

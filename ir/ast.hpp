@@ -143,6 +143,7 @@ std::optional<FpMode> fp_mode_from_name(std::string_view);
 
 struct Symbol;
 struct Function;
+struct AccessFacts;
 
 enum class ExprKind : uint8_t {
   int_literal,    ///< int_value, text
@@ -312,6 +313,9 @@ struct Kernel : Routine {
   uint64_t static_shared_bytes = 0;
   /// The element size of the kernel's dynamic shared array (`shared NAME: T[];`); 0: none.
   uint32_t dynamic_shared_element_bytes = 0;
+  /// Every memory access as symbolic expressions of the launch (ir/access_analysis.hpp); set by
+  /// the verifier for the kernels of a valid module.
+  std::shared_ptr<const AccessFacts> access_facts;
   /// The number of threads every block of this kernel must be a whole multiple of: 128 with
   /// warpgroup operations, 32 with warp-wide operations (its own or its functions'), else 1
   /// (ir/block_granule.hpp). Launches are held to it (check_launch), @workgroup too (PG1320, PG1358).

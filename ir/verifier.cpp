@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "ptxgate/ir/access_analysis.hpp"
 #include "ptxgate/ir/block_granule.hpp"
 #include "ptxgate/ir/internal/verifier_internal.hpp"
 
@@ -907,6 +908,10 @@ diag::Diagnostics verify(Module& module, const diag::SourceFile* file, const Lim
     return result;
   }
   diag::Diagnostics result = reporter.take();
+  // The access facts of every kernel of a valid module (docs/ir.md "Memory safety"): what the
+  // launch check proves each launch's accesses with.
+  if (!result.has_errors())
+    for (auto& kernel : module.kernels) kernel.access_facts = analyze_accesses(kernel, file);
   // Source order reads best; the limit notice (PG1905), if any, stays last.
   auto& items = result.items();
   auto end = !items.empty() && items.back().code == diag::Code::too_many_diagnostics ? items.end() - 1 : items.end();

@@ -100,6 +100,8 @@ std::expected<OfflineCheck, OfflineStop> check_described(const OfflineLaunch& op
   out.plan.block_given = !opt.block.empty();
   out.plan.dynamic_shared_bytes = shared_bytes;
   out.plan.cooperative = opt.cooperative || out.grid_max;
+  out.plan.require_memory_proof = opt.require_memory_proof;
+  out.plan.list_unproven_accesses = opt.list_unproven_accesses;
   diag::Diagnostics spec_errors;
   if (auto described = describe_arguments(opt, out.kernel, out.plan, spec_errors); !described)
     return usage(described.error(), "see `ptxgate check --help` for --arg, --elements, --null-slot and --stream");

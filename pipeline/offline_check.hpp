@@ -41,6 +41,9 @@ struct OfflineLaunch {
   module_cache::ModuleCacheOptions cache;  ///< where compiled modules are looked up and published
   ir::FpMode fp_mode = ir::FpMode::contract;  ///< --fp-contract off / --fast-math (registers may differ)
   bool warnings_as_errors = false;         ///< -Werror: any warning (program or launch) blocks the launch
+  /// --require-proof: an access not proven in bounds for this launch blocks it (PG3802 errors).
+  bool require_memory_proof = false;
+  bool list_unproven_accesses = false;     ///< -v: PG3802 notes for the accesses not proven
 };
 
 /// A kernel compiled for a device profile through the module cache (ptxas for its resources):

@@ -379,6 +379,41 @@ void check_warnings(const DeviceCaps& caps, Reporter& r, const Facts& f) {
           fmt::format("use at least {} blocks (smaller blocks, or more work items)", caps.sm_count));
 }
 
+/// The memory-safety part: the launch's values into the kernel's access facts, every access
+/// decided (validation/memory_safety.hpp). Runs when the rest of the launch is legal.
+void check_memory(const contract::KernelInfo& kernel, const contract::LaunchPlan& plan, Verdict& v,
+                  const diag::Location& location, bool report_warnings) {
+  if (!kernel.access) {
+    if (plan.require_memory_proof)
+      v.diagnostics.add(Code::access_not_proven,
+                        fmt::format("kernel '{}' was made by another compiler: its accesses cannot be analysed, so "
+                                    "none is proven in bounds", kernel.name),
+                        location, "compile the kernel from ptxgate's IR, or launch without --require-proof")
+          .severity = diag::Severity::error;
+    return;
+  }
+  MemoryLaunch launch;
+  launch.grid = plan.grid;
+  launch.block = v.block;
+  launch.dynamic_shared_bytes = plan.dynamic_shared_bytes;
+  const size_t n = kernel.params.size();
+  launch.scalar_bits.resize(n);
+  launch.buffer_bytes.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    launch.names.push_back(kernel.params[i].name);
+    if (!plan.arguments_known || i >= plan.arguments.size()) continue;
+    const contract::ArgumentDesc& a = plan.arguments[i];
+    if (a.kind == contract::ArgumentDesc::Kind::buffer) launch.buffer_bytes[i] = a.buffer_bytes;
+    else if (a.kind == contract::ArgumentDesc::Kind::scalar) launch.scalar_bits[i] = a.scalar_bits;
+  }
+  v.memory = evaluate_accesses(*kernel.access, launch);
+  v.memory_facts = kernel.access;
+  MemoryReportOptions options;
+  options.require_proof = plan.require_memory_proof;
+  options.list_unproven = plan.list_unproven_accesses && report_warnings;
+  report_memory_safety(v.diagnostics, *kernel.access, *v.memory, launch, kernel.name, location.file, options);
+}
+
 }  // namespace
 
 void report_misaligned_buffer(diag::Diagnostics& out, const contract::KernelInfo& kernel, size_t index,
@@ -432,6 +467,7 @@ Verdict check_launch(const contract::KernelInfo& kernel, const contract::KernelR
   check_registers(kernel, res, caps, r, f);
   check_cooperative_mode(kernel, plan, caps, r);
   check_residency(res, plan, caps, r, f, v, occupancy);
+  if (!v.diagnostics.has_errors()) check_memory(kernel, plan, v, location, report_warnings);
   v.launchable = !v.diagnostics.has_errors();
   // A blocked launch is reported whole (its notes and warnings too) without a second run.
   if (!report_warnings && !v.launchable && f.opt_in_note_at != SIZE_MAX) {
@@ -455,6 +491,8 @@ std::string Verdict::summary_line(const std::string& kernel_name, const contract
   if (occupancy)
     line += fmt::format(" blocks_per_sm={} limiter={} max_cooperative_grid={}", occupancy->active_blocks_per_sm,
                         limiter_name(occupancy->limiter), max_cooperative_grid);
+  if (memory)
+    line += fmt::format(" accesses_proven={}/{}", memory->proven + memory->unreachable, memory->sites + memory->unmodelled);
   return line;
 }
 
@@ -480,6 +518,7 @@ nlohmann::json Verdict::to_json(const std::string& kernel_name, const contract::
                       {"by_shared", occupancy->by_shared}};
     j["max_cooperative_grid"] = max_cooperative_grid;
   }
+  if (memory && memory_facts) j["memory"] = memory->to_json(*memory_facts);
   j["diagnostics"] = nlohmann::json::parse(diag::render_json(diagnostics));
   return j;
 }

@@ -13,6 +13,7 @@
 #include "ptxgate/contract/kernel_info.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/validation/device_caps.hpp"
+#include "ptxgate/validation/memory_safety.hpp"
 #include "ptxgate/contract/launch_plan.hpp"
 
 namespace ptxgate::validation {
@@ -77,6 +78,10 @@ struct Verdict {
   uint64_t total_shared_bytes = 0;
   std::optional<Occupancy> occupancy;    ///< computed when geometry allows
   uint64_t max_cooperative_grid = 0;     ///< occupancy x SMs, when computed
+  /// The memory-safety part: each access of the kernel proven, out of bounds or not provable for
+  /// this launch (absent when an earlier error blocked the launch, or for another compiler's kernel).
+  std::optional<MemoryVerdict> memory;
+  std::shared_ptr<const ir::AccessFacts> memory_facts;  ///< the facts `memory` refers to
 
   /// One machine-readable verdict line, e.g.
   /// `verdict: status=blocked errors=2 warnings=0 kernel=saxpy grid=... block=...`.
@@ -138,7 +143,7 @@ class OccupancyProvider {
 
 /// Runs every check, in named parts reported in this order: arguments (PG30xx), geometry
 /// (PG31xx), shared memory (PG32xx), registers (PG33xx), cooperative mode and residency
-/// (PG34xx), warnings (PG35xx). `location` (optional) is where launch diagnostics point,
+/// (PG34xx), memory safety of the accesses (PG38xx, validation/memory_safety.hpp), warnings (PG35xx). `location` (optional) is where launch diagnostics point,
 /// usually the kernel's declaration. `occupancy` answers active blocks per SM in place of the
 /// offline model when it has an answer. `report_warnings = false` skips formatting warnings and
 /// notes of a launchable verdict (the verdict is the same); a blocked verdict always carries

@@ -60,6 +60,12 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   delete reinterpret_cast<FakeComm*>(comm);
   return ncclSuccess;
 }
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int, ncclComm_t* out, ncclConfig_t*) {
+  // A rank that asks for no colour gets no communicator; any other gets one like its parent.
+  const auto* parent = reinterpret_cast<FakeComm*>(comm);
+  *out = color == NCCL_SPLIT_NOCOLOR || parent == nullptr ? nullptr : reinterpret_cast<ncclComm_t>(new FakeComm(*parent));
+  return ncclSuccess;
+}
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
   delete reinterpret_cast<FakeComm*>(comm);
   return ncclSuccess;
