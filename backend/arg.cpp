@@ -8,6 +8,7 @@
 #include "ptxgate/backend/context.hpp"
 #include "ptxgate/backend/device_buffer.hpp"
 #include "ptxgate/backend/tensor_map.hpp"
+#include "ptxgate/ir/float_bits.hpp"
 
 namespace ptxgate::backend {
 
@@ -56,6 +57,18 @@ std::string Arg::describe() const {
       std::memcpy(&d, &bits_, 8);
       return fmt::format("an f64 scalar ({})", d);
     }
+    case ir::Type::int_literal:
+      return fmt::format("an integer ({})", static_cast<int64_t>(bits_));
+    case ir::Type::float_literal: {
+      double d;
+      std::memcpy(&d, &bits_, 8);
+      return fmt::format("a real number ({})", d);
+    }
+    case ir::Type::f16:
+    case ir::Type::bf16:
+      return fmt::format("a {} scalar ({})", ir::type_name(type_), ir::half_value(static_cast<uint16_t>(bits_), type_));
+    case ir::Type::i8:
+    case ir::Type::i16:
     case ir::Type::i32:
     case ir::Type::i64:
       return fmt::format("an {} scalar ({})", ir::type_name(type_), static_cast<int64_t>(bits_));

@@ -47,6 +47,17 @@ class Arg {
   Arg(float v) : Arg(ir::Type::f32, bits_of(v)) {}                                        // NOLINT
   Arg(double v) : Arg(ir::Type::f64, bits_of(v)) {}                                       // NOLINT
   Arg(bool v) : Arg(ir::Type::bool_, v ? 1u : 0u) {}                                      // NOLINT
+  /// A scalar of `type` (a number type or bool) from its bits: integers as 64-bit two's
+  /// complement (sign-extended), floats as their IEEE bits in the low bits (f16/bf16 in 16).
+  static Arg scalar(ir::Type type, uint64_t bits) { return Arg(type, bits); }
+  /// A real number for a float parameter of any width, as an untyped float literal is in the IR:
+  /// bound rounded to the parameter's type (f16, bf16, f32, f64), to nearest, ties to even
+  /// (ir::float_bits); a value beyond that type's range is PG3007. A Python float is one.
+  static Arg real(double v) { return Arg(ir::Type::float_literal, bits_of(v)); }
+  /// An integer for a parameter of any number type, as an untyped integer literal is in the IR:
+  /// bound to an integer parameter when the value fits it, to a float parameter as the nearest
+  /// value of that type (ties to even); PG3007 otherwise. A Python int is one.
+  static Arg integer(int64_t v) { return Arg(ir::Type::int_literal, static_cast<uint64_t>(v)); }
 
   Kind kind() const { return kind_; }
   /// A scalar's type, or a buffer's element type (void_ for untyped memory, which binds to any

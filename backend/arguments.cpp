@@ -2,9 +2,12 @@
 #include "ptxgate/backend/internal/arguments.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include <fmt/format.h>
+
+#include "ptxgate/ir/float_bits.hpp"
 
 namespace ptxgate::backend {
 
@@ -16,21 +19,18 @@ diag::Diagnostics bind_error(diag::Code code, std::string message, std::string f
   return d;
 }
 
-/// Whether the integer held by `arg` fits `target`.
+/// Whether the integer held by `arg` fits `target` (an integer type of 8 to 64 bits).
 bool integer_fits(const Arg& arg, ir::Type target) {
-  bool source_signed = ir::is_signed(arg.type());
-  int64_t s = static_cast<int64_t>(arg.bits());
-  uint64_t u = arg.bits();
-  if (source_signed && s < 0) {
+  const unsigned bits = ir::bit_width(target);
+  const int64_t s = static_cast<int64_t>(arg.bits());
+  const uint64_t u = arg.bits();
+  if ((ir::is_signed(arg.type()) || arg.type() == ir::Type::int_literal) && s < 0) {
     if (!ir::is_signed(target)) return false;
-    return target == ir::Type::i64 || s >= std::numeric_limits<int32_t>::min();
+    return bits == 64 || s >= -(int64_t{1} << (bits - 1));
   }
-  switch (target) {
-    case ir::Type::i32: return u <= static_cast<uint64_t>(std::numeric_limits<int32_t>::max());
-    case ir::Type::u32: return u <= std::numeric_limits<uint32_t>::max();
-    case ir::Type::i64: return u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-    default: return true;
-  }
+  const uint64_t largest = bits == 64 ? (ir::is_signed(target) ? uint64_t{INT64_MAX} : UINT64_MAX)
+                                      : (uint64_t{1} << (ir::is_signed(target) ? bits - 1 : bits)) - 1;
+  return u <= largest;
 }
 
 }  // namespace
@@ -84,8 +84,9 @@ std::expected<BoundSlot, diag::Diagnostics> bind_argument(const Arg& arg, const 
   return std::unexpected(bind_error(
       diag::Code::argument_size_mismatch,
       fmt::format("{} is {}, but the parameter is {} ({} bytes)", where(), arg.describe(), expected(), param.size_bytes),
-      want == ir::Type::f32 && have == ir::Type::f64
-          ? fmt::format("pass a float (e.g. 2.0f) for '{}'", param.name)
+      want == ir::Type::f32 && have == ir::Type::f64 ? fmt::format("pass a float (e.g. 2.0f) for '{}'", param.name)
+      : have == ir::Type::float_literal && ir::is_float(want)
+          ? fmt::format("pass a value within the range of {} for '{}'", ir::type_name(want), param.name)
           : fmt::format("pass a value of type {} for '{}'", ir::type_name(want), param.name)));
 }
 
@@ -96,8 +97,21 @@ bool bind_scalar(const Arg& arg, const contract::ParamInfo& param, BoundSlot& sl
   const ir::Type have = arg.type();
   uint64_t value = arg.bits();
   if (want == have) {
-  } else if (ir::is_integer(want) && ir::is_integer(have)) {
+  } else if (ir::is_integer(want) && (ir::is_integer(have) || have == ir::Type::int_literal)) {
     if (!integer_fits(arg, want)) return false;
+  } else if (have == ir::Type::float_literal && ir::is_float(want)) {
+    double d;
+    std::memcpy(&d, &value, 8);
+    auto bits = ir::float_bits(d, want);
+    if (!bits) return false;
+    value = *bits;
+  } else if (have == ir::Type::int_literal && ir::is_float(want)) {
+    // One rounding: f32 straight from the integer, the halves through a double (exact below 2^53).
+    const int64_t i = static_cast<int64_t>(value);
+    auto bits = want == ir::Type::f32 ? ir::float_bits(static_cast<float>(i), want)
+                                      : ir::float_bits(static_cast<double>(i), want);
+    if (!bits) return false;
+    value = *bits;
   } else if (want == ir::Type::f64 && have == ir::Type::f32) {
     float f;
     uint32_t b = static_cast<uint32_t>(value);
@@ -108,12 +122,9 @@ bool bind_scalar(const Arg& arg, const contract::ParamInfo& param, BoundSlot& sl
     return false;
   }
   slot.size = param.size_bytes != 0 ? param.size_bytes : ir::byte_size(want);
-  if (slot.size == 4) {
-    uint32_t v = static_cast<uint32_t>(value);
-    std::memcpy(slot.bytes, &v, 4);
-  } else {
-    std::memcpy(slot.bytes, &value, 8);
-  }
+  // Little-endian: the slot's first `size` bytes are the value's low bytes.
+  std::memcpy(slot.bytes, &value, 8);
+  if (slot.size < 8) std::memset(slot.bytes + slot.size, 0, 8 - slot.size);
   return true;
 }
 

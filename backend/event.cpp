@@ -45,4 +45,27 @@ std::expected<float, diag::Diagnostics> Event::elapsed_ms_since(const Event& sta
   return ms;
 }
 
+std::expected<bool, diag::Diagnostics> Event::query() {
+  if (auto ok = context()->enter("cuEventQuery", "event"); !ok) return std::unexpected(ok.error());
+  const CUresult r = context()->api().cuEventQuery(handle());
+  if (r == CUDA_ERROR_NOT_READY) return false;
+  if (auto ok = context()->check(r, "cuEventQuery", "event"); !ok) return std::unexpected(ok.error());
+  return true;
+}
+
+std::expected<void, diag::Diagnostics> Event::wait_in(const Stream* stream) {
+  if (auto ok = context()->healthy("cuStreamWaitEvent", "event"); !ok) return ok;
+  CUstream s = nullptr;
+  if (stream == nullptr) {
+    if (auto ok = context()->legacy_stream_allowed("event wait"); !ok) return ok;
+  } else if (stream->context() == nullptr) {
+    return std::unexpected(moved_from_stream("event wait"));
+  } else {
+    s = stream->handle();
+  }
+  Context& ctx = stream != nullptr ? *stream->context() : *context();
+  if (auto ok = ctx.make_current(); !ok) return ok;
+  return PTXGATE_CU(ctx, "event wait", cuStreamWaitEvent, s, handle(), 0);
+}
+
 }  // namespace ptxgate::backend

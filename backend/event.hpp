@@ -25,6 +25,12 @@ class Event {
   /// stream policy forbids it); a stream of another context is PG4008.
   [[nodiscard]] std::expected<void, diag::Diagnostics> record(const Stream* stream);
   [[nodiscard]] std::expected<void, diag::Diagnostics> synchronize();
+  /// Whether the work recorded before the event is complete (cuEventQuery), without waiting.
+  [[nodiscard]] std::expected<bool, diag::Diagnostics> query();
+  /// Makes work submitted later to `stream` (the legacy default stream when null; PG3002 when the
+  /// stream policy forbids it) wait until the work recorded before this event is complete
+  /// (cuStreamWaitEvent). The stream may be of another context: the driver orders across devices.
+  [[nodiscard]] std::expected<void, diag::Diagnostics> wait_in(const Stream* stream);
   /// Milliseconds from `start` to this event (both recorded and complete); `start` of another
   /// context is PG4008.
   [[nodiscard]] std::expected<float, diag::Diagnostics> elapsed_ms_since(const Event& start);

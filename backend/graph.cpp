@@ -240,6 +240,7 @@ std::expected<Graph, diag::Diagnostics> Graph::create(std::shared_ptr<Context> c
 }
 
 size_t Graph::size() const { return state_ ? state_->nodes.size() : 0; }
+uint64_t Graph::id() const { return state_ ? state_->resources->id : 0; }
 Context* Graph::context() const { return state_ ? state_->resources->ctx.get() : nullptr; }
 
 std::vector<uint32_t> Graph::dependencies(GraphNode node) const {
@@ -400,6 +401,11 @@ GraphExec::GraphExec() = default;
 GraphExec::GraphExec(GraphExec&&) noexcept = default;
 GraphExec& GraphExec::operator=(GraphExec&&) noexcept = default;
 GraphExec::~GraphExec() = default;
+
+const Kernel* GraphExec::kernel_of(GraphNode node) const {
+  if (!state_ || node.graph != state_->resources->id || node.index >= state_->nodes.size()) return nullptr;
+  return state_->nodes[node.index].kernel.get();
+}
 
 uint64_t GraphExec::replays() const { return state_ ? state_->replays : 0; }
 size_t GraphExec::size() const { return state_ ? state_->nodes.size() : 0; }

@@ -29,6 +29,13 @@ struct TensorMap {
                                                                             uint64_t offset_bytes,
                                                                             validation::TensorMapDesc desc);
 
+/// The same over device memory made elsewhere (a PyTorch or CuPy tensor) in `ctx`: the tensor
+/// starts at `address`, and `buffer_bytes` (0: unknown) are available from there to the end of
+/// its memory. The caller vouches that the memory is of `ctx`'s device.
+[[nodiscard]] std::expected<TensorMap, diag::Diagnostics> encode_tensor_map(Context& ctx, uint64_t address,
+                                                                            uint64_t buffer_bytes,
+                                                                            validation::TensorMapDesc desc);
+
 /// The driver call alone, without ptxgate's checks, for the agreement tests that compare both
 /// verdicts: CUDA_SUCCESS or the driver's error for `desc` as given (its address included).
 CUresult encode_tensor_map_unchecked(const DriverApi& api, const validation::TensorMapDesc& desc, TensorMap& out);

@@ -1,6 +1,8 @@
 // The guarded launch through a fake driver: steady path, blocked plans, opt-in, cooperative, barrier word, binding.
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include <vector>
 
 #include "ptxgate/backend/arg.hpp"
@@ -272,6 +274,53 @@ TEST_CASE("backend arg: binding checks kind, type family, width and range") {
   uint64_t pv;
   std::memcpy(&pv, p->bytes, 8);
   CHECK(pv == 0xabc0);
+}
+
+TEST_CASE("backend arg: small integers are range-checked by their width; a real number rounds to the float parameter") {
+  contract::ParamInfo u8{"c", 0, false, ir::Access::inout, ir::Type::u8, 1};
+  contract::ParamInfo i16{"s", 1, false, ir::Access::inout, ir::Type::i16, 2};
+  contract::ParamInfo f16{"h", 2, false, ir::Access::inout, ir::Type::f16, 2};
+  contract::ParamInfo bf16{"b", 3, false, ir::Access::inout, ir::Type::bf16, 2};
+  contract::ParamInfo f32{"a", 4, false, ir::Access::inout, ir::Type::f32, 4};
+  contract::ParamInfo u32{"n", 5, false, ir::Access::inout, ir::Type::u32, 4};
+  // The product was wrong here before: every value fitted an 8- or 16-bit parameter.
+  CHECK(bind_argument(Arg(255), u8, "k"));
+  CHECK_FALSE(bind_argument(Arg(256), u8, "k"));
+  CHECK_FALSE(bind_argument(Arg(-1), u8, "k"));
+  CHECK(bind_argument(Arg(-32768), i16, "k"));
+  CHECK_FALSE(bind_argument(Arg(-32769), i16, "k"));
+  CHECK_FALSE(bind_argument(Arg(32768), i16, "k"));
+  auto s = bind_argument(Arg(-2), i16, "k");
+  REQUIRE(s);
+  CHECK(s->size == 2);
+  CHECK(s->bytes[0] == 0xfe);
+  CHECK(s->bytes[1] == 0xff);
+  CHECK(s->bytes[2] == 0);  // nothing past the parameter's width
+
+  auto h = bind_argument(Arg::real(1.00048828125), f16, "k");  // a tie: to the even neighbour, 1.0
+  REQUIRE(h);
+  CHECK(h->size == 2);
+  uint16_t hv;
+  std::memcpy(&hv, h->bytes, 2);
+  CHECK(hv == 0x3c00);
+  auto b = bind_argument(Arg::real(-3.0), bf16, "k");
+  REQUIRE(b);
+  std::memcpy(&hv, b->bytes, 2);
+  CHECK(hv == 0xc040);
+  auto big = bind_argument(Arg::real(65520.0), f16, "k");  // rounds past 65504
+  REQUIRE_FALSE(big);
+  CHECK(big.error().items()[0].code == diag::Code::argument_size_mismatch);
+  CHECK(big.error().items()[0].message.find("a real number (65520)") != std::string::npos);
+  CHECK(big.error().items()[0].fix.find("within the range of f16") != std::string::npos);
+  auto a = bind_argument(Arg::real(0.1), f32, "k");
+  REQUIRE(a);
+  float av;
+  std::memcpy(&av, a->bytes, 4);
+  CHECK(av == 0.1f);
+  CHECK_FALSE(bind_argument(Arg::real(1.0), u32, "k"));  // a real number is no integer
+  CHECK(bind_argument(Arg::real(std::numeric_limits<double>::infinity()), f16, "k"));
+  CHECK(bind_argument(Arg::scalar(ir::Type::f16, 0x3c00), f16, "k"));
+  CHECK_FALSE(bind_argument(Arg::scalar(ir::Type::bf16, 0x3f80), f16, "k"));
 }
 
 TEST_CASE("backend launch: a ticket relaunches its validated shape with new values, and only for its function") {

@@ -17,6 +17,10 @@
 
 using ptxgate::backend::testing::fake_state;
 using Diags = ptxgate::testing::CapiDiagnostics;
+using ptxgate::testing::buffer;
+using ptxgate::testing::f32_bits;
+using ptxgate::testing::pointer;
+using ptxgate::testing::scalar;
 
 namespace {
 
@@ -35,41 +39,6 @@ ptxgate_compile_options ptx_only() {
   o.cubin = 0;
   o.disk_cache = 0;
   return o;
-}
-
-ptxgate_arg scalar(ptxgate_dtype type, uint64_t bits) {
-  ptxgate_arg a{};
-  a.kind = PTXGATE_ARG_SCALAR;
-  a.dtype = type;
-  a.device = -1;
-  a.bits = bits;
-  return a;
-}
-
-ptxgate_arg buffer(ptxgate_buffer* b, ptxgate_dtype type = PTXGATE_DTYPE_UNKNOWN, uint64_t elements = 0) {
-  ptxgate_arg a{};
-  a.kind = PTXGATE_ARG_BUFFER;
-  a.dtype = type;
-  a.device = -1;
-  a.buffer = b;
-  a.elements = elements;
-  return a;
-}
-
-ptxgate_arg pointer(uint64_t p, ptxgate_dtype type, uint64_t elements, int device) {
-  ptxgate_arg a{};
-  a.kind = PTXGATE_ARG_POINTER;
-  a.dtype = type;
-  a.device = device;
-  a.pointer = p;
-  a.elements = elements;
-  return a;
-}
-
-uint64_t f32_bits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return b;
 }
 
 }  // namespace
