@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "ptxgate/backend/internal/arguments.hpp"
 #include "ptxgate/capi/internal/handles.hpp"
 
 namespace ptxgate::capi {
@@ -42,7 +43,7 @@ backend::Arg given_scalar(ir::Type type, uint64_t bits) {
 backend::Arg bound_scalar(const backend::Arg& arg, const contract::ParamInfo* param) {
   if (param == nullptr || param->is_buffer || param->type == ir::Type::tensor_map || arg.type() == param->type) return arg;
   backend::BoundSlot slot;
-  if (!backend::bind_scalar(arg, *param, slot)) return arg;  // the backend explains (PG3007)
+  if (!backend::internal::bind_scalar(arg, *param, slot)) return arg;  // the backend explains (PG3007)
   uint64_t bits = 0;
   std::memcpy(&bits, slot.bytes, 8);
   return given_scalar(param->type, bits);
