@@ -130,25 +130,9 @@ def _ptx(kernel, stream, args):
     return go
 
 
-TRITON_SOURCE = '''
-import triton
-import triton.language as tl
-
-@triton.jit
-def launch0():
-    pass
-
-@triton.jit
-def launch4(y, a, flag, c):
-    if flag == 123456789:
-        tl.store(y, a + c)
-
-@triton.jit
-def launch16(y0, y1, x0, x1, a, b, c, d, e, f, g, h, p, q, r, flag):
-    if flag == 123456789:
-        tl.store(y0, tl.load(x0) * a + b + c + d + e + f + g + h + p + q + r)
-        tl.store(y1, tl.load(x1))
-'''
+# The Triton kernels of the peer benchmark (launch0, launch4, launch16): one source for both.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peers import TRITON_SOURCE  # noqa: E402
 
 
 def _module_from_source(source, tag):

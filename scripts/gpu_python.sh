@@ -25,7 +25,7 @@ bundle() {
   cp -r "$root/python/tests" "$dir/python/"
   cp "$root/examples/"*.pg "$dir/examples/"
   cp "$root/examples/python/"* "$dir/examples/python/"
-  cp "$root/bench/python_bench.py" "$root/bench/graph_replay_peers.py" "$dir/bench/"
+  cp "$root/bench/python_bench.py" "$root/bench/peers.py" "$root/bench/graph_replay_peers.py" "$dir/bench/"
   cp "$root/bench/kernels/launch"*.pg "$dir/bench/kernels/"
   cp "$root/bench/cuda/launch.cu" "$dir/bench/cuda/"
   cp "$root/scripts/gpu_python.sh" "$dir/scripts/"
