@@ -1,9 +1,9 @@
-// RAII wrappers over the primary context, streams, buffers and events; destructors never throw.
+// Context: the retained primary context, its health, the error boundary, checked launches, barrier words.
 #include "ptxgate/backend/context.hpp"
 
 #include <fmt/format.h>
 
-#include "ptxgate/backend/pool.hpp"
+#include "ptxgate/backend/stream.hpp"
 #include "ptxgate/backend/profile.hpp"
 #include "ptxgate/backend/internal/peer_bridge.hpp"
 
@@ -14,11 +14,53 @@ namespace {
 // STATIC_TLS, and then its whole TLS block (several KiB of per-thread launch caches) must fit
 // the static TLS that glibc keeps for libraries loaded later. It does not, so dlopen (Python's
 // ctypes) failed with "cannot allocate memory in static TLS block".
-thread_local CUcontext tls_current_context = nullptr;
+// The id of the Context current on this thread (not its CUcontext: a reset primary context may come
+// back with the same handle, and must be made current again).
+thread_local uint64_t tls_current_context = 0;
+std::atomic<uint64_t> g_next_context_id{1};
 
 // Errors while releasing resources are ignored: in a poisoned context every
 // call fails, and a destructor must neither throw nor abort.
 void ignore(CUresult) {}
+
+/// Every context opened in this process, for a reset to retire those of its device.
+std::mutex g_contexts_mutex;
+std::vector<std::weak_ptr<Context>> g_contexts;
+
+void register_context(const std::shared_ptr<Context>& ctx) {
+  std::lock_guard lock(g_contexts_mutex);
+  std::erase_if(g_contexts, [](const std::weak_ptr<Context>& w) { return w.expired(); });
+  g_contexts.push_back(ctx);
+}
+
+/// The live, not yet retired contexts of device `ordinal` opened through `api`.
+std::vector<std::shared_ptr<Context>> live_contexts(const DriverApi& api, int ordinal) {
+  std::lock_guard lock(g_contexts_mutex);
+  std::vector<std::shared_ptr<Context>> out;
+  for (const auto& w : g_contexts)
+    if (auto c = w.lock(); c && !c->retired() && c->ordinal() == ordinal && &c->api() == &api) out.push_back(c);
+  return out;
+}
+
+/// A call of the refusing table: nothing reaches the driver.
+template <class F>
+struct Refuse;
+template <class... A>
+struct Refuse<CUresult (*)(A...)> {
+  static CUresult call(A...) { return CUDA_ERROR_CONTEXT_IS_DESTROYED; }
+};
+
+/// A table that refuses every call but the error texts (those come from `real`).
+DriverApi refusing_table(const DriverApi& real) {
+  DriverApi t;
+#define PTXGATE_REFUSE(name) t.name = &Refuse<decltype(t.name)>::call;
+  PTXGATE_DRIVER_ENTRY_POINTS(PTXGATE_REFUSE)
+#undef PTXGATE_REFUSE
+  t.cuGetErrorName = real.cuGetErrorName;
+  t.cuGetErrorString = real.cuGetErrorString;
+  t.library = real.library + " (a retired context: every call refused)";
+  return t;
+}
 
 }  // namespace
 
@@ -31,7 +73,9 @@ std::expected<std::shared_ptr<Context>, diag::Diagnostics> Context::open(int ord
   auto live = query_device(*api, ordinal);
   if (!live) return std::unexpected(live.error());
   std::shared_ptr<Context> ctx(new Context());
-  ctx->api_ = api;
+  ctx->api_.store(api, std::memory_order_release);
+  ctx->driver_ = api;
+  ctx->id_ = g_next_context_id.fetch_add(1, std::memory_order_relaxed);
   ctx->live_ = std::move(*live);
   std::string subject = fmt::format("device {} ({})", ordinal, ctx->live_.caps.name);
   if (auto ok = PTXGATE_CU(*ctx, subject, cuDeviceGet, &ctx->device_, ordinal); !ok) return std::unexpected(ok.error());
@@ -40,22 +84,70 @@ std::expected<std::shared_ptr<Context>, diag::Diagnostics> Context::open(int ord
     return std::unexpected(ok.error());
   ctx->context_ = retained;
   ctx->tracker_ = std::make_unique<Tracker>(*ctx);
+  register_context(ctx);
   if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
   return ctx;
 }
 
 Context::~Context() {
   if (context_ == nullptr) return;
-  profiler_.reset();
-  tracker_.reset();  // frees deferred buffers after their work
+  profiler_.reset();  // a retired context's objects go through the refusing table: nothing is freed twice
+  tracker_.reset();   // frees deferred buffers after their work
   forget_peer_bridge(*this);
-  for (auto& [stream, word] : barrier_words_) ignore(api_->cuMemFree(word));
-  if (tls_current_context == context_) tls_current_context = nullptr;
-  ignore(api_->cuDevicePrimaryCtxRelease(device_));
+  for (auto& [stream, word] : barrier_words_) ignore(api().cuMemFree(word));
+  if (tls_current_context == id_) tls_current_context = 0;
+  if (!retired()) ignore(api().cuDevicePrimaryCtxRelease(device_));  // a reset gave a retired one's back
+}
+
+void Context::retire() {
+  refusing_ = std::make_unique<DriverApi>(refusing_table(*driver_));
+  health_.retire(fmt::format("device {} ({})", live_.ordinal, live_.caps.name));
+  api_.store(refusing_.get(), std::memory_order_release);
+}
+
+std::expected<std::shared_ptr<Context>, diag::Diagnostics> Context::reopen() {
+  const DriverApi& real = *driver_;
+  if (!retired()) {
+    const std::string subject = fmt::format("device {} ({})", ordinal(), live_.caps.name);
+    if (CUresult r = real.cuDevicePrimaryCtxReset(device_); r != CUDA_SUCCESS) {
+      diag::Diagnostics d;  // nothing retired: the contexts stay as they were
+      d.items().push_back(driver_call_error(real, r, "cuDevicePrimaryCtxReset", subject));
+      d.items().back().fix = "the device could not be reset in this process: start a new process";
+      return std::unexpected(std::move(d));
+    }
+    // What the contexts held is gone: from now on their objects are refused and released without a call.
+    for (auto& c : live_contexts(real, ordinal())) {
+      c->retire();
+      ignore(real.cuDevicePrimaryCtxRelease(c->device_));
+    }
+  }
+  // Whether the driver gives this process a context again: after a sticky fault an H100 with driver 580
+  // answers cuDevicePrimaryCtxRetain (and cuCtxCreate) with the fault's error, reset or not.
+  CUcontext probe = nullptr;
+  if (CUresult r = real.cuDevicePrimaryCtxRetain(&probe, device_); r != CUDA_SUCCESS) {
+    diag::Diagnostics d;
+    if (!is_sticky_error(r)) {
+      d.items().push_back(driver_call_error(real, r, "cuDevicePrimaryCtxRetain", fmt::format("device {} ({})", ordinal(), live_.caps.name)));
+      return std::unexpected(std::move(d));
+    }
+    d.add(diag::Code::context_unrecoverable,
+          fmt::format("device {} ({}) gives this process no new CUDA context after the fault: cuDevicePrimaryCtxRetain "
+                      "failed after cuDevicePrimaryCtxReset with {} ({}): the driver keeps a sticky fault for the "
+                      "whole process",
+                      ordinal(), live_.caps.name, driver_error_name(real, r), static_cast<int>(r)),
+          {},
+          "start a new process (its first context works); to keep a program alive across kernel faults, run the work "
+          "that may fault in a process of its own, as ptxgate's GPU test supervisor runs each case");
+    d.items().back().notes.push_back("the objects of the old context stay retired: each use is PG4010, none is reused");
+    return std::unexpected(std::move(d));
+  }
+  ignore(real.cuDevicePrimaryCtxRelease(device_));  // open() retains it for the new context
+  return open(ordinal(), &real);
 }
 
 std::expected<void, diag::Diagnostics> Context::failed(CUresult r, std::string_view call, std::string_view subject) {
-  auto out = health_.check(*api_, r, call, subject);
+  if (health_.retired()) return health_.healthy(call, subject);  // the refusing table answered: PG4010
+  auto out = health_.check(api(), r, call, subject);
   if (!is_sticky_error(r)) return out;
   auto suspects = launch_log_.in_flight();
   if (suspects.empty()) return out;
@@ -67,12 +159,12 @@ void Context::enable_profiling() {
 }
 
 std::expected<void, diag::Diagnostics> Context::complete_checked_launch(uint64_t sequence, CUstream stream) {
-  const CUresult r = api_->cuStreamSynchronize(stream);
+  const CUresult r = api().cuStreamSynchronize(stream);
   if (r == CUDA_SUCCESS) [[likely]] {
     launch_log_.stream_completed_through(stream, sequence);
     return {};
   }
-  auto out = health_.check(*api_, r, "cuStreamSynchronize", "a checked launch");
+  auto out = health_.check(api(), r, "cuStreamSynchronize", "a checked launch");
   if (!is_sticky_error(r)) return out;
   auto launch = launch_log_.find(sequence);
   if (!launch) return out;
@@ -80,15 +172,14 @@ std::expected<void, diag::Diagnostics> Context::complete_checked_launch(uint64_t
 }
 
 std::expected<void, diag::Diagnostics> Context::make_current() {
-  if (tls_current_context == context_) [[likely]] return {};
+  if (tls_current_context == id_) [[likely]] return {};
   if (auto ok = PTXGATE_CU(*this, "", cuCtxSetCurrent, context_); !ok) return ok;
-  tls_current_context = context_;
+  tls_current_context = id_;
   return {};
 }
 
 std::expected<void, diag::Diagnostics> Context::synchronize(std::string_view subject) {
-  if (auto ok = healthy("cuCtxSynchronize", subject); !ok) return ok;
-  if (auto ok = make_current(); !ok) return ok;
+  if (auto ok = enter("cuCtxSynchronize", subject); !ok) return ok;
   auto marks = tracker_->before_context_sync();
   const uint64_t launched = launch_log_.last();
   if (auto ok = PTXGATE_CU(*this, subject, cuCtxSynchronize); !ok) return ok;
@@ -125,6 +216,7 @@ diag::Diagnostics moved_from_stream(std::string_view operation) {
 
 diag::Diagnostics Context::foreign_object(std::string_view operation, std::string_view object, const Context& owner,
                                           std::string_view anchor) const {
+  if (owner.retired()) return owner.health().healthy(operation, object).error();
   diag::Diagnostics d;
   d.add(diag::Code::foreign_object,
         fmt::format("{}: {} belongs to the context of device {} ({}), but {} the context of device {} ({})", operation,
@@ -136,221 +228,20 @@ diag::Diagnostics Context::foreign_object(std::string_view operation, std::strin
 std::expected<CUdeviceptr, diag::Diagnostics> Context::grid_barrier_word(CUstream stream) {
   std::lock_guard lock(barrier_mutex_);
   if (auto it = barrier_words_.find(stream); it != barrier_words_.end()) [[likely]] return it->second;
-  if (auto ok = make_current(); !ok) return std::unexpected(ok.error());
-  CUdeviceptr word = 0;
-  if (auto ok = PTXGATE_CU(*this, "grid barrier word", cuMemAlloc, &word, 4); !ok) return std::unexpected(ok.error());
-  if (auto ok = PTXGATE_CU(*this, "grid barrier word", cuMemsetD32, word, 0u, 1); !ok) {
-    ignore(api_->cuMemFree(word));
-    return std::unexpected(ok.error());
-  }
-  barrier_words_.emplace(stream, word);
+  auto word = allocate_barrier_word("grid barrier word");
+  if (word) barrier_words_.emplace(stream, *word);
   return word;
 }
 
-// ---- Stream ----
-
-std::expected<Stream, diag::Diagnostics> Stream::create(std::shared_ptr<Context> ctx) {
-  if (auto ok = ctx->healthy("cuStreamCreate", "stream"); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
-  CUstream stream = nullptr;
-  if (auto ok = PTXGATE_CU(*ctx, "stream", cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING); !ok)
+std::expected<CUdeviceptr, diag::Diagnostics> Context::allocate_barrier_word(std::string_view owner) {
+  if (auto ok = enter("cuMemAlloc", owner); !ok) return std::unexpected(ok.error());
+  CUdeviceptr word = 0;
+  if (auto ok = PTXGATE_CU(*this, owner, cuMemAlloc, &word, 4); !ok) return std::unexpected(ok.error());
+  if (auto ok = PTXGATE_CU(*this, owner, cuMemsetD32, word, 0u, 1); !ok) {
+    ignore(api().cuMemFree(word));
     return std::unexpected(ok.error());
-  Stream s;
-  s.owned_ = Owned<Handle>(std::move(ctx), Handle{stream});
-  return s;
-}
-
-Stream Stream::borrow(std::shared_ptr<Context> ctx, CUstream handle) {
-  Stream s;
-  s.owned_ = Owned<Handle>(std::move(ctx), Handle{handle, false});
-  return s;
-}
-
-void Stream::Handle::release(Context& ctx) noexcept {
-  if (!owned) return;
-  (void)ctx.make_current();
-  ctx.tracker().stream_destroyed(stream);
-  ignore(ctx.api().cuStreamDestroy(stream));
-}
-
-std::expected<void, diag::Diagnostics> Stream::synchronize() {
-  if (context() == nullptr) return std::unexpected(moved_from_stream("stream synchronize"));
-  Context& ctx = *context();
-  if (auto ok = ctx.healthy("cuStreamSynchronize", "stream"); !ok) return ok;
-  const CUstream stream = handle();
-  const uint64_t mark = ctx.tracker().before_sync(stream);
-  const uint64_t launched = ctx.launch_log().last();
-  if (auto ok = PTXGATE_CU(ctx, "stream", cuStreamSynchronize, stream); !ok) return ok;
-  ctx.tracker().after_sync(stream, mark);
-  ctx.launch_log().stream_completed_through(stream, launched);
-  return {};
-}
-
-// ---- DeviceBuffer ----
-
-std::expected<DeviceBuffer, diag::Diagnostics> DeviceBuffer::allocate(std::shared_ptr<Context> ctx, size_t bytes,
-                                                                      std::string_view what, ir::Type element) {
-  std::string subject = fmt::format("{} of {} bytes", what, bytes);
-  if (auto ok = ctx->healthy("cuMemAlloc", subject); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
-  ctx->tracker().reclaim();  // memory of buffers freed while in use, once their work is done
-  CUdeviceptr ptr = 0;
-  if (auto ok = PTXGATE_CU(*ctx, subject, cuMemAlloc, &ptr, bytes == 0 ? 1 : bytes); !ok)
-    return std::unexpected(ok.error());
-  return adopt(std::move(ctx), ptr, bytes, MemoryKind::device, nullptr, element);
-}
-
-DeviceBuffer DeviceBuffer::adopt(std::shared_ptr<Context> ctx, CUdeviceptr pointer, size_t bytes, MemoryKind kind,
-                                 CUstream home, ir::Type element) {
-  auto track = ctx->tracker().track(kind, pointer);
-  if (track && kind == MemoryKind::stream_ordered) {
-    // The allocation is an operation on `home`: work on other streams must come after it.
-    BufferAccess made{track.get(), AccessMode::write};
-    (void)ctx->tracker().submit(home, std::span(&made, 1), [] { return std::expected<void, diag::Diagnostics>{}; });
   }
-  DeviceBuffer b;
-  b.owned_ = Owned<Handle>(std::move(ctx), Handle{pointer, bytes, kind, element, home, std::move(track), nullptr});
-  return b;
-}
-
-void DeviceBuffer::Handle::release(Context& ctx) noexcept {
-  if (track) {
-    ctx.tracker().release(std::move(track));
-  } else {
-    (void)ctx.make_current();
-    if (kind == MemoryKind::stream_ordered)
-      ignore(ctx.api().cuMemFreeAsync(pointer, home));
-    else
-      ignore(ctx.api().cuMemFree(pointer));
-  }
-  if (pool_account) pool_account->live.fetch_sub(bytes == 0 ? 1 : bytes, std::memory_order_relaxed);
-}
-
-std::expected<void, diag::Diagnostics> DeviceBuffer::viewable_as(ir::Type view, std::string_view operation) const {
-  if (view == ir::Type::void_ || element_type() == ir::Type::void_ || view == element_type()) [[likely]] return {};
-  diag::Diagnostics d;
-  d.add(diag::Code::view_type_mismatch,
-        fmt::format("{}: a view as {} of a device buffer of {} elements ({} bytes)", operation, ir::type_name(view),
-                    ir::type_name(element_type()), size_bytes()),
-        {},
-        fmt::format("view the buffer as {}, its own element type, or as bytes (as_bytes, std::byte) to use its memory "
-                    "untyped",
-                    ir::type_name(element_type())));
-  return std::unexpected(std::move(d));
-}
-
-static diag::Diagnostics copy_too_large(size_t host, size_t device) {
-  diag::Diagnostics d;
-  d.add(diag::Code::buffer_too_small,
-        fmt::format("copy of {} bytes does not fit a device buffer of {} bytes", host, device), {},
-        "allocate a buffer at least as large as the host data");
-  return d;
-}
-
-std::expected<void, diag::Diagnostics> DeviceBuffer::upload(std::span<const std::byte> host) {
-  if (host.size() > size_bytes()) return std::unexpected(copy_too_large(host.size(), size_bytes()));
-  if (auto ok = context()->healthy("cuMemcpyHtoD", "buffer upload"); !ok) return ok;
-  if (auto ok = context()->legacy_stream_allowed("buffer upload"); !ok) return ok;
-  if (auto ok = context()->make_current(); !ok) return ok;
-  BufferAccess access{track(), AccessMode::write};
-  return context()->tracker().submit(nullptr, std::span(&access, 1), [&] {
-    return PTXGATE_CU(*context(), "buffer upload", cuMemcpyHtoD, pointer(), host.data(), host.size());
-  });
-}
-
-std::expected<void, diag::Diagnostics> DeviceBuffer::download(std::span<std::byte> host) const {
-  if (host.size() > size_bytes()) return std::unexpected(copy_too_large(host.size(), size_bytes()));
-  if (auto ok = context()->healthy("cuMemcpyDtoH", "buffer download"); !ok) return ok;
-  if (auto ok = context()->legacy_stream_allowed("buffer download"); !ok) return ok;
-  if (auto ok = context()->make_current(); !ok) return ok;
-  BufferAccess access{track(), AccessMode::read};
-  return context()->tracker().submit(nullptr, std::span(&access, 1), [&] {
-    return PTXGATE_CU(*context(), "buffer download", cuMemcpyDtoH, host.data(), pointer(), host.size());
-  });
-}
-
-std::expected<void, diag::Diagnostics> DeviceBuffer::fill_bytes(uint8_t value) {
-  if (auto ok = context()->healthy("cuMemsetD8", "buffer fill"); !ok) return ok;
-  if (auto ok = context()->legacy_stream_allowed("buffer fill"); !ok) return ok;
-  if (auto ok = context()->make_current(); !ok) return ok;
-  BufferAccess access{track(), AccessMode::write};
-  return context()->tracker().submit(nullptr, std::span(&access, 1), [&] {
-    return PTXGATE_CU(*context(), "buffer fill", cuMemsetD8, pointer(), value, size_bytes());
-  });
-}
-
-// ---- HostBuffer ----
-
-std::expected<HostBuffer, diag::Diagnostics> HostBuffer::allocate(std::shared_ptr<Context> ctx, size_t bytes) {
-  std::string subject = fmt::format("pinned host buffer of {} bytes", bytes);
-  if (auto ok = ctx->healthy("cuMemAllocHost", subject); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
-  void* p = nullptr;
-  ctx->tracker().reclaim();
-  if (auto ok = PTXGATE_CU(*ctx, subject, cuMemAllocHost, &p, bytes == 0 ? 1 : bytes); !ok)
-    return std::unexpected(ok.error());
-  auto track = ctx->tracker().track(MemoryKind::pinned_host, reinterpret_cast<uint64_t>(p));
-  HostBuffer h;
-  h.owned_ = Owned<Handle>(std::move(ctx), Handle{static_cast<std::byte*>(p), bytes, std::move(track)});
-  return h;
-}
-
-void HostBuffer::Handle::release(Context& ctx) noexcept {
-  if (track) {
-    ctx.tracker().release(std::move(track));
-    return;
-  }
-  (void)ctx.make_current();
-  ignore(ctx.api().cuMemFreeHost(data));
-}
-
-std::expected<void, diag::Diagnostics> HostBuffer::wait_for_device(AccessMode mode) const {
-  if (!owned_->track) return {};
-  if (auto ok = context()->healthy("cuEventSynchronize", "pinned host buffer"); !ok) return ok;
-  return context()->tracker().host_access(*owned_->track, mode, "pinned host buffer");
-}
-
-// ---- Event ----
-
-std::expected<Event, diag::Diagnostics> Event::create(std::shared_ptr<Context> ctx) {
-  if (auto ok = ctx->healthy("cuEventCreate", "event"); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
-  CUevent event = nullptr;
-  if (auto ok = PTXGATE_CU(*ctx, "event", cuEventCreate, &event, CU_EVENT_DEFAULT); !ok)
-    return std::unexpected(ok.error());
-  Event e;
-  e.owned_ = Owned<Handle>(std::move(ctx), Handle{event});
-  return e;
-}
-
-void Event::Handle::release(Context& ctx) noexcept {
-  (void)ctx.make_current();
-  ignore(ctx.api().cuEventDestroy(event));
-}
-
-std::expected<void, diag::Diagnostics> Event::record(const Stream* stream) {
-  if (auto ok = context()->healthy("cuEventRecord", "event"); !ok) return ok;
-  if (stream == nullptr) {
-    if (auto ok = context()->legacy_stream_allowed("event record"); !ok) return ok;
-  } else if (auto ok = context()->owns(*stream, "event record", "the event was created in"); !ok) {
-    return ok;
-  }
-  return PTXGATE_CU(*context(), "event", cuEventRecord, handle(), stream != nullptr ? stream->handle() : nullptr);
-}
-
-std::expected<void, diag::Diagnostics> Event::synchronize() {
-  if (auto ok = context()->healthy("cuEventSynchronize", "event"); !ok) return ok;
-  return PTXGATE_CU(*context(), "event", cuEventSynchronize, handle());
-}
-
-std::expected<float, diag::Diagnostics> Event::elapsed_ms_since(const Event& start) {
-  if (start.context() != nullptr && start.context() != context())
-    return std::unexpected(
-        context()->foreign_object("event timing", "the start event", *start.context(), "the end event belongs to"));
-  float ms = 0;
-  if (auto ok = PTXGATE_CU(*context(), "event timing", cuEventElapsedTime, &ms, start.handle(), handle()); !ok)
-    return std::unexpected(ok.error());
-  return ms;
+  return word;
 }
 
 }  // namespace ptxgate::backend

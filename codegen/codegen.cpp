@@ -15,6 +15,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include "ptxgate/codegen/internal/budget.hpp"
 #include "ptxgate/codegen/internal/libdevice.hpp"
 #include "ptxgate/codegen/internal/lower.hpp"
 #include "ptxgate/codegen/internal/nvptx.hpp"
@@ -70,31 +71,6 @@ struct Compilation {
   }
 };
 
-/// PG2010 when `module` has more instructions than `options.instruction_budget` at `stage`
-/// ("after inlining", "after optimisation"); the message names the largest function.
-std::expected<void, diag::Diagnostics> check_instruction_budget(const llvm::Module& module, const CodegenOptions& options,
-                                                                std::string_view stage) {
-  if (options.instruction_budget == 0) return {};
-  uint64_t total = 0, largest = 0;
-  std::string_view largest_name;
-  for (const llvm::Function& f : module) {
-    uint64_t count = f.getInstructionCount();
-    total += count;
-    if (count > largest) {
-      largest = count;
-      largest_name = f.getName();
-    }
-  }
-  if (total <= options.instruction_budget) return {};
-  return std::unexpected(single(
-      diag::Code::compile_budget_exceeded,
-      fmt::format("the module has {} LLVM instructions {} ({} in '{}'), more than the compile budget of {}", total,
-                  stage, largest, largest_name, options.instruction_budget),
-      "make the kernel smaller (fewer statements, math calls or constant-trip loops to unroll), or raise the "
-      "budget: ptxgate emit --instruction-budget N, CodegenOptions::instruction_budget (0: no limit; compile time "
-      "grows about linearly with it)"));
-}
-
 /// Lowers, verifies, links libdevice where used, internalises and optimises.
 std::expected<void, diag::Diagnostics> build_optimised_module(Compilation& c, const ir::Module& verified,
                                                               const CodegenOptions& options,
@@ -115,9 +91,12 @@ std::expected<void, diag::Diagnostics> build_optimised_module(Compilation& c, co
     if (auto linked = link_libdevice(*c.module, options.libdevice_path); !linked) return linked;
   }
   internalize_non_kernels(*c.module);
+  // Inlining and complete unrolling can multiply the module many times over: refuse before they run.
+  if (options.opt_level >= 1)
+    if (auto estimated = check_estimated_budget(*c.module, options.instruction_budget); !estimated) return estimated;
   std::expected<void, diag::Diagnostics> budget;
   auto within_budget = [&] {
-    budget = check_instruction_budget(*c.module, options, "after inlining");
+    budget = check_instruction_budget(*c.module, options.instruction_budget, "after inlining");
     return budget.has_value();
   };
   if (std::string error;
@@ -126,7 +105,7 @@ std::expected<void, diag::Diagnostics> build_optimised_module(Compilation& c, co
                                   "report this as a ptxgate bug"));
   if (!budget) return budget;
   if (auto failed = c.llvm_failed("optimisation"); !failed) return failed;
-  return check_instruction_budget(*c.module, options, "after optimisation");
+  return check_instruction_budget(*c.module, options.instruction_budget, "after optimisation");
 }
 
 /// Whether the optimised module needs 64-bit pointers: a stack frame is left (see build_for_target), or
@@ -207,9 +186,10 @@ std::vector<contract::KernelInfo> describe(const ir::Module& m) {
     info.static_shared_bytes = k.static_shared_bytes;
     info.cooperative = k.cooperative;
     info.uses_grid_sync = k.uses_grid_sync;
-    info.uses_warp_operations = k.uses_warp_operations;
+    info.block_granule = k.block_granule;
     info.dynamic_shared_element_bytes = k.dynamic_shared_element_bytes;
     info.hidden_grid_barrier_param = k.uses_grid_sync;
+    contract::attach_access_facts(info, k.access_facts);
     out.push_back(std::move(info));
   }
   return out;

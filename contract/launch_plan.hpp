@@ -21,6 +21,9 @@ struct ArgumentDesc {
   std::optional<ir::Type> scalar_type; ///< scalar's type when known
   std::optional<uint64_t> buffer_bytes;///< allocation size of a buffer when known
   std::optional<uint64_t> address;     ///< a buffer's device address when known (alignment, PG3011)
+  /// A scalar's value as the bits of its type, zero-extended, when known: the memory-safety
+  /// check evaluates the kernel's indices with it.
+  std::optional<uint64_t> scalar_bits;
 };
 
 enum class StreamPolicy : uint8_t {
@@ -47,6 +50,11 @@ struct LaunchPlan {
   /// Elements each buffer parameter must hold, by parameter index, when the
   /// caller knows them (e.g. from a scalar `n`); checked against buffer_bytes.
   std::vector<std::pair<uint32_t, uint64_t>> required_elements;
+  /// Memory safety: accesses not proven in bounds for this launch are errors (PG3802) instead
+  /// of notes, and an unanalysable (foreign) kernel is blocked.
+  bool require_memory_proof = false;
+  /// Memory safety: list the accesses not proven as notes (PG3802), as `check -v` does.
+  bool list_unproven_accesses = false;
 };
 
 /// Resources the compiled kernel uses (from ptxas offline, cuFuncGetAttribute online).

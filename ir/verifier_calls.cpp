@@ -95,6 +95,7 @@ Type KernelChecker::infer_call(Expr& e) {
   if (!e.intrinsic) {
     for (auto& operand : e.operands)
       if (operand) concrete(*operand);
+    if (reporter_.stopped()) return Type::error;
     std::vector<std::string> known;
     for (size_t i = 0; i < intrinsic_count(); ++i) known.emplace_back(intrinsic_name(static_cast<Intrinsic>(i)));
     if (functions_)
@@ -185,6 +186,10 @@ Type KernelChecker::infer_function_call(Expr& e, const Function& callee) {
   // function's own uses are completed from its callees' by check_call_graph.
   kernel_.target_requirement.raise(callee.target_requirement);
   if (as_kernel_) {
+    if (callee.stack_local_bytes > deepest_call_local_bytes_) {
+      deepest_call_local_bytes_ = callee.stack_local_bytes;
+      deepest_call_ = &e;
+    }
     kernel_.uses_barrier = kernel_.uses_barrier || callee.uses_barrier;
     kernel_.uses_warp_operations = kernel_.uses_warp_operations || callee.uses_warp_operations;
     kernel_.uses_grid_sync = kernel_.uses_grid_sync || callee.uses_grid_sync;

@@ -53,6 +53,8 @@ Type KernelChecker::concrete(Expr& e) {
 void KernelChecker::report_undefined(Expr& e) {
   SourceRange range = e.range;
   if (e.kind == ExprKind::index) range.length = static_cast<uint32_t>(e.name.size());
+  // Past the diagnostic limit nothing is reported: no hint to compute (it compares every visible name).
+  if (reporter_.stopped()) return;
   auto hint = closest_name(e.name, visible_names());
   reporter_.report(diag::Code::undefined_name, range, fmt::format("use of undefined name '{}'", e.name),
                    hint ? fmt::format("did you mean '{}'?", *hint)

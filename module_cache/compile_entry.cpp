@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "ptxgate/diagnostics/internal/json_checks.hpp"
+#include "ptxgate/ir/access_facts.hpp"
 #include "ptxgate/ir/printer.hpp"
 #include "ptxgate/module_cache/module_cache.hpp"
 #include "ptxgate/toolchain/build.hpp"
@@ -16,10 +17,15 @@ std::string codegen_options_text(const codegen::CodegenOptions& options) {
   // The pipeline is named (and versioned) at -O2/-O3, where ptxgate's own pipeline is the default.
   // The floating-point mode is named only when it is not the default, so that the keys of
   // default compiles keep their form.
-  const std::string fp =
+  // The compile budget likewise: a module refused under one budget never reads the entry that a
+  // compile under a larger one published.
+  std::string extra =
       options.fp_mode == ir::FpMode::contract ? "" : fmt::format(";fp={}", ir::fp_mode_name(options.fp_mode));
-  if (options.opt_level < 2) return fmt::format("opt_level={}{}", options.opt_level, fp);
-  return fmt::format("opt_level={};pipeline={}{}", options.opt_level, options.llvm_pipeline ? "llvm" : "kernel-1", fp);
+  if (options.instruction_budget != codegen::kDefaultInstructionBudget)
+    extra += fmt::format(";budget={}", options.instruction_budget);
+  if (options.opt_level < 2) return fmt::format("opt_level={}{}", options.opt_level, extra);
+  return fmt::format("opt_level={};pipeline={}{}", options.opt_level, options.llvm_pipeline ? "llvm" : "kernel-1",
+                     extra);
 }
 
 CacheKeyInputs key_inputs_for(const ir::Module& verified, const CompileRequest& request,
@@ -30,6 +36,14 @@ CacheKeyInputs key_inputs_for(const ir::Module& verified, const CompileRequest& 
   // canonical text does not hold: they are part of the key of a module with asserts.
   if (std::string sites = ir::assert_sites(verified); !sites.empty())
     in.canonical_module_text += "\n// assert sites\n" + sites;
+  // The access facts kept with each kernel name their sites' lines and columns, which the
+  // canonical text does not hold either.
+  std::string access_sites;
+  for (const ir::Kernel& k : verified.kernels)
+    if (k.access_facts)
+      for (const ir::AccessSite& s : k.access_facts->sites)
+        access_sites += fmt::format("{}:{}:{}:{}\n", s.line, s.column, s.length, s.source_line);
+  if (!access_sites.empty()) in.canonical_module_text += "\n// access sites\n" + access_sites;
   in.target_arch = request.codegen.target.name();
   in.codegen_options = codegen_options_text(request.codegen);
   in.ptxgate_version = ptxgate_version();

@@ -246,6 +246,7 @@ contract::ArgumentDesc describe_argument(const ArgSpec& spec) {
     d.kind = contract::ArgumentDesc::Kind::scalar;
     d.scalar_type = spec.type;
     d.size_bytes = ir::byte_size(spec.type);
+    d.scalar_bits = spec.bits;
     return d;
   }
   d.kind = contract::ArgumentDesc::Kind::buffer;

@@ -28,7 +28,7 @@ std::unexpected<OfflineStop> usage(std::string message, std::string fix) {
 std::unexpected<OfflineStop> stop(diag::Diagnostics d) { return std::unexpected(OfflineStop{std::move(d), false}); }
 
 // Describes the launch's argument table from --arg/--empty-args/--null-slot/--elements/--stream.
-// Each SPEC is parsed by the library's one grammar (validation/arg_spec, shared with `run`), so a
+// Each SPEC is parsed by the library's one grammar (pipeline/arg_spec, shared with `run`), so a
 // value `run` rejects is rejected here too (PG5002, collected in `spec_errors`). A usage problem
 // (order, conflicting options) is the returned string.
 std::expected<void, std::string> describe_arguments(const OfflineLaunch& opt, const contract::KernelInfo& info,
@@ -101,6 +101,8 @@ std::expected<OfflineCheck, OfflineStop> check_described(const OfflineLaunch& op
   out.plan.block_given = !opt.block.empty();
   out.plan.dynamic_shared_bytes = shared_bytes;
   out.plan.cooperative = opt.cooperative || out.grid_max;
+  out.plan.require_memory_proof = opt.require_memory_proof;
+  out.plan.list_unproven_accesses = opt.list_unproven_accesses;
   diag::Diagnostics spec_errors;
   if (auto described = describe_arguments(opt, out.kernel, out.plan, spec_errors); !described)
     return usage(described.error(), "see `ptxgate check --help` for --arg, --elements, --null-slot and --stream");
@@ -110,6 +112,10 @@ std::expected<OfflineCheck, OfflineStop> check_described(const OfflineLaunch& op
     out.plan.grid = {out.verdict.max_cooperative_grid, 1, 1};
     out.verdict = validation::check_launch(out.kernel, out.resources, out.plan, out.caps, location);
   }
+  // One verdict: the program's warnings (PG3503 local memory, the verifier's) belong to it, so its
+  // counts, its JSON and SARIF documents and its text carry them.
+  auto& items = out.verdict.diagnostics.items();
+  items.insert(items.begin(), out.warnings.items().begin(), out.warnings.items().end());
   if (opt.warnings_as_errors &&
       diag::promote_warnings(out.warnings) + diag::promote_warnings(out.verdict.diagnostics) > 0)
     out.verdict.launchable = false;
@@ -134,6 +140,7 @@ std::expected<ProfiledKernel, diag::Diagnostics> compile_for_profile(const std::
     out.kernel = std::move(foreign->info);
     out.resources = foreign->resources;
     out.location = foreign->location;
+    validation::report_local_memory(out.warnings, kernel_name, out.resources, out.location);
     return out;
   }
   auto loaded = ir::load_file(input);
@@ -210,14 +217,10 @@ nlohmann::json check_json(const OfflineCheck& check, const std::string& kernel) 
 }
 
 nlohmann::json check_stop_json(const OfflineStop& stop, const std::string& kernel) {
-  const auto& d = stop.diagnostics;
-  return {{"schema_version", kJsonSchemaVersion},
-          {"kernel", kernel},
-          {"launchable", false},
-          {"status", stop.usage ? "usage_error" : "error"},
-          {"errors", d.error_count()},
-          {"warnings", d.warning_count()},
-          {"diagnostics", diag::to_json(d)}};
+  auto j = stop_json(stop.diagnostics, stop.usage);
+  j["kernel"] = kernel;
+  j["launchable"] = false;
+  return j;
 }
 
 std::string check_text(const OfflineCheck& check, const std::string& kernel, bool verbose) {

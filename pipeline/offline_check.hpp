@@ -21,7 +21,7 @@ namespace ptxgate::pipeline {
 
 /// A launch described as text, the way a command line gives it; every field is parsed here with
 /// the library's one grammar for numbers (support::parse_count/parse_dims) and for argument
-/// specs (validation/arg_spec).
+/// specs (pipeline/arg_spec).
 struct OfflineLaunch {
   std::string input;                       ///< .pg path, or "-" for standard input
   std::string kernel;
@@ -41,6 +41,9 @@ struct OfflineLaunch {
   module_cache::ModuleCacheOptions cache;  ///< where compiled modules are looked up and published
   ir::FpMode fp_mode = ir::FpMode::contract;  ///< --fp-contract off / --fast-math (registers may differ)
   bool warnings_as_errors = false;         ///< -Werror: any warning (program or launch) blocks the launch
+  /// --require-proof: an access not proven in bounds for this launch blocks it (PG3802 errors).
+  bool require_memory_proof = false;
+  bool list_unproven_accesses = false;     ///< -v: PG3802 notes for the accesses not proven
 };
 
 /// A kernel compiled for a device profile through the module cache (ptxas for its resources):
@@ -51,7 +54,7 @@ struct ProfiledKernel {
   contract::KernelResources resources;
   diag::Location location;                 ///< the kernel's name in its source, for diagnostics
   module_cache::CacheOutcome cache_outcome = module_cache::CacheOutcome::compiled;
-  diag::Diagnostics warnings;              ///< the program's and the cache's warnings
+  diag::Diagnostics warnings;              ///< the program's and the cache's warnings (the verdict's first diagnostics too)
 };
 
 /// Loads the profile (NAME or PATH) and the program, finds the kernel (PG2006), compiles for
@@ -73,7 +76,7 @@ struct OfflineCheck {
   validation::Verdict verdict;
   bool grid_max = false;
   module_cache::CacheOutcome cache_outcome = module_cache::CacheOutcome::compiled;
-  diag::Diagnostics warnings;              ///< the program's and the cache's warnings
+  diag::Diagnostics warnings;              ///< the program's and the cache's warnings (the verdict's first diagnostics too)
 };
 
 /// Why no verdict was reached: the diagnostics, and whether the request itself was malformed

@@ -11,6 +11,7 @@
 #include "ptxgate/pipeline/arg_data.hpp"
 #include "ptxgate/pipeline/launch_flags.hpp"
 #include "ptxgate/pipeline/reports.hpp"
+#include "ptxgate/support/files.hpp"
 #include "ptxgate/support/numbers.hpp"
 #include "ptxgate/validation/check.hpp"
 
@@ -82,6 +83,8 @@ void bind_outputs(const RunRequest& request, PreparedRun& run, diag::Diagnostics
   for (const auto& o : request.outs) {
     auto kv = split_assignment(o, "--out");
     if (!kv) errors.append(kv.error());
+    else if (auto same = support::refuse_output_onto_input(kv->second, request.input); !same)
+      errors.append(same.error());
     else if (auto i = buffer_index(run, kv->first)) run.outs.emplace_back(*i, kv->second);
     else
       errors.add(diag::Code::invalid_argument_spec, fmt::format("--out {}: no buffer parameter named '{}'", o, kv->first),

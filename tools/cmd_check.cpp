@@ -32,10 +32,10 @@ int run_check(CheckOptions& opt) {
   opt.launch.null_stream = opt.stream == "null";
   opt.launch.require_explicit_stream = opt.stream_policy == "require-explicit";
   opt.launch.warnings_as_errors = common_options().warnings_as_errors();
+  opt.launch.list_unproven_accesses = verbose;
   auto checked = pipeline::check_offline(opt.launch);
   if (!checked) return stop(checked.error(), format, opt.launch.kernel);
-  const auto& verdict = checked->verdict;
-  if (!checked->warnings.empty()) print_diagnostics(checked->warnings, format);
+  const auto& verdict = checked->verdict;  // its diagnostics include the program's warnings
   if (format == diag::Format::json) {
     print_product(pipeline::check_json(*checked, opt.launch.kernel).dump(2) + "\n");
   } else if (format == diag::Format::sarif) {
@@ -77,6 +77,8 @@ CLI::App* register_check(CLI::App& app, Runner& runner) {
                   "`ptxgate run` (random:COUNT[:SEED], fill:COUNT:VALUE, iota:COUNT, PATH.npy, a raw file, a literal), "
                   "null, buffer:BYTES or TYPE:VALUE");
   cmd->add_flag("--empty-args", opt->launch.empty_args, "Describe an empty argument table");
+  cmd->add_flag("--require-proof", opt->launch.require_memory_proof,
+                "Block the launch unless every access of the kernel is proven in bounds for it");
   cmd->add_option("--null-slot", opt->launch.null_slots, "Index of an argument slot whose pointer is null");
   cmd->add_option("--elements", opt->launch.elements, "NAME=COUNT: elements of buffer NAME the launch touches");
   cmd->add_option("--stream", opt->stream, "Stream of the launch: explicit or null (the legacy default stream)")

@@ -13,6 +13,7 @@
 
 #include "ptxgate/backend/runtime.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
+#include "compare.hpp"
 
 namespace ptxgate::gpu_test {
 
@@ -25,7 +26,33 @@ std::string read_text(const std::filesystem::path& path);
 /// tests/unit/ptx/NAME (PTX written by nvcc and Triton): $PTXGATE_PTX_DIR, else the source tree's.
 std::filesystem::path ptx_fixture_path(const std::string& name);
 
-/// Compiles kernel NAME of examples/NAME.pg (FAILs the test with the diagnostics otherwise).
+/// The exit status of a case that does not apply to this machine (and of the whole binary without a GPU).
+constexpr int kCaseSkipped = 77;
+
+/// Ends the running case as not applying to this device or machine (another architecture, no NCCL, fewer
+/// GPUs, a missing file): prints "SKIPPED: <case>: <why>", tells the supervisor, which reports the case
+/// SKIPPED with `why` (never as passed), and ends the case's process (each case has its own).
+[[noreturn]] void skip_case(const std::string& why);
+
+/// The supervisor (gpu_supervisor.cpp): runs every case passing the command line's filters in a child
+/// process of its own, prints each result and a summary naming the failed and skipped cases; 1 when any
+/// case failed. PTXGATE_GPU_CASE_TIMEOUT (seconds, default 300) limits each case.
+int supervise(int argc, char** argv);
+/// A child of the supervisor: runs the one case its filter names; 0 passed, kCaseSkipped, else failed. A
+/// case whose name matches $PTXGATE_GPU_FAIL_CASE (a shell pattern) fails on purpose after it passed.
+int run_one_case(int argc, char** argv);
+
+/// Whether this process runs under compute-sanitizer (which serialises the device's work): the variables
+/// compute-sanitizer sets in its targets' environment (NV_SANITIZER_INJECTION_*, its injection library in
+/// NVTX_/CUDA_INJECTION64_PATH), or PTXGATE_UNDER_COMPUTE_SANITIZER=1 (the GPU scripts set it).
+bool under_compute_sanitizer();
+
+/// How a test starts this binary again, as shell words: $PTXGATE_GPU_TEST_SELF (a bundled loader before the
+/// binary), else /proc/self/exe quoted.
+std::string self_command();
+
+/// Compiles kernel NAME of examples/NAME.pg (FAILs the test with the diagnostics otherwise; a missing file
+/// skips the case).
 std::shared_ptr<backend::Kernel> compile_example(const std::string& name);
 
 /// Uniform random values in [lo, hi), never exactly zero.
@@ -61,21 +88,6 @@ std::vector<T> download(const backend::DeviceBuffer& buffer) {
   auto v = runtime().download<T>(buffer);
   if (!v) FAIL(diag::render_text(v.error()));
   return std::move(*v);
-}
-
-/// Counts elements where |got - want| > abs_tol + rel_tol * |want|; reports the first few.
-template <class G, class W>
-size_t mismatches(const std::vector<G>& got, const std::vector<W>& want, double abs_tol, double rel_tol,
-                  const std::string& what) {
-  size_t bad = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    double g = static_cast<double>(got[i]), w = static_cast<double>(want[i]);
-    if (!(std::fabs(g - w) <= abs_tol + rel_tol * std::fabs(w))) {
-      if (bad < 5) MESSAGE(what << "[" << i << "]: got " << g << ", want " << w);
-      ++bad;
-    }
-  }
-  return bad;
 }
 
 }  // namespace ptxgate::gpu_test

@@ -41,6 +41,63 @@ TEST_CASE("text rendering has location, excerpt, caret and fix") {
   CHECK(text.find("1 error, 0 warnings") != std::string::npos);
 }
 
+TEST_CASE("a long source line is kept as an excerpt around the caret, never whole") {
+  // One line of 1 MB: each Location used to copy all of it (20000 entries of a one-line PTX
+  // file: 13 GB), and the text rendering printed it whole for every diagnostic.
+  std::string line = "let x = ";
+  for (int i = 0; i < 100000; ++i) line += "a + 1 + ";
+  line += "\xc3\xa9 + target + b;";
+  SourceFile f("long.pg", line + "\n");
+  const auto at = static_cast<uint32_t>(line.find("target"));
+  Location loc = locate(f, at, 6);
+  CHECK(loc.column == at + 1);
+  CHECK(loc.source_line.size() <= kMaxExcerptBytes + 6);
+  CHECK(loc.source_line.starts_with("..."));
+  CHECK(loc.source_line.ends_with("+ target + b;"));
+  Diagnostics d;
+  d.add(Code::undefined_name, "use of undefined name 'target'", loc, "declare it");
+  std::string text = render_text(d);
+  CHECK(text.size() < 1000);
+  // The caret still stands under the name.
+  const auto excerpt = text.find("| ...");
+  const auto caret = text.find("^^^^^^");
+  REQUIRE(excerpt != std::string::npos);
+  REQUIRE(caret != std::string::npos);
+  const auto excerpt_line_start = text.rfind('\n', excerpt) + 1;
+  const auto caret_line_start = text.rfind('\n', caret) + 1;
+  CHECK(text.substr(excerpt_line_start + (caret - caret_line_start), 6) == "target");
+  // The start of a long line: no "..." before it; a short line: whole.
+  Location first = locate(f, 4, 1);
+  CHECK(first.source_line.starts_with("let x = "));
+  CHECK(first.source_line.ends_with("..."));
+  CHECK(first.source_line_offset == 0);
+  CHECK(locate(SourceFile("s.pg", "let x = y;"), 8, 1).source_line == "let x = y;");
+}
+
+TEST_CASE("text rendering escapes control characters of quoted source, messages and paths") {
+  // A NUL, an escape sequence (retitling the terminal), a bell and a C1 CSI in a source line.
+  using namespace std::string_literals;
+  const std::string source = "let x = 1;\0 \x1b]0;PWNED\x07 \x1b[31mred \xc2\x9b" "2J \xff;\n"s;
+  SourceFile f("k\x1b[2J.pg", source);
+  Diagnostics d;
+  d.add(Code::invalid_character, "invalid character '\x1b' and a bell \x07", locate(f, 10, 1), "remove \x1b[0m it");
+  const std::string text = render_text(d);
+  // Nothing a terminal interprets reaches it, and no NUL cuts the C string off.
+  for (char c : text) CHECK((static_cast<unsigned char>(c) >= 0x20 || c == '\n'));
+  CHECK(text.find('\x7f') == std::string::npos);
+  CHECK(text.find("\xc2\x9b") == std::string::npos);
+  CHECK(text.find("k\u241b[2J.pg:1:11: error[PG1001]: invalid character '\u241b' and a bell \u2407\n") == 0);
+  CHECK(text.find("let x = 1;\u2400 \u241b]0;PWNED\u2407 \u241b[31mred \\xC2\\x9B2J \\xFF;\n") != std::string::npos);
+  // The caret stays under the NUL's control picture: one column per control character.
+  CHECK(text.find("\n       |           ^\n") != std::string::npos);
+  CHECK(text.find("fix: remove \u241b[0m it\n") != std::string::npos);
+  CHECK(text.find("1 error, 0 warnings") != std::string::npos);
+  // Messages keep their line breaks and tabs.
+  Diagnostics m;
+  m.add(Code::ptxas_failure, "line one\n\tline two", {}, {});
+  CHECK(render_text(m, false) == "error[PG2004]: line one\n\tline two\n");
+}
+
 TEST_CASE("JSON and SARIF renderings carry the same record") {
   Diagnostics d;
   d.add(Code::grid_smaller_than_sms, "grid of 4 blocks is smaller than 132 SMs", {}, "use at least 132 blocks");

@@ -6,9 +6,11 @@
 #include <string>
 
 #include "ptxgate/backend/arg.hpp"
+#include "ptxgate/backend/internal/arguments.hpp"
 #include "ptxgate/backend/tensor_map.hpp"
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/contract/kernel_info.hpp"
+#include "ptxgate/ir/block_granule.hpp"
 #include "ptxgate/ir/builder.hpp"
 #include "ptxgate/ir/printer.hpp"
 #include "ir_test_support.hpp"
@@ -116,6 +118,28 @@ TEST_CASE("hopper: each misuse is one diagnostic with its code, a location and a
   check_only(body("wgmma_fence();", "@workgroup(96)"), diag::Code::partial_warpgroup_block);
   check_only(body("shared f: f32[64];\n  let d = wgmma_desc(f, 0);"), diag::Code::invalid_matrix_descriptor);
   check_only(body("let a = shared_address(y, 0);"), diag::Code::invalid_matrix_descriptor);
+}
+
+TEST_CASE("hopper: the verifier records a block granule of 128 for warpgroup operations, @workgroup or not") {
+  for (const std::string attributes : {"@workgroup(128)", "", "@workgroup(256)"}) {
+    CAPTURE(attributes);
+    ir::Module m;
+    REQUIRE(verify_text(body("wgmma_fence();", attributes), &m).empty());
+    CHECK(m.kernels[0].block_granule == 128);
+    CHECK(codegen::describe(m)[0].block_granule == 128);
+  }
+  ir::Module plain;
+  REQUIRE(verify_text(body("y[0] = 1.0;", ""), &plain).empty());
+  CHECK(plain.kernels[0].block_granule == 1);
+  // The one rule for @workgroup and launches names the block, the granule and why.
+  auto v = ir::check_block_granule("k", 128, 96, "the block 96x1x1");
+  REQUIRE(v);
+  CHECK(v->code == diag::Code::partial_warpgroup_block);
+  CHECK(v->suggested_threads == 128);
+  CHECK(v->message.find("the block 96x1x1 has 96 threads, not a multiple of 128") != std::string::npos);
+  CHECK_FALSE(ir::check_block_granule("k", 32, 96, "b"));
+  CHECK(ir::check_block_granule("k", 32, 100, "b")->code == diag::Code::partial_warp_block);
+  CHECK_FALSE(ir::check_block_granule("k", 1, 7, "b"));
 }
 
 TEST_CASE("hopper: warpgroup_id, block_id and uniform values keep wgmma convergent; warp_id does not") {
@@ -253,7 +277,7 @@ TEST_CASE("hopper: a tensor map binds only to a tensor_map parameter (PG3712), b
   REQUIRE(bound);
   CHECK(bound->size == 128);
   backend::BoundSlot slot;
-  CHECK(backend::argument_slot(a, slot) == static_cast<void*>(map.words.data()));
+  CHECK(backend::internal::argument_slot(a, slot) == static_cast<void*>(map.words.data()));
   auto wrong = backend::bind_argument(Arg(7u), map_param, "k");
   REQUIRE_FALSE(wrong);
   CHECK(wrong.error().items()[0].code == diag::Code::tensor_map_argument_mismatch);
@@ -267,14 +291,14 @@ TEST_CASE("hopper: a tensor map binds only to a tensor_map parameter (PG3712), b
   kernel.params[0].index = 0, kernel.params[1].index = 1;
   contract::LaunchPlan plan = validation_test::plan({1, 1, 1}, {128, 1, 1});
   plan.arguments_known = true;
-  plan.arguments = {backend::describe_argument(a), backend::describe_argument(Arg(7u))};
+  plan.arguments = {backend::internal::describe_argument(a), backend::internal::describe_argument(Arg(7u))};
   const auto caps = validation_test::caps_of("h100-sxm");
   const auto resources = validation_test::resources(32);
   auto fine = validation::check_launch(kernel, resources, plan, caps);
   INFO(diag::render_text(fine.diagnostics));
   CHECK(validation_test::count(fine, diag::Code::tensor_map_argument_mismatch) == 0);
   CHECK(fine.launchable);
-  plan.arguments = {backend::describe_argument(Arg(uint64_t{7})), backend::describe_argument(a)};
+  plan.arguments = {backend::internal::describe_argument(Arg(uint64_t{7})), backend::internal::describe_argument(a)};
   auto swapped = validation::check_launch(kernel, resources, plan, caps);
   CHECK(validation_test::count(swapped, diag::Code::tensor_map_argument_mismatch) == 2);
   CHECK_FALSE(swapped.launchable);

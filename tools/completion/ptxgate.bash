@@ -36,7 +36,7 @@ _ptxgate() {
   local options=""
   case "$command" in
     emit) options="--target --emit -O --opt-level --llvm-pipeline --instruction-budget --fp-contract --fast-math --libdevice -o --output" ;;
-    check) options="--kernel --signature --grid --block --shared-bytes --cooperative --device-profile --arg --empty-args
+    check) options="--kernel --signature --grid --block --shared-bytes --cooperative --device-profile --arg --empty-args --require-proof
                     --null-slot --elements --stream --stream-policy --fp-contract --fast-math" ;;
     occupancy) options="--kernel --device-profile --shared-bytes --fp-contract --fast-math" ;;
     run) options="--kernel --grid --block --shared-bytes --cooperative --arg --out --print --time --device

@@ -1,0 +1,354 @@
+// Interval bounds of access-fact nodes for one launch, and their narrowing by path conditions.
+#include "ptxgate/ir/sym_bounds.hpp"
+
+#include <algorithm>
+
+namespace ptxgate::ir {
+namespace {
+
+
+constexpr Integer kInfinity = Integer{1} << 120;
+constexpr Integer kSmall = Integer{1} << 62;  ///< products of two magnitudes below this fit in 128 bits
+
+Interval point(Integer v) { return {v, v}; }
+Interval hull(Interval a, Interval b) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  return {std::min(a.lo, b.lo), std::max(a.hi, b.hi)};
+}
+Interval meet(Interval a, Interval b) { return {std::max(a.lo, b.lo), std::min(a.hi, b.hi)}; }
+Interval unbounded() { return {-kInfinity, kInfinity}; }
+const Interval kBool{0, 1};
+
+/// `r` when it lies in the type's range (no operand can wrap), else the whole range.
+Interval fit(Type t, Interval r) {
+  if (r.empty()) return r;
+  const Interval full = full_range(t);
+  return r.lo >= full.lo && r.hi <= full.hi ? r : full;
+}
+bool fits(Type t, Integer lo, Integer hi) { return lo >= type_min(t) && hi <= type_max(t); }
+bool small(Interval a) { return a.lo > -kSmall && a.hi < kSmall; }
+
+Integer floor_div(Integer a, Integer b) {  // b > 0
+  Integer q = a / b;
+  if ((a % b != 0) && (a < 0)) --q;
+  return q;
+}
+Integer ceil_div(Integer a, Integer b) { return -floor_div(-a, b); }  // b > 0
+
+/// Truncating division over intervals of one sign of divisor (d excludes 0).
+Interval divide(Interval a, Interval d) {
+  const Integer c[4] = {a.lo / d.lo, a.lo / d.hi, a.hi / d.lo, a.hi / d.hi};
+  return {*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
+}
+
+/// The smallest 2^k - 1 at or above v (v >= 0).
+Integer all_ones_above(Integer v) {
+  Integer m = 0;
+  while (m < v) m = (m << 1) | 1;
+  return m;
+}
+
+}  // namespace
+
+Interval full_range(Type t) { return {type_min(t), type_max(t)}; }
+
+NodeBounds::NodeBounds(const AccessFacts& facts, const LeafValues& leaves)
+    : facts_(facts), leaves_(leaves), base_(facts.nodes.size()), limit_(facts.nodes.size(), unbounded()) {
+  for (uint32_t i = 0; i < facts.nodes.size(); ++i) base_[i] = forward(i, base_);
+}
+
+Interval NodeBounds::loop_bounds(uint32_t loop, const std::vector<Interval>& values) const {
+  if (loop >= facts_.loops.size()) return {};
+  const LoopFact& l = facts_.loops[loop];
+  const Type t = facts_.nodes[l.variable].type;
+  const Interval lo = values[l.lo], hi = values[l.hi], step = values[l.step];
+  if (lo.empty() || hi.empty() || step.empty()) return {};
+  if (l.kind == LoopFact::Kind::range) return meet({lo.lo, hi.hi - 1}, full_range(t));
+  if (l.kind == LoopFact::Kind::shrinking) return {0, lo.hi};
+  // induction: v + a < bound (<=: inclusive) holds when an iteration starts, and v only grows
+  // when no increment and no test of the condition can wrap.
+  const Interval a = values[l.offset];
+  if (a.empty()) return {};
+  const Integer last = l.inclusive ? hi.hi - a.lo : hi.hi - a.lo - 1;
+  const Integer tmax = type_max(t);
+  const bool no_wrap = a.lo >= 0 && step.lo >= 0 && lo.hi + a.hi <= tmax && last + step.hi + a.hi <= tmax;
+  if (!no_wrap) return full_range(t);
+  return {lo.lo, last};
+}
+
+Interval NodeBounds::forward(uint32_t id, const std::vector<Interval>& v) const {
+  const SymNode& n = facts_.nodes[id];
+  const Type t = n.type;
+  auto component = [&](const std::array<uint64_t, 3>& dims) { return static_cast<Integer>(dims[n.value % 3]); };
+  switch (n.op) {
+    case SymOp::constant: return point(value_of(t, n.value));
+    case SymOp::param: {
+      const auto* bits = leaves_.scalar_bits;
+      if (bits && n.value < bits->size() && (*bits)[n.value]) return point(value_of(t, *(*bits)[n.value]));
+      return full_range(t);
+    }
+    case SymOp::thread_id: return {0, component(leaves_.block) - 1};
+    case SymOp::block_id: return {0, component(leaves_.grid) - 1};
+    case SymOp::block_dim: return point(component(leaves_.block));
+    case SymOp::grid_dim: return point(component(leaves_.grid));
+    case SymOp::dynamic_shared_bytes: return point(static_cast<Integer>(leaves_.dynamic_shared_bytes));
+    case SymOp::loop: return loop_bounds(static_cast<uint32_t>(n.value), v);
+    case SymOp::opaque: return full_range(t);
+    default: break;
+  }
+  const unsigned count = sym_operand_count(n.op);
+  if (n.op == SymOp::select && !v[n.a].point())
+    return hull(branch(n.b, n.a, true, v), branch(n.c, n.a, false, v));
+  return apply(n, v[n.a], count > 1 ? v[n.b] : Interval{}, count > 2 ? v[n.c] : Interval{});
+}
+
+Interval NodeBounds::apply(const SymNode& n, Interval a, Interval b, Interval c) const {
+  const Type t = n.type;
+  const unsigned count = sym_operand_count(n.op);
+  if (a.empty() || (count > 1 && b.empty()) || (count > 2 && c.empty())) return {};
+  const Type operand = facts_.nodes[n.a].type;
+  if (a.point() && (count < 2 || b.point()) && (count < 3 || c.point())) {
+    const Type second = count > 1 ? facts_.nodes[n.b].type : operand;
+    auto r = apply_sym_op(n.op, t, operand, bits_of(operand, a.lo), count > 1 ? bits_of(second, b.lo) : 0,
+                              count > 2 ? bits_of(t, c.lo) : 0);
+    if (r) return point(value_of(t, *r));
+  }
+  switch (n.op) {
+    case SymOp::add: return fit(t, {a.lo + b.lo, a.hi + b.hi});
+    case SymOp::sub: return fit(t, {a.lo - b.hi, a.hi - b.lo});
+    case SymOp::mul: {
+      if (!small(a) || !small(b)) return full_range(t);
+      const Integer p[4] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
+      return fit(t, {*std::min_element(p, p + 4), *std::max_element(p, p + 4)});
+    }
+    case SymOp::div: {
+      Interval r{};
+      if (b.hi >= 1) r = hull(r, divide(a, {std::max<Integer>(b.lo, 1), b.hi}));
+      if (b.lo <= -1) r = hull(r, divide(a, {b.lo, std::min<Integer>(b.hi, -1)}));
+      if (b.lo <= 0 && b.hi >= 0) r = hull(r, point(value_of(t, bits_of(t, -1))));  // x / 0: all ones
+      return fit(t, r);
+    }
+    case SymOp::rem: {
+      const Integer m = std::max(b.hi > 0 ? b.hi : Integer{0}, b.lo < 0 ? -b.lo : Integer{0});  // largest |d|
+      Interval r{};
+      if (b.lo <= 0 && b.hi >= 0) r = a;  // x % 0 == x
+      if (m > 0) {
+        if (a.lo >= 0) r = hull(r, {0, std::min(a.hi, m - 1)});
+        else if (a.hi <= 0) r = hull(r, {std::max(a.lo, -(m - 1)), 0});
+        else r = hull(r, {std::max(a.lo, -(m - 1)), std::min(a.hi, m - 1)});
+        // A range within one period of a positive constant divisor keeps its order.
+        if (b.point() && b.lo > 0 && a.lo >= 0 && a.hi - a.lo < b.lo && a.lo % b.lo <= a.hi % b.lo)
+          r = {a.lo % b.lo, a.hi % b.lo};
+      }
+      return fit(t, r);
+    }
+    case SymOp::shl: {
+      if (!b.point()) return full_range(t);
+      const unsigned k = static_cast<unsigned>(bits_of(facts_.nodes[n.b].type, b.lo) & (bit_width(t) - 1));
+      if (!small(a) || k > 60) return full_range(t);
+      return fit(t, {a.lo * (Integer{1} << k), a.hi * (Integer{1} << k)});
+    }
+    case SymOp::shr: {
+      if (b.point()) {
+        const unsigned k = static_cast<unsigned>(bits_of(facts_.nodes[n.b].type, b.lo) & (bit_width(t) - 1));
+        return {a.lo >> k, a.hi >> k};
+      }
+      return {std::min<Integer>(a.lo, 0), std::max<Integer>(a.hi, 0)};
+    }
+    case SymOp::bit_and:
+      if (a.lo >= 0 && b.lo >= 0) return {0, std::min(a.hi, b.hi)};
+      if (a.lo >= 0) return {0, a.hi};
+      if (b.lo >= 0) return {0, b.hi};
+      return full_range(t);
+    case SymOp::bit_or:
+    case SymOp::bit_xor:
+      if (a.lo >= 0 && b.lo >= 0)
+        return fit(t, {n.op == SymOp::bit_or ? std::max(a.lo, b.lo) : 0, all_ones_above(std::max(a.hi, b.hi))});
+      return full_range(t);
+    case SymOp::min: return {std::min(a.lo, b.lo), std::min(a.hi, b.hi)};
+    case SymOp::max: return {std::max(a.lo, b.lo), std::max(a.hi, b.hi)};
+    case SymOp::neg: return fit(t, {-a.hi, -a.lo});
+    case SymOp::bit_not:
+      return is_signed(t) ? Interval{-a.hi - 1, -a.lo - 1} : Interval{type_max(t) - a.hi, type_max(t) - a.lo};
+    case SymOp::lt: return a.hi < b.lo ? point(1) : a.lo >= b.hi ? point(0) : kBool;
+    case SymOp::le: return a.hi <= b.lo ? point(1) : a.lo > b.hi ? point(0) : kBool;
+    case SymOp::gt: return a.lo > b.hi ? point(1) : a.hi <= b.lo ? point(0) : kBool;
+    case SymOp::ge: return a.lo >= b.hi ? point(1) : a.hi < b.lo ? point(0) : kBool;
+    case SymOp::eq: return meet(a, b).empty() ? point(0) : kBool;
+    case SymOp::ne: return meet(a, b).empty() ? point(1) : kBool;
+    case SymOp::logical_and:
+      if (a == point(0) || b == point(0)) return point(0);
+      return a == point(1) && b == point(1) ? point(1) : kBool;
+    case SymOp::logical_or:
+      if (a == point(1) || b == point(1)) return point(1);
+      return a == point(0) && b == point(0) ? point(0) : kBool;
+    case SymOp::logical_not: return {1 - a.hi, 1 - a.lo};
+    case SymOp::cast: return fit(t, a);
+    case SymOp::select:
+      if (a == point(1)) return b;
+      if (a == point(0)) return c;
+      return hull(b, c);
+    default: return full_range(t);
+  }
+}
+
+Interval NodeBounds::branch(uint32_t node, uint32_t cond, bool truth, const std::vector<Interval>& v) const {
+  const SymNode& c = facts_.nodes[cond];
+  if (c.op < SymOp::eq || c.op > SymOp::ge) return v[node];
+  SymOp op = c.op;
+  if (!truth) {
+    constexpr SymOp negated[] = {SymOp::ne, SymOp::eq, SymOp::ge, SymOp::gt, SymOp::le, SymOp::lt};
+    op = negated[static_cast<int>(op) - static_cast<int>(SymOp::eq)];
+  }
+  Interval x = v[c.a], y = v[c.b];
+  if (x.empty() || y.empty()) return v[node];
+  switch (op) {
+    case SymOp::lt: x = meet(x, {-kInfinity, y.hi - 1}); y = meet(y, {v[c.a].lo + 1, kInfinity}); break;
+    case SymOp::le: x = meet(x, {-kInfinity, y.hi}); y = meet(y, {v[c.a].lo, kInfinity}); break;
+    case SymOp::gt: x = meet(x, {y.lo + 1, kInfinity}); y = meet(y, {-kInfinity, v[c.a].hi - 1}); break;
+    case SymOp::ge: x = meet(x, {y.lo, kInfinity}); y = meet(y, {-kInfinity, v[c.a].hi}); break;
+    case SymOp::eq: x = meet(x, y); y = x; break;
+    default: return v[node];
+  }
+  if (x.empty() || y.empty()) return {};  // the branch is never taken
+  return reevaluate(node, c.a, x, c.b, y, v, 6);
+}
+
+Interval NodeBounds::reevaluate(uint32_t id, uint32_t x, Interval xb, uint32_t y, Interval yb,
+                                const std::vector<Interval>& v, int depth) const {
+  if (id == x) return xb;
+  if (id == y) return yb;
+  const SymNode& n = facts_.nodes[id];
+  const unsigned count = sym_operand_count(n.op);
+  if (depth == 0 || count == 0 || id < std::min(x, y)) return v[id];
+  auto operand = [&](uint32_t o) { return reevaluate(o, x, xb, y, yb, v, depth - 1); };
+  return meet(apply(n, operand(n.a), count > 1 ? operand(n.b) : Interval{}, count > 2 ? operand(n.c) : Interval{}),
+              limit_.empty() ? unbounded() : limit_[id]);
+}
+
+void NodeBounds::narrow(uint32_t id, Interval to, int depth) {
+  const Interval now = meet(current_[id], to);
+  if (now == current_[id]) return;
+  current_[id] = now;
+  if (limit_[id] == unbounded()) touched_.push_back(id);
+  limit_[id] = meet(limit_[id], to);
+  changed_ = true;
+  if (depth < 12 && !now.empty()) backward(id, depth + 1);
+}
+
+void NodeBounds::backward(uint32_t id, int depth) {
+  const SymNode& n = facts_.nodes[id];
+  const Interval r = current_[id];
+  const Type t = n.type;
+  const unsigned count = sym_operand_count(n.op);
+  if (count == 0) return;
+  const Interval a = current_[n.a], b = count > 1 ? current_[n.b] : Interval{};
+  if (a.empty() || (count > 1 && b.empty())) return;
+  switch (n.op) {
+    case SymOp::add:
+      if (fits(t, a.lo + b.lo, a.hi + b.hi)) {
+        narrow(n.a, {r.lo - b.hi, r.hi - b.lo}, depth);
+        narrow(n.b, {r.lo - current_[n.a].hi, r.hi - current_[n.a].lo}, depth);
+      }
+      break;
+    case SymOp::sub:
+      if (fits(t, a.lo - b.hi, a.hi - b.lo)) {
+        narrow(n.a, {r.lo + b.lo, r.hi + b.hi}, depth);
+        narrow(n.b, {current_[n.a].lo - r.hi, current_[n.a].hi - r.lo}, depth);
+      }
+      break;
+    case SymOp::mul:
+      if (small(a) && small(b)) {
+        if (b.point() && b.lo > 0 && fits(t, a.lo * b.lo, a.hi * b.lo)) narrow(n.a, {ceil_div(r.lo, b.lo), floor_div(r.hi, b.lo)}, depth);
+        else if (a.point() && a.lo > 0 && fits(t, a.lo * b.lo, a.lo * b.hi)) narrow(n.b, {ceil_div(r.lo, a.lo), floor_div(r.hi, a.lo)}, depth);
+      }
+      break;
+    case SymOp::div:
+      if (b.point() && b.lo > 0 && a.lo >= 0 && small(r)) narrow(n.a, {r.lo * b.lo, r.hi * b.lo + b.lo - 1}, depth);
+      break;
+    case SymOp::shr:
+      if (b.point() && small(r)) {
+        const unsigned k = static_cast<unsigned>(bits_of(facts_.nodes[n.b].type, b.lo) & (bit_width(t) - 1));
+        if (k <= 60) narrow(n.a, {r.lo * (Integer{1} << k), (r.hi + 1) * (Integer{1} << k) - 1}, depth);
+      }
+      break;
+    case SymOp::cast:
+      if (fits(t, a.lo, a.hi)) narrow(n.a, r, depth);
+      break;
+    case SymOp::min:
+      narrow(n.a, {r.lo, kInfinity}, depth);
+      narrow(n.b, {r.lo, kInfinity}, depth);
+      break;
+    case SymOp::max:
+      narrow(n.a, {-kInfinity, r.hi}, depth);
+      narrow(n.b, {-kInfinity, r.hi}, depth);
+      break;
+    default:
+      break;
+  }
+}
+
+void NodeBounds::constrain(uint32_t id, bool truth, int depth) {
+  if (depth > 64) return;
+  const SymNode& n = facts_.nodes[id];
+  switch (n.op) {
+    case SymOp::logical_and:
+      if (truth) {
+        constrain(n.a, true, depth + 1);
+        constrain(n.b, true, depth + 1);
+      }
+      break;
+    case SymOp::logical_or:
+      if (!truth) {
+        constrain(n.a, false, depth + 1);
+        constrain(n.b, false, depth + 1);
+      }
+      break;
+    case SymOp::logical_not:
+      constrain(n.a, !truth, depth + 1);
+      break;
+    case SymOp::lt: case SymOp::le: case SymOp::gt: case SymOp::ge: case SymOp::eq: case SymOp::ne: {
+      SymOp op = n.op;
+      if (!truth) {
+        constexpr SymOp negated[] = {SymOp::ne, SymOp::eq, SymOp::ge, SymOp::gt, SymOp::le, SymOp::lt};
+        op = negated[static_cast<int>(op) - static_cast<int>(SymOp::eq)];
+      }
+      const Interval a = current_[n.a], b = current_[n.b];
+      if (a.empty() || b.empty()) break;
+      switch (op) {
+        case SymOp::lt: narrow(n.a, {-kInfinity, b.hi - 1}, 0); narrow(n.b, {a.lo + 1, kInfinity}, 0); break;
+        case SymOp::le: narrow(n.a, {-kInfinity, b.hi}, 0); narrow(n.b, {a.lo, kInfinity}, 0); break;
+        case SymOp::gt: narrow(n.a, {b.lo + 1, kInfinity}, 0); narrow(n.b, {-kInfinity, a.hi - 1}, 0); break;
+        case SymOp::ge: narrow(n.a, {b.lo, kInfinity}, 0); narrow(n.b, {-kInfinity, a.hi}, 0); break;
+        case SymOp::eq: narrow(n.a, b, 0); narrow(n.b, current_[n.a], 0); break;
+        case SymOp::ne:
+          if (b.point() && a.lo == b.lo) narrow(n.a, {a.lo + 1, kInfinity}, 0);
+          if (b.point() && a.hi == b.lo) narrow(n.a, {-kInfinity, a.hi - 1}, 0);
+          if (a.point() && b.lo == a.lo) narrow(n.b, {b.lo + 1, kInfinity}, 0);
+          if (a.point() && b.hi == a.lo) narrow(n.b, {-kInfinity, b.hi - 1}, 0);
+          break;
+        default: break;
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  narrow(id, point(truth ? 1 : 0), 64);
+}
+
+const std::vector<Interval>& NodeBounds::under(uint32_t path, uint32_t last) {
+  for (uint32_t id : touched_) limit_[id] = unbounded();
+  touched_.clear();
+  current_ = base_;
+  for (int round = 0; round < 4; ++round) {
+    changed_ = false;
+    constrain(path, true, 0);
+    if (!changed_) break;
+    for (uint32_t i = 0; i <= last && i < current_.size(); ++i) current_[i] = meet(forward(i, current_), limit_[i]);
+  }
+  return current_;
+}
+
+}  // namespace ptxgate::ir

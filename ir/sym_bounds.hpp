@@ -1,0 +1,69 @@
+// Bounds of access-fact nodes for one launch: forward interval bounds of every node, and their
+// narrowing by the conjuncts of a path condition (HC4-style, through + - * casts min max shifts).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "ptxgate/ir/access_facts.hpp"
+#include "ptxgate/ir/sym_eval.hpp"
+
+namespace ptxgate::ir {
+
+/// A closed range of mathematical integers; lo > hi is empty (a value no thread computes).
+struct Interval {
+  Integer lo = 0, hi = -1;
+  bool empty() const { return lo > hi; }
+  bool point() const { return lo == hi; }
+  bool operator==(const Interval&) const = default;
+};
+
+/// The launch's leaf values.
+struct LeafValues {
+  std::array<uint64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  uint64_t dynamic_shared_bytes = 0;
+  const std::vector<std::optional<uint64_t>>* scalar_bits = nullptr;
+};
+
+/// Bounds of every node of one kernel's facts for one launch, refinable by path conditions.
+class NodeBounds {
+ public:
+  NodeBounds(const AccessFacts& facts, const LeafValues& leaves);
+  /// The bounds without any path condition.
+  const std::vector<Interval>& base() const { return base_; }
+  /// Bounds under `path` (a bool node) being true, up to node `last`: the conjuncts of the path
+  /// (comparisons, && and negations) narrow their operands and, through invertible operations,
+  /// the values they are computed from; every node is then re-evaluated. Returns the refined
+  /// bounds (valid until the next call).
+  const std::vector<Interval>& under(uint32_t path, uint32_t last);
+
+ private:
+  Interval forward(uint32_t id, const std::vector<Interval>& values) const;
+  /// An operation's bounds from its operands' (not for leaves).
+  Interval apply(const SymNode& n, Interval a, Interval b, Interval c) const;
+  /// The bounds of a select's branch `node` when its condition `cond` is `truth`: the condition's
+  /// operands narrowed and the branch re-evaluated a few levels deep with them (so that
+  /// `select(i > 0, i - 1, i)` does not count i - 1 at i = 0).
+  Interval branch(uint32_t node, uint32_t cond, bool truth, const std::vector<Interval>& values) const;
+  Interval reevaluate(uint32_t id, uint32_t x, Interval x_bounds, uint32_t y, Interval y_bounds,
+                      const std::vector<Interval>& values, int depth) const;
+  Interval loop_bounds(uint32_t loop, const std::vector<Interval>& values) const;
+  void constrain(uint32_t id, bool truth, int depth);
+  void narrow(uint32_t id, Interval to, int depth);
+  void backward(uint32_t id, int depth);
+
+  const AccessFacts& facts_;
+  LeafValues leaves_;
+  std::vector<Interval> base_;
+  std::vector<Interval> current_;
+  std::vector<Interval> limit_;     ///< per node: what the path allows (full range: none)
+  std::vector<uint32_t> touched_;   ///< nodes with a limit, to reset
+  bool changed_ = false;
+};
+
+/// The full range of a node's type.
+Interval full_range(Type t);
+
+}  // namespace ptxgate::ir

@@ -1,0 +1,464 @@
+// Memory safety of one launch: bounds of every access under its path condition, concrete witnesses
+// for accesses that go out of bounds, and the diagnostics that name them.
+#include "ptxgate/validation/memory_safety.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "ptxgate/ir/sym_bounds.hpp"
+
+namespace ptxgate::validation {
+namespace {
+
+using ir::Interval;
+using ir::Integer;
+using ir::SymOp;
+
+std::string text(Integer v) {
+  if (v == 0) return "0";
+  const bool negative = v < 0;
+  unsigned __int128 m = negative ? static_cast<unsigned __int128>(-(v + 1)) + 1 : static_cast<unsigned __int128>(v);
+  std::string s;
+  while (m > 0) {
+    s.push_back(static_cast<char>('0' + static_cast<int>(m % 10)));
+    m /= 10;
+  }
+  if (negative) s.push_back('-');
+  return {s.rbegin(), s.rend()};
+}
+
+/// Which leaves each node depends on: opaque values, and scalar parameters the launch does not give.
+struct Dependencies {
+  std::vector<uint8_t> opaque;    ///< 1: depends on an opaque leaf
+  std::vector<int32_t> unknown;   ///< a parameter number it depends on whose value is unknown, or -1
+  std::vector<uint8_t> thread;    ///< 1: depends on a thread or block id
+};
+
+Dependencies dependencies(const ir::AccessFacts& facts, const MemoryLaunch& launch) {
+  Dependencies d{std::vector<uint8_t>(facts.nodes.size(), 0), std::vector<int32_t>(facts.nodes.size(), -1),
+                 std::vector<uint8_t>(facts.nodes.size(), 0)};
+  for (uint32_t i = 0; i < facts.nodes.size(); ++i) {
+    const ir::SymNode& n = facts.nodes[i];
+    if (n.op == SymOp::opaque) d.opaque[i] = 1;
+    if (n.op == SymOp::thread_id || n.op == SymOp::block_id) d.thread[i] = 1;
+    if (n.op == SymOp::param && (n.value >= launch.scalar_bits.size() || !launch.scalar_bits[n.value]))
+      d.unknown[i] = static_cast<int32_t>(n.value);
+    auto take = [&](uint32_t from) {
+      d.opaque[i] |= d.opaque[from];
+      d.thread[i] |= d.thread[from];
+      if (d.unknown[i] < 0) d.unknown[i] = d.unknown[from];
+    };
+    const unsigned count = ir::sym_operand_count(n.op);
+    if (count > 0) take(n.a);
+    if (count > 1) take(n.b);
+    if (count > 2) take(n.c);
+    if (n.op == SymOp::loop && n.value < facts.loops.size()) {
+      const ir::LoopFact& l = facts.loops[n.value];
+      if (l.lo < i) take(l.lo);
+      if (l.hi < i) take(l.hi);
+      if (l.step < i) take(l.step);
+    }
+  }
+  return d;
+}
+
+/// The loops around a site, outermost first.
+std::vector<uint32_t> loop_chain(const ir::AccessFacts& facts, int32_t innermost) {
+  std::vector<uint32_t> chain;
+  for (int32_t l = innermost; l >= 0 && chain.size() < facts.loops.size(); l = facts.loops[l].parent)
+    chain.push_back(static_cast<uint32_t>(l));
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
+std::optional<uint64_t> array_length(const ir::AccessFacts& facts, const ir::AccessSite& site, const MemoryLaunch& launch) {
+  if (site.space == ir::Space::global)
+    return site.array < launch.buffer_bytes.size() ? launch.buffer_bytes[site.array] : std::nullopt;
+  if (site.array >= facts.arrays.size()) return std::nullopt;
+  const ir::ArrayFact& a = facts.arrays[site.array];
+  if (a.dynamic) return launch.dynamic_shared_bytes;
+  return a.elements * a.element_bytes;
+}
+
+std::string array_name(const ir::AccessFacts& facts, const ir::AccessSite& site, const MemoryLaunch& launch) {
+  if (site.space == ir::Space::global)
+    return site.array < launch.names.size() ? launch.names[site.array] : fmt::format("parameter {}", site.array);
+  return site.array < facts.arrays.size() ? facts.arrays[site.array].name : "?";
+}
+
+/// Searches threads of the launch (and iterations of the site's loops) for one that runs the site
+/// and touches bytes outside [0, length). Every candidate is checked by concrete evaluation, so a
+/// witness is real: that thread computes that index on that path.
+class WitnessSearch {
+ public:
+  WitnessSearch(const ir::AccessFacts& facts, const MemoryLaunch& launch) : facts_(facts), launch_(launch), eval_(facts, launch.grid, launch.block, launch.dynamic_shared_bytes, launch.scalar_bits) {}
+
+  std::optional<Witness> find(const ir::AccessSite& site, uint64_t length, Interval index_bounds) {
+    site_ = &site;
+    length_ = length;
+    loops_ = loop_chain(facts_, site.loop);
+    const std::array<uint64_t, 6> extent{launch_.block[0], launch_.block[1], launch_.block[2],
+                                         launch_.grid[0], launch_.grid[1], launch_.grid[2]};
+    std::vector<unsigned> varying;
+    for (unsigned k = 0; k < 6; ++k)
+      if (extent[k] > 1) varying.push_back(k);
+    // First the threads solved for a target index (the first index past the end, -1, the bounds'
+    // extremes), so that the witness is the first thread to leave the array when there is one.
+    const Integer elements_past = site.stride > 0 ? (static_cast<Integer>(length) - site.width) / site.stride + 1 : 0;
+    std::vector<Integer> targets{std::max<Integer>(elements_past, 0), -1, index_bounds.hi, index_bounds.lo};
+    for (int last = 0; last < 2; ++last) {
+      std::array<uint64_t, 6> zero{};
+      auto c0 = index_at(zero, last);
+      if (!c0) continue;
+      std::vector<std::pair<Integer, unsigned>> slope;
+      for (unsigned k : varying) {
+        std::array<uint64_t, 6> unit{};
+        unit[k] = 1;
+        auto ck = index_at(unit, last);
+        if (ck && *ck - *c0 > 0) slope.emplace_back(*ck - *c0, k);
+      }
+      std::sort(slope.begin(), slope.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+      for (Integer target : targets) {
+        // Greedy by slope, largest first, with a few smaller values of each coordinate tried when
+        // the path does not hold (a guard on a composite of them, e.g. r = 16 by + ty < rows).
+        std::array<uint64_t, 6> at{};
+        int budget = 96;
+        if (auto w = solve(slope, 0, target - *c0, at, extent, budget)) return w;
+      }
+    }
+    // The corners of the launch: where the largest and smallest indices of monotone expressions are.
+    const size_t corners = size_t{1} << varying.size();
+    for (size_t mask = 0; mask < corners; ++mask) {
+      std::array<uint64_t, 6> at{};
+      for (size_t j = 0; j < varying.size(); ++j) at[varying[j]] = (mask >> j & 1) ? extent[varying[j]] - 1 : 0;
+      if (auto w = try_thread(at)) return w;
+    }
+    // The last corner with its coordinates rounded down to multiples of 2, 4, ... 1024: where a
+    // guard like `lane_id == 0` holds for the largest warp, row or tile.
+    for (unsigned k = 1; k <= 10; ++k) {
+      std::array<uint64_t, 6> at{};
+      for (unsigned c : varying) at[c] = (extent[c] - 1) & ~((uint64_t{1} << k) - 1);
+      if (auto w = try_thread(at)) return w;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  /// Assigns the coordinates of `slope` from `j` on so that the index reaches `rest` more, trying
+  /// the greedy value of each and up to two below it; each complete assignment is tried.
+  std::optional<Witness> solve(const std::vector<std::pair<Integer, unsigned>>& slope, size_t j, Integer rest,
+                               std::array<uint64_t, 6>& at, const std::array<uint64_t, 6>& extent, int& budget) {
+    if (budget <= 0) return std::nullopt;
+    if (j == slope.size()) {
+      --budget;
+      return try_thread(at);
+    }
+    const auto [step, k] = slope[j];
+    const Integer greedy = std::min<Integer>(rest > 0 ? rest / step : 0, static_cast<Integer>(extent[k] - 1));
+    for (Integer value = greedy; value >= 0 && value >= greedy - 2; --value) {
+      at[k] = static_cast<uint64_t>(value);
+      if (auto w = solve(slope, j + 1, rest - value * step, at, extent, budget)) return w;
+    }
+    at[k] = 0;
+    return std::nullopt;
+  }
+
+  /// The index at coordinates with every loop at its first (or last) iteration; nullopt if unknown.
+  std::optional<Integer> index_at(const std::array<uint64_t, 6>& at, int last) {
+    eval_.reset(at);
+    for (uint32_t loop : loops_)
+      if (!enter(loop, last != 0)) return std::nullopt;
+    auto v = eval_.value(site_->index);
+    if (!v) return std::nullopt;
+    return ir::value_of(facts_.nodes[site_->index].type, *v);
+  }
+
+  bool enter(uint32_t loop, bool last) { return eval_.enter_loop(loop, last).has_value(); }
+
+  std::optional<Witness> try_thread(const std::array<uint64_t, 6>& at) {
+    // Every combination of first and last iterations of the enclosing loops (at most 16).
+    const size_t depth = std::min<size_t>(loops_.size(), 4);
+    for (size_t mask = 0; mask < (size_t{1} << depth); ++mask) {
+      eval_.reset(at);
+      bool entered = true;
+      Witness w;
+      for (size_t j = 0; j < loops_.size() && entered; ++j) {
+        entered = enter(loops_[j], j < depth && (mask >> j & 1));
+        if (entered) {
+          auto v = eval_.value(facts_.loops[loops_[j]].variable);
+          w.loops.emplace_back(loops_[j], ir::value_of(facts_.nodes[facts_.loops[loops_[j]].variable].type, *v));
+        }
+      }
+      if (!entered) continue;
+      // The variables the entered loops only shrink, as they start (part of the witness too).
+      for (uint32_t v = 0; v < facts_.loops.size(); ++v)
+        if (facts_.loops[v].kind == ir::LoopFact::Kind::shrinking)
+          if (auto value = eval_.value(facts_.loops[v].variable))
+            w.loops.emplace_back(v, ir::value_of(facts_.nodes[facts_.loops[v].variable].type, *value));
+      auto path = eval_.value(site_->path);
+      auto index = eval_.value(site_->index);
+      if (!path || !(*path & 1) || !index) continue;
+      uint64_t width = site_->width;
+      if (site_->width_limit >= 0) {
+        auto limit = eval_.value(static_cast<uint32_t>(site_->width_limit));
+        if (!limit) continue;
+        width = std::min<uint64_t>(width, *limit);
+        if (width == 0) continue;
+      }
+      const Integer i = ir::value_of(facts_.nodes[site_->index].type, *index);
+      const Integer first = i * site_->stride, end = first + width;
+      if (first >= 0 && end <= static_cast<Integer>(length_)) continue;
+      w.thread = {at[0], at[1], at[2]};
+      w.block = {at[3], at[4], at[5]};
+      w.index = i;
+      w.bytes = width;
+      return w;
+    }
+    return std::nullopt;
+  }
+
+  const ir::AccessFacts& facts_;
+  const MemoryLaunch& launch_;
+  ir::ConcreteNodes eval_;
+  const ir::AccessSite* site_ = nullptr;
+  uint64_t length_ = 0;
+  std::vector<uint32_t> loops_;
+};
+
+}  // namespace
+
+std::string_view site_outcome_name(SiteOutcome o) {
+  switch (o) {
+    case SiteOutcome::proven: return "proven";
+    case SiteOutcome::unreachable: return "unreachable";
+    case SiteOutcome::out_of_bounds: return "out_of_bounds";
+    case SiteOutcome::unproven: return "unproven";
+  }
+  return "?";
+}
+
+double MemoryVerdict::coverage_percent() const {
+  const uint32_t all = sites + unmodelled;
+  return all == 0 ? 100.0 : 100.0 * (proven + unreachable) / all;
+}
+
+MemoryVerdict evaluate_accesses(const ir::AccessFacts& facts, const MemoryLaunch& launch) {
+  MemoryVerdict verdict;
+  verdict.analysed = true;
+  verdict.complete = facts.complete;
+  verdict.unmodelled = facts.unmodelled;
+  verdict.sites = static_cast<uint32_t>(facts.sites.size());
+  if (facts.sites.empty()) return verdict;
+  for (unsigned k = 0; k < 3; ++k)
+    if (launch.grid[k] == 0 || launch.block[k] == 0) {  // no thread runs: geometry checks report it
+      verdict.unreachable = verdict.sites;
+      return verdict;
+    }
+  ir::LeafValues leaves{launch.grid, launch.block, launch.dynamic_shared_bytes, &launch.scalar_bits};
+  ir::NodeBounds bounds(facts, leaves);
+  std::optional<Dependencies> deps;
+  std::optional<WitnessSearch> search;
+  // Sites sharing a path condition share its narrowing.
+  std::map<uint32_t, std::vector<uint32_t>> by_path;
+  for (uint32_t i = 0; i < facts.sites.size(); ++i) by_path[facts.sites[i].path].push_back(i);
+  for (const auto& [path, sites] : by_path) {
+    uint32_t last = path;
+    for (uint32_t s : sites) {
+      last = std::max(last, facts.sites[s].index);
+      if (facts.sites[s].width_limit >= 0) last = std::max<uint32_t>(last, static_cast<uint32_t>(facts.sites[s].width_limit));
+    }
+    const bool plain = bounds.base()[path] == Interval{1, 1};
+    const std::vector<Interval>& values = plain ? bounds.base() : bounds.under(path, last);
+    for (uint32_t s : sites) {
+      const ir::AccessSite& site = facts.sites[s];
+      SiteVerdict v;
+      v.site = s;
+      const Interval p = values[path], index = values[site.index];
+      uint64_t width = site.width;
+      bool touches = !p.empty() && p != Interval{0, 0} && !index.empty();
+      if (touches && site.width_limit >= 0) {
+        const Interval limit = values[static_cast<uint32_t>(site.width_limit)];
+        if (limit.empty() || limit.hi <= 0) touches = false;
+        else width = static_cast<uint64_t>(std::min<Integer>(limit.hi, width));
+      }
+      if (!touches) {
+        ++verdict.unreachable;
+        continue;
+      }
+      v.index_min = index.lo;
+      v.index_max = index.hi;
+      v.length_bytes = array_length(facts, site, launch);
+      const Integer first = index.lo * site.stride, end = index.hi * site.stride + width;
+      if (v.length_bytes && first >= 0 && end <= static_cast<Integer>(*v.length_bytes)) {
+        ++verdict.proven;
+        continue;
+      }
+      if (!deps) deps = dependencies(facts, launch);
+      if (v.length_bytes && site.witness_exact && !deps->opaque[site.index]) {
+        if (!search) search.emplace(facts, launch);
+        if (auto w = search->find(site, *v.length_bytes, index)) {
+          v.outcome = SiteOutcome::out_of_bounds;
+          v.witness = std::move(*w);
+          v.index_varies_by_thread = deps->thread[site.index];
+          ++verdict.out_of_bounds;
+          verdict.findings.push_back(std::move(v));
+          continue;
+        }
+      }
+      v.outcome = SiteOutcome::unproven;
+      const std::string name = array_name(facts, site, launch);
+      if (!v.length_bytes)
+        v.reason = fmt::format("the size of '{}' is not known{}", name,
+                               site.space == ir::Space::global ? " (give the argument: --arg or --elements)" : "");
+      else if (deps->opaque[site.index])
+        v.reason = "its index depends on a value the analysis does not follow (a load, a shuffle, an atomic's "
+                   "result or a floating-point value)";
+      else if (deps->unknown[site.index] >= 0 || deps->unknown[site.path] >= 0) {
+        const int32_t p = deps->unknown[site.index] >= 0 ? deps->unknown[site.index] : deps->unknown[site.path];
+        v.reason = fmt::format("the value of scalar '{}' is not known (give it with --arg)",
+                               p < static_cast<int32_t>(launch.names.size()) ? launch.names[p] : "?");
+      } else {
+        const uint32_t elem = site.element_bytes;
+        v.reason = fmt::format("the index lies in {}..{} by the analysis and '{}' holds {} elements, but no thread "
+                               "was found that leaves it", text(index.lo), text(index.hi), name,
+                               *v.length_bytes / std::max<uint32_t>(elem, 1));
+      }
+      ++verdict.unproven;
+      verdict.findings.push_back(std::move(v));
+    }
+  }
+  verdict.races = find_shared_races(facts, launch);
+  std::stable_sort(verdict.findings.begin(), verdict.findings.end(), [&](const SiteVerdict& a, const SiteVerdict& b) {
+    const ir::AccessSite& x = facts.sites[a.site];
+    const ir::AccessSite& y = facts.sites[b.site];
+    return std::pair(x.line, x.column) < std::pair(y.line, y.column);
+  });
+  return verdict;
+}
+
+nlohmann::json MemoryVerdict::to_json(const ir::AccessFacts& facts) const {
+  nlohmann::json found = nlohmann::json::array();
+  for (const SiteVerdict& v : findings) {
+    const ir::AccessSite& s = facts.sites[v.site];
+    nlohmann::json f{{"outcome", std::string(site_outcome_name(v.outcome))},
+                     {"operation", s.operation},
+                     {"space", std::string(ir::space_name(s.space))},
+                     {"line", s.line},
+                     {"column", s.column}};
+    if (v.outcome == SiteOutcome::out_of_bounds)
+      f["witness"] = {{"thread", v.witness.thread}, {"block", v.witness.block}, {"index", text(v.witness.index)}};
+    else
+      f["reason"] = v.reason;
+    if (v.length_bytes) f["length_bytes"] = *v.length_bytes;
+    found.push_back(std::move(f));
+  }
+  nlohmann::json race_list = nlohmann::json::array();
+  for (const SharedRace& r : races)
+    race_list.push_back({{"write", facts.sites[r.first_site].operation},
+                         {"write_line", facts.sites[r.first_site].line},
+                         {"other", facts.sites[r.second_site].operation},
+                         {"other_line", facts.sites[r.second_site].line},
+                         {"threads", {r.first_thread, r.second_thread}},
+                         {"byte", r.byte}});
+  return {{"analysed", analysed},   {"complete", complete},         {"sites", sites},
+          {"races", race_list},
+          {"proven", proven},       {"unreachable", unreachable},   {"out_of_bounds", out_of_bounds},
+          {"unproven", unproven},   {"unmodelled", unmodelled},     {"coverage_percent", coverage_percent()},
+          {"findings", found}};
+}
+
+void report_memory_safety(diag::Diagnostics& out, const ir::AccessFacts& facts, const MemoryVerdict& verdict,
+                          const MemoryLaunch& launch, const std::string& kernel, const std::string& file,
+                          const MemoryReportOptions& options) {
+  auto location_of = [&](const ir::AccessSite& s) {
+    diag::Location l;
+    l.file = file;
+    l.line = s.line;
+    l.column = s.column;
+    l.length = s.length;
+    l.source_line = s.source_line;
+    return l;
+  };
+  for (const SiteVerdict& v : verdict.findings) {
+    const ir::AccessSite& s = facts.sites[v.site];
+    const std::string name = array_name(facts, s, launch);
+    const uint32_t elem = std::max<uint32_t>(s.element_bytes, 1);
+    const char* verb = s.kind == ir::AccessKind::read ? "reads" : s.kind == ir::AccessKind::write ? "writes" : "updates";
+    const char* where = s.space == ir::Space::global ? "buffer" : s.space == ir::Space::shared ? "shared array" : "local array";
+    if (v.outcome == SiteOutcome::out_of_bounds) {
+      const Witness& w = v.witness;
+      std::string loops;
+      for (const auto& [loop, value] : w.loops) {
+        const std::string& var = facts.loops[loop].name;
+        loops += fmt::format(", {} = {}", var.empty() ? "loop variable" : var, text(value));
+      }
+      const Integer first_byte = w.index * s.stride;
+      const uint64_t length = v.length_bytes.value_or(0);
+      std::string message = fmt::format(
+          "kernel '{}': {} {} {} '{}' out of bounds: thread ({}, {}, {}) of block ({}, {}, {}){} computes {} = {}, "
+          "bytes {}..{} of '{}', which holds {} bytes ({} elements of {} bytes)",
+          kernel, s.operation, verb, where, name, w.thread[0], w.thread[1], w.thread[2], w.block[0], w.block[1],
+          w.block[2], loops, s.index_text.empty() ? "the index" : s.index_text, text(w.index), text(first_byte),
+          text(first_byte + static_cast<Integer>(w.bytes) - 1), name, length, length / elem, elem);
+      std::string fix;
+      const Integer needed_bytes = v.index_max * s.stride + s.width;
+      if (w.index < 0)
+        fix = fmt::format("the index is negative: guard the access with `if ({} >= 0)` or compute it in an unsigned type",
+                          s.index_text);
+      else if (s.space == ir::Space::global)
+        fix = fmt::format("guard the access (`if ({} < {})`), {}or give '{}' at least {} bytes", s.index_text,
+                          length / std::max<uint32_t>(s.stride, 1),
+                          v.index_varies_by_thread ? "launch fewer threads, " : "", name, text(needed_bytes));
+      else if (s.space == ir::Space::shared && s.array < facts.arrays.size() && facts.arrays[s.array].dynamic)
+        fix = fmt::format("launch with at least {} bytes of dynamic shared memory, or guard the access", text(needed_bytes));
+      else
+        fix = fmt::format("declare '{}' with at least {} elements, or guard the access", name,
+                          text((needed_bytes + elem - 1) / elem));
+      out.add(diag::Code::access_out_of_bounds, std::move(message), location_of(s), std::move(fix));
+    } else if (options.require_proof || options.list_unproven) {
+      diag::Diagnostic& d = out.add(diag::Code::access_not_proven,
+                                    fmt::format("kernel '{}': {} ({} of {} '{}') is not proven in bounds for this launch: {}",
+                                                kernel, s.operation, s.kind == ir::AccessKind::read ? "a read" :
+                                                s.kind == ir::AccessKind::write ? "a write" : "an update", where, name,
+                                                v.reason),
+                                    location_of(s),
+                                    options.require_proof ? "guard the access so that its index is provably inside the "
+                                                            "array, or launch without --require-proof" : "");
+      d.severity = options.require_proof ? diag::Severity::error : diag::Severity::note;
+    }
+  }
+  for (const SharedRace& r : verdict.races) {
+    const ir::AccessSite& w = facts.sites[r.first_site];
+    const ir::AccessSite& o = facts.sites[r.second_site];
+    const std::string name = array_name(facts, w, launch);
+    std::string loops;
+    for (const auto& [loop, value] : r.loops) {
+      const std::string& var = facts.loops[loop].name;
+      loops += fmt::format(", {} = {}", var.empty() ? "loop variable" : var, text(value));
+    }
+    auto where = [](const ir::AccessSite& s) { return s.line ? fmt::format("line {}", s.line) : std::string("the kernel"); };
+    diag::Diagnostic& d = out.add(
+        diag::Code::shared_memory_race,
+        fmt::format("kernel '{}': threads ({}, {}, {}) and ({}, {}, {}) of a block touch byte {} of shared array '{}' "
+                    "with no barrier between{}: {} writes it ({}) and {} {} it ({})",
+                    kernel, r.first_thread[0], r.first_thread[1], r.first_thread[2], r.second_thread[0],
+                    r.second_thread[1], r.second_thread[2], r.byte, name, loops, w.operation, where(w), o.operation,
+                    o.kind == ir::AccessKind::read ? "reads" : "writes", where(o)),
+        location_of(w), "give each thread its own elements, or put a barrier() between the two accesses");
+    if (o.line) d.notes.push_back(fmt::format("{}:{}:{}: the other access: {}", file, o.line, o.column, o.operation));
+  }
+  if ((options.require_proof || options.list_unproven) && (verdict.unmodelled > 0 || !verdict.complete)) {
+    diag::Diagnostic& d = out.add(
+        diag::Code::access_not_proven,
+        fmt::format("kernel '{}': {}{} not proven: the analysis does not model {}", kernel,
+                    verdict.unmodelled > 0 ? fmt::format("{} access{} ", verdict.unmodelled, verdict.unmodelled == 1 ? "" : "es") : "",
+                    verdict.complete ? "are" : "and the rest of the kernel (past the analysis's size limit) are",
+                    "TMA tiles, wgmma operands and calls nested too deep"),
+        {}, options.require_proof ? "launch without --require-proof" : "");
+    d.severity = options.require_proof ? diag::Severity::error : diag::Severity::note;
+  }
+}
+
+}  // namespace ptxgate::validation
