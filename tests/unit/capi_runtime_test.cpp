@@ -160,13 +160,13 @@ TEST_CASE("capi v3: small-type arrays bind to their parameters; a bf16 array for
   std::copy(std::begin(args), std::end(args), swapped);
   swapped[0] = pointer(0x10000, PTXGATE_DTYPE_BF16, 100, 0);
   CHECK(ptxgate_kernel_launch(k, &c, swapped, 8, nullptr, d.out()) == PTXGATE_ERROR);
-  CHECK(d.codes() == std::vector<std::string>{"PG3006"});
+  CHECK(d.codes() == std::vector<std::string>{"PG3010"});
   CHECK(d.text().find("an array of bf16 elements for a buffer of f16") != std::string::npos);
   std::copy(std::begin(args), std::end(args), swapped);
   swapped[2] = pointer(0x30000, PTXGATE_DTYPE_I8, 100, 0);
   swapped[4] = pointer(0x50000, PTXGATE_DTYPE_I16, 100, 0);
   CHECK(ptxgate_kernel_launch(k, &c, swapped, 8, nullptr, d.out()) == PTXGATE_ERROR);
-  CHECK(d.codes() == std::vector<std::string>{"PG3006", "PG3006"});
+  CHECK(d.codes() == std::vector<std::string>{"PG3010", "PG3010"});
   std::copy(std::begin(args), std::end(args), swapped);
   swapped[6] = real(1e39);  // beyond f32
   CHECK(ptxgate_kernel_launch(k, &c, swapped, 8, nullptr, d.out()) == PTXGATE_ERROR);
@@ -506,7 +506,7 @@ TEST_CASE("capi v3: graphs are built from validated launches and copies, replaye
   CHECK(d.has("PG4032"));
   update[0] = pointer(0x9000, PTXGATE_DTYPE_F64, 10, 0);
   CHECK(ptxgate_graph_exec_update(x, 0, &half, update, 3, d.out()) == PTXGATE_ERROR);
-  CHECK(d.has("PG3006"));
+  CHECK(d.has("PG3010"));
   CHECK(fake_programs().updates.size() == 1);
 
   ptxgate_buffer_free(z);  // a buffer the graph uses is gone: the replay is refused before the driver

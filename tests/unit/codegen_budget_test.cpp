@@ -155,7 +155,7 @@ kernel k(out c: f32[], m: tensor_map, n: u32) {
 }
 )");
   auto options = options_with_budget(codegen::kDefaultInstructionBudget);
-  options.target = "sm_90a";
+  options.target = ir::Target(90, ir::Target::Variant::arch_specific);
   const double start = cpu_seconds();
   auto refused = codegen::compile(module, options);
   const diag::Diagnostic* d = only_budget_error(refused);
