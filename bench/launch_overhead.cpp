@@ -1,5 +1,6 @@
 // Launch overhead: raw cuLaunchKernel vs ptxgate's guarded launch (steady, first validated, fresh function) vs graphs.
 #include "bench_parts.hpp"
+#include "pairing.hpp"
 #include "probe_args.hpp"
 
 #include <sched.h>
@@ -122,18 +123,8 @@ int run_launch_overhead(const LaunchOptions& o, ResultFile& out) {
     if (sched_setaffinity(0, sizeof(set), &set) == 0) out.info("pinned_cpu", cpu);
   }
   // The cost of reading the clock, subtracted from each timed launch of the paired measurement.
-  double clock_ns = 0;
-  {
-    std::vector<double> d;
-    for (int i = 0; i < 2001; ++i) {
-      auto a = Clock::now();
-      auto b = Clock::now();
-      d.push_back(ns_between(a, b));
-    }
-    std::nth_element(d.begin(), d.begin() + 1000, d.end());
-    clock_ns = d[1000];
-    out.info("clock_read_ns", clock_ns);
-  }
+  const double clock_ns = clock_read_ns();
+  out.info("clock_read_ns", clock_ns);
   auto extras = load_driver_extras();
   int status = 0;
 
@@ -318,31 +309,26 @@ int run_launch_overhead(const LaunchOptions& o, ResultFile& out) {
     for (auto& v : variants) {
       if (raw == nullptr || v.failed) continue;
       if (&v != raw && v.name != "guarded" && v.name != "kernel_api" && v.name != "first_validated") continue;
-      std::vector<double> ratios;
-      for (size_t b = 0; b <= o.host_batches && !v.failed; ++b) {  // batch 0: warm-up
-        double raw_ns = 0, v_ns = 0;
-        for (size_t i = 0; i < o.host_per_batch; ++i) {
-          const bool raw_first = (i % 2 == 0) == (b % 2 == 0);
-          Variant& first = raw_first ? *raw : v;
-          Variant& second = raw_first ? v : *raw;
-          auto t0 = Clock::now();
-          auto ok1 = first.launch(i);
-          auto t1 = Clock::now();
-          auto ok2 = second.launch(i);
-          auto t2 = Clock::now();
-          if (!ok1 || !ok2) {
-            out.error(fmt::format("launch.{}_over_raw.{}", v.name, args_tag), !ok1 ? ok1.error() : ok2.error());
-            v.failed = true;
-            status = 1;
-            break;
-          }
-          const double a = ns_between(t0, t1) - clock_ns, c = ns_between(t1, t2) - clock_ns;
-          (raw_first ? raw_ns : v_ns) += a;
-          (raw_first ? v_ns : raw_ns) += c;
-        }
-        if (auto ok = stream.synchronize(); !ok) v.failed = true;
-        if (b > 0 && !v.failed && raw_ns > 0) ratios.push_back(v_ns / raw_ns);
+      std::string failure;
+      auto launch = [&failure](Variant& side) {
+        return [&failure, &side](size_t i) {
+          auto ok = side.launch(i);
+          if (!ok) failure = ok.error();
+          return ok.has_value();
+        };
+      };
+      auto paired = paired_ratios(o.host_batches, o.host_per_batch, clock_ns, launch(*raw), launch(v), [&] {
+        auto ok = stream.synchronize();
+        if (!ok) failure = one_line(ok.error());
+        return ok.has_value();
+      });
+      if (paired.failed) {
+        out.error(fmt::format("launch.{}_over_raw.{}", v.name, args_tag), failure);
+        v.failed = true;
+        status = 1;
+        continue;
       }
+      const std::vector<double>& ratios = paired.ratios;
       if (ratios.empty()) continue;
       out.add(fmt::format("launch.{}_over_raw.{}", v.name, args_tag), "ratio", summarize(ratios),
               {{"kernel", name}, {"args", p.args.size()}, {"variant", v.name}, {"paired_with", "raw"},

@@ -4,7 +4,7 @@
 // copy/compute overlap of an async copy beside a kernel on another stream. Prints one line per
 // variant and the ratios the issue sets targets for. Exit 3 without a driver or GPU.
 //
-// The ratios against the targets are paired, as bench/launch_overhead.cpp pairs launches: each
+// The ratios against the targets are paired by bench/pairing.hpp, as launch_overhead.cpp pairs launches: each
 // round times a raw call and a ptxgate call next to each other (a launch and a launch, a replay and
 // a replay of the 100-kernel graph), the order alternating from pair to pair and from round to round
 // (so that each side is as often the first call after a drained stream), the clock's read cost
@@ -22,6 +22,7 @@
 #include <functional>
 #include <vector>
 
+#include "pairing.hpp"
 #include "ptxgate/backend/graph.hpp"
 #include "ptxgate/backend/runtime.hpp"
 #include "ptxgate/backend/stream_ops.hpp"
@@ -53,44 +54,6 @@ double since_ns(Clock::time_point t0) { return std::chrono::duration<double, std
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
-}
-
-/// The median cost of reading the clock (subtracted from every paired interval).
-double clock_read_ns() {
-  std::vector<double> d;
-  for (int i = 0; i < 2001; ++i) {
-    const auto a = Clock::now();
-    const auto b = Clock::now();
-    d.push_back(std::chrono::duration<double, std::nano>(b - a).count());
-  }
-  return median(std::move(d));
-}
-
-/// Paired host-time ratios of `variant` over `raw`: `rounds` rounds (after one warm-up round) of
-/// `pairs` pairs, each pair one call of both timed next to each other, raw first in even pairs of even
-/// rounds and odd pairs of odd rounds, second otherwise; `drain` runs untimed after each round. One
-/// ratio per round: the variant's summed time over raw's.
-std::vector<double> paired_ratios(int rounds, int pairs, double clock_ns, const std::function<void()>& raw,
-                                  const std::function<void()>& variant, const std::function<void()>& drain) {
-  std::vector<double> ratios;
-  for (int r = -1; r < rounds; ++r) {
-    double raw_ns = 0, variant_ns = 0;
-    for (int i = 0; i < pairs; ++i) {
-      const bool raw_first = (i % 2 == 0) == (r % 2 == 0);
-      const auto t0 = Clock::now();
-      (raw_first ? raw : variant)();
-      const auto t1 = Clock::now();
-      (raw_first ? variant : raw)();
-      const auto t2 = Clock::now();
-      const double first = std::chrono::duration<double, std::nano>(t1 - t0).count() - clock_ns;
-      const double second = std::chrono::duration<double, std::nano>(t2 - t1).count() - clock_ns;
-      (raw_first ? raw_ns : variant_ns) += first;
-      (raw_first ? variant_ns : raw_ns) += second;
-    }
-    drain();
-    if (r >= 0 && raw_ns > 0) ratios.push_back(variant_ns / raw_ns);
-  }
-  return ratios;
 }
 
 [[noreturn]] void die(const pg::diag::Diagnostics& d) {
@@ -212,7 +175,7 @@ int main(int argc, char** argv) {
 
   // Paired: a launch against a launch (rounds of 100 pairs, as the launch benchmark), a replay of the
   // 100-kernel graph against a raw replay (rounds of 2 pairs: both orders, 400 kernels queued at most).
-  const double clock_ns = clock_read_ns();
+  const double clock_ns = pg::bench::clock_read_ns();
   auto drain = [&] {
     if (auto ok = s.synchronize(); !ok) die(ok.error());
   };
@@ -226,11 +189,25 @@ int main(int argc, char** argv) {
   // The A/B ratios and their A/A controls interleaved, so that drift hits all four alike.
   std::vector<double> launch_ratios, launch_control, graph_ratios, graph_control;
   for (int chunk = 0; chunk < 4; ++chunk) {
-    auto append = [](std::vector<double>& to, std::vector<double> more) { to.insert(to.end(), more.begin(), more.end()); };
-    append(launch_ratios, paired_ratios(batches / 4 + 1, kKernels, clock_ns, raw_launch, ptxgate_launch, drain));
-    append(launch_control, paired_ratios(batches / 4 + 1, kKernels, clock_ns, raw_launch, raw_launch, drain));
-    append(graph_ratios, paired_ratios(batches / 2 + 1, 2, clock_ns, raw_graph_batch, graph_batch, drain));
-    append(graph_control, paired_ratios(batches / 2 + 1, 2, clock_ns, raw_graph_batch, raw_graph2_batch, drain));
+    // Every call here dies on failure, so each one succeeds when it returns.
+    auto ok = [](auto& call) {
+      return [&call](size_t) {
+        call();
+        return true;
+      };
+    };
+    auto append = [&](std::vector<double>& to, size_t rounds, size_t pairs, auto& raw_side, auto& variant_side) {
+      auto more = pg::bench::paired_ratios(rounds, pairs, clock_ns, ok(raw_side), ok(variant_side), [&] {
+        drain();
+        return true;
+      });
+      to.insert(to.end(), more.ratios.begin(), more.ratios.end());
+    };
+    const size_t launch_rounds = static_cast<size_t>(batches / 4 + 1), graph_rounds = static_cast<size_t>(batches / 2 + 1);
+    append(launch_ratios, launch_rounds, kKernels, raw_launch, ptxgate_launch);
+    append(launch_control, launch_rounds, kKernels, raw_launch, raw_launch);
+    append(graph_ratios, graph_rounds, 2, raw_graph_batch, graph_batch);
+    append(graph_control, graph_rounds, 2, raw_graph_batch, raw_graph2_batch);
   }
   auto spread = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());

@@ -15,7 +15,9 @@ std::expected<LaunchGeometry, diag::Diagnostics> parse_launch_flags(std::string_
   };
   LaunchGeometry out;
   if (auto shared = support::parse_count(shared_bytes)) out.shared_bytes = *shared;
-  else bad(fmt::format("invalid --shared-bytes '{}': {}", shared_bytes, shared.error()), "write --shared-bytes N (a decimal byte count)");
+  else
+    bad(fmt::format("invalid --shared-bytes '{}': {}", shared_bytes, shared.error()),
+        "write --shared-bytes N (a decimal byte count)");
   if (!block.empty()) {
     if (auto b = support::parse_dims(block)) out.block = *b;
     else bad(fmt::format("invalid --block: {}", b.error()), "write --block X[,Y[,Z]] (decimal counts)");
