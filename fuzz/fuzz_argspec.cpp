@@ -1,5 +1,6 @@
 // Fuzz target: argument specs of `ptxgate run` and `ptxgate check` (NAME=SPEC, the one grammar of
-// pipeline/arg_spec, scalar literals, buffer specs) and .npy bytes.
+// pipeline/arg_spec, scalar literals, buffer specs), .npy bytes, and the launch flags --grid, --block
+// and --shared-bytes (pipeline/launch_flags; a first byte of 250 to 255).
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -8,6 +9,7 @@
 
 #include "ptxgate/pipeline/arg_data.hpp"
 #include "ptxgate/pipeline/arg_spec.hpp"
+#include "ptxgate/pipeline/launch_flags.hpp"
 #include "ptxgate/pipeline/npy.hpp"
 
 namespace {
@@ -93,8 +95,34 @@ void fuzz_grammar(std::string_view text, ir::Type type, unsigned shape) {
 
 }  // namespace
 
+/// `text` as "GRID\nBLOCK\nSHARED": what parses is what was written; each bad flag is one PG5004.
+void fuzz_launch_flags(std::string_view text) {
+  std::string_view fields[3];
+  for (auto& field : fields) {
+    const size_t nl = text.find('\n');
+    field = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+  }
+  const auto [grid, block, shared] = fields;
+  auto parsed = pipeline::parse_launch_flags(grid, block, shared);
+  if (!parsed) {
+    const auto& items = parsed.error().items();
+    if (items.empty() || items.size() > 3) __builtin_trap();
+    for (const auto& d : items)
+      if (d.code != diag::Code::invalid_launch_option || d.fix.empty()) __builtin_trap();
+    return;
+  }
+  if (parsed->grid_max != (grid == "max") || parsed->grid.has_value() != (!grid.empty() && grid != "max") ||
+      parsed->block.has_value() != !block.empty() || shared.empty())
+    __builtin_trap();
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
+  if (data[0] >= 250) {  // above the modes below, so the saved inputs keep their meaning
+    fuzz_launch_flags(std::string_view(reinterpret_cast<const char*>(data + 1), size - 1));
+    return 0;
+  }
   const unsigned mode = data[0] % 5;
   const ir::Type type = kTypes[data[1] % std::size(kTypes)];
   std::string_view text(reinterpret_cast<const char*>(data + 2), size - 2);
