@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "ptxgate/backend/internal/checked_records.hpp"
 #include "ptxgate/backend/pool.hpp"
 #include "ptxgate/backend/profile.hpp"
 #include "ptxgate/backend/internal/peer_bridge.hpp"
@@ -47,6 +48,7 @@ std::expected<std::shared_ptr<Context>, diag::Diagnostics> Context::open(int ord
 Context::~Context() {
   if (context_ == nullptr) return;
   profiler_.reset();
+  checked_records_.reset();
   tracker_.reset();  // frees deferred buffers after their work
   forget_peer_bridge(*this);
   for (auto& [stream, word] : barrier_words_) ignore(api_->cuMemFree(word));
@@ -91,10 +93,25 @@ std::expected<void, diag::Diagnostics> Context::synchronize(std::string_view sub
   if (auto ok = make_current(); !ok) return ok;
   auto marks = tracker_->before_context_sync();
   const uint64_t launched = launch_log_.last();
+  CheckedRecords* checked = checked_records_if_made();
+  const uint64_t checked_mark = checked ? checked->mark() : 0;
   if (auto ok = PTXGATE_CU(*this, subject, cuCtxSynchronize); !ok) return ok;
   tracker_->after_context_sync(marks);
   launch_log_.completed_through(launched);
+  // Checked launches report what they stopped now that they are complete (PG3804).
+  if (checked) return checked->collect(nullptr, true, checked_mark);
   return {};
+}
+
+CheckedRecords& Context::checked_records() {
+  if (CheckedRecords* made = checked_records_made_.load(std::memory_order_acquire)) [[likely]]
+    return *made;
+  std::lock_guard lock(barrier_mutex_);
+  if (!checked_records_) {
+    checked_records_ = std::make_unique<CheckedRecords>(*this);
+    checked_records_made_.store(checked_records_.get(), std::memory_order_release);
+  }
+  return *checked_records_;
 }
 
 std::expected<void, diag::Diagnostics> Context::legacy_stream_allowed(std::string_view operation) const {
@@ -180,9 +197,13 @@ std::expected<void, diag::Diagnostics> Stream::synchronize() {
   const CUstream stream = handle();
   const uint64_t mark = ctx.tracker().before_sync(stream);
   const uint64_t launched = ctx.launch_log().last();
+  CheckedRecords* checked = ctx.checked_records_if_made();
+  const uint64_t checked_mark = checked ? checked->mark() : 0;
   if (auto ok = PTXGATE_CU(ctx, "stream", cuStreamSynchronize, stream); !ok) return ok;
   ctx.tracker().after_sync(stream, mark);
   ctx.launch_log().stream_completed_through(stream, launched);
+  // Checked launches on this stream report what they stopped now that they are complete (PG3804).
+  if (checked) return checked->collect(stream, false, checked_mark);
   return {};
 }
 

@@ -26,6 +26,7 @@
 namespace ptxgate::backend {
 
 struct PoolAccount;
+class CheckedRecords;
 class MemoryPool;
 class Profiler;
 class Stream;
@@ -115,6 +116,12 @@ class alignas(64) Context : public std::enable_shared_from_this<Context> {
   /// allocated (and memset to 0) on first use; later calls are a lookup.
   [[nodiscard]] std::expected<CUdeviceptr, diag::Diagnostics> grid_barrier_word(CUstream stream);
 
+  /// Checked mode: the records of checked launches (backend/internal/checked_records.hpp), made on
+  /// first use; synchronisations read them (PG3804).
+  CheckedRecords& checked_records();
+  /// The same, or null before the first checked launch.
+  CheckedRecords* checked_records_if_made() const { return checked_records_made_.load(std::memory_order_acquire); }
+
  private:
   Context() = default;
   /// The cold half of check(): PG4002 (poisoning on sticky errors); a sticky error while launches
@@ -136,6 +143,8 @@ class alignas(64) Context : public std::enable_shared_from_this<Context> {
   LaunchLog launch_log_;
   std::mutex barrier_mutex_;
   std::map<CUstream, CUdeviceptr> barrier_words_;
+  std::unique_ptr<CheckedRecords> checked_records_;
+  std::atomic<CheckedRecords*> checked_records_made_{nullptr};
 };
 
 /// Calls `ctx.api().FN(args...)` and passes the result through the error boundary

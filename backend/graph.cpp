@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "ptxgate/backend/internal/access_history.hpp"
+#include "ptxgate/backend/internal/checked_records.hpp"
 
 namespace ptxgate::backend {
 namespace {
@@ -39,6 +40,9 @@ struct GraphResources {
   uint64_t id = 0;
   CUgraph graph = nullptr;
   CUdeviceptr barrier_word = 0;
+  /// Checked mode: each checked kernel node's record (contract::CheckedRecord), read when a
+  /// stream the graph was replayed on synchronises.
+  std::vector<CUdeviceptr> checked_records;
   std::vector<std::shared_ptr<Kernel>> kernels;  ///< keep their modules loaded
 
   ~GraphResources() {
@@ -46,6 +50,7 @@ struct GraphResources {
     (void)ctx->make_current();
     if (graph != nullptr) (void)ctx->api().cuGraphDestroy(graph);
     if (barrier_word != 0) (void)ctx->api().cuMemFree(barrier_word);
+    for (CUdeviceptr record : checked_records) (void)ctx->api().cuMemFree(record);
   }
 };
 
@@ -59,6 +64,7 @@ struct GraphNodeRecord {
   std::string describe;           ///< "kernel 'copy' grid=(...) block=(...)"
   std::shared_ptr<Kernel> kernel; ///< kernel nodes
   bool cooperative = false;
+  CUdeviceptr checked_record = 0; ///< kernel nodes of checked kernels: the node's record
 };
 
 struct GraphBuilderState {
@@ -126,6 +132,9 @@ struct PreparedLaunch {
   std::vector<TrackedUse> uses;
   bool untracked = false;
   std::string describe;
+  /// Checked kernels: the hidden lengths (the slots point into it: sized before) and the record.
+  std::vector<uint64_t> hidden;
+  CUdeviceptr checked_record = 0;
 };
 
 /// The part of Kernel a graph uses: binding and validation exactly as Kernel::launch does them.
@@ -133,8 +142,10 @@ struct GraphKernelAccess {
   static Context& context(const Kernel& k) { return *k.ctx_; }
   static LoadedFunction& function(const Kernel& k) { return *k.function_; }
 
+  /// `record`: a checked node's record when it has one (an update), else 0 (one is made).
   static std::expected<PreparedLaunch, diag::Diagnostics> prepare(Kernel& k, const LaunchConfig& config,
-                                                                  std::span<const Arg> args, GraphResources& res) {
+                                                                  std::span<const Arg> args, GraphResources& res,
+                                                                  CUdeviceptr record = 0) {
     PreparedLaunch p;
     p.values.resize(args.size());
     p.slots.resize(args.size());
@@ -159,6 +170,24 @@ struct GraphKernelAccess {
         res.barrier_word = word;
       }
       p.slots.push_back(&res.barrier_word);
+    }
+    if (info.checked) {
+      // The buffers' lengths (UINT64_MAX when not known), then the node's own record.
+      for (const auto& a : plan.arguments)
+        if (a.kind == contract::ArgumentDesc::Kind::buffer) p.hidden.push_back(a.buffer_bytes.value_or(~uint64_t{0}));
+      if (record == 0) {
+        Context& ctx = *res.ctx;
+        if (auto ok = PTXGATE_CU(ctx, "graph checked-mode record", cuMemAlloc, &record, contract::CheckedRecord::kSlotBytes);
+            !ok)
+          return std::unexpected(ok.error());
+        res.checked_records.push_back(record);
+        if (auto ok = PTXGATE_CU(ctx, "graph checked-mode record", cuMemsetD8, record, 0, contract::CheckedRecord::kSlotBytes);
+            !ok)
+          return std::unexpected(ok.error());
+      }
+      p.checked_record = record;
+      p.hidden.push_back(record);
+      for (uint64_t& value : p.hidden) p.slots.push_back(&value);  // sized: the addresses stay
     }
     const auto& params = info.params;
     for (size_t i = 0; i < args.size() && i < params.size(); ++i) {
@@ -275,6 +304,7 @@ std::expected<GraphNode, diag::Diagnostics> Graph::launch(Kernel& kernel, const 
   record.untracked = prepared->untracked;
   record.describe = prepared->describe;
   record.cooperative = config.cooperative;
+  record.checked_record = prepared->checked_record;
 
   CUDA_KERNEL_NODE_PARAMS params = GraphKernelAccess::node_params(kernel, config, *prepared);
   const bool cooperative = config.cooperative;
@@ -451,7 +481,20 @@ std::expected<void, diag::Diagnostics> GraphExec::launch(const Stream& stream) {
       return {};
     return ctx.check(r, "cuGraphLaunch", subject());
   });
-  if (launched) ++st.replays;
+  if (launched) {
+    ++st.replays;
+    // Checked kernel nodes: their records are read when the stream synchronises (PG3804).
+    for (size_t i = 0; i < st.nodes.size(); ++i) {
+      const GraphNodeRecord& n = st.nodes[i];
+      if (n.checked_record == 0) continue;
+      const LoadedFunction& fn = GraphKernelAccess::function(*n.kernel);
+      ctx.checked_records().replayed(
+          n.checked_record, s,
+          fmt::format("graph node #{} ({}) of replay {} on stream {}", i, n.describe, st.replays,
+                      static_cast<const void*>(s)),
+          {fn.info().checked, fn.info().name, fn.location().file, {}, {}, 0});
+    }
+  }
   return launched;
 }
 
@@ -482,7 +525,7 @@ std::expected<void, diag::Diagnostics> GraphExec::update(GraphNode node, const L
   }
   if (auto ok = ctx.healthy("cuGraphExecKernelNodeSetParams", rec.describe); !ok) return ok;
   if (auto ok = ctx.make_current(); !ok) return ok;
-  auto prepared = GraphKernelAccess::prepare(kernel, config, args, *st.resources);
+  auto prepared = GraphKernelAccess::prepare(kernel, config, args, *st.resources, rec.checked_record);
   if (!prepared) {
     auto errors = std::move(prepared.error());
     for (auto& item : errors.items())

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <optional>
 
+#include "ptxgate/backend/internal/checked_records.hpp"
 #include "ptxgate/backend/internal/launch_cache.hpp"
 
 #include <boost/container/small_vector.hpp>
@@ -59,6 +60,7 @@ LoadedFunction::LoadedFunction(CUfunction handle, contract::KernelInfo info, con
       aligned_buffers_.emplace_back(i, uint64_t{info_.params[i].alignment} - 1);
   checks_alignment_ = !aligned_buffers_.empty();
   appends_barrier_word_ = info_.hidden_grid_barrier_param;
+  checked_ = info_.checked != nullptr;
 }
 
 std::expected<void, diag::Diagnostics> LoadedFunction::check_buffer_alignment(std::span<void* const> args) {
@@ -80,7 +82,10 @@ std::optional<LaunchTicket> LoadedFunction::cached_ticket(const validation::Laun
                                                           size_t argument_count) const {
   auto block = cache_->find(shape);
   if (!block) return std::nullopt;
-  return LaunchTicket::of(id_, shape, *block, argument_count);
+  LaunchTicket t = LaunchTicket::of(id_, shape, *block, argument_count);
+  if (checked_) [[unlikely]]
+    t.take_buffer_bytes(shape);
+  return t;
 }
 
 std::optional<std::expected<void, diag::Diagnostics>> LoadedFunction::launch_cached(Context& ctx, LoadedFunction& fn,
@@ -97,7 +102,10 @@ std::optional<std::expected<void, diag::Diagnostics>> LoadedFunction::launch_cac
   if (auto ok = ctx.make_current(); !ok) [[unlikely]]
     return std::unexpected(std::move(ok.error()));
   if (steady != nullptr) fn.cache_->remember_steady(*steady, *block);
-  return LaunchTicket::drive(ctx, fn, LaunchTicket::of(fn.id_, shape, *block, args.size()), args, stream, true);
+  LaunchTicket t = LaunchTicket::of(fn.id_, shape, *block, args.size());
+  if (fn.checked_) [[unlikely]]
+    t.take_buffer_bytes(shape);
+  return LaunchTicket::drive(ctx, fn, t, args, stream, true);
 }
 
 std::optional<std::expected<void, diag::Diagnostics>> LoadedFunction::launch_steady(Context& ctx, LoadedFunction& fn,
@@ -111,7 +119,10 @@ std::optional<std::expected<void, diag::Diagnostics>> LoadedFunction::launch_ste
     return std::nullopt;
   if (auto ok = ctx.make_current(); !ok) [[unlikely]]
     return std::unexpected(std::move(ok.error()));
-  return LaunchTicket::drive(ctx, fn, LaunchTicket::of(fn.id_, key, block, args.size()), args, stream, true);
+  LaunchTicket t = LaunchTicket::of(fn.id_, key, block, args.size());
+  if (fn.checked_) [[unlikely]]
+    t.take_buffer_bytes(key);
+  return LaunchTicket::drive(ctx, fn, t, args, stream, true);
 }
 
 LaunchTicket LaunchTicket::of(uint64_t function_id, const validation::LaunchShape& shape,
@@ -222,6 +233,8 @@ validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const cont
       if (cache_hit) fn.cached_.fetch_add(1, std::memory_order_relaxed);
       return aligned;
     }
+  if (fn.checked_) [[unlikely]]
+    return drive_checked(ctx, fn, ticket, args, stream, cache_hit);
   // The driver only reads the argument table; a copy is made only to append the barrier word.
   if (fn.appends_barrier_word_) [[unlikely]] {
     auto word = ctx.grid_barrier_word(stream);
@@ -237,9 +250,79 @@ validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const cont
   return drive_table(ctx, fn, ticket, const_cast<void**>(args.data()), stream, cache_hit);
 }
 
+std::expected<void, diag::Diagnostics> LaunchTicket::drive_checked(Context& ctx, LoadedFunction& fn,
+                                                                   const LaunchTicket& ticket, std::span<void* const> args,
+                                                                   CUstream stream, bool cache_hit) {
+  // The table: the user's arguments, the grid-barrier word, each buffer's length, the record.
+  const size_t buffers = fn.info_.buffer_count();
+  if (buffers != ticket.buffers_) {
+    if (cache_hit) fn.cached_.fetch_add(1, std::memory_order_relaxed);
+    diag::Diagnostics d;
+    d.add(diag::Code::internal_error,
+          fmt::format("checked launch of '{}': the launch describes {} buffer sizes for {} buffer parameters (checked "
+                      "mode takes at most {})",
+                      fn.info_.name, ticket.buffers_, buffers, validation::LaunchShape::kMaxArguments),
+          {}, "launch a kernel with fewer buffer parameters in checked mode, or report this as a ptxgate bug");
+    return std::unexpected(std::move(d));
+  }
+  boost::container::small_vector<void*, kInlineArguments + 8> slots(args.begin(), args.end());
+  CUdeviceptr barrier_word = 0;
+  if (fn.appends_barrier_word_) {
+    auto word = ctx.grid_barrier_word(stream);
+    if (!word) {
+      if (cache_hit) fn.cached_.fetch_add(1, std::memory_order_relaxed);
+      return std::unexpected(word.error());
+    }
+    barrier_word = *word;
+    slots.push_back(&barrier_word);
+  }
+  std::array<uint64_t, validation::LaunchShape::kMaxArguments> lengths;
+  for (size_t k = 0; k < buffers; ++k) {
+    lengths[k] = ticket.buffer_bytes_[k];
+    slots.push_back(&lengths[k]);
+  }
+  auto slot = ctx.checked_records().reserve();
+  if (!slot) {
+    if (cache_hit) fn.cached_.fetch_add(1, std::memory_order_relaxed);
+    return std::unexpected(slot.error());
+  }
+  CUdeviceptr record = slot->address;
+  slots.push_back(&record);
+  return drive_table(ctx, fn, ticket, slots.data(), stream, cache_hit, slot->index);
+}
+
+void LaunchTicket::take_buffer_bytes(const validation::LaunchShape& shape) {
+  buffers_ = 0;
+  for (size_t k = 0; k < shape.arguments(); ++k) {
+    const uint64_t description = shape.word(validation::LaunchShape::kHeaderWords + 2 * k);
+    if ((description & 1) == 0) continue;  // not a buffer (argument_word's kind bit)
+    const uint64_t bytes = shape.word(validation::LaunchShape::kHeaderWords + 2 * k + 1);
+    buffer_bytes_[buffers_++] =
+        (description & validation::LaunchShape::kBufferBytesKnown) != 0 ? bytes : ~uint64_t{0};
+  }
+}
+
+void LaunchTicket::take_buffer_bytes(const SteadyKey& key) {
+  buffers_ = key.buffers;
+  for (uint32_t k = 0; k < key.buffers; ++k) buffer_bytes_[k] = key.bytes[k] != 0 ? key.bytes[k] : ~uint64_t{0};
+}
+
+void LaunchTicket::take_buffer_bytes(const contract::LaunchPlan& plan) {
+  buffers_ = 0;
+  for (const contract::ArgumentDesc& a : plan.arguments) {
+    if (a.kind != contract::ArgumentDesc::Kind::buffer) continue;
+    if (buffers_ == buffer_bytes_.size()) {  // more than a ticket holds: drive_checked reports it
+      buffers_ = UINT32_MAX;
+      return;
+    }
+    buffer_bytes_[buffers_++] = a.buffer_bytes.value_or(~uint64_t{0});
+  }
+}
+
 [[gnu::always_inline]] inline std::expected<void, diag::Diagnostics> LaunchTicket::drive_table(Context& ctx, LoadedFunction& fn,
                                                                  const LaunchTicket& ticket, void** table,
-                                                                 CUstream stream, bool cache_hit) {
+                                                                 CUstream stream, bool cache_hit,
+                                                                 int64_t checked_slot) {
   const auto& g = ticket.grid_;
   const auto& b = ticket.block_;
   CUresult r;
@@ -265,10 +348,18 @@ validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const cont
         ctx.launch_log().record(name, g, b, ticket.dynamic_shared_bytes_, ticket.cooperative_, stream);
     if (profiler != nullptr) [[unlikely]]
       profiler->end(profile_start, sequence, fn.info_.name, stream);
-    if (ctx.checked_launches()) [[unlikely]]
-      return ctx.complete_checked_launch(sequence, stream);
+    if (checked_slot >= 0) [[unlikely]]
+      ctx.checked_records().launched(static_cast<uint32_t>(checked_slot), sequence, stream,
+                                     {fn.info_.checked, fn.info_.name, fn.location_.file, g, b,
+                                      ticket.dynamic_shared_bytes_});
+    if (ctx.checked_launches()) [[unlikely]] {
+      auto completed = ctx.complete_checked_launch(sequence, stream);
+      if (completed && checked_slot >= 0) return ctx.checked_records().collect_slot(static_cast<uint32_t>(checked_slot));
+      return completed;
+    }
     return {};
   }
+  if (checked_slot >= 0) ctx.checked_records().release(static_cast<uint32_t>(checked_slot));
   if (profiler != nullptr) profiler->cancel(profile_start);
   auto failed = ctx.check(r, ticket.cooperative_ ? "cuLaunchCooperativeKernel" : "cuLaunchKernel",
                           launch_subject(fn, ticket.described()));
@@ -329,7 +420,9 @@ std::expected<void, diag::Diagnostics> LoadedFunction::launch_with_shape(Context
   }
   if (steady != nullptr) fn.cache_->remember_steady(*steady, *block);
 
-  const LaunchTicket t = LaunchTicket::of(fn.id_, shape, *block, args.size());
+  LaunchTicket t = LaunchTicket::of(fn.id_, shape, *block, args.size());
+  if (fn.checked_) [[unlikely]]
+    t.take_buffer_bytes(plan);
   if (ticket != nullptr) *ticket = t;
   return LaunchTicket::drive(ctx, fn, t, args, stream, cache_hit);
 }

@@ -65,9 +65,21 @@ class LaunchTicket {
                                                                     std::span<void* const> args, CUstream stream,
                                                                     bool cache_hit);
   /// drive's driver call with the final argument table (the barrier word appended when needed).
+  /// `checked_slot`: checked mode's record slot of the launch (backend/internal/checked_records.hpp),
+  /// -1 for an unchecked kernel.
   [[nodiscard]] static std::expected<void, diag::Diagnostics> drive_table(Context& ctx, LoadedFunction& fn,
                                                                           const LaunchTicket& ticket, void** table,
-                                                                          CUstream stream, bool cache_hit);
+                                                                          CUstream stream, bool cache_hit,
+                                                                          int64_t checked_slot = -1);
+  /// drive's path for a kernel compiled in checked mode: the hidden parameters (the buffers'
+  /// lengths from the ticket, the launch's record) appended, the record read back in checked-launch mode.
+  [[gnu::noinline]] [[nodiscard]] static std::expected<void, diag::Diagnostics> drive_checked(
+      Context& ctx, LoadedFunction& fn, const LaunchTicket& ticket, std::span<void* const> args, CUstream stream,
+      bool cache_hit);
+  /// Checked kernels: the buffer sizes the ticket's shape holds (a shape, a steady key or a plan).
+  void take_buffer_bytes(const validation::LaunchShape& shape);
+  void take_buffer_bytes(const SteadyKey& key);
+  void take_buffer_bytes(const contract::LaunchPlan& plan);
   /// The launch this ticket stands for, as a plan (geometry, shared bytes, cooperative), for messages.
   contract::LaunchPlan described() const {
     contract::LaunchPlan p;
@@ -84,6 +96,10 @@ class LaunchTicket {
   bool cooperative_ = false;
   bool stream_is_null_ = false;
   size_t argument_count_ = 0;
+  /// Checked kernels only: the launch's buffer sizes in bytes by buffer parameter (UINT64_MAX: not
+  /// known), the values of its hidden length parameters; `buffers_` of them are set.
+  uint32_t buffers_ = 0;
+  std::array<uint64_t, validation::LaunchShape::kMaxArguments> buffer_bytes_{};
 };
 
 /// A resolved CUfunction with what a launch needs: its KernelInfo, its resources
@@ -166,6 +182,7 @@ class alignas(64) LoadedFunction {
   std::atomic<uint32_t> log_name_{0};  ///< the name's number in its context's LaunchLog (0: not yet)
   bool checks_alignment_ = false;      ///< aligned_buffers_ is not empty
   bool appends_barrier_word_ = false;  ///< info_.hidden_grid_barrier_param
+  bool checked_ = false;               ///< info_.checked: hidden lengths and a record (contract/checked.hpp)
   std::atomic<bool> shared_opt_in_done_{false};
   /// Launches that validated, cache hits that did not reach the driver, other driver calls, blocked.
   std::atomic<uint64_t> validated_{0}, cached_{0}, driver_calls_{0}, blocked_{0};

@@ -7,8 +7,8 @@
 
 namespace ptxgate::bench {
 
-std::expected<Session, int> open_session(ResultFile& out, std::string_view part) {
-  auto rt = backend::Runtime::create();
+std::expected<Session, int> open_session(ResultFile& out, std::string_view part, bool checked) {
+  auto rt = backend::Runtime::create({.checked = checked});
   if (!rt) {
     out.error("runtime", one_line(rt.error()));
     fmt::print("no CUDA driver or device: {} skipped\n", part);
@@ -76,7 +76,8 @@ bool record_check(ResultFile& out, const std::string& what, const Step& s, doubl
 }
 
 bool time_interleaved(Bench& c, std::vector<Timed>& variants, size_t warmups, size_t repetitions,
-                      const std::string& prefix) {
+                      const std::string& prefix, size_t launches) {
+  launches = std::max<size_t>(launches, 1);
   bool ok = true;
   auto start = backend::Event::create(c.rt.shared_context());
   auto stop = backend::Event::create(c.rt.shared_context());
@@ -89,14 +90,17 @@ bool time_interleaved(Bench& c, std::vector<Timed>& variants, size_t warmups, si
     Step s = [&]() -> Step {
       if (v.prepare)
         if (auto p = v.prepare(); !p) return p;
+      // A variant with a prepare step (BFS's reset) runs once per sample.
+      const size_t count = v.prepare ? 1 : launches;
       if (auto r = start->record(&c.stream); !r) return std::unexpected(one_line(r.error()));
-      if (auto r = v.launch(); !r) return r;
+      for (size_t l = 0; l < count; ++l)
+        if (auto r = v.launch(); !r) return r;
       if (auto r = stop->record(&c.stream); !r) return std::unexpected(one_line(r.error()));
       if (auto r = stop->synchronize(); !r) return std::unexpected(one_line(r.error()));
       auto ms_elapsed = stop->elapsed_ms_since(*start);
       if (!ms_elapsed) return std::unexpected(one_line(ms_elapsed.error()));
       if (record) {
-        double sec = *ms_elapsed * 1e-3;
+        double sec = *ms_elapsed * 1e-3 / double(count);
         v.times_us.push_back(sec * 1e6);
         v.rates.push_back(v.work / sec * 1e-9);
       }

@@ -46,7 +46,8 @@ struct Session {
 
 /// Opens the device's runtime and a stream, or gives the part's exit status: kSkipped without a driver
 /// or device (`part` names it in the message), 1 on another failure; either is recorded in `out`.
-std::expected<Session, int> open_session(ResultFile& out, std::string_view part);
+/// `checked`: the runtime compiles in checked mode (RuntimeOptions::checked).
+std::expected<Session, int> open_session(ResultFile& out, std::string_view part, bool checked = false);
 
 /// cuLaunchKernel of an nvcc function on the benchmark's stream.
 Step raw_launch(Bench& c, CUfunction f, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
@@ -100,11 +101,13 @@ struct Timed {
   bool failed = false;
 };
 
-/// Times the variants interleaved: `warmups` then `repetitions` rounds, each launch between two events
-/// on the stream; rows `prefix + name` with the rate's median, p10, p90 and the times. False when a
-/// variant failed (its error is recorded, the others go on).
+/// Times the variants interleaved: `warmups` then `repetitions` rounds, `launches` launches of a variant
+/// (one of a variant with a prepare step) between two events on the stream (GPU-bound: the host
+/// enqueues them back to back); rows `prefix +
+/// name` with the rate's median, p10, p90 and the time per launch. False when a variant failed (its
+/// error is recorded, the others go on).
 bool time_interleaved(Bench& c, std::vector<Timed>& variants, size_t warmups, size_t repetitions,
-                      const std::string& prefix);
+                      const std::string& prefix, size_t launches = 1);
 
 /// The nvcc twins: cubins loaded raw into the runtime's context (unloaded on destruction).
 class NvccModules {

@@ -481,11 +481,13 @@ bool check_gemm(Bench& c, const Twin& t, bool pg, uint32_t m, uint32_t n, uint32
 }  // namespace
 
 int run_workloads(const WorkloadOptions& o, ResultFile& out) {
-  auto session = open_session(out, "workloads");
+  auto session = open_session(out, "workloads", o.checked);
   if (!session) return session.error();
   Bench c = session->bench(out);
   auto& rt = c.rt;
   out.info("device", rt.caps().name);
+  out.info("checked", o.checked);
+  out.info("launches_per_sample", static_cast<uint64_t>(o.launches));
   const std::set<std::string> only(o.only.begin(), o.only.end());
   auto wanted = [&](const std::string& w) { return only.empty() || only.contains(w); };
   int status = 0;
@@ -730,7 +732,7 @@ int run_workloads(const WorkloadOptions& o, ResultFile& out) {
     }
   }
 
-  if (!time_interleaved(c, timed, 3, o.repetitions, "workload.")) status = 1;
+  if (!time_interleaved(c, timed, 3, o.repetitions, "workload.", o.launches)) status = 1;
   for (const auto& v : timed)
     if (!v.rates.empty())
       fmt::print("  {:<24} {:>10.1f} {} (median of {})\n", v.name, summarize(v.rates).median, v.unit, v.rates.size());

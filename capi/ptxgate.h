@@ -15,7 +15,7 @@ extern "C" {
 
 /** The version of this header; ptxgate_api_version() answers the library's. A caller built for
  *  version N works with a library whose version is N (the ABI changes only with the number). */
-#define PTXGATE_CAPI_VERSION 2
+#define PTXGATE_CAPI_VERSION 3
 
 #if defined(__GNUC__)
 #define PTXGATE_CAPI __attribute__((visibility("default")))
@@ -164,6 +164,12 @@ typedef struct ptxgate_runtime_options {
   int32_t track_dependencies;  /**< nonzero: automatic dependencies between streams */
   const char* cache_dir;       /**< NULL: the default module cache directory */
   int32_t disk_cache;          /**< nonzero: use the disk tier of the module cache */
+  /** nonzero: checked mode (version 3): every access not proven in bounds is guarded; one out of
+   *  bounds touches no memory, the kernel goes on, and the next synchronisation reports it (PG3804) */
+  int32_t checked;
+  /** nonzero: each launch synchronises its stream (version 3): a fault names its launch (PG4050),
+   *  and in checked mode the launch itself reports what it stopped */
+  int32_t checked_launches;
 } ptxgate_runtime_options;
 
 PTXGATE_CAPI void ptxgate_runtime_options_init(ptxgate_runtime_options* options);

@@ -154,6 +154,8 @@ void ptxgate_runtime_options_init(ptxgate_runtime_options* options) {
   options->track_dependencies = 1;
   options->cache_dir = nullptr;
   options->disk_cache = 1;
+  options->checked = 0;
+  options->checked_launches = 0;
 }
 
 ptxgate_status ptxgate_runtime_create(const ptxgate_runtime_options* options, ptxgate_runtime** runtime,
@@ -169,6 +171,8 @@ ptxgate_status ptxgate_runtime_create(const ptxgate_runtime_options* options, pt
     ro.track_dependencies = o.track_dependencies != 0;
     ro.cache.use_disk = o.disk_cache != 0;
     if (o.cache_dir != nullptr) ro.cache.directory = o.cache_dir;
+    ro.checked = o.checked != 0;
+    ro.checked_launches = o.checked_launches != 0;
     auto created = backend::Runtime::create(ro);
     if (!created) return fail(diagnostics, std::move(created.error()));
     auto r = std::make_unique<ptxgate_runtime>();

@@ -18,6 +18,7 @@
 #include "ptxgate/codegen/internal/libdevice.hpp"
 #include "ptxgate/codegen/internal/lower.hpp"
 #include "ptxgate/codegen/internal/nvptx.hpp"
+#include "ptxgate/ir/access_sites.hpp"
 
 namespace llvm {
 /// The NVPTX backend's per-Module annotation cache (lib/Target/NVPTX/NVPTXUtilities.h, not
@@ -158,7 +159,7 @@ std::expected<void, diag::Diagnostics> build_optimised_module(Compilation& c, co
   if (auto hopper = check_hopper_target(verified, options.target); !hopper) return hopper;
   if (auto supported = check_target_features(verified, options.target); !supported) return supported;
   c.context.setDiagnosticHandler(std::make_unique<CollectingDiagnosticHandler>(&c.llvm_errors));
-  auto lowered = lower_module(verified, c.context, machine.createDataLayout(), options.fp_mode);
+  auto lowered = lower_module(verified, c.context, machine.createDataLayout(), options.fp_mode, options.checked);
   if (!lowered) return std::unexpected(std::move(lowered.error()));
   c.module = std::move(*lowered);
 
@@ -262,9 +263,11 @@ std::string_view llvm_target_for(std::string_view target) {
   return target;
 }
 
-std::vector<contract::KernelInfo> describe(const ir::Module& m) {
+std::vector<contract::KernelInfo> describe(const ir::Module& m, bool checked) {
   std::vector<contract::KernelInfo> out;
-  for (const auto& k : m.kernels) {
+  const std::vector<bool> guards = checked ? ir::sites_needing_guards(m) : std::vector<bool>{};
+  for (size_t index = 0; index < m.kernels.size(); ++index) {
+    const ir::Kernel& k = m.kernels[index];
     contract::KernelInfo info;
     info.name = k.name;
     for (uint32_t i = 0; i < k.params.size(); ++i) {
@@ -280,6 +283,12 @@ std::vector<contract::KernelInfo> describe(const ir::Module& m) {
     info.dynamic_shared_element_bytes = k.dynamic_shared_element_bytes;
     info.hidden_grid_barrier_param = k.uses_grid_sync;
     contract::attach_access_facts(info, k.access_facts);
+    if (checked && m.access_sites) {
+      auto sites = std::make_shared<contract::CheckedInfo>();
+      for (uint32_t id : ir::sites_of_kernel(m, index))
+        sites->sites.push_back({id, id >= guards.size() || guards[id], m.access_sites->sites[id]});
+      info.checked = std::move(sites);
+    }
     out.push_back(std::move(info));
   }
   return out;
@@ -308,7 +317,7 @@ std::expected<CompiledModule, diag::Diagnostics> compile(const ir::Module& verif
     out.target = options.target;
     out.ptx_isa_version = ptx_isa_version_of(*ptx);
     out.ptx = std::move(*ptx);
-    out.kernels = describe(verified);
+    out.kernels = describe(verified, options.checked);
     return out;
   });
 }

@@ -3,7 +3,7 @@ import ctypes
 import os
 import sys
 
-API_VERSION = 2  # PTXGATE_CAPI_VERSION this binding was written for
+API_VERSION = 3  # PTXGATE_CAPI_VERSION this binding was written for
 
 OK, ERROR, USAGE = 0, 1, 2
 
@@ -38,7 +38,7 @@ class CheckRequest(ctypes.Structure):
 
 class RuntimeOptions(ctypes.Structure):
     _fields_ = [("device", ctypes.c_int32), ("track_dependencies", ctypes.c_int32), ("cache_dir", ctypes.c_char_p),
-                ("disk_cache", ctypes.c_int32)]
+                ("disk_cache", ctypes.c_int32), ("checked", ctypes.c_int32), ("checked_launches", ctypes.c_int32)]
 
 
 class Arg(ctypes.Structure):

@@ -229,12 +229,18 @@ class Kernel(_Owned):
 
 class Runtime(_Owned):
     """One CUDA device's primary context (shared with PyTorch and CuPy), the module cache and
-    loaded modules. Raises Error (PG4001 without a driver, PG4004 without the device)."""
+    loaded modules. Raises Error (PG4001 without a driver, PG4004 without the device).
+
+    ``checked=True`` compiles kernels in checked mode: an access out of bounds (or a misaligned TMA
+    tile) touches no memory, the kernel goes on, and the next ``synchronize()`` raises Error with
+    PG3804 naming the kernel, the launch, the source line, the thread, the index and the length;
+    the runtime stays usable. ``checked_launches=True`` synchronises after every launch, so the
+    launch itself raises."""
 
     _free_name = "ptxgate_runtime_free"
 
     def __init__(self, device: int = 0, *, track_dependencies: bool = True, cache_dir: Optional[str] = None,
-                 disk_cache: bool = True):
+                 disk_cache: bool = True, checked: bool = False, checked_launches: bool = False):
         lib = _capi.lib()
         options = _capi.RuntimeOptions()
         lib.ptxgate_runtime_options_init(ctypes.byref(options))
@@ -242,6 +248,8 @@ class Runtime(_Owned):
         options.track_dependencies = 1 if track_dependencies else 0
         options.cache_dir = _b(cache_dir)
         options.disk_cache = 1 if disk_cache else 0
+        options.checked = 1 if checked else 0
+        options.checked_launches = 1 if checked_launches else 0
         self._handle = ctypes.c_void_p()
         check_call(lib.ptxgate_runtime_create, ctypes.byref(options), ctypes.byref(self._handle))
 

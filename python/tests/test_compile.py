@@ -9,7 +9,7 @@ from conftest import has_ptxas
 
 
 def test_api_version_matches_the_library():
-    assert ptxgate.API_VERSION == 2
+    assert ptxgate.API_VERSION == 3
     assert os.path.exists(ptxgate.library_path()) or "libptxgate" in ptxgate.library_path()
 
 

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# What checked mode costs, on the GPU machine, in one run (docs/benchmarks.md "Checked mode"):
+#   here:        bash bench/checked_cost.sh bundle DIR    (from a built tree, BUILD=build: DIR/ with the binaries,
+#                                                          the library, kernels, examples and nvcc cubins)
+#   GPU machine: bash DIR/checked_cost.sh device         (results in $OUT: checked_cost.md and logs.tar.gz)
+# Device steps: the checked GPU tests, then the whole GPU suite (GPU_TESTS=all); the workloads (sum,
+# softmax, layer norm, f16/bf16 axpy, SGEMM) timed GPU-bound (LAUNCHES launches between two events),
+# unchecked, checked and unchecked again (the two unchecked runs and the nvcc twins are the A/A control);
+# a faulty program (bench/checked/faulty_gather.pg) checked against the same program under
+# compute-sanitizer memcheck, whole-program wall time and kernel time.
+set -uo pipefail
+
+bundle() {
+  set -e
+  local dir=$1 build=${BUILD:-build} cuda=${CUDA_HOME:-/usr/local/cuda}
+  rm -rf "$dir"
+  mkdir -p "$dir/bin" "$dir/lib" "$dir/examples" "$dir/kernels" "$dir/cubins" "$dir/profiles"
+  cp "$build/tools/ptxgate" "$build/tests/gpu/ptxgate_gpu_tests" "$build/bench/ptxgate_gpu_bench" "$dir/bin/"
+  cp -L "$build/libptxgate.so.0" "$dir/lib/"
+  strip --strip-unneeded "$dir/lib/libptxgate.so.0" "$dir/bin/"*
+  ldd "$dir/lib/libptxgate.so.0" "$dir"/bin/* | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
+    case $(basename "$lib") in
+      libc.so*|libm.so*|libgcc_s.so*|libstdc++.so*|ld-linux*|libdl.so*|libpthread.so*|librt.so*|libz.so*|libzstd.so*|libptxgate.so*) ;;
+      *) cp -L "$lib" "$dir/lib/" ;;
+    esac
+  done
+  cp examples/*.pg "$dir/examples/"
+  cp bench/kernels/*.pg bench/checked/*.pg "$dir/kernels/"
+  cp profiles/*.json "$dir/profiles/"
+  for k in warp_sum softmax layer_norm axpy_half sgemm; do
+    "$cuda/bin/nvcc" -cubin -arch=sm_90 -O3 -o "$dir/cubins/$k.cubin" "bench/cuda/$k.cu"
+  done
+  cp bench/checked_cost.sh bench/checked_report.py "$dir/"
+  echo "bundle: $dir, $(du -sm "$dir" | cut -f1) MiB"
+}
+
+device() {
+  local here out work
+  here=$(cd "$(dirname "$0")" && pwd)
+  out=${OUT:-$PWD/out}
+  work=$(mktemp -d)
+  mkdir -p "$out"
+  export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export PTXGATE_EXAMPLES_DIR="$here/examples" PTXGATE_PROFILE_DIR="$here/profiles" PTXGATE_BENCH_KERNELS_DIR="$here/kernels"
+  export PTXGATE_CACHE_DIR="$work/cache" CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+  [[ -x "$CUDA_HOME/bin/ptxas" ]] && export PTXGATE_PTXAS="$CUDA_HOME/bin/ptxas"
+  local cli="$here/bin/ptxgate" bench="$here/bin/ptxgate_gpu_bench" tests="$here/bin/ptxgate_gpu_tests"
+  local log="$work/steps.txt"
+  say() { echo "$*" | tee -a "$log"; }
+  say "gpu: $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader)"
+
+  timeout --kill-after=5 "${TESTS_LIMIT:-90}" "$tests" --no-intro=true -tc='checked*' >"$work/gpu_checked.log" 2>&1
+  say "gpu tests (checked): exit $? — $(grep -E 'test cases:|assertions:' "$work/gpu_checked.log" | tr -s ' \n' ' ')"
+  if [[ "${GPU_TESTS:-all}" == all ]]; then
+    timeout --kill-after=5 "${ALL_TESTS_LIMIT:-200}" "$tests" --no-intro=true --test-case-exclude='multigpu*' \
+      ${GPU_TESTS_EXCLUDE:+--test-case-exclude="$GPU_TESTS_EXCLUDE"} >"$work/gpu_all.log" 2>&1
+    say "gpu tests (all but multigpu${GPU_TESTS_EXCLUDE:+ and $GPU_TESTS_EXCLUDE}): exit $? — $(grep -E 'test cases:|assertions:' "$work/gpu_all.log" | tr -s ' \n' ' ')"
+    grep -E '^[^ ]*\.cpp:[0-9]+: ERROR|TEST CASE:' "$work/gpu_all.log" | head -40 >>"$log"
+  fi
+
+  local only="sum softmax layer_norm axpy_f16 axpy_bf16 sgemm" launches=${LAUNCHES:-10} reps=${REPS:-10}
+  for run in plain1 checked plain2; do
+    local flag=""
+    [[ $run == checked ]] && flag="--checked"
+    timeout --kill-after=5 "${WORKLOADS_LIMIT:-150}" "$bench" workloads --kernels "$here/kernels" --cubins "$here/cubins" \
+      --only $only --launches "$launches" --repetitions "$reps" $flag --out "$work/workloads_$run.json" \
+      >"$work/workloads_$run.log" 2>&1
+    say "workloads $run: exit $?"
+  done
+
+  # The faulty program: 2^20 threads gathering 32 floats each; x one element short, so idx's last index is past it.
+  local n=1048576 w=32 faulty="$here/kernels/faulty_gather.pg"
+  local args=(--kernel gather_sum --arg y=buffer:$((4 * n)) --arg x=random:$((n * w - 1)) --arg idx=iota:$((n * w))
+              --arg n=$n --arg width=$w --time "${FAULTY_RUNS:-20}")
+  "$cli" run "$faulty" "${args[@]}" >/dev/null 2>&1  # warm the module cache (both modes)
+  "$cli" run "$faulty" "${args[@]}" --checked >/dev/null 2>&1
+  timed() {  # timed NAME COMMAND...: wall seconds to $work/NAME.wall, output to $work/NAME.log
+    local name=$1 t0 t1
+    shift
+    t0=$(date +%s.%N)
+    timeout --kill-after=5 "${FAULTY_LIMIT:-150}" "$@" >"$work/$name.log" 2>&1
+    local rc=$?
+    t1=$(date +%s.%N)
+    echo "$t1 - $t0" | bc >"$work/$name.wall"
+    say "$name: exit $rc, $(cat "$work/$name.wall") s wall; $(grep -E '^time:|PG3804|ERROR SUMMARY|PG4050' "$work/$name.log" | head -3 | tr '\n' ' ')"
+  }
+  timed faulty_unchecked "$cli" run "$faulty" "${args[@]}"
+  timed faulty_checked "$cli" run "$faulty" "${args[@]}" --checked
+  timed faulty_memcheck compute-sanitizer --tool memcheck --print-limit 10 "$cli" run "$faulty" "${args[@]}"
+  timed faulty_memcheck_continue compute-sanitizer --tool memcheck --print-limit 10 --destroy-on-device-error kernel \
+    "$cli" run "$faulty" "${args[@]}"
+
+  python3 "$here/checked_report.py" "$work" >"$out/checked_cost.md" 2>"$work/report.err"
+  cat "$log" >>"$out/checked_cost.md"
+  tar -czf "$out/logs.tar.gz" -C "$work" --exclude=cache . 2>/dev/null
+  cat "$out/checked_cost.md"
+}
+
+case "${1:-}" in
+  bundle) bundle "${2:?bundle DIR}" ;;
+  device) device ;;
+  *) echo "usage: bench/checked_cost.sh bundle DIR | device" >&2; exit 2 ;;
+esac
