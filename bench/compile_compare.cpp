@@ -353,7 +353,15 @@ int run_compile_compare(const CompareOptions& o, ResultFile& out) {
   }
 
   // No quality traded for speed: ptxas's registers, local and shared memory, spills and the cubin's size
-  // per kernel, against the recorded baseline (written with --write-quality). Another ptxas: no comparison.
+  // per kernel, against the recorded baseline (written with --write-quality). Without ptxas, or under
+  // another ptxas, nothing is compared: the run says SKIPPED with the reason and exits 77 (CTest's skip),
+  // never 0 as if the comparison had passed.
+  constexpr int kSkipped = 77;
+  if (!o.quality_file.empty() && !o.write_quality && !toolkit.ptxas) {
+    fmt::print("\nSKIPPED: ptxas baseline not compared: no ptxas ({})\n",
+               toolkit.ptxas.error().items().front().message);
+    return status == 0 ? kSkipped : status;
+  }
   if (!o.quality_file.empty() && toolkit.ptxas) {
     if (o.write_quality) {
       std::ofstream(o.quality_file) << quality.dump(2) << "\n";
@@ -365,8 +373,10 @@ int run_compile_compare(const CompareOptions& o, ResultFile& out) {
         out.error("compile_cmp.quality", "cannot read the baseline " + o.quality_file.string());
         status = 1;
       } else if (recorded.value("ptxas_version", "") != ptxas_version) {
-        fmt::print("\nptxas baseline not compared: recorded with '{}', this is '{}'\n",
+        fmt::print("\nSKIPPED: ptxas baseline not compared: recorded with '{}', this is '{}' (compare under the "
+                   "ptxas that recorded it, or record this one with --write-quality)\n",
                    recorded.value("ptxas_version", ""), ptxas_version);
+        if (status == 0) status = kSkipped;
       } else {
         size_t same = 0;
         for (const auto& [name, now] : quality.items()) {

@@ -1,10 +1,13 @@
-// Benchmark: fresh check_launch (no ptxas) and the launch cache fast path, median ns per call.
+// Benchmark: fresh check_launch (no ptxas) and the launch cache fast path, median ns per call; and
+// what the memory-safety part adds to a fresh check_launch for kernels of several sizes.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <vector>
 
 #include "ptxgate/backend/internal/launch_cache.hpp"
+#include "ptxgate/codegen/codegen.hpp"
+#include "ptxgate/ir/frontend.hpp"
 #include "ptxgate/validation/check.hpp"
 #include "ptxgate/validation/launch_shape.hpp"
 #include "ptxgate/validation/profiles.hpp"
@@ -26,6 +29,38 @@ double median_ns_per_call(F&& body, int iterations, int batches) {
   std::nth_element(samples.begin(), samples.begin() + batches / 2, samples.end());
   return samples[batches / 2];
 }
+
+/// A kernel of the IR for the memory-safety rows: its KernelInfo (with the access facts) and a
+/// launch with every argument known.
+struct MemoryCase {
+  const char* name;
+  const char* text;
+  std::array<uint64_t, 3> grid, block;
+  uint64_t dynamic_shared;
+  std::vector<std::pair<uint64_t, bool>> arguments;  ///< value (bytes of a buffer, bits of a scalar), is buffer
+};
+
+const MemoryCase kMemoryCases[] = {
+    {"saxpy (4 arguments, 3 accesses)",
+     "@workgroup(256)\nkernel k(inout y: f32[], in x: f32[], a: f32, n: u32) {\n  let i = global_id.x;\n"
+     "  if (i < n) { y[i] = a * x[i] + y[i]; }\n}\n",
+     {4096, 1, 1}, {256, 1, 1}, 0, {{1 << 22, true}, {1 << 22, true}, {0x40000000, false}, {1 << 20, false}}},
+    {"stencil 2-D (5 arguments, 7 accesses)",
+     "@workgroup(16, 16)\nkernel k(out dst: f32[], in src: f32[], a: f32, w: u32, h: u32) {\n"
+     "  let x = global_id.x;\n  let y = global_id.y;\n  if (x < w && y < h) {\n    let c = y * w + x;\n"
+     "    if (x == 0 || y == 0 || x == w - 1 || y == h - 1) { dst[c] = src[c]; }\n"
+     "    else { dst[c] = a * (src[c - 1] + src[c + 1] + src[c - w] + src[c + w]); }\n  }\n}\n",
+     {64, 64, 1}, {16, 16, 1}, 0, {{4 << 20, true}, {4 << 20, true}, {0x3e800000, false}, {1024, false}, {1024, false}}},
+    {"softmax-style row (3 arguments, 8 accesses, loops)",
+     "@workgroup(256)\nkernel k(out y: f32[], in x: f32[], cols: u32) {\n  shared row: f32[];\n"
+     "  let vectors = cols / 4;\n  let base = u64(block_id.x) * u64(vectors);\n  var j = thread_id.x;\n"
+     "  while (j + 256 < vectors) {\n    store4(row, j, load4(x, base + u64(j)));\n"
+     "    store4(row, j + 256, load4(x, base + u64(j + 256)));\n    j = j + 512;\n  }\n"
+     "  while (j < vectors) {\n    store4(row, j, load4(x, base + u64(j)));\n    j = j + 256;\n  }\n"
+     "  barrier();\n  var k = thread_id.x;\n  while (k < vectors) {\n    store4(y, base + u64(k), load4(row, k));\n"
+     "    k = k + 256;\n  }\n}\n",
+     {1024, 1, 1}, {256, 1, 1}, 16384, {{16 << 20, true}, {16 << 20, true}, {4096, false}}},
+};
 
 }  // namespace
 
@@ -86,6 +121,50 @@ int main() {
   oldest.grid[0] = 1;
   const LaunchShape oldest_shape = LaunchShape::of(oldest);
   double lookup_worst = median_ns_per_call([&](int) { sink = cache.find(oldest_shape).has_value(); }, 1000000, 25);
+  // The memory-safety part: the same fresh check_launch with and without the kernel's access facts.
+  struct MemoryRow {
+    const char* name;
+    double with, without;
+  };
+  std::vector<MemoryRow> memory_rows;
+  for (const MemoryCase& m : kMemoryCases) {
+    diag::SourceFile file("bench.pg", m.text);
+    auto loaded = ir::load_module(file);
+    if (!loaded) {
+      std::fprintf(stderr, "%s", diag::render_text(loaded.error()).c_str());
+      return 1;
+    }
+    contract::KernelInfo info = codegen::describe(loaded->module).front();
+    contract::LaunchPlan p;
+    p.grid = m.grid;
+    p.block = m.block;
+    p.dynamic_shared_bytes = m.dynamic_shared;
+    p.arguments_known = true;
+    for (size_t i = 0; i < m.arguments.size(); ++i) {
+      contract::ArgumentDesc d;
+      d.kind = m.arguments[i].second ? contract::ArgumentDesc::Kind::buffer : contract::ArgumentDesc::Kind::scalar;
+      d.size_bytes = m.arguments[i].second ? 8 : info.params[i].size_bytes;
+      if (m.arguments[i].second) {
+        d.buffer_bytes = m.arguments[i].first;
+      } else {
+        d.scalar_type = info.params[i].type;
+        d.scalar_bits = m.arguments[i].first;
+      }
+      p.arguments.push_back(d);
+    }
+    contract::KernelResources r;
+    r.registers_per_thread = 32;
+    if (!check_launch(info, r, p, *caps).launchable || !check_launch(info, r, p, *caps).memory ||
+        check_launch(info, r, p, *caps).memory->proven != check_launch(info, r, p, *caps).memory->sites) {
+      std::fprintf(stderr, "%s: not launchable with every access proven\n", m.name);
+      return 1;
+    }
+    const double with = median_ns_per_call([&](int) { sink = check_launch(info, r, p, *caps).launchable; }, 5000, 25);
+    contract::KernelInfo bare = info;
+    bare.access = nullptr;
+    const double without = median_ns_per_call([&](int) { sink = check_launch(bare, r, p, *caps).launchable; }, 5000, 25);
+    memory_rows.push_back({m.name, with, without});
+  }
   (void)sink;
 
   std::printf("validate_bench (median of 25 batches, ns per call)\n");
@@ -96,5 +175,8 @@ int main() {
   std::printf("  cached verdict: find of a precomputed shape (last hit)  %8.1f ns\n", lookup_only);
   std::printf("  cached verdict: find, another of %zu entries             %8.1f ns\n", backend::LaunchCache::kEntries,
               lookup_worst);
+  std::printf("memory safety (fresh check_launch with the kernel's access facts, minus without them)\n");
+  for (const MemoryRow& m : memory_rows)
+    std::printf("  %-52s %8.1f ns (%.1f with, %.1f without)\n", m.name, m.with - m.without, m.with, m.without);
   return 0;
 }

@@ -10,6 +10,17 @@ using capi::null_argument;
 
 extern "C" {
 
+int ptxgate_module_format_of(const void* bytes, size_t size) {
+  if (bytes == nullptr) return PTXGATE_FORMAT_IR;
+  switch (toolchain::module_format({static_cast<const char*>(bytes), size})) {
+    case toolchain::ModuleFormat::ptx: return PTXGATE_FORMAT_PTX;
+    case toolchain::ModuleFormat::cubin: return PTXGATE_FORMAT_CUBIN;
+    case toolchain::ModuleFormat::fatbin: return PTXGATE_FORMAT_FATBIN;
+    case toolchain::ModuleFormat::ir: break;
+  }
+  return PTXGATE_FORMAT_IR;
+}
+
 ptxgate_status ptxgate_read_ptx(const char* ptx, size_t size, const char* path, ptxgate_module** module,
                                 ptxgate_diagnostics** diagnostics) {
   return guarded(diagnostics, "ptxgate_read_ptx", [&] {

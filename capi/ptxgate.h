@@ -111,6 +111,15 @@ PTXGATE_CAPI ptxgate_status ptxgate_compile_file(const char* path, const ptxgate
  *  left out with a PG3007 warning. */
 PTXGATE_CAPI ptxgate_status ptxgate_read_ptx(const char* ptx, size_t size, const char* path, ptxgate_module** module,
                                              ptxgate_diagnostics** diagnostics);
+/** What a module's bytes are, as ptxgate reads them (not by name or by words inside). */
+typedef enum ptxgate_module_format {
+  PTXGATE_FORMAT_IR = 0,     /**< ptxgate IR text (.pg) */
+  PTXGATE_FORMAT_PTX = 1,    /**< PTX text: its first token after comments is `.version` */
+  PTXGATE_FORMAT_CUBIN = 2,  /**< an ELF cubin */
+  PTXGATE_FORMAT_FATBIN = 3  /**< a fatbin (refused: pass one cubin or the PTX) */
+} ptxgate_module_format;
+/** The format of `size` bytes at `bytes` (NULL with size 0: PTXGATE_FORMAT_IR). */
+PTXGATE_CAPI int ptxgate_module_format_of(const void* bytes, size_t size);
 PTXGATE_CAPI const char* ptxgate_module_ptx(const ptxgate_module* module);
 /** The cubin's bytes (size 0 when none was asked for). */
 PTXGATE_CAPI const void* ptxgate_module_cubin(const ptxgate_module* module, size_t* size);

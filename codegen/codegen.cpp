@@ -279,7 +279,7 @@ std::vector<contract::KernelInfo> describe(const ir::Module& m, bool checked) {
     info.static_shared_bytes = k.static_shared_bytes;
     info.cooperative = k.cooperative;
     info.uses_grid_sync = k.uses_grid_sync;
-    info.uses_warp_operations = k.uses_warp_operations;
+    info.block_granule = k.block_granule;
     info.dynamic_shared_element_bytes = k.dynamic_shared_element_bytes;
     info.hidden_grid_barrier_param = k.uses_grid_sync;
     contract::attach_access_facts(info, k.access_facts);

@@ -28,12 +28,14 @@ nlohmann::json to_json(const KernelInfo& info) {
                    {"static_shared_bytes", info.static_shared_bytes},
                    {"cooperative", info.cooperative},
                    {"uses_grid_sync", info.uses_grid_sync},
-                   {"uses_warp_operations", info.uses_warp_operations},
+                   {"block_granule", info.block_granule},
                    {"dynamic_shared_element_bytes", info.dynamic_shared_element_bytes},
                    {"hidden_grid_barrier_param", info.hidden_grid_barrier_param}};
   if (info.foreign) j["foreign"] = true;  // absent for ptxgate's own kernels
   if (info.access) j["access"] = ir::to_json(*info.access);
   if (info.checked) j["checked"] = to_json(*info.checked);  // absent: compiled without checked mode
+  if (info.has_cluster_dims()) j["cluster_dims"] = info.cluster_dims;  // absent: no cluster shape
+  if (info.explicit_cluster) j["explicit_cluster"] = true;
   if (info.has_required_block())
     j["required_block"] = {info.required_block[0], info.required_block[1], info.required_block[2]};
   else
@@ -48,8 +50,22 @@ std::expected<KernelInfo, std::string> kernel_info_from_json(const nlohmann::jso
     info.static_shared_bytes = diag::json_integer<uint64_t>(j.at("static_shared_bytes"));
     info.cooperative = j.at("cooperative").get<bool>();
     info.uses_grid_sync = j.at("uses_grid_sync").get<bool>();
-    // Absent in metadata written before warp operations existed.
-    info.uses_warp_operations = j.value("uses_warp_operations", false);
+    // Metadata written before the granule was recorded says only whether warp operations are used.
+    if (j.contains("block_granule")) {
+      info.block_granule = diag::json_integer<uint32_t>(j.at("block_granule"));
+      if (info.block_granule != 1 && info.block_granule != 32 && info.block_granule != 128)
+        return std::unexpected("block_granule must be 1, 32 or 128");
+    } else {
+      info.block_granule = j.value("uses_warp_operations", false) ? 32 : 1;
+    }
+    if (j.contains("cluster_dims")) {
+      const auto& c = j.at("cluster_dims");
+      if (!c.is_array() || c.size() != 3) return std::unexpected("cluster_dims must be [x, y, z]");
+      for (size_t i = 0; i < 3; ++i) info.cluster_dims[i] = diag::json_integer<uint32_t>(c[i]);
+      if (info.cluster_dims[0] == 0 || info.cluster_dims[1] == 0 || info.cluster_dims[2] == 0)
+        return std::unexpected("cluster_dims must be positive");
+    }
+    info.explicit_cluster = j.value("explicit_cluster", false);
     if (j.contains("dynamic_shared_element_bytes"))
       info.dynamic_shared_element_bytes = diag::json_integer<uint32_t>(j.at("dynamic_shared_element_bytes"));
     info.hidden_grid_barrier_param = j.at("hidden_grid_barrier_param").get<bool>();

@@ -41,9 +41,19 @@ struct KernelInfo {
   uint64_t static_shared_bytes = 0;
   bool cooperative = false;                           ///< declared @cooperative
   bool uses_grid_sync = false;
-  /// Shuffles, votes or warp reductions: they need whole warps, so a launch's block size
-  /// (x*y*z) must be a multiple of 32 (the verifier checks @workgroup, PG1320).
-  bool uses_warp_operations = false;
+  /// The number of threads every block must be a whole multiple of (ir/block_granule.hpp): 128
+  /// for warpgroup operations (wgmma, setmaxnreg), 32 for warp-wide ones (shuffles, votes, warp
+  /// reductions, mma, ldmatrix, through device functions too), else 1. The verifier records it
+  /// (foreign PTX: read from its instructions); check_launch holds every launch to it, with or
+  /// without @workgroup (PG1320, PG1358).
+  uint32_t block_granule = 1;
+  /// Thread block clusters (sm_90 and newer): the cluster shape the kernel requires (PTX
+  /// `.reqnctapercluster`, nvcc's `__cluster_dims__`, a cubin's cluster attribute); all 0: none.
+  /// A launch's grid must be a whole number of clusters on every axis (PG3107).
+  std::array<uint32_t, 3> cluster_dims{0, 0, 0};
+  /// `.explicitcluster` with no shape: the cluster is chosen at launch, which ptxgate's launches
+  /// do not do yet, so no launch of it is accepted (PG3107).
+  bool explicit_cluster = false;
   /// Element size in bytes of the kernel's dynamic shared array (`shared NAME: T[];`), 0 when
   /// it has none. Such a kernel needs dynamic shared bytes > 0, a multiple of this size.
   uint32_t dynamic_shared_element_bytes = 0;
@@ -68,6 +78,7 @@ struct KernelInfo {
     for (const auto& p : params) n += p.is_buffer;
     return n;
   }
+  bool has_cluster_dims() const { return cluster_dims[0] != 0; }
   /// Whether some buffer parameter needs a base alignment (a vector access): launches check it.
   bool needs_buffer_alignment() const {
     for (const auto& p : params)

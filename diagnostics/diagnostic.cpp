@@ -107,11 +107,50 @@ std::optional<Format> format_from_name(std::string_view name) {
 
 namespace {
 
-// Replaces tabs so that the caret lines up with the excerpt.
-std::string excerpt_line(std::string_view line) {
+// The length of the valid UTF-8 sequence at the start of `s` (1 to 4), 0 when it is not one.
+size_t utf8_sequence(std::string_view s) {
+  const auto b = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char lead = b(0);
+  size_t n = lead < 0x80 ? 1 : (lead & 0xe0) == 0xc0 ? 2 : (lead & 0xf0) == 0xe0 ? 3 : (lead & 0xf8) == 0xf0 ? 4 : 0;
+  if (n == 0 || n > s.size() || (n == 2 && lead < 0xc2) || (n == 4 && lead > 0xf4)) return 0;
+  for (size_t i = 1; i < n; ++i)
+    if ((b(i) & 0xc0) != 0x80) return 0;
+  if (n == 3 && ((lead == 0xe0 && b(1) < 0xa0) || (lead == 0xed && b(1) >= 0xa0))) return 0;  // overlong, surrogate
+  if (n == 4 && ((lead == 0xf0 && b(1) < 0x90) || (lead == 0xf4 && b(1) >= 0x90))) return 0;  // overlong, > U+10FFFF
+  return n;
+}
+
+// Text from a file or a tool made safe for a terminal: a C0 control character or DEL becomes its
+// Unicode control picture (U+2400-U+2421, one column wide, so a caret still lines up), a C1 control
+// character (U+0080-U+009F) or a byte that is not UTF-8 becomes \xNN. A terminal never sees an
+// escape sequence, a bell or a NUL (which would end the C string the text is written as).
+// `keep_layout`: newlines and tabs stay (messages); otherwise a tab is one space (source lines).
+std::string terminal_safe(std::string_view text, bool keep_layout) {
   std::string out;
-  out.reserve(line.size());
-  for (char c : line) out.push_back(c == '\t' ? ' ' : c);
+  out.reserve(text.size());
+  while (!text.empty()) {
+    const unsigned char c = static_cast<unsigned char>(text.front());
+    if ((c == '\n' || c == '\t') && keep_layout) {
+      out.push_back(static_cast<char>(c));
+      text.remove_prefix(1);
+    } else if (c == '\t') {
+      out.push_back(' ');
+      text.remove_prefix(1);
+    } else if (c < 0x20 || c == 0x7f) {
+      const unsigned picture = c == 0x7f ? 0x2421 : 0x2400 + c;  // three UTF-8 bytes
+      out.push_back(static_cast<char>(0xe0 | (picture >> 12)));
+      out.push_back(static_cast<char>(0x80 | ((picture >> 6) & 0x3f)));
+      out.push_back(static_cast<char>(0x80 | (picture & 0x3f)));
+      text.remove_prefix(1);
+    } else if (const size_t n = utf8_sequence(text); n == 0 || (n == 2 && c == 0xc2 && static_cast<unsigned char>(text[1]) < 0xa0)) {
+      for (size_t i = 0; i < std::max<size_t>(n, 1); ++i)
+        out += fmt::format("\\x{:02X}", static_cast<unsigned char>(text[i]));
+      text.remove_prefix(std::max<size_t>(n, 1));
+    } else {
+      out.append(text.substr(0, n));
+      text.remove_prefix(n);
+    }
+  }
   return out;
 }
 
@@ -131,21 +170,23 @@ std::string render_text(const Diagnostics& diags, bool with_summary, const TextS
   for (const auto& d : diags) {
     const auto& loc = d.location;
     out += bold;
-    if (!loc.file.empty() && loc.line > 0)
-      out += fmt::format("{}:{}:{}: ", loc.file, loc.line, loc.column);
-    else if (!loc.file.empty())
-      out += fmt::format("{}: ", loc.file);
+    const std::string file = terminal_safe(loc.file, false);
+    if (!file.empty() && loc.line > 0)
+      out += fmt::format("{}:{}:{}: ", file, loc.line, loc.column);
+    else if (!file.empty())
+      out += fmt::format("{}: ", file);
     out += fmt::format("{}{}[{}]:{}{} {}{}\n", severity_color(d.severity), severity_name(d.severity), info(d.code).name,
-                       reset, bold, d.message, reset);
+                       reset, bold, terminal_safe(d.message, true), reset);
     if (loc.line > 0 && !loc.source_line.empty()) {
-      std::string line = excerpt_line(loc.source_line);
+      const std::string line = terminal_safe(loc.source_line, false);
       out += fmt::format("  {:>4} | {}\n", loc.line, line);
       size_t col = loc.column > 0 ? loc.column - 1 : 0;
       size_t width = std::max<size_t>(1, std::min<size_t>(loc.length, line.size() > col ? line.size() - col : 1));
       out += fmt::format("       | {}{}{}{}\n", std::string(col, ' '), green, std::string(width, '^'), reset);
     }
-    for (const auto& note : d.notes) out += fmt::format("{}note:{} {}\n", severity_color(Severity::note), reset, note);
-    if (!d.fix.empty()) out += fmt::format("{}fix:{} {}\n", green, reset, d.fix);
+    for (const auto& note : d.notes)
+      out += fmt::format("{}note:{} {}\n", severity_color(Severity::note), reset, terminal_safe(note, true));
+    if (!d.fix.empty()) out += fmt::format("{}fix:{} {}\n", green, reset, terminal_safe(d.fix, true));
   }
   if (with_summary) {
     size_t errors = diags.error_count(), warnings = diags.warning_count();

@@ -1,5 +1,7 @@
 // Fuzz target: any bytes as a .pg file -> parse -> verify -> print -> codegen (LLVM IR; in checked
-// mode for inputs of odd length, whose KernelInfo must round-trip through its JSON).
+// mode for inputs of odd length, whose KernelInfo must round-trip through its JSON); rejected
+// input renders as text with no control characters; each kernel's access facts -> JSON and back ->
+// evaluated for a launch made from the input's bytes.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -8,13 +10,60 @@
 #include "ptxgate/ir/frontend.hpp"
 #include "ptxgate/ir/parser.hpp"
 #include "ptxgate/ir/printer.hpp"
+#include "ptxgate/ir/sym_eval.hpp"
+#include "ptxgate/validation/memory_safety.hpp"
+
+namespace {
+
+/// The facts survive JSON, and a launch made from `seed` evaluates without a crash; every witness
+/// of an out-of-bounds access, evaluated again on its own, takes the access out of bounds.
+void check_access_facts(const ptxgate::ir::Kernel& kernel, uint64_t seed) {
+  using namespace ptxgate;
+  if (!kernel.access_facts) __builtin_trap();
+  const ir::AccessFacts& facts = *kernel.access_facts;
+  auto back = ir::access_facts_from_json(ir::to_json(facts));
+  if (!back || back->nodes != facts.nodes || back->sites.size() != facts.sites.size()) __builtin_trap();
+  auto next = [&] { seed = seed * 6364136223846793005ull + 1442695040888963407ull; return seed >> 33; };
+  validation::MemoryLaunch launch;
+  launch.grid = {1 + next() % 5, 1 + next() % 3, 1};
+  launch.block = {1 + next() % 96, 1 + next() % 3, 1};
+  launch.dynamic_shared_bytes = next() % 4096;
+  for (const ir::Param& p : kernel.params) {
+    launch.names.push_back(p.name);
+    launch.scalar_bits.push_back(p.is_buffer ? std::nullopt : std::optional<uint64_t>(next() % 300));
+    launch.buffer_bytes.push_back(p.is_buffer ? std::optional<uint64_t>(next() % 5000) : std::nullopt);
+  }
+  validation::MemoryVerdict verdict = validation::evaluate_accesses(facts, launch);
+  if (verdict.proven + verdict.unreachable + verdict.out_of_bounds + verdict.unproven != verdict.sites) __builtin_trap();
+  ir::ConcreteNodes eval(facts, launch.grid, launch.block, launch.dynamic_shared_bytes, launch.scalar_bits);
+  for (const auto& f : verdict.findings) {
+    if (f.outcome != validation::SiteOutcome::out_of_bounds) continue;
+    const ir::AccessSite& site = facts.sites[f.site];
+    eval.reset({f.witness.thread[0], f.witness.thread[1], f.witness.thread[2], f.witness.block[0], f.witness.block[1],
+                f.witness.block[2]});
+    for (const auto& [loop, value] : f.witness.loops)
+      eval.set_loop(loop, ir::bits_of(facts.nodes[facts.loops[loop].variable].type, value));
+    auto path = eval.value(site.path);
+    auto index = eval.value(site.index);
+    if (!path || !(*path & 1) || !index || ir::value_of(facts.nodes[site.index].type, *index) != f.witness.index)
+      __builtin_trap();
+    const ir::Integer first = f.witness.index * site.stride;
+    if (first >= 0 && first + static_cast<ir::Integer>(f.witness.bytes) <= static_cast<ir::Integer>(*f.length_bytes))
+      __builtin_trap();
+  }
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace ptxgate;
   diag::SourceFile file("fuzz.pg", std::string(reinterpret_cast<const char*>(data), size));
   auto loaded = ir::load_module(file);
   if (!loaded) {
-    (void)diag::render_text(loaded.error());
+    // Diagnostics quote the source, but never hand a terminal a control character (an escape
+    // sequence, a bell, a NUL that would cut the text off): only newlines and tabs of their own.
+    for (char c : diag::render_text(loaded.error()))
+      if ((static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') || c == '\x7f') __builtin_trap();
     return 0;
   }
   // A verified module must print to text that parses and verifies again.
@@ -23,6 +72,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto reloaded = ir::load_module(again);
   if (!reloaded) __builtin_trap();
   if (ir::print(reloaded->module) != printed) __builtin_trap();
+  uint64_t seed = size;
+  for (size_t i = 0; i < size; i += 7) seed = seed * 31 + data[i];
+  for (const auto& kernel : loaded->module.kernels) check_access_facts(kernel, seed);
   codegen::CodegenOptions options;
   options.opt_level = 1;
   options.checked = (size & 1) != 0;

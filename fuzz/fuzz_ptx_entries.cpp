@@ -4,11 +4,13 @@
 // always says why (PG1004 malformed, PG2006 no entry, PG5001 unreadable binary); a success has
 // PTX's target or a cubin's architecture and entries, each with a name, 4/8-byte parameters indexed in order,
 // an entry with an unsupported parameter is refused by require_ptx_entry,
-// pointers of unknown element type, and launch bounds within 1..1024 per axis.
+// pointers of unknown element type, launch bounds and cluster shapes within 1..1024 per axis, a block
+// granule of 1, 32 or 128, and a cubin's stack, static shared memory and barriers within device limits.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "ptxgate/ir/limits.hpp"
 #include "ptxgate/toolchain/cubin_entries.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -38,6 +40,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (d > 1024) __builtin_trap();
     for (uint32_t d : e.info.required_block)
       if (d > 1024) __builtin_trap();
+    // A cluster shape is whole (every axis 1..1024) or absent; the block granule is 1, 32 or 128.
+    const auto& c = e.info.cluster_dims;
+    if (e.info.has_cluster_dims() && (c[1] == 0 || c[2] == 0 || c[0] > 1024 || c[1] > 1024 || c[2] > 1024))
+      __builtin_trap();
+    if (!e.info.has_cluster_dims() && (c[1] != 0 || c[2] != 0)) __builtin_trap();
+    if (e.info.block_granule != 1 && e.info.block_granule != 32 && e.info.block_granule != 128) __builtin_trap();
+    // A cubin's records are within every device's limits (a forged one is refused, PG5001).
+    if (cubin && (e.resources->local_bytes > ir::device::kMaxLocalBytesPerThread ||
+                  e.resources->static_shared_bytes > ir::device::kMaxStaticSharedBytes ||
+                  e.resources->barriers > ir::device::kMaxNamedBarriers))
+      __builtin_trap();
     if (cubin != e.resources.has_value()) __builtin_trap();  // a cubin's own resources, PTX has none
     if (cubin && (e.resources->max_threads_per_block < 1 || e.resources->max_threads_per_block > 1024)) __builtin_trap();
     if (cubin)

@@ -193,6 +193,8 @@ class Analysis {
     s.path = path;
     s.loop = loop_;
     s.witness_exact = witness_exact_;
+    s.epoch = epoch_;
+    s.value = kind == AccessKind::write && value_ != kNone ? static_cast<int32_t>(value_) : -1;
     s.operation = print(operation);
     s.index_text = print(index_expr);
     if (file_ && operation.range.length > 0) {
@@ -408,6 +410,7 @@ class Analysis {
           add_site(AccessKind::atomic, *array, index, array->element_bytes, array->element_bytes, e, *e.operands[1]);
         else
           ++facts_.unmodelled;
+        if (which == I::mbarrier_wait || which == I::mbarrier_try_wait) ++epoch_;
         return value_or_opaque(kNone, e.type);
       }
       case I::tma_load: {
@@ -432,9 +435,10 @@ class Analysis {
         break;
     }
     // Everything else reads no array the facts model (math, warp operations, fences, mma, ...):
-    // its value is opaque, its operands may hold accesses.
+    // its value is opaque, its operands may hold accesses. Barriers end an epoch.
     for (const auto& o : e.operands)
       if (o->kind != ExprKind::name || !array_of(*o)) expr(*o);
+    if (which == I::barrier || which == I::grid_sync || which == I::wgmma_wait) ++epoch_;
     return value_or_opaque(kNone, e.type);
   }
 
@@ -560,8 +564,9 @@ class Analysis {
         expr(*s.value);
         return;
       }
-      expr(*s.value);
+      value_ = expr(*s.value);
       element_access(AccessKind::write, target);
+      value_ = kNone;
     }
   }
 
@@ -627,11 +632,11 @@ class Analysis {
     return true;
   }
 
-  /// `v + a < B`, `v < B`, `v + a <= B`, `v <= B` (or mirrored) with v a var of the loop:
-  /// the variable, the constant a, the bound and whether it is inclusive.
+  /// `v + a < B`, `v < B`, `v + a <= B`, `v <= B` (or mirrored) with v a var of the loop and a, B
+  /// loop-invariant: the variable, a (null: none), the bound and whether it is inclusive.
   struct InductionCondition {
     const Symbol* variable = nullptr;
-    uint64_t offset = 0;
+    const Expr* offset = nullptr;
     const Expr* bound = nullptr;
     bool inclusive = false;
   };
@@ -650,15 +655,9 @@ class Analysis {
     out.inclusive = op == BinaryOp::le;
     const Expr* v = lhs;
     if (lhs->kind == ExprKind::binary && lhs->binary_op == BinaryOp::add) {
-      const Expr* k = lhs->operands[1].get();
       v = lhs->operands[0].get();
-      if (k->kind != ExprKind::int_literal) {
-        if (!(k->kind == ExprKind::name && k->symbol && k->symbol->kind == SymbolKind::constant)) return std::nullopt;
-        out.offset = k->symbol->constant_bits;
-      } else {
-        out.offset = k->int_value;
-      }
-      if (is_signed(lhs->type) && value_of(lhs->type, out.offset) < 0) return std::nullopt;
+      out.offset = lhs->operands[1].get();
+      if (!invariant_in(*out.offset, scan.assigned)) return std::nullopt;
     }
     if (v->kind != ExprKind::name || !v->symbol || v->symbol->kind != SymbolKind::var || !scan.assigned.count(v->symbol))
       return std::nullopt;
@@ -722,7 +721,7 @@ class Analysis {
       fact.lo = init != values_.end() ? init->second : opaque(t);
       fact.hi = value_or_opaque(expr(*induction->bound), t);
       fact.step = value_or_opaque(expr(*induction_step_expr), t);
-      fact.offset = induction->offset;
+      fact.offset = induction->offset ? value_or_opaque(expr(*induction->offset), t) : constant(t, 0);
       fact.inclusive = induction->inclusive;
       terminates = is_constant(fact.step) && value_of(t, node(fact.step).value) > 0 && !scan.returns && !scan.breaks;
     }
@@ -824,6 +823,8 @@ class Analysis {
   std::unordered_map<const Symbol*, ArrayRef> arrays_;
   uint64_t next_opaque_ = 0;
   uint32_t true_ = 0, false_ = 0, path_ = 0;
+  uint32_t epoch_ = 0;        ///< barriers passed so far in program order (AccessSite::epoch)
+  uint32_t value_ = kNone;    ///< the integer value the write being recorded stores
   int32_t loop_ = -1;
   bool witness_exact_ = true;
   bool in_function_ = false;

@@ -56,6 +56,7 @@ nlohmann::json to_json(const AccessFacts& facts) {
     sites.push_back({{"kind", std::string(access_kind_name(s.kind))}, {"space", std::string(space_name(s.space))},
                      {"array", s.array}, {"index", s.index}, {"element_bytes", s.element_bytes}, {"stride", s.stride}, {"width", s.width}, {"width_limit", s.width_limit},
                      {"path", s.path}, {"loop", s.loop}, {"witness_exact", s.witness_exact},
+                     {"epoch", s.epoch}, {"value", s.value},
                      {"operation", s.operation}, {"index_text", s.index_text}, {"line", s.line},
                      {"column", s.column}, {"length", s.length}, {"source_line", s.source_line}});
   for (size_t i = 0; i < facts.sites.size(); ++i)
@@ -105,14 +106,14 @@ std::expected<AccessFacts, std::string> access_facts_from_json(const nlohmann::j
       l.lo = node_id(jl.at("lo"));
       l.hi = node_id(jl.at("hi"));
       l.step = node_id(jl.at("step"));
-      l.offset = diag::json_integer<uint64_t>(jl.at("offset"));
+      l.offset = node_id(jl.at("offset"));
       l.inclusive = jl.at("inclusive").get<bool>();
       l.parent = diag::json_integer<int32_t>(jl.at("parent"));
       if (l.parent < -1 || l.parent >= static_cast<int32_t>(f.loops.size()))
         return std::unexpected("a loop's parent must come before it");
       l.exits_early = jl.at("exits_early").get<bool>();
       l.name = jl.at("name").get<std::string>();
-      if (l.lo >= l.variable || l.hi >= l.variable || l.step >= l.variable)
+      if (l.lo >= l.variable || l.hi >= l.variable || l.step >= l.variable || l.offset >= l.variable)
         return std::unexpected("a loop's bounds must come before its variable");
       f.loops.push_back(l);
     }
@@ -148,6 +149,9 @@ std::expected<AccessFacts, std::string> access_facts_from_json(const nlohmann::j
       s.loop = diag::json_integer<int32_t>(js.at("loop"));
       if (s.loop < -1 || s.loop >= static_cast<int32_t>(f.loops.size())) return std::unexpected("a site names no loop");
       s.witness_exact = js.at("witness_exact").get<bool>();
+      s.epoch = diag::json_integer<uint32_t>(js.at("epoch"));
+      s.value = diag::json_integer<int32_t>(js.at("value"));
+      if (s.value < -1 || s.value >= static_cast<int32_t>(node_count)) return std::unexpected("a site's value names no node");
       s.operation = js.at("operation").get<std::string>();
       s.index_text = js.at("index_text").get<std::string>();
       s.line = diag::json_integer<uint32_t>(js.at("line"));

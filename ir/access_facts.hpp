@@ -47,7 +47,8 @@ struct LoopFact {
     /// `for v in lo..hi step s`: v takes lo, lo + s, ... while below hi (never wrapping).
     range,
     /// `var v = init; while (v + offset < bound) { ...; v = v + step; }` (or `<=` when
-    /// `inclusive`): one unconditional increment by a non-negative step per iteration.
+    /// `inclusive`), offset, bound and step loop-invariant: one unconditional increment by a
+    /// non-negative step per iteration.
     induction,
     /// A variable (unsigned) every assignment in the loop makes no larger (v / C, v >> E, v & E,
     /// v % E, min(v, E)): between 0 and its value before the loop (`lo`); `parent` is the loop
@@ -59,7 +60,7 @@ struct LoopFact {
   uint32_t lo = 0;            ///< range: the first value; induction: the initial value
   uint32_t hi = 0;            ///< range: the end (exclusive); induction: the bound
   uint32_t step = 0;          ///< the step (range: taken as unsigned; 0 ends after one iteration)
-  uint64_t offset = 0;        ///< induction: the constant added to v in the condition
+  uint32_t offset = 0;        ///< induction: the node of the amount added to v in the condition (>= 0)
   bool inclusive = false;     ///< induction: the condition is `<=`
   int32_t parent = -1;        ///< the enclosing loop, -1 for none
   std::string name;           ///< the variable's name, for messages
@@ -107,6 +108,13 @@ struct AccessSite {
   /// False when code on the way to it may not finish (a loop the analysis cannot bound): a
   /// concrete thread that satisfies `path` then proves nothing.
   bool witness_exact = true;
+  /// Accesses with the same epoch have no barrier between them in program order (barrier(),
+  /// grid_sync() and the mbarrier and wgmma waits end an epoch): the shared-memory race check pairs
+  /// those of one block.
+  uint32_t epoch = 0;
+  /// Writes: the node of the value written when it is an integer (two writes of the same value are
+  /// no race), -1 otherwise.
+  int32_t value = -1;
   std::string operation;       ///< what the source calls it: "y[i]", "load4(x, j)", "atomic_add(h, b, 1)"
   std::string index_text;      ///< the index as written
   uint32_t line = 0, column = 0, length = 1;  ///< 1-based, in the kernel's source; 0: no position

@@ -260,6 +260,9 @@ struct Symbol {
   /// constant of integer or bool type: its value, as the type's bits (two's complement,
   /// zero-extended to 64 bits). Float constants are lowered from `decl->value`.
   uint64_t constant_bits = 0;
+  /// constant of float type: its value (exact in a double for every float type), computed with
+  /// run-time semantics; empty when an integer step inside cannot be computed exactly.
+  std::optional<double> float_value;
   SourceRange range;
   const Stmt* decl = nullptr;    ///< declaring statement (null for params)
 };
@@ -280,6 +283,10 @@ struct Routine {
   /// Bytes of the routine's own local arrays (`var a: f32[8];`) per thread, before LLVM promotes
   /// those it can to registers.
   uint64_t local_array_bytes = 0;
+  /// Bytes of local arrays per thread along its deepest chain of calls: its own and the largest of
+  /// the device functions it calls (theirs the same way). A kernel's is held to the 512 KiB limit
+  /// (PG1911) with its functions' arrays counted.
+  uint64_t stack_local_bytes = 0;
   /// Per parameter, in order: the bytes of the widest vector access (load4, store8, ...) of that
   /// buffer, its own or through the device functions it is passed to, which its base address must
   /// be aligned to; 0 for scalars and buffers without one.
@@ -313,6 +320,10 @@ struct Kernel : Routine {
   /// Every memory access as symbolic expressions of the launch (ir/access_analysis.hpp); set by
   /// the verifier for the kernels of a valid module.
   std::shared_ptr<const AccessFacts> access_facts;
+  /// The number of threads every block of this kernel must be a whole multiple of: 128 with
+  /// warpgroup operations, 32 with warp-wide operations (its own or its functions'), else 1
+  /// (ir/block_granule.hpp). Launches are held to it (check_launch), @workgroup too (PG1320, PG1358).
+  uint32_t block_granule = 1;
 
   bool has_workgroup() const { return workgroup[0] != 0; }
 };

@@ -19,4 +19,16 @@ struct Limits {
   uint64_t max_local_array_bytes = 512u << 10;  ///< PG1911: local arrays per kernel and thread (CUDA's 512 KiB)
 };
 
+/// Facts of every CUDA device ptxgate compiles for and checks (sm_75 and newer): what a kernel
+/// may use, whoever compiled it. The verifier holds ptxgate's kernels to them; the cubin reader
+/// refuses a cubin whose records exceed them (it was not written by ptxas).
+namespace device {
+inline constexpr uint32_t kWarpSize = 32;
+inline constexpr uint32_t kWarpgroupSize = 128;                 ///< four warps: wgmma, setmaxnreg
+inline constexpr uint64_t kMaxStaticSharedBytes = 48u << 10;    ///< static shared memory per block
+inline constexpr uint64_t kMaxLocalBytesPerThread = 512u << 10; ///< local memory (stack frame) per thread
+inline constexpr uint32_t kMaxNamedBarriers = 16;               ///< bar.sync 0..15 per block
+inline constexpr uint32_t kMaxThreadsPerBlock = 1024;
+}  // namespace device
+
 }  // namespace ptxgate::ir

@@ -42,7 +42,6 @@ std::optional<BinaryOp> binary_op(TokenKind k) {
 
 /// The longest assert condition text kept for the device's message.
 constexpr size_t kMaxAssertText = 160;
-constexpr std::string_view kTypeList = "bool, i32, u32, i64, u64, f32 or f64";
 constexpr std::string_view kBuiltinList = "thread_id, block_id, block_dim, grid_dim, global_id";
 
 class Parser {
@@ -125,7 +124,7 @@ class Parser {
     if (at(TokenKind::identifier)) t = type_from_name(tok_.text);
     if (!t)
       fail_here(diag::Code::expected_type, fmt::format("expected a type {}, found {}", context, describe(tok_)),
-                fmt::format("use one of {}", kTypeList));
+                fmt::format("use one of {}", spellable_types_text()));
     advance();
     return *t;
   }

@@ -68,10 +68,11 @@ Interval NodeBounds::loop_bounds(uint32_t loop, const std::vector<Interval>& val
   if (l.kind == LoopFact::Kind::shrinking) return {0, lo.hi};
   // induction: v + a < bound (<=: inclusive) holds when an iteration starts, and v only grows
   // when no increment and no test of the condition can wrap.
-  const Integer a = value_of(t, l.offset);
-  const Integer last = l.inclusive ? hi.hi - a : hi.hi - a - 1;
+  const Interval a = values[l.offset];
+  if (a.empty()) return {};
+  const Integer last = l.inclusive ? hi.hi - a.lo : hi.hi - a.lo - 1;
   const Integer tmax = type_max(t);
-  const bool no_wrap = a >= 0 && step.lo >= 0 && lo.hi + a <= tmax && last + step.hi + a <= tmax;
+  const bool no_wrap = a.lo >= 0 && step.lo >= 0 && lo.hi + a.hi <= tmax && last + step.hi + a.hi <= tmax;
   if (!no_wrap) return full_range(t);
   return {lo.lo, last};
 }
@@ -100,7 +101,14 @@ Interval NodeBounds::forward(uint32_t id, const std::vector<Interval>& v) const 
     default: break;
   }
   const unsigned count = sym_operand_count(n.op);
-  const Interval a = v[n.a], b = count > 1 ? v[n.b] : Interval{}, c = count > 2 ? v[n.c] : Interval{};
+  if (n.op == SymOp::select && !v[n.a].point())
+    return hull(branch(n.b, n.a, true, v), branch(n.c, n.a, false, v));
+  return apply(n, v[n.a], count > 1 ? v[n.b] : Interval{}, count > 2 ? v[n.c] : Interval{});
+}
+
+Interval NodeBounds::apply(const SymNode& n, Interval a, Interval b, Interval c) const {
+  const Type t = n.type;
+  const unsigned count = sym_operand_count(n.op);
   if (a.empty() || (count > 1 && b.empty()) || (count > 2 && c.empty())) return {};
   const Type operand = facts_.nodes[n.a].type;
   if (a.point() && (count < 2 || b.point()) && (count < 3 || c.point())) {
@@ -186,6 +194,40 @@ Interval NodeBounds::forward(uint32_t id, const std::vector<Interval>& v) const 
       return hull(b, c);
     default: return full_range(t);
   }
+}
+
+Interval NodeBounds::branch(uint32_t node, uint32_t cond, bool truth, const std::vector<Interval>& v) const {
+  const SymNode& c = facts_.nodes[cond];
+  if (c.op < SymOp::eq || c.op > SymOp::ge) return v[node];
+  SymOp op = c.op;
+  if (!truth) {
+    constexpr SymOp negated[] = {SymOp::ne, SymOp::eq, SymOp::ge, SymOp::gt, SymOp::le, SymOp::lt};
+    op = negated[static_cast<int>(op) - static_cast<int>(SymOp::eq)];
+  }
+  Interval x = v[c.a], y = v[c.b];
+  if (x.empty() || y.empty()) return v[node];
+  switch (op) {
+    case SymOp::lt: x = meet(x, {-kInfinity, y.hi - 1}); y = meet(y, {v[c.a].lo + 1, kInfinity}); break;
+    case SymOp::le: x = meet(x, {-kInfinity, y.hi}); y = meet(y, {v[c.a].lo, kInfinity}); break;
+    case SymOp::gt: x = meet(x, {y.lo + 1, kInfinity}); y = meet(y, {-kInfinity, v[c.a].hi - 1}); break;
+    case SymOp::ge: x = meet(x, {y.lo, kInfinity}); y = meet(y, {-kInfinity, v[c.a].hi}); break;
+    case SymOp::eq: x = meet(x, y); y = x; break;
+    default: return v[node];
+  }
+  if (x.empty() || y.empty()) return {};  // the branch is never taken
+  return reevaluate(node, c.a, x, c.b, y, v, 6);
+}
+
+Interval NodeBounds::reevaluate(uint32_t id, uint32_t x, Interval xb, uint32_t y, Interval yb,
+                                const std::vector<Interval>& v, int depth) const {
+  if (id == x) return xb;
+  if (id == y) return yb;
+  const SymNode& n = facts_.nodes[id];
+  const unsigned count = sym_operand_count(n.op);
+  if (depth == 0 || count == 0 || id < std::min(x, y)) return v[id];
+  auto operand = [&](uint32_t o) { return reevaluate(o, x, xb, y, yb, v, depth - 1); };
+  return meet(apply(n, operand(n.a), count > 1 ? operand(n.b) : Interval{}, count > 2 ? operand(n.c) : Interval{}),
+              limit_.empty() ? unbounded() : limit_[id]);
 }
 
 void NodeBounds::narrow(uint32_t id, Interval to, int depth) {

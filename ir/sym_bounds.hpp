@@ -50,6 +50,14 @@ class NodeBounds {
 
  private:
   Interval forward(uint32_t id, const std::vector<Interval>& values) const;
+  /// An operation's bounds from its operands' (not for leaves).
+  Interval apply(const SymNode& n, Interval a, Interval b, Interval c) const;
+  /// The bounds of a select's branch `node` when its condition `cond` is `truth`: the condition's
+  /// operands narrowed and the branch re-evaluated a few levels deep with them (so that
+  /// `select(i > 0, i - 1, i)` does not count i - 1 at i = 0).
+  Interval branch(uint32_t node, uint32_t cond, bool truth, const std::vector<Interval>& values) const;
+  Interval reevaluate(uint32_t id, uint32_t x, Interval x_bounds, uint32_t y, Interval y_bounds,
+                      const std::vector<Interval>& values, int depth) const;
   Interval loop_bounds(uint32_t loop, const std::vector<Interval>& values) const;
   void constrain(uint32_t id, bool truth, int depth);
   void narrow(uint32_t id, Interval to, int depth);

@@ -1,6 +1,8 @@
 // The IR's integer semantics on concrete values (docs/ir.md "Results of every operation").
 #include "ptxgate/ir/sym_eval.hpp"
 
+#include <algorithm>
+
 namespace ptxgate::ir {
 namespace {
 
@@ -93,6 +95,82 @@ std::optional<uint64_t> apply_sym_op(SymOp op, Type type, Type operand, uint64_t
     case SymOp::select: return (a & 1) ? b : c;
     default: return std::nullopt;
   }
+}
+
+void ConcreteNodes::reset(const std::array<uint64_t, 6>& coordinates) {
+  coordinates_ = coordinates;
+  loop_values_.assign(facts_.loops.size(), std::nullopt);
+  values_.assign(facts_.nodes.size(), std::nullopt);
+  valid_up_to_ = 0;
+}
+
+void ConcreteNodes::set_loop(uint32_t loop, uint64_t bits) {
+  if (loop >= loop_values_.size()) return;
+  loop_values_[loop] = bits;
+  valid_up_to_ = std::min<uint32_t>(valid_up_to_, facts_.loops[loop].variable);
+}
+
+std::optional<Integer> ConcreteNodes::enter_loop(uint32_t loop, bool last) {
+  if (loop >= facts_.loops.size()) return std::nullopt;
+  const LoopFact& l = facts_.loops[loop];
+  if (l.kind == LoopFact::Kind::shrinking) return std::nullopt;
+  const Type t = facts_.nodes[l.variable].type;
+  auto lo = value(l.lo), hi = value(l.hi), step = value(l.step);
+  if (!lo || !hi || !step) return std::nullopt;
+  const Integer first = value_of(t, *lo), end = value_of(t, *hi);
+  const Integer s = static_cast<Integer>(bits_of(t, static_cast<Integer>(*step)));  // the step as unsigned
+  Integer at = first;
+  if (l.kind == LoopFact::Kind::range) {
+    if (first >= end) return std::nullopt;
+    if (last && !l.exits_early && s > 0) at = first + (end - 1 - first) / s * s;
+  } else {
+    auto offset = value(l.offset);
+    if (!offset) return std::nullopt;
+    const Integer a = value_of(t, *offset);
+    const Integer bound = l.inclusive ? end - a : end - a - 1;  // the largest value the condition admits
+    if (a < 0 || first > bound) return std::nullopt;
+    if (last && !l.exits_early && s > 0) at = first + (bound - first) / s * s;
+    if (at + a > type_max(t)) return std::nullopt;
+  }
+  set_loop(loop, bits_of(t, at));
+  if (at == first)
+    for (uint32_t v = 0; v < facts_.loops.size(); ++v)
+      if (facts_.loops[v].kind == LoopFact::Kind::shrinking && facts_.loops[v].parent == static_cast<int32_t>(loop))
+        if (auto init = value(facts_.loops[v].lo)) set_loop(v, *init);
+  return at;
+}
+
+std::optional<uint64_t> ConcreteNodes::value(uint32_t id) {
+  if (id >= values_.size()) return std::nullopt;
+  for (; valid_up_to_ <= id; ++valid_up_to_) values_[valid_up_to_] = compute(valid_up_to_);
+  return values_[id];
+}
+
+std::optional<uint64_t> ConcreteNodes::compute(uint32_t id) const {
+  const SymNode& n = facts_.nodes[id];
+  const unsigned c = n.value % 3;
+  switch (n.op) {
+    case SymOp::constant: return n.value;
+    case SymOp::param: return n.value < scalar_bits_.size() ? scalar_bits_[n.value] : std::nullopt;
+    case SymOp::thread_id: return coordinates_[c];
+    case SymOp::block_id: return coordinates_[3 + c];
+    case SymOp::block_dim: return block_[c];
+    case SymOp::grid_dim: return grid_[c];
+    case SymOp::dynamic_shared_bytes: return dynamic_shared_bytes_;
+    case SymOp::loop: return n.value < loop_values_.size() ? loop_values_[n.value] : std::nullopt;
+    case SymOp::opaque: return std::nullopt;
+    default: break;
+  }
+  const unsigned count = sym_operand_count(n.op);
+  const auto a = values_[n.a];
+  const auto b = count > 1 ? values_[n.b] : std::optional<uint64_t>(0);
+  const auto x = count > 2 ? values_[n.c] : std::optional<uint64_t>(0);
+  // Short circuits decide without the unknown side.
+  if (n.op == SymOp::logical_and && ((a && !(*a & 1)) || (b && !(*b & 1)))) return 0;
+  if (n.op == SymOp::logical_or && ((a && (*a & 1)) || (b && (*b & 1)))) return 1;
+  if (n.op == SymOp::select && a) return (*a & 1) ? b : x;
+  if (!a || !b || !x) return std::nullopt;
+  return apply_sym_op(n.op, n.type, facts_.nodes[n.a].type, *a, *b, *x);
 }
 
 }  // namespace ptxgate::ir

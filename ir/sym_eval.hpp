@@ -2,8 +2,10 @@
 // analysis and concrete witnesses in the launch's memory-safety check use this one definition.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "ptxgate/ir/access_facts.hpp"
 #include "ptxgate/ir/types.hpp"
@@ -32,5 +34,40 @@ std::optional<uint64_t> apply_sym_op(SymOp op, Type type, Type operand, uint64_t
 
 /// The number of operands of a node of operation `op` (0 for leaves).
 unsigned sym_operand_count(SymOp op);
+
+/// Every node of a kernel's facts evaluated for one thread of a launch: thread and block
+/// coordinates and loop variables assigned, scalar parameters from the launch (unknown ones, and
+/// opaque values, make what depends on them unknown), operations by apply_sym_op. Evaluates
+/// lazily in node order; assigning a loop variable re-evaluates the nodes after it.
+class ConcreteNodes {
+ public:
+  ConcreteNodes(const AccessFacts& facts, const std::array<uint64_t, 3>& grid, const std::array<uint64_t, 3>& block,
+                uint64_t dynamic_shared_bytes, const std::vector<std::optional<uint64_t>>& scalar_bits)
+      : facts_(facts), grid_(grid), block_(block), dynamic_shared_bytes_(dynamic_shared_bytes), scalar_bits_(scalar_bits) {}
+
+  /// Starts a thread: coordinates thread x y z, block x y z; every loop variable unknown.
+  void reset(const std::array<uint64_t, 6>& coordinates);
+  /// Assigns loop `loop`'s variable (AccessFacts::loops).
+  void set_loop(uint32_t loop, uint64_t bits);
+  /// Enters loop `loop` (a range or induction loop) at this thread's first iteration, or its last
+  /// one (only the first for a loop that may leave early): assigns the variable (and, in the first
+  /// iteration, the variables the loop only shrinks) and returns its value; nullopt when the thread
+  /// does not enter the loop or a bound is unknown.
+  std::optional<Integer> enter_loop(uint32_t loop, bool last);
+  /// The node's bits, or nullopt when it depends on something unknown.
+  std::optional<uint64_t> value(uint32_t id);
+
+ private:
+  std::optional<uint64_t> compute(uint32_t id) const;
+
+  const AccessFacts& facts_;
+  std::array<uint64_t, 3> grid_, block_;
+  uint64_t dynamic_shared_bytes_;
+  const std::vector<std::optional<uint64_t>>& scalar_bits_;
+  std::array<uint64_t, 6> coordinates_{};
+  std::vector<std::optional<uint64_t>> loop_values_;
+  std::vector<std::optional<uint64_t>> values_;
+  uint32_t valid_up_to_ = 0;
+};
 
 }  // namespace ptxgate::ir

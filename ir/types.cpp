@@ -5,6 +5,8 @@
 #include <iterator>
 #include <utility>
 
+#include <fmt/format.h>
+
 namespace ptxgate::ir {
 
 namespace {
@@ -87,16 +89,32 @@ std::string_view type_name(Type t) {
   return "{error}";
 }
 
+namespace {
+/// The scalar types a program can name, smallest first; with kVectorTypes, every spellable type.
+constexpr std::pair<std::string_view, Type> kScalarTypes[] = {
+    {"bool", Type::bool_}, {"i8", Type::i8},   {"u8", Type::u8},   {"i16", Type::i16},   {"u16", Type::u16},
+    {"i32", Type::i32},    {"u32", Type::u32}, {"i64", Type::i64}, {"u64", Type::u64},   {"f16", Type::f16},
+    {"bf16", Type::bf16},  {"f32", Type::f32}, {"f64", Type::f64}, {"tensor_map", Type::tensor_map}};
+}  // namespace
+
 std::optional<Type> type_from_name(std::string_view n) {
-  static constexpr std::pair<std::string_view, Type> kTypes[] = {
-      {"bool", Type::bool_}, {"i32", Type::i32}, {"u32", Type::u32}, {"i64", Type::i64}, {"u64", Type::u64},
-      {"f32", Type::f32},    {"f64", Type::f64}, {"i8", Type::i8},   {"u8", Type::u8},   {"i16", Type::i16},
-      {"u16", Type::u16},    {"f16", Type::f16}, {"bf16", Type::bf16}, {"tensor_map", Type::tensor_map}};
-  for (auto [name, t] : kTypes)
+  for (auto [name, t] : kScalarTypes)
     if (name == n) return t;
   for (size_t i = 0; i < std::size(kVectorTypes); ++i)
     if (kVectorTypes[i].name == n) return static_cast<Type>(static_cast<size_t>(Type::i8x4) + i);
   return std::nullopt;
+}
+
+const std::string& spellable_types_text() {
+  static const std::string text = [] {
+    std::string out;
+    for (auto [name, t] : kScalarTypes)
+      if (t != Type::tensor_map) out += fmt::format("{}, ", name);
+    out += "the vectors";
+    for (const auto& v : kVectorTypes) out += fmt::format(" {}", v.name);
+    return out + ", or tensor_map (a kernel parameter)";
+  }();
+  return text;
 }
 
 bool is_integer(Type t) {

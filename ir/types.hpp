@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace ptxgate::ir {
@@ -28,6 +29,9 @@ enum class Type : uint8_t {
 
 std::string_view type_name(Type t);                    ///< "f32", "{integer literal}", ...
 std::optional<Type> type_from_name(std::string_view);  ///< the spellable types (scalars and vectors)
+/// Every type a program can name, for messages: "bool, i8, ..., f64, the vectors i8x4 ... f64x2, or
+/// tensor_map (a kernel parameter)"; from the table type_from_name reads.
+const std::string& spellable_types_text();
 bool is_integer(Type t);   ///< i8 u8 i16 u16 i32 u32 i64 u64 (not int_literal)
 bool is_signed(Type t);    ///< i8 i16 i32 i64
 bool is_float(Type t);     ///< f16 bf16 f32 f64 (not float_literal)

@@ -9,16 +9,16 @@
 
 #include "ptxgate/ir/access_analysis.hpp"
 #include "ptxgate/ir/access_sites.hpp"
+#include "ptxgate/ir/block_granule.hpp"
 #include "ptxgate/ir/internal/verifier_internal.hpp"
 
 namespace ptxgate::ir {
 namespace verifier_detail {
 namespace {
 
-constexpr uint64_t kMaxStaticSharedBytes = 49152;
+constexpr uint64_t kMaxStaticSharedBytes = device::kMaxStaticSharedBytes;
 constexpr std::array<uint64_t, 3> kMaxWorkgroupDims = {1024, 1024, 64};
-constexpr uint64_t kMaxWorkgroupThreads = 1024;
-constexpr uint64_t kWarpSize = 32;
+constexpr uint64_t kMaxWorkgroupThreads = device::kMaxThreadsPerBlock;
 
 }  // namespace
 
@@ -125,7 +125,11 @@ void KernelChecker::run() {
   kernel_.uses_grid_sync = false;
   kernel_.uses_barrier = false;
   kernel_.uses_warp_operations = false;
+  kernel_.uses_warpgroup_operations = false;
   kernel_.local_array_bytes = 0;
+  kernel_.stack_local_bytes = 0;
+  deepest_call_local_bytes_ = 0;
+  deepest_call_ = nullptr;
   kernel_.vector_alignment.assign(kernel_.params.size(), 0);
   kernel_.uses_assert = false;
   kernel_.min_sm = 0;
@@ -146,8 +150,8 @@ void KernelChecker::run() {
   pop_scope();
   if (as_kernel_) {
     check_shared_total();
-    check_whole_warps();
-    check_whole_warpgroups();
+    check_local_total();
+    check_block_granule();
   } else if (as_function_->result != Type::void_ && !always_returns(kernel_.body)) {
     reporter_.report(diag::Code::missing_return, as_function_->name_range,
                      fmt::format("function '{}' returns {}, but it may reach the end of its body without a 'return'",
@@ -156,21 +160,20 @@ void KernelChecker::run() {
   }
 }
 
-void KernelChecker::check_whole_warps() {
+void KernelChecker::check_block_granule() {
   Kernel& kernel = *as_kernel_;
-  if (!kernel.uses_warp_operations || !kernel.has_workgroup()) return;
+  kernel.block_granule = ir::block_granule(kernel.uses_warp_operations, kernel.uses_warpgroup_operations);
+  if (!kernel.has_workgroup()) return;  // the launch is held to the granule (check_launch)
   const uint64_t threads = uint64_t{kernel.workgroup[0]} * std::max(kernel.workgroup[1], 1u) *
                            std::max(kernel.workgroup[2], 1u);
-  if (threads % kWarpSize == 0) return;
+  auto violation = ir::check_block_granule(kernel.name, kernel.block_granule, threads, "its @workgroup block");
+  if (!violation) return;
   SourceRange where = kernel.name_range;
   for (const auto& attr : kernel.attributes)
     if (attr.name == "workgroup") where = attr.range;
-  reporter_.report(diag::Code::partial_warp_block, where,
-                   fmt::format("kernel '{}' uses warp operations, but its block of {} threads is not a whole number "
-                               "of warps ({} lanes each): the last warp would be partial",
-                               kernel_.name, threads, kWarpSize),
-                   fmt::format("use a block size that is a multiple of {}, e.g. @workgroup({})", kWarpSize,
-                               (threads + kWarpSize - 1) / kWarpSize * kWarpSize));
+  reporter_.report(violation->code, where, std::move(violation->message),
+                   fmt::format("use a block size that is a multiple of {}, e.g. @workgroup({})", kernel.block_granule,
+                               violation->suggested_threads));
 }
 
 void KernelChecker::check_attributes() {
@@ -770,6 +773,19 @@ void KernelChecker::check_local_array(Stmt& s) {
   Symbol* array = declare(SymbolKind::local_array, s.name, s.name_range, valid ? elem : Type::error, &s);
   array->array_size = count;
   s.symbol = array;
+}
+
+void KernelChecker::check_local_total() {
+  uint64_t total = 0;
+  if (__builtin_add_overflow(kernel_.local_array_bytes, deepest_call_local_bytes_, &total)) total = UINT64_MAX;
+  kernel_.stack_local_bytes = total;
+  if (total <= limits_.max_local_array_bytes || deepest_call_ == nullptr) return;
+  reporter_.report(diag::Code::local_arrays_too_large, deepest_call_->range,
+                   fmt::format("kernel '{}' needs {} bytes of local arrays per thread: {} of its own and {} in '{}' "
+                               "and the functions it calls, over the limit of {} bytes (limit max_local_array_bytes)",
+                               kernel_.name, total, kernel_.local_array_bytes, deepest_call_local_bytes_,
+                               deepest_call_->name, limits_.max_local_array_bytes),
+                   "keep large per-thread data in a buffer (one slice per thread) or in shared memory");
 }
 
 void KernelChecker::check_shared_total() {

@@ -10,8 +10,6 @@
 namespace ptxgate::ir::verifier_detail {
 namespace {
 
-constexpr __int128 kConstantLimit = static_cast<__int128>(1) << 100;
-
 bool is_literal(Type t) { return t == Type::int_literal || t == Type::float_literal; }
 
 bool is_comparison(BinaryOp op) {
@@ -25,29 +23,6 @@ bool is_bitwise(BinaryOp op) {
 }
 
 bool is_value_type(Type t) { return t == Type::bool_ || is_numeric(t); }
-
-uint64_t max_value(Type t) {
-  switch (t) {
-    case Type::i8: return INT8_MAX;
-    case Type::u8: return UINT8_MAX;
-    case Type::i16: return INT16_MAX;
-    case Type::u16: return UINT16_MAX;
-    case Type::i32: return INT32_MAX;
-    case Type::u32: return UINT32_MAX;
-    case Type::i64: return INT64_MAX;
-    default: return UINT64_MAX;
-  }
-}
-
-__int128 min_value(Type t) {
-  switch (t) {
-    case Type::i8: return INT8_MIN;
-    case Type::i16: return INT16_MIN;
-    case Type::i32: return INT32_MIN;
-    case Type::i64: return INT64_MIN;
-    default: return 0;
-  }
-}
 
 std::string range_text(Type t) { return fmt::format("{}..{}", int128_text(min_value(t)), max_value(t)); }
 
@@ -173,78 +148,6 @@ std::string int128_text(__int128 v) {
   return {digits.rbegin(), digits.rend()};
 }
 
-std::optional<__int128> eval_int_constant(const Expr& e) {
-  auto bounded = [](__int128 v) -> std::optional<__int128> {
-    if (v > kConstantLimit || v < -kConstantLimit) return std::nullopt;
-    return v;
-  };
-  switch (e.kind) {
-    case ExprKind::int_literal: return static_cast<__int128>(e.int_value);
-    case ExprKind::name: {
-      // A module constant of integer type (its symbol is resolved once the name is typed).
-      if (!e.symbol || e.symbol->kind != SymbolKind::constant || !is_integer(e.symbol->type)) return std::nullopt;
-      const unsigned spare = 64 - bit_width(e.symbol->type);
-      const uint64_t raw = e.symbol->constant_bits;
-      if (!is_signed(e.symbol->type)) return static_cast<__int128>(raw);
-      return static_cast<__int128>(static_cast<int64_t>(raw << spare) >> spare);
-    }
-    case ExprKind::cast: {
-      // Integer to integer: the value wrapped into the target type, as at run time.
-      if (!is_integer(e.cast_type) || e.operands.size() != 1 || !e.operands[0]) return std::nullopt;
-      const Type from = e.operands[0]->type;
-      if (!is_integer(from) && from != Type::int_literal) return std::nullopt;
-      auto v = eval_int_constant(*e.operands[0]);
-      if (!v) return std::nullopt;
-      const unsigned width = bit_width(e.cast_type);
-      const unsigned __int128 modulus = static_cast<unsigned __int128>(1) << width;
-      unsigned __int128 wrapped = static_cast<unsigned __int128>(*v) & (modulus - 1);
-      if (is_signed(e.cast_type) && (wrapped >> (width - 1)) != 0)
-        return static_cast<__int128>(wrapped) - static_cast<__int128>(modulus);
-      return static_cast<__int128>(wrapped);
-    }
-    case ExprKind::unary: {
-      if (e.unary_op != UnaryOp::neg || e.operands.size() != 1 || !e.operands[0]) return std::nullopt;
-      auto v = eval_int_constant(*e.operands[0]);
-      if (!v) return std::nullopt;
-      return -*v;
-    }
-    case ExprKind::binary: {
-      if (e.operands.size() != 2 || !e.operands[0] || !e.operands[1]) return std::nullopt;
-      auto a = eval_int_constant(*e.operands[0]);
-      auto b = eval_int_constant(*e.operands[1]);
-      if (!a || !b) return std::nullopt;
-      switch (e.binary_op) {
-        case BinaryOp::add: return bounded(*a + *b);
-        case BinaryOp::sub: return bounded(*a - *b);
-        case BinaryOp::mul: {
-          if (*a != 0 && (*b > kConstantLimit / (*a < 0 ? -*a : *a) || *b < -kConstantLimit / (*a < 0 ? -*a : *a)))
-            return std::nullopt;
-          return bounded(*a * *b);
-        }
-        case BinaryOp::div: return *b == 0 ? std::nullopt : std::optional<__int128>(*a / *b);
-        case BinaryOp::rem: return *b == 0 ? std::nullopt : std::optional<__int128>(*a % *b);
-        case BinaryOp::shl:
-          if (*b < 0 || *b > 100 || *a < 0) return std::nullopt;
-          return bounded(*a << static_cast<int>(*b));
-        case BinaryOp::shr:
-          if (*b < 0 || *b > 127 || *a < 0) return std::nullopt;
-          return *a >> static_cast<int>(*b);
-        case BinaryOp::bit_and:
-          if (*a < 0 || *b < 0) return std::nullopt;
-          return *a & *b;
-        case BinaryOp::bit_or:
-          if (*a < 0 || *b < 0) return std::nullopt;
-          return *a | *b;
-        case BinaryOp::bit_xor:
-          if (*a < 0 || *b < 0) return std::nullopt;
-          return *a ^ *b;
-        default: return std::nullopt;
-      }
-    }
-    default: return std::nullopt;
-  }
-}
-
 bool KernelChecker::is_constant_expression(const Expr& e, std::string& what) const {
   switch (e.kind) {
     case ExprKind::int_literal:
@@ -304,13 +207,12 @@ Symbol* KernelChecker::check_constant(Stmt& s, std::vector<std::unique_ptr<Symbo
              }) == Type::error) {
     type = Type::error;
   } else if (is_integer(declared)) {
-    std::optional<__int128> v = eval_int_constant(*s.value);
+    std::string why;
+    std::optional<__int128> v = eval_int_constant(*s.value, &why);
     if (!v) {
       reporter_.report(diag::Code::invalid_constant, s.value->range,
-                       fmt::format("the value of constant '{}' cannot be computed: it divides by zero, shifts by a "
-                                   "negative or too large amount, or leaves the range of 2^100 on the way",
-                                   s.name),
-                       "change the expression so that every step is defined");
+                       fmt::format("the value of constant '{}' cannot be computed exactly: {}", s.name, why),
+                       "change the expression so that every step is defined (docs/ir.md, Module constants)");
       type = Type::error;
     } else if (*v < min_value(declared) || *v > static_cast<__int128>(max_value(declared))) {
       reporter_.report(diag::Code::invalid_constant, s.value->range,
@@ -324,11 +226,16 @@ Symbol* KernelChecker::check_constant(Stmt& s, std::vector<std::unique_ptr<Symbo
       bits = static_cast<uint64_t>(*v) & mask;
     }
   }
+  // A float constant's value, for the casts of later constants (`i32(F)`); one that cannot be
+  // computed (an integer division by zero inside) has none and is lowered from its expression.
+  std::optional<double> float_value;
+  if (type != Type::error && is_float(declared)) float_value = eval_float_constant(*s.value);
   auto symbol = std::make_unique<Symbol>();
   symbol->kind = SymbolKind::constant;
   symbol->name = s.name;
   symbol->type = type;  // error for an invalid constant: its uses stay silent
   symbol->constant_bits = bits;
+  symbol->float_value = float_value;
   symbol->range = s.name_range;
   symbol->decl = &s;
   s.symbol = symbol.get();
@@ -952,6 +859,10 @@ Type KernelChecker::infer_function_call(Expr& e, const Function& callee) {
   // function's own uses are completed from its callees' by check_call_graph.
   if (!kernel_.hopper_operation) kernel_.hopper_operation = callee.hopper_operation;
   if (as_kernel_) {
+    if (callee.stack_local_bytes > deepest_call_local_bytes_) {
+      deepest_call_local_bytes_ = callee.stack_local_bytes;
+      deepest_call_ = &e;
+    }
     kernel_.uses_barrier = kernel_.uses_barrier || callee.uses_barrier;
     kernel_.uses_warp_operations = kernel_.uses_warp_operations || callee.uses_warp_operations;
     kernel_.uses_grid_sync = kernel_.uses_grid_sync || callee.uses_grid_sync;

@@ -147,9 +147,13 @@ std::vector<Function*> check_call_graph(Module& module, Reporter& reporter, Func
   // Callee first: each function's uses include its callees' (a cycle was reported above).
   for (Function* f : order) {
     FunctionFacts& own = facts[f];
+    f->stack_local_bytes = f->local_array_bytes;
     for (const auto& [callee_index, call] : calls[index.at(f)]) {
       const Function& callee = module.functions[callee_index];
       const FunctionFacts& theirs = facts[&callee];
+      uint64_t through = 0;  // saturating: the kernel's check reports what is over the limit
+      if (__builtin_add_overflow(f->local_array_bytes, callee.stack_local_bytes, &through)) through = UINT64_MAX;
+      f->stack_local_bytes = std::max(f->stack_local_bytes, through);
       f->uses_barrier = f->uses_barrier || callee.uses_barrier;
       f->uses_grid_sync = f->uses_grid_sync || callee.uses_grid_sync;
       f->uses_warp_operations = f->uses_warp_operations || callee.uses_warp_operations;

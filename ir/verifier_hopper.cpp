@@ -276,21 +276,4 @@ Type KernelChecker::infer_hopper(Expr& e, Intrinsic fn) {
   }
 }
 
-void KernelChecker::check_whole_warpgroups() {
-  Kernel& kernel = *as_kernel_;
-  if (!kernel.uses_warpgroup_operations || !kernel.has_workgroup()) return;
-  const uint64_t threads = uint64_t{kernel.workgroup[0]} * std::max(kernel.workgroup[1], 1u) *
-                           std::max(kernel.workgroup[2], 1u);
-  if (threads % 128 == 0) return;
-  SourceRange where = kernel.name_range;
-  for (const auto& attr : kernel.attributes)
-    if (attr.name == "workgroup") where = attr.range;
-  reporter_.report(diag::Code::partial_warpgroup_block, where,
-                   fmt::format("kernel '{}' uses warpgroup operations (wgmma, setmaxnreg), but its block of {} threads "
-                               "is not a whole number of warpgroups (128 threads each)",
-                               kernel_.name, threads),
-                   fmt::format("use a block size that is a multiple of 128, e.g. @workgroup({})",
-                               (threads + 127) / 128 * 128));
-}
-
 }  // namespace ptxgate::ir::verifier_detail

@@ -1,6 +1,7 @@
 // occupancy_offline and its reports.
 #include "ptxgate/pipeline/occupancy.hpp"
 
+#include <algorithm>
 #include <climits>
 
 #include <fmt/format.h>
@@ -28,7 +29,27 @@ std::expected<OccupancyReport, OfflineStop> occupancy_offline(const OccupancyReq
   auto compiled = compile_for_profile(request.input, request.kernel, request.profile, request.cache, {}, request.fp_mode);
   if (!compiled) return std::unexpected(OfflineStop{compiled.error(), false});
   OccupancyReport report{std::move(*compiled), *shared, {}};
-  report.table = validation::occupancy_table(report.compiled.caps, report.compiled.resources, *shared);
+  const auto& c = report.compiled;
+  report.table = validation::occupancy_table(c.kernel, c.caps, c.resources, *shared);
+  // One verdict with `check`: when no block size the kernel allows can be launched, the answer is
+  // check's own diagnostics for a launch of it (at the default block, as `check` without --block),
+  // not a table.
+  if (std::none_of(report.table.rows.begin(), report.table.rows.end(), [](const auto& row) { return row.launchable; })) {
+    contract::LaunchPlan plan;
+    plan.grid = {1, 1, 1};
+    plan.dynamic_shared_bytes = *shared;
+    auto verdict = validation::check_launch(c.kernel, c.resources, plan, c.caps, c.location);
+    if (verdict.launchable && !report.table.rows.empty()) {  // the default block is not one the kernel allows
+      plan.block = {report.table.rows.front().block_threads, 1, 1};
+      verdict = validation::check_launch(c.kernel, c.resources, plan, c.caps, c.location);
+    }
+    if (!verdict.launchable) {  // its errors (a launch's warnings, about a grid, do not apply)
+      OfflineStop s{c.warnings, false};
+      for (const auto& d : verdict.diagnostics)
+        if (d.severity == diag::Severity::error) s.diagnostics.items().push_back(d);
+      return std::unexpected(std::move(s));
+    }
+  }
   if (report.table.suggested_block == 0) {
     const auto& r = report.compiled.resources;
     OfflineStop s{report.compiled.warnings, false};
@@ -49,6 +70,7 @@ nlohmann::json occupancy_json(const OccupancyReport& report) {
   for (const auto& row : report.table.rows) {
     const auto& o = row.occupancy;
     rows.push_back({{"block", row.block_threads},
+                    {"launchable", row.launchable},
                     {"active_blocks_per_sm", o.computed ? o.active_blocks_per_sm : 0},
                     {"active_warps_per_sm", row.active_warps_per_sm},
                     {"occupancy_percent", row.occupancy_percent},

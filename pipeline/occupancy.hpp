@@ -27,15 +27,17 @@ struct OccupancyReport {
   validation::OccupancyTable table;
 };
 
-/// compile_for_profile, then validation::occupancy_table. Stops: a malformed --shared-bytes
-/// (usage, PG5004); the compile's diagnostics; PG5007 when no block size lets a block be
-/// resident (the table is still computed: the report is in the stop's diagnostics' notes).
+/// compile_for_profile, then validation::occupancy_table over the block sizes the kernel allows
+/// (its @workgroup or .reqntid, else multiples of its block granule). Stops: a malformed
+/// --shared-bytes (usage, PG5004); the compile's diagnostics; `check`'s own diagnostics when it
+/// would block every allowed size (one verdict: PG3301 for too many registers, say); PG5007 when
+/// no block size lets a block be resident.
 [[nodiscard]] std::expected<OccupancyReport, OfflineStop> occupancy_offline(const OccupancyRequest& request);
 
 /// {"schema_version", "kernel", "profile", "arch", "sm_count", "dynamic_shared_bytes",
 ///  "resources": {"registers", "static_shared_bytes", "local_bytes", "max_threads_per_block"},
 ///  "block_limit", "suggested_block", "min_grid_for_full_occupancy",
-///  "rows": [{"block", "active_blocks_per_sm", "active_warps_per_sm", "occupancy_percent", "limiter",
+///  "rows": [{"block", "launchable", "active_blocks_per_sm", "active_warps_per_sm", "occupancy_percent", "limiter",
 ///            "by_threads", "by_registers", "by_shared", "by_blocks"}]}
 /// (a factor that does not bound residency is null).
 [[nodiscard]] nlohmann::json occupancy_json(const OccupancyReport& report);

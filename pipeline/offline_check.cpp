@@ -111,6 +111,10 @@ std::expected<OfflineCheck, OfflineStop> check_described(const OfflineLaunch& op
     out.plan.grid = {out.verdict.max_cooperative_grid, 1, 1};
     out.verdict = validation::check_launch(out.kernel, out.resources, out.plan, out.caps, location);
   }
+  // One verdict: the program's warnings (PG3503 local memory, the verifier's) belong to it, so its
+  // counts, its JSON and SARIF documents and its text carry them.
+  auto& items = out.verdict.diagnostics.items();
+  items.insert(items.begin(), out.warnings.items().begin(), out.warnings.items().end());
   if (opt.warnings_as_errors &&
       diag::promote_warnings(out.warnings) + diag::promote_warnings(out.verdict.diagnostics) > 0)
     out.verdict.launchable = false;
@@ -135,6 +139,7 @@ std::expected<ProfiledKernel, diag::Diagnostics> compile_for_profile(const std::
     out.kernel = std::move(foreign->info);
     out.resources = foreign->resources;
     out.location = foreign->location;
+    validation::report_local_memory(out.warnings, kernel_name, out.resources, out.location);
     return out;
   }
   auto loaded = ir::load_file(input);
@@ -218,14 +223,10 @@ nlohmann::json check_json(const OfflineCheck& check, const std::string& kernel) 
 }
 
 nlohmann::json check_stop_json(const OfflineStop& stop, const std::string& kernel) {
-  const auto& d = stop.diagnostics;
-  return {{"schema_version", kJsonSchemaVersion},
-          {"kernel", kernel},
-          {"launchable", false},
-          {"status", stop.usage ? "usage_error" : "error"},
-          {"errors", d.error_count()},
-          {"warnings", d.warning_count()},
-          {"diagnostics", nlohmann::json::parse(diag::render_json(d))}};
+  auto j = stop_json(stop.diagnostics, stop.usage);
+  j["kernel"] = kernel;
+  j["launchable"] = false;
+  return j;
 }
 
 std::string check_text(const OfflineCheck& check, const std::string& kernel, bool verbose) {

@@ -54,7 +54,7 @@ struct ProfiledKernel {
   contract::KernelResources resources;
   diag::Location location;                 ///< the kernel's name in its source, for diagnostics
   module_cache::CacheOutcome cache_outcome = module_cache::CacheOutcome::compiled;
-  diag::Diagnostics warnings;              ///< the program's and the cache's warnings
+  diag::Diagnostics warnings;              ///< the program's and the cache's warnings (the verdict's first diagnostics too)
 };
 
 /// Loads the profile (NAME or PATH) and the program, finds the kernel (PG2006), compiles for
@@ -76,7 +76,7 @@ struct OfflineCheck {
   validation::Verdict verdict;
   bool grid_max = false;
   module_cache::CacheOutcome cache_outcome = module_cache::CacheOutcome::compiled;
-  diag::Diagnostics warnings;              ///< the program's and the cache's warnings
+  diag::Diagnostics warnings;              ///< the program's and the cache's warnings (the verdict's first diagnostics too)
 };
 
 /// Why no verdict was reached: the diagnostics, and whether the request itself was malformed

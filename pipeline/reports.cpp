@@ -109,6 +109,14 @@ nlohmann::json profiles_json(const std::vector<validation::ProfileEntry>& profil
   return {{"schema_version", kJsonSchemaVersion}, {"default", std::string(validation::kDefaultProfile)}, {"profiles", arr}};
 }
 
+nlohmann::json stop_json(const diag::Diagnostics& diagnostics, bool usage) {
+  return {{"schema_version", kJsonSchemaVersion},
+          {"status", usage ? "usage_error" : "error"},
+          {"errors", diagnostics.error_count()},
+          {"warnings", diagnostics.warning_count()},
+          {"diagnostics", nlohmann::json::parse(diag::render_json(diagnostics))}};
+}
+
 std::string profiles_text(const std::vector<validation::ProfileEntry>& profiles) {
   std::string out = fmt::format("{:<12} {:<28} {:<6} {:>4}\n", "PROFILE", "DEVICE", "CC", "SMS");
   for (const auto& p : profiles)

@@ -57,6 +57,11 @@ nlohmann::json devices_json(const DeviceListing& listing);
 std::string devices_text(const DeviceListing& listing);
 /// {"schema_version", "default", "profiles": [{"name", "profile": DeviceCaps}]}
 nlohmann::json profiles_json(const std::vector<validation::ProfileEntry>& profiles);
+
+/// A command that stopped before its product, as one document (for the commands whose JSON
+/// document carries their diagnostics, docs/json.md): {schema_version, status: error|usage_error,
+/// errors, warnings, diagnostics}.
+nlohmann::json stop_json(const diag::Diagnostics& diagnostics, bool usage);
 std::string profiles_text(const std::vector<validation::ProfileEntry>& profiles);
 
 }  // namespace ptxgate::pipeline

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "ptxgate/ir/ast.hpp"
+#include "ptxgate/ir/limits.hpp"
 #include "ptxgate/support/numbers.hpp"
 
 namespace ptxgate::toolchain {
@@ -18,7 +19,8 @@ namespace {
 // Attribute record formats and the attributes read here (cuobjdump names them EIFMT_*/EIATTR_*).
 constexpr uint8_t kFmtBval = 0x02, kFmtSval = 0x04;
 constexpr uint8_t kAttrMaxThreads = 0x05, kAttrReqntid = 0x10, kAttrFrameSize = 0x11, kAttrKparamInfo = 0x17,
-                  kAttrRegcount = 0x2f, kAttrNumBarriers = 0x4c;
+                  kAttrRegcount = 0x2f, kAttrCtaPerCluster = 0x3d, kAttrExplicitCluster = 0x3e,
+                  kAttrNumBarriers = 0x4c;
 constexpr uint16_t kMachineCuda = 190;
 constexpr uint32_t kShtSymtab = 2, kShtNobits = 8;
 constexpr uint8_t kSttFunc = 2, kStoCudaEntry = 0x10;
@@ -98,6 +100,7 @@ class CubinReader {
     const unsigned sm = h[7] == 0x33 ? (flags & 0xff) : ((flags >> 8) & 0xff);
     if (sm < 10) return bad(fmt::format("its ELF flags {:#x} name no GPU architecture", flags));
     if (auto ok = read_sections(); !ok) return std::unexpected(ok.error());
+    if (auto ok = read_segments(); !ok) return std::unexpected(ok.error());
 
     PtxModuleSummary out;
     out.binary_arch = fmt::format("sm_{}", sm);
@@ -156,19 +159,28 @@ class CubinReader {
             if (ordinal >= 4096) return bad(fmt::format("kernel '{}' has a parameter numbered {}", sym.name, ordinal));
             if (ordinal >= params.size()) params.resize(ordinal + 1u);
             params[ordinal] = {(rd32(p + 8) >> 18) & 0x3fff, true};
-          } else if (a.attr == kAttrReqntid && a.format == kFmtSval) {
-            entry.info.required_block = dims_of(a.payload);
-          } else if (a.attr == kAttrMaxThreads && a.format == kFmtSval) {
-            entry.max_block = dims_of(a.payload);
+          } else if ((a.attr == kAttrReqntid || a.attr == kAttrMaxThreads) && a.format == kFmtSval) {
+            // Present means bounded: every axis must be 1 to 1024 (an axis of 0 is no bound of 0).
+            const auto dims = dims_of(a.payload);
+            if (a.payload.size() < 12 || std::ranges::any_of(dims, [](uint32_t d) { return d < 1 || d > 1024; }))
+              return bad(fmt::format("kernel '{}' records a thread bound of {}\u00d7{}\u00d7{} (each axis 1 to 1024)", sym.name,
+                                     dims[0], dims[1], dims[2]));
+            (a.attr == kAttrReqntid ? entry.info.required_block : entry.max_block) = dims;
           } else if (a.attr == kAttrNumBarriers && a.format == kFmtBval) {
             res.barriers = a.value & 0xff;
+          } else if (a.attr == kAttrCtaPerCluster && a.format == kFmtSval) {
+            // __cluster_dims__ / .reqnctapercluster: the cluster shape, three u32.
+            const auto dims = dims_of(a.payload);
+            if (a.payload.size() < 12 || std::ranges::any_of(dims, [](uint32_t d) { return d < 1 || d > 1024; }))
+              return bad(fmt::format("kernel '{}' records a cluster shape of {}\u00d7{}\u00d7{} (each axis 1 to 1024)",
+                                     sym.name, dims[0], dims[1], dims[2]));
+            entry.info.cluster_dims = dims;
+          } else if (a.attr == kAttrExplicitCluster) {
+            entry.info.explicit_cluster = true;
           }
         }
       }
-      for (const auto* dims : {&entry.info.required_block, &entry.max_block})
-        if ((*dims)[0] != 0 && std::ranges::any_of(*dims, [](uint32_t d) { return d < 1 || d > 1024; }))
-          return bad(fmt::format("kernel '{}' records a thread bound of {}x{}x{} (each axis 1 to 1024)", sym.name,
-                                 (*dims)[0], (*dims)[1], (*dims)[2]));
+      if (auto forged = check_limits(sym.name, res); !forged.empty()) return bad(std::move(forged));
       uint64_t limit = 1024;
       if (entry.info.has_required_block()) limit = std::min(limit, product(entry.info.required_block));
       if (entry.max_block[0] != 0) limit = std::min(limit, product(entry.max_block));
@@ -228,6 +240,41 @@ class CubinReader {
   std::unexpected<diag::Diagnostics> bad(std::string why) const {
     return std::unexpected(one(diag::Code::cannot_read_file, fmt::format("'{}' is not a readable cubin: {}", file_.path(), why),
                                where_, "pass the cubin as ptxas, nvcc -cubin or NVRTC wrote it, or the PTX it was built from"));
+  }
+
+  /// What no ptxas writes: a kernel beyond the limits of every device (ir/limits.hpp); empty when
+  /// the records are within them. Registers above 255 stay a launch verdict (PG3301).
+  static std::string check_limits(std::string_view kernel, const contract::KernelResources& res) {
+    namespace device = ir::device;
+    if (res.local_bytes > device::kMaxLocalBytesPerThread)
+      return fmt::format("kernel '{}' records a stack frame of {} bytes per thread; a thread has at most {} bytes "
+                         "of local memory",
+                         kernel, res.local_bytes, device::kMaxLocalBytesPerThread);
+    if (res.static_shared_bytes > device::kMaxStaticSharedBytes)
+      return fmt::format("kernel '{}' records {} bytes of static shared memory; a kernel has at most {} (more is "
+                         "dynamic shared memory, given at launch)",
+                         kernel, res.static_shared_bytes, device::kMaxStaticSharedBytes);
+    if (res.barriers > device::kMaxNamedBarriers)
+      return fmt::format("kernel '{}' records {} named barriers; a block has {}", kernel, res.barriers,
+                         device::kMaxNamedBarriers);
+    return {};
+  }
+
+  /// The program header table and every segment it describes lie inside the file (the driver
+  /// loads a cubin by its segments).
+  std::expected<void, diag::Diagnostics> read_segments() const {
+    const auto* h = data(0);
+    const uint64_t phoff = rd64(h + 0x20);
+    const uint16_t phentsize = rd16(h + 0x36), phnum = rd16(h + 0x38);
+    if (phnum == 0) return {};
+    if (phentsize < 0x38 || !fits(phoff, static_cast<uint64_t>(phentsize) * phnum))
+      return bad("its program header table lies outside the file");
+    for (uint16_t i = 0; i < phnum; ++i) {
+      const auto* ph = data(phoff + static_cast<uint64_t>(i) * phentsize);
+      const uint64_t offset = rd64(ph + 0x08), file_size = rd64(ph + 0x20);
+      if (file_size != 0 && !fits(offset, file_size)) return bad(fmt::format("segment {} lies outside the file", i));
+    }
+    return {};
   }
 
   std::expected<void, diag::Diagnostics> read_sections() {

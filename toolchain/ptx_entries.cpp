@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "ptxgate/ir/limits.hpp"
 #include "ptxgate/support/numbers.hpp"
 
 namespace ptxgate::toolchain {
@@ -115,9 +116,21 @@ std::string_view address_register(std::string_view operands) {
   return inside.substr(0, end);
 }
 
-/// Marks the 64-bit parameters whose value the body uses as a global pointer, and sums the
-/// body's static .shared arrays.
-void scan_body(std::string_view body, std::vector<RawParam>& params, std::vector<bool>& pointer, uint64_t& shared) {
+/// The block granule an instruction needs (ir/block_granule.hpp): 128 for warpgroup instructions,
+/// 32 for the warp-wide `.aligned` matrix instructions every lane of a warp must execute, else 1.
+/// (Shuffles and votes name their lanes in a mask, so a partial warp may use them.)
+uint32_t granule_of(std::string_view opcode) {
+  if (opcode.starts_with("wgmma.") || opcode.starts_with("setmaxnreg.")) return ir::device::kWarpgroupSize;
+  if (opcode.starts_with("mma.sync.") || opcode.starts_with("ldmatrix.") || opcode.starts_with("stmatrix.") ||
+      opcode.starts_with("movmatrix."))
+    return ir::device::kWarpSize;
+  return 1;
+}
+
+/// Marks the 64-bit parameters whose value the body uses as a global pointer, sums the body's
+/// static .shared arrays and finds its block granule.
+void scan_body(std::string_view body, std::vector<RawParam>& params, std::vector<bool>& pointer, uint64_t& shared,
+               uint32_t& granule) {
   std::map<std::string, size_t, std::less<>> param_of_register;  // "%rd1" -> parameter index
   size_t begin = 0;
   while (begin < body.size()) {
@@ -152,6 +165,7 @@ void scan_body(std::string_view body, std::vector<RawParam>& params, std::vector
     size_t sp = stmt.find_first_of(" \t\n");
     std::string_view opcode = stmt.substr(0, sp);
     std::string_view operands = sp == std::string_view::npos ? std::string_view{} : trim(stmt.substr(sp));
+    granule = std::max(granule, granule_of(opcode));
     if (opcode == ".shared") {
       Lexer lex(operands, 0);
       uint64_t align = 1, element = 0, count = 1;
@@ -296,6 +310,18 @@ struct EntryReader {
           entry.info.required_block = *dims;
         else
           entry.max_block = *dims;
+      } else if (t->text == ".reqnctapercluster") {
+        auto dims = read_dims(lex);
+        if (!dims) return malformed(t->offset, ".reqnctapercluster needs 1 to 3 counts from 1 to 1024");
+        entry.info.cluster_dims = *dims;
+      } else if (t->text == ".explicitcluster") {
+        entry.info.explicit_cluster = true;
+      } else if (t->text == ".pragma") {
+        // `.pragma "nounroll";` applies to the entry (ptxas accepts it there): its `;` does not
+        // end a declaration. Its strings are blanked (commas stay); skip to the `;`.
+        do t = lex.next();
+        while (t && t->text == ",");
+        if (!t || t->text != ";") return malformed(name->offset, ".pragma is not followed by strings and ';'");
       }
       t = lex.next();
     }
@@ -310,7 +336,8 @@ struct EntryReader {
     if (depth != 0) return malformed(name->offset, "its body is not closed");
     std::vector<bool> pointer(params.size(), false);
     for (size_t k = 0; k < params.size(); ++k) pointer[k] = params[k].ptr;
-    scan_body(clean.substr(body_begin, i - 1 - body_begin), params, pointer, entry.info.static_shared_bytes);
+    scan_body(clean.substr(body_begin, i - 1 - body_begin), params, pointer, entry.info.static_shared_bytes,
+              entry.info.block_granule);
     for (size_t k = 0; k < params.size(); ++k) {
       const RawParam& p = params[k];
       contract::ParamInfo info;
@@ -355,6 +382,28 @@ bool is_binary_module(std::string_view text) {
   if (text.starts_with("\x7f" "ELF")) return true;
   return text.size() >= 4 && static_cast<unsigned char>(text[0]) == 0x50 && static_cast<unsigned char>(text[1]) == 0xED &&
          static_cast<unsigned char>(text[2]) == 0x55 && static_cast<unsigned char>(text[3]) == 0xBA;
+}
+
+ModuleFormat module_format(std::string_view bytes) {
+  if (bytes.starts_with("\x7f" "ELF")) return ModuleFormat::cubin;
+  if (is_binary_module(bytes)) return ModuleFormat::fatbin;
+  size_t i = 0;
+  while (i < bytes.size()) {
+    if (std::isspace(static_cast<unsigned char>(bytes[i]))) {
+      ++i;
+    } else if (bytes.compare(i, 2, "//") == 0) {
+      const size_t nl = bytes.find('\n', i);
+      i = nl == std::string_view::npos ? bytes.size() : nl + 1;
+    } else if (bytes.compare(i, 2, "/*") == 0) {
+      const size_t end = bytes.find("*/", i + 2);
+      i = end == std::string_view::npos ? bytes.size() : end + 2;
+    } else {
+      break;
+    }
+  }
+  const std::string_view rest = bytes.substr(i);
+  const bool version = rest.starts_with(".version") && (rest.size() == 8 || !word_char(rest[8]));
+  return version ? ModuleFormat::ptx : ModuleFormat::ir;
 }
 
 std::expected<PtxModuleSummary, diag::Diagnostics> read_ptx_entries(const diag::SourceFile& file) {

@@ -69,4 +69,12 @@ struct PtxModuleSummary {
 /// Whether `text` starts like a cubin (ELF) or a fatbin rather than PTX text.
 bool is_binary_module(std::string_view text);
 
+/// What a module's bytes are, decided by reading them, not by their name or by words inside.
+enum class ModuleFormat { ir, ptx, cubin, fatbin };
+
+/// A cubin (an ELF header), a fatbin (its magic number), PTX (its first token after white space
+/// and comments is the `.version` directive, which the PTX ISA requires to open every module), or
+/// else ptxgate IR text (`.pg`, which never starts with a directive).
+ModuleFormat module_format(std::string_view bytes);
+
 }  // namespace ptxgate::toolchain

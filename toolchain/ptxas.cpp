@@ -167,8 +167,62 @@ void merge_launch_bounds(ResourceMap& resources, std::string_view ptx) {
   }
 }
 
+diag::Diagnostics foreign_ptx_errors(const diag::SourceFile& foreign, std::string_view log, std::string_view input_path,
+                                     std::string_view arch) {
+  // A path that names the user's file instead of ptxas's temporary copy.
+  auto restate = [&](std::string_view text) {
+    std::string out;
+    for (size_t at = 0; at < text.size();) {
+      size_t hit = input_path.empty() ? std::string_view::npos : text.find(input_path, at);
+      if (hit == std::string_view::npos) hit = text.size();
+      out.append(text.substr(at, hit - at));
+      if (hit < text.size()) out += foreign.path();
+      at = hit + (hit < text.size() ? input_path.size() : 0);
+    }
+    return out;
+  };
+  const std::string fix = fmt::format(
+      "the PTX is at fault, not ptxgate: correct it, or regenerate it with the compiler that wrote it for a target "
+      "this ptxas assembles ({})",
+      arch);
+  diag::Diagnostics out;
+  for (std::string_view rest = log; !rest.empty();) {
+    const size_t nl = rest.find('\n');
+    const std::string_view line = rest.substr(0, nl);
+    rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
+    // "ptxas /tmp/.../module.ptx, line 9; error   : Conflicting directives: ..."
+    const size_t marker = line.find(", line ");
+    if (marker == std::string_view::npos) continue;
+    uint64_t number = 0;
+    std::string_view after;
+    if (!leading_number(line.substr(marker + 7), number, after) || !after.starts_with(";")) continue;
+    after = trim(after.substr(1));
+    if (!after.starts_with("error")) continue;
+    const size_t colon = after.find(':');
+    const std::string_view text = trim(colon == std::string_view::npos ? after : after.substr(colon + 1));
+    diag::Location where;
+    where.file = foreign.path();
+    if (number >= 1 && number <= UINT32_MAX) {
+      const std::string_view source_line = foreign.line_text(static_cast<uint32_t>(number));
+      const size_t offset = static_cast<size_t>(source_line.data() - foreign.text().data());
+      if (!source_line.empty() || number == 1)
+        where = diag::locate(foreign, static_cast<uint32_t>(offset), static_cast<uint32_t>(source_line.size()));
+    }
+    out.add(diag::Code::foreign_ptx_rejected, fmt::format("ptxas -arch={} rejects this PTX: {}", arch, restate(text)),
+            std::move(where), fix);
+  }
+  if (out.empty()) {
+    diag::Location where;
+    where.file = foreign.path();
+    out.add(diag::Code::foreign_ptx_rejected,
+            fmt::format("ptxas -arch={} rejects this PTX: {}", arch, restate(trim(first_lines(std::string(log), 20)))),
+            std::move(where), fix);
+  }
+  return out;
+}
+
 std::expected<Assembly, diag::Diagnostics> assemble(std::string_view ptx, std::string_view arch,
-                                                    const Toolkit& toolkit) {
+                                                    const Toolkit& toolkit, const diag::SourceFile* foreign) {
   if (!toolkit.ptxas) return std::unexpected(toolkit.ptxas.error());
   const std::string& ptxas = *toolkit.ptxas;
   auto dir = support::TempDir::create_in_tmp("ptxgate-ptxas-");
@@ -191,6 +245,8 @@ std::expected<Assembly, diag::Diagnostics> assemble(std::string_view ptx, std::s
                                    "check the ptxas binary (CUDA_HOME or PTXGATE_PTXAS)"));
   Assembly out;
   out.log = run->stdout_text + run->stderr_text;
+  if (run->exit_status != 0 && foreign != nullptr)
+    return std::unexpected(foreign_ptx_errors(*foreign, out.log, ptx_path, arch));
   if (run->exit_status != 0)
     return std::unexpected(failure(
         diag::Code::ptxas_failure,

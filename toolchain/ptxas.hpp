@@ -37,8 +37,17 @@ struct Assembly {
 /// Runs `ptxas -v -arch=<arch>` on `ptx` in a private temporary directory (posix_spawn, no
 /// shell). PG2005 when the toolkit has no ptxas or it cannot be started; PG2004 with the
 /// start of its output when it fails or writes no cubin.
+/// `foreign`: the PTX is the user's (`ptx` is its text, from another compiler), so ptxas rejecting
+/// it is the input's fault, not ptxgate's: PG2007 per error ptxas reports, at its line of `foreign`.
 [[nodiscard]] std::expected<Assembly, diag::Diagnostics> assemble(std::string_view ptx, std::string_view arch,
-                                                                  const Toolkit& toolkit);
+                                                                  const Toolkit& toolkit,
+                                                                  const diag::SourceFile* foreign = nullptr);
+
+/// ptxas's report of errors in the user's PTX (`foreign`, assembled from `input_path`) as
+/// diagnostics: each "FILE, line N; error : TEXT" is a PG2007 at line N of `foreign`; a report
+/// without such lines is one PG2007 at the file with ptxas's text (the path replaced by the user's).
+[[nodiscard]] diag::Diagnostics foreign_ptx_errors(const diag::SourceFile& foreign, std::string_view log,
+                                                   std::string_view input_path, std::string_view arch);
 
 /// The "release" line of `<ptxas> --version` (e.g. "Cuda compilation tools, release 13.0, V13.0.48"),
 /// run once per path per process and memoised; empty when it cannot be run.

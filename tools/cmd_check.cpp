@@ -35,8 +35,7 @@ int run_check(CheckOptions& opt) {
   opt.launch.list_unproven_accesses = verbose;
   auto checked = pipeline::check_offline(opt.launch);
   if (!checked) return stop(checked.error(), format, opt.launch.kernel);
-  const auto& verdict = checked->verdict;
-  if (!checked->warnings.empty()) print_diagnostics(checked->warnings, format);
+  const auto& verdict = checked->verdict;  // its diagnostics include the program's warnings
   if (format == diag::Format::json) {
     print_product(pipeline::check_json(*checked, opt.launch.kernel).dump(2) + "\n");
   } else if (format == diag::Format::sarif) {

@@ -16,16 +16,22 @@ struct DevicesOptions {
 int run_devices(const DevicesOptions& opt) {
   const bool json = opt.json || opt.format == "json";
   const auto format = json ? diag::Format::json : *diag::format_from_name(opt.format);
+  // Under JSON every outcome is one document on standard output, a failure's too.
+  auto failed = [&](const diag::Diagnostics& d) {
+    if (json) print_product(pipeline::stop_json(d, false).dump(2) + "\n");
+    else print_diagnostics(d, format);
+    return static_cast<int>(kDiagnostics);
+  };
   if (!opt.profile.empty()) {
     // A profile document, in the profile file format (`--device-profile` reads it back).
     auto caps = validation::load_profile(opt.profile);
-    if (!caps) return print_diagnostics(caps.error(), format), kDiagnostics;
+    if (!caps) return failed(caps.error());
     print_product(validation::to_json(*caps).dump(2) + "\n");
     return kSuccess;
   }
   if (opt.list_profiles) {
     auto profiles = validation::list_profiles();
-    if (!profiles) return print_diagnostics(profiles.error(), format), kDiagnostics;
+    if (!profiles) return failed(profiles.error());
     print_product(json ? pipeline::profiles_json(*profiles).dump(2) + "\n" : pipeline::profiles_text(*profiles));
     return kSuccess;
   }

@@ -14,6 +14,9 @@
 #include <fmt/format.h>
 
 #include "ptxgate/codegen/codegen.hpp"
+#include "ptxgate/pipeline/offline_check.hpp"
+#include "ptxgate/pipeline/reports.hpp"
+#include "ptxgate/pipeline/run.hpp"
 #include "ptxgate/support/suggest.hpp"
 #include "ptxgate/toolchain/ptxas.hpp"
 #include "ptxgate/toolchain/toolkit.hpp"
@@ -148,35 +151,61 @@ std::string version_text() {
   return out;
 }
 
-/// After a usage error: "did you mean" for a misspelt subcommand (argv[1]) or long flag.
-void suggest_spelling(const CLI::App& app, int argc, char** argv) {
-  if (argc < 2) return;
+/// The fix of a usage error: "did you mean" for a misspelt subcommand (argv[1]) or long flag,
+/// else where the command's options are listed.
+std::string usage_fix(const CLI::App& app, int argc, char** argv) {
   std::vector<std::string> names;
-  for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
-  const std::string first = argv[1];
   const CLI::App* sub = nullptr;
-  for (const auto* s : app.get_subcommands([](const CLI::App*) { return true; }))
-    if (s->get_name() == first) sub = s;
+  for (const auto* s : app.get_subcommands([](const CLI::App*) { return true; })) {
+    names.push_back(s->get_name());
+    if (argc >= 2 && s->get_name() == std::string_view(argv[1])) sub = s;
+  }
   if (sub == nullptr) {
-    if (first.starts_with("-")) return;
-    if (auto near = support::closest_match(first, names))
-      std::fputs(fmt::format("did you mean '{}'? (`ptxgate help` lists the commands)\n", *near).c_str(), stderr);
-    return;
+    const std::string first = argc >= 2 ? argv[1] : "";
+    if (!first.empty() && !first.starts_with("-"))
+      if (auto near = support::closest_match(first, names))
+        return fmt::format("did you mean '{}'? (`ptxgate help` lists the commands)", *near);
+    return "name a command: `ptxgate help` lists them";
   }
   std::vector<std::string> flags;
   for (const auto* opt : sub->get_options())
     for (const auto& l : opt->get_lnames()) flags.push_back("--" + l);
+  std::string fix;
   for (int i = 2; i < argc; ++i) {
     std::string word = argv[i];
     if (!word.starts_with("--")) continue;
     word = word.substr(0, word.find('='));
     if (std::find(flags.begin(), flags.end(), word) != flags.end()) continue;
     if (auto near = support::closest_match(word, flags))
-      std::fputs(fmt::format("did you mean '{}' for '{}'? (`ptxgate help {}` lists its options)\n", *near, word,
-                             sub->get_name())
-                     .c_str(),
-                 stderr);
+      fix += fmt::format("{}did you mean '{}' for '{}'?", fix.empty() ? "" : " ", *near, word);
   }
+  return fix + fmt::format("{}`ptxgate help {}` lists its options", fix.empty() ? "" : " (", sub->get_name()) +
+         (fix.empty() ? "" : ")");
+}
+
+/// A usage error the option parser found: PG5004 in the format asked. Under --format json the
+/// commands whose document carries their diagnostics (check, run, devices, tensormap) print one
+/// document on standard output; the others print the record on standard error.
+int report_usage_error(const std::string& what, std::string fix, int argc, char** argv) {
+  diag::Diagnostics d;
+  d.add(diag::Code::invalid_launch_option, what, {}, std::move(fix));
+  const auto format = format_in_arguments(argc, argv).value_or(diag::Format::text);
+  const std::string_view command = argc >= 2 ? std::string_view(argv[1]) : std::string_view{};
+  std::string kernel;
+  for (int i = 2; i + 1 < argc; ++i)
+    if (std::string_view(argv[i]) == "--kernel") kernel = argv[i + 1];
+  if (format == diag::Format::json && (command == "check" || command == "run" || command == "devices" ||
+                                       command == "tensormap")) {
+    nlohmann::json doc = command == "check" ? pipeline::check_stop_json({d, true}, kernel)
+                         : command == "run" ? pipeline::run_stop_json({{}, d, true, false}, kernel)
+                                            : pipeline::stop_json(d, true);
+    print_product(doc.dump(2) + "\n");
+  } else if (format == diag::Format::sarif && command == "check") {
+    print_product(diag::render_sarif(d));
+  } else {
+    print_diagnostics(d, format);
+  }
+  return finish_output(kUsage);
 }
 
 /// `ptxgate help [SUB]`: the help of one subcommand (or of ptxgate).
@@ -225,16 +254,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // A usage error honours --format json|sarif when the command line asked for one.
-    if (auto format = format_in_arguments(argc, argv); format && e.get_exit_code() != 0) {
-      ptxgate::diag::Diagnostics d;
-      d.add(ptxgate::diag::Code::invalid_launch_option, e.what(), {}, "see `ptxgate --help` and the command's --help");
-      print_diagnostics(d, *format);
-      return kUsage;
-    }
-    int code = app.exit(e);
-    if (code != 0) suggest_spelling(app, argc, argv);
-    return finish_output(code == 0 ? kSuccess : kUsage);
+    if (e.get_exit_code() == 0) return finish_output(app.exit(e) == 0 ? kSuccess : kUsage);  // --help, --version
+    // A usage error is a PG5004 record with a fix, in the format the command line asked for.
+    return report_usage_error(e.what(), usage_fix(app, argc, argv), argc, argv);
   }
   try {
     for (auto [cmd, runner] : commands)

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "ptxgate/ir/block_granule.hpp"
+
 namespace ptxgate::validation {
 namespace {
 
@@ -122,14 +124,47 @@ struct Facts {
   bool geometry_ok = true;        ///< every geometry check passed
   bool resources_ok = true;       ///< shared memory and registers fit
   bool threads_fit = false;       ///< 1 <= threads <= the device's per-block limit
+  std::array<uint64_t, 3> block{0, 0, 0};  ///< the effective block
   size_t opt_in_note_at = SIZE_MAX;  ///< where the PG3202 note goes when it was not formatted
 };
 
-// PG3101-PG3106, PG3302: block and grid dimensions against the device and the kernel.
+// PG3107: a kernel with a cluster shape runs its grid as whole clusters (the driver refuses a grid
+// that is not a multiple of the shape on every axis); one whose cluster is chosen at launch
+// (.explicitcluster without a shape) cannot be launched by ptxgate's launches, which pass none.
+void check_clusters(const contract::KernelInfo& kernel, const contract::LaunchPlan& plan, Reporter& r, Facts& f) {
+  const auto& c = kernel.cluster_dims;
+  if (kernel.has_cluster_dims()) {
+    std::string axes;
+    for (int i = 0; i < 3; ++i)
+      if (c[i] != 0 && plan.grid[i] % c[i] != 0)
+        axes += fmt::format("{}grid.{} = {} is not a multiple of {}", axes.empty() ? "" : ", ", kAxis[i], plan.grid[i],
+                            c[i]);
+    if (axes.empty()) return;
+    std::array<uint64_t, 3> fitting{};
+    for (int i = 0; i < 3; ++i) fitting[i] = (plan.grid[i] + c[i] - 1) / c[i] * c[i];
+    r.add(Code::cluster_shape_mismatch,
+          fmt::format("grid {} is not a whole number of the {} thread block clusters kernel '{}' runs in ({}): "
+                      "the driver refuses it",
+                      dims(plan.grid), dims(c), kernel.name, axes),
+          fmt::format("launch a grid that is a multiple of {} on every axis, e.g. --grid {},{},{}", dims(c), fitting[0],
+                      fitting[1], fitting[2]));
+    f.geometry_ok = false;
+  } else if (kernel.explicit_cluster) {
+    r.add(Code::cluster_shape_mismatch,
+          fmt::format("kernel '{}' is declared .explicitcluster without a cluster shape: its clusters are given at "
+                      "launch, and ptxgate's launches give none yet",
+                      kernel.name),
+          "give the kernel a cluster shape (.reqnctapercluster X, Y, Z; __cluster_dims__(X, Y, Z) in CUDA C++)");
+    f.geometry_ok = false;
+  }
+}
+
+// PG3101-PG3107, PG3302: block and grid dimensions against the device and the kernel.
 void check_geometry(const contract::KernelInfo& kernel, const contract::KernelResources& res, const contract::LaunchPlan& plan,
                     const DeviceCaps& caps, Reporter& r, Facts& f, Verdict& v) {
   f.block_given = block_given(plan);
   v.block = effective_block(kernel, plan);
+  f.block = v.block;
   if (v.block[0] == 0 || v.block[1] == 0 || v.block[2] == 0) {
     r.add(Code::zero_dimension, fmt::format("block {} has a zero dimension", dims(v.block)),
           "every block dimension must be at least 1");
@@ -183,6 +218,7 @@ void check_geometry(const contract::KernelInfo& kernel, const contract::KernelRe
           fmt::format("launch with block {} (or omit the block size)", dims(kernel.required_block)));
     f.geometry_ok = false;
   }
+  check_clusters(kernel, plan, r, f);
   f.threads_fit = f.threads_known && f.threads >= 1 && f.threads <= caps.max_threads_per_block;
   if (f.threads_fit && f.threads > res.max_threads_per_block) {
     r.add(Code::threads_exceed_kernel_max,
@@ -220,11 +256,10 @@ void check_shared_memory(const contract::KernelResources& res, const contract::L
   }
 }
 
-// PG1319, PG1320: what the kernel's language features need of the launch (docs/ir.md): a dynamic
-// shared array needs dynamic shared bytes, a whole number of its elements; warp operations need
-// a block of whole warps.
-void check_language_needs(const contract::KernelInfo& kernel, const contract::LaunchPlan& plan, const DeviceCaps& caps,
-                          Reporter& r, const Facts& f) {
+// PG1319, PG1320, PG1358: what the kernel's language features need of the launch (docs/ir.md): a
+// dynamic shared array needs dynamic shared bytes, a whole number of its elements; a block is a
+// whole number of the kernel's granule (whole warps, whole warpgroups: ir::check_block_granule).
+void check_language_needs(const contract::KernelInfo& kernel, const contract::LaunchPlan& plan, Reporter& r, const Facts& f) {
   if (const uint64_t element = kernel.dynamic_shared_element_bytes; element > 0) {
     if (plan.dynamic_shared_bytes == 0)
       r.add(Code::invalid_dynamic_shared,
@@ -241,13 +276,13 @@ void check_language_needs(const contract::KernelInfo& kernel, const contract::La
             fmt::format("give a multiple of {} bytes (elements x {}), e.g. {}", element, element,
                         (plan.dynamic_shared_bytes / element + 1) * element));
   }
-  const uint64_t warp = caps.warp_size ? caps.warp_size : 32;
-  if (kernel.uses_warp_operations && f.threads_known && f.threads > 0 && f.threads % warp != 0)
-    r.add(Code::partial_warp_block,
-          fmt::format("kernel '{}' uses warp operations, but the block of {} threads is not a whole number of "
-                      "{}-thread warps (the last warp would be partial)",
-                      kernel.name, f.threads, warp),
-          fmt::format("use a block size that is a multiple of {}, e.g. {}", warp, (f.threads / warp + 1) * warp));
+  if (!f.threads_known) return;
+  auto violation = ir::check_block_granule(kernel.name, kernel.block_granule, f.threads,
+                                           fmt::format("the block {}", dims(f.block)));
+  if (violation)
+    r.add(violation->code, std::move(violation->message),
+          fmt::format("launch with a block of a multiple of {} threads, e.g. --block {}", kernel.block_granule,
+                      violation->suggested_threads));
 }
 
 // PG3301: registers per thread and registers charged per block.
@@ -310,13 +345,17 @@ void check_residency(const contract::KernelResources& res, const contract::Launc
     return;
   }
   v.max_cooperative_grid = uint64_t{occ.active_blocks_per_sm} * caps.sm_count;
-  if (!residency_matters) return;
-  if (occ.active_blocks_per_sm == 0)
+  // A block that no SM can hold is refused by the driver whether the launch is cooperative or not.
+  if (occ.active_blocks_per_sm == 0) {
     r.add(Code::kernel_cannot_be_resident,
-          fmt::format("not one block of {} threads fits on an SM (limited by {}), so no cooperative grid fits",
-                      f.threads, limiter_name(occ.limiter)),
+          fmt::format("not one block of {} threads fits on an SM (limited by {}), so {}", f.threads,
+                      limiter_name(occ.limiter),
+                      residency_matters ? "no cooperative grid fits" : "the driver refuses the launch"),
           "use a smaller block or less shared memory / fewer registers");
-  else if (f.blocks > v.max_cooperative_grid)
+    return;
+  }
+  if (!residency_matters) return;
+  if (f.blocks > v.max_cooperative_grid)
     r.add(Code::cooperative_grid_too_large,
           fmt::format("cooperative grid of {} blocks exceeds resident capacity {} = {} blocks/SM x {} SMs "
                       "(limited by {})",
@@ -424,7 +463,7 @@ Verdict check_launch(const contract::KernelInfo& kernel, const contract::KernelR
   check_arguments(kernel, plan, r);
   check_geometry(kernel, res, plan, caps, r, f, v);
   check_shared_memory(res, plan, caps, r, f, v, report_warnings);
-  check_language_needs(kernel, plan, caps, r, f);
+  check_language_needs(kernel, plan, r, f);
   check_registers(kernel, res, caps, r, f);
   check_cooperative_mode(kernel, plan, caps, r);
   check_residency(res, plan, caps, r, f, v, occupancy);

@@ -40,6 +40,9 @@ Occupancy compute_occupancy(const DeviceCaps& caps, const contract::KernelResour
 /// Occupancy at one block size.
 struct BlockSizeOccupancy {
   uint32_t block_threads = 0;
+  /// check_launch's verdict on a launch of one block of this size (grid 1, the table's dynamic
+  /// shared memory): only a launchable size can be suggested.
+  bool launchable = false;
   Occupancy occupancy;
   uint32_t active_warps_per_sm = 0;      ///< active blocks x warps per block
   double occupancy_percent = 0;          ///< active warps / the SM's warp slots, in percent
@@ -48,15 +51,23 @@ struct BlockSizeOccupancy {
 /// Occupancy over block sizes and the block size cuOccupancyMaxPotentialBlockSize suggests.
 struct OccupancyTable {
   uint32_t block_limit = 0;              ///< min(device, function) max threads per block
-  std::vector<BlockSizeOccupancy> rows;  ///< each multiple of the warp size up to block_limit, and block_limit
-  /// cuda_occupancy.h's search (cudaOccMaxPotentialOccupancyBlockSize): the largest block size
-  /// with the most active threads per SM; 0 when no block size lets a block be resident.
+  /// The block sizes the kernel allows (allowed_block_sizes), each with its occupancy and verdict.
+  std::vector<BlockSizeOccupancy> rows;
+  /// cuda_occupancy.h's search (cudaOccMaxPotentialOccupancyBlockSize) over the launchable rows: the
+  /// largest block size with the most active threads per SM; 0 when none lets a block be resident.
   uint32_t suggested_block = 0;
   uint64_t min_grid_for_full_occupancy = 0;  ///< active blocks at the suggestion x SMs
 };
 
-/// compute_occupancy at every block size of the table, with `dynamic_shared_bytes` per block.
-OccupancyTable occupancy_table(const DeviceCaps& caps, const contract::KernelResources& res, uint64_t dynamic_shared_bytes);
+/// The block sizes (threads per block) a launch of `kernel` may use up to `limit`: its required
+/// block alone (@workgroup, a foreign .reqntid), else each multiple of its block granule and of the
+/// warp size, and `limit` itself when it keeps the granule. One rule for `occupancy` and `check`.
+std::vector<uint32_t> allowed_block_sizes(const contract::KernelInfo& kernel, uint32_t limit, uint32_t warp_size);
+
+/// Occupancy and check_launch's verdict at every allowed block size, with `dynamic_shared_bytes`
+/// per block; the suggestion is the launchable size cuda_occupancy.h's search picks.
+OccupancyTable occupancy_table(const contract::KernelInfo& kernel, const DeviceCaps& caps, const contract::KernelResources& res,
+                               uint64_t dynamic_shared_bytes);
 
 /// The outcome of validating one launch.
 struct Verdict {

@@ -33,17 +33,21 @@ std::string text(Integer v) {
 struct Dependencies {
   std::vector<uint8_t> opaque;    ///< 1: depends on an opaque leaf
   std::vector<int32_t> unknown;   ///< a parameter number it depends on whose value is unknown, or -1
+  std::vector<uint8_t> thread;    ///< 1: depends on a thread or block id
 };
 
 Dependencies dependencies(const ir::AccessFacts& facts, const MemoryLaunch& launch) {
-  Dependencies d{std::vector<uint8_t>(facts.nodes.size(), 0), std::vector<int32_t>(facts.nodes.size(), -1)};
+  Dependencies d{std::vector<uint8_t>(facts.nodes.size(), 0), std::vector<int32_t>(facts.nodes.size(), -1),
+                 std::vector<uint8_t>(facts.nodes.size(), 0)};
   for (uint32_t i = 0; i < facts.nodes.size(); ++i) {
     const ir::SymNode& n = facts.nodes[i];
     if (n.op == SymOp::opaque) d.opaque[i] = 1;
+    if (n.op == SymOp::thread_id || n.op == SymOp::block_id) d.thread[i] = 1;
     if (n.op == SymOp::param && (n.value >= launch.scalar_bits.size() || !launch.scalar_bits[n.value]))
       d.unknown[i] = static_cast<int32_t>(n.value);
     auto take = [&](uint32_t from) {
       d.opaque[i] |= d.opaque[from];
+      d.thread[i] |= d.thread[from];
       if (d.unknown[i] < 0) d.unknown[i] = d.unknown[from];
     };
     const unsigned count = ir::sym_operand_count(n.op);
@@ -59,66 +63,6 @@ Dependencies dependencies(const ir::AccessFacts& facts, const MemoryLaunch& laun
   }
   return d;
 }
-
-/// Concrete values of nodes for one thread: leaves assigned, operations as the IR defines them.
-class Concrete {
- public:
-  Concrete(const ir::AccessFacts& facts, const MemoryLaunch& launch) : facts_(facts), launch_(launch) {}
-
-  /// Coordinates: thread x y z, block x y z.
-  void reset(const std::array<uint64_t, 6>& coordinates) {
-    coordinates_ = coordinates;
-    loop_values_.assign(facts_.loops.size(), std::nullopt);
-    valid_up_to_ = 0;
-    values_.assign(facts_.nodes.size(), std::nullopt);
-  }
-  void set_loop(uint32_t loop, uint64_t bits) {
-    loop_values_[loop] = bits;
-    valid_up_to_ = std::min<uint32_t>(valid_up_to_, facts_.loops[loop].variable);
-  }
-  /// The node's bits, or nullopt when it depends on something unknown.
-  std::optional<uint64_t> value(uint32_t id) {
-    for (; valid_up_to_ <= id && valid_up_to_ < facts_.nodes.size(); ++valid_up_to_)
-      values_[valid_up_to_] = compute(valid_up_to_);
-    return values_[id];
-  }
-
- private:
-  std::optional<uint64_t> compute(uint32_t id) {
-    const ir::SymNode& n = facts_.nodes[id];
-    const unsigned c = n.value % 3;
-    switch (n.op) {
-      case SymOp::constant: return n.value;
-      case SymOp::param:
-        return n.value < launch_.scalar_bits.size() ? launch_.scalar_bits[n.value] : std::nullopt;
-      case SymOp::thread_id: return coordinates_[c];
-      case SymOp::block_id: return coordinates_[3 + c];
-      case SymOp::block_dim: return launch_.block[c];
-      case SymOp::grid_dim: return launch_.grid[c];
-      case SymOp::dynamic_shared_bytes: return launch_.dynamic_shared_bytes;
-      case SymOp::loop: return n.value < loop_values_.size() ? loop_values_[n.value] : std::nullopt;
-      case SymOp::opaque: return std::nullopt;
-      default: break;
-    }
-    const unsigned count = ir::sym_operand_count(n.op);
-    const auto a = values_[n.a];
-    const auto b = count > 1 ? values_[n.b] : std::optional<uint64_t>(0);
-    const auto x = count > 2 ? values_[n.c] : std::optional<uint64_t>(0);
-    // Short circuits decide without the unknown side.
-    if (n.op == SymOp::logical_and && ((a && !(*a & 1)) || (b && !(*b & 1)))) return 0;
-    if (n.op == SymOp::logical_or && ((a && (*a & 1)) || (b && (*b & 1)))) return 1;
-    if (n.op == SymOp::select && a) return (*a & 1) ? b : x;
-    if (!a || !b || !x) return std::nullopt;
-    return ir::apply_sym_op(n.op, n.type, facts_.nodes[n.a].type, *a, *b, *x);
-  }
-
-  const ir::AccessFacts& facts_;
-  const MemoryLaunch& launch_;
-  std::array<uint64_t, 6> coordinates_{};
-  std::vector<std::optional<uint64_t>> loop_values_;
-  std::vector<std::optional<uint64_t>> values_;
-  uint32_t valid_up_to_ = 0;
-};
 
 /// The loops around a site, outermost first.
 std::vector<uint32_t> loop_chain(const ir::AccessFacts& facts, int32_t innermost) {
@@ -149,7 +93,7 @@ std::string array_name(const ir::AccessFacts& facts, const ir::AccessSite& site,
 /// witness is real: that thread computes that index on that path.
 class WitnessSearch {
  public:
-  WitnessSearch(const ir::AccessFacts& facts, const MemoryLaunch& launch) : facts_(facts), launch_(launch), eval_(facts, launch) {}
+  WitnessSearch(const ir::AccessFacts& facts, const MemoryLaunch& launch) : facts_(facts), launch_(launch), eval_(facts, launch.grid, launch.block, launch.dynamic_shared_bytes, launch.scalar_bits) {}
 
   std::optional<Witness> find(const ir::AccessSite& site, uint64_t length, Interval index_bounds) {
     site_ = &site;
@@ -177,15 +121,11 @@ class WitnessSearch {
       }
       std::sort(slope.begin(), slope.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
       for (Integer target : targets) {
+        // Greedy by slope, largest first, with a few smaller values of each coordinate tried when
+        // the path does not hold (a guard on a composite of them, e.g. r = 16 by + ty < rows).
         std::array<uint64_t, 6> at{};
-        Integer rest = target - *c0;
-        for (auto [step, k] : slope) {
-          Integer take = rest > 0 ? rest / step : 0;
-          take = std::min<Integer>(take, static_cast<Integer>(extent[k] - 1));
-          at[k] = static_cast<uint64_t>(take);
-          rest -= take * step;
-        }
-        if (auto w = try_thread(at)) return w;
+        int budget = 96;
+        if (auto w = solve(slope, 0, target - *c0, at, extent, budget)) return w;
       }
     }
     // The corners of the launch: where the largest and smallest indices of monotone expressions are.
@@ -195,10 +135,36 @@ class WitnessSearch {
       for (size_t j = 0; j < varying.size(); ++j) at[varying[j]] = (mask >> j & 1) ? extent[varying[j]] - 1 : 0;
       if (auto w = try_thread(at)) return w;
     }
+    // The last corner with its coordinates rounded down to multiples of 2, 4, ... 1024: where a
+    // guard like `lane_id == 0` holds for the largest warp, row or tile.
+    for (unsigned k = 1; k <= 10; ++k) {
+      std::array<uint64_t, 6> at{};
+      for (unsigned c : varying) at[c] = (extent[c] - 1) & ~((uint64_t{1} << k) - 1);
+      if (auto w = try_thread(at)) return w;
+    }
     return std::nullopt;
   }
 
  private:
+  /// Assigns the coordinates of `slope` from `j` on so that the index reaches `rest` more, trying
+  /// the greedy value of each and up to two below it; each complete assignment is tried.
+  std::optional<Witness> solve(const std::vector<std::pair<Integer, unsigned>>& slope, size_t j, Integer rest,
+                               std::array<uint64_t, 6>& at, const std::array<uint64_t, 6>& extent, int& budget) {
+    if (budget <= 0) return std::nullopt;
+    if (j == slope.size()) {
+      --budget;
+      return try_thread(at);
+    }
+    const auto [step, k] = slope[j];
+    const Integer greedy = std::min<Integer>(rest > 0 ? rest / step : 0, static_cast<Integer>(extent[k] - 1));
+    for (Integer value = greedy; value >= 0 && value >= greedy - 2; --value) {
+      at[k] = static_cast<uint64_t>(value);
+      if (auto w = solve(slope, j + 1, rest - value * step, at, extent, budget)) return w;
+    }
+    at[k] = 0;
+    return std::nullopt;
+  }
+
   /// The index at coordinates with every loop at its first (or last) iteration; nullopt if unknown.
   std::optional<Integer> index_at(const std::array<uint64_t, 6>& at, int last) {
     eval_.reset(at);
@@ -209,35 +175,7 @@ class WitnessSearch {
     return ir::value_of(facts_.nodes[site_->index].type, *v);
   }
 
-  /// Sets loop `loop`'s variable to its first or last value for the current thread; false when the
-  /// thread does not enter the loop or a bound is unknown.
-  bool enter(uint32_t loop, bool last) {
-    const ir::LoopFact& l = facts_.loops[loop];
-    if (l.kind == ir::LoopFact::Kind::shrinking) return false;
-    const ir::Type t = facts_.nodes[l.variable].type;
-    auto lo = eval_.value(l.lo), hi = eval_.value(l.hi), step = eval_.value(l.step);
-    if (!lo || !hi || !step) return false;
-    const Integer first = ir::value_of(t, *lo), end = ir::value_of(t, *hi);
-    const Integer s = static_cast<Integer>(*step & (ir::bit_width(t) >= 64 ? ~uint64_t{0} : (uint64_t{1} << ir::bit_width(t)) - 1));
-    Integer value = first;
-    if (l.kind == ir::LoopFact::Kind::range) {
-      if (first >= end) return false;
-      if (last && !l.exits_early && s > 0) value = first + (end - 1 - first) / s * s;
-    } else {
-      const Integer a = ir::value_of(t, l.offset);
-      const Integer bound = l.inclusive ? end - a : end - a - 1;  // the largest value the condition admits
-      if (first > bound || a < 0) return false;
-      if (last && !l.exits_early && s > 0) value = first + (bound - first) / s * s;
-      if (value + a > ir::type_max(t)) return false;
-    }
-    eval_.set_loop(loop, ir::bits_of(t, value));
-    // The variables this loop only shrinks hold their value before the loop in its first iteration.
-    if (value == first)
-      for (uint32_t v = 0; v < facts_.loops.size(); ++v)
-        if (facts_.loops[v].kind == ir::LoopFact::Kind::shrinking && facts_.loops[v].parent == static_cast<int32_t>(loop))
-          if (auto init = eval_.value(facts_.loops[v].lo)) eval_.set_loop(v, *init);
-    return true;
-  }
+  bool enter(uint32_t loop, bool last) { return eval_.enter_loop(loop, last).has_value(); }
 
   std::optional<Witness> try_thread(const std::array<uint64_t, 6>& at) {
     // Every combination of first and last iterations of the enclosing loops (at most 16).
@@ -254,6 +192,11 @@ class WitnessSearch {
         }
       }
       if (!entered) continue;
+      // The variables the entered loops only shrink, as they start (part of the witness too).
+      for (uint32_t v = 0; v < facts_.loops.size(); ++v)
+        if (facts_.loops[v].kind == ir::LoopFact::Kind::shrinking)
+          if (auto value = eval_.value(facts_.loops[v].variable))
+            w.loops.emplace_back(v, ir::value_of(facts_.nodes[facts_.loops[v].variable].type, *value));
       auto path = eval_.value(site_->path);
       auto index = eval_.value(site_->index);
       if (!path || !(*path & 1) || !index) continue;
@@ -278,7 +221,7 @@ class WitnessSearch {
 
   const ir::AccessFacts& facts_;
   const MemoryLaunch& launch_;
-  Concrete eval_;
+  ir::ConcreteNodes eval_;
   const ir::AccessSite* site_ = nullptr;
   uint64_t length_ = 0;
   std::vector<uint32_t> loops_;
@@ -358,6 +301,7 @@ MemoryVerdict evaluate_accesses(const ir::AccessFacts& facts, const MemoryLaunch
         if (auto w = search->find(site, *v.length_bytes, index)) {
           v.outcome = SiteOutcome::out_of_bounds;
           v.witness = std::move(*w);
+          v.index_varies_by_thread = deps->thread[site.index];
           ++verdict.out_of_bounds;
           verdict.findings.push_back(std::move(v));
           continue;
@@ -385,6 +329,7 @@ MemoryVerdict evaluate_accesses(const ir::AccessFacts& facts, const MemoryLaunch
       verdict.findings.push_back(std::move(v));
     }
   }
+  verdict.races = find_shared_races(facts, launch);
   std::stable_sort(verdict.findings.begin(), verdict.findings.end(), [&](const SiteVerdict& a, const SiteVerdict& b) {
     const ir::AccessSite& x = facts.sites[a.site];
     const ir::AccessSite& y = facts.sites[b.site];
@@ -408,7 +353,16 @@ nlohmann::json MemoryVerdict::to_json(const ir::AccessFacts& facts) const {
     if (v.length_bytes) f["length_bytes"] = *v.length_bytes;
     found.push_back(std::move(f));
   }
+  nlohmann::json race_list = nlohmann::json::array();
+  for (const SharedRace& r : races)
+    race_list.push_back({{"write", facts.sites[r.first_site].operation},
+                         {"write_line", facts.sites[r.first_site].line},
+                         {"other", facts.sites[r.second_site].operation},
+                         {"other_line", facts.sites[r.second_site].line},
+                         {"threads", {r.first_thread, r.second_thread}},
+                         {"byte", r.byte}});
   return {{"analysed", analysed},   {"complete", complete},         {"sites", sites},
+          {"races", race_list},
           {"proven", proven},       {"unreachable", unreachable},   {"out_of_bounds", out_of_bounds},
           {"unproven", unproven},   {"unmodelled", unmodelled},     {"coverage_percent", coverage_percent()},
           {"findings", found}};
@@ -453,8 +407,9 @@ void report_memory_safety(diag::Diagnostics& out, const ir::AccessFacts& facts, 
         fix = fmt::format("the index is negative: guard the access with `if ({} >= 0)` or compute it in an unsigned type",
                           s.index_text);
       else if (s.space == ir::Space::global)
-        fix = fmt::format("guard the access (`if ({} < {})`), launch fewer threads, or give '{}' at least {} bytes",
-                          s.index_text, length / std::max<uint32_t>(s.stride, 1), name, text(needed_bytes));
+        fix = fmt::format("guard the access (`if ({} < {})`), {}or give '{}' at least {} bytes", s.index_text,
+                          length / std::max<uint32_t>(s.stride, 1),
+                          v.index_varies_by_thread ? "launch fewer threads, " : "", name, text(needed_bytes));
       else if (s.space == ir::Space::shared && s.array < facts.arrays.size() && facts.arrays[s.array].dynamic)
         fix = fmt::format("launch with at least {} bytes of dynamic shared memory, or guard the access", text(needed_bytes));
       else
@@ -472,6 +427,26 @@ void report_memory_safety(diag::Diagnostics& out, const ir::AccessFacts& facts, 
                                                             "array, or launch without --require-proof" : "");
       d.severity = options.require_proof ? diag::Severity::error : diag::Severity::note;
     }
+  }
+  for (const SharedRace& r : verdict.races) {
+    const ir::AccessSite& w = facts.sites[r.first_site];
+    const ir::AccessSite& o = facts.sites[r.second_site];
+    const std::string name = array_name(facts, w, launch);
+    std::string loops;
+    for (const auto& [loop, value] : r.loops) {
+      const std::string& var = facts.loops[loop].name;
+      loops += fmt::format(", {} = {}", var.empty() ? "loop variable" : var, text(value));
+    }
+    auto where = [](const ir::AccessSite& s) { return s.line ? fmt::format("line {}", s.line) : std::string("the kernel"); };
+    diag::Diagnostic& d = out.add(
+        diag::Code::shared_memory_race,
+        fmt::format("kernel '{}': threads ({}, {}, {}) and ({}, {}, {}) of a block touch byte {} of shared array '{}' "
+                    "with no barrier between{}: {} writes it ({}) and {} {} it ({})",
+                    kernel, r.first_thread[0], r.first_thread[1], r.first_thread[2], r.second_thread[0],
+                    r.second_thread[1], r.second_thread[2], r.byte, name, loops, w.operation, where(w), o.operation,
+                    o.kind == ir::AccessKind::read ? "reads" : "writes", where(o)),
+        location_of(w), "give each thread its own elements, or put a barrier() between the two accesses");
+    if (o.line) d.notes.push_back(fmt::format("{}:{}:{}: the other access: {}", file, o.line, o.column, o.operation));
   }
   if ((options.require_proof || options.list_unproven) && (verdict.unmodelled > 0 || !verdict.complete)) {
     diag::Diagnostic& d = out.add(

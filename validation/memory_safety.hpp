@@ -53,7 +53,18 @@ struct SiteVerdict {
   std::optional<uint64_t> length_bytes;  ///< the array's size in bytes when known
   ir::Integer index_min = 0, index_max = 0;  ///< the analysis's bounds of the index (reachable sites)
   Witness witness;                  ///< out_of_bounds only
+  bool index_varies_by_thread = false;  ///< the index depends on the thread or block (fewer threads may fix it)
   std::string reason;               ///< unproven only: why, in words
+};
+
+/// Two threads of one block that touch the same shared-memory byte between the same two barriers,
+/// at least one writing (two writes of the same integer value are not counted).
+struct SharedRace {
+  uint32_t first_site = 0, second_site = 0;   ///< AccessFacts::sites; first_site writes
+  std::array<uint64_t, 3> first_thread{}, second_thread{};
+  std::array<uint64_t, 3> block{};
+  std::vector<std::pair<uint32_t, ir::Integer>> loops;  ///< the iteration both are in (loop, value)
+  uint64_t byte = 0;                          ///< the byte both touch, from the array's start
 };
 
 /// The memory-safety part of a launch's verdict.
@@ -63,13 +74,20 @@ struct MemoryVerdict {
   uint32_t sites = 0, proven = 0, unreachable = 0, out_of_bounds = 0, unproven = 0;
   uint32_t unmodelled = 0;          ///< accesses the facts do not model (e.g. TMA tiles)
   std::vector<SiteVerdict> findings;  ///< every site that is not proven or unreachable
+  std::vector<SharedRace> races;      ///< proven shared-memory races (at most one per array and epoch)
   /// proven + unreachable over all sites (and unmodelled accesses), in percent; 100 with none.
   double coverage_percent() const;
   nlohmann::json to_json(const ir::AccessFacts& facts) const;
 };
 
-/// Evaluates every site of `facts` for `launch`.
+/// Evaluates every site of `facts` for `launch`, and looks for shared-memory races.
 MemoryVerdict evaluate_accesses(const ir::AccessFacts& facts, const MemoryLaunch& launch);
+
+/// Races on shared memory between the threads of one block of `launch` (validation/shared_races.cpp):
+/// for the accesses of one shared array with the same epoch and loop, each thread of the block
+/// evaluated concretely (first and last iteration of the loop), so every race found is real. Only
+/// accesses whose path the facts follow exactly, and blocks of at most 1024 threads.
+std::vector<SharedRace> find_shared_races(const ir::AccessFacts& facts, const MemoryLaunch& launch);
 
 /// What report_memory_safety adds.
 struct MemoryReportOptions {
@@ -77,7 +95,8 @@ struct MemoryReportOptions {
   bool list_unproven = false;   ///< PG3802 notes for sites not proven (`-v`)
 };
 
-/// PG3801 for each site proven out of bounds (with the witness and a fix), PG3802 for sites not
+/// PG3801 for each site proven out of bounds (with the witness and a fix), PG3803 for each shared
+/// race (both accesses and both threads), PG3802 for sites not
 /// proven (errors under require_proof, notes when listed). `file` names the kernel's source file in
 /// locations; `kernel` names the kernel.
 void report_memory_safety(diag::Diagnostics& out, const ir::AccessFacts& facts, const MemoryVerdict& verdict,

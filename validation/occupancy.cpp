@@ -135,15 +135,40 @@ Occupancy compute_occupancy(const DeviceCaps& caps, const contract::KernelResour
   return occ;
 }
 
-OccupancyTable occupancy_table(const DeviceCaps& caps, const contract::KernelResources& res, uint64_t dynamic_shared_bytes) {
+std::vector<uint32_t> allowed_block_sizes(const contract::KernelInfo& kernel, uint32_t limit, uint32_t warp_size) {
+  std::vector<uint32_t> sizes;
+  if (kernel.has_required_block()) {
+    const uint64_t required = uint64_t{kernel.required_block[0]} * std::max(kernel.required_block[1], 1u) *
+                              std::max(kernel.required_block[2], 1u);
+    if (required >= 1 && required <= limit) sizes.push_back(static_cast<uint32_t>(required));
+    return sizes;
+  }
+  const uint32_t granule = std::max(kernel.block_granule, 1u);
+  const uint32_t step = std::max(std::max(warp_size, 1u), granule);
+  for (uint64_t n = step; n <= limit; n += step) sizes.push_back(static_cast<uint32_t>(n));
+  if (limit > 0 && limit % granule == 0 && (sizes.empty() || sizes.back() != limit)) sizes.push_back(limit);
+  return sizes;
+}
+
+OccupancyTable occupancy_table(const contract::KernelInfo& kernel, const DeviceCaps& caps, const contract::KernelResources& res,
+                               uint64_t dynamic_shared_bytes) {
   OccupancyTable table;
   const uint32_t warp = caps.warp_size ? caps.warp_size : 32;
   table.block_limit = std::min<uint32_t>(caps.max_threads_per_block, res.max_threads_per_block);
   const uint32_t warp_slots = caps.max_threads_per_sm / warp;
-  for (uint32_t aligned = warp; table.block_limit > 0 && aligned < table.block_limit + warp; aligned += warp) {
+  for (uint32_t threads : allowed_block_sizes(kernel, table.block_limit, warp)) {
     BlockSizeOccupancy row;
-    row.block_threads = std::min(aligned, table.block_limit);
+    row.block_threads = threads;
     row.occupancy = compute_occupancy(caps, res, row.block_threads, dynamic_shared_bytes);
+    // One verdict: the size is offered only when `check` would let one block of it launch.
+    contract::LaunchPlan plan;
+    plan.grid = {1, 1, 1};
+    plan.block = {threads, 1, 1};
+    plan.block_given = true;
+    plan.dynamic_shared_bytes = dynamic_shared_bytes;
+    if (kernel.has_required_block())
+      for (int i = 0; i < 3; ++i) plan.block[i] = std::max(kernel.required_block[i], 1u);
+    row.launchable = check_launch(kernel, res, plan, caps, {}).launchable;
     const uint32_t blocks = row.occupancy.computed ? row.occupancy.active_blocks_per_sm : 0;
     row.active_warps_per_sm = blocks * ((row.block_threads + warp - 1) / warp);
     row.occupancy_percent = warp_slots ? 100.0 * row.active_warps_per_sm / warp_slots : 0;
@@ -153,6 +178,7 @@ OccupancyTable occupancy_table(const DeviceCaps& caps, const contract::KernelRes
   // more threads per SM, so ties go to the larger block.
   uint64_t best_threads = 0;
   for (auto it = table.rows.rbegin(); it != table.rows.rend(); ++it) {
+    if (!it->launchable) continue;
     const uint64_t blocks = it->occupancy.computed ? it->occupancy.active_blocks_per_sm : 0;
     if (blocks * it->block_threads > best_threads) {
       best_threads = blocks * it->block_threads;

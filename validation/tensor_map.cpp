@@ -85,7 +85,8 @@ class Checker {
   diag::Diagnostics diags_;
 };
 
-std::string joined(const auto& v) { return fmt::format("{}", fmt::join(v, "x")); }
+// "64×1024": a multiplication sign, so that "0×1024" does not read as the hex number 0x1024.
+std::string joined(const auto& v) { return fmt::format("{}", fmt::join(v, "\u00d7")); }
 
 }  // namespace
 

@@ -44,9 +44,17 @@ std::string_view symbol_kind_words(SymbolKind kind);
 std::string describe_type(Type t);
 /// The closest of `candidates` to `name` (edit distance at most 2), for "did you mean" hints.
 std::optional<std::string> closest_name(std::string_view name, const std::vector<std::string>& candidates);
-/// The value of an integer expression built only from integer literals and operators;
-/// nullopt when it is not constant, divides by zero or leaves a safe range.
-std::optional<__int128> eval_int_constant(const Expr& e);
+/// The value of an integer expression built only from literals, constants, operators and casts
+/// (a float operand of a cast is evaluated by eval_float_constant and saturated, as at run time);
+/// nullopt when it is not constant, divides by zero or leaves a safe range, with the reason in
+/// `why` when given.
+std::optional<__int128> eval_int_constant(const Expr& e, std::string* why = nullptr);
+/// The value of a typed float expression of literals, float constants, arithmetic and casts,
+/// rounded as at run time (verifier_constants.cpp); nullopt (the reason in `why`) otherwise.
+std::optional<double> eval_float_constant(const Expr& e, std::string* why = nullptr);
+/// The largest and smallest value of an integer type.
+uint64_t max_value(Type t);
+__int128 min_value(Type t);
 /// Decimal spelling of a 128-bit integer.
 std::string int128_text(__int128 v);
 
@@ -107,8 +115,12 @@ class KernelChecker {
   void check_condition(Expr& cond, std::string_view statement);
   void check_expr_stmt(Stmt& s);
   void check_shared_total();
-  /// PG1320: a kernel with warp operations and a @workgroup that is not whole warps.
-  void check_whole_warps();
+  /// PG1911 for the local arrays of the kernel and of its deepest chain of device functions;
+  /// records the kernel's stack_local_bytes.
+  void check_local_total();
+  /// Records the kernel's block granule (ir/block_granule.hpp) and holds its @workgroup to it:
+  /// PG1320 (not whole warps), PG1358 (not whole warpgroups).
+  void check_block_granule();
   Symbol* declare(SymbolKind kind, const std::string& name, SourceRange range, Type type, const Stmt* decl);
   Symbol* lookup(const std::string& name) const;
   void push_scope();
@@ -187,8 +199,6 @@ class KernelChecker {
   /// A u32 constant in lo..hi, a multiple of `multiple` (PG1355 otherwise).
   std::optional<uint64_t> constant_operand(Expr& e, uint64_t lo, uint64_t hi, uint64_t multiple, std::string_view fn,
                                            std::string_view what);
-  /// PG1358: a kernel with warpgroup operations and a @workgroup that is not whole warpgroups.
-  void check_whole_warpgroups();
 
   /// Whether `e` only uses literals, constants, operators and casts (PG1109 otherwise);
   /// `what` receives the first thing that is not constant.
@@ -211,6 +221,9 @@ class KernelChecker {
   bool nesting_reported_ = false;
   bool saw_workgroup_ = false;
   bool saw_cooperative_ = false;
+  /// A kernel's call of the device function with the most local arrays along its calls (PG1911).
+  const Expr* deepest_call_ = nullptr;
+  uint64_t deepest_call_local_bytes_ = 0;
   std::vector<const Symbol*> shared_arrays_;
   const Symbol* dynamic_shared_ = nullptr;  ///< the kernel's `shared NAME: T[];`, if any
 };

@@ -14,6 +14,8 @@ NAME_OF_DTYPE = {v: k for k, v in DTYPE_BY_NAME.items()}
 
 ARG_BUFFER, ARG_POINTER, ARG_SCALAR = 0, 1, 2
 
+FORMAT_IR, FORMAT_PTX, FORMAT_CUBIN, FORMAT_FATBIN = range(4)  # ptxgate_module_format
+
 
 class Diagnostic(ctypes.Structure):
     _fields_ = [("code", ctypes.c_char_p), ("severity", ctypes.c_int32), ("message", ctypes.c_char_p),
@@ -67,6 +69,7 @@ _SIGNATURES = {
     "ptxgate_compile": (_S, [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.POINTER(CompileOptions), _PP, _PP]),
     "ptxgate_compile_file": (_S, [ctypes.c_char_p, ctypes.POINTER(CompileOptions), _PP, _PP]),
     "ptxgate_read_ptx": (_S, [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, _PP, _PP]),
+    "ptxgate_module_format_of": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t]),
     "ptxgate_module_ptx": (ctypes.c_char_p, [_P]),
     "ptxgate_module_cubin": (_P, [_P, ctypes.POINTER(ctypes.c_size_t)]),
     "ptxgate_module_target": (ctypes.c_char_p, [_P]),

@@ -83,8 +83,25 @@ def _is_path(source_or_path) -> bool:
     return "\n" not in source_or_path and os.path.isfile(source_or_path)
 
 
-def _b(s):
-    return None if s is None else os.fsencode(s) if isinstance(s, os.PathLike) else str(s).encode()
+def _b(s, what="a string argument"):
+    """``s`` as the NUL-terminated bytes the C API takes: a NUL inside would silently cut it short
+    there (a cache directory "a\\0b" would be "a"), so it is refused."""
+    if s is None:
+        return None
+    b = os.fsencode(s) if isinstance(s, os.PathLike) else bytes(s) if isinstance(s, (bytes, bytearray)) else str(s).encode()
+    if b"\0" in b:
+        raise ValueError(f"{what} contains a NUL byte: {s!r}")
+    return b
+
+
+def _read_file(path: str) -> bytes:
+    """The bytes of the file at ``path``; Error (PG5001) naming the path when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise Error([Diagnostic("PG5001", "error", f"cannot read '{path}': {e.strerror or e}", file=path,
+                                fix="pass the path of a readable file, or the module's text")]) from None
 
 
 def compile(source_or_path: PathOrSource, target: str = "sm_90", *, cubin: bool = True, opt_level: int = 3,
@@ -93,21 +110,24 @@ def compile(source_or_path: PathOrSource, target: str = "sm_90", *, cubin: bool 
     ``pathlib.Path``, or a string naming an existing file) or the module's text (``name`` then
     names it in diagnostics). ``cubin=True`` also runs ptxas (needs the CUDA Toolkit) for the
     cubin and each kernel's resources. Raises Error with the diagnostics on failure."""
+    if isinstance(opt_level, bool) or not isinstance(opt_level, int) or not 0 <= opt_level <= 3:
+        raise ValueError(f"opt_level must be an int from 0 to 3, not {opt_level!r}")
     lib = _capi.lib()
     options = _capi.CompileOptions()
     lib.ptxgate_compile_options_init(ctypes.byref(options))
-    options.target = _b(target)
+    options.target = _b(target, "target")
     options.opt_level = opt_level
     options.cubin = 1 if cubin else 0
-    options.cache_dir = _b(cache_dir)
+    options.cache_dir = _b(cache_dir, "cache_dir")
     options.disk_cache = 1 if disk_cache else 0
     handle = ctypes.c_void_p()
     if _is_path(source_or_path):
-        warnings = check_call(lib.ptxgate_compile_file, _b(os.fspath(source_or_path)), ctypes.byref(options),
+        warnings = check_call(lib.ptxgate_compile_file, _b(os.fspath(source_or_path), "the path"), ctypes.byref(options),
                               ctypes.byref(handle))
     else:
         text = source_or_path.encode()
-        warnings = check_call(lib.ptxgate_compile, text, len(text), _b(name), ctypes.byref(options), ctypes.byref(handle))
+        warnings = check_call(lib.ptxgate_compile, text, len(text), _b(name, "name"), ctypes.byref(options),
+                              ctypes.byref(handle))
     try:
         size = ctypes.c_size_t()
         data = lib.ptxgate_module_cubin(handle, ctypes.byref(size))
@@ -124,8 +144,7 @@ def _read_text(source_or_path, name):
         return bytes(source_or_path), name
     if _is_path(source_or_path):
         path = os.fspath(source_or_path)
-        with open(path, "rb") as f:
-            return f.read(), path
+        return _read_file(path), path
     return source_or_path.encode(), name
 
 
@@ -141,7 +160,7 @@ def read_ptx(ptx_or_path: Union[PathOrSource, bytes], *, name: str = "<ptx>") ->
     lib = _capi.lib()
     text, label = _read_text(ptx_or_path, name)
     handle = ctypes.c_void_p()
-    warnings = check_call(lib.ptxgate_read_ptx, text, len(text), _b(label), ctypes.byref(handle))
+    warnings = check_call(lib.ptxgate_read_ptx, text, len(text), _b(label, "name"), ctypes.byref(handle))
     try:
         kernels = {k["name"]: KernelInfo.from_json(k) for k in json.loads(lib.ptxgate_module_kernels_json(handle))}
         size = ctypes.c_size_t()
@@ -153,8 +172,10 @@ def read_ptx(ptx_or_path: Union[PathOrSource, bytes], *, name: str = "<ptx>") ->
         lib.ptxgate_module_free(handle)
 
 
-def _looks_like_ptx(text: str) -> bool:
-    return ".entry" in text and ".version" in text
+def _module_format(data: bytes) -> int:
+    """The library's reading of what ``data`` is (IR, PTX, cubin or fatbin): PTX opens with its
+    ``.version`` directive; words in a comment or a string decide nothing."""
+    return _capi.lib().ptxgate_module_format_of(data, len(data))
 
 
 @dataclass(frozen=True)
@@ -193,8 +214,8 @@ def _dims(v) -> Optional[str]:
     return ",".join(str(int(x)) for x in v)
 
 
-def _strings(items: Sequence[str]):
-    arr = (ctypes.c_char_p * max(1, len(items)))(*[s.encode() for s in items])
+def _strings(items: Sequence[str], what: str):
+    arr = (ctypes.c_char_p * max(1, len(items)))(*[_b(s, what) for s in items])
     return arr, len(items)
 
 
@@ -211,10 +232,11 @@ def check(source_or_path: PathOrSource, kernel: str, *, grid="1", block=None, sh
     if _is_path(source_or_path):
         return _check_file(os.fspath(source_or_path), kernel, grid, block, shared_bytes, cooperative, profile, args,
                            elements, null_stream, require_explicit_stream, cache_dir, signature)
+    text = source_or_path.encode()
     with tempfile.TemporaryDirectory(prefix="ptxgate-check-") as tmp:
-        path = os.path.join(tmp, "module.ptx" if _looks_like_ptx(source_or_path) else "module.pg")
-        with open(path, "w") as f:
-            f.write(source_or_path)
+        path = os.path.join(tmp, "module.ptx" if _module_format(text) == _capi.FORMAT_PTX else "module.pg")
+        with open(path, "wb") as f:
+            f.write(text)
         return _check_file(path, kernel, grid, block, shared_bytes, cooperative, profile, args, elements, null_stream,
                            require_explicit_stream, cache_dir, signature)
 
@@ -223,29 +245,33 @@ def _check_file(path, kernel, grid, block, shared_bytes, cooperative, profile, a
                 require_explicit_stream, cache_dir, signature=None):
     lib = _capi.lib()
     r = _capi.CheckRequest()
-    r.input = _b(path)
-    r.kernel = _b(kernel)
-    r.grid = _b(_dims(grid))
-    r.block = _b(_dims(block))
-    r.shared_bytes = _b(str(shared_bytes))
+    r.input = _b(path, "the path")
+    r.kernel = _b(kernel, "kernel")
+    r.grid = _b(_dims(grid), "grid")
+    r.block = _b(_dims(block), "block")
+    r.shared_bytes = _b(str(shared_bytes), "shared_bytes")
     r.cooperative = 1 if cooperative else 0
-    r.profile = _b(profile)
+    r.profile = _b(profile, "profile")
+    if args is not None and not isinstance(args, (dict, list, tuple)):
+        raise TypeError(f"args must be a dict of NAME: SPEC or a list of 'NAME=SPEC' strings, not {type(args).__name__}")
     specs = [f"{k}={v}" for k, v in args.items()] if isinstance(args, dict) else list(args or [])
     keep = []
     if specs:
-        arr, n = _strings(specs)
+        arr, n = _strings(specs, "an argument spec")
         keep.append(arr)
         r.args, r.arg_count = ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p)), n
     r.empty_args = 1 if args is not None and not specs else 0
+    if elements is not None and not isinstance(elements, dict):
+        raise TypeError(f"elements must be a dict of buffer name: element count, not {type(elements).__name__}")
     counts = [f"{k}={int(v)}" for k, v in (elements or {}).items()]
     if counts:
-        arr, n = _strings(counts)
+        arr, n = _strings(counts, "an elements entry")
         keep.append(arr)
         r.elements, r.element_count = ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p)), n
     r.null_stream = 1 if null_stream else 0
     r.require_explicit_stream = 1 if require_explicit_stream else 0
-    r.cache_dir = _b(cache_dir)
-    r.signature = _b(signature)
+    r.cache_dir = _b(cache_dir, "cache_dir")
+    r.signature = _b(signature, "signature")
     handle = ctypes.c_void_p()
     status, warnings, warnings_text = call(lib.ptxgate_check, ctypes.byref(r), ctypes.byref(handle))
     if status != _capi.OK:

@@ -246,7 +246,7 @@ class Runtime(_Owned):
         lib.ptxgate_runtime_options_init(ctypes.byref(options))
         options.device = device
         options.track_dependencies = 1 if track_dependencies else 0
-        options.cache_dir = _b(cache_dir)
+        options.cache_dir = _b(cache_dir, "cache_dir")
         options.disk_cache = 1 if disk_cache else 0
         options.checked = 1 if checked else 0
         options.checked_launches = 1 if checked_launches else 0
@@ -264,15 +264,12 @@ class Runtime(_Owned):
     def compile(self, source_or_path: Union[str, "os.PathLike[str]"], kernel: str, *, name: str = "<text>") -> Kernel:
         """Compiles (through the module cache) and loads ``kernel`` of a .pg module given as a
         path or as text."""
-        if _is_path(source_or_path):
-            path = os.fspath(source_or_path)
-            with open(path, "rb") as f:
-                text, name = f.read(), path
-        else:
-            text = source_or_path.encode()
+        from .compiler import _read_text
+
+        text, name = _read_text(source_or_path, name)
         handle = ctypes.c_void_p()
-        check_call(_capi.lib().ptxgate_runtime_compile, self._handle, text, len(text), _b(name), _b(kernel),
-                   ctypes.byref(handle))
+        check_call(_capi.lib().ptxgate_runtime_compile, self._handle, text, len(text), _b(name, "name"),
+                   _b(kernel, "kernel"), ctypes.byref(handle))
         return Kernel(self, handle)
 
     def load_ptx(self, ptx_or_path: Union[str, bytes, "os.PathLike[str]"], kernel: str, *, name: str = "<ptx>",
@@ -287,8 +284,8 @@ class Runtime(_Owned):
 
         text, label = _read_text(ptx_or_path, name)
         handle = ctypes.c_void_p()
-        check_call(_capi.lib().ptxgate_runtime_load_module, self._handle, text, len(text), _b(label), _b(kernel),
-                   _b(signature), ctypes.byref(handle))
+        check_call(_capi.lib().ptxgate_runtime_load_module, self._handle, text, len(text), _b(label, "name"),
+                   _b(kernel, "kernel"), _b(signature, "signature"), ctypes.byref(handle))
         return Kernel(self, handle)
 
     def load_cubin(self, cubin_or_path: Union[bytes, str, "os.PathLike[str]"], kernel: str, *, name: str = "<cubin>",

@@ -66,3 +66,26 @@ def test_cubin_checked_with_its_own_resources_and_a_signature(cache):
     assert v.status == "error" and v.codes == ["PG2001"]
     v = ptxgate.check(cubin, "_Z5saxpyifPKfPf", profile="a100-sxm", signature="i32, f64, f32[], f32[]", cache_dir=cache)
     assert v.status == "error" and v.codes == ["PG3007"]
+
+
+def test_pg_text_with_ptx_words_in_a_comment_is_pg(saxpy_source, cache):
+    # Issue 25 (D16): '.entry' and '.version' in a comment made the text PTX (PG1004).
+    v = ptxgate.check("// .entry .version\n" + saxpy_source, "saxpy", grid=132, profile="h100-sxm", cache_dir=cache)
+    assert v.launchable, v.text
+
+
+def test_ptx_text_is_ptx(cache):
+    ptx = "// from a compiler\n.version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n\tret;\n}\n"
+    v = ptxgate.check(ptx, "k", grid=132, profile="h100-sxm", cache_dir=cache)
+    assert v.launchable, v.text
+
+
+def test_bad_arguments_raise_clear_errors(saxpy_source, cache):
+    with pytest.raises(TypeError, match="elements must be a dict"):
+        ptxgate.check(saxpy_source, "saxpy", elements=[1, 2], cache_dir=cache)
+    with pytest.raises(TypeError, match="args must be a dict"):
+        ptxgate.check(saxpy_source, "saxpy", args=5, cache_dir=cache)
+    with pytest.raises(ValueError, match="NUL"):
+        ptxgate.check(saxpy_source, "sax\x00py", cache_dir=cache)
+    with pytest.raises(ValueError, match="NUL"):
+        ptxgate.check(saxpy_source, "saxpy", args=["y=buffer:4\x00", "x=buffer:4", "a=1.0", "n=1"], cache_dir=cache)

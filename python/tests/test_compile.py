@@ -81,3 +81,33 @@ def test_read_ptx_reads_a_cubin_with_the_resources_recorded_in_it():
     with pytest.raises(ptxgate.Error) as info:
         ptxgate.read_ptx(data[:100], name="cut.cubin")
     assert info.value.codes == ["PG5001"]
+
+
+def test_bad_arguments_are_refused_clearly(saxpy_source, tmp_path):
+    # A NUL byte would cut the C string short (a cache directory "a\0b" would become "a").
+    with pytest.raises(ValueError, match="cache_dir contains a NUL byte"):
+        ptxgate.compile(saxpy_source, cubin=False, cache_dir=str(tmp_path / "a\x00b"))
+    assert not (tmp_path / "a").exists()
+    with pytest.raises(ValueError, match="name contains a NUL byte"):
+        ptxgate.compile(saxpy_source, cubin=False, disk_cache=False, name="k\x00.pg")
+    for level in (-1, 4, 1.5, True, "3"):
+        with pytest.raises(ValueError, match="opt_level must be an int from 0 to 3"):
+            ptxgate.compile(saxpy_source, cubin=False, disk_cache=False, opt_level=level)
+    # A path that cannot be read is PG5001 naming it, not IsADirectoryError.
+    with pytest.raises(ptxgate.Error) as e:
+        ptxgate.read_ptx(tmp_path)
+    assert e.value.codes == ["PG5001"] and str(tmp_path) in e.value.diagnostics[0].message
+    with pytest.raises(ValueError, match="NUL"):
+        ptxgate.read_ptx(".version 8.0\n.target sm_90\n", name="a\x00b")
+
+
+def test_module_format_is_read_not_sniffed():
+    lib = ptxgate._capi.lib()
+    fmt = lambda b: lib.ptxgate_module_format_of(b, len(b))
+    assert fmt(b"// .entry .version\nkernel k() {}") == ptxgate._capi.FORMAT_IR
+    assert fmt(b"kernel k() { } // .version 8.0 .entry") == ptxgate._capi.FORMAT_IR
+    assert fmt(b"/* a comment */\n  .version 8.0\n.target sm_90\n") == ptxgate._capi.FORMAT_PTX
+    assert fmt(b".versionx") == ptxgate._capi.FORMAT_IR
+    assert fmt(b"\x7fELF\x02\x01") == ptxgate._capi.FORMAT_CUBIN
+    assert fmt(b"\x50\xed\x55\xba\x01\x00") == ptxgate._capi.FORMAT_FATBIN
+    assert fmt(b"") == ptxgate._capi.FORMAT_IR

@@ -58,10 +58,17 @@ is_json "$work/out" && grep -q '"usage_error"' "$work/out" || fail "check --form
 "$cli" check "$src/examples/saxpy.pg" --kernel saxpy --arg y=buffer:8 --arg x=buffer:8 --arg a=hello --arg n=2 --format json >"$work/out" 2>"$work/err"
 is_json "$work/out" && grep -q 'PG5002' "$work/out" || fail "check --format json with a bad --arg: $(cat "$work/out")"
 
-# 5. A usage error the parser finds honours --format json too.
+# 5. A usage error the parser finds honours --format json too: check, whose product is the verdict,
+#    still prints its one document on standard output; emit (no document of diagnostics) the record
+#    on standard error.
 "$cli" check "$src/examples/saxpy.pg" --kernel saxpy --no-such-flag --format json >"$work/out" 2>"$work/err"
 ((rc = $?, rc == 2)) || fail "an unknown flag exited $rc"
-is_json "$work/err" && grep -q 'PG5004' "$work/err" || fail "usage error under --format json is not JSON: $(cat "$work/err")"
+is_json "$work/out" && grep -q 'PG5004' "$work/out" && grep -q '"usage_error"' "$work/out" ||
+  fail "check's usage error under --format json is not its document on stdout: $(cat "$work/out")"
+"$cli" emit "$src/examples/saxpy.pg" --no-such-flag --format json >"$work/out" 2>"$work/err"
+((rc = $?, rc == 2)) || fail "an unknown flag of emit exited $rc"
+[[ ! -s "$work/out" ]] && is_json "$work/err" && grep -q 'PG5004' "$work/err" ||
+  fail "emit's usage error under --format json is not JSON on stderr: $(cat "$work/err")"
 
 # 6. check compiles through the module cache: `cache list` afterwards shows the module (needs ptxas).
 if PTXGATE_CACHE_DIR="$work/cache" "$cli" check "$src/examples/saxpy.pg" --kernel saxpy --grid 100 >"$work/out" 2>"$work/err"; then

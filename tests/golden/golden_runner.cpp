@@ -3,7 +3,9 @@
 //
 //   golden_runner --cli PATH --case STEM [--bless]   one case (STEM = case path without extension)
 //   golden_runner --cli PATH --all DIR [--bless]     every case under DIR
-//   golden_runner --coverage DIR                      code coverage of DIR's .expected files
+//   golden_runner --coverage DIR [--root SOURCE_DIR]  code coverage of DIR's .expected files; with --root,
+//                                                     the codes' rows in docs/diagnostics.md and the
+//                                                     test files uncovered_codes.txt cites
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -356,9 +358,29 @@ std::vector<fs::path> find_cases(const fs::path& dir) {
   return {stems.begin(), stems.end()};
 }
 
+/// The files a reason of uncovered_codes.txt cites ("tests/unit/x_test.cpp", "x_test.cpp" for a
+/// unit test, "tests/cli/terminal.sh", "tests/gpu") that do not exist under `root`.
+/// The start of a code's row in docs/diagnostics.md's table.
+std::string fmt_row(std::string_view code, std::string_view id) {
+  return "| " + std::string(code) + " | `" + std::string(id) + "` |";
+}
+
+std::vector<std::string> missing_citations(const std::string& reason, const fs::path& root) {
+  std::vector<std::string> missing;
+  const std::regex cited(R"((?:tests|fuzz|bench|python)/[A-Za-z0-9_./-]*[A-Za-z0-9_]|[A-Za-z0-9_]+_test\.cpp)");
+  for (auto it = std::sregex_iterator(reason.begin(), reason.end(), cited); it != std::sregex_iterator(); ++it) {
+    const std::string path = (*it)[0].str();
+    const bool bare = path.find('/') == std::string::npos;  // a unit test named alone
+    if (!fs::exists(bare ? root / "tests" / "unit" / path : root / path)) missing.push_back(path);
+  }
+  return missing;
+}
+
 /// Every code of the table must appear in some .expected file or be listed, with a reason,
-/// in uncovered_codes.txt; a listed code that is covered makes the list stale.
-int check_coverage(const fs::path& dir) {
+/// in uncovered_codes.txt; a listed code that is covered makes the list stale, and a reason
+/// that cites a test file that does not exist is wrong. With `docs`, every code must also
+/// have its row in the diagnostics reference (docs/diagnostics.md: `| PG1234 | `id` |`).
+int check_coverage(const fs::path& dir, const std::optional<fs::path>& root) {
   std::set<std::string> covered;
   const std::regex code_pattern(R"((?:\[|")(PG\d{4})(?:\]|"))");
   size_t files = 0;
@@ -393,6 +415,29 @@ int check_coverage(const fs::path& dir) {
     } else if (!listed.emplace(code, reason).second) {
       std::fprintf(stderr, "uncovered_codes.txt:%d: %s is listed twice\n", line_number, code.c_str());
       ++failures;
+    } else if (root) {
+      for (const std::string& path : missing_citations(reason, *root)) {
+        std::fprintf(stderr, "uncovered_codes.txt:%d: %s cites '%s', which does not exist\n", line_number,
+                     code.c_str(), path.c_str());
+        ++failures;
+      }
+    }
+  }
+  if (root) {
+    const fs::path docs = *root / "docs" / "diagnostics.md";
+    auto text = read_file(docs);
+    if (!text) {
+      std::fprintf(stderr, "missing %s\n", docs.string().c_str());
+      ++failures;
+    } else {
+      for (const auto& info : ptxgate::diag::all_codes()) {
+        const std::string row = fmt_row(info.name, info.id);
+        if (text->find(row) == std::string::npos) {
+          std::fprintf(stderr, "%s (%s) has no row '%s' in docs/diagnostics.md\n", std::string(info.name).c_str(),
+                       std::string(info.id).c_str(), row.c_str());
+          ++failures;
+        }
+      }
     }
   }
   size_t uncovered = 0;
@@ -424,14 +469,14 @@ int usage() {
   std::fprintf(stderr,
                "usage: golden_runner --cli PATH --case STEM [--bless]\n"
                "       golden_runner --cli PATH --all DIR [--bless]\n"
-               "       golden_runner --coverage DIR\n");
+               "       golden_runner --coverage DIR [--root SOURCE_DIR]\n");
   return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::optional<fs::path> cli, one_case, all_dir, coverage_dir;
+  std::optional<fs::path> cli, one_case, all_dir, coverage_dir, root;
   bool bless = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -443,10 +488,11 @@ int main(int argc, char** argv) {
     else if (arg == "--case") one_case = value();
     else if (arg == "--all") all_dir = value();
     else if (arg == "--coverage") coverage_dir = value();
+    else if (arg == "--root") root = value();
     else if (arg == "--bless") bless = true;
     else return usage();
   }
-  if (coverage_dir) return check_coverage(*coverage_dir);
+  if (coverage_dir) return check_coverage(*coverage_dir, root);
   if (!cli || (!one_case && !all_dir)) return usage();
   if (bless && ci_is_set()) {
     std::fprintf(stderr,

@@ -13,6 +13,7 @@
 
 #include "ptxgate/backend/runtime.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
+#include "compare.hpp"
 
 namespace ptxgate::gpu_test {
 
@@ -61,21 +62,6 @@ std::vector<T> download(const backend::DeviceBuffer& buffer) {
   auto v = runtime().download<T>(buffer);
   if (!v) FAIL(diag::render_text(v.error()));
   return std::move(*v);
-}
-
-/// Counts elements where |got - want| > abs_tol + rel_tol * |want|; reports the first few.
-template <class G, class W>
-size_t mismatches(const std::vector<G>& got, const std::vector<W>& want, double abs_tol, double rel_tol,
-                  const std::string& what) {
-  size_t bad = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    double g = static_cast<double>(got[i]), w = static_cast<double>(want[i]);
-    if (!(std::fabs(g - w) <= abs_tol + rel_tol * std::fabs(w))) {
-      if (bad < 5) MESSAGE(what << "[" << i << "]: got " << g << ", want " << w);
-      ++bad;
-    }
-  }
-  return bad;
 }
 
 }  // namespace ptxgate::gpu_test

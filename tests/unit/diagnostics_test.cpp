@@ -41,6 +41,30 @@ TEST_CASE("text rendering has location, excerpt, caret and fix") {
   CHECK(text.find("1 error, 0 warnings") != std::string::npos);
 }
 
+TEST_CASE("text rendering escapes control characters of quoted source, messages and paths") {
+  // A NUL, an escape sequence (retitling the terminal), a bell and a C1 CSI in a source line.
+  using namespace std::string_literals;
+  const std::string source = "let x = 1;\0 \x1b]0;PWNED\x07 \x1b[31mred \xc2\x9b" "2J \xff;\n"s;
+  SourceFile f("k\x1b[2J.pg", source);
+  Diagnostics d;
+  d.add(Code::invalid_character, "invalid character '\x1b' and a bell \x07", locate(f, 10, 1), "remove \x1b[0m it");
+  const std::string text = render_text(d);
+  // Nothing a terminal interprets reaches it, and no NUL cuts the C string off.
+  for (char c : text) CHECK((static_cast<unsigned char>(c) >= 0x20 || c == '\n'));
+  CHECK(text.find('\x7f') == std::string::npos);
+  CHECK(text.find("\xc2\x9b") == std::string::npos);
+  CHECK(text.find("k\u241b[2J.pg:1:11: error[PG1001]: invalid character '\u241b' and a bell \u2407\n") == 0);
+  CHECK(text.find("let x = 1;\u2400 \u241b]0;PWNED\u2407 \u241b[31mred \\xC2\\x9B2J \\xFF;\n") != std::string::npos);
+  // The caret stays under the NUL's control picture: one column per control character.
+  CHECK(text.find("\n       |           ^\n") != std::string::npos);
+  CHECK(text.find("fix: remove \u241b[0m it\n") != std::string::npos);
+  CHECK(text.find("1 error, 0 warnings") != std::string::npos);
+  // Messages keep their line breaks and tabs.
+  Diagnostics m;
+  m.add(Code::ptxas_failure, "line one\n\tline two", {}, {});
+  CHECK(render_text(m, false) == "error[PG2004]: line one\n\tline two\n");
+}
+
 TEST_CASE("JSON and SARIF renderings carry the same record") {
   Diagnostics d;
   d.add(Code::grid_smaller_than_sms, "grid of 4 blocks is smaller than 132 SMs", {}, "use at least 132 blocks");

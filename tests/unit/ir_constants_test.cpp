@@ -188,3 +188,56 @@ TEST_CASE("constants: a const inside a kernel is one clear error, and parsing go
   CHECK(r.diags.items()[0].code == diag::Code::expected_statement);
   CHECK(r.diags.items()[0].message.find("module constant") != std::string::npos);
 }
+
+TEST_CASE("constants: a float to integer cast is defined as at run time (truncated, saturated, NaN 0)") {
+  auto c = check(R"(
+const BIG: i32 = i32(1e20);
+const SMALL: i32 = i32(-1e20);
+const TRUNC: i32 = i32(-3.9);
+const NOTNUM: u32 = u32(0.0 / 0.0);
+const NEG: u32 = u32(-1.5);
+const F: f32 = 16777217.0;
+const ROUNDED: i32 = i32(F);
+const TRIPLE: i64 = i64(F * 3.0);
+const H: f16 = 2049.0;
+const HALF: i32 = i32(H);
+const HH: f16 = 1000.0;
+const OVER: i32 = i32(HH * HH);
+const B: i32 = i32(bf16(257.0));
+const FROM_INT: i32 = i32(f32(16777217));
+const D: u64 = u64(f64(9007199254740993));
+const WIDE: u8 = u8(f16(300.0));
+kernel k(out y: i32[]) { y[0] = BIG; }
+)");
+  INFO(diag::render_text(c.diags));
+  REQUIRE(c.diags.empty());
+  auto value = [&](size_t i) { return c.module.constant_symbols.at(i)->constant_bits; };
+  CHECK(value(0) == 2147483647u);                                  // f32(1e20) saturates
+  CHECK(value(1) == static_cast<uint32_t>(INT32_MIN));
+  CHECK(value(2) == static_cast<uint32_t>(-3));                    // toward zero
+  CHECK(value(3) == 0u);                                           // NaN
+  CHECK(value(4) == 0u);                                           // below u32's range
+  CHECK(c.module.constant_symbols.at(5)->float_value == 16777216.0);  // the literal rounded to f32
+  CHECK(value(6) == 16777216u);
+  CHECK(value(7) == 50331648u);                                    // 3 * 2^24 in f32
+  CHECK(value(9) == 2048u);                                        // f16 rounds 2049 to even
+  CHECK(value(11) == 2147483647u);                                 // 1e6 overflows f16 to inf
+  CHECK(value(12) == 256u);                                        // bf16 has 8 significant bits
+  CHECK(value(13) == 16777216u);                                   // an integer rounds once to f32
+  CHECK(value(14) == 9007199254740992u);                           // and to f64
+  CHECK(value(15) == 255u);
+}
+
+TEST_CASE("constants: a value that cannot be computed exactly says which step and why") {
+  for (auto [text, why] : {std::pair{"const A: u32 = 7 / (3 - 3);", "'7 / 0' divides by zero"},
+                           std::pair{"const A: i32 = -1 & 3;", "of a negative value"},
+                           std::pair{"const A: u64 = 1 << 200;", "'1 << 200' shifts by a negative amount or more than 100"},
+                           std::pair{"const A: u64 = (1 << 99) * 4;", "leaves the range of +-2^100"}}) {
+    CAPTURE(text);
+    auto c = check(std::string(text) + "\nkernel k(out y: u32[]) { y[0] = 1; }\n");
+    REQUIRE(c.diags.items().size() == 1);
+    CHECK(c.diags.items()[0].code == diag::Code::invalid_constant);
+    CHECK(c.diags.items()[0].message.find(why) != std::string::npos);
+    CHECK(c.diags.items()[0].message.find("divides by zero, shifts") == std::string::npos);
+  }
+}

@@ -9,6 +9,7 @@
 #include "ptxgate/backend/tensor_map.hpp"
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/contract/kernel_info.hpp"
+#include "ptxgate/ir/block_granule.hpp"
 #include "ptxgate/ir/builder.hpp"
 #include "ptxgate/ir/printer.hpp"
 #include "ir_test_support.hpp"
@@ -116,6 +117,28 @@ TEST_CASE("hopper: each misuse is one diagnostic with its code, a location and a
   check_only(body("wgmma_fence();", "@workgroup(96)"), diag::Code::partial_warpgroup_block);
   check_only(body("shared f: f32[64];\n  let d = wgmma_desc(f, 0);"), diag::Code::invalid_matrix_descriptor);
   check_only(body("let a = shared_address(y, 0);"), diag::Code::invalid_matrix_descriptor);
+}
+
+TEST_CASE("hopper: the verifier records a block granule of 128 for warpgroup operations, @workgroup or not") {
+  for (const std::string attributes : {"@workgroup(128)", "", "@workgroup(256)"}) {
+    CAPTURE(attributes);
+    ir::Module m;
+    REQUIRE(verify_text(body("wgmma_fence();", attributes), &m).empty());
+    CHECK(m.kernels[0].block_granule == 128);
+    CHECK(codegen::describe(m)[0].block_granule == 128);
+  }
+  ir::Module plain;
+  REQUIRE(verify_text(body("y[0] = 1.0;", ""), &plain).empty());
+  CHECK(plain.kernels[0].block_granule == 1);
+  // The one rule for @workgroup and launches names the block, the granule and why.
+  auto v = ir::check_block_granule("k", 128, 96, "the block 96x1x1");
+  REQUIRE(v);
+  CHECK(v->code == diag::Code::partial_warpgroup_block);
+  CHECK(v->suggested_threads == 128);
+  CHECK(v->message.find("the block 96x1x1 has 96 threads, not a multiple of 128") != std::string::npos);
+  CHECK_FALSE(ir::check_block_granule("k", 32, 96, "b"));
+  CHECK(ir::check_block_granule("k", 32, 100, "b")->code == diag::Code::partial_warp_block);
+  CHECK_FALSE(ir::check_block_granule("k", 1, 7, "b"));
 }
 
 TEST_CASE("hopper: warpgroup_id, block_id and uniform values keep wgmma convergent; warp_id does not") {

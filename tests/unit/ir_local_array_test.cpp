@@ -51,6 +51,34 @@ TEST_CASE("local arrays: rules, each with its code, location and fix") {
   CHECK(verify_text("kernel k() {\n  var a: f32[16];\n}", nullptr, small).empty());
 }
 
+TEST_CASE("local arrays: the limit counts the deepest chain of device functions a kernel calls") {
+  ir::Limits small;
+  small.max_local_array_bytes = 100;
+  // 48 bytes in the kernel and 60 in g, reached through f (8 of its own): 116 > 100.
+  const std::string chain = "fn g(i: u32) -> f32 {\n  var c: f32[15];\n  return c[i % 15];\n}\n"
+                            "fn f(i: u32) -> f32 {\n  var b: f32[2];\n  return g(i) + b[i % 2];\n}\n"
+                            "fn small_one(i: u32) -> f32 {\n  var s: f32[1];\n  return s[0];\n}\n"
+                            "kernel k(out y: f32[], i: u32) {\n  var a: f32[12];\n"
+                            "  y[0] = small_one(i) + f(i) + a[i % 12];\n}\n";
+  ir::Module m;
+  auto d = verify_text(chain, &m, small);
+  REQUIRE(d.items().size() == 1);
+  CHECK(d.items()[0].code == diag::Code::local_arrays_too_large);
+  CHECK(d.items()[0].message.find("116 bytes of local arrays per thread: 48 of its own and 68 in 'f'") !=
+        std::string::npos);
+  CHECK(d.items()[0].location.line == 15);  // at the call of f
+  // Each function alone, and the kernel without the deepest call, stay within the limit.
+  small.max_local_array_bytes = 116;
+  ir::Module ok;
+  REQUIRE(verify_text(chain, &ok, small).empty());
+  CHECK(ok.kernels[0].stack_local_bytes == 116);
+  CHECK(ok.kernels[0].local_array_bytes == 48);
+  // CUDA's 512 KiB: 400000 bytes in the kernel and 400000 in its function (issue 25, D14).
+  check_only("fn f(i: u32) -> f32 {\n  var a: f32[100000];\n  return a[i % 100000];\n}\n"
+             "kernel k(inout y: f32[], n: u32) {\n  var b: f32[100000];\n  y[0] = f(n) + b[n % 100000];\n}\n",
+             diag::Code::local_arrays_too_large);
+}
+
 TEST_CASE("local arrays: every element starts at zero and keeps what is written") {
   auto ir = llvm_ir_of("kernel k(out y: i32[]) {\n  var a: i32[4];\n  a[1] = 3;\n  y[0] = a[1] * 10 + a[0] + a[3];\n}\n");
   INFO(ir);

@@ -96,7 +96,7 @@ TEST_CASE("tensor cores: every operation type-checks, and mma/ldmatrix count as 
   CHECK(k.vector_alignment[3] == 8);
   CHECK(k.vector_alignment[4] == 4);
   auto info = codegen::describe(c.module);
-  CHECK(info[0].uses_warp_operations);
+  CHECK(info[0].block_granule == 32);
 }
 
 TEST_CASE("tensor cores: result types of ldmatrix follow the count and the element") {

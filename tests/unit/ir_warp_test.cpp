@@ -114,16 +114,26 @@ TEST_CASE("warp: a @workgroup that is not whole warps is PG1320") {
   CHECK(body("y[0] = 1.0;", "@workgroup(48)").diags.empty());               // no warp operations
   auto meta = codegen::describe(body("let s = warp_sum(1.0);").module);
   REQUIRE(meta.size() == 1);
-  CHECK(meta[0].uses_warp_operations);
+  CHECK(meta[0].block_granule == 32);
   auto json = contract::to_json(meta[0]);
-  CHECK(json.at("uses_warp_operations") == true);
+  CHECK(json.at("block_granule") == 32);
   auto back = contract::kernel_info_from_json(json);
   REQUIRE(back.has_value());
-  CHECK(back->uses_warp_operations);
-  json.erase("uses_warp_operations");  // metadata from before warp operations
+  CHECK(back->block_granule == 32);
+  // Metadata from before the granule was recorded says whether warp operations are used.
+  json.erase("block_granule");
+  json["uses_warp_operations"] = true;
   auto old = contract::kernel_info_from_json(json);
   REQUIRE(old.has_value());
-  CHECK_FALSE(old->uses_warp_operations);
+  CHECK(old->block_granule == 32);
+  json.erase("uses_warp_operations");  // metadata from before warp operations
+  auto older = contract::kernel_info_from_json(json);
+  REQUIRE(older.has_value());
+  CHECK(older->block_granule == 1);
+  json["block_granule"] = 64;
+  CHECK_FALSE(contract::kernel_info_from_json(json).has_value());
+  // The granule is also recorded without @workgroup (the launch holds the block to it).
+  CHECK(codegen::describe(body("y[0] = 1.0;").module)[0].block_granule == 1);
 }
 
 TEST_CASE("warp: printing round-trips and the builder builds the same") {

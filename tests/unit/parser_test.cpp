@@ -431,3 +431,21 @@ TEST_CASE("parser: garbage and random bytes never crash and give bounded diagnos
   ParseResult braces = parse_text(std::string(1 << 20, '}'));
   CHECK(codes(braces) == std::vector<diag::Code>{diag::Code::expected_kernel});
 }
+
+TEST_CASE("the fix of an unknown type names every type a program can spell") {
+  auto r = parse_text("kernel k(a: float) { }");
+  REQUIRE(has_code(r, diag::Code::expected_type));
+  const std::string& fix = r.diagnostics.items().front().fix;
+  size_t named = 0;
+  for (unsigned i = 0; i <= static_cast<unsigned>(Type::tensor_map); ++i) {
+    const Type t = static_cast<Type>(i);
+    const std::string name(type_name(t));
+    if (type_from_name(name) != t) continue;  // literals, void, error: not spellable
+    ++named;
+    CAPTURE(name);
+    // As a word of the list, not a prefix of a longer name ("i8" in "i8x4").
+    const std::string text = " " + fix + ",";
+    CHECK((text.find(" " + name + ",") != std::string::npos || text.find(" " + name + " ") != std::string::npos));
+  }
+  CHECK(named > 30);
+}

@@ -1,15 +1,22 @@
-// pipeline::check_offline: the offline pipeline goes through the module cache.
+// pipeline::check_offline: the offline pipeline goes through the module cache; occupancy_offline
+// shares its verdict.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <unistd.h>
 
 #include "ptxgate/module_cache/disk_cache.hpp"
 #include "ptxgate/ir/frontend.hpp"
 #include "ptxgate/pipeline/emit.hpp"
+#include "ptxgate/pipeline/occupancy.hpp"
 #include "ptxgate/pipeline/offline_check.hpp"
+#include "ptxgate/toolchain/ptxas.hpp"
 #include "ptxgate/toolchain/build.hpp"
 #include "ptxgate/toolchain/toolkit.hpp"
+#include "capi_test_support.hpp"
+#include "cubin_forge.hpp"
 #include "scoped_env.hpp"
 
 using namespace ptxgate;
@@ -101,5 +108,92 @@ TEST_CASE("pipeline: emit's PTX comes through the disk cache, the same text a di
   auto listed = module_cache::DiskCache::open_existing(dir, warnings).list();
   REQUIRE(listed.size() == 1);
   CHECK_FALSE(listed[0].has_cubin);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("pipeline: occupancy gives check's verdict where check blocks every block size (PG3301)") {
+  auto toolkit = toolchain::discover();
+  if (!toolkit.ptxas) {
+    MESSAGE("skipped: " << toolkit.ptxas.error().items()[0].message);
+    return;
+  }
+  // A cubin whose kernel records 300 registers per thread (more than any device allows).
+  auto assembled = toolchain::assemble(testing::ptx_fixture("nvcc_block_sum.ptx"), "sm_90", toolkit);
+  REQUIRE(assembled);
+  std::string cubin = assembled->cubin;
+  auto registers = testing::attribute_at(cubin, ".nv.info", 0x04, 0x2f);
+  REQUIRE(registers);
+  testing::write_le(cubin, *registers + 4, 300, 4);
+  auto dir = fresh_dir("occupancy");
+  std::filesystem::create_directories(dir);
+  const auto path = (dir / "many_registers.cubin").string();
+  std::ofstream(path, std::ios::binary) << cubin;
+
+  pipeline::OfflineLaunch launch;
+  launch.input = path;
+  launch.kernel = "_Z9block_sumPKfPfm";
+  launch.profile = "h100-sxm";
+  launch.cache.directory = dir / "cache";
+  auto checked = pipeline::check_offline(launch);
+  REQUIRE(checked);
+  CHECK_FALSE(checked->verdict.launchable);
+  pipeline::OccupancyRequest request;
+  request.input = path;
+  request.kernel = launch.kernel;
+  request.profile = launch.profile;
+  request.cache.directory = launch.cache.directory;
+  auto occupancy = pipeline::occupancy_offline(request);
+  REQUIRE_FALSE(occupancy);  // a verdict, not a table
+  CHECK_FALSE(occupancy.error().usage);
+  const auto& from_check = checked->verdict.diagnostics;
+  const auto& from_occupancy = occupancy.error().diagnostics;
+  REQUIRE(from_occupancy.error_count() == from_check.error_count());
+  std::vector<std::string> a, b;
+  for (const auto& d : from_check)
+    if (d.severity == diag::Severity::error) a.push_back(d.message);
+  for (const auto& d : from_occupancy)
+    if (d.severity == diag::Severity::error) b.push_back(d.message);
+  CHECK(a == b);
+  CHECK(std::any_of(from_occupancy.begin(), from_occupancy.end(),
+                    [](const diag::Diagnostic& d) { return d.code == diag::Code::registers_exceeded; }));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("pipeline: occupancy offers only the block sizes check accepts (@workgroup, the block granule)") {
+  auto toolkit = toolchain::discover();
+  if (!toolkit.ptxas) {
+    MESSAGE("skipped: " << toolkit.ptxas.error().items()[0].message);
+    return;
+  }
+  auto dir = fresh_dir("occupancy-sizes");
+  std::filesystem::create_directories(dir);
+  const auto path = (dir / "k.pg").string();
+  std::ofstream(path) << "@workgroup(96)\nkernel wg(inout y: f32[]) { y[thread_id.x] = 1.0; }\n"
+                         "kernel warp(inout y: f32[]) { y[thread_id.x] = warp_sum(y[thread_id.x]); }\n";
+  for (auto [kernel, sizes] : {std::pair{"wg", std::vector<uint32_t>{96}},
+                               std::pair{"warp", std::vector<uint32_t>{32, 64, 96, 128}}}) {
+    CAPTURE(kernel);
+    pipeline::OccupancyRequest request;
+    request.input = path;
+    request.kernel = kernel;
+    request.profile = "h100-sxm";
+    request.cache.directory = dir / "cache";
+    auto report = pipeline::occupancy_offline(request);
+    REQUIRE(report);
+    std::vector<uint32_t> rows;
+    for (const auto& row : report->table.rows) rows.push_back(row.block_threads);
+    rows.resize(std::min(rows.size(), sizes.size()));
+    CHECK(rows == sizes);
+    // Whatever it suggests, check launches.
+    pipeline::OfflineLaunch launch;
+    launch.input = path;
+    launch.kernel = kernel;
+    launch.block = std::to_string(report->table.suggested_block);
+    launch.profile = "h100-sxm";
+    launch.cache.directory = request.cache.directory;
+    auto checked = pipeline::check_offline(launch);
+    REQUIRE(checked);
+    CHECK(checked->verdict.launchable);
+  }
   std::filesystem::remove_all(dir);
 }

@@ -9,6 +9,7 @@
 #include "ptxgate/toolchain/cubin_entries.hpp"
 #include "ptxgate/toolchain/ptxas.hpp"
 #include "capi_test_support.hpp"
+#include "cubin_forge.hpp"
 #include "toolkit_test_support.hpp"
 
 using namespace ptxgate;
@@ -158,12 +159,17 @@ TEST_CASE("cubin entries: truncated, forged and foreign binaries are PG5001, nev
   auto assembled = toolchain::assemble(testing::ptx_fixture("nvcc_block_sum.ptx"), "sm_90", *toolkit);
   REQUIRE(assembled);
   const std::string& good = assembled->cubin;
-  // Every truncation: an error or (past the last table) a result, under ASan never a stray read.
+  // Every truncation is an error (the program headers, the last table, describe every byte), under
+  // ASan never a stray read; the last byte cut too (issue 25, D18).
   for (size_t n = 0; n < good.size(); n += 7) {
     CAPTURE(n);
     auto r = read_cubin_entries({"t.cubin", good.substr(0, n)});
-    if (!r) CHECK(codes(r.error()) == std::vector{diag::Code::cannot_read_file});
+    REQUIRE_FALSE(r);
+    CHECK(codes(r.error()) == std::vector{diag::Code::cannot_read_file});
   }
+  auto cut = read_cubin_entries({"t.cubin", good.substr(0, good.size() - 1)});
+  REQUIRE_FALSE(cut);
+  CHECK(cut.error().items()[0].message.find("outside the file") != std::string::npos);
   auto with = [&](size_t at, std::string bytes) {
     std::string s = good;
     s.replace(at, bytes.size(), bytes);
@@ -190,6 +196,84 @@ TEST_CASE("cubin entries: truncated, forged and foreign binaries are PG5001, nev
     auto r = read_cubin_entries({"x.cubin", s});
     if (!r) CHECK_FALSE(r.error().items().empty());
   }
+}
+
+TEST_CASE("cubin entries: records no ptxas writes are PG5001 (thread bound 0, stack, shared, barriers)") {
+  auto toolkit = testing::toolkit_with_ptxas();
+  if (!toolkit) return;
+  auto assembled = toolchain::assemble(testing::ptx_fixture("nvcc_block_sum.ptx"), "sm_90", *toolkit);
+  REQUIRE(assembled);
+  const std::string& good = assembled->cubin;
+  const std::string info = ".nv.info._Z9block_sumPKfPfm";
+  REQUIRE(read_cubin_entries({"g.cubin", good}));
+  auto forged = [&](auto&& edit) {
+    std::string s = good;
+    edit(s);
+    auto r = read_cubin_entries({"f.cubin", s});
+    REQUIRE_FALSE(r);
+    CHECK(codes(r.error()) == std::vector{diag::Code::cannot_read_file});
+    return r.error().items()[0].message;
+  };
+  // .maxntid 256 recorded as 0x4x1: a bound with a 0 axis is no bound of 1024.
+  auto bound = testing::attribute_at(good, info, 0x04, 0x05);
+  REQUIRE(bound);
+  CHECK(forged([&](std::string& s) {
+          testing::write_le(s, *bound, 0, 4);
+          testing::write_le(s, *bound + 4, 4, 4);
+        }).find("thread bound of 0\u00d74\u00d71") != std::string::npos);
+  // A 4 GiB stack frame.
+  auto frame = testing::attribute_at(good, ".nv.info", 0x04, 0x11);
+  REQUIRE(frame);
+  CHECK(forged([&](std::string& s) { testing::write_le(s, *frame + 4, 0xffffffff, 4); })
+            .find("stack frame of 4294967295 bytes per thread") != std::string::npos);
+  // 227 KiB of static shared memory (the opt-in limit of dynamic shared memory, not of static).
+  auto shared = testing::section_header(good, ".nv.shared._Z9block_sumPKfPfm");
+  REQUIRE(shared);
+  CHECK(forged([&](std::string& s) { testing::write_le(s, *shared + 0x20, 1024 + 232448, 8); })
+            .find("232448 bytes of static shared memory") != std::string::npos);
+  // 255 named barriers (a block has 16).
+  auto barriers = testing::attribute_at(good, info, 0x02, 0x4c);
+  REQUIRE(barriers);
+  CHECK(forged([&](std::string& s) { testing::write_le(s, *barriers, 255, 2); }).find("255 named barriers") !=
+        std::string::npos);
+  // Registers above the device's limit stay readable: the launch check blocks them (PG3301).
+  auto registers = testing::attribute_at(good, ".nv.info", 0x04, 0x2f);
+  REQUIRE(registers);
+  std::string many = good;
+  testing::write_le(many, *registers + 4, 300, 4);
+  auto read = read_cubin_entries({"r.cubin", many});
+  REQUIRE(read);
+  CHECK(read->entries.at(0).resources->registers_per_thread == 300);
+}
+
+TEST_CASE("cubin entries: a cluster shape (EIATTR_CTA_PER_CLUSTER) and an explicit cluster are read") {
+  auto toolkit = testing::toolkit_with_ptxas();
+  if (!toolkit) return;
+  const std::string ptx = ".version 8.0\n.target sm_90\n.address_size 64\n"
+                          ".visible .entry c() .explicitcluster .reqnctapercluster 4, 2, 1 { ret; }\n"
+                          ".visible .entry e() .explicitcluster { ret; }\n"
+                          ".visible .entry p() { ret; }\n";
+  auto text = toolchain::read_ptx_entries({"c.ptx", ptx});
+  REQUIRE(text);
+  auto assembled = toolchain::assemble(ptx, "sm_90", *toolkit);
+  REQUIRE(assembled);
+  auto binary = read_cubin_entries({"c.cubin", assembled->cubin});
+  REQUIRE(binary);
+  for (const auto* m : {&*text, &*binary}) {
+    CHECK(entry_named(*m, "c")->info.cluster_dims == std::array<uint32_t, 3>{4, 2, 1});
+    CHECK(entry_named(*m, "e")->info.explicit_cluster);
+    CHECK_FALSE(entry_named(*m, "e")->info.has_cluster_dims());
+    CHECK_FALSE(entry_named(*m, "p")->info.explicit_cluster);
+    CHECK_FALSE(entry_named(*m, "p")->info.has_cluster_dims());
+  }
+  // A cluster shape with a 0 axis is forged.
+  auto shape = testing::attribute_at(assembled->cubin, ".nv.info.c", 0x04, 0x3d);
+  REQUIRE(shape);
+  std::string zero = assembled->cubin;
+  testing::write_le(zero, *shape + 4, 0, 4);
+  auto r = read_cubin_entries({"z.cubin", zero});
+  REQUIRE_FALSE(r);
+  CHECK(r.error().items()[0].message.find("cluster shape of 4\u00d70\u00d71") != std::string::npos);
 }
 
 TEST_CASE("kernel entries: one reader for PTX text, cubins and fatbins") {

@@ -243,7 +243,7 @@ kernel k(out y: f32[], n: u32) {
   if (i < n) { put(y, i, 1.0); }
   put(y, i + n, 2.0);
 }
-)", "k", {2, 1, 1}, {256, 1, 1}, 0, {{"y", 4 * 1024}}, {{"n", 512}}});
+)", "k", {2, 1, 1}, {256, 1, 1}, 0, {{"y", 4 * 1000}}, {{"n", 512}}});
   CHECK(o.verdict.sites == 2);
   CHECK(o.verdict.proven == 1);
   CHECK(o.verdict.out_of_bounds == 1);
@@ -283,4 +283,71 @@ TEST_CASE("memory safety: access facts survive JSON and refuse forged input") {
   forged = ir::to_json(facts);
   forged["sites"][0]["index"] = 100000;
   CHECK(!ir::access_facts_from_json(forged).has_value());
+}
+
+TEST_CASE("memory safety: shared-memory races between barriers are found with two real threads") {
+  Outcome waw = evaluate({R"(
+@workgroup(64)
+kernel k(out y: u32[]) {
+  shared t: u32[32];
+  t[thread_id.x % 32] = thread_id.x;
+  barrier();
+  y[thread_id.x] = t[thread_id.x % 32];
+}
+)", "k", {1, 1, 1}, {64, 1, 1}, 0, {{"y", 256}}, {}});
+  REQUIRE(waw.verdict.races.size() == 1);
+  const auto& r = waw.verdict.races[0];
+  CHECK(r.first_thread[0] % 32 == r.second_thread[0] % 32);
+  CHECK(r.first_thread[0] != r.second_thread[0]);
+  diag::Diagnostics d = waw.report();
+  REQUIRE(d.has_errors());
+  CHECK(d.items()[0].code == diag::Code::shared_memory_race);
+  // The same value from every thread is no race.
+  CHECK(evaluate({R"(
+@workgroup(64)
+kernel k(out y: u32[]) {
+  shared t: u32[32];
+  t[thread_id.x % 32] = 7;
+  barrier();
+  y[thread_id.x] = t[thread_id.x % 32];
+}
+)", "k", {1, 1, 1}, {64, 1, 1}, 0, {{"y", 256}}, {}}).verdict.races.empty());
+  Outcome raw = evaluate({R"(
+@workgroup(64)
+kernel k(out y: f32[]) {
+  shared t: f32[64];
+  t[thread_id.x] = f32(thread_id.x);
+  y[thread_id.x] = t[(thread_id.x + 1) % 64];
+}
+)", "k", {1, 1, 1}, {64, 1, 1}, 0, {{"y", 256}}, {}});
+  REQUIRE(raw.verdict.races.size() == 1);
+  Outcome fenced = evaluate({R"(
+@workgroup(64)
+kernel k(out y: f32[]) {
+  shared t: f32[64];
+  t[thread_id.x] = f32(thread_id.x);
+  barrier();
+  y[thread_id.x] = t[(thread_id.x + 1) % 64];
+}
+)", "k", {1, 1, 1}, {64, 1, 1}, 0, {{"y", 256}}, {}});
+  CHECK(fenced.verdict.races.empty());
+  // A tree reduction whose reads come from threads that do not write in that step: no race.
+  Outcome tree = evaluate({R"(
+@workgroup(256)
+kernel k(inout y: f32[]) {
+  shared p: f32[256];
+  let t = thread_id.x;
+  p[t] = y[global_id.x];
+  barrier();
+  for step in 0..8 {
+    let s = u32(128) >> step;
+    if (t < s) { p[t] = p[t] + p[t + s]; }
+    barrier();
+  }
+  if (t == 0) { y[block_id.x] = p[0]; }
+}
+)", "k", {4, 1, 1}, {256, 1, 1}, 0, {{"y", 4096}}, {}});
+  CHECK(tree.verdict.races.empty());
+  CHECK(tree.verdict.out_of_bounds == 0);
+  CHECK(tree.verdict.coverage_percent() == doctest::Approx(100.0));
 }

@@ -287,7 +287,7 @@ TEST_CASE("every violation is reported at once, each naming the description") {
   CHECK(std::count(got.begin(), got.end(), diag::Code::tensor_map_box) == 2);
   CHECK(std::count(got.begin(), got.end(), diag::Code::tensor_map_element_stride) == 1);
   CHECK(std::count(got.begin(), got.end(), diag::Code::tensor_map_swizzle) == 1);
-  for (const auto& x : diags) CHECK(x.message.rfind("tiled bf16 tensor 4096x4096, box 304x0, swizzle 128B: ", 0) == 0);
+  for (const auto& x : diags) CHECK(x.message.rfind("tiled bf16 tensor 4096×4096, box 304×0, swizzle 128B: ", 0) == 0);
 }
 
 TEST_CASE("parse_tensor_map: names, lists, dense default strides, and PG5004 per bad field") {
