@@ -15,11 +15,53 @@ namespace {
 // STATIC_TLS, and then its whole TLS block (several KiB of per-thread launch caches) must fit
 // the static TLS that glibc keeps for libraries loaded later. It does not, so dlopen (Python's
 // ctypes) failed with "cannot allocate memory in static TLS block".
-thread_local CUcontext tls_current_context = nullptr;
+// The id of the Context current on this thread (not its CUcontext: a reset primary context may come
+// back with the same handle, and must be made current again).
+thread_local uint64_t tls_current_context = 0;
+std::atomic<uint64_t> g_next_context_id{1};
 
 // Errors while releasing resources are ignored: in a poisoned context every
 // call fails, and a destructor must neither throw nor abort.
 void ignore(CUresult) {}
+
+/// Every context opened in this process, for a reset to retire those of its device.
+std::mutex g_contexts_mutex;
+std::vector<std::weak_ptr<Context>> g_contexts;
+
+void register_context(const std::shared_ptr<Context>& ctx) {
+  std::lock_guard lock(g_contexts_mutex);
+  std::erase_if(g_contexts, [](const std::weak_ptr<Context>& w) { return w.expired(); });
+  g_contexts.push_back(ctx);
+}
+
+/// The live, not yet retired contexts of device `ordinal` opened through `api`.
+std::vector<std::shared_ptr<Context>> live_contexts(const DriverApi& api, int ordinal) {
+  std::lock_guard lock(g_contexts_mutex);
+  std::vector<std::shared_ptr<Context>> out;
+  for (const auto& w : g_contexts)
+    if (auto c = w.lock(); c && !c->retired() && c->ordinal() == ordinal && &c->api() == &api) out.push_back(c);
+  return out;
+}
+
+/// A call of the refusing table: nothing reaches the driver.
+template <class F>
+struct Refuse;
+template <class... A>
+struct Refuse<CUresult (*)(A...)> {
+  static CUresult call(A...) { return CUDA_ERROR_CONTEXT_IS_DESTROYED; }
+};
+
+/// A table that refuses every call but the error texts (those come from `real`).
+DriverApi refusing_table(const DriverApi& real) {
+  DriverApi t;
+#define PTXGATE_REFUSE(name) t.name = &Refuse<decltype(t.name)>::call;
+  PTXGATE_DRIVER_ENTRY_POINTS(PTXGATE_REFUSE)
+#undef PTXGATE_REFUSE
+  t.cuGetErrorName = real.cuGetErrorName;
+  t.cuGetErrorString = real.cuGetErrorString;
+  t.library = real.library + " (a retired context: every call refused)";
+  return t;
+}
 
 }  // namespace
 
@@ -32,7 +74,9 @@ std::expected<std::shared_ptr<Context>, diag::Diagnostics> Context::open(int ord
   auto live = query_device(*api, ordinal);
   if (!live) return std::unexpected(live.error());
   std::shared_ptr<Context> ctx(new Context());
-  ctx->api_ = api;
+  ctx->api_.store(api, std::memory_order_release);
+  ctx->driver_ = api;
+  ctx->id_ = g_next_context_id.fetch_add(1, std::memory_order_relaxed);
   ctx->live_ = std::move(*live);
   std::string subject = fmt::format("device {} ({})", ordinal, ctx->live_.caps.name);
   if (auto ok = PTXGATE_CU(*ctx, subject, cuDeviceGet, &ctx->device_, ordinal); !ok) return std::unexpected(ok.error());
@@ -41,23 +85,71 @@ std::expected<std::shared_ptr<Context>, diag::Diagnostics> Context::open(int ord
     return std::unexpected(ok.error());
   ctx->context_ = retained;
   ctx->tracker_ = std::make_unique<Tracker>(*ctx);
+  register_context(ctx);
   if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
   return ctx;
 }
 
 Context::~Context() {
   if (context_ == nullptr) return;
-  profiler_.reset();
+  profiler_.reset();  // a retired context's objects go through the refusing table: nothing is freed twice
   checked_records_.reset();
-  tracker_.reset();  // frees deferred buffers after their work
+  tracker_.reset();   // frees deferred buffers after their work
   forget_peer_bridge(*this);
-  for (auto& [stream, word] : barrier_words_) ignore(api_->cuMemFree(word));
-  if (tls_current_context == context_) tls_current_context = nullptr;
-  ignore(api_->cuDevicePrimaryCtxRelease(device_));
+  for (auto& [stream, word] : barrier_words_) ignore(api().cuMemFree(word));
+  if (tls_current_context == id_) tls_current_context = 0;
+  if (!retired()) ignore(api().cuDevicePrimaryCtxRelease(device_));  // a reset gave a retired one's back
+}
+
+void Context::retire() {
+  refusing_ = std::make_unique<DriverApi>(refusing_table(*driver_));
+  health_.retire(fmt::format("device {} ({})", live_.ordinal, live_.caps.name));
+  api_.store(refusing_.get(), std::memory_order_release);
+}
+
+std::expected<std::shared_ptr<Context>, diag::Diagnostics> Context::reopen() {
+  const DriverApi& real = *driver_;
+  if (!retired()) {
+    const std::string subject = fmt::format("device {} ({})", ordinal(), live_.caps.name);
+    if (CUresult r = real.cuDevicePrimaryCtxReset(device_); r != CUDA_SUCCESS) {
+      diag::Diagnostics d;  // nothing retired: the contexts stay as they were
+      d.items().push_back(driver_call_error(real, r, "cuDevicePrimaryCtxReset", subject));
+      d.items().back().fix = "the device could not be reset in this process: start a new process";
+      return std::unexpected(std::move(d));
+    }
+    // What the contexts held is gone: from now on their objects are refused and released without a call.
+    for (auto& c : live_contexts(real, ordinal())) {
+      c->retire();
+      ignore(real.cuDevicePrimaryCtxRelease(c->device_));
+    }
+  }
+  // Whether the driver gives this process a context again: after a sticky fault an H100 with driver 580
+  // answers cuDevicePrimaryCtxRetain (and cuCtxCreate) with the fault's error, reset or not.
+  CUcontext probe = nullptr;
+  if (CUresult r = real.cuDevicePrimaryCtxRetain(&probe, device_); r != CUDA_SUCCESS) {
+    diag::Diagnostics d;
+    if (!is_sticky_error(r)) {
+      d.items().push_back(driver_call_error(real, r, "cuDevicePrimaryCtxRetain", fmt::format("device {} ({})", ordinal(), live_.caps.name)));
+      return std::unexpected(std::move(d));
+    }
+    d.add(diag::Code::context_unrecoverable,
+          fmt::format("device {} ({}) gives this process no new CUDA context after the fault: cuDevicePrimaryCtxRetain "
+                      "failed after cuDevicePrimaryCtxReset with {} ({}): the driver keeps a sticky fault for the "
+                      "whole process",
+                      ordinal(), live_.caps.name, driver_error_name(real, r), static_cast<int>(r)),
+          {},
+          "start a new process (its first context works); to keep a program alive across kernel faults, run the work "
+          "that may fault in a process of its own, as ptxgate's GPU test supervisor runs each case");
+    d.items().back().notes.push_back("the objects of the old context stay retired: each use is PG4010, none is reused");
+    return std::unexpected(std::move(d));
+  }
+  ignore(real.cuDevicePrimaryCtxRelease(device_));  // open() retains it for the new context
+  return open(ordinal(), &real);
 }
 
 std::expected<void, diag::Diagnostics> Context::failed(CUresult r, std::string_view call, std::string_view subject) {
-  auto out = health_.check(*api_, r, call, subject);
+  if (health_.retired()) return health_.healthy(call, subject);  // the refusing table answered: PG4010
+  auto out = health_.check(api(), r, call, subject);
   if (!is_sticky_error(r)) return out;
   auto suspects = launch_log_.in_flight();
   if (suspects.empty()) return out;
@@ -69,12 +161,12 @@ void Context::enable_profiling() {
 }
 
 std::expected<void, diag::Diagnostics> Context::complete_checked_launch(uint64_t sequence, CUstream stream) {
-  const CUresult r = api_->cuStreamSynchronize(stream);
+  const CUresult r = api().cuStreamSynchronize(stream);
   if (r == CUDA_SUCCESS) [[likely]] {
     launch_log_.stream_completed_through(stream, sequence);
     return {};
   }
-  auto out = health_.check(*api_, r, "cuStreamSynchronize", "a checked launch");
+  auto out = health_.check(api(), r, "cuStreamSynchronize", "a checked launch");
   if (!is_sticky_error(r)) return out;
   auto launch = launch_log_.find(sequence);
   if (!launch) return out;
@@ -82,9 +174,9 @@ std::expected<void, diag::Diagnostics> Context::complete_checked_launch(uint64_t
 }
 
 std::expected<void, diag::Diagnostics> Context::make_current() {
-  if (tls_current_context == context_) [[likely]] return {};
+  if (tls_current_context == id_) [[likely]] return {};
   if (auto ok = PTXGATE_CU(*this, "", cuCtxSetCurrent, context_); !ok) return ok;
-  tls_current_context = context_;
+  tls_current_context = id_;
   return {};
 }
 
@@ -142,6 +234,7 @@ diag::Diagnostics moved_from_stream(std::string_view operation) {
 
 diag::Diagnostics Context::foreign_object(std::string_view operation, std::string_view object, const Context& owner,
                                           std::string_view anchor) const {
+  if (owner.retired()) return owner.health().healthy(operation, object).error();
   diag::Diagnostics d;
   d.add(diag::Code::foreign_object,
         fmt::format("{}: {} belongs to the context of device {} ({}), but {} the context of device {} ({})", operation,
@@ -157,7 +250,7 @@ std::expected<CUdeviceptr, diag::Diagnostics> Context::grid_barrier_word(CUstrea
   CUdeviceptr word = 0;
   if (auto ok = PTXGATE_CU(*this, "grid barrier word", cuMemAlloc, &word, 4); !ok) return std::unexpected(ok.error());
   if (auto ok = PTXGATE_CU(*this, "grid barrier word", cuMemsetD32, word, 0u, 1); !ok) {
-    ignore(api_->cuMemFree(word));
+    ignore(api().cuMemFree(word));
     return std::unexpected(ok.error());
   }
   barrier_words_.emplace(stream, word);

@@ -43,7 +43,9 @@ class alignas(64) Context : public std::enable_shared_from_this<Context> {
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
-  const DriverApi& api() const { return *api_; }
+  /// The driver table calls go through: the driver's, or, once the context is retired by a reset, a table
+  /// that refuses every call (CUDA_ERROR_CONTEXT_IS_DESTROYED) so that no handle of it reaches the driver.
+  const DriverApi& api() const { return *api_.load(std::memory_order_acquire); }
   CUcontext handle() const { return context_; }
   CUdevice device() const { return device_; }
   const LiveDevice& live() const { return live_; }
@@ -76,6 +78,18 @@ class alignas(64) Context : public std::enable_shared_from_this<Context> {
     return health_.healthy(call, subject);
   }
   bool poisoned() const { return health_.poisoned(); }
+  /// Replaced by a reset of its device (reopen): every use is PG4010, nothing of it reaches the driver.
+  bool retired() const { return health_.retired(); }
+
+  /// A fresh context of this context's device (what Runtime::reset uses after a fault). Unless a reset
+  /// already retired this context, it resets the device's primary context (cuDevicePrimaryCtxReset,
+  /// which destroys everything made in it, other libraries' allocations too), then retires every context
+  /// of the device in this process (the objects made in them report PG4010 when used and are released
+  /// without a driver call) and gives back their retains; then retains the primary context anew.
+  /// PG4002 when the reset fails (nothing retired), PG4011 when the driver gives the process no new
+  /// context (it keeps a sticky fault for the process, as an H100 with driver 580 does). Not to be called
+  /// while other threads use objects of the device.
+  [[nodiscard]] std::expected<std::shared_ptr<Context>, diag::Diagnostics> reopen();
   const ContextHealth& health() const { return health_; }
 
   /// cuCtxSynchronize; reports a sticky error left by an earlier kernel.
@@ -130,8 +144,9 @@ class alignas(64) Context : public std::enable_shared_from_this<Context> {
                                                               std::string_view subject);
   // What every launch reads comes first: with the object aligned to a cache line, in one line
   // (health_ begins with its poisoned flag).
-  const DriverApi* api_ = nullptr;
+  std::atomic<const DriverApi*> api_{nullptr};
   CUcontext context_ = nullptr;
+  uint64_t id_ = 0;  ///< unique in the process: what make_current compares (a reset context keeps its handle)
   std::unique_ptr<Tracker> tracker_;
   std::unique_ptr<Profiler> profiler_;
   std::atomic<contract::StreamPolicy> stream_policy_{contract::StreamPolicy::allow_legacy_default};
@@ -145,6 +160,10 @@ class alignas(64) Context : public std::enable_shared_from_this<Context> {
   std::map<CUstream, CUdeviceptr> barrier_words_;
   std::unique_ptr<CheckedRecords> checked_records_;
   std::atomic<CheckedRecords*> checked_records_made_{nullptr};
+  const DriverApi* driver_ = nullptr;          ///< the driver's table (api_ until retired)
+  std::unique_ptr<DriverApi> refusing_;        ///< the table api_ points to once retired
+  /// Swaps in the refusing table and marks the health retired (no driver call).
+  void retire();
 };
 
 /// Calls `ctx.api().FN(args...)` and passes the result through the error boundary

@@ -45,7 +45,8 @@ diag::Diagnostic driver_call_error(const DriverApi& api, CUresult result, std::s
                           driver_error_name(api, result), static_cast<int>(result), driver_error_text(api, result));
   if (is_sticky_error(result)) {
     d.fix = "a kernel faulted; the CUDA context is now unusable: fix the kernel or its arguments "
-            "(run under compute-sanitizer to find the faulting access) and start a new process";
+            "(run under compute-sanitizer to find the faulting access) and start a new process (Runtime::reset() "
+            "gives a fresh context only where the driver allows one; an H100 with driver 580 does not)";
   } else if (result == CUDA_ERROR_OUT_OF_MEMORY) {
     d.fix = "free device memory or use smaller buffers";
   } else {
@@ -57,6 +58,7 @@ diag::Diagnostic driver_call_error(const DriverApi& api, CUresult result, std::s
 std::expected<void, diag::Diagnostics> ContextHealth::check(const DriverApi& api, CUresult result,
                                                             std::string_view call, std::string_view subject) {
   if (result == CUDA_SUCCESS) return {};
+  if (retired()) return healthy(call, subject);  // the call went to the retired table: say why
   diag::Diagnostics out;
   out.items().push_back(driver_call_error(api, result, call, subject));
   if (is_sticky_error(result)) {
@@ -74,11 +76,29 @@ std::expected<void, diag::Diagnostics> ContextHealth::check(const DriverApi& api
 std::expected<void, diag::Diagnostics> ContextHealth::healthy(std::string_view call, std::string_view subject) const {
   if (!poisoned_.load(std::memory_order_acquire)) return {};
   diag::Diagnostics out;
+  if (retired()) {
+    out.add(diag::Code::context_reset,
+            fmt::format("{}{}{} not attempted: it belongs to a CUDA context that Runtime::reset retired ({})", call,
+                        subject.empty() ? "" : " for ", subject, poison_reason()),
+            {},
+            "make kernels, buffers, streams, events, graphs and pools again from the runtime after its reset; "
+            "objects of the old context are never reused");
+    return std::unexpected(std::move(out));
+  }
   out.add(diag::Code::context_poisoned,
           fmt::format("{}{}{} not attempted: the CUDA context was poisoned by {}", call, subject.empty() ? "" : " for ",
                       subject, poison_reason()),
-          {}, "fix the earlier fault and start a new process; a poisoned context cannot recover");
+          {}, "fix the earlier fault and start a new process; a poisoned context cannot recover (Runtime::reset() "
+              "gives a fresh one only where the driver allows it; an H100 with driver 580 does not)");
   return std::unexpected(std::move(out));
+}
+
+void ContextHealth::retire(std::string device) {
+  std::lock_guard lock(mutex_);
+  reason_ = poisoned_.load(std::memory_order_relaxed) ? fmt::format("{}, poisoned by {}", device, reason_)
+                                                      : fmt::format("{}, not poisoned", device);
+  retired_.store(true, std::memory_order_release);
+  poisoned_.store(true, std::memory_order_release);
 }
 
 std::string ContextHealth::poison_reason() const {

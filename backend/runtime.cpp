@@ -86,6 +86,10 @@ std::expected<void, diag::Diagnostics> launch_objects(const Context& ctx, const 
                                                       std::span<const Arg> args, const Stream* stream,
                                                       boost::container::small_vector<BufferAccess, 8>* accesses,
                                                       bool* across) {
+  // A kernel of a retired context (Runtime::reset) is refused as such before its arguments are compared
+  // with it: buffers of the runtime's new context are not what is wrong.
+  if (ctx.retired()) [[unlikely]]
+    return ctx.healthy("launch", fmt::format("kernel '{}'", info.name));
   if (stream != nullptr && stream->context() != &ctx) [[unlikely]]
     return ctx.owns(*stream, fmt::format("launch of kernel '{}'", info.name), "the kernel is loaded in");
   const auto& params = info.params;
@@ -394,18 +398,34 @@ std::expected<std::unique_ptr<Runtime>, diag::Diagnostics> Runtime::create(Runti
 
 Runtime::Runtime(std::shared_ptr<Context> ctx, RuntimeOptions options)
     : ctx_(std::move(ctx)), options_(std::move(options)) {
+  adopt_context();
+  std::tie(target_, cubin_for_device_) = target_for(ctx_->caps());
+  cache_ = std::make_unique<module_cache::ModuleCache>(options_.cache);
+}
+
+Runtime::~Runtime() = default;
+
+void Runtime::adopt_context() {
   ctx_->tracker().set_enabled(options_.track_dependencies);
   ctx_->set_checked_launches(options_.checked_launches);
   if (options_.profile_launches) ctx_->enable_profiling();
   ctx_->set_stream_policy(options_.stream_policy);
-  std::tie(target_, cubin_for_device_) = target_for(ctx_->caps());
-  cache_ = std::make_unique<module_cache::ModuleCache>(options_.cache);
   loaded_ = std::make_unique<
       module_cache::OnceLruCache<module_cache::CacheKey, std::shared_ptr<const LoadedModule>, diag::Diagnostics>>(
       options_.loaded_module_capacity);
 }
 
-Runtime::~Runtime() = default;
+std::expected<void, diag::Diagnostics> Runtime::reset() {
+  auto fresh = ctx_->reopen();
+  if (!fresh) return std::unexpected(std::move(fresh.error()));
+  {
+    std::lock_guard lock(pool_mutex_);
+    pool_.reset();  // the old pool's memory went with the old context: released through the refusing table
+  }
+  ctx_ = std::move(*fresh);
+  adopt_context();
+  return {};
+}
 
 std::expected<MemoryPool*, diag::Diagnostics> Runtime::pool() {
   std::lock_guard lock(pool_mutex_);

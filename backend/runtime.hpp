@@ -232,6 +232,16 @@ class Runtime {
   [[nodiscard]] std::expected<Stream, diag::Diagnostics> create_stream() { return Stream::create(ctx_); }
   [[nodiscard]] std::expected<void, diag::Diagnostics> synchronize() { return ctx_->synchronize(); }
 
+  /// After a fault: resets the device's primary context and gives the runtime a fresh one where the
+  /// driver allows it (Context::reopen). Every object made before it, by this runtime or another of the
+  /// device — kernels, buffers, streams, events, graphs, pools — reports PG4010 when used and is released
+  /// without reaching the driver; make them again from this runtime (compiles are module-cache hits).
+  /// PG4011 when the driver gives the process no new context (an H100 with driver 580 after an illegal
+  /// address: start a new process); PG4002 when the reset itself fails. The reset destroys what other
+  /// libraries made in the primary context too (PyTorch's, CuPy's memory). Not to be called while other
+  /// threads use objects of the device.
+  [[nodiscard]] std::expected<void, diag::Diagnostics> reset();
+
   /// The launch profiler; null unless RuntimeOptions::profile_launches.
   Profiler* profiler() { return ctx_->profiler(); }
   Context& context() { return *ctx_; }
@@ -246,6 +256,9 @@ class Runtime {
  private:
   [[nodiscard]] std::expected<std::shared_ptr<const LoadedModule>, diag::Diagnostics> load(
       std::shared_ptr<const module_cache::CacheEntry> entry, std::string_view path);
+  /// Applies the options to ctx_ (tracking, checked launches, profiling, stream policy) and makes an
+  /// empty loaded-module tier for it.
+  void adopt_context();
   std::shared_ptr<Context> ctx_;
   RuntimeOptions options_;
   std::string target_;

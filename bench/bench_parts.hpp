@@ -48,7 +48,6 @@ struct WorkloadOptions {
   uint32_t bfs_vertices = uint32_t{1} << 22;
   uint32_t sgemm_size = 4096;
   uint32_t gemm_size = 4096;               ///< square bf16 GEMMs (mma.sync on sm_80+; Hopper: wgmma + TMA)
-  size_t launches = 1;                     ///< launches of a variant between two events (GPU-bound with several)
   bool checked = false;                    ///< ptxgate's kernels in checked mode (RuntimeOptions::checked)
 };
 /// The workloads: sum, softmax, layer norm, f16/bf16 axpy, BFS, SGEMM, bf16 GEMM, ptxgate vs nvcc vs memcpy,

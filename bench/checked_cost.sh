@@ -4,7 +4,7 @@
 #                                                          the library, kernels, examples and nvcc cubins)
 #   GPU machine: bash DIR/checked_cost.sh device         (results in $OUT: checked_cost.md and logs.tar.gz)
 # Device steps: the checked GPU tests, then the whole GPU suite (GPU_TESTS=all); the workloads (sum,
-# softmax, layer norm, f16/bf16 axpy, SGEMM) timed GPU-bound (LAUNCHES launches between two events),
+# softmax, layer norm, f16/bf16 axpy, SGEMM) timed GPU-bound (20 launches between two events),
 # unchecked, checked and unchecked again (the two unchecked runs and the nvcc twins are the A/A control);
 # a faulty program (bench/checked/faulty_gather.pg) checked against the same program under
 # compute-sanitizer memcheck, whole-program wall time and kernel time.
@@ -58,12 +58,12 @@ device() {
     grep -E '^[^ ]*\.cpp:[0-9]+: ERROR|TEST CASE:' "$work/gpu_all.log" | head -40 >>"$log"
   fi
 
-  local only="sum softmax layer_norm axpy_f16 axpy_bf16 sgemm" launches=${LAUNCHES:-10} reps=${REPS:-10}
+  local only="sum softmax layer_norm axpy_f16 axpy_bf16 sgemm" reps=${REPS:-10}
   for run in plain1 checked plain2; do
     local flag=""
     [[ $run == checked ]] && flag="--checked"
     timeout --kill-after=5 "${WORKLOADS_LIMIT:-150}" "$bench" workloads --kernels "$here/kernels" --cubins "$here/cubins" \
-      --only $only --launches "$launches" --repetitions "$reps" $flag --out "$work/workloads_$run.json" \
+      --only $only --repetitions "$reps" $flag --out "$work/workloads_$run.json" \
       >"$work/workloads_$run.log" 2>&1
     say "workloads $run: exit $?"
   done

@@ -76,8 +76,7 @@ bool record_check(ResultFile& out, const std::string& what, const Step& s, doubl
 }
 
 bool time_interleaved(Bench& c, std::vector<Timed>& variants, size_t warmups, size_t repetitions,
-                      const std::string& prefix, size_t launches) {
-  launches = std::max<size_t>(launches, 1);
+                      const std::string& prefix) {
   bool ok = true;
   auto start = backend::Event::create(c.rt.shared_context());
   auto stop = backend::Event::create(c.rt.shared_context());
@@ -87,20 +86,19 @@ bool time_interleaved(Bench& c, std::vector<Timed>& variants, size_t warmups, si
   }
   auto run_one = [&](Timed& v, bool record) {
     if (v.failed) return;
+    const size_t calls = v.prepare ? 1 : std::max<size_t>(v.calls, 1);
     Step s = [&]() -> Step {
       if (v.prepare)
         if (auto p = v.prepare(); !p) return p;
-      // A variant with a prepare step (BFS's reset) runs once per sample.
-      const size_t count = v.prepare ? 1 : launches;
       if (auto r = start->record(&c.stream); !r) return std::unexpected(one_line(r.error()));
-      for (size_t l = 0; l < count; ++l)
+      for (size_t i = 0; i < calls; ++i)
         if (auto r = v.launch(); !r) return r;
       if (auto r = stop->record(&c.stream); !r) return std::unexpected(one_line(r.error()));
       if (auto r = stop->synchronize(); !r) return std::unexpected(one_line(r.error()));
       auto ms_elapsed = stop->elapsed_ms_since(*start);
       if (!ms_elapsed) return std::unexpected(one_line(ms_elapsed.error()));
       if (record) {
-        double sec = *ms_elapsed * 1e-3 / double(count);
+        double sec = *ms_elapsed * 1e-3 / static_cast<double>(calls);
         v.times_us.push_back(sec * 1e6);
         v.rates.push_back(v.work / sec * 1e-9);
       }
@@ -112,15 +110,20 @@ bool time_interleaved(Bench& c, std::vector<Timed>& variants, size_t warmups, si
       ok = false;
     }
   };
-  for (size_t w = 0; w < warmups; ++w)
-    for (auto& v : variants) run_one(v, false);
-  for (size_t r = 0; r < repetitions; ++r)
-    for (auto& v : variants) run_one(v, true);
+  auto round = [&](size_t r, bool record) {
+    if (r % 2 == 0)
+      for (auto& v : variants) run_one(v, record);
+    else
+      for (auto it = variants.rbegin(); it != variants.rend(); ++it) run_one(*it, record);
+  };
+  for (size_t w = 0; w < warmups; ++w) round(w, false);
+  for (size_t r = 0; r < repetitions; ++r) round(r, true);
   for (auto& v : variants) {
     if (v.rates.empty()) continue;
     auto ts = summarize(v.times_us);
     c.out.add(prefix + v.name, v.unit, summarize(v.rates),
-              {{"time_us_median", ts.median}, {"time_us_p10", ts.p10}, {"time_us_p90", ts.p90}, {"work", v.work}});
+              {{"time_us_median", ts.median}, {"time_us_p10", ts.p10}, {"time_us_p90", ts.p90}, {"work", v.work},
+               {"calls_per_sample", v.prepare ? 1 : std::max<size_t>(v.calls, 1)}});
   }
   return ok;
 }

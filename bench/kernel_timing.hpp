@@ -88,26 +88,32 @@ std::vector<double> matmul_reference(const std::vector<float>& a, const std::vec
 /// returns whether it passed.
 bool record_check(ResultFile& out, const std::string& what, const Step& s, double err, double tol);
 
+/// Launches of one variant between the two events of one sample: GPU-bound timing (the launches queue
+/// back to back, so the host's dispatch stays out of the window), the same for every side: peers.py
+/// times torch/cuBLAS the same way (bench/peers.py --calls).
+constexpr size_t kCallsPerSample = 20;
+
 /// One timed variant: a launch (with an untimed `prepare`, e.g. resetting state), and the work one
-/// launch does (bytes, flops or edges) for the rate.
+/// launch does (bytes, flops or edges) for the rate. A variant with `prepare` (the BFS, whose host loop
+/// reads a flag back every level) is one launch per sample; the others `calls` launches per sample.
 struct Timed {
   std::string name;
   std::string unit;  ///< "GB/s", "GFLOP/s", "GTEPS"
   double work = 0;   ///< bytes (GB/s), floating-point operations (GFLOP/s) or edges (GTEPS) per launch
   std::function<Step()> launch;
   std::function<Step()> prepare;  ///< optional, run before the start event
+  size_t calls = kCallsPerSample; ///< launches between the two events (1 with `prepare`)
   std::vector<double> rates;
   std::vector<double> times_us;
   bool failed = false;
 };
 
-/// Times the variants interleaved: `warmups` then `repetitions` rounds, `launches` launches of a variant
-/// (one of a variant with a prepare step) between two events on the stream (GPU-bound: the host
-/// enqueues them back to back); rows `prefix +
-/// name` with the rate's median, p10, p90 and the time per launch. False when a variant failed (its
-/// error is recorded, the others go on).
+/// Times the variants interleaved: `warmups` then `repetitions` rounds, the order of the variants reversed
+/// every other round; a sample is `calls` launches between two events on the stream, and its time per
+/// launch the elapsed time over `calls`; rows `prefix + name` with the rate's median, p10, p90, the times
+/// and the calls per sample. False when a variant failed (its error is recorded, the others go on).
 bool time_interleaved(Bench& c, std::vector<Timed>& variants, size_t warmups, size_t repetitions,
-                      const std::string& prefix, size_t launches = 1);
+                      const std::string& prefix);
 
 /// The nvcc twins: cubins loaded raw into the runtime's context (unloaded on destruction).
 class NvccModules {

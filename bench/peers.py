@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Peer measurements on the GPU machine: CuPy RawKernel and Triton launch overhead, NVRTC and Triton compile latency,
-and the libraries users pick for the workloads of ptxgate_gpu_bench workloads (torch.sum, torch.softmax,
-F.layer_norm, torch on f16/bf16, cuBLAS f32 through torch.matmul with TF32 off).
+"""Peer measurements on the GPU machine: CuPy RawKernel and Triton launch overhead (host time per launch, as
+ptxgate's launch benchmark), NVRTC and Triton compile latency, and the libraries users pick for the workloads of
+ptxgate_gpu_bench workloads (torch.sum, torch.softmax, F.layer_norm, torch on f16/bf16, cuBLAS f32 through
+torch.matmul with TF32 off, cuBLAS bf16), timed GPU-bound as ptxgate's kernels are (20 calls between two events)
+and checked at the timed size.
 
 Writes one JSON result file in the format of ptxgate_gpu_bench (part, rows, errors, info), rewritten
 after every row so that a failure or timeout still leaves partial results.
@@ -274,66 +276,152 @@ def nvrtc_compiles(res, cuda_dir, reps):
 
 
 # ---------------------------------------------------------------- library peers of the workloads
-def workload_peers(res, warmups, reps, sizes):
-    """Rows workload.<name>.torch with the same work per call as ptxgate_gpu_bench workloads: each call
-    between two CUDA events, the calls of all ops interleaved round by round, medians over `reps` rounds."""
+def sampled_lines(m, n, count=8):
+    """`count` row and column indices spread over m and n, both ends included (as bench/workloads.cpp)."""
+    return ([(m - 1) * i // (count - 1) for i in range(count)], [(n - 1) * i // (count - 1) for i in range(count)])
+
+
+def check_close(res, name, got, want, tol):
+    """Relative error ||got - want|| / ||want|| (float64) against `tol`; an error row and False when above it."""
+    import torch
+    got, want = got.double(), want.double()
+    if not bool(torch.isfinite(got).all()):
+        err = float("inf")
+    else:
+        err = float(torch.linalg.vector_norm(got - want) / max(float(torch.linalg.vector_norm(want)), 1e-30))
+    ok = err <= tol
+    res.info(f"verify.{name}", {"relative_error": err if err != float("inf") else -1.0, "tolerance": tol, "pass": ok})
+    print(f"  verify {name:<40} rel. error {err:.3e} (tolerance {tol:.0e}) {'ok' if ok else 'WRONG'}", flush=True)
+    if not ok:
+        res.error(f"verify.{name}", f"relative error {err:.3e} above {tol:.0e}")
+    return ok
+
+
+def check_gemm_lines(res, name, c, a, b_kn, tol, elementwise=False):
+    """Sampled rows and columns of c = a @ b_kn (b_kn: k x n, a view) against float64 on the device."""
+    import torch
+    m, n = c.shape
+    rows, cols = sampled_lines(m, n)
+    a64, b64 = a.double(), b_kn.double()
+    want = torch.cat([(a64[rows] @ b64).flatten(), (a64 @ b64[:, cols]).flatten()])
+    got = torch.cat([c[rows].flatten(), c[:, cols].flatten()])
+    if not elementwise:
+        return check_close(res, name, got, want, tol)
+    # bf16 output: each element within 1% of the reference plus 1e-3 (as bench/workloads.cpp's check_gemm).
+    bad = int((~((got.double() - want).abs() <= 0.01 * want.abs() + 1e-3)).sum())
+    ok = bad == 0
+    res.info(f"verify.{name}", {"wrong_elements": bad, "checked": int(want.numel()), "pass": ok})
+    print(f"  verify {name:<40} {bad} of {want.numel()} elements off {'ok' if ok else 'WRONG'}", flush=True)
+    if not ok:
+        res.error(f"verify.{name}", f"{bad} of {want.numel()} sampled elements off")
+    return ok
+
+
+def workload_peers(res, warmups, reps, sizes, calls):
+    """Rows workload.<name>.torch with the same work per call as ptxgate_gpu_bench workloads, timed the same
+    way: GPU-bound, `calls` calls queued between two CUDA events per sample (the Python dispatch of one call
+    overlaps the GPU's work on the previous ones), the ops interleaved round by round with the order reversed
+    every other round, medians over `reps` rounds. Every op's result is checked first at the timed size
+    (the GEMMs on 8 sampled rows and columns against float64); an op that is wrong is not timed."""
     import torch
     import torch.nn.functional as F
     res.info("torch_version", torch.__version__)
+    res.info("calls_per_sample", calls)
     # cuBLAS f32 without TF32: what torch.matmul on f32 tensors is with TF32 off.
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     res.info("torch_matmul_allow_tf32", torch.backends.cuda.matmul.allow_tf32)
     dev = "cuda"
     gen = torch.Generator(device=dev).manual_seed(1)
-    ops = []  # (name, unit, work, call)
+    ops = []  # (name, unit, work, call, check)
     n = sizes["sum_elements"]
     x = torch.rand(n, device=dev, generator=gen)
     dst = torch.empty_like(x)
-    ops.append(("workload.memcpy.torch", "GB/s", 8.0 * n, lambda: dst.copy_(x)))
-    ops.append(("workload.sum.torch", "GB/s", 4.0 * n, lambda: torch.sum(x)))
+    ops.append(("workload.memcpy.torch", "GB/s", 8.0 * n, lambda: dst.copy_(x),
+                lambda name: check_close(res, name, dst.copy_(x), x, 0.0)))
+    ops.append(("workload.sum.torch", "GB/s", 4.0 * n, lambda: torch.sum(x),
+                lambda name: check_close(res, name, torch.sum(x).reshape(1), x.double().sum().reshape(1), 1e-5)))
     r, c = sizes["softmax_rows"], sizes["softmax_cols"]
     sx = torch.rand(r, c, device=dev, generator=gen) * 8 - 4
-    ops.append(("workload.softmax.torch", "GB/s", 8.0 * r * c, lambda: torch.softmax(sx, dim=-1)))
+    rows, _ = sampled_lines(r, c)
+    ops.append(("workload.softmax.torch", "GB/s", 8.0 * r * c, lambda: torch.softmax(sx, dim=-1),
+                lambda name, rows=rows: check_close(res, name, torch.softmax(sx, dim=-1)[rows],
+                                                    torch.softmax(sx[rows].double(), dim=-1), 1e-5)))
     r, c = sizes["norm_rows"], sizes["norm_cols"]
     lx = torch.rand(r, c, device=dev, generator=gen) * 8 - 4
     w = torch.rand(c, device=dev, generator=gen)
     b = torch.rand(c, device=dev, generator=gen)
-    ops.append(("workload.layer_norm.torch", "GB/s", 8.0 * r * c, lambda c=c: F.layer_norm(lx, (c,), w, b, 1e-5)))
+    rows, _ = sampled_lines(r, c)
+    ops.append(("workload.layer_norm.torch", "GB/s", 8.0 * r * c, lambda c=c: F.layer_norm(lx, (c,), w, b, 1e-5),
+                lambda name, c=c, rows=rows: check_close(res, name, F.layer_norm(lx, (c,), w, b, 1e-5)[rows],
+                                              F.layer_norm(lx[rows].double(), (c,), w.double(), b.double(), 1e-5), 1e-5)))
     h = sizes["half_elements"]
     for name, dtype in (("axpy_f16", torch.float16), ("axpy_bf16", torch.bfloat16)):
         hx = torch.full((h,), 1.06, dtype=dtype, device=dev)
         hy = torch.full((h,), 1.06, dtype=dtype, device=dev)
+
         # y += a x: computed in f32 and rounded once to the half type (torch's opmath for halves).
-        ops.append((f"workload.{name}.torch", "GB/s", 6.0 * h, lambda hx=hx, hy=hy: hy.add_(hx, alpha=1e-3)))
+        def check_axpy(name, hx=hx, hy=hy, dtype=dtype):
+            before = hy.clone()
+            hy.add_(hx, alpha=1e-3)
+            a = torch.tensor(1e-3, dtype=torch.float32, device=dev)  # alpha in torch's opmath type
+            want = (before.float() + a * hx.float()).to(dtype)  # product and sum rounded apart
+            fused = (before.double() + a.double() * hx.double()).float().to(dtype)  # one fma
+            bad = int(((hy != want) & (hy != fused)).sum())
+            res.info(f"verify.{name}", {"wrong_elements": bad, "pass": bad == 0})
+            print(f"  verify {name:<40} {bad} of {hy.numel()} elements off {'ok' if bad == 0 else 'WRONG'}", flush=True)
+            if bad:
+                res.error(f"verify.{name}", f"{bad} elements off")
+            return bad == 0
+        ops.append((f"workload.{name}.torch", "GB/s", 6.0 * h, lambda hx=hx, hy=hy: hy.add_(hx, alpha=1e-3), check_axpy))
     s = sizes["sgemm_size"]
     ma = torch.rand(s, s, device=dev, generator=gen) * 2 - 1
     mb = torch.rand(s, s, device=dev, generator=gen) * 2 - 1
     mc = torch.empty(s, s, device=dev)
-    ops.append(("workload.sgemm.torch", "GFLOP/s", 2.0 * s * s * s, lambda: torch.matmul(ma, mb, out=mc)))
+
+    def check_sgemm(name):
+        torch.matmul(ma, mb, out=mc)
+        return check_gemm_lines(res, name, mc, ma, mb, 1e-5)
+    ops.append(("workload.sgemm.torch", "GFLOP/s", 2.0 * s * s * s, lambda: torch.matmul(ma, mb, out=mc), check_sgemm))
     # cuBLAS bf16 (f32 accumulation) on the layout of bench/cuda/gemm_bf16_wgmma.cu: c = a b^T, b stored n x k.
     g = sizes["gemm_size"]
     ga = (torch.rand(g, g, device=dev, generator=gen) * 2 - 1).to(torch.bfloat16)
     gb = (torch.rand(g, g, device=dev, generator=gen) * 2 - 1).to(torch.bfloat16)
     gc = torch.empty(g, g, device=dev, dtype=torch.bfloat16)
-    ops.append(("workload.gemm_bf16.torch", "GFLOP/s", 2.0 * g * g * g, lambda: torch.matmul(ga, gb.t(), out=gc)))
+
+    def check_bf16(name, transposed):
+        torch.matmul(ga, gb.t() if transposed else gb, out=gc)
+        return check_gemm_lines(res, name, gc, ga, gb.t() if transposed else gb, 0.0, elementwise=True)
+    ops.append(("workload.gemm_bf16.torch", "GFLOP/s", 2.0 * g * g * g, lambda: torch.matmul(ga, gb.t(), out=gc),
+                lambda name: check_bf16(name, True)))
     # cuBLAS bf16 on the layout of bench/kernels/gemm_bf16_mma.pg: c = a b, b stored k x n (row-major).
-    ops.append(("workload.gemm_bf16_mma.torch", "GFLOP/s", 2.0 * g * g * g, lambda: torch.matmul(ga, gb, out=gc)))
+    ops.append(("workload.gemm_bf16_mma.torch", "GFLOP/s", 2.0 * g * g * g, lambda: torch.matmul(ga, gb, out=gc),
+                lambda name: check_bf16(name, False)))
+    checked = []
+    for op in ops:
+        try:
+            if op[4](op[0]):
+                checked.append(op)
+        except Exception as e:  # noqa: BLE001 - a failing check drops that op, the others go on
+            res.error(f"verify.{op[0]}", e)
+    torch.cuda.synchronize()
     start = torch.cuda.Event(enable_timing=True)
     stop = torch.cuda.Event(enable_timing=True)
-    times = {name: [] for name, *_ in ops}
+    times = {name: [] for name, *_ in checked}
     for rnd in range(warmups + reps):
-        for name, unit, work, call in ops:
+        for name, unit, work, call, _ in (checked if rnd % 2 == 0 else checked[::-1]):
             start.record()
-            call()
+            for _ in range(calls):
+                call()
             stop.record()
             stop.synchronize()
             if rnd >= warmups:
-                times[name].append(start.elapsed_time(stop) * 1e-3)
-    for name, unit, work, call in ops:
+                times[name].append(start.elapsed_time(stop) * 1e-3 / calls)
+    for name, unit, work, call, _ in checked:
         secs = times[name]
         us = sorted(t * 1e6 for t in secs)
-        res.add(name, unit, [work / t * 1e-9 for t in secs], time_us_median=statistics.median(us), work=work)
+        res.add(name, unit, [work / t * 1e-9 for t in secs], time_us_median=statistics.median(us), work=work,
+                calls_per_sample=calls)
 
 
 STEPS = ("cupy", "triton", "nvrtc", "triton_compile", "workloads")
@@ -350,6 +438,8 @@ def main():
     ap.add_argument("--steps", default="cupy,triton,nvrtc,triton_compile",
                     help="comma-separated steps: " + ",".join(STEPS))
     ap.add_argument("--workload-reps", type=int, default=30)
+    ap.add_argument("--calls", type=int, default=20,
+                    help="workload calls queued between the two events of one sample (GPU-bound, as ptxgate_gpu_bench)")
     ap.add_argument("--sum-elements", type=int, default=1 << 28)
     ap.add_argument("--half-elements", type=int, default=1 << 28)
     ap.add_argument("--sgemm-size", type=int, default=4096)
@@ -369,7 +459,8 @@ def main():
         ("triton", "triton launches", lambda: triton_launches(res, args.batches, args.per_batch)),
         ("nvrtc", "nvrtc compiles", lambda: nvrtc_compiles(res, args.cuda_dir, args.compile_reps)),
         ("triton_compile", "triton compiles", lambda: triton_compiles(res, args.triton_reps)),
-        ("workloads", "library peers of the workloads", lambda: workload_peers(res, 3, args.workload_reps, sizes)),
+        ("workloads", "library peers of the workloads",
+         lambda: workload_peers(res, 3, args.workload_reps, sizes, args.calls)),
     )
     for key, title, step in steps:
         if key not in chosen:
@@ -377,9 +468,13 @@ def main():
         print(f"peers: {title}", flush=True)
         try:
             step()
-        except Exception as e:  # noqa: BLE001 - e.g. the package is missing; the other steps go on
+        except ModuleNotFoundError as e:  # the library is not installed here: skipped with the reason
+            res.info(f"skipped.{key}", str(e))
+            print(f"  SKIPPED {title}: {e}", flush=True)
+        except Exception as e:  # noqa: BLE001 - a failing step is recorded; the other steps go on
             res.error(title, e)
-    return 0
+    # A failed check or step fails the run (bench/run_on_gpu.sh then names this step); the rows stay.
+    return 1 if res.doc["errors"] else 0
 
 
 if __name__ == "__main__":

@@ -6,10 +6,13 @@
 //
 // The ratios against the targets are paired, as bench/launch_overhead.cpp pairs launches: each
 // round times a raw call and a ptxgate call next to each other (a launch and a launch, a replay and
-// a replay of the 100-kernel graph), the order alternating, the clock's read cost subtracted, and
-// a round's ratio is ptxgate's summed host time over raw's; the lines starting "paired:" give the
-// median over rounds. The per-variant batches above them are information (host noise moves a
-// batch's time by 15%, which unpaired ratios of separate batches do not cancel).
+// a replay of the 100-kernel graph), the order alternating from pair to pair and from round to round
+// (so that each side is as often the first call after a drained stream), the clock's read cost
+// subtracted, and a round's ratio is ptxgate's summed host time over raw's; the lines starting
+// "paired:" give the median over rounds, each beside its A/A control: the same method with raw on both
+// sides (two identical raw graphs for the replays), which shows what the method alone gives. The
+// per-variant batches above them are information (host noise moves a batch's time by 15%, which
+// unpaired ratios of separate batches do not cancel).
 //
 // Usage: ptxgate_programs_bench [BATCHES=200]     (bench/graph_replay_peers.py: CuPy and PyTorch)
 #include <algorithm>
@@ -64,16 +67,16 @@ double clock_read_ns() {
 }
 
 /// Paired host-time ratios of `variant` over `raw`: `rounds` rounds (after one warm-up round) of
-/// `pairs` pairs, each pair one call of both timed next to each other, raw first in even pairs and
-/// second in odd ones; `drain` runs untimed after each round. One ratio per round: the variant's
-/// summed time over raw's.
+/// `pairs` pairs, each pair one call of both timed next to each other, raw first in even pairs of even
+/// rounds and odd pairs of odd rounds, second otherwise; `drain` runs untimed after each round. One
+/// ratio per round: the variant's summed time over raw's.
 std::vector<double> paired_ratios(int rounds, int pairs, double clock_ns, const std::function<void()>& raw,
                                   const std::function<void()>& variant, const std::function<void()>& drain) {
   std::vector<double> ratios;
   for (int r = -1; r < rounds; ++r) {
     double raw_ns = 0, variant_ns = 0;
     for (int i = 0; i < pairs; ++i) {
-      const bool raw_first = i % 2 == 0;
+      const bool raw_first = (i % 2 == 0) == (r % 2 == 0);
       const auto t0 = Clock::now();
       (raw_first ? raw : variant)();
       const auto t1 = Clock::now();
@@ -168,18 +171,28 @@ int main(int argc, char** argv) {
   auto graph_batch = [&] {
     if (auto ok = exec->launch(s); !ok) die(ok.error());
   };
-  // Raw graph: the raw batch captured from the stream.
-  CUgraph raw_graph = nullptr;
-  CUgraphExec raw_exec = nullptr;
-  if (CUresult r = api.cuStreamBeginCapture(s.handle(), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL); r != CUDA_SUCCESS)
-    die(r, "cuStreamBeginCapture");
-  raw_batch();
-  if (CUresult r = api.cuStreamEndCapture(s.handle(), &raw_graph); r != CUDA_SUCCESS) die(r, "cuStreamEndCapture");
-  if (CUresult r = api.cuGraphInstantiateWithFlags(&raw_exec, raw_graph, 0); r != CUDA_SUCCESS)
-    die(r, "cuGraphInstantiateWithFlags");
-  auto raw_graph_batch = [&] {
-    if (CUresult r = api.cuGraphLaunch(raw_exec, s.handle()); r != CUDA_SUCCESS) die(r, "cuGraphLaunch");
+  // Raw graphs: the raw batch captured from the stream, twice (the second is the other side of the
+  // replays' A/A control).
+  struct RawGraph {
+    CUgraph graph = nullptr;
+    CUgraphExec exec = nullptr;
   };
+  auto capture_raw = [&] {
+    RawGraph g;
+    if (CUresult r = api.cuStreamBeginCapture(s.handle(), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL); r != CUDA_SUCCESS)
+      die(r, "cuStreamBeginCapture");
+    raw_batch();
+    if (CUresult r = api.cuStreamEndCapture(s.handle(), &g.graph); r != CUDA_SUCCESS) die(r, "cuStreamEndCapture");
+    if (CUresult r = api.cuGraphInstantiateWithFlags(&g.exec, g.graph, 0); r != CUDA_SUCCESS)
+      die(r, "cuGraphInstantiateWithFlags");
+    return g;
+  };
+  const RawGraph raw_graph = capture_raw(), raw_graph2 = capture_raw();
+  auto replay_raw = [&](const RawGraph& g) {
+    if (CUresult r = api.cuGraphLaunch(g.exec, s.handle()); r != CUDA_SUCCESS) die(r, "cuGraphLaunch");
+  };
+  auto raw_graph_batch = [&] { replay_raw(raw_graph); };
+  auto raw_graph2_batch = [&] { replay_raw(raw_graph2); };
 
   const Timing raw = measure(batches, raw_batch, s);
   const Timing launches = measure(batches, ptxgate_batch, s);
@@ -210,22 +223,37 @@ int main(int argc, char** argv) {
   auto ptxgate_launch = [&] {
     if (auto ok = (*add_one)->launch(config, {*y, n}, &s); !ok) die(ok.error());
   };
-  const std::vector<double> launch_ratios = paired_ratios(batches, kKernels, clock_ns, raw_launch, ptxgate_launch, drain);
-  const std::vector<double> graph_ratios = paired_ratios(2 * batches, 2, clock_ns, raw_graph_batch, graph_batch, drain);
+  // The A/B ratios and their A/A controls interleaved, so that drift hits all four alike.
+  std::vector<double> launch_ratios, launch_control, graph_ratios, graph_control;
+  for (int chunk = 0; chunk < 4; ++chunk) {
+    auto append = [](std::vector<double>& to, std::vector<double> more) { to.insert(to.end(), more.begin(), more.end()); };
+    append(launch_ratios, paired_ratios(batches / 4 + 1, kKernels, clock_ns, raw_launch, ptxgate_launch, drain));
+    append(launch_control, paired_ratios(batches / 4 + 1, kKernels, clock_ns, raw_launch, raw_launch, drain));
+    append(graph_ratios, paired_ratios(batches / 2 + 1, 2, clock_ns, raw_graph_batch, graph_batch, drain));
+    append(graph_control, paired_ratios(batches / 2 + 1, 2, clock_ns, raw_graph_batch, raw_graph2_batch, drain));
+  }
   auto spread = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.empty() ? std::pair<double, double>{0, 0} : std::pair{v[v.size() / 10], v[v.size() * 9 / 10]};
   };
-  const auto [launch_p10, launch_p90] = spread(launch_ratios);
-  const auto [graph_p10, graph_p90] = spread(graph_ratios);
-  std::printf("paired: ptxgate Kernel::launch (tracked) / raw cuLaunchKernel = %.3f (target <= 1.05; p10 %.3f, p90 "
-              "%.3f; %zu rounds of %d pairs, clock %.1f ns subtracted)\n",
-              median(launch_ratios), launch_p10, launch_p90, launch_ratios.size(), kKernels, clock_ns);
-  std::printf("paired: ptxgate graph replay / raw CUDA graph replay = %.3f (target <= 1.05; p10 %.3f, p90 %.3f; %zu "
-              "rounds of 2 pairs of %d-kernel replays)\n",
-              median(graph_ratios), graph_p10, graph_p90, graph_ratios.size(), kKernels);
-  (void)api.cuGraphExecDestroy(raw_exec);
-  (void)api.cuGraphDestroy(raw_graph);
+  auto paired_line = [&](const char* what, const std::vector<double>& ab, const std::vector<double>& aa,
+                         const char* target, const char* shape) {
+    const auto [p10, p90] = spread(ab);
+    const auto [c10, c90] = spread(aa);
+    std::printf("paired: %s = %.3f (%s; p10 %.3f, p90 %.3f; %zu rounds of %s); A/A control raw / raw = %.3f (p10 %.3f, "
+                "p90 %.3f)\n",
+                what, median(ab), target, p10, p90, ab.size(), shape, median(aa), c10, c90);
+  };
+  char launch_shape[64], graph_shape[64];
+  std::snprintf(launch_shape, sizeof launch_shape, "%d pairs, clock %.1f ns subtracted", kKernels, clock_ns);
+  std::snprintf(graph_shape, sizeof graph_shape, "2 pairs of %d-kernel replays", kKernels);
+  paired_line("ptxgate Kernel::launch (tracked) / raw cuLaunchKernel", launch_ratios, launch_control, "target <= 1.05",
+              launch_shape);
+  paired_line("ptxgate graph replay / raw CUDA graph replay", graph_ratios, graph_control, "target <= 1.05", graph_shape);
+  for (const RawGraph& g : {raw_graph, raw_graph2}) {
+    (void)api.cuGraphExecDestroy(g.exec);
+    (void)api.cuGraphDestroy(g.graph);
+  }
 
   // Overlap: a 256 MiB pinned upload on one stream beside a long kernel on another.
   const size_t bytes = size_t{256} << 20;

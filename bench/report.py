@@ -24,11 +24,15 @@ def comparisons():
             # launch of the variant (order alternating), a batch's ratio is the variant's summed time
             # over raw's, and the row is the median over batches; bursts of host noise hit both sides.
             # The back-to-back times (batches up to the end of a synchronise) are kept as info.
-            (f"launch.guarded_over_raw.{a}", f"launch.raw.{a}", "paired", 1.03, "<=",
+            # The targets are README's (steady <= 1.02, a new grid <= 1.15); the A/A control (raw against raw,
+            # paired the same way) shows what the method gives with nothing to tell apart.
+            (f"launch.raw_over_raw.{a}", f"launch.raw.{a}", "paired", None, None,
+             "A/A control: raw cuLaunchKernel / raw cuLaunchKernel, paired launch by launch as the rows below"),
+            (f"launch.guarded_over_raw.{a}", f"launch.raw.{a}", "paired", 1.02, "<=",
              "host time: guarded steady launch (launch_cuda_function, cached verdict) / raw cuLaunchKernel, paired launch by launch"),
-            (f"launch.kernel_api_over_raw.{a}", f"launch.raw.{a}", "paired", 1.03, "<=",
+            (f"launch.kernel_api_over_raw.{a}", f"launch.raw.{a}", "paired", 1.02, "<=",
              "host time: Kernel::launch (typed args, steady) / raw cuLaunchKernel, paired launch by launch"),
-            (f"launch.first_validated_over_raw.{a}", f"launch.raw.{a}", "paired", 1.2, "<=",
+            (f"launch.first_validated_over_raw.{a}", f"launch.raw.{a}", "paired", 1.15, "<=",
              "host time: Kernel::launch with a new grid (fresh validation) every launch / raw cuLaunchKernel, paired launch by launch"),
             (f"launch.guarded.{a}", f"launch.raw.{a}", "ratio", None, None, "back to back: guarded steady / raw"),
             (f"launch.kernel_api.{a}", f"launch.raw.{a}", "ratio", None, None, "back to back: Kernel::launch / raw"),
@@ -122,10 +126,11 @@ LIBRARY = {"sum": "torch.sum", "softmax": "torch.softmax", "layer_norm": "F.laye
            "axpy_f16": "torch y.add_(x, alpha=a)", "axpy_bf16": "torch y.add_(x, alpha=a)", "bfs": "(none)",
            "sgemm": "torch.matmul (cuBLAS f32, TF32 off)", "gemm_bf16": "torch.matmul (cuBLAS bf16, c = a b^T)",
            "gemm_bf16_mma": "torch.matmul (cuBLAS bf16, c = a b)"}
-# (target against memcpy, target against the library), issue 13.
-WORKLOAD_TARGETS = {"sum": (0.90, 1.0), "softmax": (None, 1.0), "layer_norm": (None, 1.0), "axpy_f16": (0.90, 1.0),
-                    "axpy_bf16": (0.90, 1.0), "sgemm": (None, 0.8), "gemm_bf16": (None, 0.6),
-                    "gemm_bf16_mma": (None, 0.6)}
+# (target against memcpy, target against the library), issues 13 and 16, as README states them: the half axpys
+# aim at the memcpy rate (the library beside it is information), the mma.sync GEMM is information (Hopper's path
+# is the wgmma GEMM).
+WORKLOAD_TARGETS = {"sum": (0.90, 1.0), "softmax": (None, 1.0), "layer_norm": (None, 1.0), "axpy_f16": (0.90, None),
+                    "axpy_bf16": (0.90, None), "sgemm": (None, 0.8), "gemm_bf16": (None, 0.6)}
 
 
 def load_parts(parts_dir):

@@ -5,7 +5,8 @@
 # workloads (ptxgate_gpu_bench workloads) and their library peers (peers.py --steps workloads):
 #   BENCH_STEPS="kernels workloads" bash bench/run_on_gpu.sh .bundle   (scripts/gpu_all.sh's "kernels" part)
 # Writes at most 6 files to $OUT: bench_results.json, bench_results.md, bench_log.txt and 3 PNG plots.
-# Every step has its own time limit and failures are recorded; the report is written whatever happened.
+# Every step has its own time limit and failures are recorded; the report is written whatever happened, and
+# the exit status is 1 when a step failed (a wrong result, a crash, a time-out), naming the steps.
 set -u
 BUNDLE=$(cd "${1:-.bundle}" && pwd)
 ROOT=$(pwd)
@@ -40,10 +41,11 @@ step() {
   case $rc in
     0) log "== $name: ok" ;;
     3) log "== $name: skipped (no driver or device)" ;;
-    124|137) log "== $name: TIMED OUT after ${limit}s (partial results kept)" ;;
-    *) log "== $name: exit status $rc (partial results kept)" ;;
+    124|137) log "== $name: TIMED OUT after ${limit}s (partial results kept)"; FAILED_STEPS+=("$name (timed out)") ;;
+    *) log "== $name: exit status $rc (partial results kept)"; FAILED_STEPS+=("$name (exit $rc)") ;;
   esac
 }
+FAILED_STEPS=()
 smi() { nvidia-smi --query-gpu="$1" --format=csv,noheader 2>/dev/null | head -1; }
 CLOCK_FIELDS=clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,temperature.gpu,power.draw,pstate
 
@@ -68,9 +70,9 @@ want launch && step "launch overhead" 90 bash -c 'bench "$@"' bench launch --ker
 want kernels && step "kernel quality" 100 bash -c 'bench "$@"' bench kernels --examples examples --kernels bench/kernels --cubins "$CUBINS" \
   --out "$PARTS/kernels.json"
 if want workloads; then
-  step "workloads" 120 bash -c 'bench "$@"' bench workloads --kernels bench/kernels --cubins "$CUBINS" ${WORKLOADS:+--only $WORKLOADS} \
+  step "workloads" "${WORKLOADS_LIMIT:-240}" bash -c 'bench "$@"' bench workloads --kernels bench/kernels --cubins "$CUBINS" ${WORKLOADS:+--only $WORKLOADS} \
     --out "$PARTS/workloads.json"
-  step "workload peers (torch, cuBLAS)" 90 python3 bench/peers.py --cuda-dir bench/cuda --steps workloads \
+  step "workload peers (torch, cuBLAS)" "${PEERS_LIMIT:-180}" python3 bench/peers.py --cuda-dir bench/cuda --steps workloads \
     --out "$PARTS/workload_peers.json"
 fi
 # One process per kernel: a crash in one (see the log) loses only that kernel's rows.
@@ -118,3 +120,7 @@ log "clocks after:  $CLOCKS_AFTER"
 
 python3 bench/report.py --parts "$PARTS" --env "$WORK/env.json" --out "$OUT" 2>&1 | tee -a "$LOG"
 log "done in $(( $(date +%s) - START ))s; files in $OUT: $(ls "$OUT" | tr '\n' ' ')"
+if ((${#FAILED_STEPS[@]} > 0)); then
+  log "FAILED steps: ${FAILED_STEPS[*]}"
+  exit 1
+fi

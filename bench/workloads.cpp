@@ -1,7 +1,8 @@
 // Workloads (issues 13 and 16): the kernels users reach for a library for — a sum reduction, row softmax, layer
 // norm, half-precision axpy, BFS over byte flags, SGEMM, a bf16 GEMM on the tensor cores with mma.sync
 // (gemm_bf16_mma) and one on Hopper's (wgmma + TMA) — as ptxgate kernels next to their nvcc twins and
-// device-to-device memcpy, each checked against a CPU reference, then timed interleaved with events.
+// device-to-device memcpy, each checked against a CPU reference (at small sizes and at the timed size: the
+// 4096³ GEMMs on sampled rows and columns), then timed interleaved with events, 20 launches per sample.
 // The libraries' numbers (torch.sum, torch.softmax, F.layer_norm, torch on f16/bf16, cuBLAS through
 // torch.matmul) come from bench/peers.py in the same run; bench/report.py puts them side by side.
 #include "bench_parts.hpp"
@@ -223,6 +224,28 @@ bool check_axpy(Bench& c, const Twin& t, bool pg, bool bf16, const std::string& 
   return record_check(c.out, what, s, double(wrong) / n, 0.0);
 }
 
+/// At the timed size, on the timed buffers: x and y hold 0x3C in every byte (1.06 in f16, 0.0115 in bf16);
+/// after one launch with a = 1e-3 every element of y must be a x + y rounded once (fused or not).
+bool check_axpy_timed(Bench& c, const Twin& t, bool pg, bool bf16, DeviceBuffer& y, DeviceBuffer& x, uint32_t n,
+                      const std::string& what) {
+  size_t wrong = n;
+  Step s = [&]() -> Step {
+    if (auto f = y.fill_bytes(0x3C); !f) return std::unexpected(one_line(f.error()));
+    const float a = 1e-3f;
+    if (auto l = launch_axpy(c, t, pg, y, x, a, n); !l) return l;
+    auto got = download_bytes<uint16_t>(c, y);
+    if (!got) return std::unexpected(got.error());
+    auto to_bits = bf16 ? bf16_bits : f16_bits;
+    const float v = (bf16 ? bf16_value : f16_value)(0x3C3C);
+    volatile float product = a * v;
+    const uint16_t fused = to_bits(std::fma(a, v, v)), separate = to_bits(product + v);
+    wrong = 0;
+    for (size_t i = 0; i < n; ++i) wrong += (*got)[i] != fused && (*got)[i] != separate;
+    return {};
+  }();
+  return record_check(c.out, what, s, double(wrong) / n, 0.0);
+}
+
 // ---------------------------------------------------------------- BFS
 
 /// A random directed graph in CSR form: vertex v has 1..15 neighbours chosen uniformly.
@@ -387,6 +410,45 @@ bool check_tiled_gemm(Bench& c, const Twin& t, bool pg, bool bf16, uint32_t m, u
   return record_check(c.out, what, s, err, 1e-5);
 }
 
+/// The elements of a GEMM result checked at a timed size: every column of 8 rows and every row of 8 columns,
+/// spread over the matrix (both ends included); the double-precision reference of 4096³ in full would take
+/// the CPU minutes, these take a second.
+std::vector<std::pair<uint32_t, uint32_t>> sampled_elements(uint32_t m, uint32_t n) {
+  std::vector<std::pair<uint32_t, uint32_t>> at;
+  for (uint32_t i = 0; i < 8; ++i) {
+    const uint32_t r = static_cast<uint32_t>(uint64_t{m - 1} * i / 7), col = static_cast<uint32_t>(uint64_t{n - 1} * i / 7);
+    for (uint32_t j = 0; j < n; ++j) at.emplace_back(r, j);
+    for (uint32_t q = 0; q < m; ++q) at.emplace_back(q, col);
+  }
+  return at;
+}
+
+/// At the timed size, on the timed buffers: c = a b (a m x k, b k x n, row-major) once, the sampled elements
+/// against the double-precision product of the same inputs (`ah`, `bh`: f32 values, bf16-rounded for the
+/// tensor-core GEMM), the relative error over them at the small sizes' tolerance.
+bool check_tiled_gemm_timed(Bench& c, const Twin& t, bool pg, DeviceBuffer& cm, DeviceBuffer& a, DeviceBuffer& b,
+                            const std::vector<float>& ah, const std::vector<float>& bh, uint32_t s,
+                            const std::string& what) {
+  double err = INFINITY;
+  Step st = [&]() -> Step {
+    if (auto f = cm.fill_bytes(0xFF); !f) return std::unexpected(one_line(f.error()));
+    if (auto l = launch_tiled_gemm(c, t, pg, cm, a, b, s, s, s); !l) return l;
+    auto got = download(c, cm);
+    if (!got) return std::unexpected(got.error());
+    std::vector<float> picked;
+    std::vector<double> ref;
+    for (auto [r, j] : sampled_elements(s, s)) {
+      double sum = 0;
+      for (size_t q = 0; q < s; ++q) sum += double(ah[size_t{r} * s + q]) * bh[q * s + j];
+      ref.push_back(sum);
+      picked.push_back((*got)[size_t{r} * s + j]);
+    }
+    err = relative_error(picked, ref);
+    return {};
+  }();
+  return record_check(c.out, what, st, err, 1e-5);
+}
+
 
 // ---------------------------------------------------------------- bf16 GEMM on Hopper (wgmma + TMA)
 
@@ -478,6 +540,29 @@ bool check_gemm(Bench& c, const Twin& t, bool pg, uint32_t m, uint32_t n, uint32
   return record_check(c.out, what, s, double(wrong) / (double(m) * n), 0.0);
 }
 
+/// At the timed size, on the timed operands (`ah` m x k, `bh` n x k, bf16): the sampled elements of one
+/// launch's c against the double-precision reference, element by element as check_gemm does.
+bool check_gemm_timed(Bench& c, const Twin& t, bool pg, GemmOperands& g, const std::vector<uint16_t>& ah,
+                      const std::vector<uint16_t>& bh, const std::string& what) {
+  const auto at = sampled_elements(g.m, g.n);
+  size_t wrong = at.size();
+  Step s = [&]() -> Step {
+    if (auto f = g.c.fill_bytes(0xFF); !f) return std::unexpected(one_line(f.error()));
+    if (auto l = launch_gemm(c, t, pg, g); !l) return l;
+    auto got = download_bytes<uint16_t>(c, g.c);
+    if (!got) return std::unexpected(got.error());
+    wrong = 0;
+    for (auto [r, j] : at) {
+      double ref = 0;
+      for (size_t q = 0; q < g.k; ++q) ref += double(bf16_value(ah[size_t{r} * g.k + q])) * bf16_value(bh[size_t{j} * g.k + q]);
+      const double v = bf16_value((*got)[size_t{r} * g.n + j]);
+      wrong += !(std::abs(v - ref) <= 0.01 * std::abs(ref) + 1e-3);
+    }
+    return {};
+  }();
+  return record_check(c.out, what, s, double(wrong) / double(at.size()), 0.0);
+}
+
 }  // namespace
 
 int run_workloads(const WorkloadOptions& o, ResultFile& out) {
@@ -487,7 +572,7 @@ int run_workloads(const WorkloadOptions& o, ResultFile& out) {
   auto& rt = c.rt;
   out.info("device", rt.caps().name);
   out.info("checked", o.checked);
-  out.info("launches_per_sample", static_cast<uint64_t>(o.launches));
+  out.info("launches_per_sample", static_cast<uint64_t>(kCallsPerSample));
   const std::set<std::string> only(o.only.begin(), o.only.end());
   auto wanted = [&](const std::string& w) { return only.empty() || only.contains(w); };
   int status = 0;
@@ -571,7 +656,8 @@ int run_workloads(const WorkloadOptions& o, ResultFile& out) {
     for (bool pg : both) {
       if (!present(t, pg) || !x || !y || !wb || !bb) continue;
       bool ok = check_rows(c, t, pg, norm, 33, cols, fmt::format("{}.33x{}", label(w, pg), cols)) &&
-                check_rows(c, t, pg, norm, 17, 1000, label(w, pg) + ".17x1000");
+                check_rows(c, t, pg, norm, 17, 1000, label(w, pg) + ".17x1000") &&
+                check_rows(c, t, pg, norm, rows, cols, fmt::format("{}.{}x{}", label(w, pg), rows, cols));
       if (!ok) {
         status = 1;
         continue;
@@ -595,7 +681,8 @@ int run_workloads(const WorkloadOptions& o, ResultFile& out) {
     DeviceBuffer* y = hold(filled(c, n * 2, 0x3C), w + ".y");
     for (bool pg : both) {
       if (!present(axpy[bf16], pg) || !x || !y) continue;
-      if (!check_axpy(c, axpy[bf16], pg, bf16, label(w, pg))) {
+      if (!check_axpy(c, axpy[bf16], pg, bf16, label(w, pg)) ||
+          !check_axpy_timed(c, axpy[bf16], pg, bf16, *y, *x, static_cast<uint32_t>(n), label(w, pg) + fmt::format(".{}", n))) {
         status = 1;
         continue;
       }
@@ -646,13 +733,16 @@ int run_workloads(const WorkloadOptions& o, ResultFile& out) {
   if (wanted("sgemm")) {
     sgemm = twin("sgemm", "sgemm");
     const uint32_t s = o.sgemm_size;
-    DeviceBuffer* a = hold(upload(c, random_floats(size_t{s} * s, 81)), "sgemm.a");
-    DeviceBuffer* b = hold(upload(c, random_floats(size_t{s} * s, 82)), "sgemm.b");
+    const auto ah = random_floats(size_t{s} * s, 81), bh = random_floats(size_t{s} * s, 82);
+    DeviceBuffer* a = hold(upload(c, ah), "sgemm.a");
+    DeviceBuffer* b = hold(upload(c, bh), "sgemm.b");
     DeviceBuffer* cm = hold(filled(c, size_t{s} * s * 4, 0), "sgemm.c");
     for (bool pg : both) {
       if (!present(sgemm, pg) || !a || !b || !cm) continue;
       bool ok = check_tiled_gemm(c, sgemm, pg, false, 257, 132, 132, label("sgemm", pg) + ".257x132x132") &&
-                check_tiled_gemm(c, sgemm, pg, false, 512, 256, 384, label("sgemm", pg) + ".512x256x384");
+                check_tiled_gemm(c, sgemm, pg, false, 512, 256, 384, label("sgemm", pg) + ".512x256x384") &&
+                check_tiled_gemm_timed(c, sgemm, pg, *cm, *a, *b, ah, bh, s,
+                                       label("sgemm", pg) + fmt::format(".{0}x{0}x{0}.sampled", s));
       if (!ok) {
         status = 1;
         continue;
@@ -678,7 +768,9 @@ int run_workloads(const WorkloadOptions& o, ResultFile& out) {
     for (bool pg : both) {
       if (!present(gemm_mma, pg) || !a || !b || !cm) continue;
       bool ok = check_tiled_gemm(c, gemm_mma, pg, true, 257, 136, 200, label("gemm_bf16_mma", pg) + ".257x136x200") &&
-                check_tiled_gemm(c, gemm_mma, pg, true, 512, 384, 1032, label("gemm_bf16_mma", pg) + ".512x384x1032");
+                check_tiled_gemm(c, gemm_mma, pg, true, 512, 384, 1032, label("gemm_bf16_mma", pg) + ".512x384x1032") &&
+                check_tiled_gemm_timed(c, gemm_mma, pg, *cm, *a, *b, ah, bh, s,
+                                       label("gemm_bf16_mma", pg) + fmt::format(".{0}x{0}x{0}.sampled", s));
       if (!ok) {
         status = 1;
         continue;
@@ -696,6 +788,7 @@ int run_workloads(const WorkloadOptions& o, ResultFile& out) {
   if (wanted("gemm_bf16")) {
     const auto& caps = rt.caps();
     GemmOperands* big = nullptr;
+    std::vector<uint16_t> big_a, big_b;
     if (caps.cc_major != 9 || caps.cc_minor != 0) {
       const std::string why = fmt::format("needs sm_90a (wgmma, TMA); the device is {}", caps.arch());
       out.info("gemm_bf16.skipped", why);
@@ -711,7 +804,9 @@ int run_workloads(const WorkloadOptions& o, ResultFile& out) {
           gemm.nv = nullptr;
         }
       const uint32_t s = o.gemm_size;
-      auto g = gemm_operands(c, random_bf16(size_t{s} * s, 93), random_bf16(size_t{s} * s, 94), s, s, s);
+      big_a = random_bf16(size_t{s} * s, 93);
+      big_b = random_bf16(size_t{s} * s, 94);
+      auto g = gemm_operands(c, big_a, big_b, s, s, s);
       if (!g) {
         fail("allocate.gemm_bf16", g.error());
       } else {
@@ -722,7 +817,9 @@ int run_workloads(const WorkloadOptions& o, ResultFile& out) {
     for (bool pg : both) {
       if (!big || !present(gemm, pg)) continue;
       bool ok = check_gemm(c, gemm, pg, 257, 264, 136, label("gemm_bf16", pg) + ".257x264x136") &&
-                check_gemm(c, gemm, pg, 512, 512, 1024, label("gemm_bf16", pg) + ".512x512x1024");
+                check_gemm(c, gemm, pg, 512, 512, 1024, label("gemm_bf16", pg) + ".512x512x1024") &&
+                check_gemm_timed(c, gemm, pg, *big, big_a, big_b,
+                                 label("gemm_bf16", pg) + fmt::format(".{0}x{0}x{0}.sampled", big->n));
       if (!ok) {
         status = 1;
         continue;
@@ -732,7 +829,7 @@ int run_workloads(const WorkloadOptions& o, ResultFile& out) {
     }
   }
 
-  if (!time_interleaved(c, timed, 3, o.repetitions, "workload.", o.launches)) status = 1;
+  if (!time_interleaved(c, timed, 3, o.repetitions, "workload.")) status = 1;
   for (const auto& v : timed)
     if (!v.rates.empty())
       fmt::print("  {:<24} {:>10.1f} {} (median of {})\n", v.name, summarize(v.rates).median, v.unit, v.rates.size());

@@ -1,4 +1,4 @@
-/* The ptxgate C API (version 1): compile, check a launch offline, and launch through the
+/* The ptxgate C API (version 3): compile, check a launch offline, and launch through the
  * validating runtime, with opaque handles and diagnostics returned as data. Pure C; every
  * fallible call returns a ptxgate_status and, when `diagnostics` is not NULL, stores a new
  * diagnostics list there (warnings on success, the reasons on failure; free it with
@@ -190,6 +190,13 @@ PTXGATE_CAPI ptxgate_status ptxgate_runtime_create(const ptxgate_runtime_options
 PTXGATE_CAPI int ptxgate_runtime_device(const ptxgate_runtime* runtime);
 PTXGATE_CAPI const char* ptxgate_runtime_target(const ptxgate_runtime* runtime);
 PTXGATE_CAPI ptxgate_status ptxgate_runtime_synchronize(ptxgate_runtime* runtime, ptxgate_diagnostics** diagnostics);
+/** After a kernel fault (version 3): resets the device's primary context (destroying what every
+ *  library made in it) and gives the runtime a fresh context where the driver allows one. Kernels,
+ *  buffers and streams made before it — from any runtime of the device — fail with PG4010 when used
+ *  and are freed without a driver call: make them again. PG4011 when the driver gives the process no
+ *  new context (an H100 with driver 580 after an illegal address: start a new process); PG4002 when
+ *  the device cannot be reset. Not while other threads use its objects. */
+PTXGATE_CAPI ptxgate_status ptxgate_runtime_reset(ptxgate_runtime* runtime, ptxgate_diagnostics** diagnostics);
 /** Frees the runtime; kernels, buffers and streams made from it keep its context alive. */
 PTXGATE_CAPI void ptxgate_runtime_free(ptxgate_runtime* runtime);
 

@@ -198,6 +198,15 @@ ptxgate_status ptxgate_runtime_synchronize(ptxgate_runtime* runtime, ptxgate_dia
   });
 }
 
+ptxgate_status ptxgate_runtime_reset(ptxgate_runtime* runtime, ptxgate_diagnostics** diagnostics) {
+  return guarded(diagnostics, "ptxgate_runtime_reset", [&] {
+    if (runtime == nullptr) return null_argument(diagnostics, "ptxgate_runtime_reset", "runtime");
+    auto ok = runtime->runtime->reset();
+    if (!ok) return fail(diagnostics, std::move(ok.error()));
+    return finish(diagnostics, {}, PTXGATE_OK);
+  });
+}
+
 void ptxgate_runtime_free(ptxgate_runtime* runtime) { delete runtime; }
 
 ptxgate_status ptxgate_runtime_compile(ptxgate_runtime* runtime, const char* source, size_t size, const char* path,

@@ -1,6 +1,7 @@
 // The verifier's rules for Hopper (sm_90a) operations: mbarriers on shared u64 arrays, TMA copies with
 // tensor_map parameters, warpgroup MMA (wgmma) on local f32 accumulator arrays and matrix descriptors.
 #include <algorithm>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -112,6 +113,24 @@ bool KernelChecker::tensor_map_operand(Expr& map, std::string_view fn) {
   return true;
 }
 
+void KernelChecker::tma_innermost_coordinate(Expr& c0, const Symbol& tile, std::string_view fn) {
+  std::string not_constant;
+  if (c0.type != Type::i32 || !is_constant_expression(c0, not_constant)) return;  // checked at run time, if at all
+  const std::optional<__int128> v = eval_int_constant(c0);
+  const unsigned element = byte_size(tile.type);
+  if (!v || element == 0 || (*v * element) % 16 == 0) return;
+  const unsigned step = 16 / std::gcd(16u, element);
+  reporter_.report(diag::Code::tma_coordinate_misaligned, c0.range,
+                   fmt::format("the innermost coordinate of '{}' is {}: {} elements of {} ('{}') are {} bytes, not a "
+                               "multiple of 16; a TMA box must start on a 16-byte boundary of the tensor's rows (an "
+                               "H100 raises CUDA_ERROR_ILLEGAL_INSTRUCTION, a sticky fault)",
+                               fn, int128_text(*v), int128_text(*v), describe_type(tile.type), tile.name,
+                               int128_text(*v * element)),
+                   fmt::format("start the box at a multiple of {} elements ({} bytes of {}); a box partly outside "
+                               "the tensor is fine (zero-filled)",
+                               step, step * element, describe_type(tile.type)));
+}
+
 std::optional<uint64_t> KernelChecker::constant_operand(Expr& e, uint64_t lo, uint64_t hi, uint64_t multiple,
                                                         std::string_view fn, std::string_view what) {
   expect(e, Type::u32, [&](Type found) {
@@ -158,19 +177,21 @@ Type KernelChecker::infer_hopper(Expr& e, Intrinsic fn) {
                        fmt::format("call it as {}", hopper_signature(fn)));
       return Type::void_;
     }
+    Symbol* tile = nullptr;
     if (is_tma_load) {
-      shared_tile_operand(*e.operands[0], *e.operands[1], name, diag::Code::invalid_tma_operand);
+      tile = shared_tile_operand(*e.operands[0], *e.operands[1], name, diag::Code::invalid_tma_operand);
       tensor_map_operand(*e.operands[2], name);
       mbarrier_operand(*e.operands[3], *e.operands[4], name);
     } else {
       tensor_map_operand(*e.operands[0], name);
-      shared_tile_operand(*e.operands[1], *e.operands[2], name, diag::Code::invalid_tma_operand);
+      tile = shared_tile_operand(*e.operands[1], *e.operands[2], name, diag::Code::invalid_tma_operand);
     }
     for (size_t i = fixed; i < n; ++i)
       expect(*e.operands[i], Type::i32, [&](Type found) {
         return fmt::format("coordinate {} of '{}' has type {}; coordinates are i32 (elements, innermost first)",
                            i - fixed, name, describe_type(found));
       });
+    if (tile != nullptr) tma_innermost_coordinate(*e.operands[fixed], *tile, name);
     return Type::void_;
   }
   size_t arity = 0;

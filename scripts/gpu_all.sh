@@ -16,6 +16,10 @@
 #   sanitize   compute-sanitizer memcheck, racecheck and synccheck over the programs GPU tests;
 #   multigpu   (a machine with 2 or 4 GPUs): the multi-GPU tests, the data-parallel example on
 #              1/2/4 GPUs and the NCCL benchmark (multigpu_results.txt).
+# `device` exits 1 when any part failed (a GPU test case, a sanitizer check, a benchmark's verification or
+# step, a program, a Python test) and names what failed at the end; a case that does not apply to the
+# device is SKIPPED with its reason and counts neither way. PTXGATE_GPU_FAIL_CASE='NAME*' fails the GPU
+# test cases whose names match, on purpose (to see a failing run).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,27 +38,33 @@ device() {
   work="$(mktemp -d)"
   mkdir -p "$final" "$work/gpu" "$work/bench"
   local parts="${GPU_PARTS:-tests bench}"
+  local failed=()
+  # part NAME STATUS: records a part's exit status (124/137: it ran past its limit).
+  part() {
+    echo "$1 part: exit $2"
+    ((${2} == 0)) || failed+=("$1 part (exit $2$( ((${2} == 124 || ${2} == 137)) && echo ', timed out'))")
+  }
   if [[ " $parts " == *" tests "* ]]; then
-    OUT="$work/gpu" timeout --kill-after=10 "${GPU_TESTS_LIMIT:-270}" scripts/gpu_run.sh device
-    echo "gpu part: exit $?"
+    OUT="$work/gpu" timeout --kill-after=10 "${GPU_TESTS_LIMIT:-400}" scripts/gpu_run.sh device
+    part gpu $?
     cp "$work/gpu/gpu_results.txt" "$final/" 2>/dev/null
   fi
   if [[ " $parts " == *" bench "* ]]; then
     OUT="$work/bench" timeout --kill-after=10 "${GPU_BENCH_LIMIT:-300}" bash bench/run_on_gpu.sh .bundle/bench
-    echo "bench part: exit $?"
+    part bench $?
     cp "$work/bench/bench_results.md" "$work/bench/bench_results.json" "$work/bench/"*.png "$final/" 2>/dev/null
   fi
   if [[ " $parts " == *" kernels "* ]]; then
     mkdir -p "$work/kernels"
-    OUT="$work/kernels" BENCH_STEPS="kernels workloads" SASS_LINES=400 \
+    OUT="$work/kernels" BENCH_STEPS="${KERNELS_STEPS:-kernels workloads}" SASS_LINES=400 \
       timeout --kill-after=10 "${GPU_KERNELS_LIMIT:-330}" bash bench/run_on_gpu.sh .bundle/bench
-    echo "kernels part: exit $?"
+    part kernels $?
     cp "$work/kernels/bench_results.md" "$final/kernels_results.md" 2>/dev/null
   fi
   if [[ " $parts " == *" multigpu "* ]]; then
     mkdir -p "$work/multigpu"
     OUT="$work/multigpu" timeout --kill-after=10 "${GPU_MULTIGPU_LIMIT:-540}" scripts/gpu_run.sh multigpu
-    echo "multigpu part: exit $?"
+    part multigpu $?
     cp "$work/multigpu/multigpu_results.txt" "$final/" 2>/dev/null
   fi
   if [[ " $parts " == *" programs "* ]]; then
@@ -69,22 +79,30 @@ device() {
       PTXGATE_CACHE_DIR="$work/jacobi-cache" PTXGATE_EXAMPLES_DIR="$PWD/examples" LD_LIBRARY_PATH=".bundle/bench/lib" timeout --kill-after=5 120 .bundle/bench/bin/ptxgate_jacobi
       echo "exit $?"
     } >"$final/programs.txt" 2>&1
-    echo "programs part: $(grep -c '^exit 0' "$final/programs.txt") of 3 steps exit 0"
+    local ok
+    ok=$(grep -c '^exit 0' "$final/programs.txt")
+    echo "programs part: $ok of 3 steps exit 0"
+    ((ok == 3)) || failed+=("programs part ($((3 - ok)) of 3 steps failed: programs.txt)")
   fi
   if [[ " $parts " == *" python "* ]]; then
     PTXGATE_LIBRARY="$PWD/.bundle/lib/libptxgate.so.0" LD_LIBRARY_PATH="$PWD/.bundle/lib" PTXGATE_CACHE_DIR="$work/py-cache" \
       PTXGATE_PROFILE_DIR="$PWD/profiles" PTXGATE_EXAMPLES_DIR="$PWD/examples" \
       timeout --kill-after=5 "${GPU_PYTHON_LIMIT:-240}" python3 -m pytest -q -rs -p no:cacheprovider python/tests >"$final/python.txt" 2>&1
-    echo "python part: exit $? — $(tail -1 "$final/python.txt")"
+    local prc=$?
+    echo "python part: exit $prc — $(tail -1 "$final/python.txt")"
+    ((prc == 0)) || failed+=("python part (exit $prc: python.txt)")
   fi
   if [[ " $parts " == *" sanitize "* ]]; then
     local tool
     for tool in memcheck racecheck synccheck; do
-      LD_LIBRARY_PATH="$PWD/.bundle/lib" PTXGATE_CACHE_DIR="$work/san-cache" PTXGATE_EXAMPLES_DIR="$PWD/.bundle/examples" \
+      PTXGATE_UNDER_COMPUTE_SANITIZER=1 LD_LIBRARY_PATH="$PWD/.bundle/lib" PTXGATE_CACHE_DIR="$work/san-cache" \
+        PTXGATE_EXAMPLES_DIR="$PWD/.bundle/examples" \
         PTXGATE_GPU_TEST_SELF="$PWD/.bundle/bin/ptxgate_gpu_tests" PTXGATE_PROFILE_DIR="$PWD/.bundle/profiles" \
         timeout --kill-after=5 "${GPU_SANITIZE_LIMIT:-150}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
         .bundle/bin/ptxgate_gpu_tests --no-intro=true -tc='programs*' >"$work/sanitize_$tool.log" 2>&1
-      echo "sanitize $tool (programs tests): exit $? — $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|test cases:' "$work/sanitize_$tool.log" | tr '\n' ' ')"
+      local src=$?
+      echo "sanitize $tool (programs tests): exit $src — $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^gpu cases:' "$work/sanitize_$tool.log" | sort | uniq -c | tr -s ' \n' ' ')"
+      ((src == 0)) || failed+=("sanitize $tool (exit $src)")
     done
   fi
   if [[ " $parts " == *" launch_ab "* && -n "${GPU_BEFORE:-}" ]]; then
@@ -104,6 +122,13 @@ device() {
   sed -n '/^## Against targets/,/^## Workloads/p' "$final/kernels_results.md" 2>/dev/null
   cat "$final/launch_ab.md" 2>/dev/null
   tail -60 "$final/programs.txt" 2>/dev/null
+  if ((${#failed[@]} > 0)); then
+    echo "gpu_all: FAILED (${#failed[@]}):"
+    printf '  %s\n' "${failed[@]}"
+    grep -h '^FAILED: ' "$final/gpu_results.txt" "$final/multigpu_results.txt" 2>/dev/null | sed 's/^/  /'
+    return 1
+  fi
+  echo "gpu_all: every part passed (parts: $parts)"
 }
 
 case "${1:-bundle}" in

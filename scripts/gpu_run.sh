@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # GPU run in two halves. Here: `scripts/gpu_run.sh bundle` builds and packs .bundle/ (< 64 MiB).
-# On the GPU machine: `scripts/gpu_run.sh device` runs the GPU tests, `ptxgate run`, and
-# compute-sanitizer memcheck + racecheck, writing $OUT/gpu_results.txt and logs;
+# On the GPU machine: `scripts/gpu_run.sh device` runs the GPU tests (each case in its own process),
+# `ptxgate run`, and compute-sanitizer memcheck + racecheck, writing $OUT/gpu_results.txt and logs; it
+# exits 1 when a case, a run or a sanitizer check failed, and names the failed cases at the end
+# (GPU_TESTS_ARGS: more arguments for the test binary, e.g. "-tc=example*"; GPU_RUN_SANITIZER=0 leaves
+# compute-sanitizer out);
 # `scripts/gpu_run.sh multigpu` runs the multi-GPU tests, the data-parallel example on 1/2/4 GPUs
 # and the NCCL benchmark, writing $OUT/multigpu_results.txt and $OUT/multigpu_logs.tar.gz.
 set -uo pipefail
@@ -111,10 +114,20 @@ device() {
   "${cli[@]}" devices --json >"$out/device.json" 2>&1
   say "devices --json: exit $? ($(head -c 200 "$out/device.json" | tr -d '\n'))"
 
-  "${tests[@]}" --no-intro=true >"$out/gpu_tests.log" 2>&1
-  local rc=$?
-  say "gpu tests: exit $rc"
-  grep -E '^device:|^agreement:|^occupancy agreement:|^nccl:|test cases:|assertions:|SKIPPED' "$out/gpu_tests.log" | tee -a "$results"
+  local rc=0 failed=()
+  # shellcheck disable=SC2086  # GPU_TESTS_ARGS: words on purpose
+  "${tests[@]}" --no-intro=true ${GPU_TESTS_ARGS:-} >"$out/gpu_tests.log" 2>&1
+  local trc=$?
+  say "gpu tests: exit $trc"
+  grep -E '^device:|^agreement:|^occupancy agreement:|^nccl:|^overlap:|^gpu cases:' "$out/gpu_tests.log" | tee -a "$results"
+  # The summary's FAILED and SKIPPED lines (after "gpu cases:"), each naming its case and why.
+  sed -n '/^gpu cases:/,$p' "$out/gpu_tests.log" | grep -E '^(FAILED|SKIPPED): ' | tee -a "$results"
+  if ((trc != 0)); then
+    rc=1
+    grep -q '^gpu cases:' "$out/gpu_tests.log" || failed+=("gpu tests (no summary: exit $trc)")
+    while IFS= read -r line; do failed+=("gpu case: ${line#FAILED: }"); done \
+      < <(sed -n '/^gpu cases:/,$p' "$out/gpu_tests.log" | grep '^FAILED: ')
+  fi
 
   {
     echo "\$ ptxgate run examples/saxpy.pg --kernel saxpy --arg y=random:1000003:1 --arg x=random:1000003:2 --arg a=2.5 --arg n=1000003 --print y:4 --time 50"
@@ -130,25 +143,34 @@ device() {
       --arg a=1 --arg n=10
     echo "exit $?"
   } >"$out/run.log" 2>&1
-  say "ptxgate run: $(grep -c '^exit 0' "$out/run.log") of 2 expected successes; $(grep -E '^time:' "$out/run.log")"
+  local successes
+  successes=$(grep -c '^exit 0' "$out/run.log")
+  say "ptxgate run: $successes of 2 expected successes, the blocked launch $(grep -q '^exit 1' "$out/run.log" && echo 'exit 1 (as it must)' || echo 'NOT blocked'); $(grep -E '^time:' "$out/run.log")"
+  if ((successes != 2)) || ! grep -q '^exit 1' "$out/run.log"; then rc=1; failed+=("ptxgate run (run.log)"); fi
   rm -f "$out/saxpy_y.npy"
 
   local sanitizer=""
   for s in compute-sanitizer "$cuda/bin/compute-sanitizer" "$cuda/compute-sanitizer/compute-sanitizer"; do
     if command -v "$s" >/dev/null 2>&1; then sanitizer="$s"; break; fi
   done
-  if [[ -z "$sanitizer" ]]; then
+  if [[ "${GPU_RUN_SANITIZER:-1}" == 0 ]]; then
+    say "compute-sanitizer: SKIPPED (GPU_RUN_SANITIZER=0)"
+  elif [[ -z "$sanitizer" ]]; then
     say "compute-sanitizer: SKIPPED (not found)"
   else
     for tool in memcheck racecheck; do
-      "$sanitizer" --tool "$tool" --error-exitcode 99 "${tests[@]}" --no-intro=true -tc='example*' \
-        >"$out/$tool.log" 2>&1
-      say "compute-sanitizer $tool: exit $? — $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/$tool.log" | tr '\n' ' ')"
-      grep -E 'test cases:' "$out/$tool.log" | sed "s/^/  $tool /" | tee -a "$results"
+      PTXGATE_UNDER_COMPUTE_SANITIZER=1 "$sanitizer" --tool "$tool" --error-exitcode 99 "${tests[@]}" --no-intro=true \
+        -tc='example*' >"$out/$tool.log" 2>&1
+      local src=$?
+      say "compute-sanitizer $tool: exit $src — $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/$tool.log" | sort | uniq -c | tr -s ' \n' ' ')"
+      grep -E '^gpu cases:' "$out/$tool.log" | sed "s/^/  $tool /" | tee -a "$results"
+      if ((src != 0)); then rc=1; failed+=("compute-sanitizer $tool (exit $src)"); fi
     done
   fi
   rm -rf "$PTXGATE_CACHE_DIR"
-  say "== done (gpu tests exit $rc)"
+  local f
+  for f in "${failed[@]}"; do say "FAILED: $f"; done
+  say "== done (exit $rc: ${#failed[@]} failed)"
   return "$rc"
 }
 
@@ -181,7 +203,7 @@ multigpu() {
   local trc=$?
   ((trc == 0 || trc == 77)) || rc=1
   say "multigpu tests: exit $trc (77: skipped, fewer than 2 GPUs)"
-  grep -E '^multigpu|test cases:|assertions:|SKIPPED|ERROR|FAILED' "$logs/multigpu_tests.log" | tee -a "$results"
+  grep -E '^multigpu|^gpu cases:|^SKIPPED|ERROR|^FAILED' "$logs/multigpu_tests.log" | tee -a "$results"
 
   local g
   for g in 1 2 4; do

@@ -196,6 +196,9 @@ class KernelChecker {
   Symbol* shared_tile_operand(Expr& array, Expr& index, std::string_view fn, diag::Code code);
   /// The map of a TMA copy: a tensor_map parameter, by name (PG1353).
   bool tensor_map_operand(Expr& map, std::string_view fn);
+  /// PG1360: a constant innermost coordinate of a TMA copy that is not a multiple of 16 bytes of the
+  /// tile's element type (the box's elements are the shared array's).
+  void tma_innermost_coordinate(Expr& c0, const Symbol& tile, std::string_view fn);
   /// A u32 constant in lo..hi, a multiple of `multiple` (PG1355 otherwise).
   std::optional<uint64_t> constant_operand(Expr& e, uint64_t lo, uint64_t hi, uint64_t multiple, std::string_view fn,
                                            std::string_view what);

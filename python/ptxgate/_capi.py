@@ -86,6 +86,7 @@ _SIGNATURES = {
     "ptxgate_runtime_device": (ctypes.c_int, [_P]),
     "ptxgate_runtime_target": (ctypes.c_char_p, [_P]),
     "ptxgate_runtime_synchronize": (_S, [_P, _PP]),
+    "ptxgate_runtime_reset": (_S, [_P, _PP]),
     "ptxgate_runtime_free": (None, [_P]),
     "ptxgate_runtime_compile": (_S, [_P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_char_p, _PP, _PP]),
     "ptxgate_runtime_load_ptx": (_S, [_P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_char_p, _PP, _PP]),

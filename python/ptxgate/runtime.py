@@ -304,6 +304,15 @@ class Runtime(_Owned):
     def synchronize(self) -> None:
         check_call(_capi.lib().ptxgate_runtime_synchronize, self._handle)
 
+    def reset(self) -> None:
+        """After a kernel fault (PG4050, then PG4003 on every call): resets the device's primary context,
+        which destroys what every library made in it (PyTorch's and CuPy's memory too), and gives the
+        runtime a fresh context where the driver allows one. Kernels, buffers and streams made before the
+        reset, by any runtime of the device, raise Error with PG4010 when used and are never reused:
+        compile, allocate and create them again. Raises Error with PG4011 when the driver gives the
+        process no new context (an H100 with driver 580 after an illegal address: start a new process)."""
+        check_call(_capi.lib().ptxgate_runtime_reset, self._handle)
+
     def close(self) -> None:
         self.free()
 

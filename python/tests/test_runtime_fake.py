@@ -174,3 +174,42 @@ def test_checked_runtime_passes_each_buffers_length_and_a_record(fake_driver, sa
         rt.synchronize()  # the stand-in runs no kernel: nothing was stopped
     finally:
         rt.close()
+
+
+def test_reset_after_a_sticky_fault_refuses_old_objects_and_gives_a_working_runtime(runtime, fake_driver, saxpy_source):
+    import ctypes
+
+    fake_driver.ptxgate_fake_fail.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    illegal_address = 700
+    k = runtime.compile(saxpy_source, "saxpy")
+    old_buffer = runtime.allocate(4000)
+    old_stream = runtime.stream()
+    resets = fake_driver.ptxgate_fake_primary_resets()
+    try:
+        fake_driver.ptxgate_fake_fail(b"cuCtxSynchronize", illegal_address)
+        with pytest.raises(ptxgate.Error) as info:
+            runtime.synchronize()
+        assert "CUDA_ERROR_ILLEGAL_ADDRESS" in info.value.text
+        with pytest.raises(ptxgate.Error) as info:
+            old_buffer.upload(bytes(16))
+        assert info.value.codes == ["PG4003"]
+        runtime.reset()
+    finally:
+        fake_driver.ptxgate_fake_fail(b"cuCtxSynchronize", 0)
+    assert fake_driver.ptxgate_fake_primary_resets() == resets + 1
+    launches = fake_driver.ptxgate_fake_launches()
+    y = np.arange(1000, dtype=np.float32)
+    for use in (lambda: k.launch(4, [y, y, 2.0, 1000]), lambda: old_buffer.upload(bytes(16)), old_stream.synchronize):
+        with pytest.raises(ptxgate.Error) as info:
+            use()
+        assert info.value.codes[0] == "PG4010" and "Runtime::reset retired" in info.value.text
+    assert fake_driver.ptxgate_fake_launches() == launches
+    destroyed = fake_driver.ptxgate_fake_count(b"cuStreamDestroy")
+    old_stream.free()  # its handle went with the old context: never destroyed through the driver
+    old_buffer.free()
+    assert fake_driver.ptxgate_fake_count(b"cuStreamDestroy") == destroyed
+    fresh = runtime.compile(saxpy_source, "saxpy")
+    fake_driver.set_param_sizes(8, 8, 4, 4)
+    fresh.launch(4, [y, np.ones(1000, dtype=np.float32), 2.0, 1000])
+    assert fake_driver.ptxgate_fake_launches() == launches + 1
+    runtime.synchronize()

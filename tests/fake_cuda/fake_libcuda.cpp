@@ -34,6 +34,10 @@ decltype(DriverApi::cuGraphLaunch) base_graph_launch = nullptr;
 const DriverApi& table() {
   static const DriverApi api = [] {
     DriverApi a = ptxgate::backend::testing::make_fake_driver();
+    a.cuDeviceGetCount = [](int* count) {  // one fake H100 (the GPU tests' supervisor lists the devices)
+      *count = 1;
+      return CUDA_SUCCESS;
+    };
     a.cuMemAlloc = [](CUdeviceptr* p, size_t bytes) {
       void* m = std::calloc(bytes == 0 ? 1 : bytes, 1);
       if (m == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -118,6 +122,13 @@ __attribute__((visibility("default"))) uintptr_t ptxgate_fake_last_stream(void) 
 __attribute__((visibility("default"))) unsigned ptxgate_fake_last_block(int axis) {
   return axis >= 0 && axis < 3 ? fake_state().last_block[axis] : 0;
 }
+/// Makes entry point `name` answer `result` from now on (a sticky fault: CUDA_ERROR_ILLEGAL_ADDRESS from
+/// the synchronisations and copies), until cuDevicePrimaryCtxReset clears every such answer.
+__attribute__((visibility("default"))) void ptxgate_fake_fail(const char* name, int result) {
+  fake_state().fail[name] = static_cast<CUresult>(result);
+}
+/// How many times the primary context was reset.
+__attribute__((visibility("default"))) int ptxgate_fake_primary_resets(void) { return fake_state().primary_resets; }
 /// How many recorded calls of entry point `name` (copies, stream destruction, ...).
 __attribute__((visibility("default"))) int ptxgate_fake_count(const char* name) {
   return static_cast<int>(fake_state().count(name));

@@ -79,11 +79,7 @@ TEST_CASE("module cache: cold compile, in-process hit, disk hit in a new process
     CHECK((*warm)->cache_outcome() == module_cache::CacheOutcome::memory_hit);
     CHECK(&(*warm)->function() == &(*cold)->function());  // same loaded module and CUfunction
   }
-  // PTXGATE_GPU_TEST_SELF: how to start this binary again when it runs through a bundled
-  // loader (scripts/gpu_run.sh sets it); a command prefix, used unquoted.
-  const char* self_env = std::getenv("PTXGATE_GPU_TEST_SELF");
-  std::string self = self_env ? std::string(self_env)
-                              : "'" + std::filesystem::read_symlink("/proc/self/exe").string() + "'";
+  std::string self = self_command();
   auto child = [&](const std::string& expect, const std::string& warning = "") {
     std::string cmd = fmt::format("{} --cache-child '{}' {} {}", self, dir, expect, warning);
     return std::system(cmd.c_str());

@@ -1,5 +1,6 @@
 // GPU test main: skips (exit 77) with a reason when there is no driver or GPU (or fewer than --min-gpus);
-// child modes for the cache and NCCL tests.
+// else supervises (every case in a process of its own, gpu_supervisor.cpp), or, as `--gpu-case`, runs the
+// one case the supervisor names; child modes for the cache, fault and NCCL tests.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -32,6 +33,21 @@ std::filesystem::path ptx_fixture_path(const std::string& name) {
   return base / name;
 }
 
+std::string self_command() {
+  if (const char* env = std::getenv("PTXGATE_GPU_TEST_SELF"); env != nullptr && *env != '\0') return env;
+  return "'" + std::filesystem::read_symlink("/proc/self/exe").string() + "'";
+}
+
+bool under_compute_sanitizer() {
+  const char* flag = std::getenv("PTXGATE_UNDER_COMPUTE_SANITIZER");
+  if (flag != nullptr && std::strcmp(flag, "1") == 0) return true;
+  // What compute-sanitizer 2025 (CUDA 13) puts in its target's environment, children included.
+  if (std::getenv("NV_SANITIZER_INJECTION_PORT_BASE") != nullptr) return true;
+  for (const char* var : {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH"})
+    if (const char* v = std::getenv(var); v != nullptr && std::strstr(v, "sanitizer") != nullptr) return true;
+  return false;
+}
+
 std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path);
   std::stringstream ss;
@@ -41,6 +57,7 @@ std::string read_text(const std::filesystem::path& path) {
 
 std::shared_ptr<backend::Kernel> compile_example(const std::string& name) {
   auto path = example_path(name);
+  if (!std::filesystem::exists(path)) skip_case(path.string() + " not found (set PTXGATE_EXAMPLES_DIR)");
   auto k = runtime().compile(read_text(path), name, path.string());
   if (!k) FAIL(diag::render_text(k.error()));
   return *k;
@@ -81,18 +98,22 @@ int main(int argc, char** argv) {
     argc -= 2;
     argv += 2;
   }
+  const auto& first = devices->front();
+  if (argc < 2 || std::strcmp(argv[1], "--gpu-case") != 0) {
+    std::printf("device: %s (%s, %u SMs), driver %d\n", first.caps.name.c_str(), first.caps.arch().c_str(),
+                first.caps.sm_count, first.driver_version);
+    return gpu_test::supervise(argc, argv);
+  }
+  argv[1] = argv[0];  // doctest reads the rest
+  --argc;
+  ++argv;
   auto rt = backend::Runtime::create();
   if (!rt) {
     std::printf("FAILED: cannot open device 0: %s\n", diag::render_text(rt.error(), false).c_str());
     return 1;
   }
   gpu_test::g_runtime = std::move(*rt);
-  const auto& caps = gpu_test::g_runtime->caps();
-  std::printf("device: %s (%s, %u SMs), driver %d, target %s\n", caps.name.c_str(), caps.arch().c_str(), caps.sm_count,
-              devices->front().driver_version, gpu_test::g_runtime->target().c_str());
-  doctest::Context context;
-  context.applyCommandLine(argc, argv);
-  int rc = context.run();
+  const int rc = gpu_test::run_one_case(argc, argv);
   gpu_test::g_runtime.reset();
   return rc;
 }

@@ -20,12 +20,12 @@ using namespace ptxgate::gpu_test;
 
 namespace {
 
-/// The device set of every GPU, or null after printing why the test is skipped (fewer than 2).
+/// The device set of every GPU, or null with the case skipped (fewer than 2).
 std::unique_ptr<backend::DeviceSet> all_gpus_or_skip(const char* test) {
   auto set = backend::DeviceSet::open();
   if (!set) FAIL(diag::render_text(set.error()));
   if ((*set)->size() < 2) {
-    std::printf("SKIPPED: multigpu %s: needs 2 GPUs (found %zu)\n", test, (*set)->size());
+    skip_case(std::string(test) + ": needs 2 GPUs, found " + std::to_string((*set)->size()));
     return nullptr;
   }
   return std::move(*set);
@@ -35,7 +35,7 @@ bool nccl_or_skip(const char* test) {
   ::setenv("NCCL_NVLS_ENABLE", "0", 0);  // never NVLink multicast on the lent machines
   auto api = backend::nccl();
   if (!api) {
-    std::printf("SKIPPED: multigpu %s: %s\n", test, diag::render_text(api.error(), false).c_str());
+    skip_case(std::string(test) + ": no NCCL: " + diag::render_text(api.error(), false));
     return false;
   }
   return true;
@@ -164,9 +164,7 @@ TEST_CASE("multigpu: every collective over two processes, one rank each, equals 
   if (!id) FAIL(diag::render_text(id.error()));
   const auto file = std::filesystem::temp_directory_path() / ("ptxgate-multigpu-id-" + std::to_string(::getpid()));
   PG_REQUIRE_OK(id->write_file(file));
-  const char* self_env = std::getenv("PTXGATE_GPU_TEST_SELF");
-  const std::string self = self_env ? std::string(self_env)
-                                    : "'" + std::filesystem::read_symlink("/proc/self/exe").string() + "'";
+  const std::string self = self_command();
   int rc[2] = {-1, -1};
   std::vector<std::thread> ranks;
   for (int r = 0; r < 2; ++r)

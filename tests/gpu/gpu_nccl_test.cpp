@@ -1,7 +1,7 @@
 // NCCL on the real device: one rank (ncclCommInitAll over device 0) all-reduce, broadcast,
 // all-gather and reduce-scatter equal their host references, and a validated collective
 // that NCCL would reject never reaches it; two ranks (devices 0 and 1) when there are two GPUs.
-// Each test prints "SKIPPED: nccl ...: reason" and passes when NCCL or a second GPU is missing.
+// Each test reports SKIPPED with the reason (never passed) when NCCL or a second GPU is missing.
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -19,12 +19,12 @@ using namespace ptxgate::gpu_test;
 
 namespace {
 
-/// The NCCL table, or null after printing why the test is skipped.
+/// The NCCL table, or null with the case skipped and why.
 const backend::NcclApi* nccl_or_skip(const char* test) {
   ::setenv("NCCL_NVLS_ENABLE", "0", 0);  // never NVLink multicast on the lent machines
   auto api = backend::nccl();
   if (!api) {
-    std::printf("SKIPPED: nccl %s: %s\n", test, diag::render_text(api.error(), false).c_str());
+    skip_case(std::string(test) + ": no NCCL: " + diag::render_text(api.error(), false));
     return nullptr;
   }
   std::printf("nccl: %s from %s\n", backend::nccl_version_text((*api)->version).c_str(), (*api)->library.c_str());
@@ -84,7 +84,7 @@ TEST_CASE("nccl gpu: two ranks in one process: all-reduce and all-gather across 
   auto devices = backend::list_live_devices();
   REQUIRE(devices);
   if (devices->size() < 2) {
-    std::printf("SKIPPED: nccl two ranks: needs 2 GPUs (found %zu)\n", devices->size());
+    skip_case("needs 2 GPUs, found " + std::to_string(devices->size()));
     return;
   }
   if (nccl_or_skip("two ranks") == nullptr) return;
@@ -186,7 +186,7 @@ TEST_CASE("nccl gpu: two processes, one rank each, the unique id passed through 
   auto devices = backend::list_live_devices();
   REQUIRE(devices);
   if (devices->size() < 2) {
-    std::printf("SKIPPED: nccl two processes: needs 2 GPUs (found %zu)\n", devices->size());
+    skip_case("needs 2 GPUs, found " + std::to_string(devices->size()));
     return;
   }
   if (nccl_or_skip("two processes") == nullptr) return;
@@ -194,9 +194,7 @@ TEST_CASE("nccl gpu: two processes, one rank each, the unique id passed through 
   if (!id) FAIL(diag::render_text(id.error()));
   const auto file = std::filesystem::temp_directory_path() / ("ptxgate-nccl-id-" + std::to_string(::getpid()));
   PG_REQUIRE_OK(id->write_file(file));
-  const char* self_env = std::getenv("PTXGATE_GPU_TEST_SELF");
-  const std::string self = self_env ? std::string(self_env)
-                                    : "'" + std::filesystem::read_symlink("/proc/self/exe").string() + "'";
+  const std::string self = self_command();
   // Both ranks must run at once (ncclCommInitRank waits for every rank); a hung rank is killed.
   int rc[2] = {-1, -1};
   std::vector<std::thread> ranks;

@@ -26,7 +26,33 @@ std::string read_text(const std::filesystem::path& path);
 /// tests/unit/ptx/NAME (PTX written by nvcc and Triton): $PTXGATE_PTX_DIR, else the source tree's.
 std::filesystem::path ptx_fixture_path(const std::string& name);
 
-/// Compiles kernel NAME of examples/NAME.pg (FAILs the test with the diagnostics otherwise).
+/// The exit status of a case that does not apply to this machine (and of the whole binary without a GPU).
+constexpr int kCaseSkipped = 77;
+
+/// Ends the running case as not applying to this device or machine (another architecture, no NCCL, fewer
+/// GPUs, a missing file): prints "SKIPPED: <case>: <why>", tells the supervisor, which reports the case
+/// SKIPPED with `why` (never as passed), and ends the case's process (each case has its own).
+[[noreturn]] void skip_case(const std::string& why);
+
+/// The supervisor (gpu_supervisor.cpp): runs every case passing the command line's filters in a child
+/// process of its own, prints each result and a summary naming the failed and skipped cases; 1 when any
+/// case failed. PTXGATE_GPU_CASE_TIMEOUT (seconds, default 300) limits each case.
+int supervise(int argc, char** argv);
+/// A child of the supervisor: runs the one case its filter names; 0 passed, kCaseSkipped, else failed. A
+/// case whose name matches $PTXGATE_GPU_FAIL_CASE (a shell pattern) fails on purpose after it passed.
+int run_one_case(int argc, char** argv);
+
+/// Whether this process runs under compute-sanitizer (which serialises the device's work): the variables
+/// compute-sanitizer sets in its targets' environment (NV_SANITIZER_INJECTION_*, its injection library in
+/// NVTX_/CUDA_INJECTION64_PATH), or PTXGATE_UNDER_COMPUTE_SANITIZER=1 (the GPU scripts set it).
+bool under_compute_sanitizer();
+
+/// How a test starts this binary again, as shell words: $PTXGATE_GPU_TEST_SELF (a bundled loader before the
+/// binary), else /proc/self/exe quoted.
+std::string self_command();
+
+/// Compiles kernel NAME of examples/NAME.pg (FAILs the test with the diagnostics otherwise; a missing file
+/// skips the case).
 std::shared_ptr<backend::Kernel> compile_example(const std::string& name);
 
 /// Uniform random values in [lo, hi), never exactly zero.

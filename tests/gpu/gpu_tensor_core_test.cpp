@@ -15,12 +15,12 @@ using backend::LaunchConfig;
 
 namespace {
 
-/// True (after a visible message) when the device has no tensor-core operations of sm_80.
+/// True (the case skipped with the reason) when the device has no tensor-core operations of sm_80.
 bool before_sm80() {
   const auto& caps = runtime().caps();
   if (caps.cc_major >= 8) return false;
-  MESSAGE("skipped: device " << caps.name << " is sm_" << caps.cc_major << caps.cc_minor
-                             << "; mma.sync, ldmatrix and cp.async need sm_80");
+  skip_case("device " + caps.name + " is sm_" + std::to_string(caps.cc_major) + std::to_string(caps.cc_minor) +
+            ": mma.sync, ldmatrix and cp.async need sm_80");
   return true;
 }
 

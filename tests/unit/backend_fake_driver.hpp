@@ -29,11 +29,14 @@ struct FakeCall {
 struct FakeDriverState {
   std::map<std::string, CUresult> fail;  ///< entry-point base name -> result to return
   int launches = 0, cooperative_launches = 0, set_attribute_calls = 0, occupancy_calls = 0, memsets = 0;
-  int allocations = 0, frees = 0, module_unloads = 0, primary_releases = 0;
+  int allocations = 0, frees = 0, module_unloads = 0, primary_releases = 0, primary_retains = 0, primary_resets = 0;
   int cubin_loads = 0, ptx_loads = 0;  ///< cuModuleLoadData (a cubin), cuModuleLoadDataEx (PTX for the JIT)
   int streams_created = 0, events_created = 0, events_destroyed = 0;
   std::vector<FakeCall> calls;       ///< ordering-relevant calls, in order
   bool events_pending = false;       ///< cuEventQuery answers CUDA_ERROR_NOT_READY (work still running)
+  /// The fault outlives a reset of the primary context, as on an H100 with driver 580: after
+  /// cuDevicePrimaryCtxReset, cuDevicePrimaryCtxRetain answers CUDA_ERROR_ILLEGAL_ADDRESS.
+  bool fault_outlives_reset = false;
   unsigned last_grid[3] = {}, last_block[3] = {};
   unsigned last_shared = 0;
   CUstream last_stream = nullptr;
@@ -165,7 +168,19 @@ inline DriverApi make_fake_driver() {
   };
   api.cuDevicePrimaryCtxRetain = [](CUcontext* c, CUdevice) {
     *c = reinterpret_cast<CUcontext>(0x1000);
+    ++fake_state().primary_retains;
     return fake_state().result_of("cuDevicePrimaryCtxRetain");
+  };
+  // A sticky fault is simulated by failing entry points (fail); resetting the primary context clears it.
+  api.cuDevicePrimaryCtxReset = [](CUdevice) {
+    CUresult r = fake_state().result_of("cuDevicePrimaryCtxReset");
+    if (r != CUDA_SUCCESS) return r;
+    ++fake_state().primary_resets;
+    if (fake_state().fault_outlives_reset)
+      fake_state().fail["cuDevicePrimaryCtxRetain"] = CUDA_ERROR_ILLEGAL_ADDRESS;
+    else
+      fake_state().fail.clear();
+    return CUDA_SUCCESS;
   };
   api.cuDevicePrimaryCtxRelease = [](CUdevice) {
     ++fake_state().primary_releases;
