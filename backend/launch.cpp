@@ -276,6 +276,7 @@ std::expected<void, diag::Diagnostics> LaunchTicket::drive_checked(Context& ctx,
     barrier_word = *word;
     slots.push_back(&barrier_word);
   }
+  static_assert(contract::kMaxCheckedBuffers <= validation::LaunchShape::kMaxArguments);
   std::array<uint64_t, validation::LaunchShape::kMaxArguments> lengths;
   for (size_t k = 0; k < buffers; ++k) {
     lengths[k] = ticket.buffer_bytes_[k];

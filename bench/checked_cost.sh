@@ -3,11 +3,14 @@
 #   here:        bash bench/checked_cost.sh bundle DIR    (from a built tree, BUILD=build: DIR/ with the binaries,
 #                                                          the library, kernels, examples and nvcc cubins)
 #   GPU machine: bash DIR/checked_cost.sh device         (results in $OUT: checked_cost.md and logs.tar.gz)
-# Device steps: the checked GPU tests, then the whole GPU suite (GPU_TESTS=all); the workloads (sum,
-# softmax, layer norm, f16/bf16 axpy, SGEMM) timed GPU-bound (20 launches between two events),
-# unchecked, checked and unchecked again (the two unchecked runs and the nvcc twins are the A/A control);
-# a faulty program (bench/checked/faulty_gather.pg) checked against the same program under
-# compute-sanitizer memcheck, whole-program wall time and kernel time.
+# Device steps: the checked GPU tests (each case in a process of its own, under the tests' supervisor),
+# GPU_TESTS_MORE (doctest filters, e.g. 'examples*') as a control of the unchecked paths; the workloads (sum,
+# softmax, layer norm, f16/bf16 axpy, SGEMM) timed GPU-bound (20 launches between two events, variants
+# interleaved in alternating order, every result checked at the timed size) in four processes: unchecked,
+# checked, checked, unchecked (the two unchecked runs, the two checked ones and the nvcc twins are the A/A
+# controls); the SASS of each workload kernel both ways (cuobjdump: registers and instructions); a faulty
+# program (bench/checked/faulty_gather.pg) checked against the same program under compute-sanitizer
+# memcheck, whole-program wall time and kernel time. STEPS=faulty runs only that last step.
 set -uo pipefail
 
 bundle() {
@@ -49,24 +52,44 @@ device() {
   say() { echo "$*" | tee -a "$log"; }
   say "gpu: $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader)"
 
-  timeout --kill-after=5 "${TESTS_LIMIT:-90}" "$tests" --no-intro=true -tc='checked*' >"$work/gpu_checked.log" 2>&1
-  say "gpu tests (checked): exit $? — $(grep -E 'test cases:|assertions:' "$work/gpu_checked.log" | tr -s ' \n' ' ')"
-  if [[ "${GPU_TESTS:-all}" == all ]]; then
-    timeout --kill-after=5 "${ALL_TESTS_LIMIT:-200}" "$tests" --no-intro=true --test-case-exclude='multigpu*' \
-      ${GPU_TESTS_EXCLUDE:+--test-case-exclude="$GPU_TESTS_EXCLUDE"} >"$work/gpu_all.log" 2>&1
-    say "gpu tests (all but multigpu${GPU_TESTS_EXCLUDE:+ and $GPU_TESTS_EXCLUDE}): exit $? — $(grep -E 'test cases:|assertions:' "$work/gpu_all.log" | tr -s ' \n' ' ')"
-    grep -E '^[^ ]*\.cpp:[0-9]+: ERROR|TEST CASE:' "$work/gpu_all.log" | head -40 >>"$log"
-  fi
+  export PTXGATE_GPU_CASE_TIMEOUT=${CASE_LIMIT:-60}
+  if [[ "${STEPS:-all}" == all ]]; then
+    timeout --kill-after=5 "${TESTS_LIMIT:-120}" "$tests" --no-intro=true -tc='checked*' >"$work/gpu_checked.log" 2>&1
+    say "gpu tests (checked*): exit $?"
+    sed -n '/^gpu cases:/,$p' "$work/gpu_checked.log" | head -30 >>"$log"
+    if [[ -n "${GPU_TESTS_MORE:-}" ]]; then
+      timeout --kill-after=5 "${MORE_LIMIT:-120}" "$tests" --no-intro=true -tc="$GPU_TESTS_MORE" >"$work/gpu_more.log" 2>&1
+      say "gpu tests ($GPU_TESTS_MORE): exit $?"
+      sed -n '/^gpu cases:/,$p' "$work/gpu_more.log" | head -30 >>"$log"
+    fi
 
-  local only="sum softmax layer_norm axpy_f16 axpy_bf16 sgemm" reps=${REPS:-10}
-  for run in plain1 checked plain2; do
-    local flag=""
-    [[ $run == checked ]] && flag="--checked"
-    timeout --kill-after=5 "${WORKLOADS_LIMIT:-150}" "$bench" workloads --kernels "$here/kernels" --cubins "$here/cubins" \
-      --only $only --repetitions "$reps" $flag --out "$work/workloads_$run.json" \
-      >"$work/workloads_$run.log" 2>&1
-    say "workloads $run: exit $?"
-  done
+    local only="sum softmax layer_norm axpy_f16 axpy_bf16 sgemm" reps=${REPS:-10}
+    for run in plain1 checked1 checked2 plain2; do
+      local flag=""
+      [[ $run == checked* ]] && flag="--checked"
+      timeout --kill-after=5 "${WORKLOADS_LIMIT:-150}" "$bench" workloads --kernels "$here/kernels" --cubins "$here/cubins" \
+        --only $only --repetitions "$reps" $flag --out "$work/workloads_$run.json" \
+        >"$work/workloads_$run.log" 2>&1
+      say "workloads $run: exit $?"
+    done
+
+    # SASS of each workload kernel, unchecked and checked (what a missed target is profiled with).
+    mkdir -p "$work/sass"
+    for k in warp_sum softmax layer_norm axpy_half sgemm; do
+      [[ -f "$here/kernels/$k.pg" ]] || continue
+      for mode in plain checked; do
+        local flagc=""
+        [[ $mode == checked ]] && flagc="--checked"
+        "$cli" emit "$here/kernels/$k.pg" --target sm_90 $flagc -o "$work/sass/$k.$mode.ptx" >/dev/null 2>&1 &&
+          "$CUDA_HOME/bin/ptxas" -arch=sm_90 -O3 -v -o "$work/sass/$k.$mode.cubin" "$work/sass/$k.$mode.ptx" \
+            >"$work/sass/$k.$mode.ptxas.txt" 2>&1 &&
+          "$CUDA_HOME/bin/cuobjdump" -sass "$work/sass/$k.$mode.cubin" >"$work/sass/$k.$mode.sass" 2>&1
+        rm -f "$work/sass/$k.$mode.cubin"
+      done
+      say "sass $k: $(grep -ho 'Used [0-9]* registers' "$work/sass/$k.plain.ptxas.txt" | head -3 | tr '\n' ' ')-> checked $(grep -ho 'Used [0-9]* registers' "$work/sass/$k.checked.ptxas.txt" | head -3 | tr '\n' ' ')"
+    done
+
+  fi
 
   # The faulty program: 2^20 threads gathering 32 floats each; x one element short, so idx's last index is past it.
   local n=1048576 w=32 faulty="$here/kernels/faulty_gather.pg"
@@ -77,11 +100,11 @@ device() {
   timed() {  # timed NAME COMMAND...: wall seconds to $work/NAME.wall, output to $work/NAME.log
     local name=$1 t0 t1
     shift
-    t0=$(date +%s.%N)
+    t0=$(date +%s%N)
     timeout --kill-after=5 "${FAULTY_LIMIT:-150}" "$@" >"$work/$name.log" 2>&1
     local rc=$?
-    t1=$(date +%s.%N)
-    echo "$t1 - $t0" | bc >"$work/$name.wall"
+    t1=$(date +%s%N)
+    awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", (b - a) / 1e9 }' >"$work/$name.wall"
     say "$name: exit $rc, $(cat "$work/$name.wall") s wall; $(grep -E '^time:|PG3804|ERROR SUMMARY|PG4050' "$work/$name.log" | head -3 | tr '\n' ' ')"
   }
   timed faulty_unchecked "$cli" run "$faulty" "${args[@]}"

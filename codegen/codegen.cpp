@@ -18,6 +18,7 @@
 #include "ptxgate/codegen/internal/libdevice.hpp"
 #include "ptxgate/codegen/internal/lower.hpp"
 #include "ptxgate/codegen/internal/nvptx.hpp"
+#include "ptxgate/contract/checked.hpp"
 #include "ptxgate/ir/access_sites.hpp"
 
 namespace llvm {
@@ -114,6 +115,26 @@ std::expected<void, diag::Diagnostics> check_hopper_target(const ir::Module& ver
   return {};
 }
 
+/// Checked mode passes a length per buffer parameter in the launch's fixed table.
+std::expected<void, diag::Diagnostics> check_checked_limits(const ir::Module& verified, bool checked) {
+  if (!checked) return {};
+  diag::Diagnostics d;
+  diag::Location where;
+  where.file = verified.path;
+  for (const auto& k : verified.kernels) {
+    size_t buffers = 0;
+    for (const auto& p : k.params) buffers += p.is_buffer;
+    if (buffers > contract::kMaxCheckedBuffers)
+      d.add(diag::Code::too_many_parameters,
+            fmt::format("kernel '{}' has {} buffer parameters; checked mode passes each one's length with the launch "
+                        "(limit checked_buffer_parameters = {})",
+                        k.name, buffers, contract::kMaxCheckedBuffers),
+            where, "compile this kernel without --checked, or pass fewer buffers (one buffer can hold several arrays)");
+  }
+  if (d.has_errors()) return std::unexpected(std::move(d));
+  return {};
+}
+
 }  // namespace
 
 std::string target_for_module(const ir::Module& verified, std::string_view arch) {
@@ -157,6 +178,7 @@ std::expected<void, diag::Diagnostics> build_optimised_module(Compilation& c, co
                                                               const CodegenOptions& options,
                                                               llvm::TargetMachine& machine) {
   if (auto hopper = check_hopper_target(verified, options.target); !hopper) return hopper;
+  if (auto limits = check_checked_limits(verified, options.checked); !limits) return limits;
   if (auto supported = check_target_features(verified, options.target); !supported) return supported;
   c.context.setDiagnosticHandler(std::make_unique<CollectingDiagnosticHandler>(&c.llvm_errors));
   auto lowered = lower_module(verified, c.context, machine.createDataLayout(), options.fp_mode, options.checked);

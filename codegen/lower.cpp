@@ -93,10 +93,10 @@ void KernelLowering::run() {
     if (as_function_ && as_function_->result != ir::Type::void_) {
       builder_.CreateUnreachable();
     } else {
-      flush_violations();
-      builder_.CreateRetVoid();
+      return_from_kernel();
     }
   }
+  finish_kernel();
   set_buffer_attributes();
   if (as_kernel_) annotate();
 }

@@ -119,8 +119,19 @@ void KernelLowering::record_violation(llvm::Value* ok, uint32_t site, contract::
   builder_.CreateStore(builder_.CreateSelect(take, builder_.CreateZExtOrTrunc(limit, i64), old_limit), field(2));
 }
 
-void KernelLowering::flush_violations() {
-  if (!latch_ || !as_kernel_) return;
+void KernelLowering::return_from_kernel() {
+  if (!latch_ || !as_kernel_) {
+    builder_.CreateRetVoid();
+    return;
+  }
+  if (!exit_) exit_ = llvm::BasicBlock::Create(context_, "checked.return", function_);
+  builder_.CreateBr(exit_);
+}
+
+void KernelLowering::finish_kernel() {
+  if (!exit_) return;
+  exit_->moveAfter(&function_->back());
+  builder_.SetInsertPoint(exit_);
   // At a kernel's exit: a thread that holds a violation counts itself in the record; the one that
   // takes the count from 0 writes its site, reason, thread, block, value and limit.
   using R = CheckedRecord;
@@ -159,6 +170,7 @@ void KernelLowering::flush_violations() {
   builder_.CreateStore(limit, at(R::kLimit));
   builder_.CreateBr(done);
   builder_.SetInsertPoint(done);
+  builder_.CreateRetVoid();
 }
 
 llvm::Value* KernelLowering::sink(const Binding& array) {

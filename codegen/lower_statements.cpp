@@ -47,8 +47,7 @@ void KernelLowering::statement(const ir::Stmt& s) {
         llvm::Value* result = convert(expr(*s.value), s.value->type, as_function_->result);
         builder_.CreateRet(result);
       } else {
-        flush_violations();
-        builder_.CreateRetVoid();
+        return_from_kernel();
       }
       continue_in_dead_block();
       return;

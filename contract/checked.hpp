@@ -24,6 +24,10 @@ struct CheckedSite {
   ir::SourceAccess access;
 };
 
+/// The most buffer parameters a kernel compiled in checked mode may have: the launch carries one
+/// length per buffer in a fixed table (more is PG1906 when compiling).
+inline constexpr size_t kMaxCheckedBuffers = 32;
+
 /// What KernelInfo keeps of a kernel compiled in checked mode (CodegenOptions::checked). Its PTX
 /// entry has hidden parameters after the user's and the grid-barrier word: one u64 per buffer
 /// parameter (the buffer's length in bytes, in parameter order; UINT64_MAX when not known), then

@@ -288,8 +288,12 @@ std::expected<RunResult, RunStop> run_kernel(const RunRequest& request) {
   auto prepared = prepare_run(request);
   if (!prepared) return std::unexpected(std::move(prepared.error()));
   // The driver first: host data is materialised only when a launch can follow.
-  auto rt = backend::Runtime::create(
-      {.device = request.device, .cache = request.cache, .fp_mode = request.fp_mode, .checked = request.checked});
+  backend::RuntimeOptions options;
+  options.device = request.device;
+  options.cache = request.cache;
+  options.fp_mode = request.fp_mode;
+  options.checked = request.checked;
+  auto rt = backend::Runtime::create(options);
   if (!rt) return stop(prepared->warnings, rt.error());
   return execute_run(*prepared, **rt);
 }

@@ -177,9 +177,13 @@ class KernelLowering {
   /// with `value` and `limit`: selects, no control flow and no memory operation once promoted.
   void record_violation(llvm::Value* ok, uint32_t site, contract::Violation reason, llvm::Value* value,
                         llvm::Value* limit);
-  /// Before a kernel's return: a thread that holds a violation counts itself in the launch's
-  /// record, and the first one writes it (contract::CheckedRecord).
-  void flush_violations();
+  /// A kernel's `return` (and the end of its body): with a latch, a branch to the one exit block
+  /// that finish_kernel() fills; else `ret void`.
+  void return_from_kernel();
+  /// After the body: the exit block, where a thread that holds a violation counts itself in the
+  /// launch's record and the first one writes it (contract::CheckedRecord). One block for every
+  /// return, made last, so that it knows the limit of every site the kernel latches.
+  void finish_kernel();
   /// 16 bytes, 16-aligned, in `array`'s address space, that no user code reads: where a stopped
   /// access goes (a buffer: its record's sink; shared: a module sink; local: an alloca).
   llvm::Value* sink(const Binding& array);
@@ -229,9 +233,10 @@ class KernelLowering {
   llvm::Value* record_ = nullptr;       ///< checked mode: the launch's CheckedRecord (ptr addrspace(1))
   llvm::Value* latch_ = nullptr;        ///< checked mode: the thread's first violation (latch_type())
   /// Checked mode, a kernel's own sites: the limit of each latched code (site | reason << 28), a
-  /// parameter or constant, or null for the dynamic shared size; flush_violations selects by code.
+  /// parameter or constant, or null for the dynamic shared size; finish_kernel selects by code.
   std::vector<std::pair<uint32_t, llvm::Value*>> kernel_limits_;
   llvm::Value* dynamic_bytes_ = nullptr;  ///< the last array_length() of the dynamic shared array
+  llvm::BasicBlock* exit_ = nullptr;      ///< checked mode: a kernel's one exit block (return_from_kernel)
   llvm::Value* shared_sink_ = nullptr;  ///< checked mode: sink(), made on first use
   llvm::Value* local_sink_ = nullptr;
   std::vector<Binding> params_;

@@ -257,30 +257,96 @@ TEST_CASE("checked: checked launches report at the launch; a graph replay report
   PG_REQUIRE_OK(stream->synchronize());
 }
 
-TEST_CASE("checked: a correct kernel computes bit for bit what it computes unchecked") {
+TEST_CASE("checked: correct kernels compute bit for bit what they compute unchecked, and report nothing") {
   auto checked = checked_runtime();
   backend::RuntimeOptions plain_options;
   plain_options.cache.use_disk = false;
-  auto plain = backend::Runtime::create(plain_options);
-  REQUIRE(plain);
-  for (const char* name : {"saxpy", "matmul", "stencil", "histogram", "transpose", "block_sum"}) {
+  auto made = backend::Runtime::create(plain_options);
+  REQUIRE(made);
+  backend::Runtime& plain = **made;
+  // Runs `name` from examples/ in both runtimes with the same inputs; the outputs must be identical.
+  auto same = [&](const char* name, LaunchConfig config, auto make_args, size_t output) {
     const std::string text = read_text(example_path(name));
     auto a = compile(*checked, text, name);
-    auto b = compile(**plain, text, name);
-    CHECK(a->info().checked);
+    auto b = compile(plain, text, name);
+    REQUIRE(a->info().checked);
     CHECK_FALSE(b->info().checked);
-  }
+    auto [args_a, buffers_a] = make_args(*checked);
+    auto [args_b, buffers_b] = make_args(plain);
+    PG_REQUIRE_OK(a->launch(config, args_a));
+    PG_REQUIRE_OK(b->launch(config, args_b));
+    PG_REQUIRE_OK(checked->synchronize());  // nothing was stopped
+    PG_REQUIRE_OK(plain.synchronize());
+    INFO(name);
+    CHECK(download_from<std::byte>(*checked, buffers_a[output]) == download_from<std::byte>(plain, buffers_b[output]));
+  };
+  using Made = std::pair<std::vector<Arg>, std::vector<backend::DeviceBuffer>>;
   const uint32_t n = 1 << 20;
   auto x = random_values<float>(n, -1.0, 1.0, 3), y = random_values<float>(n, -1.0, 1.0, 4);
-  auto ka = compile(*checked, read_text(example_path("saxpy")), "saxpy");
-  auto kb = compile(**plain, read_text(example_path("saxpy")), "saxpy");
-  auto xa = upload_to(*checked, x), ya = upload_to(*checked, y);
-  auto xb = upload_to(**plain, x), yb = upload_to(**plain, y);
-  PG_REQUIRE_OK(ka->launch(LaunchConfig::linear(n / 256, 256), {ya, xa, 2.5f, n}));
-  PG_REQUIRE_OK(kb->launch(LaunchConfig::linear(n / 256, 256), {yb, xb, 2.5f, n}));
-  PG_REQUIRE_OK(checked->synchronize());
-  PG_REQUIRE_OK((*plain)->synchronize());
-  CHECK(download_from<float>(*checked, ya) == download_from<float>(**plain, yb));
+  same("saxpy", LaunchConfig::linear(n / 256, 256), [&](backend::Runtime& rt) {
+    Made m;
+    m.second.push_back(upload_to(rt, y));
+    m.second.push_back(upload_to(rt, x));
+    m.first = {m.second[0], m.second[1], 2.5f, n};
+    return m;
+  }, 0);
+  // matmul: shared tiles and a multiply-add chain (the fmas must be the same ones); 200 x 120 x 72.
+  const uint32_t rows = 200, cols = 120, inner = 72;
+  auto ma = random_values<float>(size_t{rows} * inner, -1.0, 1.0, 5), mb = random_values<float>(size_t{inner} * cols, -1.0, 1.0, 6);
+  same("matmul", LaunchConfig{{(cols + 15) / 16, (rows + 15) / 16, 1}, {16, 16, 1}, 0, false, true}, [&](backend::Runtime& rt) {
+    Made m;
+    m.second.push_back(upload_to(rt, std::vector<float>(size_t{rows} * cols, 0.0f)));
+    m.second.push_back(upload_to(rt, ma));
+    m.second.push_back(upload_to(rt, mb));
+    m.first = {m.second[0], m.second[1], m.second[2], rows, cols, inner};
+    return m;
+  }, 0);
+  // stencil: f64, neighbours at c - 1, c + width, guarded edges; 300 x 170.
+  const uint32_t width = 300, height = 170;
+  auto src = random_values<double>(size_t{width} * height, 0.0, 1.0, 7);
+  same("stencil", LaunchConfig{{(width + 15) / 16, (height + 15) / 16, 1}, {16, 16, 1}, 0, false, true}, [&](backend::Runtime& rt) {
+    Made m;
+    m.second.push_back(upload_to(rt, std::vector<double>(size_t{width} * height, 0.0)));
+    m.second.push_back(upload_to(rt, src));
+    m.first = {m.second[0], m.second[1], 0.2, width, height};
+    return m;
+  }, 0);
+}
+
+namespace {
+
+// The loop returns (textually) before its access: the report must still name the access's length.
+const char* kReturnInLoop = R"(kernel early(out y: f32[], in idx: u32[], n: u32) {
+  let i = global_id.x;
+  for j in 0..4 {
+    if (j == 2 || i >= n) {
+      return;
+    }
+    y[idx[i * 2 + j]] = f32(j);
+  }
+}
+)";
+
+}  // namespace
+
+TEST_CASE("checked: a violation before an early return in a loop is reported with its array's length") {
+  auto rt = checked_runtime();
+  auto k = compile(*rt, kReturnInLoop, "early");
+  const uint32_t n = 64;
+  std::vector<uint32_t> idx(2 * n);
+  std::iota(idx.begin(), idx.end(), 0u);
+  idx[2 * 10 + 1] = 500;  // thread 10, j = 1: past y's 128 elements
+  auto didx = upload_to(*rt, idx), dy = upload_to(*rt, std::vector<float>(2 * n, -1.0f));
+  PG_REQUIRE_OK(k->launch(LaunchConfig::linear(1, 64), {dy, didx, n}));
+  const diag::Diagnostic d = one_violation(rt->synchronize());
+  CHECK(d.location.line == 7);
+  CHECK(contains(d.message, "thread (10, 0, 0)"));
+  CHECK(contains(d.message, "idx[i * 2 + j] = 500"));
+  CHECK(contains(d.message, "holds 512 bytes (128 elements)"));
+  auto got = download_from<float>(*rt, dy);
+  size_t wrong = 0;
+  for (uint32_t e = 0; e < 2 * n; ++e) wrong += got[e] != (e == 21 ? -1.0f : float(e % 2));
+  CHECK(wrong == 0);
 }
 
 namespace {

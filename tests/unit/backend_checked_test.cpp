@@ -52,7 +52,7 @@ TEST_CASE("backend checked: the launch passes each buffer's length and its own r
   testing::ProgramFixture f(checked_options());
   fake_state().model_memory = true;
   REQUIRE(f.copy->info().checked);
-  CHECK(f.copy->entry().ptx.find("ptxgate checked site") != std::string::npos);
+  CHECK(f.copy->entry().ptx.find("atom.global.add.u64") != std::string::npos);  // the exit's count
   auto dst = f.buffer(400), src = f.buffer(1000);
   fake_state().param_sizes = {8, 8, 4, 8, 8, 8};
   // The steady path (a SteadyKey), twice: each launch takes the next record.
@@ -209,7 +209,7 @@ TEST_CASE("backend checked: a full ring completes and reads the launches in flig
 TEST_CASE("backend checked: checked mode is part of the module-cache key; the unchecked kernel has no hidden parameters") {
   testing::ProgramFixture plain;
   CHECK_FALSE(plain.copy->info().checked);
-  CHECK(plain.copy->entry().ptx.find("ptxgate checked site") == std::string::npos);
+  CHECK(plain.copy->entry().ptx.find("atom.global.add.u64") == std::string::npos);
   auto dst = plain.buffer(64), src = plain.buffer(64);
   fake_state().param_sizes = {8, 8, 4};
   REQUIRE(plain.copy->launch(plain.config, {dst, src, 16u}));
