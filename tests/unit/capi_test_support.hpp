@@ -50,13 +50,15 @@ struct CapiDiagnostics {
 /// driver table is restored when it goes.
 struct FakeCapiRuntime {
   ptxgate_runtime* rt = nullptr;
-  FakeCapiRuntime() {
+  /// `checked`: ptxgate_runtime_options.checked.
+  explicit FakeCapiRuntime(bool checked = false) {
     backend::testing::reset_fake_state();
     static backend::DriverApi api = backend::testing::make_fake_driver();
     backend::install_driver_for_testing(&api);
     ptxgate_runtime_options ro;
     ptxgate_runtime_options_init(&ro);
     ro.disk_cache = 0;
+    ro.checked = checked ? 1 : 0;
     CapiDiagnostics d;
     REQUIRE_MESSAGE(ptxgate_runtime_create(&ro, &rt, d.out()) == PTXGATE_OK, d.text());
   }
