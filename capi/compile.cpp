@@ -40,7 +40,7 @@ ptxgate_status compile_loaded(const ir::Module& module, diag::Diagnostics warnin
   m->entry = *compiled->entry;
   nlohmann::json kernels = nlohmann::json::array();
   for (const auto& info : m->entry.kernels) {
-    nlohmann::json k = contract::to_json(info);
+    nlohmann::json k = contract::to_meta_json(info);
     auto resources = module_cache::kernel_resources(m->entry, info.name);
     k["resources"] = resources ? module_cache::resources_to_json(*resources) : nlohmann::json(nullptr);
     kernels.push_back(std::move(k));

@@ -47,7 +47,7 @@ ptxgate_status ptxgate_read_ptx(const char* ptx, size_t size, const char* path, 
         continue;
       }
       m->entry.kernels.push_back(e.info);
-      nlohmann::json k = contract::to_json(e.info);
+      nlohmann::json k = contract::to_meta_json(e.info);
       k["resources"] = e.resources ? module_cache::resources_to_json(*e.resources) : nlohmann::json(nullptr);
       if (e.max_block[0] != 0) k["max_block"] = {e.max_block[0], e.max_block[1], e.max_block[2]};
       kernels.push_back(std::move(k));

@@ -43,6 +43,21 @@ nlohmann::json to_json(const KernelInfo& info) {
   return j;
 }
 
+nlohmann::json to_meta_json(const KernelInfo& info) {
+  nlohmann::json j = to_json(info);
+  if (info.access) {
+    nlohmann::json sites = nlohmann::json::array();
+    for (const ir::AccessSite& s : info.access->sites)
+      sites.push_back({{"operation", s.operation},
+                       {"kind", std::string(ir::access_kind_name(s.kind))},
+                       {"space", std::string(ir::space_name(s.space))},
+                       {"line", s.line},
+                       {"column", s.column}});
+    j["access"] = {{"complete", info.access->complete}, {"sites", std::move(sites)}};
+  }
+  return j;
+}
+
 std::expected<KernelInfo, std::string> kernel_info_from_json(const nlohmann::json& j) {
   try {
     KernelInfo info;

@@ -91,6 +91,10 @@ struct KernelInfo {
 void attach_access_facts(KernelInfo& info, std::shared_ptr<const ir::AccessFacts> facts);
 
 nlohmann::json to_json(const KernelInfo& info);
+/// What `emit --emit meta` and the C API show of a kernel: to_json, with the access facts summed up
+/// for a reader (whether the analysis is complete, and per access its operation, kind, space, line
+/// and column) instead of their symbolic expressions, which only the module cache needs.
+nlohmann::json to_meta_json(const KernelInfo& info);
 [[nodiscard]] std::expected<KernelInfo, std::string> kernel_info_from_json(const nlohmann::json& j);
 
 }  // namespace ptxgate::contract

@@ -14,6 +14,8 @@
 #              (GPU_BEFORE: a directory, or a .tar.xz holding one directory; bench/launch_ab.sh).
 #   python     the Python package's tests (python/tests, GPU ones with PyTorch/CuPy) over the bundle's library;
 #   sanitize   compute-sanitizer memcheck, racecheck and synccheck over the programs GPU tests;
+#   memsafe    the memory-safety analysis against compute-sanitizer: every tests/golden/memsafe case
+#              launched unchecked through the raw driver (tests/gpu/memsafe_agreement.py; prepared in `bundle`);
 #   multigpu   (a machine with 2 or 4 GPUs): the multi-GPU tests, the data-parallel example on
 #              1/2/4 GPUs and the NCCL benchmark (multigpu_results.txt).
 # `device` exits 1 when any part failed (a GPU test case, a sanitizer check, a benchmark's verification or
@@ -30,6 +32,9 @@ bundle() {
   BUNDLE=.bundle/bench BUILD="${BUILD_DIR:-build-gpu}" bash scripts/bench_gpu.sh
   # One copy of the library (it holds LLVM): the benchmark's is a relative link to it.
   ln -sf ../../lib/libptxgate.so.0 .bundle/bench/lib/libptxgate.so.0
+  # The memsafe part's cases: PTX, launches and ptxgate's offline verdicts (the GPU machine needs no CLI for it).
+  rm -rf .bundle/memsafe
+  python3 tests/gpu/memsafe_agreement.py prepare "${BUILD_DIR:-build-gpu}/tools/ptxgate" tests/golden/memsafe .bundle/memsafe
   echo "bundle: $(du -sLm .bundle | cut -f1) MiB as followed, $(du -sm .bundle | cut -f1) MiB on disk"
 }
 
@@ -104,6 +109,13 @@ device() {
       echo "sanitize $tool (programs tests): exit $src — $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^gpu cases:' "$work/sanitize_$tool.log" | sort | uniq -c | tr -s ' \n' ' ')"
       ((src == 0)) || failed+=("sanitize $tool (exit $src)")
     done
+  fi
+  if [[ " $parts " == *" memsafe "* ]]; then
+    timeout --kill-after=5 "${GPU_MEMSAFE_LIMIT:-300}" python3 tests/gpu/memsafe_agreement.py device .bundle/memsafe "$final" \
+      >"$work/memsafe.log" 2>&1
+    local mrc=$?
+    echo "memsafe part: exit $mrc — $(sed -n 3p "$final/memsafe_agreement.md" 2>/dev/null)"
+    ((mrc == 0)) || failed+=("memsafe part (exit $mrc: memsafe_agreement.md)")
   fi
   if [[ " $parts " == *" launch_ab "* && -n "${GPU_BEFORE:-}" ]]; then
     local before="$GPU_BEFORE"

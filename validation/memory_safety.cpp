@@ -344,6 +344,7 @@ nlohmann::json MemoryVerdict::to_json(const ir::AccessFacts& facts) const {
     const ir::AccessSite& s = facts.sites[v.site];
     nlohmann::json f{{"outcome", std::string(site_outcome_name(v.outcome))},
                      {"operation", s.operation},
+                     {"space", std::string(ir::space_name(s.space))},
                      {"line", s.line},
                      {"column", s.column}};
     if (v.outcome == SiteOutcome::out_of_bounds)
