@@ -110,17 +110,22 @@ llvm::Value* KernelLowering::hopper_operation(const ir::Expr& e, ir::Intrinsic w
   // The mbarrier named by operands i and i + 1 (the array and the index), as element `index` of
   // `array`; in checked mode an mbarrier outside the array is recorded at site part `part` and the
   // operation skipped (`skipped`: what it gives then).
+  // Its address is computed where the operand is, as in unchecked code (whose PTX stays the same).
   struct Barrier {
     const Binding* array;
     llvm::Value* index;
+    llvm::Value* pointer;
+    llvm::Value* address32;
   };
   auto barrier_at = [&](size_t i) {
     const Binding& array = binding_of(*e.operands.at(i));
     if (array.kind != Binding::Kind::shared) invariant_failed(fmt::format("'{}' is not a shared array", e.operands[i]->name));
-    return Barrier{&array, index64(*e.operands.at(i + 1))};
+    llvm::Value* index = index64(*e.operands.at(i + 1));
+    llvm::Value* at = element_pointer(array, index);
+    return Barrier{&array, index, at, builder_.CreatePtrToInt(at, builder_.getInt32Ty())};
   };
-  auto pointer = [&](const Barrier& b) { return element_pointer(*b.array, b.index); };
-  auto address32 = [&](const Barrier& b) { return builder_.CreatePtrToInt(pointer(b), builder_.getInt32Ty()); };
+  auto pointer = [&](const Barrier& b) { return b.pointer; };
+  auto address32 = [&](const Barrier& b) { return b.address32; };
   auto on_barrier = [&](const Barrier& b, llvm::Value* skipped, const std::function<llvm::Value*()>& operation) {
     if (!guarded(e)) return operation();
     return guard(index_in_bounds(*b.array, b.index, 8), site_of(e), contract::Violation::out_of_bounds, b.index,
@@ -180,11 +185,11 @@ llvm::Value* KernelLowering::hopper_operation(const ir::Expr& e, ir::Intrinsic w
     case I::tma_load: {
       const Binding& tile = binding_of(*e.operands.at(0));
       llvm::Value* index = index64(*e.operands.at(1));
+      llvm::Value* dst = builder_.CreatePtrToInt(element_pointer(tile, index), builder_.getInt32Ty());
       llvm::Value* map = arg(2);
       Barrier b = barrier_at(3);
       std::vector<llvm::Value*> coordinates;
       for (size_t i = 5; i < e.operands.size(); ++i) coordinates.push_back(arg(i));
-      llvm::Value* dst = builder_.CreatePtrToInt(element_pointer(tile, index), builder_.getInt32Ty());
       checked_tile(e, tile, index, dst, coordinates, /*tile_part=*/2);
       auto copy = [&]() -> llvm::Value* {
         std::vector<llvm::Value*> args{dst, map, address32(b)};
@@ -212,9 +217,9 @@ llvm::Value* KernelLowering::hopper_operation(const ir::Expr& e, ir::Intrinsic w
       llvm::Value* map = arg(0);
       const Binding& tile = binding_of(*e.operands.at(1));
       llvm::Value* index = index64(*e.operands.at(2));
+      llvm::Value* src = builder_.CreatePtrToInt(element_pointer(tile, index), builder_.getInt32Ty());
       std::vector<llvm::Value*> coordinates;
       for (size_t i = 3; i < e.operands.size(); ++i) coordinates.push_back(arg(i));
-      llvm::Value* src = builder_.CreatePtrToInt(element_pointer(tile, index), builder_.getInt32Ty());
       checked_tile(e, tile, index, src, coordinates, /*tile_part=*/1);
       std::vector<llvm::Value*> args{map, src};
       std::string coords, constraints = "l,r";

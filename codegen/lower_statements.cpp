@@ -74,9 +74,11 @@ void KernelLowering::assignment(const ir::Stmt& s) {
   }
   if (target.kind == ir::ExprKind::index) {
     const Binding& array = binding_of(target);
+    // The address first, then the value: the unchecked code's order (its PTX stays the same).
     llvm::Value* i = index64(*target.operands.at(0));
+    llvm::Value* address = element_pointer(array, i);
     llvm::Value* value = to_memory(convert(expr(*s.value), s.value->type, array.type), array.type);
-    checked_store(guarded(target), site_of(target), array, i, element_bytes(array.type), element_pointer(array, i),
+    checked_store(guarded(target), site_of(target), array, i, element_bytes(array.type), address,
                   [&](llvm::Value* at) { builder_.CreateStore(value, at); });
     if (array.param_index >= 0) buffer_written_[array.param_index] = true;
     return;

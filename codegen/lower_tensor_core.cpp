@@ -52,11 +52,13 @@ llvm::Value* KernelLowering::tensor_core(const ir::Expr& e, ir::Intrinsic which)
     const Binding& source = binding_of(*e.operands.at(2));
     if (destination.kind != Binding::Kind::shared || source.kind != Binding::Kind::buffer)
       invariant_failed("cp_async between arrays other than a buffer and a shared array");
+    // Destination, source, count: the unchecked code's order (its PTX stays the same).
     llvm::Value* i = index64(*e.operands.at(1));
+    llvm::Value* to = chunk_pointer(destination, i, bytes);
     llvm::Value* j = index64(*e.operands.at(3));
+    llvm::Value* from = chunk_pointer(source, j, bytes);
     llvm::Value* count = e.operands.size() > 4 ? expr(*e.operands[4]) : nullptr;
     if (source.param_index >= 0) buffer_read_[source.param_index] = true;
-    llvm::Value* from = chunk_pointer(source, j, bytes);
     if (guarded(e, 1)) {
       // The source: the bytes read (src_bytes, at most `bytes`) inside the buffer, or none read. A
       // source outside it is recorded and the copy zero-fills instead (src_bytes 0, from the base).
@@ -75,7 +77,7 @@ llvm::Value* KernelLowering::tensor_core(const ir::Expr& e, ir::Intrinsic which)
       from = builder_.CreateSelect(ok, from, source.value);
     }
     checked_effect(guarded(e), site_of(e), destination, i, bytes,
-                   [&] { emit_cp_async(builder_, bytes, chunk_pointer(destination, i, bytes), from, count); });
+                   [&] { emit_cp_async(builder_, bytes, to, from, count); });
     return nullptr;
   }
   switch (which) {
