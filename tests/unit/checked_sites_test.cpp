@@ -190,6 +190,38 @@ TEST_CASE("checked codegen: hidden lengths and the record follow the parameters;
   CHECK(back->checked->find(y->id)->access == y->access);
 }
 
+TEST_CASE("checked codegen: every return of a kernel goes through one exit that knows every latched site's length") {
+  // The return is lowered before the access it follows at run time (the loop's next iteration).
+  auto c = verified(R"(kernel early(out y: f32[], in idx: u32[], n: u32) {
+  let i = global_id.x;
+  for j in 0..4 {
+    if (j == 2 || i >= n) {
+      return;
+    }
+    y[idx[i * 2 + j]] = f32(j);
+  }
+}
+)");
+  codegen::CodegenOptions o = options(true);
+  o.opt_level = 0;
+  auto ir = codegen::emit_llvm_ir(c.module, o);
+  REQUIRE(ir);
+  size_t returns = 0;
+  for (size_t at = ir->find("ret void"); at != std::string::npos; at = ir->find("ret void", at + 1)) ++returns;
+  CHECK(returns == 1);
+  // The exit picks y's length (the hidden parameter) for a violation latched at y's site.
+  const size_t exit = ir->find("checked.return:");
+  REQUIRE(exit != std::string::npos);
+  CHECK(ir->find("%y.bytes", exit) != std::string::npos);
+  auto plain = codegen::emit_llvm_ir(c.module, [] {
+    codegen::CodegenOptions p = options(false);
+    p.opt_level = 0;
+    return p;
+  }());
+  REQUIRE(plain);
+  CHECK(plain->find("checked.return") == std::string::npos);
+}
+
 TEST_CASE("checked codegen: the dynamic shared array's length is the launch's %dynamic_smem_size") {
   auto c = verified(R"(kernel k(out y: f32[], in at: u32[]) {
   shared s: f32[];
