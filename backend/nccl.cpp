@@ -1,12 +1,19 @@
 // Communicators and validated collectives over NCCL (see nccl.hpp).
 #include "ptxgate/backend/nccl.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include <boost/container/small_vector.hpp>
 #include <fmt/format.h>
+
+#include "ptxgate/backend/internal/checked_comm.hpp"
+#include "ptxgate/backend/internal/collective_watchdog.hpp"
+#include "ptxgate/support/files.hpp"
 
 namespace ptxgate::backend {
 namespace {
@@ -108,21 +115,7 @@ std::expected<UniqueId, diag::Diagnostics> UniqueId::from_hex(std::string_view t
 }
 
 std::expected<void, diag::Diagnostics> UniqueId::write_file(const std::filesystem::path& path) const {
-  std::filesystem::path tmp = path;
-  tmp += fmt::format(".tmp{}", static_cast<long>(::getpid()));
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << to_hex() << '\n';
-    if (!f.flush())
-      return std::unexpected(one(diag::Code::cannot_write_file, fmt::format("cannot write the NCCL unique id to {}", tmp.string())));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    return std::unexpected(one(diag::Code::cannot_write_file, fmt::format("cannot write the NCCL unique id to {}", path.string())));
-  }
-  return {};
+  return support::write_file_atomically(path.string(), to_hex() + "\n");
 }
 
 std::expected<UniqueId, diag::Diagnostics> UniqueId::read_file(const std::filesystem::path& path) {
@@ -144,8 +137,54 @@ std::expected<UniqueId, diag::Diagnostics> UniqueId::from_env(const char* name) 
 
 // ---- Communicator ----
 
+// ---- options ----
+
+namespace {
+
+/// The options after the environment's overrides: PG4205 for a value that is not one.
+std::expected<CommunicatorOptions, diag::Diagnostics> resolve_options(const CommunicatorOptions& options) {
+  CommunicatorOptions out = options;
+  if (const char* v = std::getenv("PTXGATE_NCCL_CHECKED"); v != nullptr && *v != '\0') {
+    const std::string_view text(v);
+    if (text != "0" && text != "1")
+      return std::unexpected(one(diag::Code::communicator_setup,
+                                 fmt::format("PTXGATE_NCCL_CHECKED={} is neither 0 nor 1", text),
+                                 "set it to 1 (checked collectives) or 0, or unset it"));
+    out.checked = text == "1";
+  }
+  if (const char* v = std::getenv("PTXGATE_NCCL_TIMEOUT_MS"); v != nullptr && *v != '\0') {
+    const std::string_view text(v);
+    long long ms = -1;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), ms);
+    if (ec != std::errc() || end != text.data() + text.size() || ms < 0)
+      return std::unexpected(one(diag::Code::communicator_setup,
+                                 fmt::format("PTXGATE_NCCL_TIMEOUT_MS={} is not a number of milliseconds", text),
+                                 "set it to a decimal number (0: no watchdog), or unset it"));
+    out.timeout = std::chrono::milliseconds(ms);
+  }
+  if (out.timeout.count() < 0)
+    return std::unexpected(one(diag::Code::communicator_setup,
+                               fmt::format("watchdog timeout of {} ms", out.timeout.count()),
+                               "pass a timeout of zero (no watchdog) or more"));
+  return out;
+}
+
+}  // namespace
+
+std::expected<void, diag::Diagnostics> Communicator::set_up(std::span<Communicator* const> comms,
+                                                            const CommunicatorOptions& options) {
+  auto resolved = resolve_options(options);
+  if (!resolved) return std::unexpected(resolved.error());
+  for (Communicator* c : comms) c->options_ = *resolved;
+  if (resolved->checked)
+    if (auto ok = internal::enable_checking(comms, resolved->timeout); !ok) return ok;
+  if (resolved->timeout.count() > 0)
+    for (Communicator* c : comms) c->watchdog_ = std::make_unique<internal::Watchdog>(*c, resolved->timeout);
+  return {};
+}
+
 std::expected<std::vector<std::unique_ptr<Communicator>>, diag::Diagnostics> Communicator::init_all(
-    std::span<const std::shared_ptr<Context>> contexts, const NcclApi* api) {
+    std::span<const std::shared_ptr<Context>> contexts, const CommunicatorOptions& options, const NcclApi* api) {
   auto a = api_or_default(api);
   if (!a) return std::unexpected(a.error());
   if (contexts.empty())
@@ -179,12 +218,16 @@ std::expected<std::vector<std::unique_ptr<Communicator>>, diag::Diagnostics> Com
     c->device_ = devices[static_cast<size_t>(i)];
     out.push_back(std::move(c));
   }
+  std::vector<Communicator*> raw;
+  for (auto& c : out) raw.push_back(c.get());
+  if (auto ok = set_up(raw, options); !ok) return std::unexpected(ok.error());
   return out;
 }
 
 std::expected<std::unique_ptr<Communicator>, diag::Diagnostics> Communicator::init_rank(std::shared_ptr<Context> ctx,
                                                                                        int nranks, int rank,
                                                                                        const UniqueId& id,
+                                                                                       const CommunicatorOptions& options,
                                                                                        const NcclApi* api) {
   auto a = api_or_default(api);
   if (!a) return std::unexpected(a.error());
@@ -206,30 +249,49 @@ std::expected<std::unique_ptr<Communicator>, diag::Diagnostics> Communicator::in
   c->rank_ = rank;
   c->nranks_ = nranks;
   c->device_ = c->ctx_->live().ordinal;
+  c->one_rank_per_process_ = true;
+  Communicator* raw[] = {c.get()};
+  if (auto ok = set_up(raw, options); !ok) return std::unexpected(ok.error());
   return c;
 }
 
+Communicator::Communicator() = default;
+
 Communicator::~Communicator() {
-  if (comm_ == nullptr) return;
-  if (failed()) api_->ncclCommAbort(comm_);
-  else api_->ncclCommDestroy(comm_);
+  watchdog_.reset();  // joins its thread: nothing aborts from there any more
+  if (checked_ && one_rank_per_process_ && !failed() && !finalized_ && options_.timeout.count() > 0)
+    if (auto ok = finalize(); !ok) internal::deliver_report(options_, ok.error());
+  internal::release_checking(*this);
+  // A communicator that failed in a way that needed it was aborted already (fail()); one stopped
+  // by a mismatch or finalized has only matched calls in flight, which complete.
+  if (comm_ != nullptr) api_->ncclCommDestroy(comm_);
 }
 
-void Communicator::abort(std::string reason) noexcept {
+void Communicator::fail(std::string reason, diag::Diagnostics report, bool abort_nccl) noexcept {
   std::lock_guard lock(mutex_);
   if (failed_.load(std::memory_order_relaxed)) return;
   failure_ = std::move(reason);
+  failure_report_ = std::move(report);
+  aborted_ = abort_nccl;
   failed_.store(true, std::memory_order_release);
+  if (!abort_nccl) return;
+  if (checked_ && checked_->shadow != nullptr) {
+    api_->ncclCommAbort(checked_->shadow);
+    checked_->shadow = nullptr;
+  }
   if (comm_ != nullptr) api_->ncclCommAbort(comm_);
   comm_ = nullptr;
 }
 
+void Communicator::abort(std::string reason) noexcept { fail(std::move(reason), {}, true); }
+
 std::expected<void, diag::Diagnostics> Communicator::healthy(std::string_view what) {
+  std::lock_guard lock(mutex_);
   if (failed()) {
-    std::lock_guard lock(mutex_);
     return std::unexpected(one(diag::Code::communicator_failed,
-                               fmt::format("{} on rank {} of a communicator that was aborted: {}", what, rank_, failure_),
-                               "create a new communicator (every rank); an aborted one cannot be used again"));
+                               fmt::format("{} on rank {} of a communicator that was {}: {}", what, rank_,
+                                           aborted_ ? "aborted" : "stopped", failure_),
+                               "create a new communicator (every rank); this one cannot be used again"));
   }
   ncclResult_t async = ncclSuccess;
   ncclResult_t r = api_->ncclCommGetAsyncError(comm_, &async);
@@ -241,6 +303,27 @@ std::expected<void, diag::Diagnostics> Communicator::healthy(std::string_view wh
   return std::unexpected(one(diag::Code::communicator_failed,
                              fmt::format("{} on rank {}: {}; the communicator was aborted", what, rank_, reason),
                              "a peer failed or the network broke; create a new communicator on every rank"));
+}
+
+std::expected<void, diag::Diagnostics> Communicator::finalize() {
+  Communicator* self[] = {this};
+  return finalize_all(self);
+}
+
+std::expected<void, diag::Diagnostics> Communicator::finalize_all(std::span<Communicator* const> comms) {
+  std::vector<internal::ExchangeSide> sides;
+  for (Communicator* c : comms) {
+    if (auto ok = c->healthy("finalize"); !ok) return ok;
+    const uint64_t seq = internal::CommunicatorAccess::next_call(*c);
+    if (c->checked())
+      sides.push_back({c, internal::Fingerprint::of(internal::FingerprintKind::finalize, c->rank(), c->size(), seq)});
+  }
+  if (auto ok = internal::exchange_and_match(sides); !ok) return ok;
+  for (Communicator* c : comms) {
+    c->finalized_ = true;
+    c->fail(fmt::format("rank {} finalized it (call #{})", c->rank(), c->calls()), {}, false);
+  }
+  return {};
 }
 
 std::expected<void, diag::Diagnostics> Communicator::check(ncclResult_t r, std::string_view call, std::string_view what) {
@@ -260,16 +343,25 @@ std::expected<void, diag::Diagnostics> Communicator::synchronize(const Stream& s
                                            rank_, device_)));
   Context& ctx = *ctx_;
   if (auto ok = ctx.make_current(); !ok) return ok;
+  const bool failed_before = failed();
+  // A failure while this waited (the watchdog's timeout, a peer's error) is reported as it was
+  // found; one from before is PG4204.
+  auto unhealthy = [&](std::expected<void, diag::Diagnostics> r) -> std::expected<void, diag::Diagnostics> {
+    if (r || failed_before) return r;
+    std::lock_guard lock(mutex_);
+    if (failure_report_.empty()) return r;
+    return std::unexpected(failure_report_);
+  };
   const uint64_t mark = ctx.tracker().before_sync(stream.handle());
   for (;;) {
-    if (auto ok = healthy("synchronize"); !ok) return ok;
+    if (auto ok = healthy("synchronize"); !ok) return unhealthy(std::move(ok));
     CUresult r = ctx.api().cuStreamQuery(stream.handle());
     if (r == CUDA_SUCCESS) break;
     if (r != CUDA_ERROR_NOT_READY) return ctx.check(r, "cuStreamQuery", "communicator stream");
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   ctx.tracker().after_sync(stream.handle(), mark);
-  return healthy("synchronize");
+  return unhealthy(healthy("synchronize"));
 }
 
 // ---- validation ----
@@ -393,9 +485,12 @@ namespace {
 
 CUdeviceptr address(const CollectiveEnd& e) { return e.buffer->pointer() + e.first * nccl_type_size(e.type); }
 
-/// The NCCL call of `c` (already validated) on `s`.
+/// The NCCL call of `c` (already validated) on `s`, holding the communicator's lock (the watchdog
+/// aborts it from its thread).
 std::expected<void, diag::Diagnostics> issue(Communicator& comm, CUstream s, const Collective& c) {
   const NcclApi& api = comm.api();
+  std::lock_guard lock(internal::CommunicatorAccess::mutex(comm));
+  if (comm.failed()) return comm.healthy(collective_name(c.kind));
   const std::string what = fmt::format("{} of {} elements", collective_name(c.kind),
                                        c.kind == CollectiveKind::recv ? c.recv.count : c.send.count);
   const void* send = uses_send(c.kind) ? reinterpret_cast<const void*>(address(c.send)) : nullptr;
@@ -435,12 +530,31 @@ std::expected<void, diag::Diagnostics> tracked(Communicator& comm, const Stream&
                               [&] { return issue(comm, stream.handle(), c); });
 }
 
+/// Checked mode: the fingerprint exchange of call `seq` (`calls`, all on `comm`) before it runs.
+std::expected<void, diag::Diagnostics> matched(Communicator& comm, uint64_t seq, std::span<const Collective> calls) {
+  if (!comm.checked() || comm.size() == 1) return {};
+  internal::ExchangeSide side{&comm, internal::Fingerprint::of_call(comm.rank(), comm.size(), seq, calls)};
+  return internal::exchange_and_match(std::span<internal::ExchangeSide>(&side, 1));
+}
+
+/// Hands call `seq` (`calls`, just issued on `stream`) to the communicator's watchdog, if any.
+std::expected<void, diag::Diagnostics> watched(Communicator& comm, const Stream& stream, uint64_t seq,
+                                               std::span<const Collective> calls) {
+  internal::Watchdog* dog = internal::CommunicatorAccess::watchdog(comm);
+  if (dog == nullptr) return {};
+  return dog->watch(stream, internal::Fingerprint::of_call(comm.rank(), comm.size(), seq, calls));
+}
+
 }  // namespace
 
 std::expected<void, diag::Diagnostics> run_collective(Communicator& comm, const Stream& stream, const Collective& c) {
   if (auto ok = validate_collective(comm, stream, c); !ok) return ok;
   if (auto ok = comm.healthy(collective_name(c.kind)); !ok) return ok;
-  return tracked(comm, stream, c);
+  const uint64_t seq = internal::CommunicatorAccess::next_call(comm);
+  const std::span<const Collective> call(&c, 1);
+  if (auto ok = matched(comm, seq, call); !ok) return ok;
+  if (auto ok = tracked(comm, stream, c); !ok) return ok;
+  return watched(comm, stream, seq, call);
 }
 
 // ---- Group ----
@@ -459,19 +573,62 @@ std::expected<void, diag::Diagnostics> Group::end() {
   if (calls_.empty()) return {};
   for (const Call& call : calls_)
     if (auto ok = call.comm->healthy(collective_name(call.c.kind)); !ok) return ok;
-  const NcclApi& api = calls_.front().comm->api();
-  if (ncclResult_t r = api.ncclGroupStart(); r != ncclSuccess)
-    return std::unexpected(one(diag::Code::nccl_call_failed, fmt::format("ncclGroupStart failed: {}", api.ncclGetErrorString(r))));
-  std::expected<void, diag::Diagnostics> first_error;
+  // The group is one call of each of its communicators, numbered on each.
+  boost::container::small_vector<Communicator*, 8> comms;
+  boost::container::small_vector<uint64_t, 8> seqs;
+  bool matched_or_watched = false;
   for (const Call& call : calls_) {
-    auto ok = tracked(*call.comm, *call.stream, call.c);
-    if (!ok && first_error) first_error = std::move(ok);
+    if (std::find(comms.begin(), comms.end(), call.comm) != comms.end()) continue;
+    comms.push_back(call.comm);
+    seqs.push_back(internal::CommunicatorAccess::next_call(*call.comm));
+    matched_or_watched = matched_or_watched || (call.comm->checked() && call.comm->size() > 1) ||
+                         internal::CommunicatorAccess::watchdog(*call.comm) != nullptr;
   }
-  // The group is always closed, also after a failed call, so NCCL's group state stays balanced.
-  ncclResult_t r = api.ncclGroupEnd();
+  // Checked mode and the watchdog see each communicator's part: its collectives, sends and
+  // receives in the order added, and the streams they go on.
+  struct PerComm {
+    std::vector<Collective> calls;
+    std::vector<const Stream*> streams;
+  };
+  std::vector<PerComm> per_comm(matched_or_watched ? comms.size() : 0);
+  if (matched_or_watched) {
+    for (const Call& call : calls_) {
+      PerComm& p = per_comm[static_cast<size_t>(std::find(comms.begin(), comms.end(), call.comm) - comms.begin())];
+      p.calls.push_back(call.c);
+      if (std::find(p.streams.begin(), p.streams.end(), call.stream) == p.streams.end()) p.streams.push_back(call.stream);
+    }
+    std::vector<internal::ExchangeSide> sides;
+    for (size_t i = 0; i < comms.size(); ++i)
+      if (comms[i]->checked() && comms[i]->size() > 1)
+        sides.push_back({comms[i], internal::Fingerprint::of_call(comms[i]->rank(), comms[i]->size(), seqs[i],
+                                                                  per_comm[i].calls)});
+    if (auto ok = internal::exchange_and_match(sides); !ok) return ok;
+  }
+  const NcclApi& api = calls_.front().comm->api();
+  std::expected<void, diag::Diagnostics> first_error;
+  ncclResult_t r = ncclSuccess;
+  {
+    // Every communicator's lock, in address order (the watchdog takes one at a time).
+    auto sorted = comms;
+    std::sort(sorted.begin(), sorted.end());
+    boost::container::small_vector<std::unique_lock<std::recursive_mutex>, 8> locks;
+    for (Communicator* c : sorted) locks.emplace_back(internal::CommunicatorAccess::mutex(*c));
+    if (ncclResult_t started = api.ncclGroupStart(); started != ncclSuccess)
+      return std::unexpected(
+          one(diag::Code::nccl_call_failed, fmt::format("ncclGroupStart failed: {}", api.ncclGetErrorString(started))));
+    for (const Call& call : calls_) {
+      auto ok = tracked(*call.comm, *call.stream, call.c);
+      if (!ok && first_error) first_error = std::move(ok);
+    }
+    // The group is always closed, also after a failed call, so NCCL's group state stays balanced.
+    r = api.ncclGroupEnd();
+  }
   if (!first_error) return first_error;
   if (r != ncclSuccess && r != ncclInProgress)
     return calls_.front().comm->check(r, "ncclGroupEnd", fmt::format("group of {} calls", calls_.size()));
+  for (size_t i = 0; i < per_comm.size(); ++i)
+    for (const Stream* s : per_comm[i].streams)
+      if (auto ok = watched(*comms[i], *s, seqs[i], per_comm[i].calls); !ok) return ok;
   return {};
 }
 

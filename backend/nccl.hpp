@@ -6,6 +6,7 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <expected>
 #include <filesystem>
@@ -58,6 +59,32 @@ struct UniqueId {
   [[nodiscard]] static std::expected<UniqueId, diag::Diagnostics> from_env(const char* name = "PTXGATE_NCCL_ID");
 };
 
+/// How a communicator matches its collectives across ranks and watches them (docs/nccl.md,
+/// "Matched collectives and the watchdog").
+struct CommunicatorOptions {
+  /// Checked mode: before every collective (or group) the ranks exchange a fingerprint of their
+  /// call — its number, operation, element type, count, reduction, root or peers — on a second
+  /// communicator split from this one, and a call that differs across ranks is PG4213 on every
+  /// rank before NCCL sees it (nothing hangs, no data changes). Off by default, in debug builds
+  /// too: an exchange costs tens of microseconds per call (docs/nccl.md has the measurements).
+  /// $PTXGATE_NCCL_CHECKED=1|0 overrides it at run time, so a program can be checked unchanged.
+  bool checked = false;
+  /// The watchdog: a collective, or a fingerprint exchange, not complete after this long is PG4214
+  /// naming it, its number and (checked mode) the ranks that did not arrive, and the communicator
+  /// is aborted (ncclCommAbort) so the process can go on or exit. Zero: no watchdog.
+  /// $PTXGATE_NCCL_TIMEOUT_MS overrides.
+  std::chrono::milliseconds timeout{0};
+  /// Receives the watchdog's report (on its thread) and the report of a finalize the destructor
+  /// ran; standard error when empty.
+  std::function<void(const diag::Diagnostics&)> on_failure;
+};
+
+namespace internal {
+struct CheckedComm;
+class Watchdog;
+struct CommunicatorAccess;
+}  // namespace internal
+
 /// One rank of an NCCL communicator, bound to one context (device). RAII: destroyed with
 /// ncclCommDestroy, or ncclCommAbort once it failed. Health is checked at every collective and
 /// at synchronize(): an asynchronous NCCL error aborts the communicator (no hang on a failed
@@ -66,10 +93,14 @@ class Communicator {
  public:
   /// One communicator per context, all in this process (ncclCommInitAll); rank i is contexts[i].
   [[nodiscard]] static std::expected<std::vector<std::unique_ptr<Communicator>>, diag::Diagnostics> init_all(
-      std::span<const std::shared_ptr<Context>> contexts, const NcclApi* api = nullptr);
+      std::span<const std::shared_ptr<Context>> contexts, const CommunicatorOptions& options = {},
+      const NcclApi* api = nullptr);
   /// Rank `rank` of `nranks` on `ctx`'s device (ncclCommInitRank; blocks until every rank joined).
   [[nodiscard]] static std::expected<std::unique_ptr<Communicator>, diag::Diagnostics> init_rank(
-      std::shared_ptr<Context> ctx, int nranks, int rank, const UniqueId& id, const NcclApi* api = nullptr);
+      std::shared_ptr<Context> ctx, int nranks, int rank, const UniqueId& id, const CommunicatorOptions& options = {},
+      const NcclApi* api = nullptr);
+  /// Checked mode, one rank per process, a watchdog set and not yet finalized or failed: finalize()
+  /// first (its report goes to on_failure). Then ncclCommDestroy, or ncclCommAbort once it failed.
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -91,19 +122,51 @@ class Communicator {
   /// ncclCommAbort now; later calls are PG4204 with `reason`.
   void abort(std::string reason) noexcept;
 
+  /// Whether checked mode is on (after the environment's override).
+  bool checked() const { return options_.checked; }
+  /// The watchdog's timeout (zero: none), after the environment's override.
+  std::chrono::milliseconds timeout() const { return options_.timeout; }
+  /// Calls made so far (collectives and groups): the number the next one's fingerprint carries is this + 1.
+  uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
+  /// The end of this rank's use of the communicator. Checked mode: every rank must finalize as its
+  /// next call, else PG4213 on every rank (naming the call the others made instead) — a rank that
+  /// leaves early is reported, not waited for. Later collectives are PG4204.
+  [[nodiscard]] std::expected<void, diag::Diagnostics> finalize();
+  /// finalize() for several ranks of this process at once (one exchange, as a group).
+  [[nodiscard]] static std::expected<void, diag::Diagnostics> finalize_all(std::span<Communicator* const> comms);
+
   /// The error boundary for an NCCL result: PG4203 naming the call, the error and NCCL's last
   /// error text; an error that is not a usage error also fails the communicator.
   [[nodiscard]] std::expected<void, diag::Diagnostics> check(ncclResult_t r, std::string_view call, std::string_view what);
 
  private:
-  Communicator() = default;
+  friend struct internal::CommunicatorAccess;
+  Communicator();
+  /// Marks the communicator failed with `reason` (later calls: PG4204) and `report` (what the
+  /// call that saw it, or synchronize, returns); aborts NCCL's communicators when `abort_nccl`,
+  /// else leaves them to be destroyed (a mismatch: every rank stopped before NCCL saw the call).
+  void fail(std::string reason, diag::Diagnostics report, bool abort_nccl) noexcept;
+  /// Resolves the options (environment overrides), makes the fingerprint communicators and the
+  /// watchdogs of `comms` (one group).
+  [[nodiscard]] static std::expected<void, diag::Diagnostics> set_up(std::span<Communicator* const> comms,
+                                                                     const CommunicatorOptions& options);
   std::shared_ptr<Context> ctx_;
   const NcclApi* api_ = nullptr;
   ncclComm_t comm_ = nullptr;
   int rank_ = 0, nranks_ = 0, device_ = 0;
   std::atomic<bool> failed_{false};
-  mutable std::mutex mutex_;
+  bool aborted_ = false;             ///< failed with ncclCommAbort (else stopped: destroyed normally)
+  bool one_rank_per_process_ = false; ///< made by init_rank
+  bool finalized_ = false;
+  std::atomic<uint64_t> calls_{0};
+  /// Held around every NCCL call on this communicator and its fingerprint communicator, and while
+  /// it fails: the watchdog aborts from its own thread.
+  mutable std::recursive_mutex mutex_;
   std::string failure_;
+  diag::Diagnostics failure_report_;
+  CommunicatorOptions options_;
+  std::unique_ptr<internal::CheckedComm> checked_;
+  std::unique_ptr<internal::Watchdog> watchdog_;
 };
 
 /// One buffer argument of a collective, untyped: what the typed overloads reduce to.

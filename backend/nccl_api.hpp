@@ -18,7 +18,7 @@ namespace ptxgate::backend {
   X(ncclCommAbort) X(ncclCommGetAsyncError) X(ncclCommCount) X(ncclCommCuDevice)                  \
   X(ncclCommUserRank) X(ncclGetErrorString) X(ncclGetLastError) X(ncclAllReduce) X(ncclBroadcast) \
   X(ncclReduce) X(ncclAllGather) X(ncclReduceScatter) X(ncclSend) X(ncclRecv) X(ncclGroupStart)   \
-  X(ncclGroupEnd)
+  X(ncclGroupEnd) X(ncclCommSplit)
 
 /// One table of NCCL function pointers. Filled from libnccl by load_nccl(), or by hand in
 /// tests (a fake NCCL); a null entry means "not available".

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "ptxgate/backend/driver_api.hpp"
+#include "ptxgate/support/files.hpp"
 
 namespace ptxgate::bench {
 
@@ -65,15 +66,8 @@ void ResultFile::info(const std::string& key, nlohmann::json value) {
 
 void ResultFile::flush() const {
   if (path_.empty()) return;
-  std::filesystem::path tmp = path_;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) return;
-    out << doc_.dump(2) << '\n';
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path_, ec);
+  // Best effort: a results file that cannot be written leaves the previous one whole.
+  (void)support::write_file_atomically(path_.string(), doc_.dump(2) + "\n");
 }
 
 std::string one_line(const diag::Diagnostics& d) {

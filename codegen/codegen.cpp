@@ -15,6 +15,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include "ptxgate/codegen/internal/budget.hpp"
 #include "ptxgate/codegen/internal/libdevice.hpp"
 #include "ptxgate/codegen/internal/lower.hpp"
 #include "ptxgate/codegen/internal/nvptx.hpp"
@@ -71,31 +72,6 @@ struct Compilation {
                                   "report this as a ptxgate bug together with the input module"));
   }
 };
-
-/// PG2010 when `module` has more instructions than `options.instruction_budget` at `stage`
-/// ("after inlining", "after optimisation"); the message names the largest function.
-std::expected<void, diag::Diagnostics> check_instruction_budget(const llvm::Module& module, const CodegenOptions& options,
-                                                                std::string_view stage) {
-  if (options.instruction_budget == 0) return {};
-  uint64_t total = 0, largest = 0;
-  std::string_view largest_name;
-  for (const llvm::Function& f : module) {
-    uint64_t count = f.getInstructionCount();
-    total += count;
-    if (count > largest) {
-      largest = count;
-      largest_name = f.getName();
-    }
-  }
-  if (total <= options.instruction_budget) return {};
-  return std::unexpected(single(
-      diag::Code::compile_budget_exceeded,
-      fmt::format("the module has {} LLVM instructions {} ({} in '{}'), more than the compile budget of {}", total,
-                  stage, largest, largest_name, options.instruction_budget),
-      "make the kernel smaller (fewer statements, math calls or constant-trip loops to unroll), or raise the "
-      "budget: ptxgate emit --instruction-budget N, CodegenOptions::instruction_budget (0: no limit; compile time "
-      "grows about linearly with it)"));
-}
 
 /// PG1350: Hopper's mbarrier, TMA and wgmma operations exist only on sm_90a (LLVM 19 emits them as inline PTX
 /// that ptxas assembles for that target alone), one error per kernel that uses them.
@@ -195,9 +171,12 @@ std::expected<void, diag::Diagnostics> build_optimised_module(Compilation& c, co
     if (auto linked = link_libdevice(*c.module, options.libdevice_path); !linked) return linked;
   }
   internalize_non_kernels(*c.module);
+  // Inlining and complete unrolling can multiply the module many times over: refuse before they run.
+  if (options.opt_level >= 1)
+    if (auto estimated = check_estimated_budget(*c.module, options.instruction_budget); !estimated) return estimated;
   std::expected<void, diag::Diagnostics> budget;
   auto within_budget = [&] {
-    budget = check_instruction_budget(*c.module, options, "after inlining");
+    budget = check_instruction_budget(*c.module, options.instruction_budget, "after inlining");
     return budget.has_value();
   };
   if (std::string error;
@@ -206,7 +185,7 @@ std::expected<void, diag::Diagnostics> build_optimised_module(Compilation& c, co
                                   "report this as a ptxgate bug"));
   if (!budget) return budget;
   if (auto failed = c.llvm_failed("optimisation"); !failed) return failed;
-  return check_instruction_budget(*c.module, options, "after optimisation");
+  return check_instruction_budget(*c.module, options.instruction_budget, "after optimisation");
 }
 
 /// Whether the optimised module needs 64-bit pointers: a stack frame is left (see build_for_target), or

@@ -2,8 +2,10 @@
 #include "ptxgate/codegen/internal/kernel_lowering.hpp"
 
 #include <optional>
+#include <utility>
 
 #include <fmt/format.h>
+#include <llvm/ADT/APSInt.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/Intrinsics.h>
@@ -58,13 +60,20 @@ llvm::Value* KernelLowering::expr(const ir::Expr& e) {
 }
 
 /// A module constant: integers from the value the verifier computed, bool and float
-/// constants from their (constant, so folded) value expression.
+/// constants from their (constant, so folded) value expression, folded once per kernel: a
+/// constant that uses an earlier one twice (`const B = A * A;`) would otherwise cost twice
+/// its predecessor, 2^n for a chain of n.
 llvm::Value* KernelLowering::constant(const ir::Symbol& symbol) {
   if (ir::is_integer(symbol.type)) return llvm::ConstantInt::get(value_type(context_, symbol.type), symbol.constant_bits);
+  if (auto known = constant_values_.find(&symbol); known != constant_values_.end()) return known->second;
   if (!symbol.decl || !symbol.decl->value)
     invariant_failed(fmt::format("constant '{}' has no value", symbol.name));
   const ir::Expr& value = *symbol.decl->value;
-  return convert(expr(value), value.type, symbol.type);
+  const bool outer = std::exchange(in_constant_, true);
+  llvm::Value* folded = convert(expr(value), value.type, symbol.type);
+  in_constant_ = outer;
+  if (auto* result = llvm::dyn_cast<llvm::Constant>(folded)) constant_values_.emplace(&symbol, result);
+  return folded;
 }
 
 llvm::Value* KernelLowering::builtin(ir::Builtin which, uint8_t component) {
@@ -165,7 +174,8 @@ llvm::Value* KernelLowering::binary(const ir::Expr& e) {
     case Op::sub: return is_float ? fp_flags(b.CreateFSub(l, r), t) : b.CreateSub(l, r);
     case Op::mul: return is_float ? fp_flags(b.CreateFMul(l, r), t) : b.CreateMul(l, r);
     case Op::div:
-      if (is_float && fp_mode_ == ir::FpMode::fast && t == ir::Type::f32) return fast_divide(l, r);
+      // A module constant's value is computed once, exactly, at compile time (docs/ir.md).
+      if (is_float && fp_mode_ == ir::FpMode::fast && t == ir::Type::f32 && !in_constant_) return fast_divide(l, r);
       return is_float ? b.CreateFDiv(l, r) : integer_division(l, r, is_signed, /*remainder=*/false);
     case Op::rem: return is_float ? b.CreateFRem(l, r) : integer_division(l, r, is_signed, /*remainder=*/true);
     case Op::shl: return b.CreateShl(l, shift_amount(r, l->getType()));
@@ -223,6 +233,9 @@ llvm::Value* KernelLowering::shift_amount(llvm::Value* amount, llvm::Type* shift
 llvm::Value* KernelLowering::short_circuit(const ir::Expr& e) {
   const bool is_and = e.binary_op == ir::BinaryOp::logical_and;
   llvm::Value* left = expr(*e.operands.at(0));
+  // A constant left side (module constants, literals) decides without a branch.
+  if (auto* known = llvm::dyn_cast<llvm::ConstantInt>(left))
+    return known->isOne() == is_and ? expr(*e.operands.at(1)) : left;
   llvm::BasicBlock* left_end = builder_.GetInsertBlock();
   auto* right_block = new_block(is_and ? "and.rhs" : "or.rhs");
   auto* merge = new_block(is_and ? "and.end" : "or.end");
@@ -252,6 +265,13 @@ llvm::Value* KernelLowering::convert(llvm::Value* v, ir::Type from, ir::Type to)
   if (ir::is_integer(from) && ir::is_integer(to)) return b.CreateIntCast(v, target, ir::is_signed(from));
   if (ir::is_integer(from) && ir::is_float(to))
     return ir::is_signed(from) ? b.CreateSIToFP(v, target) : b.CreateUIToFP(v, target);
+  if (auto* known = llvm::dyn_cast<llvm::ConstantFP>(v); known && ir::is_float(from) && ir::is_integer(to)) {
+    // What fptosi.sat / fptoui.sat fold to (NaN is 0, out of range saturates), as a constant.
+    llvm::APSInt result(target->getIntegerBitWidth(), !ir::is_signed(to));
+    bool exact = false;
+    (void)known->getValueAPF().convertToInteger(result, llvm::APFloat::rmTowardZero, &exact);
+    return llvm::ConstantInt::get(target, result);
+  }
   if (ir::is_float(from) && ir::is_integer(to))
     return b.CreateIntrinsic(ir::is_signed(to) ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat,
                              {target, v->getType()}, {v});

@@ -1,9 +1,14 @@
 // IR -> LLVM IR: statements, loops (unroll metadata), shared and local arrays.
 #include "ptxgate/codegen/internal/kernel_lowering.hpp"
 
+#include <optional>
+#include <vector>
+
 #include <fmt/format.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Metadata.h>
+
+#include "ptxgate/codegen/internal/budget.hpp"
 
 namespace ptxgate::codegen::lowering {
 
@@ -125,7 +130,7 @@ void KernelLowering::while_statement(const ir::Stmt& s) {
 /// The loop metadata of `unroll` (factor 0: llvm.loop.unroll.full) and `unroll(N)`
 /// (llvm.loop.unroll.count N; N = 1: llvm.loop.unroll.disable, which NVPTX passes on to ptxas as
 /// .pragma "nounroll").
-llvm::MDNode* KernelLowering::unroll_metadata(uint32_t factor) {
+llvm::MDNode* KernelLowering::unroll_metadata(uint32_t factor, std::optional<uint64_t> trips) {
   llvm::Metadata* hint = nullptr;
   if (factor == 0) {
     hint = llvm::MDNode::get(context_, llvm::MDString::get(context_, "llvm.loop.unroll.full"));
@@ -135,9 +140,29 @@ llvm::MDNode* KernelLowering::unroll_metadata(uint32_t factor) {
     hint = llvm::MDNode::get(context_, {llvm::MDString::get(context_, "llvm.loop.unroll.count"),
                                         llvm::ConstantAsMetadata::get(builder_.getInt32(factor))});
   }
-  llvm::MDNode* loop = llvm::MDNode::getDistinct(context_, {nullptr, hint});
+  std::vector<llvm::Metadata*> properties = {nullptr, hint};
+  if (trips)  // for the compile budget's estimate before unrolling (internal/budget.hpp)
+    properties.push_back(llvm::MDNode::get(
+        context_, {llvm::MDString::get(context_, llvm::StringRef(kTripCountProperty.data(), kTripCountProperty.size())),
+                   llvm::ConstantAsMetadata::get(builder_.getInt64(*trips))}));
+  llvm::MDNode* loop = llvm::MDNode::getDistinct(context_, properties);
   loop->replaceOperandWith(0, loop);
   return loop;
+}
+
+/// The iterations of `for v in lo..hi step s` when the bounds and the step are constants.
+std::optional<uint64_t> KernelLowering::constant_trip_count(llvm::Value* lo, llvm::Value* hi, llvm::Value* step,
+                                                            bool is_signed) {
+  auto* l = llvm::dyn_cast<llvm::ConstantInt>(lo);
+  auto* h = llvm::dyn_cast<llvm::ConstantInt>(hi);
+  auto* s = step != nullptr ? llvm::dyn_cast<llvm::ConstantInt>(step) : nullptr;
+  if (l == nullptr || h == nullptr || (step != nullptr && s == nullptr)) return std::nullopt;
+  const __int128 first = is_signed ? l->getSExtValue() : static_cast<__int128>(l->getZExtValue());
+  const __int128 last = is_signed ? h->getSExtValue() : static_cast<__int128>(h->getZExtValue());
+  const __int128 stride = s != nullptr ? static_cast<__int128>(s->getZExtValue()) : 1;  // a step is unsigned
+  if (last <= first) return 0;
+  if (stride == 0) return 1;  // a step of 0 ends the loop after one iteration
+  return static_cast<uint64_t>((last - first + stride - 1) / stride);
 }
 
 /// for v in lo..hi [step s]: bounds evaluated once; the latch never wraps past hi.
@@ -182,8 +207,9 @@ void KernelLowering::for_statement(const ir::Stmt& s) {
   }
   builder_.CreateStore(next, slot);
   llvm::BranchInst* back = builder_.CreateCondBr(more, body, exit);
-  if (s.unroll) back->setMetadata(llvm::LLVMContext::MD_loop, unroll_metadata(s.unroll_factor));
-  else if (touches_wgmma_accumulator(s.body)) back->setMetadata(llvm::LLVMContext::MD_loop, unroll_metadata(0));
+  const auto trips = constant_trip_count(lo, hi, step, is_signed);
+  if (s.unroll) back->setMetadata(llvm::LLVMContext::MD_loop, unroll_metadata(s.unroll_factor, trips));
+  else if (touches_wgmma_accumulator(s.body)) back->setMetadata(llvm::LLVMContext::MD_loop, unroll_metadata(0, trips));
   exit->moveAfter(latch);
   builder_.SetInsertPoint(exit);
 }

@@ -67,7 +67,25 @@ Location locate(const SourceFile& file, uint32_t offset, uint32_t length) {
   loc.line = line;
   loc.column = col;
   loc.length = std::max<uint32_t>(1, length);
-  loc.source_line = std::string(file.line_text(line));
+  const std::string_view text = file.line_text(line);
+  if (text.size() <= kMaxExcerptBytes) {
+    loc.source_line = std::string(text);
+    return loc;
+  }
+  // A window of kMaxExcerptBytes with the caret about a third in, never splitting a UTF-8 sequence.
+  auto continuation = [&](size_t i) { return i < text.size() && (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80; };
+  const size_t caret = std::min<size_t>(col > 0 ? col - 1 : 0, text.size());
+  size_t begin = caret > kMaxExcerptBytes / 3 ? caret - kMaxExcerptBytes / 3 : 0;
+  begin = std::min<size_t>(begin, text.size() - kMaxExcerptBytes);
+  if (begin <= 3) begin = 0;
+  while (begin > 0 && continuation(begin)) --begin;
+  size_t end = std::min<size_t>(begin + kMaxExcerptBytes, text.size());
+  while (end < text.size() && continuation(end)) --end;
+  const std::string_view cut = "...";
+  loc.source_line = std::string(begin > 0 ? cut : "");
+  loc.source_line += text.substr(begin, end - begin);
+  if (end < text.size()) loc.source_line += cut;
+  loc.source_line_offset = begin > 0 ? static_cast<uint32_t>(begin - cut.size()) : 0;
   return loc;
 }
 
@@ -180,7 +198,7 @@ std::string render_text(const Diagnostics& diags, bool with_summary, const TextS
     if (loc.line > 0 && !loc.source_line.empty()) {
       const std::string line = terminal_safe(loc.source_line, false);
       out += fmt::format("  {:>4} | {}\n", loc.line, line);
-      size_t col = loc.column > 0 ? loc.column - 1 : 0;
+      size_t col = loc.column > loc.source_line_offset + 1 ? loc.column - 1 - loc.source_line_offset : 0;
       size_t width = std::max<size_t>(1, std::min<size_t>(loc.length, line.size() > col ? line.size() - col : 1));
       out += fmt::format("       | {}{}{}{}\n", std::string(col, ' '), green, std::string(width, '^'), reset);
     }

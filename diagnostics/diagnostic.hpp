@@ -58,8 +58,17 @@ struct Location {
   uint32_t line = 0;
   uint32_t column = 0;
   uint32_t length = 1;       ///< caret width in bytes
-  std::string source_line;   ///< the line's text, for the excerpt
+  /// The line's text, for the excerpt. A line longer than kMaxExcerptBytes is cut to a window
+  /// around the column, with "..." where text was left out, so a diagnostic costs the same on
+  /// a one-line file of megabytes.
+  std::string source_line;
+  /// Byte `column - 1` of the line is byte `column - 1 - source_line_offset` of source_line
+  /// (0 unless the line was cut).
+  uint32_t source_line_offset = 0;
 };
+
+/// The most bytes of a source line a Location keeps (locate() cuts longer lines).
+inline constexpr uint32_t kMaxExcerptBytes = 160;
 
 struct Diagnostic {
   Code code = Code::internal_error;

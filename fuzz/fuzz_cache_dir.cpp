@@ -4,11 +4,12 @@
 // Each run starts from a cache holding one valid entry (key A) and an `outside` directory next
 // to the cache root. The input is a sequence of 3-byte operations (op, a, b) that change the
 // cache: make a directory, a file (a copy of one of A's files, or `b` bytes of junk), a FIFO, a
-// symbolic link (into `outside`, to /dev/zero, to another entry or file), a sparse GiB file; at
+// symbolic link (into `outside`, to a device node there, to another entry or file), a sparse GiB file; at
 // an entry's name (A, B, a non-key name, a .tmp-/.trash- leftover), at a file in an entry, or
 // as `v1` itself. Properties, besides no crash and no hang (a FIFO is never opened, so a
 // blocking open would be a libFuzzer timeout):
-//   - nothing under `outside` changes (contents, kinds, names) and /dev/zero is left alone;
+//   - nothing under `outside` changes (contents, kinds, names), its device node included (the
+//     target never touches the real /dev: the node is its own, or a FIFO where mknod is not permitted);
 //   - a lookup that hits returns the entry that was published for that key;
 //   - when `v1` is a real directory: after lookup and publish of key B, a lookup of B hits,
 //     and after clear no entry name is left in `v1`;
@@ -24,6 +25,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -88,6 +90,9 @@ struct Harness {
     fs::create_directories(outside / "dir", ec);
     std::ofstream(outside / "file") << "outside";
     std::ofstream(outside / "dir" / "manifest.json") << "{}";
+    // A character device like /dev/zero (1, 5) of its own; a FIFO where mknod is not permitted.
+    const fs::path device = outside / "device";
+    if (::mknod(device.c_str(), S_IFCHR | 0644, ::makedev(1, 5)) != 0) ::mkfifo(device.c_str(), 0644);
     diag::Diagnostics w;
     auto cache = module_cache::DiskCache::open(root, w);
     if (!cache.enabled()) __builtin_trap();
@@ -155,13 +160,13 @@ void apply(Harness& h, uint8_t op, uint8_t a, uint8_t b, std::string_view junk) 
     case 3: {  // a link as a file of an entry
       fs::create_directory(entry, ec);
       remove_any(file);
-      const fs::path targets[] = {h.outside / "file", "/dev/zero", v1 / kKeyA / file_name, h.outside / "dir"};
+      const fs::path targets[] = {h.outside / "file", h.outside / "device", v1 / kKeyA / file_name, h.outside / "dir"};
       fs::create_symlink(targets[b % std::size(targets)], file, ec);
       break;
     }
     case 4: {  // a link at an entry's name
       remove_any(entry);
-      const fs::path targets[] = {h.outside / "dir", h.outside, v1 / kKeyA, h.outside / "file", "/dev/zero"};
+      const fs::path targets[] = {h.outside / "dir", h.outside, v1 / kKeyA, h.outside / "file", h.outside / "device"};
       fs::create_symlink(targets[b % std::size(targets)], entry, ec);
       break;
     }
@@ -253,7 +258,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const char* key : {kKeyA, kKeyB})
       if (fs::exists(fs::symlink_status(h.root / "v1" / key))) __builtin_trap();
   if (snapshot(h.outside) != outside_before) __builtin_trap();
-  struct stat st{};
-  if (::stat("/dev/zero", &st) != 0 || !S_ISCHR(st.st_mode)) __builtin_trap();
   return 0;
 }

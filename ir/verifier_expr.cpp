@@ -446,6 +446,8 @@ Type KernelChecker::unify(Expr& a, Expr& b, std::string_view what, SourceRange w
 void KernelChecker::report_undefined(Expr& e) {
   SourceRange range = e.range;
   if (e.kind == ExprKind::index) range.length = static_cast<uint32_t>(e.name.size());
+  // Past the diagnostic limit nothing is reported: no hint to compute (it compares every visible name).
+  if (reporter_.stopped()) return;
   auto hint = closest_name(e.name, visible_names());
   reporter_.report(diag::Code::undefined_name, range, fmt::format("use of undefined name '{}'", e.name),
                    hint ? fmt::format("did you mean '{}'?", *hint)
@@ -751,6 +753,7 @@ Type KernelChecker::infer_call(Expr& e) {
   if (!e.intrinsic) {
     for (auto& operand : e.operands)
       if (operand) concrete(*operand);
+    if (reporter_.stopped()) return Type::error;
     std::vector<std::string> known;
     for (size_t i = 0; i < intrinsic_count(); ++i) known.emplace_back(intrinsic_name(static_cast<Intrinsic>(i)));
     if (functions_)

@@ -18,12 +18,16 @@ std::string codegen_options_text(const codegen::CodegenOptions& options) {
   // The pipeline is named (and versioned) at -O2/-O3, where ptxgate's own pipeline is the default.
   // The floating-point mode is named only when it is not the default, so that the keys of
   // default compiles keep their form.
-  // Checked mode likewise.
-  const std::string fp =
-      (options.fp_mode == ir::FpMode::contract ? "" : fmt::format(";fp={}", ir::fp_mode_name(options.fp_mode))) +
-      (options.checked ? ";checked=1" : "");
-  if (options.opt_level < 2) return fmt::format("opt_level={}{}", options.opt_level, fp);
-  return fmt::format("opt_level={};pipeline={}{}", options.opt_level, options.llvm_pipeline ? "llvm" : "kernel-1", fp);
+  // The compile budget and checked mode likewise: a module refused under one budget never reads the
+  // entry that a compile under a larger one published, and checked code is its own entry.
+  std::string extra =
+      options.fp_mode == ir::FpMode::contract ? "" : fmt::format(";fp={}", ir::fp_mode_name(options.fp_mode));
+  if (options.instruction_budget != codegen::kDefaultInstructionBudget)
+    extra += fmt::format(";budget={}", options.instruction_budget);
+  if (options.checked) extra += ";checked=1";
+  if (options.opt_level < 2) return fmt::format("opt_level={}{}", options.opt_level, extra);
+  return fmt::format("opt_level={};pipeline={}{}", options.opt_level, options.llvm_pipeline ? "llvm" : "kernel-1",
+                     extra);
 }
 
 CacheKeyInputs key_inputs_for(const ir::Module& verified, const CompileRequest& request,

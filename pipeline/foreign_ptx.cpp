@@ -29,8 +29,9 @@ std::expected<ForeignKernel, diag::Diagnostics> load_foreign_kernel(const std::s
   }
   // Architecture-specific PTX (sm_90a) assembles only for its own target, which runs on `arch`.
   const bool specific = chosen->target.ends_with('a') || chosen->target.ends_with('f');
-  auto assembled =
-      toolchain::assemble(source->text(), specific ? chosen->target : arch, toolchain::discover(), &*source);
+  // Only the kernel asked for: ptxas takes about quadratic time in a module's kernels.
+  auto assembled = toolchain::assemble(source->text(), specific ? chosen->target : arch, toolchain::discover(),
+                                       &*source, kernel);
   if (!assembled) return std::unexpected(std::move(assembled.error()));
   auto it = assembled->resources.find(kernel);
   if (it == assembled->resources.end()) {

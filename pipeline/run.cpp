@@ -10,6 +10,7 @@
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/ir/frontend.hpp"
 #include "ptxgate/pipeline/reports.hpp"
+#include "ptxgate/support/files.hpp"
 #include "ptxgate/support/numbers.hpp"
 #include "ptxgate/validation/check.hpp"
 
@@ -88,6 +89,8 @@ void bind_outputs(const RunRequest& request, PreparedRun& run, diag::Diagnostics
   for (const auto& o : request.outs) {
     auto kv = validation::split_assignment(o, "--out");
     if (!kv) errors.append(kv.error());
+    else if (auto same = support::refuse_output_onto_input(kv->second, request.input); !same)
+      errors.append(same.error());
     else if (auto i = buffer_index(run, kv->first)) run.outs.emplace_back(*i, kv->second);
     else
       errors.add(diag::Code::invalid_argument_spec, fmt::format("--out {}: no buffer parameter named '{}'", o, kv->first),

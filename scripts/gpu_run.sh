@@ -206,7 +206,7 @@ multigpu() {
   grep -E '^multigpu|^gpu cases:|^SKIPPED|ERROR|^FAILED' "$logs/multigpu_tests.log" | tee -a "$results"
 
   local g
-  for g in 1 2 4; do
+  for g in ${DATA_PARALLEL_GPUS-1 2 4}; do
     ((g <= count)) || { say "data-parallel gpus=$g: SKIPPED (this machine has $count)"; continue; }
     timeout --kill-after=10 "${DATA_PARALLEL_LIMIT:-180}" "${prefix[@]}" "$BUNDLE/bin/ptxgate_data_parallel" --gpus "$g" \
       --rows "${DATA_PARALLEL_ROWS:-16777216}" --steps "${DATA_PARALLEL_STEPS:-10}" >"$logs/data_parallel_$g.log" 2>&1
@@ -217,12 +217,17 @@ multigpu() {
   done
 
   if [[ -x "$BUNDLE/bin/ptxgate_nccl_bench" ]]; then
-    timeout --kill-after=10 "${NCCL_BENCH_LIMIT:-240}" "${prefix[@]}" "$BUNDLE/bin/ptxgate_nccl_bench" \
-      --json "$logs/nccl_bench.json" >"$logs/nccl_bench.log" 2>&1
-    local brc=$?
-    ((brc == 0)) || rc=1
-    say "nccl bench: exit $brc"
-    grep -vE '^  nccl\.' "$logs/nccl_bench.log" | tee -a "$results"
+    # NCCL_BENCH_GPUS="2 0": one run per count (0: every GPU), e.g. 2 and 4 on a machine of 4.
+    local bg
+    for bg in ${NCCL_BENCH_GPUS:-0}; do
+      ((bg <= count)) || { say "nccl bench gpus=$bg: SKIPPED (this machine has $count)"; continue; }
+      timeout --kill-after=10 "${NCCL_BENCH_LIMIT:-240}" "${prefix[@]}" "$BUNDLE/bin/ptxgate_nccl_bench" --gpus "$bg" \
+        --json "$logs/nccl_bench_$bg.json" >"$logs/nccl_bench_$bg.log" 2>&1
+      local brc=$?
+      ((brc == 0)) || rc=1
+      say "nccl bench gpus=$bg: exit $brc"
+      grep -vE '^  nccl\.' "$logs/nccl_bench_$bg.log" | tee -a "$results"
+    done
   else
     say "nccl bench: SKIPPED (bundle built without PTXGATE_BUILD_BENCH=ON; scripts/gpu_all.sh bundle builds it)"
   fi

@@ -1,4 +1,4 @@
-// Bounded reads (non-blocking open, fstat, capped read), atomic writes (temporary + rename), checked stdout.
+// Bounded reads; writes that rename over regular files and write through devices and FIFOs; checked stdout.
 #include "ptxgate/support/files.hpp"
 #include "ptxgate/support/unique_fd.hpp"
 
@@ -134,50 +134,145 @@ std::expected<std::string, diag::Diagnostics> read_file_diagnosed(const std::str
   return std::unexpected(std::move(d));
 }
 
-std::expected<void, diag::Diagnostics> write_file_atomically(const std::string& path, std::string_view bytes) {
-  auto fail = [&](std::string reason) {
-    diag::Diagnostics d;
-    diag::Location where;
-    where.file = path;
-    d.add(diag::Code::cannot_write_file, fmt::format("cannot write '{}': {}", path, reason), where,
-          "check that the directory exists, is writable and has free space");
-    return std::unexpected(std::move(d));
-  };
-  std::string dir = ".";
-  if (auto slash = path.rfind('/'); slash != std::string::npos) dir = slash == 0 ? "/" : path.substr(0, slash);
-  std::string base = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
-  if (base.empty()) return fail("the path names a directory");
-  std::string tmp = fmt::format("{}/.{}.tmp-XXXXXX", dir, base);
-  UniqueFd fd(::mkstemp(tmp.data()));
-  if (!fd.valid()) return fail(errno_text(errno));
-  auto remove_tmp = [&] { ::unlink(tmp.c_str()); };
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
+namespace {
+
+/// PG5003 for the output `path` with `reason`, and a fix that fits it.
+std::unexpected<diag::Diagnostics> write_failure(const std::string& path, const std::string& reason,
+                                                 std::string fix = "check that the directory exists, is writable "
+                                                                   "and has free space") {
+  diag::Diagnostics d;
+  diag::Location where;
+  where.file = path;
+  d.add(diag::Code::cannot_write_file, fmt::format("cannot write '{}': {}", path, reason), where, std::move(fix));
+  return std::unexpected(std::move(d));
+}
+
+/// The directory part of `path` ("." when it has none, "/" for a file in the root).
+std::string directory_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+/// Writes all of `bytes` to `fd`; 0 or the errno of the failed write.
+int write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      int err = errno;
-      remove_tmp();
-      return fail(errno_text(err));
+      return errno;
     }
-    done += static_cast<size_t>(n);
+    if (n == 0) return EIO;
+    bytes.remove_prefix(static_cast<size_t>(n));
   }
-  if (::fchmod(fd.get(), 0644) != 0 || ::fsync(fd.get()) != 0) {
+  return 0;
+}
+
+/// Where an output path leads: the path a symbolic link chain ends at (relative link targets
+/// resolved against the link's directory), with what is there now (`exists` false: nothing,
+/// e.g. a dangling link's target).
+struct OutputTarget {
+  std::string path;
+  bool exists = false;
+  struct stat st {};
+};
+
+std::expected<OutputTarget, std::string> resolve_output(const std::string& path) {
+  constexpr int kMaxLinks = 40;  // Linux's own limit (ELOOP)
+  OutputTarget t;
+  t.path = path;
+  for (int hops = 0;; ++hops) {
+    if (::lstat(t.path.c_str(), &t.st) != 0) {
+      if (errno == ENOENT) return t;  // created where the chain ends
+      return std::unexpected(errno_text(errno));
+    }
+    if (!S_ISLNK(t.st.st_mode)) {
+      t.exists = true;
+      return t;
+    }
+    if (hops == kMaxLinks) return std::unexpected(errno_text(ELOOP));
+    std::string target(4096, '\0');
+    ssize_t n = ::readlink(t.path.c_str(), target.data(), target.size());
+    if (n < 0) return std::unexpected(errno_text(errno));
+    if (static_cast<size_t>(n) >= target.size()) return std::unexpected(errno_text(ENAMETOOLONG));
+    target.resize(static_cast<size_t>(n));
+    t.path = target.starts_with('/') ? target : directory_of(t.path) + "/" + target;
+  }
+}
+
+/// Writes through an existing device or FIFO, in place: it is never replaced. The open does not
+/// block (a FIFO without a reader is ENXIO, reported); the writes then block as usual.
+std::expected<void, diag::Diagnostics> write_through(const std::string& shown, const OutputTarget& t,
+                                                     std::string_view bytes) {
+  UniqueFd fd(::open(t.path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW));
+  if (!fd.valid()) {
     int err = errno;
-    remove_tmp();
-    return fail(errno_text(err));
+    if (err == ENXIO && S_ISFIFO(t.st.st_mode))
+      return write_failure(shown, "it is a FIFO that no process is reading",
+                           "start the reader first, or write to a regular file");
+    if (err == ENXIO && S_ISSOCK(t.st.st_mode))
+      return write_failure(shown, "it is a socket, which cannot be opened as a file", "write to a regular file");
+    return write_failure(shown, errno_text(err));
   }
-  if (::close(fd.release()) != 0) {
-    int err = errno;
-    remove_tmp();
-    return fail(errno_text(err));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    remove_tmp();
-    return fail(errno_text(err));
-  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return write_failure(shown, errno_text(errno));
+  if (st.st_dev != t.st.st_dev || st.st_ino != t.st.st_ino)
+    return write_failure(shown, "it was replaced while it was opened", "write it again");
+  int fl = ::fcntl(fd.get(), F_GETFL);
+  if (fl >= 0) (void)::fcntl(fd.get(), F_SETFL, fl & ~O_NONBLOCK);
+  if (int err = write_all(fd.get(), bytes)) return write_failure(shown, errno_text(err));
+  if (::close(fd.release()) != 0) return write_failure(shown, errno_text(errno));
   return {};
+}
+
+/// Writes a new regular file at `t.path` through a temporary in its directory, renamed over it.
+std::expected<void, diag::Diagnostics> replace_atomically(const std::string& shown, const OutputTarget& t,
+                                                          std::string_view bytes) {
+  const std::string dir = directory_of(t.path);
+  const std::string base = t.path.substr(t.path.rfind('/') == std::string::npos ? 0 : t.path.rfind('/') + 1);
+  if (base.empty() || base == "." || base == "..") return write_failure(shown, "the path names a directory");
+  std::string tmp = fmt::format("{}/.{}.tmp-XXXXXX", dir, base);
+  UniqueFd fd(::mkstemp(tmp.data()));
+  if (!fd.valid()) return write_failure(shown, errno_text(errno));
+  auto fail_removing = [&](int err) {
+    ::unlink(tmp.c_str());
+    return write_failure(shown, errno_text(err));
+  };
+  if (int err = write_all(fd.get(), bytes)) return fail_removing(err);
+  if (::fchmod(fd.get(), 0644) != 0 || ::fsync(fd.get()) != 0) return fail_removing(errno);
+  if (::close(fd.release()) != 0) return fail_removing(errno);
+  // Something may have appeared in the path meanwhile: never rename over a directory or a device.
+  struct stat now {};
+  if (::lstat(t.path.c_str(), &now) == 0 && !S_ISREG(now.st_mode)) {
+    ::unlink(tmp.c_str());
+    return write_failure(shown, "it was replaced while it was written", "write it again");
+  }
+  if (::rename(tmp.c_str(), t.path.c_str()) != 0) return fail_removing(errno);
+  return {};
+}
+
+}  // namespace
+
+std::expected<void, diag::Diagnostics> write_file_atomically(const std::string& path, std::string_view bytes) {
+  if (path.empty()) return write_failure(path, "the path is empty", "name an output file");
+  auto target = resolve_output(path);
+  if (!target) return write_failure(path, target.error());
+  if (!target->exists || S_ISREG(target->st.st_mode)) return replace_atomically(path, *target, bytes);
+  const mode_t mode = target->st.st_mode;
+  if (S_ISDIR(mode))
+    return write_failure(path, target->path == path ? std::string("it is a directory")
+                                                    : fmt::format("it leads to the directory '{}'", target->path),
+                         "name a file (e.g. a path inside that directory)");
+  return write_through(path, *target, bytes);
+}
+
+std::expected<void, diag::Diagnostics> refuse_output_onto_input(const std::string& output, const std::string& input) {
+  if (output.empty() || output == "-" || input.empty() || input == "-") return {};
+  struct stat out {}, in {};
+  if (::stat(output.c_str(), &out) != 0 || ::stat(input.c_str(), &in) != 0) return {};
+  if (out.st_dev != in.st_dev || out.st_ino != in.st_ino) return {};
+  return write_failure(output, fmt::format("it is the input file '{}'; writing it would replace the input", input),
+                       "write the output to another path");
 }
 
 std::expected<void, diag::Diagnostics> write_stdout(std::string_view bytes) {

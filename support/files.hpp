@@ -1,4 +1,4 @@
-// Files and output without surprises: bounded, type-checked reads; atomic writes; checked stdout.
+// Files without surprises: bounded, type-checked reads; writes that never replace a device, FIFO or link.
 #pragma once
 
 #include <cstdint>
@@ -52,11 +52,24 @@ struct ReadError {
 [[nodiscard]] std::expected<std::string, ReadError> read_descriptor(int fd, uint64_t max_bytes,
                                                                     std::string_view shown_path);
 
-/// Writes `bytes` to `path` through a temporary file in the same directory, flushed and
-/// renamed over `path`: a failure leaves `path` as it was and removes the temporary.
-/// PG5003 naming the path and the reason (e.g. "No space left on device").
+/// Writes `bytes` to the output `path` the way a compiler's `-o` does, by what is there now:
+/// - nothing, or a regular file: a temporary file in the same directory, flushed and renamed over
+///   `path`, so a failure leaves `path` as it was and removes the temporary;
+/// - a symbolic link: followed (its chain, relative targets against each link's directory), and
+///   its final target written by these rules; a dangling link creates its target;
+/// - a character or block device, a FIFO: opened and written in place, never replaced (/dev/null
+///   discards; /dev/full fails with "No space left on device"). The open never blocks: a FIFO that
+///   no process reads is refused;
+/// - a directory, a socket: refused.
+/// Failures are PG5003 naming the path and the reason (e.g. "No space left on device").
 [[nodiscard]] std::expected<void, diag::Diagnostics> write_file_atomically(const std::string& path,
                                                                            std::string_view bytes);
+
+/// PG5003 when the output `output` is the same file as `input` (device and inode, after links,
+/// so another spelling of the same path is caught too): writing it would destroy the input. Also
+/// fine when either does not exist yet or is standard input/output ("-").
+[[nodiscard]] std::expected<void, diag::Diagnostics> refuse_output_onto_input(const std::string& output,
+                                                                              const std::string& input);
 
 /// Writes `bytes` to standard output and flushes; PG5003 when any byte cannot be written
 /// (a full disk, a closed pipe).

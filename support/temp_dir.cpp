@@ -1,4 +1,4 @@
-// TempDir: mkdtemp on creation, remove_all on destruction.
+// TempDir: mkdtemp on creation (registered for the signal cleanup), remove_all on destruction.
 #include "ptxgate/support/temp_dir.hpp"
 
 #include <cerrno>
@@ -6,6 +6,8 @@
 #include <cstring>
 
 #include <fmt/format.h>
+
+#include "ptxgate/support/signal_cleanup.hpp"
 
 namespace ptxgate::support {
 
@@ -24,10 +26,18 @@ std::expected<TempDir, std::string> TempDir::create_in_tmp(const std::string& pr
   return create(root, prefix);
 }
 
+TempDir::TempDir(std::filesystem::path path) : path_(std::move(path)), slot_(register_temp_directory(path_.c_str())) {}
+
+void TempDir::release() {
+  unregister_temp_directory(std::exchange(slot_, -1));
+  path_.clear();
+}
+
 TempDir::~TempDir() {
   if (path_.empty()) return;
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
+  unregister_temp_directory(slot_);  // after the removal: a signal meanwhile removes what is left
 }
 
 }  // namespace ptxgate::support

@@ -28,8 +28,12 @@ std::expected<std::string, diag::Diagnostics> disassemble(std::string_view cubin
   const auto path = (dir->path() / "module.cubin").string();
   if (auto written = support::write_file_atomically(path, cubin); !written)
     return failure(fmt::format("cannot write nvdisasm input '{}'", path), "set TMPDIR to a writable directory with free space");
-  auto run = run_process({*nvdisasm, "-c", path});
+  auto limit = tool_time_limit();
+  if (!limit) return failure(limit.error(), "set PTXGATE_TOOL_TIMEOUT to a number of seconds (0: no limit)");
+  auto run = run_process({*nvdisasm, "-c", path}, *limit);
   if (!run) return failure(fmt::format("cannot run {}: {}", *nvdisasm, run.error()), "check the nvdisasm binary (PTXGATE_NVDISASM)");
+  if (run->timed_out)
+    return failure(timeout_message(*nvdisasm, *limit), "raise the limit: PTXGATE_TOOL_TIMEOUT=SECONDS (0: no limit)");
   if (run->exit_status != 0)
     return failure(fmt::format("{} exited with status {} on the {} cubin: {}", *nvdisasm, run->exit_status, arch,
                                first_lines(run->stderr_text + run->stdout_text, 20)),

@@ -222,7 +222,8 @@ diag::Diagnostics foreign_ptx_errors(const diag::SourceFile& foreign, std::strin
 }
 
 std::expected<Assembly, diag::Diagnostics> assemble(std::string_view ptx, std::string_view arch,
-                                                    const Toolkit& toolkit, const diag::SourceFile* foreign) {
+                                                    const Toolkit& toolkit, const diag::SourceFile* foreign,
+                                                    std::string_view only_entry) {
   if (!toolkit.ptxas) return std::unexpected(toolkit.ptxas.error());
   const std::string& ptxas = *toolkit.ptxas;
   auto dir = support::TempDir::create_in_tmp("ptxgate-ptxas-");
@@ -239,10 +240,22 @@ std::expected<Assembly, diag::Diagnostics> assemble(std::string_view ptx, std::s
       return std::unexpected(failure(diag::Code::ptxas_failure, fmt::format("cannot write ptxas input '{}'", ptx_path),
                                      "set TMPDIR to a writable directory with free space"));
   }
-  auto run = run_process({ptxas, "-v", fmt::format("-arch={}", arch), ptx_path, "-o", cubin_path});
+  auto limit = tool_time_limit();
+  if (!limit)
+    return std::unexpected(failure(diag::Code::tool_timed_out, limit.error(),
+                                   "set PTXGATE_TOOL_TIMEOUT to a number of seconds (0: no limit)"));
+  std::vector<std::string> argv = {ptxas, "-v", fmt::format("-arch={}", arch)};
+  if (!only_entry.empty()) argv.insert(argv.end(), {"-e", std::string(only_entry)});
+  argv.insert(argv.end(), {ptx_path, "-o", cubin_path});
+  auto run = run_process(argv, *limit);
   if (!run)
     return std::unexpected(failure(diag::Code::ptxas_missing, run.error(),
                                    "check the ptxas binary (CUDA_HOME or PTXGATE_PTXAS)"));
+  if (run->timed_out)
+    return std::unexpected(failure(
+        diag::Code::tool_timed_out, timeout_message(fmt::format("ptxas -arch={}", arch), *limit),
+        fmt::format("assemble a smaller module, or raise the limit: PTXGATE_TOOL_TIMEOUT=SECONDS (now {}; 0: no limit)",
+                    limit->count() / 1000)));
   Assembly out;
   out.log = run->stdout_text + run->stderr_text;
   if (run->exit_status != 0 && foreign != nullptr)

@@ -35,13 +35,17 @@ struct Assembly {
 };
 
 /// Runs `ptxas -v -arch=<arch>` on `ptx` in a private temporary directory (posix_spawn, no
-/// shell). PG2005 when the toolkit has no ptxas or it cannot be started; PG2004 with the
-/// start of its output when it fails or writes no cubin.
+/// shell), within the tool time limit (PG2011 past it). PG2005 when the toolkit has no ptxas or it
+/// cannot be started; PG2004 with the start of its output when it fails or writes no cubin.
 /// `foreign`: the PTX is the user's (`ptx` is its text, from another compiler), so ptxas rejecting
 /// it is the input's fault, not ptxgate's: PG2007 per error ptxas reports, at its line of `foreign`.
+/// With `only_entry`, `ptxas -e NAME`: the cubin holds that kernel (and what it calls) alone, so a
+/// module of 5000 kernels assembles in a tenth of a second instead of half a minute when one
+/// kernel's resources are wanted.
 [[nodiscard]] std::expected<Assembly, diag::Diagnostics> assemble(std::string_view ptx, std::string_view arch,
                                                                   const Toolkit& toolkit,
-                                                                  const diag::SourceFile* foreign = nullptr);
+                                                                  const diag::SourceFile* foreign = nullptr,
+                                                                  std::string_view only_entry = {});
 
 /// ptxas's report of errors in the user's PTX (`foreign`, assembled from `input_path`) as
 /// diagnostics: each "FILE, line N; error : TEXT" is a PG2007 at line N of `foreign`; a report

@@ -17,9 +17,10 @@ struct EmitOptions {
   std::string format = "text";
 };
 
-// The product goes to standard output (checked when the command ends) or, with -o, to a
-// temporary file renamed over the path, so a failed write never leaves a truncated file.
-// A cubin is never written to a terminal.
+// The product goes to standard output (checked when the command ends) or, with -o, through
+// support::write_file_atomically: a regular file is replaced by a renamed temporary (a failed
+// write never leaves a truncated file), a device or FIFO written in place, a link followed. The
+// input file is never the output, and a cubin is never written to a terminal.
 int run_emit(EmitOptions& opt) {
   const auto format = *diag::format_from_name(opt.format);
   opt.request.kind = *pipeline::emit_kind_from_name(opt.emit);
@@ -31,6 +32,11 @@ int run_emit(EmitOptions& opt) {
           "write it to a file with -o FILE, or redirect standard output");
     print_diagnostics(d, format);
     return kUsage;
+  }
+  // Before compiling: `emit k.pg -o k.pg` would replace the source with its PTX.
+  if (auto same = support::refuse_output_onto_input(to_stdout ? "" : opt.output, opt.request.input); !same) {
+    print_diagnostics(same.error(), format);
+    return kDiagnostics;
   }
   auto product = pipeline::emit_file(opt.request);
   if (!product) {

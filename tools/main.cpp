@@ -17,6 +17,7 @@
 #include "ptxgate/pipeline/offline_check.hpp"
 #include "ptxgate/pipeline/reports.hpp"
 #include "ptxgate/pipeline/run.hpp"
+#include "ptxgate/support/signal_cleanup.hpp"
 #include "ptxgate/support/suggest.hpp"
 #include "ptxgate/toolchain/ptxas.hpp"
 #include "ptxgate/toolchain/toolkit.hpp"
@@ -240,6 +241,9 @@ CLI::App* register_help(CLI::App& app, Runner& runner) {
 
 int main(int argc, char** argv) {
   using namespace ptxgate::cli;
+  // Ctrl-C or a kill during `check`/`run`/`emit --emit cubin` stops ptxas and removes its
+  // temporary directories before the process dies of the signal.
+  ptxgate::support::install_signal_cleanup();
   CLI::App app{"ptxgate: compile ptxgate IR to PTX and validate CUDA launches before the driver sees them"};
   app.set_version_flag("--version", std::function<std::string()>(version_text),
                        "Print ptxgate's version and commit, and the LLVM, ptxas and libdevice it uses");

@@ -100,7 +100,9 @@ class KernelLowering {
   void assignment(const ir::Stmt& s);
   void if_statement(const ir::Stmt& s);
   void while_statement(const ir::Stmt& s);
-  llvm::MDNode* unroll_metadata(uint32_t factor);
+  llvm::MDNode* unroll_metadata(uint32_t factor, std::optional<uint64_t> trips = std::nullopt);
+  static std::optional<uint64_t> constant_trip_count(llvm::Value* lo, llvm::Value* hi, llvm::Value* step,
+                                                     bool is_signed);
   void for_statement(const ir::Stmt& s);
   void shared_array(const ir::Stmt& s);
   void local_array(const ir::Stmt& s);
@@ -241,6 +243,8 @@ class KernelLowering {
   llvm::Value* local_sink_ = nullptr;
   std::vector<Binding> params_;
   std::unordered_map<const ir::Symbol*, Binding> bindings_;
+  std::unordered_map<const ir::Symbol*, llvm::Constant*> constant_values_;  ///< bool and float module constants
+  bool in_constant_ = false;  ///< lowering a module constant's value expression
   std::optional<std::unordered_set<const ir::Symbol*>> accumulators_;  ///< Hopper: wgmma_accumulators()
   std::unordered_map<std::string, Binding> arrays_by_name_;
   std::vector<LoopTargets> loops_;

@@ -14,6 +14,7 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId*) { return ncclSuccess; }
 ncclResult_t ncclCommInitRank(ncclComm_t*, int, ncclUniqueId, int) { return ncclSuccess; }
 ncclResult_t ncclCommInitAll(ncclComm_t*, int, const int*) { return ncclSuccess; }
 ncclResult_t ncclCommDestroy(ncclComm_t) { return ncclSuccess; }
+ncclResult_t ncclCommSplit(ncclComm_t, int, int, ncclComm_t*, ncclConfig_t*) { return ncclSuccess; }
 ncclResult_t ncclCommAbort(ncclComm_t) { return ncclSuccess; }
 ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t* e) {
   *e = ncclSuccess;

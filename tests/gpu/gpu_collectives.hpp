@@ -1,20 +1,74 @@
 // Every NCCL collective against a host reference, for the ranks this process drives: all ranks of a
-// machine in one process (one group per collective), or one rank per process (multigpu tests).
+// machine in one process (one group per collective), or one rank per process (multigpu tests); and
+// what the multi-GPU tests share: skipping without GPUs or NCCL, and starting one process per rank.
 #pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <span>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
+#include <doctest/doctest.h>
+
+#include "ptxgate/backend/multi_device.hpp"
 #include "ptxgate/backend/nccl.hpp"
 #include "ptxgate/backend/runtime.hpp"
+#include "gpu_support.hpp"
 
 namespace ptxgate::gpu_test {
+
+/// The device set of every GPU; the case is skipped with fewer than 2.
+inline std::unique_ptr<backend::DeviceSet> all_gpus_or_skip(const char* test) {
+  auto set = backend::DeviceSet::open();
+  if (!set) FAIL(diag::render_text(set.error()));
+  if ((*set)->size() < 2) skip_case(std::string(test) + ": needs 2 GPUs, found " + std::to_string((*set)->size()));
+  return std::move(*set);
+}
+
+/// True when NCCL loads; the case is skipped without it. Keeps NVLink multicast off.
+inline bool nccl_or_skip(const char* test) {
+  ::setenv("NCCL_NVLS_ENABLE", "0", 0);  // never NVLink multicast on the lent machines
+  auto api = backend::nccl();
+  if (!api) skip_case(std::string(test) + ": no NCCL: " + diag::render_text(api.error(), false));
+  return true;
+}
+
+/// A fresh NCCL unique id in a temporary file named after `what`, for the rank processes.
+inline std::filesystem::path write_id_file(const std::string& what) {
+  auto id = backend::UniqueId::create();
+  if (!id) FAIL(diag::render_text(id.error()));
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("ptxgate-" + what + "-id-" + std::to_string(::getpid()));
+  if (auto ok = id->write_file(file); !ok) FAIL(diag::render_text(ok.error()));
+  return file;
+}
+
+/// Starts this test binary once per rank with `args(rank)` (each under `timeout limit_seconds`),
+/// all at once, and returns their exit codes (-1: killed by a signal).
+inline std::vector<int> run_rank_processes(int nranks, const std::function<std::string(int)>& args, int limit_seconds) {
+  const std::string self = self_command();
+  std::vector<int> rc(static_cast<size_t>(nranks), -1);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < nranks; ++r)
+    ranks.emplace_back([&, r] {
+      const std::string cmd =
+          "timeout --kill-after=5 " + std::to_string(limit_seconds) + " " + self + " " + args(r);
+      const int status = std::system(cmd.c_str());
+      rc[static_cast<size_t>(r)] = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    });
+  for (auto& t : ranks) t.join();
+  return rc;
+}
 
 /// One rank driven by this process.
 struct RankSide {

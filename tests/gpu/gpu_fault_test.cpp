@@ -78,7 +78,10 @@ TEST_CASE("containment: kernels that fault on purpose are reported; Runtime::res
   auto poke = fault_kernel("poke");
   auto kept = upload(std::vector<float>(256, 3.0f));
   fault_on_purpose("wild pointer", [&] {
-    return poke->launch(backend::LaunchConfig::linear(4, 64), {backend::Arg::device_pointer(64, 4)});
+    // A pointer that claims 1 MiB at address 64: the launch is in bounds of what the pointer claims (so the
+    // memory-safety analysis lets it through), and the hardware faults. With its true size ptxgate would
+    // refuse it before the driver (PG3801, the next case).
+    return poke->launch(backend::LaunchConfig::linear(4, 64), {backend::Arg::device_pointer(64, 1 << 20)});
   });
   auto reset = rt.reset();
   // Whatever the driver allows, nothing of the old context is used again: each use is PG4010.
@@ -107,6 +110,23 @@ TEST_CASE("containment: kernels that fault on purpose are reported; Runtime::res
   fault_on_purpose("failed assert", [&] { return guarded->launch(backend::LaunchConfig::linear(1, 256), {y, 200u}); });
   PG_REQUIRE_OK(rt.reset());
   correct_kernel();
+}
+
+TEST_CASE("memory safety: a launch proven out of bounds is refused before the driver; the context stays healthy") {
+  auto& rt = runtime();
+  auto poke = fault_kernel("poke");
+  auto y = upload(std::vector<float>(200, 3.0f));  // 200 elements, 256 threads write
+  auto refused = poke->launch(backend::LaunchConfig::linear(4, 64), {y});
+  REQUIRE_FALSE(refused);
+  const std::string text = diag::render_text(refused.error(), false);
+  MESSAGE(text);
+  CHECK(first_code(refused.error()) == diag::Code::access_out_of_bounds);
+  CHECK(text.find("writes buffer 'y' out of bounds") != std::string::npos);
+  CHECK(text.find("which holds 800 bytes") != std::string::npos);
+  CHECK_FALSE(rt.context().poisoned());
+  auto kept = download<float>(y);  // nothing was written
+  CHECK(mismatches(kept, std::vector<float>(200, 3.0f), 0.0, 0.0, "y after the refused launch") == 0);
+  correct_kernel();  // and the next launch computes exactly
 }
 
 }  // namespace ptxgate::gpu_test

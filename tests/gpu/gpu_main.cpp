@@ -67,6 +67,7 @@ int cache_child(int argc, char** argv);  // gpu_cache_test.cpp
 int nccl_rank_child(int argc, char** argv);  // gpu_nccl_test.cpp
 int fault_child(int argc, char** argv);      // gpu_programs_test.cpp
 int nccl_collectives_child(int argc, char** argv);  // gpu_multigpu_test.cpp
+int nccl_mismatch_child(int argc, char** argv);     // gpu_mismatch_test.cpp
 
 }  // namespace ptxgate::gpu_test
 
@@ -87,6 +88,7 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "--nccl-rank") == 0) return gpu_test::nccl_rank_child(argc, argv);
   if (argc >= 2 && std::strcmp(argv[1], "--fault-child") == 0) return gpu_test::fault_child(argc, argv);
   if (argc >= 2 && std::strcmp(argv[1], "--nccl-collectives") == 0) return gpu_test::nccl_collectives_child(argc, argv);
+  if (argc >= 2 && std::strcmp(argv[1], "--nccl-mismatch") == 0) return gpu_test::nccl_mismatch_child(argc, argv);
   // `--min-gpus N` (first): skip the whole run on a machine with fewer GPUs (the multigpu label).
   if (argc >= 3 && std::strcmp(argv[1], "--min-gpus") == 0) {
     const size_t need = static_cast<size_t>(std::atoi(argv[2]));

@@ -1,7 +1,9 @@
 // Several GPUs (ctest label multigpu; `ptxgate_gpu_tests --min-gpus 2 -tc='multigpu*'` exits 77 on
 // fewer than 2): the DeviceSet on the real topology (peer access as cuDeviceCanAccessPeer says, a
 // kernel reading a peer's buffer, peer copies, PG4070 where there is no peer access), and every
-// collective against a host reference over all GPUs in one process and over two processes.
+// collective against a host reference over all GPUs in one process and with one process per GPU,
+// plain and in checked mode (a fingerprint exchange before each collective).
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -19,27 +21,6 @@ using namespace ptxgate;
 using namespace ptxgate::gpu_test;
 
 namespace {
-
-/// The device set of every GPU, or null with the case skipped (fewer than 2).
-std::unique_ptr<backend::DeviceSet> all_gpus_or_skip(const char* test) {
-  auto set = backend::DeviceSet::open();
-  if (!set) FAIL(diag::render_text(set.error()));
-  if ((*set)->size() < 2) {
-    skip_case(std::string(test) + ": needs 2 GPUs, found " + std::to_string((*set)->size()));
-    return nullptr;
-  }
-  return std::move(*set);
-}
-
-bool nccl_or_skip(const char* test) {
-  ::setenv("NCCL_NVLS_ENABLE", "0", 0);  // never NVLink multicast on the lent machines
-  auto api = backend::nccl();
-  if (!api) {
-    skip_case(std::string(test) + ": no NCCL: " + diag::render_text(api.error(), false));
-    return false;
-  }
-  return true;
-}
 
 constexpr size_t kElements = 1 << 16;
 
@@ -111,29 +92,44 @@ TEST_CASE("multigpu: peer copies between device 0 and every other device carry t
   }
 }
 
-TEST_CASE("multigpu: every collective over all GPUs in one process equals the host reference") {
-  auto set = all_gpus_or_skip("collectives in one process");
-  if (!set || !nccl_or_skip("collectives in one process")) return;
-  auto comms = backend::Communicator::init_all(set->contexts());
-  if (!comms) FAIL(diag::render_text(comms.error()));
-  std::vector<backend::Stream> streams;
-  for (size_t i = 0; i < set->size(); ++i) streams.push_back(*set->runtime(i).create_stream());
-  std::vector<RankSide> sides;
-  for (size_t i = 0; i < set->size(); ++i) sides.push_back({(*comms)[i].get(), &set->runtime(i), &streams[i]});
-  const int failures = collective_failures(sides, static_cast<int>(set->size()), kElements);
-  std::printf("multigpu: 8 collectives on %zu ranks in one process: %d failure%s\n", set->size(), failures,
-              failures == 1 ? "" : "s");
-  CHECK(failures == 0);
+namespace {
+
+backend::CommunicatorOptions plain_or_checked(bool checked) {
+  backend::CommunicatorOptions o;
+  o.checked = checked;
+  if (checked) o.timeout = std::chrono::seconds(60);
+  return o;
 }
 
-// ---- Two processes, one rank each (the path that scales to several hosts). ----
+}  // namespace
+
+TEST_CASE("multigpu: every collective over all GPUs in one process equals the host reference, plain and checked") {
+  auto set = all_gpus_or_skip("collectives in one process");
+  if (!set || !nccl_or_skip("collectives in one process")) return;
+  std::vector<backend::Stream> streams;
+  for (size_t i = 0; i < set->size(); ++i) streams.push_back(*set->runtime(i).create_stream());
+  for (bool checked : {false, true}) {
+    auto comms = backend::Communicator::init_all(set->contexts(), plain_or_checked(checked));
+    if (!comms) FAIL(diag::render_text(comms.error()));
+    std::vector<RankSide> sides;
+    for (size_t i = 0; i < set->size(); ++i) sides.push_back({(*comms)[i].get(), &set->runtime(i), &streams[i]});
+    const int failures = collective_failures(sides, static_cast<int>(set->size()), kElements);
+    std::printf("multigpu: 8 collectives on %zu ranks in one process%s: %d failure%s\n", set->size(),
+                checked ? ", checked mode" : "", failures, failures == 1 ? "" : "s");
+    CHECK(failures == 0);
+  }
+}
+
+// ---- One process per GPU, one rank each (the path that scales to several hosts). ----
 
 namespace ptxgate::gpu_test {
 
-/// `--nccl-collectives R N ID_FILE`: rank R of N on device R, every collective against the host reference.
+/// `--nccl-collectives R N ID_FILE [checked]`: rank R of N on device R, every collective against
+/// the host reference.
 int nccl_collectives_child(int argc, char** argv) {
   if (argc < 5) return 2;
   const int rank = std::atoi(argv[2]), nranks = std::atoi(argv[3]);
+  const bool checked = argc >= 6 && std::string(argv[5]) == "checked";
   ::setenv("NCCL_NVLS_ENABLE", "0", 0);
   auto report = [&](const diag::Diagnostics& d, int code) {
     std::fprintf(stderr, "multigpu child rank %d: %s\n", rank, diag::render_text(d, false).c_str());
@@ -144,37 +140,40 @@ int nccl_collectives_child(int argc, char** argv) {
   auto ctx = backend::Context::open(rank);
   if (!ctx) return report(ctx.error(), 4);
   backend::Runtime rt(*ctx, backend::RuntimeOptions{});
-  auto comm = backend::Communicator::init_rank(*ctx, nranks, rank, *id);
+  auto comm = backend::Communicator::init_rank(*ctx, nranks, rank, *id, plain_or_checked(checked));
   if (!comm) return report(comm.error(), 5);
   auto s = rt.create_stream();
   if (!s) return report(s.error(), 6);
   const int failures = collective_failures({{comm->get(), &rt, &*s}}, nranks, kElements);
-  std::printf("multigpu child rank %d of %d: 8 collectives, %d failure%s\n", rank, nranks, failures,
-              failures == 1 ? "" : "s");
+  std::printf("multigpu child rank %d of %d%s: 8 collectives, %d failure%s\n", rank, nranks,
+              checked ? " (checked mode)" : "", failures, failures == 1 ? "" : "s");
+  if (checked)
+    if (auto ok = (*comm)->finalize(); !ok) return report(ok.error(), 7);
   return failures == 0 ? 0 : 10;
 }
 
 }  // namespace ptxgate::gpu_test
 
-TEST_CASE("multigpu: every collective over two processes, one rank each, equals the host reference") {
-  auto set = all_gpus_or_skip("collectives in two processes");
-  if (!set || !nccl_or_skip("collectives in two processes")) return;
+TEST_CASE("multigpu: every collective with one process per GPU equals the host reference, plain and checked") {
+  auto set = all_gpus_or_skip("collectives in one process per GPU");
+  if (!set || !nccl_or_skip("collectives in one process per GPU")) return;
+  const int nranks = static_cast<int>(set->size());
   set.reset();  // the children open their own contexts
-  auto id = backend::UniqueId::create();
-  if (!id) FAIL(diag::render_text(id.error()));
-  const auto file = std::filesystem::temp_directory_path() / ("ptxgate-multigpu-id-" + std::to_string(::getpid()));
-  PG_REQUIRE_OK(id->write_file(file));
-  const std::string self = self_command();
-  int rc[2] = {-1, -1};
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < 2; ++r)
-    ranks.emplace_back([&, r] {
-      const std::string cmd =
-          "timeout 300 " + self + " --nccl-collectives " + std::to_string(r) + " 2 '" + file.string() + "'";
-      rc[r] = std::system(cmd.c_str());
-    });
-  for (auto& t : ranks) t.join();
-  std::filesystem::remove(file);
-  CHECK(rc[0] == 0);
-  CHECK(rc[1] == 0);
+  for (bool checked : {false, true}) {
+    const auto file = write_id_file("multigpu");
+    const auto start = std::chrono::steady_clock::now();
+    const auto rc = run_rank_processes(
+        nranks,
+        [&](int r) {
+          return "--nccl-collectives " + std::to_string(r) + " " + std::to_string(nranks) + " '" + file.string() + "'" +
+                 (checked ? " checked" : "");
+        },
+        300);
+    std::filesystem::remove(file);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("multigpu: %d processes, one rank each%s: exit codes", nranks, checked ? ", checked mode" : "");
+    for (int c : rc) std::printf(" %d", c);
+    std::printf(" (%.1f s)\n", seconds);
+    for (int c : rc) CHECK(c == 0);
+  }
 }

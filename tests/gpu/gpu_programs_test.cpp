@@ -111,7 +111,9 @@ int fault_child(int argc, char** argv) {
   if (!rt) return 2;
   auto k = (*rt)->compile(kProgramKernels, "poke", "programs.pg");
   if (!k) return 3;
-  auto ok = (*k)->launch(backend::LaunchConfig::linear(4, 64), {backend::Arg::device_pointer(64, 4)});
+  // A pointer that claims 1 MiB at address 64: in bounds of its claim (the memory-safety analysis lets the
+  // launch through), and the hardware faults.
+  auto ok = (*k)->launch(backend::LaunchConfig::linear(4, 64), {backend::Arg::device_pointer(64, 1 << 20)});
   if (ok) ok = (*rt)->synchronize();
   if (ok) {
     std::printf("fault child: no fault reported\n");

@@ -14,7 +14,8 @@ through the raw driver — nothing of ptxgate validates it — plainly and under
   one out of bounds in shared memory must be reported by memcheck unless the bad bytes stay inside the
   block's shared window (memcheck sees the window, not the arrays: then it is listed, not failed);
 - a launch whose every access ptxgate proves in bounds must be memcheck-clean;
-- a proven race must be reported by racecheck;
+- a proven race must be reported by racecheck; one out of bounds of a local array is listed (memcheck sees
+  the thread's local window, not the arrays);
 - a launch ptxgate cannot decide is listed with what the hardware said.
 
 Writes OUT_DIR/memsafe_agreement.md; exits 1 when the two disagree (naming the cases).
@@ -120,7 +121,9 @@ def sanitize(work, name, tool):
     case = os.path.join(work, name + ".json")
     plain = subprocess.run([sys.executable, os.path.join(HERE, "raw_launch.py"), case],
                            capture_output=True, text=True, timeout=120)
-    extra = ["--racecheck-report", "hazard"] if tool == "racecheck" else []
+    # memcheck: a padding after every allocation, so that bytes past one buffer's end are not another
+    # buffer's (which memcheck would count as valid).
+    extra = ["--racecheck-report", "hazard"] if tool == "racecheck" else ["--padding", "4096"]
     t0 = time.time()
     san = subprocess.run(["compute-sanitizer", "--tool", tool, "--print-limit", "4"] + extra +
                          [sys.executable, os.path.join(HERE, "raw_launch.py"), case],
@@ -169,6 +172,9 @@ def device(work, out):
                 status = "agree"
             elif spaces == {"shared"}:
                 status = "listed: out of bounds of its shared array, inside the block's shared window (memcheck cannot see it)"
+                listed.append(n)
+            elif spaces == {"local"}:
+                status = "listed: out of bounds of its local array, inside the thread's local memory (memcheck cannot see it)"
                 listed.append(n)
             else:
                 status = "DISAGREE (memcheck clean)"

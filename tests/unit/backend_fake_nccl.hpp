@@ -101,6 +101,11 @@ inline NcclApi make_fake_nccl() {
   api.ncclRecv = [](void* r, size_t n, ncclDataType_t t, int peer, ncclComm_t, cudaStream_t st) {
     return detail::log_nccl("ncclRecv", nullptr, r, n, t, peer, -1, st);
   };
+  api.ncclCommSplit = [](ncclComm_t comm, int, int, ncclComm_t* out, ncclConfig_t*) {
+    *out = reinterpret_cast<ncclComm_t>(reinterpret_cast<uintptr_t>(comm) + 0x100);
+    ++fake_nccl_state().inits;
+    return fake_nccl_state().result_of("ncclCommSplit");
+  };
   api.ncclGroupStart = [] { ++fake_nccl_state().group_starts; return ncclSuccess; };
   api.ncclGroupEnd = [] { ++fake_nccl_state().group_ends; return fake_nccl_state().result_of("ncclGroupEnd"); };
   return api;

@@ -23,6 +23,14 @@ using fake::HappensBefore;
 
 namespace {
 
+/// These tests drive every rank from one thread with a fake NCCL that moves no data: checked mode
+/// (tests/unit/backend_nccl_checked_test.cpp simulates ranks for it) stays off whatever the build.
+CommunicatorOptions unchecked() {
+  CommunicatorOptions o;
+  o.checked = false;
+  return o;
+}
+
 struct Fixture {
   DriverApi api = fake::make_fake_driver();
   NcclApi nccl = fake::make_fake_nccl();
@@ -35,7 +43,7 @@ struct Fixture {
     ctx = *Context::open(0, &api);
     ctx1 = *Context::open(1, &api);
     const std::shared_ptr<Context> both[] = {ctx, ctx1};
-    auto c = Communicator::init_all(both, &nccl);
+    auto c = Communicator::init_all(both, unchecked(), &nccl);
     if (!c) FAIL(diag::render_text(c.error()));
     comms = std::move(*c);
     stream = *Stream::create(ctx);
@@ -82,18 +90,18 @@ TEST_CASE("nccl: two contexts of one device, no contexts, or a bad rank are PG42
   Fixture f;
   const int before = fake_nccl_state().inits;
   const std::shared_ptr<Context> twice[] = {f.ctx, f.ctx};
-  auto a = Communicator::init_all(twice, &f.nccl);
+  auto a = Communicator::init_all(twice, unchecked(), &f.nccl);
   REQUIRE_FALSE(a);
   CHECK(a.error().items().front().code == diag::Code::communicator_setup);
   CHECK(diag::render_text(a.error()).find("both device 0") != std::string::npos);
-  CHECK_FALSE(Communicator::init_all({}, &f.nccl));
+  CHECK_FALSE(Communicator::init_all({}, unchecked(), &f.nccl));
   UniqueId id;
-  auto r = Communicator::init_rank(f.ctx, 2, 2, id, &f.nccl);
+  auto r = Communicator::init_rank(f.ctx, 2, 2, id, unchecked(), &f.nccl);
   REQUIRE_FALSE(r);
   CHECK(r.error().items().front().code == diag::Code::communicator_setup);
   CHECK(diag::render_text(r.error()).find("rank 2 of 2") != std::string::npos);
   CHECK(fake_nccl_state().inits == before);
-  auto ok = Communicator::init_rank(f.ctx, 2, 1, id, &f.nccl);
+  auto ok = Communicator::init_rank(f.ctx, 2, 1, id, unchecked(), &f.nccl);
   REQUIRE(ok);
   CHECK((*ok)->rank() == 1);
   CHECK((*ok)->size() == 2);
@@ -102,7 +110,7 @@ TEST_CASE("nccl: two contexts of one device, no contexts, or a bad rank are PG42
 TEST_CASE("nccl: a failed NCCL init is PG4203 with NCCL's error") {
   Fixture f;
   fake_nccl_state().fail["ncclCommInitRank"] = ncclSystemError;
-  auto r = Communicator::init_rank(f.ctx, 1, 0, UniqueId{}, &f.nccl);
+  auto r = Communicator::init_rank(f.ctx, 1, 0, UniqueId{}, unchecked(), &f.nccl);
   REQUIRE_FALSE(r);
   CHECK(r.error().items().front().code == diag::Code::nccl_call_failed);
   CHECK(diag::render_text(r.error()).find("ncclCommInitRank (rank 0 of 1)") != std::string::npos);
@@ -330,7 +338,7 @@ kernel scale(inout y: f32[], n: u32) {
   if (!scale) FAIL(diag::render_text(scale.error()));
   fake_state().param_sizes = {8, 4};
   const std::shared_ptr<Context> one[] = {rt.shared_context()};
-  auto comms = Communicator::init_all(one, &nccl);
+  auto comms = Communicator::init_all(one, unchecked(), &nccl);
   REQUIRE(comms);
   auto s1 = *rt.create_stream(), s2 = *rt.create_stream();
   auto grad = *rt.allocate(4096), sum = *rt.allocate(4096);

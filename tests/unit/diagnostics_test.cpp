@@ -41,6 +41,39 @@ TEST_CASE("text rendering has location, excerpt, caret and fix") {
   CHECK(text.find("1 error, 0 warnings") != std::string::npos);
 }
 
+TEST_CASE("a long source line is kept as an excerpt around the caret, never whole") {
+  // One line of 1 MB: each Location used to copy all of it (20000 entries of a one-line PTX
+  // file: 13 GB), and the text rendering printed it whole for every diagnostic.
+  std::string line = "let x = ";
+  for (int i = 0; i < 100000; ++i) line += "a + 1 + ";
+  line += "\xc3\xa9 + target + b;";
+  SourceFile f("long.pg", line + "\n");
+  const auto at = static_cast<uint32_t>(line.find("target"));
+  Location loc = locate(f, at, 6);
+  CHECK(loc.column == at + 1);
+  CHECK(loc.source_line.size() <= kMaxExcerptBytes + 6);
+  CHECK(loc.source_line.starts_with("..."));
+  CHECK(loc.source_line.ends_with("+ target + b;"));
+  Diagnostics d;
+  d.add(Code::undefined_name, "use of undefined name 'target'", loc, "declare it");
+  std::string text = render_text(d);
+  CHECK(text.size() < 1000);
+  // The caret still stands under the name.
+  const auto excerpt = text.find("| ...");
+  const auto caret = text.find("^^^^^^");
+  REQUIRE(excerpt != std::string::npos);
+  REQUIRE(caret != std::string::npos);
+  const auto excerpt_line_start = text.rfind('\n', excerpt) + 1;
+  const auto caret_line_start = text.rfind('\n', caret) + 1;
+  CHECK(text.substr(excerpt_line_start + (caret - caret_line_start), 6) == "target");
+  // The start of a long line: no "..." before it; a short line: whole.
+  Location first = locate(f, 4, 1);
+  CHECK(first.source_line.starts_with("let x = "));
+  CHECK(first.source_line.ends_with("..."));
+  CHECK(first.source_line_offset == 0);
+  CHECK(locate(SourceFile("s.pg", "let x = y;"), 8, 1).source_line == "let x = y;");
+}
+
 TEST_CASE("text rendering escapes control characters of quoted source, messages and paths") {
   // A NUL, an escape sequence (retitling the terminal), a bell and a C1 CSI in a source line.
   using namespace std::string_literals;

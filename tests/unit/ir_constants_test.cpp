@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -187,6 +188,55 @@ TEST_CASE("constants: a const inside a kernel is one clear error, and parsing go
   REQUIRE(r.diags.size() == 1);
   CHECK(r.diags.items()[0].code == diag::Code::expected_statement);
   CHECK(r.diags.items()[0].message.find("module constant") != std::string::npos);
+}
+
+namespace {
+
+/// CPU seconds this process has used (robust against a loaded machine, unlike wall time).
+double cpu_seconds() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
+
+/// `levels` constants, each using the one before twice: `const X1: T = X0 OP X0;` ...
+std::string doubling_chain(const std::string& type, const std::string& first, const std::string& op, int levels) {
+  std::string text = "const X0: " + type + " = " + first + ";\n";
+  for (int i = 1; i <= levels; ++i)
+    text += "const X" + std::to_string(i) + ": " + type + " = X" + std::to_string(i - 1) + " " + op + " X" +
+            std::to_string(i - 1) + ";\n";
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("constants: a chain that uses each constant twice folds once per constant, not 2^n times") {
+  // Before, each use lowered the whole expression tree again: 2^30 multiplications for f32, and
+  // for bool a branch per && (six million instructions, PG2010). Bounded CPU time, exact values.
+  const double start = cpu_seconds();
+  std::string f = llvm_ir(doubling_chain("f32", "1.0", "*", 30) + "kernel k(out y: f32[]) { y[0] = X30; }\n");
+  CHECK(f.find("store float 1.000000e+00, ptr addrspace(1) %y") != std::string::npos);
+  std::string b = llvm_ir(doubling_chain("bool", "true", "&&", 30) +
+                          "kernel k(out y: u32[]) { if (X30) { y[0] = 1; } }\n");
+  CHECK(b.find("store i32 1, ptr addrspace(1) %y") != std::string::npos);
+  CHECK(b.find("br i1") == std::string::npos);  // decided at compile time: no branch is left
+  std::string o = llvm_ir(doubling_chain("bool", "false", "||", 30) +
+                          "kernel k(out y: u32[]) { if (X30) { y[0] = 1; } }\n");
+  CHECK(o.find("store") == std::string::npos);
+  CHECK(cpu_seconds() - start < 20.0);
+}
+
+TEST_CASE("constants: float and bool constants fold under @fp(fast) and through saturating casts") {
+  // A constant's division is exact IEEE even in a fast kernel, and a float -> int cast folds to
+  // its saturated value (NaN -> 0), so the constant is a value, never an instruction.
+  std::string out = llvm_ir(R"(
+const THIRD: f32 = 1.0 / 3.0;
+const HUGE: f32 = 1e20;
+const SAT: bool = i32(HUGE) == 2147483647;
+const NAN_IS_ZERO: bool = i32(0.0 / 0.0) == 0;
+@fp(fast)
+kernel k(out y: f32[], out b: u32[]) { y[0] = THIRD; b[0] = u32(SAT && NAN_IS_ZERO); }
+)");
+  CHECK(out.find("store float 0x3FD5555560000000, ptr addrspace(1) %y") != std::string::npos);
+  CHECK(out.find("store i32 1, ptr addrspace(1) %b") != std::string::npos);
+  CHECK(out.find("fptosi") == std::string::npos);
+  CHECK(out.find("div.full") == std::string::npos);
 }
 
 TEST_CASE("constants: a float to integer cast is defined as at run time (truncated, saturated, NaN 0)") {

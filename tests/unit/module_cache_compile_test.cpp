@@ -168,3 +168,27 @@ TEST_CASE("compile_to_entry: kernel_resources round-trips resources_to_json") {
   CHECK(back->barriers == 1);
   CHECK_FALSE(kernel_resources(entry, "broken").has_value());
 }
+
+TEST_CASE("module cache: the compile budget is part of the key; a module refused under a small one stays refused") {
+  // Before, a compile under a large budget published the entry that a later compile under a
+  // small budget read back: the same module accepted or refused depending on what ran before.
+  ptxgate::diag::SourceFile file("unrolled.pg", R"(
+kernel k(inout y: f32[], n: u32) {
+  for i in 0..64 unroll { y[i] = y[i] * 2.0; }
+}
+)");
+  auto loaded = ptxgate::ir::load_module(file);
+  REQUIRE(loaded.has_value());
+  ModuleCache cache({.memory_capacity = 4, .use_disk = false});
+  CompileRequest large;
+  large.produce_cubin = false;
+  CompileRequest small = large;
+  small.codegen.instruction_budget = 100;
+  CHECK(codegen_options_text(large.codegen) == "opt_level=3;pipeline=kernel-1");  // the default keeps its form
+  CHECK(codegen_options_text(small.codegen) == "opt_level=3;pipeline=kernel-1;budget=100");
+  auto accepted = cache.compile(loaded->module, large);
+  REQUIRE(accepted.has_value());
+  auto refused = cache.compile(loaded->module, small);
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().items()[0].code == ptxgate::diag::Code::compile_budget_exceeded);
+}

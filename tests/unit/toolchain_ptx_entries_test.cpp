@@ -198,3 +198,17 @@ TEST_CASE("ptx entries: a PTX target runs on its own and newer architectures, an
   REQUIRE_FALSE(specific);
   CHECK(specific.error().items()[0].message.find("architecture-specific") != std::string::npos);
 }
+
+TEST_CASE("ptx entries: 20000 entries on one line cost memory in proportion to the text") {
+  // Each entry's location used to copy the whole 670 KB line: 13 GB, std::bad_alloc.
+  std::string ptx = ".version 8.0 .target sm_90 .address_size 64 ";
+  for (int i = 0; i < 20000; ++i) ptx += ".visible .entry k" + std::to_string(i) + "() { ret; } ";
+  auto m = read_ptx_entries(text(ptx));
+  REQUIRE_MESSAGE(m, (m ? "" : diag::render_text(m.error())));
+  REQUIRE(m->entries.size() == 20000);
+  size_t kept = 0;
+  for (const auto& e : m->entries) kept += e.location.source_line.size();
+  CHECK(kept <= 20000 * (diag::kMaxExcerptBytes + 6));
+  CHECK(m->entries.back().info.name == "k19999");
+  CHECK(m->entries.back().location.column == ptx.rfind("k19999") + 1);
+}

@@ -1,9 +1,17 @@
 // Unit tests for the ptxas -v log parser (captured real outputs), launch bounds, and assemble().
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
 #include <optional>
+#include <thread>
 
+#include "ptxgate/support/temp_dir.hpp"
+#include "ptxgate/toolchain/internal/process.hpp"
 #include "ptxgate/toolchain/ptxas.hpp"
+#include "scoped_env.hpp"
 #include "toolkit_test_support.hpp"
 
 using namespace ptxgate::toolchain;
@@ -211,4 +219,71 @@ TEST_CASE("ptxas_version runs ptxas once, empty when it cannot run") {
   auto v = ptxas_version(*toolkit->ptxas);
   CHECK(v.find("release") != std::string::npos);
   CHECK(ptxas_version(*toolkit->ptxas) == v);
+}
+
+TEST_CASE("assemble: only_entry assembles that kernel alone (ptxas -e), for one kernel of a large module") {
+  // ptxas takes about 35 s of CPU for 5000 trivial entries, 0.1 s for one of them.
+  auto toolkit = toolkit_with_ptxas();
+  if (!toolkit) return;
+  std::string ptx = ".version 8.0\n.target sm_90\n.address_size 64\n";
+  for (int i = 0; i < 3; ++i) ptx += ".visible .entry k" + std::to_string(i) + "() { ret; }\n";
+  auto all = assemble(ptx, "sm_90", *toolkit);
+  REQUIRE(all.has_value());
+  CHECK(all->resources.size() == 3);
+  auto one = assemble(ptx, "sm_90", *toolkit, nullptr, "k1");
+  REQUIRE(one.has_value());
+  REQUIRE(one->resources.size() == 1);
+  CHECK(one->resources.contains("k1"));
+}
+
+TEST_CASE("assemble: a ptxas past the tool time limit is stopped, PG2011 naming the limit") {
+  auto dir = ptxgate::support::TempDir::create_in_tmp("ptxgate-ptxas-test-").value();
+  const auto slow = dir.path() / "ptxas";
+  {
+    std::ofstream script(slow);
+    script << "#!/bin/sh\nif [ \"$1\" = --version ]; then echo release; exit 0; fi\nsleep 60\n";
+  }
+  std::filesystem::permissions(slow, std::filesystem::perms::owner_all);
+  ptxgate::testing::ScopedEnv limit("PTXGATE_TOOL_TIMEOUT", "1");
+  auto toolkit = discover({.ptxas = slow.string()});
+  const auto start = std::chrono::steady_clock::now();
+  auto r = assemble(kStorePtx, "sm_90", toolkit);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().items()[0].code == Code::tool_timed_out);
+  CHECK(r.error().items()[0].message == "ptxas -arch=sm_90 did not finish within 1 s (the tool time limit) and was stopped");
+  CHECK(r.error().items()[0].fix.find("PTXGATE_TOOL_TIMEOUT") != std::string::npos);
+  ptxgate::testing::ScopedEnv bad("PTXGATE_TOOL_TIMEOUT", "soon");
+  auto refused = assemble(kStorePtx, "sm_90", toolkit);
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().items()[0].message.find("PTXGATE_TOOL_TIMEOUT='soon' is not a number") != std::string::npos);
+}
+
+TEST_CASE("run_process: past its time limit the child's whole process group is killed") {
+  // A shell whose own child would outlive it, were only the shell killed.
+  auto dir = ptxgate::support::TempDir::create_in_tmp("ptxgate-ptxas-test-").value();
+  const auto marker = dir.path() / "grandchild";
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run_process({"/bin/sh", "-c", "sleep 60 & echo $! > " + marker.string() + "; wait"},
+                       std::chrono::milliseconds(300));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
+  REQUIRE(r.has_value());
+  CHECK(r->timed_out);
+  CHECK(r->exit_status == 128 + SIGKILL);
+  std::ifstream in(marker);
+  pid_t grandchild = 0;
+  in >> grandchild;
+  REQUIRE(grandchild > 0);
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {  // killed; its reaping (by init) may take a moment
+    gone = ::kill(grandchild, 0) != 0;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(gone);
+  auto quick = run_process({"/bin/sh", "-c", "echo out; echo err >&2; exit 3"}, std::chrono::milliseconds(30000));
+  REQUIRE(quick.has_value());
+  CHECK_FALSE(quick->timed_out);
+  CHECK(quick->exit_status == 3);
+  CHECK(quick->stdout_text == "out\n");
+  CHECK(quick->stderr_text == "err\n");
 }
