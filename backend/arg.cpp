@@ -1,4 +1,4 @@
-// Arg binding: buffer vs scalar, integer vs float, width and range, checked against a parameter.
+// Arg: a typed kernel argument as the caller gives it (buffer, scalar, tensor map), and its description in words.
 #include "ptxgate/backend/arg.hpp"
 
 #include <limits>
@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 
 #include "ptxgate/backend/context.hpp"
+#include "ptxgate/backend/device_buffer.hpp"
 #include "ptxgate/backend/tensor_map.hpp"
+#include "ptxgate/ir/float_bits.hpp"
 
 namespace ptxgate::backend {
 
@@ -55,6 +57,18 @@ std::string Arg::describe() const {
       std::memcpy(&d, &bits_, 8);
       return fmt::format("an f64 scalar ({})", d);
     }
+    case ir::Type::int_literal:
+      return fmt::format("an integer ({})", static_cast<int64_t>(bits_));
+    case ir::Type::float_literal: {
+      double d;
+      std::memcpy(&d, &bits_, 8);
+      return fmt::format("a real number ({})", d);
+    }
+    case ir::Type::f16:
+    case ir::Type::bf16:
+      return fmt::format("a {} scalar ({})", ir::type_name(type_), ir::half_value(static_cast<uint16_t>(bits_), type_));
+    case ir::Type::i8:
+    case ir::Type::i16:
     case ir::Type::i32:
     case ir::Type::i64:
       return fmt::format("an {} scalar ({})", ir::type_name(type_), static_cast<int64_t>(bits_));
@@ -63,113 +77,6 @@ std::string Arg::describe() const {
     default:
       return fmt::format("a {} scalar ({})", ir::type_name(type_), bits_);
   }
-}
-
-namespace {
-
-diag::Diagnostics bind_error(diag::Code code, std::string message, std::string fix) {
-  diag::Diagnostics d;
-  d.add(code, std::move(message), {}, std::move(fix));
-  return d;
-}
-
-/// Whether the integer held by `arg` fits `target`.
-bool integer_fits(const Arg& arg, ir::Type target) {
-  bool source_signed = ir::is_signed(arg.type());
-  int64_t s = static_cast<int64_t>(arg.bits());
-  uint64_t u = arg.bits();
-  if (source_signed && s < 0) {
-    if (!ir::is_signed(target)) return false;
-    return target == ir::Type::i64 || s >= std::numeric_limits<int32_t>::min();
-  }
-  switch (target) {
-    case ir::Type::i32: return u <= static_cast<uint64_t>(std::numeric_limits<int32_t>::max());
-    case ir::Type::u32: return u <= std::numeric_limits<uint32_t>::max();
-    case ir::Type::i64: return u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-    default: return true;
-  }
-}
-
-}  // namespace
-
-std::expected<BoundSlot, diag::Diagnostics> bind_argument(const Arg& arg, const contract::ParamInfo& param,
-                                                          std::string_view kernel) {
-  // Messages are only formatted on failure: binding is on the steady launch path.
-  const auto where = [&] { return fmt::format("argument {} ('{}') of kernel '{}'", param.index, param.name, kernel); };
-  const auto expected = [&] {
-    return param.is_buffer ? fmt::format("a buffer of {}", ir::type_name(param.type))
-                           : fmt::format("an {} scalar", ir::type_name(param.type));
-  };
-  BoundSlot slot;
-  const bool map_param = !param.is_buffer && param.type == ir::Type::tensor_map;
-  if (map_param != (arg.kind() == Arg::Kind::tensor_map)) {
-    return std::unexpected(bind_error(
-        diag::Code::tensor_map_argument_mismatch,
-        fmt::format("{} is {}, but the parameter is {}", where(), arg.describe(),
-                    map_param ? "a tensor_map" : expected()),
-        map_param ? fmt::format("pass a tensor map (backend::encode_tensor_map over the tensor's buffer) for '{}'",
-                                param.name)
-                  : fmt::format("pass {} for '{}'; tensor maps bind to `tensor_map` parameters only", expected(),
-                                param.name)));
-  }
-  if (map_param) {
-    slot.size = 128;
-    return slot;
-  }
-  if (param.is_buffer != (arg.kind() == Arg::Kind::buffer)) {
-    return std::unexpected(bind_error(diag::Code::argument_kind_mismatch,
-                                      fmt::format("{} is {}, but the parameter is {}", where(), arg.describe(), expected()),
-                                      fmt::format("pass {} for '{}'", expected(), param.name)));
-  }
-  if (param.is_buffer) {
-    if (arg.bits() == 0)
-      return std::unexpected(bind_error(diag::Code::null_buffer, fmt::format("{} is a null device pointer", where()),
-                                        "allocate the buffer before launching"));
-    if (!buffer_type_fits(arg, param))
-      return std::unexpected(bind_error(
-          diag::Code::buffer_element_type_mismatch,
-          fmt::format("{} is {}, but the parameter is {}", where(), arg.describe(), expected()),
-          fmt::format("pass a buffer of {} elements for '{}', or a byte view (as_bytes) to bind the memory untyped",
-                      ir::type_name(param.type), param.name)));
-    uint64_t p = arg.bits();
-    std::memcpy(slot.bytes, &p, 8);
-    slot.size = 8;
-    return slot;
-  }
-  if (bind_scalar(arg, param, slot)) return slot;
-  const ir::Type want = param.type, have = arg.type();
-  return std::unexpected(bind_error(
-      diag::Code::argument_size_mismatch,
-      fmt::format("{} is {}, but the parameter is {} ({} bytes)", where(), arg.describe(), expected(), param.size_bytes),
-      want == ir::Type::f32 && have == ir::Type::f64
-          ? fmt::format("pass a float (e.g. 2.0f) for '{}'", param.name)
-          : fmt::format("pass a value of type {} for '{}'", ir::type_name(want), param.name)));
-}
-
-bool bind_scalar(const Arg& arg, const contract::ParamInfo& param, BoundSlot& slot) noexcept {
-  const ir::Type want = param.type;
-  const ir::Type have = arg.type();
-  uint64_t value = arg.bits();
-  if (want == have) {
-  } else if (ir::is_integer(want) && ir::is_integer(have)) {
-    if (!integer_fits(arg, want)) return false;
-  } else if (want == ir::Type::f64 && have == ir::Type::f32) {
-    float f;
-    uint32_t b = static_cast<uint32_t>(value);
-    std::memcpy(&f, &b, 4);
-    double d = f;
-    std::memcpy(&value, &d, 8);
-  } else {
-    return false;
-  }
-  slot.size = param.size_bytes != 0 ? param.size_bytes : ir::byte_size(want);
-  if (slot.size == 4) {
-    uint32_t v = static_cast<uint32_t>(value);
-    std::memcpy(slot.bytes, &v, 4);
-  } else {
-    std::memcpy(slot.bytes, &value, 8);
-  }
-  return true;
 }
 
 }  // namespace ptxgate::backend

@@ -47,6 +47,17 @@ class Arg {
   Arg(float v) : Arg(ir::Type::f32, bits_of(v)) {}                                        // NOLINT
   Arg(double v) : Arg(ir::Type::f64, bits_of(v)) {}                                       // NOLINT
   Arg(bool v) : Arg(ir::Type::bool_, v ? 1u : 0u) {}                                      // NOLINT
+  /// A scalar of `type` (a number type or bool) from its bits: integers as 64-bit two's
+  /// complement (sign-extended), floats as their IEEE bits in the low bits (f16/bf16 in 16).
+  static Arg scalar(ir::Type type, uint64_t bits) { return Arg(type, bits); }
+  /// A real number for a float parameter of any width, as an untyped float literal is in the IR:
+  /// bound rounded to the parameter's type (f16, bf16, f32, f64), to nearest, ties to even
+  /// (ir::float_bits); a value beyond that type's range is PG3007. A Python float is one.
+  static Arg real(double v) { return Arg(ir::Type::float_literal, bits_of(v)); }
+  /// An integer for a parameter of any number type, as an untyped integer literal is in the IR:
+  /// bound to an integer parameter when the value fits it, to a float parameter as the nearest
+  /// value of that type (ties to even); PG3007 otherwise. A Python int is one.
+  static Arg integer(int64_t v) { return Arg(ir::Type::int_literal, static_cast<uint64_t>(v)); }
 
   Kind kind() const { return kind_; }
   /// A scalar's type, or a buffer's element type (void_ for untyped memory, which binds to any
@@ -100,75 +111,10 @@ struct BoundSlot {
 /// Binds `arg` to parameter `param`: PG3006 for buffer vs scalar, PG3007 for a
 /// scalar of the wrong family or width (or a value that does not fit), PG3009
 /// for a null buffer, PG3010 for a typed buffer of another element type than the
-/// parameter's. `kernel` names the kernel in messages.
+/// parameter's, PG3712 for a tensor map and a parameter that is not one (or the reverse).
+/// `kernel` names the kernel in messages. Every launch path binds through the same binder
+/// (backend/internal/arguments.hpp), which explains a failed binding with this function.
 [[nodiscard]] std::expected<BoundSlot, diag::Diagnostics> bind_argument(const Arg& arg, const contract::ParamInfo& param,
                                                           std::string_view kernel);
-
-/// The scalar part of bind_argument without a message: writes the value converted
-/// to the parameter's type into `slot` and returns true, or false where
-/// bind_argument would report PG3007 (the steady launch path binds with it).
-bool bind_scalar(const Arg& arg, const contract::ParamInfo& param, BoundSlot& slot) noexcept;
-
-/// Whether a buffer argument's element type fits a buffer parameter: equal, or untyped (void_).
-/// An untyped buffer fits any buffer parameter, and any buffer fits a parameter of unknown
-/// element type (a pointer of another compiler's kernel).
-inline bool element_type_fits(ir::Type arg, ir::Type param) noexcept {
-  return arg == ir::Type::void_ || param == ir::Type::void_ || arg == param;
-}
-inline bool buffer_type_fits(const Arg& arg, const contract::ParamInfo& param) noexcept {
-  return element_type_fits(arg.type(), param.type);
-}
-
-/// What validation sees of `arg` as supplied (before binding): kind, slot width, null pointer,
-/// scalar type, buffer size.
-inline contract::ArgumentDesc describe_argument(const Arg& arg) noexcept {
-  contract::ArgumentDesc d;
-  if (arg.kind() == Arg::Kind::tensor_map) {
-    d.kind = contract::ArgumentDesc::Kind::tensor_map;
-    d.size_bytes = 128;
-  } else if (arg.kind() == Arg::Kind::buffer) {
-    d.kind = contract::ArgumentDesc::Kind::buffer;
-    d.size_bytes = 8;
-    d.pointer_is_null = arg.bits() == 0;
-    if (arg.buffer_bytes() != 0) d.buffer_bytes = arg.buffer_bytes();
-    d.address = arg.bits();
-  } else {
-    d.kind = contract::ArgumentDesc::Kind::scalar;
-    d.size_bytes = ir::byte_size(arg.type());
-    d.scalar_type = arg.type();
-  }
-  return d;
-}
-
-/// The one binder of both launch paths (Kernel::launch's steady path and its plan): binds `arg`
-/// to `param` into `slot` without a message and updates `desc` (describe_argument's) to what was
-/// bound, the parameter's width and type; false where bind_argument reports an error (then call
-/// it for the message).
-inline bool bind_described(const Arg& arg, const contract::ParamInfo& param, BoundSlot& slot,
-                           contract::ArgumentDesc& desc) noexcept {
-  if ((param.type == ir::Type::tensor_map && !param.is_buffer) != (arg.kind() == Arg::Kind::tensor_map)) return false;
-  if (arg.kind() == Arg::Kind::tensor_map) {  // the slot is the map itself (argument_slot)
-    slot.size = 128;
-    return true;
-  }
-  if (param.is_buffer) {
-    if (arg.kind() != Arg::Kind::buffer || arg.bits() == 0 || !buffer_type_fits(arg, param)) return false;
-    const uint64_t p = arg.bits();
-    std::memcpy(slot.bytes, &p, 8);
-    slot.size = 8;
-    return true;
-  }
-  if (arg.kind() != Arg::Kind::scalar || !bind_scalar(arg, param, slot)) return false;
-  desc.size_bytes = slot.size;
-  desc.scalar_type = param.type;
-  return true;
-}
-
-/// The argument-table entry of a bound argument: the map's own 128 bytes for a tensor map, else the
-/// bound slot's bytes.
-inline void* argument_slot(const Arg& arg, BoundSlot& slot) noexcept {
-  if (arg.kind() == Arg::Kind::tensor_map) return const_cast<uint64_t*>(arg.value_address());  // the driver only reads it
-  return slot.bytes;
-}
 
 }  // namespace ptxgate::backend

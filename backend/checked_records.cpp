@@ -20,18 +20,27 @@ CheckedRecords::~CheckedRecords() {
   (void)ctx_.api().cuMemFree(ring_);  // errors ignored: the context may be poisoned
 }
 
-std::expected<void, diag::Diagnostics> CheckedRecords::allocate() {
-  const size_t bytes = size_t{kSlots} * CheckedRecord::kSlotBytes;
-  if (auto ok = ctx_.make_current(); !ok) return ok;
-  CUdeviceptr ring = 0;
-  if (auto ok = PTXGATE_CU(ctx_, "checked-mode records", cuMemAlloc, &ring, bytes); !ok) return ok;
-  if (auto ok = PTXGATE_CU(ctx_, "checked-mode records", cuMemsetD8, ring, 0, bytes); !ok) {
-    (void)ctx_.api().cuMemFree(ring);
-    return ok;
+std::expected<CUdeviceptr, diag::Diagnostics> CheckedRecords::zeroed(size_t bytes, std::string_view what) {
+  if (auto ok = ctx_.make_current(); !ok) return std::unexpected(std::move(ok.error()));
+  CUdeviceptr memory = 0;
+  if (auto ok = PTXGATE_CU(ctx_, what, cuMemAlloc, &memory, bytes); !ok) return std::unexpected(std::move(ok.error()));
+  if (auto ok = PTXGATE_CU(ctx_, what, cuMemsetD8, memory, 0, bytes); !ok) {
+    (void)ctx_.api().cuMemFree(memory);
+    return std::unexpected(std::move(ok.error()));
   }
-  ring_ = ring;
+  return memory;
+}
+
+std::expected<void, diag::Diagnostics> CheckedRecords::allocate() {
+  auto ring = zeroed(size_t{kSlots} * CheckedRecord::kSlotBytes, "checked-mode records");
+  if (!ring) return std::unexpected(std::move(ring.error()));
+  ring_ = *ring;
   taken_.assign(kSlots, 0);
   return {};
+}
+
+std::expected<CUdeviceptr, diag::Diagnostics> CheckedRecords::node_record() {
+  return zeroed(CheckedRecord::kSlotBytes, "graph checked-mode record");
 }
 
 std::expected<CheckedRecords::Slot, diag::Diagnostics> CheckedRecords::reserve() {

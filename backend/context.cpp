@@ -1,10 +1,10 @@
-// RAII wrappers over the primary context, streams, buffers and events; destructors never throw.
+// Context: the retained primary context, its health, the error boundary, checked launches, barrier words.
 #include "ptxgate/backend/context.hpp"
 
 #include <fmt/format.h>
 
 #include "ptxgate/backend/internal/checked_records.hpp"
-#include "ptxgate/backend/pool.hpp"
+#include "ptxgate/backend/stream.hpp"
 #include "ptxgate/backend/profile.hpp"
 #include "ptxgate/backend/internal/peer_bridge.hpp"
 
@@ -181,8 +181,7 @@ std::expected<void, diag::Diagnostics> Context::make_current() {
 }
 
 std::expected<void, diag::Diagnostics> Context::synchronize(std::string_view subject) {
-  if (auto ok = healthy("cuCtxSynchronize", subject); !ok) return ok;
-  if (auto ok = make_current(); !ok) return ok;
+  if (auto ok = enter("cuCtxSynchronize", subject); !ok) return ok;
   auto marks = tracker_->before_context_sync();
   const uint64_t launched = launch_log_.last();
   CheckedRecords* checked = checked_records_if_made();
@@ -246,225 +245,20 @@ diag::Diagnostics Context::foreign_object(std::string_view operation, std::strin
 std::expected<CUdeviceptr, diag::Diagnostics> Context::grid_barrier_word(CUstream stream) {
   std::lock_guard lock(barrier_mutex_);
   if (auto it = barrier_words_.find(stream); it != barrier_words_.end()) [[likely]] return it->second;
-  if (auto ok = make_current(); !ok) return std::unexpected(ok.error());
-  CUdeviceptr word = 0;
-  if (auto ok = PTXGATE_CU(*this, "grid barrier word", cuMemAlloc, &word, 4); !ok) return std::unexpected(ok.error());
-  if (auto ok = PTXGATE_CU(*this, "grid barrier word", cuMemsetD32, word, 0u, 1); !ok) {
-    ignore(api().cuMemFree(word));
-    return std::unexpected(ok.error());
-  }
-  barrier_words_.emplace(stream, word);
+  auto word = allocate_barrier_word("grid barrier word");
+  if (word) barrier_words_.emplace(stream, *word);
   return word;
 }
 
-// ---- Stream ----
-
-std::expected<Stream, diag::Diagnostics> Stream::create(std::shared_ptr<Context> ctx) {
-  if (auto ok = ctx->healthy("cuStreamCreate", "stream"); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
-  CUstream stream = nullptr;
-  if (auto ok = PTXGATE_CU(*ctx, "stream", cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING); !ok)
+std::expected<CUdeviceptr, diag::Diagnostics> Context::allocate_barrier_word(std::string_view owner) {
+  if (auto ok = enter("cuMemAlloc", owner); !ok) return std::unexpected(ok.error());
+  CUdeviceptr word = 0;
+  if (auto ok = PTXGATE_CU(*this, owner, cuMemAlloc, &word, 4); !ok) return std::unexpected(ok.error());
+  if (auto ok = PTXGATE_CU(*this, owner, cuMemsetD32, word, 0u, 1); !ok) {
+    ignore(api().cuMemFree(word));
     return std::unexpected(ok.error());
-  Stream s;
-  s.owned_ = Owned<Handle>(std::move(ctx), Handle{stream});
-  return s;
-}
-
-Stream Stream::borrow(std::shared_ptr<Context> ctx, CUstream handle) {
-  Stream s;
-  s.owned_ = Owned<Handle>(std::move(ctx), Handle{handle, false});
-  return s;
-}
-
-void Stream::Handle::release(Context& ctx) noexcept {
-  if (!owned) return;
-  (void)ctx.make_current();
-  ctx.tracker().stream_destroyed(stream);
-  ignore(ctx.api().cuStreamDestroy(stream));
-}
-
-std::expected<void, diag::Diagnostics> Stream::synchronize() {
-  if (context() == nullptr) return std::unexpected(moved_from_stream("stream synchronize"));
-  Context& ctx = *context();
-  if (auto ok = ctx.healthy("cuStreamSynchronize", "stream"); !ok) return ok;
-  const CUstream stream = handle();
-  const uint64_t mark = ctx.tracker().before_sync(stream);
-  const uint64_t launched = ctx.launch_log().last();
-  CheckedRecords* checked = ctx.checked_records_if_made();
-  const uint64_t checked_mark = checked ? checked->mark() : 0;
-  if (auto ok = PTXGATE_CU(ctx, "stream", cuStreamSynchronize, stream); !ok) return ok;
-  ctx.tracker().after_sync(stream, mark);
-  ctx.launch_log().stream_completed_through(stream, launched);
-  // Checked launches on this stream report what they stopped now that they are complete (PG3804).
-  if (checked) return checked->collect(stream, false, checked_mark);
-  return {};
-}
-
-// ---- DeviceBuffer ----
-
-std::expected<DeviceBuffer, diag::Diagnostics> DeviceBuffer::allocate(std::shared_ptr<Context> ctx, size_t bytes,
-                                                                      std::string_view what, ir::Type element) {
-  std::string subject = fmt::format("{} of {} bytes", what, bytes);
-  if (auto ok = ctx->healthy("cuMemAlloc", subject); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
-  ctx->tracker().reclaim();  // memory of buffers freed while in use, once their work is done
-  CUdeviceptr ptr = 0;
-  if (auto ok = PTXGATE_CU(*ctx, subject, cuMemAlloc, &ptr, bytes == 0 ? 1 : bytes); !ok)
-    return std::unexpected(ok.error());
-  return adopt(std::move(ctx), ptr, bytes, MemoryKind::device, nullptr, element);
-}
-
-DeviceBuffer DeviceBuffer::adopt(std::shared_ptr<Context> ctx, CUdeviceptr pointer, size_t bytes, MemoryKind kind,
-                                 CUstream home, ir::Type element) {
-  auto track = ctx->tracker().track(kind, pointer);
-  if (track && kind == MemoryKind::stream_ordered) {
-    // The allocation is an operation on `home`: work on other streams must come after it.
-    BufferAccess made{track.get(), AccessMode::write};
-    (void)ctx->tracker().submit(home, std::span(&made, 1), [] { return std::expected<void, diag::Diagnostics>{}; });
   }
-  DeviceBuffer b;
-  b.owned_ = Owned<Handle>(std::move(ctx), Handle{pointer, bytes, kind, element, home, std::move(track)});
-  return b;
-}
-
-void DeviceBuffer::Handle::release(Context& ctx) noexcept {
-  if (track) {
-    ctx.tracker().release(std::move(track));
-  } else {
-    (void)ctx.make_current();
-    if (kind == MemoryKind::stream_ordered)
-      ignore(ctx.api().cuMemFreeAsync(pointer, home));
-    else
-      ignore(ctx.api().cuMemFree(pointer));
-  }
-  if (pool_account) pool_account->live.fetch_sub(bytes == 0 ? 1 : bytes, std::memory_order_relaxed);
-}
-
-std::expected<void, diag::Diagnostics> DeviceBuffer::viewable_as(ir::Type view, std::string_view operation) const {
-  if (view == ir::Type::void_ || element_type() == ir::Type::void_ || view == element_type()) [[likely]] return {};
-  diag::Diagnostics d;
-  d.add(diag::Code::view_type_mismatch,
-        fmt::format("{}: a view as {} of a device buffer of {} elements ({} bytes)", operation, ir::type_name(view),
-                    ir::type_name(element_type()), size_bytes()),
-        {},
-        fmt::format("view the buffer as {}, its own element type, or as bytes (as_bytes, std::byte) to use its memory "
-                    "untyped",
-                    ir::type_name(element_type())));
-  return std::unexpected(std::move(d));
-}
-
-static diag::Diagnostics copy_too_large(size_t host, size_t device) {
-  diag::Diagnostics d;
-  d.add(diag::Code::buffer_too_small,
-        fmt::format("copy of {} bytes does not fit a device buffer of {} bytes", host, device), {},
-        "allocate a buffer at least as large as the host data");
-  return d;
-}
-
-std::expected<void, diag::Diagnostics> DeviceBuffer::upload(std::span<const std::byte> host) {
-  if (host.size() > size_bytes()) return std::unexpected(copy_too_large(host.size(), size_bytes()));
-  if (auto ok = context()->healthy("cuMemcpyHtoD", "buffer upload"); !ok) return ok;
-  if (auto ok = context()->legacy_stream_allowed("buffer upload"); !ok) return ok;
-  if (auto ok = context()->make_current(); !ok) return ok;
-  BufferAccess access{track(), AccessMode::write};
-  return context()->tracker().submit(nullptr, std::span(&access, 1), [&] {
-    return PTXGATE_CU(*context(), "buffer upload", cuMemcpyHtoD, pointer(), host.data(), host.size());
-  });
-}
-
-std::expected<void, diag::Diagnostics> DeviceBuffer::download(std::span<std::byte> host) const {
-  if (host.size() > size_bytes()) return std::unexpected(copy_too_large(host.size(), size_bytes()));
-  if (auto ok = context()->healthy("cuMemcpyDtoH", "buffer download"); !ok) return ok;
-  if (auto ok = context()->legacy_stream_allowed("buffer download"); !ok) return ok;
-  if (auto ok = context()->make_current(); !ok) return ok;
-  BufferAccess access{track(), AccessMode::read};
-  return context()->tracker().submit(nullptr, std::span(&access, 1), [&] {
-    return PTXGATE_CU(*context(), "buffer download", cuMemcpyDtoH, host.data(), pointer(), host.size());
-  });
-}
-
-std::expected<void, diag::Diagnostics> DeviceBuffer::fill_bytes(uint8_t value) {
-  if (auto ok = context()->healthy("cuMemsetD8", "buffer fill"); !ok) return ok;
-  if (auto ok = context()->legacy_stream_allowed("buffer fill"); !ok) return ok;
-  if (auto ok = context()->make_current(); !ok) return ok;
-  BufferAccess access{track(), AccessMode::write};
-  return context()->tracker().submit(nullptr, std::span(&access, 1), [&] {
-    return PTXGATE_CU(*context(), "buffer fill", cuMemsetD8, pointer(), value, size_bytes());
-  });
-}
-
-// ---- HostBuffer ----
-
-std::expected<HostBuffer, diag::Diagnostics> HostBuffer::allocate(std::shared_ptr<Context> ctx, size_t bytes) {
-  std::string subject = fmt::format("pinned host buffer of {} bytes", bytes);
-  if (auto ok = ctx->healthy("cuMemAllocHost", subject); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
-  void* p = nullptr;
-  ctx->tracker().reclaim();
-  if (auto ok = PTXGATE_CU(*ctx, subject, cuMemAllocHost, &p, bytes == 0 ? 1 : bytes); !ok)
-    return std::unexpected(ok.error());
-  auto track = ctx->tracker().track(MemoryKind::pinned_host, reinterpret_cast<uint64_t>(p));
-  HostBuffer h;
-  h.owned_ = Owned<Handle>(std::move(ctx), Handle{static_cast<std::byte*>(p), bytes, std::move(track)});
-  return h;
-}
-
-void HostBuffer::Handle::release(Context& ctx) noexcept {
-  if (track) {
-    ctx.tracker().release(std::move(track));
-    return;
-  }
-  (void)ctx.make_current();
-  ignore(ctx.api().cuMemFreeHost(data));
-}
-
-std::expected<void, diag::Diagnostics> HostBuffer::wait_for_device(AccessMode mode) const {
-  if (!owned_->track) return {};
-  if (auto ok = context()->healthy("cuEventSynchronize", "pinned host buffer"); !ok) return ok;
-  return context()->tracker().host_access(*owned_->track, mode, "pinned host buffer");
-}
-
-// ---- Event ----
-
-std::expected<Event, diag::Diagnostics> Event::create(std::shared_ptr<Context> ctx) {
-  if (auto ok = ctx->healthy("cuEventCreate", "event"); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
-  CUevent event = nullptr;
-  if (auto ok = PTXGATE_CU(*ctx, "event", cuEventCreate, &event, CU_EVENT_DEFAULT); !ok)
-    return std::unexpected(ok.error());
-  Event e;
-  e.owned_ = Owned<Handle>(std::move(ctx), Handle{event});
-  return e;
-}
-
-void Event::Handle::release(Context& ctx) noexcept {
-  (void)ctx.make_current();
-  ignore(ctx.api().cuEventDestroy(event));
-}
-
-std::expected<void, diag::Diagnostics> Event::record(const Stream* stream) {
-  if (auto ok = context()->healthy("cuEventRecord", "event"); !ok) return ok;
-  if (stream == nullptr) {
-    if (auto ok = context()->legacy_stream_allowed("event record"); !ok) return ok;
-  } else if (auto ok = context()->owns(*stream, "event record", "the event was created in"); !ok) {
-    return ok;
-  }
-  return PTXGATE_CU(*context(), "event", cuEventRecord, handle(), stream != nullptr ? stream->handle() : nullptr);
-}
-
-std::expected<void, diag::Diagnostics> Event::synchronize() {
-  if (auto ok = context()->healthy("cuEventSynchronize", "event"); !ok) return ok;
-  return PTXGATE_CU(*context(), "event", cuEventSynchronize, handle());
-}
-
-std::expected<float, diag::Diagnostics> Event::elapsed_ms_since(const Event& start) {
-  if (start.context() != nullptr && start.context() != context())
-    return std::unexpected(
-        context()->foreign_object("event timing", "the start event", *start.context(), "the end event belongs to"));
-  float ms = 0;
-  if (auto ok = PTXGATE_CU(*context(), "event timing", cuEventElapsedTime, &ms, start.handle(), handle()); !ok)
-    return std::unexpected(ok.error());
-  return ms;
+  return word;
 }
 
 }  // namespace ptxgate::backend

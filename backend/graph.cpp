@@ -11,6 +11,7 @@
 
 #include "ptxgate/backend/internal/access_history.hpp"
 #include "ptxgate/backend/internal/checked_records.hpp"
+#include "ptxgate/backend/internal/launch_path.hpp"
 
 namespace ptxgate::backend {
 namespace {
@@ -39,7 +40,7 @@ struct GraphResources {
   std::shared_ptr<Context> ctx;
   uint64_t id = 0;
   CUgraph graph = nullptr;
-  CUdeviceptr barrier_word = 0;
+  internal::HiddenArguments hidden;  ///< the values of its nodes' hidden arguments (the grid-barrier word)
   /// Checked mode: each checked kernel node's record (contract::CheckedRecord), read when a
   /// stream the graph was replayed on synchronises.
   std::vector<CUdeviceptr> checked_records;
@@ -47,9 +48,9 @@ struct GraphResources {
 
   ~GraphResources() {
     if (!ctx) return;
-    (void)ctx->make_current();
+    ctx->enter_to_release();
     if (graph != nullptr) (void)ctx->api().cuGraphDestroy(graph);
-    if (barrier_word != 0) (void)ctx->api().cuMemFree(barrier_word);
+    if (hidden.barrier_word != 0) (void)ctx->api().cuMemFree(hidden.barrier_word);
     for (CUdeviceptr record : checked_records) (void)ctx->api().cuMemFree(record);
   }
 };
@@ -84,7 +85,7 @@ struct GraphExecState {
 
   ~GraphExecState() {
     if (exec == nullptr || !resources) return;
-    (void)resources->ctx->make_current();
+    resources->ctx->enter_to_release();
     (void)resources->ctx->api().cuGraphExecDestroy(exec);
   }
 
@@ -124,6 +125,8 @@ struct GraphExecState {
   }
 };
 
+namespace {
+
 /// A kernel launch bound and validated for a graph node, with the argument table the driver copies.
 struct PreparedLaunch {
   std::array<uint64_t, 3> block{0, 0, 0};
@@ -132,91 +135,82 @@ struct PreparedLaunch {
   std::vector<TrackedUse> uses;
   bool untracked = false;
   std::string describe;
-  /// Checked kernels: the hidden lengths (the slots point into it: sized before) and the record.
-  std::vector<uint64_t> hidden;
-  CUdeviceptr checked_record = 0;
+  /// Checked kernels: the node's hidden values (the graph's barrier word, the buffers' lengths and
+  /// the node's record), which the slots point at until the driver copies them.
+  std::unique_ptr<internal::HiddenArguments> checked;
 };
 
-/// The part of Kernel a graph uses: binding and validation exactly as Kernel::launch does them.
-struct GraphKernelAccess {
-  static Context& context(const Kernel& k) { return *k.ctx_; }
-  static LoadedFunction& function(const Kernel& k) { return *k.function_; }
-
-  /// `record`: a checked node's record when it has one (an update), else 0 (one is made).
-  static std::expected<PreparedLaunch, diag::Diagnostics> prepare(Kernel& k, const LaunchConfig& config,
-                                                                  std::span<const Arg> args, GraphResources& res,
-                                                                  CUdeviceptr record = 0) {
-    PreparedLaunch p;
-    p.values.resize(args.size());
-    p.slots.resize(args.size());
-    contract::LaunchPlan plan;
-    if (auto bound = k.fill_plan(plan, config, args, nullptr, p.slots.data(), p.values.data()); !bound)
-      return std::unexpected(std::move(bound.error()));
-    plan.stream_is_null = false;  // a node runs on the stream of each replay, never on a null one
-    validation::Verdict verdict = validate_launch(*k.ctx_, *k.function_, plan, nullptr, false);
-    if (!verdict.launchable) return std::unexpected(std::move(verdict.diagnostics));
-    p.block = verdict.block;
-    const auto& info = k.function_->info();
-    if (info.hidden_grid_barrier_param) {
-      if (res.barrier_word == 0) {
-        Context& ctx = *res.ctx;
-        CUdeviceptr word = 0;
-        if (auto ok = PTXGATE_CU(ctx, "graph grid barrier word", cuMemAlloc, &word, 4); !ok)
-          return std::unexpected(ok.error());
-        if (auto ok = PTXGATE_CU(ctx, "graph grid barrier word", cuMemsetD32, word, 0u, 1); !ok) {
-          (void)ctx.api().cuMemFree(word);
-          return std::unexpected(ok.error());
-        }
-        res.barrier_word = word;
-      }
-      p.slots.push_back(&res.barrier_word);
-    }
-    if (info.checked) {
-      // The buffers' lengths (UINT64_MAX when not known), then the node's own record.
-      for (const auto& a : plan.arguments)
-        if (a.kind == contract::ArgumentDesc::Kind::buffer) p.hidden.push_back(a.buffer_bytes.value_or(~uint64_t{0}));
-      if (record == 0) {
-        Context& ctx = *res.ctx;
-        if (auto ok = PTXGATE_CU(ctx, "graph checked-mode record", cuMemAlloc, &record, contract::CheckedRecord::kSlotBytes);
-            !ok)
-          return std::unexpected(ok.error());
-        res.checked_records.push_back(record);
-        if (auto ok = PTXGATE_CU(ctx, "graph checked-mode record", cuMemsetD8, record, 0, contract::CheckedRecord::kSlotBytes);
-            !ok)
-          return std::unexpected(ok.error());
-      }
-      p.checked_record = record;
-      p.hidden.push_back(record);
-      for (uint64_t& value : p.hidden) p.slots.push_back(&value);  // sized: the addresses stay
-    }
-    const auto& params = info.params;
-    for (size_t i = 0; i < args.size() && i < params.size(); ++i) {
-      if (!params[i].is_buffer) continue;
-      if (BufferTrack* t = args[i].track(); t != nullptr)
-        p.uses.push_back({share_track(*t), access_mode(params[i].access), fmt::format("its parameter '{}'", params[i].name)});
-      else
-        p.untracked = true;
-    }
-    p.describe = fmt::format("kernel '{}' {}", info.name, geometry(config, p.block));
-    return p;
+/// Binds and admits a kernel node's launch through the steps Kernel::launch takes (the binder,
+/// then internal::LaunchPath::admit: the launch cache's verdict or a validation, the same
+/// diagnostics), then checks its buffers' addresses (PG3011: a node's addresses are fixed) and
+/// appends the graph's hidden arguments. A node never runs on a null stream. `record`: a checked
+/// node's record when it has one (an update), else 0 (one is made).
+std::expected<PreparedLaunch, diag::Diagnostics> prepare(Kernel& kernel, const LaunchConfig& config,
+                                                         std::span<const Arg> args, GraphResources& res,
+                                                         CUdeviceptr record = 0) {
+  using internal::LaunchPath;
+  Context& ctx = kernel.context();
+  internal::FunctionState& fn = LaunchPath::state(kernel.function());
+  PreparedLaunch p;
+  p.values.resize(args.size());
+  p.slots.resize(args.size());
+  contract::LaunchPlan plan;
+  LaunchPath::plan_header(plan, config, ctx, fn, /*stream_is_null=*/false);
+  if (auto bound = fn.binder.bind(fn.info, args, plan.arguments, p.slots.data(), p.values.data()); !bound)
+    return std::unexpected(std::move(bound.error()));
+  const validation::LaunchShape shape = validation::LaunchShape::of(plan);
+  auto admitted = LaunchPath::admit(ctx, fn, plan, shape, nullptr);
+  if (!admitted) return std::unexpected(std::move(admitted.error()));
+  if (auto aligned = LaunchPath::check_addresses(fn, p.slots); !aligned) return std::unexpected(std::move(aligned.error()));
+  p.block = {admitted->block[0], admitted->block[1], admitted->block[2]};
+  if (fn.info.hidden_grid_barrier_param && res.hidden.barrier_word == 0) {
+    auto word = ctx.allocate_barrier_word("graph grid barrier word");
+    if (!word) return std::unexpected(std::move(word.error()));
+    res.hidden.barrier_word = *word;
   }
-
-  static CUDA_KERNEL_NODE_PARAMS node_params(const Kernel& k, const LaunchConfig& config, PreparedLaunch& p) {
-    // A launchable verdict bounds every dimension by the device's limits (< 2^32).
-    const auto u = [](uint64_t v) { return static_cast<unsigned>(v); };
-    CUDA_KERNEL_NODE_PARAMS n{};
-    n.func = k.function_->handle();
-    n.gridDimX = u(config.grid[0]);
-    n.gridDimY = u(config.grid[1]);
-    n.gridDimZ = u(config.grid[2]);
-    n.blockDimX = u(p.block[0]);
-    n.blockDimY = u(p.block[1]);
-    n.blockDimZ = u(p.block[2]);
-    n.sharedMemBytes = u(config.dynamic_shared_bytes);
-    n.kernelParams = p.slots.data();
-    return n;
+  if (fn.checked) {
+    p.checked = std::make_unique<internal::HiddenArguments>(res.hidden);
+    internal::ArgumentBinder::checked_lengths(shape, *p.checked);
+    if (auto complete = internal::checked_lengths_complete(fn.info, *p.checked); !complete)
+      return std::unexpected(std::move(complete.error()));
+    if (record == 0) {
+      auto made = ctx.checked_records().node_record();
+      if (!made) return std::unexpected(std::move(made.error()));
+      record = *made;
+      res.checked_records.push_back(record);
+    }
+    p.checked->checked_record = record;
   }
-};
+  internal::ArgumentBinder::append_hidden(fn.info, p.checked ? *p.checked : res.hidden, p.slots);
+  const auto& params = fn.info.params;
+  for (size_t i = 0; i < args.size() && i < params.size(); ++i) {
+    if (!params[i].is_buffer) continue;
+    if (BufferTrack* t = args[i].track(); t != nullptr)
+      p.uses.push_back({share_track(*t), access_mode(params[i].access), fmt::format("its parameter '{}'", params[i].name)});
+    else
+      p.untracked = true;
+  }
+  p.describe = fmt::format("kernel '{}' {}", fn.info.name, geometry(config, p.block));
+  return p;
+}
+
+CUDA_KERNEL_NODE_PARAMS node_params(Kernel& kernel, const LaunchConfig& config, PreparedLaunch& p) {
+  // A launchable verdict bounds every dimension by the device's limits (< 2^32).
+  const auto u = [](uint64_t v) { return static_cast<unsigned>(v); };
+  CUDA_KERNEL_NODE_PARAMS n{};
+  n.func = kernel.function().handle();
+  n.gridDimX = u(config.grid[0]);
+  n.gridDimY = u(config.grid[1]);
+  n.gridDimZ = u(config.grid[2]);
+  n.blockDimX = u(p.block[0]);
+  n.blockDimY = u(p.block[1]);
+  n.blockDimZ = u(p.block[2]);
+  n.sharedMemBytes = u(config.dynamic_shared_bytes);
+  n.kernelParams = p.slots.data();
+  return n;
+}
+
+}  // namespace
 
 /// Adds `record` to the graph after the nodes the access-mode rule says it waits for (untracked
 /// nodes are ordered with every node), through `add(handle, deps, count, subject)`, the driver call.
@@ -259,8 +253,7 @@ Graph& Graph::operator=(Graph&&) noexcept = default;
 Graph::~Graph() = default;
 
 std::expected<Graph, diag::Diagnostics> Graph::create(std::shared_ptr<Context> ctx) {
-  if (auto ok = ctx->healthy("cuGraphCreate", "graph"); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx->enter("cuGraphCreate", "graph"); !ok) return std::unexpected(ok.error());
   auto res = std::make_shared<GraphResources>();
   if (auto ok = PTXGATE_CU(*ctx, "graph", cuGraphCreate, &res->graph, 0); !ok) return std::unexpected(ok.error());
   res->ctx = std::move(ctx);
@@ -272,6 +265,7 @@ std::expected<Graph, diag::Diagnostics> Graph::create(std::shared_ptr<Context> c
 }
 
 size_t Graph::size() const { return state_ ? state_->nodes.size() : 0; }
+uint64_t Graph::id() const { return state_ ? state_->resources->id : 0; }
 Context* Graph::context() const { return state_ ? state_->resources->ctx.get() : nullptr; }
 
 std::vector<uint32_t> Graph::dependencies(GraphNode node) const {
@@ -284,7 +278,7 @@ std::expected<GraphNode, diag::Diagnostics> Graph::launch(Kernel& kernel, const 
   GraphBuilderState& st = *state_;
   GraphResources& res = *st.resources;
   Context& ctx = *res.ctx;
-  Context& kernel_ctx = GraphKernelAccess::context(kernel);
+  Context& kernel_ctx = kernel.context();
   if (&kernel_ctx != &ctx) {
     diag::Diagnostics d;
     d.add(diag::Code::foreign_object,
@@ -293,9 +287,8 @@ std::expected<GraphNode, diag::Diagnostics> Graph::launch(Kernel& kernel, const 
           {}, "build the graph in the kernel's own context (Graph::create(runtime.shared_context()))");
     return std::unexpected(std::move(d));
   }
-  if (auto ok = ctx.healthy("cuGraphAddKernelNode", kernel.info().name); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx.make_current(); !ok) return std::unexpected(ok.error());
-  auto prepared = GraphKernelAccess::prepare(kernel, config, args, res);
+  if (auto ok = ctx.enter("cuGraphAddKernelNode", kernel.info().name); !ok) return std::unexpected(ok.error());
+  auto prepared = prepare(kernel, config, args, res);
   if (!prepared) return std::unexpected(std::move(prepared.error()));
 
   GraphNodeRecord record;
@@ -304,9 +297,9 @@ std::expected<GraphNode, diag::Diagnostics> Graph::launch(Kernel& kernel, const 
   record.untracked = prepared->untracked;
   record.describe = prepared->describe;
   record.cooperative = config.cooperative;
-  record.checked_record = prepared->checked_record;
+  record.checked_record = prepared->checked ? prepared->checked->checked_record : 0;
 
-  CUDA_KERNEL_NODE_PARAMS params = GraphKernelAccess::node_params(kernel, config, *prepared);
+  CUDA_KERNEL_NODE_PARAMS params = node_params(kernel, config, *prepared);
   const bool cooperative = config.cooperative;
   auto node = add_node(st, std::move(record), [&](CUgraphNode* handle, const CUgraphNode* deps, size_t count,
                                                   const std::string& subject) -> std::expected<void, diag::Diagnostics> {
@@ -321,7 +314,7 @@ std::expected<GraphNode, diag::Diagnostics> Graph::launch(Kernel& kernel, const 
   GraphNodeRecord& added = st.nodes.back();
   added.kernel = std::make_shared<Kernel>(kernel);
   if (std::find_if(res.kernels.begin(), res.kernels.end(), [&](const auto& k) {
-        return &GraphKernelAccess::function(*k) == &GraphKernelAccess::function(kernel);
+        return &k->function() == &kernel.function();
       }) == res.kernels.end())
     res.kernels.push_back(added.kernel);
   return node;
@@ -360,8 +353,7 @@ std::expected<GraphNode, diag::Diagnostics> Graph::copy(const CopyEnd& dst, cons
                         src.bytes, e == &dst ? "destination" : "source"),
             {}, "copy through a pinned HostBuffer (HostSpan) in a graph");
   if (d.has_errors()) return std::unexpected(std::move(d));
-  if (auto ok = ctx.healthy("cuGraphAddMemcpyNode", "graph copy"); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx.make_current(); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx.enter("cuGraphAddMemcpyNode", "graph copy"); !ok) return std::unexpected(ok.error());
   CUDA_MEMCPY3D p{};
   void* dst_host = nullptr;
   void* src_host = nullptr;
@@ -393,8 +385,7 @@ std::expected<GraphNode, diag::Diagnostics> Graph::fill(const CopyEnd& dst, uint
   Context& ctx = *st.resources->ctx;
   diag::Diagnostics d = check_fill(ctx, dst, width);
   if (d.has_errors()) return std::unexpected(std::move(d));
-  if (auto ok = ctx.healthy("cuGraphAddMemsetNode", "graph fill"); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx.make_current(); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx.enter("cuGraphAddMemsetNode", "graph fill"); !ok) return std::unexpected(ok.error());
   CUDA_MEMSET_NODE_PARAMS p{};
   p.dst = dst.device->pointer() + dst.offset;
   p.value = value;
@@ -418,8 +409,7 @@ std::expected<GraphExec, diag::Diagnostics> Graph::instantiate() const {
   const GraphBuilderState& st = *state_;
   Context& ctx = *st.resources->ctx;
   const std::string subject = fmt::format("graph of {} nodes", st.nodes.size());
-  if (auto ok = ctx.healthy("cuGraphInstantiateWithFlags", subject); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx.make_current(); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx.enter("cuGraphInstantiateWithFlags", subject); !ok) return std::unexpected(ok.error());
   auto es = std::make_unique<GraphExecState>();
   if (auto ok = PTXGATE_CU(ctx, subject, cuGraphInstantiateWithFlags, &es->exec, st.resources->graph, 0); !ok)
     return std::unexpected(ok.error());
@@ -437,6 +427,11 @@ GraphExec::GraphExec() = default;
 GraphExec::GraphExec(GraphExec&&) noexcept = default;
 GraphExec& GraphExec::operator=(GraphExec&&) noexcept = default;
 GraphExec::~GraphExec() = default;
+
+const Kernel* GraphExec::kernel_of(GraphNode node) const {
+  if (!state_ || node.graph != state_->resources->id || node.index >= state_->nodes.size()) return nullptr;
+  return state_->nodes[node.index].kernel.get();
+}
 
 uint64_t GraphExec::replays() const { return state_ ? state_->replays : 0; }
 size_t GraphExec::size() const { return state_ ? state_->nodes.size() : 0; }
@@ -471,9 +466,7 @@ std::expected<void, diag::Diagnostics> GraphExec::launch(const Stream& stream) {
   }
   // The subject names the replay in diagnostics only: formatted when one is made, not per replay.
   auto subject = [&] { return fmt::format("replay of a graph of {} nodes", st.nodes.size()); };
-  if (ctx.poisoned()) [[unlikely]]
-    return ctx.healthy("cuGraphLaunch", subject());
-  if (auto ok = ctx.make_current(); !ok) return ok;
+  if (auto ok = ctx.enter_with("cuGraphLaunch", subject); !ok) return ok;
   CUstream s = stream.handle();
   auto launched = ctx.tracker().submit(s, st.accesses, [&]() -> std::expected<void, diag::Diagnostics> {
     const CUresult r = ctx.api().cuGraphLaunch(st.exec, s);
@@ -487,12 +480,11 @@ std::expected<void, diag::Diagnostics> GraphExec::launch(const Stream& stream) {
     for (size_t i = 0; i < st.nodes.size(); ++i) {
       const GraphNodeRecord& n = st.nodes[i];
       if (n.checked_record == 0) continue;
-      const LoadedFunction& fn = GraphKernelAccess::function(*n.kernel);
-      ctx.checked_records().replayed(
-          n.checked_record, s,
-          fmt::format("graph node #{} ({}) of replay {} on stream {}", i, n.describe, st.replays,
-                      static_cast<const void*>(s)),
-          {fn.info().checked, fn.info().name, fn.location().file, {}, {}, 0});
+      const LoadedFunction& fn = n.kernel->function();
+      ctx.checked_records().replayed(n.checked_record, s,
+                                     fmt::format("graph node #{} ({}) of replay {} on stream {}", i, n.describe,
+                                                 st.replays, static_cast<const void*>(s)),
+                                     {fn.info().checked, fn.info().name, fn.location().file, {}, {}, 0});
     }
   }
   return launched;
@@ -523,9 +515,8 @@ std::expected<void, diag::Diagnostics> GraphExec::update(GraphNode node, const L
           {}, "build and instantiate a graph with the launch in the mode it needs");
     return std::unexpected(std::move(d));
   }
-  if (auto ok = ctx.healthy("cuGraphExecKernelNodeSetParams", rec.describe); !ok) return ok;
-  if (auto ok = ctx.make_current(); !ok) return ok;
-  auto prepared = GraphKernelAccess::prepare(kernel, config, args, *st.resources, rec.checked_record);
+  if (auto ok = ctx.enter("cuGraphExecKernelNodeSetParams", rec.describe); !ok) return ok;
+  auto prepared = prepare(kernel, config, args, *st.resources, rec.checked_record);
   if (!prepared) {
     auto errors = std::move(prepared.error());
     for (auto& item : errors.items())
@@ -559,7 +550,7 @@ std::expected<void, diag::Diagnostics> GraphExec::update(GraphNode node, const L
         }
       }
   if (d.has_errors()) return std::unexpected(std::move(d));
-  CUDA_KERNEL_NODE_PARAMS params = GraphKernelAccess::node_params(kernel, config, *prepared);
+  CUDA_KERNEL_NODE_PARAMS params = node_params(kernel, config, *prepared);
   if (auto ok = PTXGATE_CU(ctx, prepared->describe, cuGraphExecKernelNodeSetParams, st.exec, rec.handle, &params); !ok)
     return ok;
   rec.uses = std::move(prepared->uses);

@@ -80,6 +80,8 @@ class Graph {
   [[nodiscard]] std::expected<GraphExec, diag::Diagnostics> instantiate() const;
 
   size_t size() const;
+  /// The graph's identity, as its nodes carry it (GraphNode::graph); 0 for a moved-from graph.
+  uint64_t id() const;
   /// The nodes `node` waits for directly, by index.
   std::vector<uint32_t> dependencies(GraphNode node) const;
   Context* context() const;
@@ -115,6 +117,9 @@ class GraphExec {
     return update(node, config, std::span<const Arg>(args.begin(), args.size()));
   }
 
+  /// The kernel of kernel node `node` of this executable (null for a copy or fill node, or a node
+  /// of another graph).
+  const Kernel* kernel_of(GraphNode node) const;
   /// Replays so far.
   uint64_t replays() const;
   size_t size() const;

@@ -4,32 +4,45 @@
 #include <cstring>
 #include <optional>
 
-#include "ptxgate/backend/internal/checked_records.hpp"
-#include "ptxgate/backend/internal/launch_cache.hpp"
-
 #include <boost/container/small_vector.hpp>
 #include <fmt/format.h>
 
+#include "ptxgate/backend/internal/checked_records.hpp"
+#include "ptxgate/backend/internal/launch_path.hpp"
 #include "ptxgate/backend/profile.hpp"
 #include "ptxgate/validation/check.hpp"
 
 namespace ptxgate::backend {
+
+using internal::DriverGeometry;
+using internal::FunctionState;
+using internal::LaunchPath;
+
 namespace {
 
 /// Argument slots kept on the stack; kernels with more parameters spill to the heap.
 constexpr size_t kInlineArguments = 32;
 
-std::string launch_subject(const LoadedFunction& fn, const contract::LaunchPlan& plan) {
-  return fmt::format("kernel '{}' grid=({},{},{}) block=({},{},{}) shared={}{}", fn.info().name, plan.grid[0],
-                     plan.grid[1], plan.grid[2], plan.block[0], plan.block[1], plan.block[2],
-                     plan.dynamic_shared_bytes, plan.cooperative ? " cooperative" : "");
+template <class Dims>
+std::string launch_subject(const FunctionState& fn, const Dims& grid, const Dims& block, uint64_t shared,
+                           bool cooperative) {
+  return fmt::format("kernel '{}' grid=({},{},{}) block=({},{},{}) shared={}{}", fn.info.name, grid[0], grid[1],
+                     grid[2], block[0], block[1], block[2], shared, cooperative ? " cooperative" : "");
+}
+
+std::string launch_subject(const FunctionState& fn, const contract::LaunchPlan& plan) {
+  return launch_subject(fn, plan.grid, plan.block, plan.dynamic_shared_bytes, plan.cooperative);
+}
+
+std::string launch_subject(const FunctionState& fn, const DriverGeometry& g) {
+  return launch_subject(fn, g.grid, g.block, g.dynamic_shared_bytes, g.cooperative);
 }
 
 /// Checks that the plan describes the argument table actually passed; a mismatch
 /// is a caller bug (PG9000), not a user error.
-std::expected<void, diag::Diagnostics> plan_matches_call(const LoadedFunction& fn, const contract::LaunchPlan& plan,
+std::expected<void, diag::Diagnostics> plan_matches_call(const FunctionState& fn, const contract::LaunchPlan& plan,
                                                          std::span<void* const> args, CUstream stream) {
-  bool ok = plan.stream_is_null == (stream == nullptr) && plan.function_is_null == (fn.handle() == nullptr);
+  bool ok = plan.stream_is_null == (stream == nullptr) && plan.function_is_null == (fn.handle == nullptr);
   if (plan.arguments_known) {
     ok = ok && plan.arguments.size() == args.size();
     for (size_t i = 0; ok && i < args.size(); ++i) ok = plan.arguments[i].slot_is_null == (args[i] == nullptr);
@@ -38,127 +51,407 @@ std::expected<void, diag::Diagnostics> plan_matches_call(const LoadedFunction& f
   diag::Diagnostics d;
   d.add(diag::Code::internal_error,
         fmt::format("launch of '{}': the LaunchPlan does not describe the call (stream, function or argument slots "
-                    "differ)", fn.info().name),
+                    "differ)", fn.info.name),
         {}, "build the plan from the same arguments and stream that are passed to launch_cuda_function");
   return std::unexpected(std::move(d));
+}
+
+/// A launchable verdict bounds every dimension by the device's limits (< 2^32).
+DriverGeometry geometry_of(const validation::LaunchShape& shape, const std::array<unsigned, 3>& block) {
+  const auto u = [](uint64_t v) { return static_cast<unsigned>(v); };
+  const auto grid = shape.grid();
+  return {{u(grid[0]), u(grid[1]), u(grid[2])}, block, u(shape.dynamic_shared_bytes()), shape.cooperative()};
+}
+
+DriverGeometry geometry_of(const SteadyKey& key, const std::array<unsigned, 3>& block) {
+  return {key.grid(), block, key.dynamic_shared_bytes(), (key.flags() & SteadyKey::kCooperative) != 0};
 }
 
 std::atomic<uint64_t> next_function_id{1};
 
 }  // namespace
 
-LoadedFunction::LoadedFunction(CUfunction handle, contract::KernelInfo info, contract::KernelResources resources,
-                               diag::Location location)
-    : handle_(handle),
-      id_(next_function_id.fetch_add(1, std::memory_order_relaxed)),
-      cache_(std::make_unique<LaunchCache>(info.params.size())),  // before info_ is made from `info`
-      info_(std::move(info)),
-      resources_(resources),
-      location_(std::move(location)) {
-  for (uint32_t i = 0; i < info_.params.size(); ++i)
-    if (info_.params[i].is_buffer && info_.params[i].alignment > 1)
-      aligned_buffers_.emplace_back(i, uint64_t{info_.params[i].alignment} - 1);
-  checks_alignment_ = !aligned_buffers_.empty();
-  appends_barrier_word_ = info_.hidden_grid_barrier_param;
-  checked_ = info_.checked != nullptr;
+// ---- FunctionState, the launch plan of this thread ----
+
+namespace internal {
+
+FunctionState::FunctionState(CUfunction handle_, contract::KernelInfo info_, contract::KernelResources resources_,
+                             diag::Location location_)
+    : handle(handle_),
+      id(next_function_id.fetch_add(1, std::memory_order_relaxed)),
+      info(std::move(info_)),
+      resources(resources_),
+      location(std::move(location_)),
+      binder(info),
+      cache(info.params.size()) {
+  for (uint32_t i = 0; i < info.params.size(); ++i)
+    if (info.params[i].is_buffer && info.params[i].alignment > 1)
+      aligned_buffers.emplace_back(i, uint64_t{info.params[i].alignment} - 1);
+  checks_alignment = !aligned_buffers.empty();
+  checked = info.checked != nullptr;
+  has_hidden_arguments = info.hidden_grid_barrier_param || checked;
 }
 
-std::expected<void, diag::Diagnostics> LoadedFunction::check_buffer_alignment(std::span<void* const> args) {
+// Thread-local objects are reached through functions that are never inlined: the caller then
+// holds a plain pointer, where an inlined TLS access may be recomputed (a __tls_get_addr call in a
+// shared library) at every use inside a loop.
+[[gnu::noinline]] contract::LaunchPlan& thread_plan() {
+  thread_local contract::LaunchPlan plan;
+  return plan;
+}
+
+// ---- LaunchPath: the steps that reach no driver launch entry point ----
+
+void LaunchPath::plan_header(contract::LaunchPlan& plan, const LaunchConfig& config, const Context& ctx,
+                             const FunctionState& fn, bool stream_is_null) {
+  plan.grid = config.grid;
+  plan.block = config.block;
+  plan.dynamic_shared_bytes = config.dynamic_shared_bytes;
+  plan.cooperative = config.cooperative;
+  plan.block_given = config.block_given;
+  plan.arguments_known = true;
+  plan.stream_policy = ctx.stream_policy();
+  plan.stream_is_null = stream_is_null;
+  plan.function_is_null = fn.handle == nullptr;
+  plan.required_elements.clear();
+  plan.require_memory_proof = ctx.require_memory_proof();
+  plan.list_unproven_accesses = false;
+}
+
+validation::LaunchShape::Flags LaunchPath::shape_flags(const LaunchConfig& config, const Context& ctx,
+                                                       const FunctionState& fn, bool stream_is_null) {
+  return {config.cooperative, config.block_given, true, stream_is_null, ctx.stream_policy(), fn.handle == nullptr,
+          ctx.require_memory_proof()};
+}
+
+validation::Verdict LaunchPath::validate(Context& ctx, FunctionState& fn, const contract::LaunchPlan& plan,
+                                         bool report_warnings) {
+  const auto& caps = ctx.caps();
+  // Asked by check_launch only for a launch whose geometry, shared memory and registers pass
+  // its own checks: nothing here re-checks them.
+  auto driver_occupancy = [&](uint64_t threads, uint64_t dynamic_shared) -> std::optional<uint32_t> {
+    if (fn.handle == nullptr) return std::nullopt;
+    // The opt-in is set to its maximum once per function, before the occupancy query,
+    // so that the driver's answer accounts for the dynamic shared memory asked for.
+    if (fn.resources.static_shared_bytes + dynamic_shared > caps.shared_per_block &&
+        !fn.shared_opt_in_done.load(std::memory_order_acquire)) {
+      int max_dynamic = static_cast<int>(caps.shared_per_block_optin - fn.resources.static_shared_bytes);
+      if (PTXGATE_CU(ctx, fmt::format("kernel '{}'", fn.info.name), cuFuncSetAttribute, fn.handle,
+                     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, max_dynamic))
+        fn.shared_opt_in_done.store(true, std::memory_order_release);
+      else
+        return std::nullopt;  // the launch reports the failed opt-in
+    }
+    // The driver's answer depends on the function, the block size, the dynamic shared memory
+    // and the opt-in attribute, not on the grid: a new grid of a known block reuses it.
+    const bool opt_in = fn.shared_opt_in_done.load(std::memory_order_acquire);
+    if (auto known = fn.cache.occupancy(threads, dynamic_shared, opt_in)) return *known;
+    int blocks = 0;
+    if (ctx.api().cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn.handle, static_cast<int>(threads),
+                                                              dynamic_shared) != CUDA_SUCCESS)
+      return std::nullopt;
+    fn.cache.remember_occupancy(threads, dynamic_shared, opt_in, static_cast<uint32_t>(blocks));
+    return static_cast<uint32_t>(blocks);
+  };
+  return validation::check_launch(fn.info, fn.resources, plan, caps, fn.location, driver_occupancy, report_warnings);
+}
+
+std::expected<LaunchPath::Admitted, diag::Diagnostics> LaunchPath::admit(Context& ctx, FunctionState& fn,
+                                                                         const contract::LaunchPlan& plan,
+                                                                         const validation::LaunchShape& shape,
+                                                                         diag::Diagnostics* warnings, bool known_miss,
+                                                                         std::span<void* const> proof_slots) {
+  if (!known_miss)
+    if (auto block = fn.cache.find(shape)) return Admitted{*block, true};
+  // A fresh validation (~0.1-0.2 us with the driver's occupancy answer, itself cached by block
+  // size, plus the memory-safety evaluation of the kernel's accesses) happens once per shape.
+  const contract::LaunchPlan* checked = &plan;
+  if (!proof_slots.empty()) {
+    contract::LaunchPlan& with_values = thread_plan();
+    if (&with_values != &plan) with_values = plan;
+    fn.binder.read_proof_values(proof_slots, with_values.arguments);
+    checked = &with_values;
+  }
+  validation::Verdict verdict = validate(ctx, fn, *checked, warnings != nullptr);
+  fn.validated.fetch_add(1, std::memory_order_relaxed);
+  if (!verdict.launchable) {
+    fn.blocked.fetch_add(1, std::memory_order_relaxed);
+    // check_launch reports a blocked launch whole (its warnings too): validated once.
+    return std::unexpected(std::move(verdict.diagnostics));
+  }
+  if (verdict.needs_shared_opt_in && !fn.shared_opt_in_done.load(std::memory_order_acquire)) {
+    diag::Diagnostics d;
+    d.add(diag::Code::launch_failed,
+          fmt::format("{} needs {} bytes of shared memory, but setting the opt-in attribute failed",
+                      launch_subject(fn, plan), verdict.total_shared_bytes));
+    return std::unexpected(std::move(d));
+  }
+  if (warnings != nullptr) warnings->append(verdict.diagnostics);
+  fn.cache.insert(shape, verdict.block);
+  // A launchable verdict bounds every dimension by the device's limits (< 2^32).
+  return Admitted{{static_cast<unsigned>(verdict.block[0]), static_cast<unsigned>(verdict.block[1]),
+                   static_cast<unsigned>(verdict.block[2])},
+                  false};
+}
+
+std::expected<void, diag::Diagnostics> LaunchPath::check_alignment(FunctionState& fn, std::span<void* const> args) {
   diag::Diagnostics d;
-  for (auto [index, mask] : aligned_buffers_) {
+  for (auto [index, mask] : fn.aligned_buffers) {
     if (index >= args.size() || args[index] == nullptr) continue;  // reported by the argument checks
     CUdeviceptr address = 0;
     std::memcpy(&address, args[index], sizeof address);
-    if ((address & mask) != 0) validation::report_misaligned_buffer(d, info_, index, address, location_);
+    if ((address & mask) != 0) validation::report_misaligned_buffer(d, fn.info, index, address, fn.location);
   }
   if (!d.has_errors()) return {};
-  blocked_.fetch_add(1, std::memory_order_relaxed);
+  fn.blocked.fetch_add(1, std::memory_order_relaxed);
   return std::unexpected(std::move(d));
 }
 
-LoadedFunction::~LoadedFunction() = default;
+// ---- LaunchPath: the steps that end in the driver call ----
 
-std::optional<LaunchTicket> LoadedFunction::cached_ticket(const validation::LaunchShape& shape,
-                                                          size_t argument_count) const {
-  auto block = cache_->find(shape);
-  if (!block) return std::nullopt;
-  LaunchTicket t = LaunchTicket::of(id_, shape, *block, argument_count);
-  if (checked_) [[unlikely]]
-    t.take_buffer_bytes(shape);
-  return t;
+/// The driver call of an admitted launch. Inlined, with drive_table, into the launch paths: the
+/// frames a launch returns through after the driver call are cache lines the driver's own work
+/// has evicted.
+template <class Lengths>
+[[gnu::always_inline]] inline std::expected<void, diag::Diagnostics> LaunchPath::drive(
+    Context& ctx, FunctionState& fn, const DriverGeometry& geometry, const Lengths& lengths,
+    std::span<void* const> args, CUstream stream, bool cache_hit) {
+  // Every path to the driver comes here: the steady path, a cached shape, a ticket, a fresh verdict.
+  if (fn.checks_alignment) [[unlikely]]
+    if (auto aligned = check_alignment(fn, args); !aligned) {
+      if (cache_hit) fn.cached.fetch_add(1, std::memory_order_relaxed);
+      return aligned;
+    }
+  // The driver only reads the argument table; a copy is made only to append hidden arguments.
+  if (fn.has_hidden_arguments) [[unlikely]] {
+    internal::HiddenArguments hidden;
+    if (fn.checked) checked_lengths(fn, lengths, hidden);
+    if (auto ok = internal::hidden_for_stream(ctx, fn.info, stream, hidden); !ok) {
+      if (cache_hit) fn.cached.fetch_add(1, std::memory_order_relaxed);
+      return ok;
+    }
+    boost::container::small_vector<void*, kInlineArguments> table(args.begin(), args.end());
+    internal::ArgumentBinder::append_hidden(fn.info, hidden, table);
+    return drive_table(ctx, fn, geometry, table.data(), stream, cache_hit, &hidden);
+  }
+  return drive_table(ctx, fn, geometry, const_cast<void**>(args.data()), stream, cache_hit, nullptr);
 }
 
-std::optional<std::expected<void, diag::Diagnostics>> LoadedFunction::launch_cached(Context& ctx, LoadedFunction& fn,
-                                                                                    const validation::LaunchShape& shape,
-                                                                                    std::span<void* const> args,
-                                                                                    CUstream stream,
-                                                                                    const SteadyKey* steady) {
-  // relaunch without its ticket checks: the ticket is made here from the shape the caller built
-  // for exactly these slots (none of them null), so it matches by construction.
-  auto block = fn.cache_->find(shape);
+void LaunchPath::checked_lengths(const FunctionState&, const LaunchTicket& ticket, HiddenArguments& out) {
+  out.buffers = 0;
+  if (!ticket.checked_lengths_) return;  // reported by checked_lengths_complete
+  for (uint64_t bytes : *ticket.checked_lengths_) {
+    if (out.buffers == out.buffer_bytes.size()) {
+      out.buffers = UINT32_MAX;
+      return;
+    }
+    out.buffer_bytes[out.buffers++] = bytes;
+  }
+}
+
+std::expected<void, diag::Diagnostics> LaunchPath::checked_launched(Context& ctx, FunctionState& fn,
+                                                                    const DriverGeometry& geometry,
+                                                                    const HiddenArguments& hidden, uint64_t sequence,
+                                                                    CUstream stream) {
+  const auto slot = static_cast<uint32_t>(hidden.checked_slot);
+  ctx.checked_records().launched(slot, sequence, stream,
+                                 {fn.info.checked, fn.info.name, fn.location.file, geometry.grid, geometry.block,
+                                  geometry.dynamic_shared_bytes});
+  if (!ctx.checked_launches()) return {};
+  if (auto completed = ctx.complete_checked_launch(sequence, stream); !completed) return completed;
+  return ctx.checked_records().collect_slot(slot);
+}
+
+[[gnu::always_inline]] inline std::expected<void, diag::Diagnostics> LaunchPath::drive_table(
+    Context& ctx, FunctionState& fn, const DriverGeometry& geometry, void** table, CUstream stream, bool cache_hit,
+    const HiddenArguments* hidden) {
+  const auto& g = geometry.grid;
+  const auto& b = geometry.block;
+  CUresult r;
+  (cache_hit ? fn.cached_driver_calls : fn.driver_calls).fetch_add(1, std::memory_order_relaxed);
+  Profiler* profiler = ctx.profiler();
+  CUevent profile_start = nullptr;
+  if (profiler != nullptr) [[unlikely]]
+    profile_start = profiler->begin(fn.info.name, stream);
+  if (geometry.cooperative) {
+    r = ctx.api().cuLaunchCooperativeKernel(fn.handle, g[0], g[1], g[2], b[0], b[1], b[2],
+                                            geometry.dynamic_shared_bytes, stream, table);
+  } else {
+    r = ctx.api().cuLaunchKernel(fn.handle, g[0], g[1], g[2], b[0], b[1], b[2], geometry.dynamic_shared_bytes,
+                                 stream, table, nullptr);
+  }
+  if (r == CUDA_SUCCESS) [[likely]] {
+    uint32_t name = fn.log_name.load(std::memory_order_relaxed);
+    if (name == 0) [[unlikely]] {  // the function's first launch: its name gets the log's number
+      name = ctx.launch_log().intern(fn.info.name);
+      fn.log_name.store(name, std::memory_order_relaxed);
+    }
+    const uint64_t sequence =
+        ctx.launch_log().record(name, g, b, geometry.dynamic_shared_bytes, geometry.cooperative, stream);
+    if (profiler != nullptr) [[unlikely]]
+      profiler->end(profile_start, sequence, fn.info.name, stream);
+    if (hidden != nullptr && hidden->checked_slot >= 0) [[unlikely]]
+      return checked_launched(ctx, fn, geometry, *hidden, sequence, stream);
+    if (ctx.checked_launches()) [[unlikely]]
+      return ctx.complete_checked_launch(sequence, stream);
+    return {};
+  }
+  if (hidden != nullptr && hidden->checked_slot >= 0)
+    ctx.checked_records().release(static_cast<uint32_t>(hidden->checked_slot));
+  if (profiler != nullptr) profiler->cancel(profile_start);
+  auto failed = ctx.check(r, geometry.cooperative ? "cuLaunchCooperativeKernel" : "cuLaunchKernel",
+                          launch_subject(fn, geometry));
+  auto diags = std::move(failed.error());
+  if (diags.items().front().code == diag::Code::kernel_fault) return std::unexpected(std::move(diags));  // an earlier launch
+  diags.items().front().code = diag::Code::launch_failed;
+  diags.items().front().notes.push_back(
+      "ptxgate validated this launch; a driver rejection here means a check is missing: please report it");
+  return std::unexpected(std::move(diags));
+}
+
+std::expected<void, diag::Diagnostics> LaunchPath::launch(Context& ctx, FunctionState& fn,
+                                                          const contract::LaunchPlan& plan,
+                                                          const validation::LaunchShape& shape,
+                                                          std::span<void* const> args, CUstream stream,
+                                                          diag::Diagnostics* warnings, LaunchTicket* ticket,
+                                                          const SteadyKey* steady, bool known_miss,
+                                                          bool proof_from_slots) {
+  if (auto ok = ctx.enter_with("launch", [&] { return launch_subject(fn, plan); }); !ok) [[unlikely]]
+    return ok;
+  if (auto ok = plan_matches_call(fn, plan, args, stream); !ok) [[unlikely]]
+    return ok;
+  auto admitted = admit(ctx, fn, plan, shape, warnings, known_miss, proof_from_slots ? args : std::span<void* const>{});
+  if (!admitted) return std::unexpected(std::move(admitted.error()));
+  if (steady != nullptr) fn.cache.remember_steady(*steady, admitted->block);
+  const DriverGeometry geometry = geometry_of(shape, admitted->block);
+  if (ticket != nullptr) {
+    LaunchTicket t;
+    t.function_id_ = fn.id;
+    t.grid_ = geometry.grid;
+    t.block_ = geometry.block;
+    t.dynamic_shared_bytes_ = geometry.dynamic_shared_bytes;
+    t.cooperative_ = geometry.cooperative;
+    t.stream_is_null_ = shape.stream_is_null();
+    t.argument_count_ = static_cast<uint32_t>(args.size());
+    t.proof_value_count_ =
+        static_cast<uint32_t>(fn.binder.proof_values(args, t.proof_values_.data(), LaunchTicket::kProofValues));
+    if (fn.checked) [[unlikely]] {
+      HiddenArguments lengths;
+      ArgumentBinder::checked_lengths(shape, lengths);
+      if (lengths.buffers <= lengths.buffer_bytes.size())
+        t.checked_lengths_ = std::make_shared<const std::vector<uint64_t>>(
+            lengths.buffer_bytes.begin(), lengths.buffer_bytes.begin() + lengths.buffers);
+    }
+    *ticket = t;
+  }
+  return drive(ctx, fn, geometry, shape, args, stream, admitted->cache_hit);
+}
+
+std::optional<std::expected<void, diag::Diagnostics>> LaunchPath::launch_cached(Context& ctx, FunctionState& fn,
+                                                                                const validation::LaunchShape& shape,
+                                                                                std::span<void* const> args,
+                                                                                CUstream stream,
+                                                                                const SteadyKey* steady) {
+  // The shape was built here for exactly these slots (none of them null): a hit is the verdict.
+  auto block = fn.cache.find(shape);
   if (!block) return std::nullopt;
-  if (ctx.poisoned()) [[unlikely]]
-    return std::nullopt;  // the general path reports it
-  if (auto ok = ctx.make_current(); !ok) [[unlikely]]
+  const DriverGeometry geometry = geometry_of(shape, *block);
+  if (auto ok = ctx.enter_with("launch", [&] { return launch_subject(fn, geometry); }); !ok) [[unlikely]]
     return std::unexpected(std::move(ok.error()));
-  if (steady != nullptr) fn.cache_->remember_steady(*steady, *block);
-  LaunchTicket t = LaunchTicket::of(fn.id_, shape, *block, args.size());
-  if (fn.checked_) [[unlikely]]
-    t.take_buffer_bytes(shape);
-  return LaunchTicket::drive(ctx, fn, t, args, stream, true);
+  if (steady != nullptr) fn.cache.remember_steady(*steady, *block);
+  return drive(ctx, fn, geometry, shape, args, stream, true);
 }
 
-std::optional<std::expected<void, diag::Diagnostics>> LoadedFunction::launch_steady(Context& ctx, LoadedFunction& fn,
-                                                                                    const SteadyKey& key,
-                                                                                    std::span<void* const> args,
-                                                                                    CUstream stream) {
+std::optional<std::expected<void, diag::Diagnostics>> LaunchPath::launch_steady(Context& ctx, FunctionState& fn,
+                                                                                const SteadyKey& key,
+                                                                                std::span<void* const> args,
+                                                                                CUstream stream) {
   // As launch_cached, with the front's compact key in place of a LaunchShape.
   std::array<unsigned, 3> block;
-  if (!fn.cache_->find_steady(key, block)) return std::nullopt;
-  if (ctx.poisoned()) [[unlikely]]
-    return std::nullopt;
-  if (auto ok = ctx.make_current(); !ok) [[unlikely]]
+  if (!fn.cache.find_steady(key, block)) return std::nullopt;
+  const DriverGeometry geometry = geometry_of(key, block);
+  if (auto ok = ctx.enter_with("launch", [&] { return launch_subject(fn, geometry); }); !ok) [[unlikely]]
     return std::unexpected(std::move(ok.error()));
-  LaunchTicket t = LaunchTicket::of(fn.id_, key, block, args.size());
-  if (fn.checked_) [[unlikely]]
-    t.take_buffer_bytes(key);
-  return LaunchTicket::drive(ctx, fn, t, args, stream, true);
+  return drive(ctx, fn, geometry, key, args, stream, true);
 }
 
-LaunchTicket LaunchTicket::of(uint64_t function_id, const validation::LaunchShape& shape,
-                              const std::array<unsigned, 3>& block, size_t argument_count) {
-  // A launchable verdict bounds every dimension by the device's limits (< 2^32).
-  const auto u = [](uint64_t v) { return static_cast<unsigned>(v); };
-  const auto grid = shape.grid();
-  LaunchTicket t;
-  t.function_id_ = function_id;
-  t.grid_ = {u(grid[0]), u(grid[1]), u(grid[2])};
-  t.block_ = block;
-  t.dynamic_shared_bytes_ = u(shape.dynamic_shared_bytes());
-  t.cooperative_ = shape.cooperative();
-  t.stream_is_null_ = shape.stream_is_null();
-  t.argument_count_ = argument_count;
-  return t;
+std::expected<void, diag::Diagnostics> LaunchPath::relaunch(Context& ctx, FunctionState& fn,
+                                                            const LaunchTicket& ticket, std::span<void* const> args,
+                                                            CUstream stream) {
+  if (!ticket.valid() || ticket.function_id_ != fn.id || ticket.stream_is_null_ != (stream == nullptr) ||
+      ticket.argument_count_ != args.size()) [[unlikely]] {
+    diag::Diagnostics d;
+    d.add(diag::Code::internal_error,
+          fmt::format("launch of '{}': the launch ticket was issued for another function, stream kind or argument "
+                      "count",
+                      fn.info.name),
+          {}, "relaunch with a ticket that launch_cuda_function issued for this function and call shape");
+    return std::unexpected(std::move(d));
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == nullptr) [[unlikely]] {
+      diag::Diagnostics d;
+      d.add(diag::Code::null_argument_slot, fmt::format("argument slot {} is a null pointer", i), fn.location,
+            "every slot of the argument table must point at the argument's value");
+      fn.blocked.fetch_add(1, std::memory_order_relaxed);
+      return std::unexpected(std::move(d));
+    }
+  }
+  if (fn.binder.has_proof_scalars()) [[unlikely]] {
+    // The ticket's verdict holds for the values of the proof scalars it was validated with only.
+    std::array<uint64_t, LaunchTicket::kProofValues> values{};
+    const size_t count = fn.binder.proof_values(args, values.data(), values.size());
+    const auto proof = fn.binder.proof_params();
+    for (size_t k = 0; k < count; ++k) {
+      if (k < values.size() && count == ticket.proof_value_count_ && values[k] == ticket.proof_values_[k]) continue;
+      const auto& param = fn.info.params[proof[k]];
+      diag::Diagnostics d;
+      d.add(diag::Code::internal_error,
+            k < values.size()
+                ? fmt::format("launch of '{}' by ticket: parameter '{}' is 0x{:x}, but the ticket was validated with "
+                              "0x{:x}, and the kernel's memory-safety proof depends on it",
+                              fn.info.name, param.name, values[k], ticket.proof_values_[k])
+                : fmt::format("launch of '{}' by ticket: the kernel's memory-safety proof depends on more than {} "
+                              "scalars, more than a ticket keeps",
+                              fn.info.name, LaunchTicket::kProofValues),
+            {}, "launch through launch_cuda_function with a plan (or Kernel::launch), which validates the new value");
+      fn.blocked.fetch_add(1, std::memory_order_relaxed);
+      return std::unexpected(std::move(d));
+    }
+  }
+  const DriverGeometry geometry{ticket.grid_, ticket.block_, ticket.dynamic_shared_bytes_, ticket.cooperative_};
+  if (auto ok = ctx.enter_with("launch", [&] { return launch_subject(fn, geometry); }); !ok) [[unlikely]]
+    return ok;
+  return drive(ctx, fn, geometry, ticket, args, stream, true);
 }
 
-LaunchTicket LaunchTicket::of(uint64_t function_id, const SteadyKey& key, const std::array<unsigned, 3>& block,
-                              size_t argument_count) {
-  LaunchTicket t;
-  t.function_id_ = function_id;
-  t.grid_ = key.grid();
-  t.block_ = block;
-  t.dynamic_shared_bytes_ = key.dynamic_shared_bytes();
-  t.cooperative_ = (key.flags() & SteadyKey::kCooperative) != 0;
-  t.stream_is_null_ = (key.flags() & SteadyKey::kNullStream) != 0;
-  t.argument_count_ = argument_count;
-  return t;
+}  // namespace internal
+
+// ---- LoadedFunction ----
+
+LoadedFunction::LoadedFunction(CUfunction handle, contract::KernelInfo info, contract::KernelResources resources,
+                               diag::Location location)
+    : state_(std::make_unique<FunctionState>(handle, std::move(info), resources, std::move(location))) {}
+
+LoadedFunction::~LoadedFunction() = default;
+
+CUfunction LoadedFunction::handle() const { return state_->handle; }
+const contract::KernelInfo& LoadedFunction::info() const { return state_->info; }
+const contract::KernelResources& LoadedFunction::resources() const { return state_->resources; }
+const diag::Location& LoadedFunction::location() const { return state_->location; }
+uint64_t LoadedFunction::id() const { return state_->id; }
+
+LaunchCounters LoadedFunction::counters() const {
+  const FunctionState& s = *state_;
+  const uint64_t hits_driven = s.cached_driver_calls.load(std::memory_order_relaxed);
+  return {s.validated.load(std::memory_order_relaxed), s.cached.load(std::memory_order_relaxed) + hits_driven,
+          s.driver_calls.load(std::memory_order_relaxed) + hits_driven, s.blocked.load(std::memory_order_relaxed)};
 }
 
 std::expected<std::unique_ptr<LoadedFunction>, diag::Diagnostics> LoadedFunction::resolve(
     Context& ctx, CUmodule module, const contract::KernelInfo& info, diag::Location location) {
   std::string subject = fmt::format("kernel '{}'", info.name);
-  if (auto ok = ctx.healthy("cuModuleGetFunction", subject); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx.make_current(); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx.enter("cuModuleGetFunction", subject); !ok) return std::unexpected(ok.error());
   CUfunction f = nullptr;
   if (auto ok = PTXGATE_CU(ctx, subject, cuModuleGetFunction, &f, module, info.name.c_str()); !ok)
     return std::unexpected(ok.error());
@@ -181,287 +474,32 @@ std::expected<std::unique_ptr<LoadedFunction>, diag::Diagnostics> LoadedFunction
   return std::make_unique<LoadedFunction>(f, info, res, std::move(location));
 }
 
-LaunchCounters LoadedFunction::counters() const {
-  const uint64_t hits_driven = cached_driver_calls_.load(std::memory_order_relaxed);
-  return {validated_.load(std::memory_order_relaxed), cached_.load(std::memory_order_relaxed) + hits_driven,
-          driver_calls_.load(std::memory_order_relaxed) + hits_driven, blocked_.load(std::memory_order_relaxed)};
-}
+// ---- the public entry points ----
 
-validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const contract::LaunchPlan& plan,
-                                    CUstream, bool report_warnings) {
-  const auto& caps = ctx.caps();
-  // Asked by check_launch only for a launch whose geometry, shared memory and registers pass
-  // its own checks: nothing here re-checks them.
-  auto driver_occupancy = [&](uint64_t threads, uint64_t dynamic_shared) -> std::optional<uint32_t> {
-    if (fn.handle_ == nullptr) return std::nullopt;
-    // The opt-in is set to its maximum once per function, before the occupancy query,
-    // so that the driver's answer accounts for the dynamic shared memory asked for.
-    if (fn.resources_.static_shared_bytes + dynamic_shared > caps.shared_per_block &&
-        !fn.shared_opt_in_done_.load(std::memory_order_acquire)) {
-      int max_dynamic = static_cast<int>(caps.shared_per_block_optin - fn.resources_.static_shared_bytes);
-      if (PTXGATE_CU(ctx, fmt::format("kernel '{}'", fn.info_.name), cuFuncSetAttribute, fn.handle_,
-                     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, max_dynamic))
-        fn.shared_opt_in_done_.store(true, std::memory_order_release);
-      else
-        return std::nullopt;  // the launch reports the failed opt-in
-    }
-    // The driver's answer depends on the function, the block size, the dynamic shared memory
-    // and the opt-in attribute, not on the grid: a new grid of a known block reuses it.
-    const bool opt_in = fn.shared_opt_in_done_.load(std::memory_order_acquire);
-    if (auto known = fn.cache_->occupancy(threads, dynamic_shared, opt_in)) return *known;
-    int blocks = 0;
-    if (ctx.api().cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn.handle_, static_cast<int>(threads),
-                                                              dynamic_shared) != CUDA_SUCCESS)
-      return std::nullopt;
-    fn.cache_->remember_occupancy(threads, dynamic_shared, opt_in, static_cast<uint32_t>(blocks));
-    return static_cast<uint32_t>(blocks);
-  };
-  return validation::check_launch(fn.info_, fn.resources_, plan, caps, fn.location_, driver_occupancy,
-                                  report_warnings);
-}
-
-/// The driver call of a launch whose shape `ticket` proves launchable: the grid-barrier
-/// word for kernels that need it, then cuLaunchKernel / cuLaunchCooperativeKernel. Inlined, with
-/// drive_table, into the launch paths: the frames a launch returns through after the driver call
-/// are cache lines the driver's own work has evicted.
-[[gnu::always_inline]] inline std::expected<void, diag::Diagnostics> LaunchTicket::drive(Context& ctx, LoadedFunction& fn,
-                                                           const LaunchTicket& ticket, std::span<void* const> args,
-                                                           CUstream stream, bool cache_hit) {
-  // Every path to the driver comes here: the steady path, a cached shape, a ticket, a fresh verdict.
-  if (fn.checks_alignment_) [[unlikely]]
-    if (auto aligned = fn.check_buffer_alignment(args); !aligned) {
-      if (cache_hit) fn.cached_.fetch_add(1, std::memory_order_relaxed);
-      return aligned;
-    }
-  if (fn.checked_) [[unlikely]]
-    return drive_checked(ctx, fn, ticket, args, stream, cache_hit);
-  // The driver only reads the argument table; a copy is made only to append the barrier word.
-  if (fn.appends_barrier_word_) [[unlikely]] {
-    auto word = ctx.grid_barrier_word(stream);
-    if (!word) {
-      if (cache_hit) fn.cached_.fetch_add(1, std::memory_order_relaxed);
-      return std::unexpected(word.error());
-    }
-    CUdeviceptr barrier_word = *word;
-    boost::container::small_vector<void*, kInlineArguments> slots(args.begin(), args.end());
-    slots.push_back(&barrier_word);
-    return drive_table(ctx, fn, ticket, slots.data(), stream, cache_hit);
-  }
-  return drive_table(ctx, fn, ticket, const_cast<void**>(args.data()), stream, cache_hit);
-}
-
-std::expected<void, diag::Diagnostics> LaunchTicket::drive_checked(Context& ctx, LoadedFunction& fn,
-                                                                   const LaunchTicket& ticket, std::span<void* const> args,
-                                                                   CUstream stream, bool cache_hit) {
-  // The table: the user's arguments, the grid-barrier word, each buffer's length, the record.
-  const size_t buffers = fn.info_.buffer_count();
-  if (buffers != ticket.buffers_) {
-    if (cache_hit) fn.cached_.fetch_add(1, std::memory_order_relaxed);
-    diag::Diagnostics d;
-    d.add(diag::Code::internal_error,
-          fmt::format("checked launch of '{}': the launch describes {} buffer sizes for {} buffer parameters (checked "
-                      "mode takes at most {})",
-                      fn.info_.name, ticket.buffers_, buffers, validation::LaunchShape::kMaxArguments),
-          {}, "launch a kernel with fewer buffer parameters in checked mode, or report this as a ptxgate bug");
-    return std::unexpected(std::move(d));
-  }
-  boost::container::small_vector<void*, kInlineArguments + 8> slots(args.begin(), args.end());
-  CUdeviceptr barrier_word = 0;
-  if (fn.appends_barrier_word_) {
-    auto word = ctx.grid_barrier_word(stream);
-    if (!word) {
-      if (cache_hit) fn.cached_.fetch_add(1, std::memory_order_relaxed);
-      return std::unexpected(word.error());
-    }
-    barrier_word = *word;
-    slots.push_back(&barrier_word);
-  }
-  static_assert(contract::kMaxCheckedBuffers <= validation::LaunchShape::kMaxArguments);
-  std::array<uint64_t, validation::LaunchShape::kMaxArguments> lengths;
-  for (size_t k = 0; k < buffers; ++k) {
-    lengths[k] = ticket.buffer_bytes_[k];
-    slots.push_back(&lengths[k]);
-  }
-  auto slot = ctx.checked_records().reserve();
-  if (!slot) {
-    if (cache_hit) fn.cached_.fetch_add(1, std::memory_order_relaxed);
-    return std::unexpected(slot.error());
-  }
-  CUdeviceptr record = slot->address;
-  slots.push_back(&record);
-  return drive_table(ctx, fn, ticket, slots.data(), stream, cache_hit, slot->index);
-}
-
-void LaunchTicket::take_buffer_bytes(const validation::LaunchShape& shape) {
-  buffers_ = 0;
-  for (size_t k = 0; k < shape.arguments(); ++k) {
-    const uint64_t description = shape.word(validation::LaunchShape::kHeaderWords + 2 * k);
-    if ((description & 1) == 0) continue;  // not a buffer (argument_word's kind bit)
-    const uint64_t bytes = shape.word(validation::LaunchShape::kHeaderWords + 2 * k + 1);
-    buffer_bytes_[buffers_++] =
-        (description & validation::LaunchShape::kBufferBytesKnown) != 0 ? bytes : ~uint64_t{0};
-  }
-}
-
-void LaunchTicket::take_buffer_bytes(const SteadyKey& key) {
-  buffers_ = key.buffers;
-  for (uint32_t k = 0; k < key.buffers; ++k) buffer_bytes_[k] = key.bytes[k] != 0 ? key.bytes[k] : ~uint64_t{0};
-}
-
-void LaunchTicket::take_buffer_bytes(const contract::LaunchPlan& plan) {
-  buffers_ = 0;
-  for (const contract::ArgumentDesc& a : plan.arguments) {
-    if (a.kind != contract::ArgumentDesc::Kind::buffer) continue;
-    if (buffers_ == buffer_bytes_.size()) {  // more than a ticket holds: drive_checked reports it
-      buffers_ = UINT32_MAX;
-      return;
-    }
-    buffer_bytes_[buffers_++] = a.buffer_bytes.value_or(~uint64_t{0});
-  }
-}
-
-[[gnu::always_inline]] inline std::expected<void, diag::Diagnostics> LaunchTicket::drive_table(Context& ctx, LoadedFunction& fn,
-                                                                 const LaunchTicket& ticket, void** table,
-                                                                 CUstream stream, bool cache_hit,
-                                                                 int64_t checked_slot) {
-  const auto& g = ticket.grid_;
-  const auto& b = ticket.block_;
-  CUresult r;
-  (cache_hit ? fn.cached_driver_calls_ : fn.driver_calls_).fetch_add(1, std::memory_order_relaxed);
-  Profiler* profiler = ctx.profiler();
-  CUevent profile_start = nullptr;
-  if (profiler != nullptr) [[unlikely]]
-    profile_start = profiler->begin(fn.info_.name, stream);
-  if (ticket.cooperative_) {
-    r = ctx.api().cuLaunchCooperativeKernel(fn.handle_, g[0], g[1], g[2], b[0], b[1], b[2],
-                                            ticket.dynamic_shared_bytes_, stream, table);
-  } else {
-    r = ctx.api().cuLaunchKernel(fn.handle_, g[0], g[1], g[2], b[0], b[1], b[2], ticket.dynamic_shared_bytes_,
-                                 stream, table, nullptr);
-  }
-  if (r == CUDA_SUCCESS) [[likely]] {
-    uint32_t name = fn.log_name_.load(std::memory_order_relaxed);
-    if (name == 0) [[unlikely]] {  // the function's first launch: its name gets the log's number
-      name = ctx.launch_log().intern(fn.info_.name);
-      fn.log_name_.store(name, std::memory_order_relaxed);
-    }
-    const uint64_t sequence =
-        ctx.launch_log().record(name, g, b, ticket.dynamic_shared_bytes_, ticket.cooperative_, stream);
-    if (profiler != nullptr) [[unlikely]]
-      profiler->end(profile_start, sequence, fn.info_.name, stream);
-    if (checked_slot >= 0) [[unlikely]]
-      ctx.checked_records().launched(static_cast<uint32_t>(checked_slot), sequence, stream,
-                                     {fn.info_.checked, fn.info_.name, fn.location_.file, g, b,
-                                      ticket.dynamic_shared_bytes_});
-    if (ctx.checked_launches()) [[unlikely]] {
-      auto completed = ctx.complete_checked_launch(sequence, stream);
-      if (completed && checked_slot >= 0) return ctx.checked_records().collect_slot(static_cast<uint32_t>(checked_slot));
-      return completed;
-    }
-    return {};
-  }
-  if (checked_slot >= 0) ctx.checked_records().release(static_cast<uint32_t>(checked_slot));
-  if (profiler != nullptr) profiler->cancel(profile_start);
-  auto failed = ctx.check(r, ticket.cooperative_ ? "cuLaunchCooperativeKernel" : "cuLaunchKernel",
-                          launch_subject(fn, ticket.described()));
-  auto diags = std::move(failed.error());
-  if (diags.items().front().code == diag::Code::kernel_fault) return std::unexpected(std::move(diags));  // an earlier launch
-  diags.items().front().code = diag::Code::launch_failed;
-  diags.items().front().notes.push_back(
-      "ptxgate validated this launch; a driver rejection here means a check is missing: please report it");
-  return std::unexpected(std::move(diags));
+validation::Verdict validate_launch(Context& ctx, LoadedFunction& fn, const contract::LaunchPlan& plan, CUstream,
+                                    bool report_warnings) {
+  return LaunchPath::validate(ctx, LaunchPath::state(fn), plan, report_warnings);
 }
 
 std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, LoadedFunction& fn,
                                                             const contract::LaunchPlan& plan,
                                                             std::span<void* const> args, CUstream stream,
                                                             diag::Diagnostics* warnings, LaunchTicket* ticket) {
-  return LoadedFunction::launch_with_shape(ctx, fn, plan, validation::LaunchShape::of(plan), args, stream, warnings,
-                                           ticket);
-}
-
-std::expected<void, diag::Diagnostics> LoadedFunction::launch_with_shape(Context& ctx, LoadedFunction& fn,
-                                                                         const contract::LaunchPlan& plan,
-                                                                         const validation::LaunchShape& shape,
-                                                                         std::span<void* const> args, CUstream stream,
-                                                                         diag::Diagnostics* warnings,
-                                                                         LaunchTicket* ticket,
-                                                                         const SteadyKey* steady, bool known_miss) {
-  if (ctx.poisoned()) [[unlikely]]
-    return std::unexpected(ctx.healthy("launch", launch_subject(fn, plan)).error());
-  if (auto ok = plan_matches_call(fn, plan, args, stream); !ok) [[unlikely]]
-    return ok;
-  if (auto ok = ctx.make_current(); !ok) [[unlikely]]
-    return ok;
-
-  std::optional<std::array<unsigned, 3>> block = known_miss ? std::nullopt : fn.cache_->find(shape);
-  const bool cache_hit = block.has_value();
-  if (!cache_hit) {
-    // A fresh validation (~0.1-0.2 us with the driver's occupancy answer, itself cached by
-    // block size) costs about what one launch cache insert does.
-    validation::Verdict verdict = validate_launch(ctx, fn, plan, stream, warnings != nullptr);
-    fn.validated_.fetch_add(1, std::memory_order_relaxed);
-    if (!verdict.launchable) {
-      fn.blocked_.fetch_add(1, std::memory_order_relaxed);
-      // check_launch reports a blocked launch whole (its warnings too): validated once.
-      return std::unexpected(std::move(verdict.diagnostics));
-    }
-    if (verdict.needs_shared_opt_in && !fn.shared_opt_in_done_.load(std::memory_order_acquire)) {
-      diag::Diagnostics d;
-      d.add(diag::Code::launch_failed,
-            fmt::format("{} needs {} bytes of shared memory, but setting the opt-in attribute failed",
-                        launch_subject(fn, plan), verdict.total_shared_bytes));
-      return std::unexpected(std::move(d));
-    }
-    if (warnings != nullptr) warnings->append(verdict.diagnostics);
-    // A launchable verdict bounds every dimension by the device's limits (< 2^32).
-    block = std::array<unsigned, 3>{static_cast<unsigned>(verdict.block[0]), static_cast<unsigned>(verdict.block[1]),
-                                    static_cast<unsigned>(verdict.block[2])};
-    fn.cache_->insert(shape, verdict.block);
-  }
-  if (steady != nullptr) fn.cache_->remember_steady(*steady, *block);
-
-  LaunchTicket t = LaunchTicket::of(fn.id_, shape, *block, args.size());
-  if (fn.checked_) [[unlikely]]
-    t.take_buffer_bytes(plan);
-  if (ticket != nullptr) *ticket = t;
-  return LaunchTicket::drive(ctx, fn, t, args, stream, cache_hit);
+  FunctionState& st = LaunchPath::state(fn);
+  validation::LaunchShape shape = validation::LaunchShape::of(plan);
+  if (!st.binder.has_proof_scalars()) [[likely]]
+    return LaunchPath::launch(ctx, st, plan, shape, args, stream, warnings, ticket);
+  // The scalars the kernel's memory-safety proof uses are read from the argument table, which is
+  // what the kernel receives: the launch cache's key holds those values, and a validation reads
+  // them into a copy of the plan (admit).
+  st.binder.add_proof_values(args, plan.arguments, shape);
+  return LaunchPath::launch(ctx, st, plan, shape, args, stream, warnings, ticket, nullptr, false, true);
 }
 
 std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, LoadedFunction& fn,
                                                             const LaunchTicket& ticket, std::span<void* const> args,
                                                             CUstream stream) {
-  return LoadedFunction::relaunch(ctx, fn, ticket, args, stream);
-}
-
-std::expected<void, diag::Diagnostics> LoadedFunction::relaunch(Context& ctx, LoadedFunction& fn,
-                                                                const LaunchTicket& ticket,
-                                                                std::span<void* const> args, CUstream stream) {
-  if (!ticket.valid() || ticket.function_id_ != fn.id_ || ticket.stream_is_null_ != (stream == nullptr) ||
-      ticket.argument_count_ != args.size()) [[unlikely]] {
-    diag::Diagnostics d;
-    d.add(diag::Code::internal_error,
-          fmt::format("launch of '{}': the launch ticket was issued for another function, stream kind or argument "
-                      "count",
-                      fn.info_.name),
-          {}, "relaunch with a ticket that launch_cuda_function issued for this function and call shape");
-    return std::unexpected(std::move(d));
-  }
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == nullptr) [[unlikely]] {
-      diag::Diagnostics d;
-      d.add(diag::Code::null_argument_slot, fmt::format("argument slot {} is a null pointer", i), fn.location_,
-            "every slot of the argument table must point at the argument's value");
-      fn.blocked_.fetch_add(1, std::memory_order_relaxed);
-      return std::unexpected(std::move(d));
-    }
-  }
-  if (ctx.poisoned()) [[unlikely]] {
-    return std::unexpected(ctx.healthy("launch", launch_subject(fn, ticket.described())).error());
-  }
-  if (auto ok = ctx.make_current(); !ok) [[unlikely]]
-    return ok;
-  return LaunchTicket::drive(ctx, fn, ticket, args, stream, true);
+  return LaunchPath::relaunch(ctx, LaunchPath::state(fn), ticket, args, stream);
 }
 
 }  // namespace ptxgate::backend

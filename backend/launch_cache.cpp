@@ -83,13 +83,13 @@ void LaunchCache::insert(const validation::LaunchShape& shape, const std::array<
 }
 
 void LaunchCache::remember_steady(const SteadyKey& key, const std::array<unsigned, 3>& block) {
-  if (key.buffers > SteadyKey::kMaxBuffers) return;
+  if (key.count > SteadyKey::kMaxWords) return;
   uint64_t sequence = front_.sequence.load(kRelaxed);
   // Seqlock write, as insert's, but taken with a compare-exchange: writers do not wait for each other.
   if ((sequence & 1) != 0 || !front_.sequence.compare_exchange_strong(sequence, sequence + 1, kAcquire, kRelaxed))
     return;
   for (size_t i = 0; i < 4; ++i) front_.header[i].store(key.header[i], kRelease);
-  for (size_t i = 0; i < key.buffers; ++i) front_.bytes[i].store(key.bytes[i], kRelease);
+  for (size_t i = 0; i < key.count; ++i) front_.words[i].store(key.words[i], kRelease);
   front_.block_xy.store(block[0] | uint64_t{block[1]} << 32, kRelease);
   front_.block_z.store(block[2], kRelease);
   front_.sequence.store(sequence + 2, kRelease);

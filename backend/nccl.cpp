@@ -45,6 +45,10 @@ std::string_view nccl_type_name(ncclDataType_t type) {
     case ncclUint64: return "u64";
     case ncclFloat32: return "f32";
     case ncclFloat64: return "f64";
+    case ncclInt8: return "i8";
+    case ncclUint8: return "u8";
+    case ncclFloat16: return "f16";
+    case ncclBfloat16: return "bf16";
     default: return "?";
   }
 }
@@ -53,6 +57,8 @@ size_t nccl_type_size(ncclDataType_t type) {
   switch (type) {
     case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
     case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+    case ncclInt8: case ncclUint8: return 1;
+    case ncclFloat16: case ncclBfloat16: return 2;
     default: return 0;
   }
 }
@@ -396,7 +402,7 @@ std::expected<void, diag::Diagnostics> validate_collective(const Communicator& c
     if (size == 0) {
       d.add(diag::Code::collective_type_mismatch,
             fmt::format("{} {} buffer has NCCL type {}, which the IR does not have", name, role, static_cast<int>(e.type)),
-            {}, "use i32, u32, i64, u64, f32 or f64 elements");
+            {}, "use i8, u8, i32, u32, i64, u64, f16, bf16, f32 or f64 elements");
       return false;
     }
     const size_t capacity = e.buffer->size_bytes() / size;
@@ -520,8 +526,7 @@ std::expected<void, diag::Diagnostics> issue(Communicator& comm, CUstream s, con
 /// recorded as a read of its send range and a write of its receive range.
 std::expected<void, diag::Diagnostics> tracked(Communicator& comm, const Stream& stream, const Collective& c) {
   Context& ctx = comm.context();
-  if (auto ok = ctx.healthy("nccl", collective_name(c.kind)); !ok) return ok;
-  if (auto ok = ctx.make_current(); !ok) return ok;
+  if (auto ok = ctx.enter("nccl", collective_name(c.kind)); !ok) return ok;
   BufferAccess accesses[2];
   size_t n = 0;
   if (uses_send(c.kind)) accesses[n++] = {c.send.buffer->track(), AccessMode::read};

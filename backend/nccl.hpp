@@ -19,15 +19,20 @@
 #include <vector>
 
 #include "ptxgate/backend/context.hpp"
+#include "ptxgate/backend/device_buffer.hpp"
+#include "ptxgate/backend/stream.hpp"
 #include "ptxgate/backend/nccl_api.hpp"
 #include "ptxgate/backend/stream_ops.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 
 namespace ptxgate::backend {
 
-/// The element types both NCCL and the IR have (i32 u32 i64 u64 f32 f64).
+/// The element types both NCCL and the IR have (i8 u8 i32 u32 i64 u64 f16 bf16 f32 f64; a type
+/// without a C++ counterpart here, f16 and bf16, is reached through CollectiveEnd's `type`).
 template <class T>
 struct NcclType;
+template <> struct NcclType<int8_t> { static constexpr ncclDataType_t value = ncclInt8; };
+template <> struct NcclType<uint8_t> { static constexpr ncclDataType_t value = ncclUint8; };
 template <> struct NcclType<int32_t> { static constexpr ncclDataType_t value = ncclInt32; };
 template <> struct NcclType<uint32_t> { static constexpr ncclDataType_t value = ncclUint32; };
 template <> struct NcclType<int64_t> { static constexpr ncclDataType_t value = ncclInt64; };
@@ -37,7 +42,7 @@ template <> struct NcclType<double> { static constexpr ncclDataType_t value = nc
 
 /// "f32", "i64", ... for messages ("?" for a type outside the table).
 std::string_view nccl_type_name(ncclDataType_t type);
-/// Bytes per element of the six types (0 for others).
+/// Bytes per element of the ten types (0 for others).
 size_t nccl_type_size(ncclDataType_t type);
 
 /// NCCL's built-in reductions (values as ncclRedOp_t).

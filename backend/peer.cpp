@@ -109,7 +109,7 @@ void forget_peer_bridge(Context& ctx) noexcept {
   auto& all = bridges();
   auto it = all.find(&ctx);
   if (it == all.end()) return;
-  (void)ctx.make_current();
+  ctx.enter_to_release();
   (void)ctx.api().cuStreamDestroy(it->second.stream);
   (void)ctx.api().cuEventDestroy(it->second.event);
   all.erase(it);

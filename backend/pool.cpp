@@ -16,8 +16,7 @@ std::string device_name(const Context& ctx) { return fmt::format("device {} ({})
 std::expected<std::unique_ptr<MemoryPool>, diag::Diagnostics> MemoryPool::create(std::shared_ptr<Context> ctx,
                                                                                  PoolOptions options) {
   const std::string subject = fmt::format("memory pool of {}", device_name(*ctx));
-  if (auto ok = ctx->healthy("cuMemPoolCreate", subject); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx->make_current(); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx->enter("cuMemPoolCreate", subject); !ok) return std::unexpected(ok.error());
   int supported = 0;
   if (auto ok = PTXGATE_CU(*ctx, subject, cuDeviceGetAttribute, &supported,
                            CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, ctx->device());
@@ -58,7 +57,7 @@ std::expected<std::unique_ptr<MemoryPool>, diag::Diagnostics> MemoryPool::create
 MemoryPool::~MemoryPool() {
   if (pool_ == nullptr || !ctx_) return;
   // Allocations still live keep the pool's memory: the driver releases it after their frees.
-  (void)ctx_->make_current();
+  ctx_->enter_to_release();
   (void)ctx_->api().cuMemPoolDestroy(pool_);
 }
 
@@ -94,11 +93,7 @@ std::expected<DeviceBuffer, diag::Diagnostics> MemoryPool::allocate(size_t bytes
   auto give_back = [&] { account_->live.fetch_sub(n, std::memory_order_relaxed); };
 
   const std::string subject = fmt::format("stream-ordered allocation of {} bytes", n);
-  if (auto ok = ctx_->healthy("cuMemAllocFromPoolAsync", subject); !ok) {
-    give_back();
-    return std::unexpected(ok.error());
-  }
-  if (auto ok = ctx_->make_current(); !ok) {
+  if (auto ok = ctx_->enter("cuMemAllocFromPoolAsync", subject); !ok) {
     give_back();
     return std::unexpected(ok.error());
   }
@@ -122,8 +117,7 @@ std::expected<DeviceBuffer, diag::Diagnostics> MemoryPool::allocate(size_t bytes
 std::expected<PoolUsage, diag::Diagnostics> MemoryPool::usage() const {
   PoolUsage u;
   const std::string subject = fmt::format("memory pool of {}", device_name(*ctx_));
-  if (auto ok = ctx_->healthy("cuMemPoolGetAttribute", subject); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx_->make_current(); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx_->enter("cuMemPoolGetAttribute", subject); !ok) return std::unexpected(ok.error());
   const std::pair<CUmemPool_attribute, uint64_t*> attributes[] = {
       {CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &u.reserved_bytes},
       {CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &u.reserved_peak_bytes},
@@ -144,16 +138,14 @@ std::expected<PoolUsage, diag::Diagnostics> MemoryPool::usage() const {
 
 std::expected<void, diag::Diagnostics> MemoryPool::trim(uint64_t keep_bytes) {
   const std::string subject = fmt::format("trim of the memory pool of {} to {} bytes", device_name(*ctx_), keep_bytes);
-  if (auto ok = ctx_->healthy("cuMemPoolTrimTo", subject); !ok) return ok;
-  if (auto ok = ctx_->make_current(); !ok) return ok;
+  if (auto ok = ctx_->enter("cuMemPoolTrimTo", subject); !ok) return ok;
   ctx_->tracker().reclaim();
   return PTXGATE_CU(*ctx_, subject, cuMemPoolTrimTo, pool_, keep_bytes);
 }
 
 std::expected<void, diag::Diagnostics> MemoryPool::reset_peaks() {
   const std::string subject = fmt::format("memory pool of {}", device_name(*ctx_));
-  if (auto ok = ctx_->healthy("cuMemPoolSetAttribute", subject); !ok) return ok;
-  if (auto ok = ctx_->make_current(); !ok) return ok;
+  if (auto ok = ctx_->enter("cuMemPoolSetAttribute", subject); !ok) return ok;
   for (CUmemPool_attribute attribute : {CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, CU_MEMPOOL_ATTR_USED_MEM_HIGH}) {
     cuuint64_t zero = 0;  // the only value these attributes take: the driver resets them to the current values
     if (auto ok = PTXGATE_CU(*ctx_, subject, cuMemPoolSetAttribute, pool_, attribute, &zero); !ok) return ok;

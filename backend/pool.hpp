@@ -9,6 +9,8 @@
 #include <memory>
 
 #include "ptxgate/backend/context.hpp"
+#include "ptxgate/backend/device_buffer.hpp"
+#include "ptxgate/backend/stream.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 
 namespace ptxgate::backend {

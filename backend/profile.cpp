@@ -14,7 +14,7 @@ NvtxRange::NvtxRange(const char* name) { nvtxRangePushA(name); }
 NvtxRange::~NvtxRange() { nvtxRangePop(); }
 
 Profiler::~Profiler() {
-  (void)ctx_.make_current();
+  ctx_.enter_to_release();
   for (CUevent e : free_) (void)ctx_.api().cuEventDestroy(e);
   for (const Pending& p : pending_) {
     (void)ctx_.api().cuEventDestroy(p.start);
@@ -73,8 +73,7 @@ void Profiler::cancel(CUevent start) noexcept {
 
 std::expected<void, diag::Diagnostics> Profiler::resolve_locked() {
   if (pending_.empty()) return {};
-  if (auto ok = ctx_.healthy("cuEventElapsedTime", "launch profile"); !ok) return ok;
-  if (auto ok = ctx_.make_current(); !ok) return ok;
+  if (auto ok = ctx_.enter("cuEventElapsedTime", "launch profile"); !ok) return ok;
   size_t resolved = 0;
   std::expected<void, diag::Diagnostics> status;
   for (; resolved < pending_.size() && status; ++resolved) {

@@ -7,7 +7,7 @@
 #include <boost/container/small_vector.hpp>
 #include <fmt/format.h>
 
-#include "ptxgate/backend/internal/launch_cache.hpp"
+#include "ptxgate/backend/internal/launch_path.hpp"
 #include "ptxgate/backend/internal/peer_bridge.hpp"
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/ir/frontend.hpp"
@@ -30,7 +30,7 @@ struct LoadedModule {
   ~LoadedModule() {
     functions.clear();
     if (module != nullptr && ctx) {
-      (void)ctx->make_current();
+      ctx->enter_to_release();
       (void)ctx->api().cuModuleUnload(module);  // errors ignored: the context may be poisoned
     }
   }
@@ -66,14 +66,6 @@ bool has_code(const diag::Diagnostics& d, diag::Code code) {
   for (const auto& item : d)
     if (item.code == code) return true;
   return false;
-}
-
-/// This thread's reusable plan. Thread-local objects are reached through functions that are
-/// never inlined: the caller then holds a plain pointer, where an inlined TLS access may be
-/// recomputed (a __tls_get_addr call in a shared library) at every use inside a loop.
-[[gnu::noinline]] contract::LaunchPlan& thread_plan() {
-  thread_local contract::LaunchPlan plan;
-  return plan;
 }
 
 /// The checks of Kernel::launch and Kernel::check before binding: the stream (moved from: PG3002;
@@ -125,183 +117,91 @@ std::expected<void, diag::Diagnostics> launch_objects(const Context& ctx, const 
 
 // ---- Kernel ----
 
+Kernel::Kernel(std::shared_ptr<Context> ctx, std::shared_ptr<const LoadedModule> module, LoadedFunction* function,
+               module_cache::CacheOutcome outcome)
+    : ctx_(std::move(ctx)),
+      state_(&internal::LaunchPath::state(*function)),
+      params_(state_->binder.params()),
+      key_words_(state_->binder.key_words()),
+      function_(function),
+      module_(std::move(module)),
+      outcome_(outcome) {
+  const internal::ArgumentBinder& binder = state_->binder;
+  if (binder.steady()) (binder.has_proof_scalars() ? exact_proofs_ : exact_plain_) = binder.size();
+}
+
 bool Kernel::loaded_from_cubin() const { return module_->from_cubin; }
 
 const module_cache::CacheEntry& Kernel::entry() const { return *module_->entry; }
-
-std::expected<void, diag::Diagnostics> Kernel::fill_plan(contract::LaunchPlan& plan, const LaunchConfig& config,
-                                                         std::span<const Arg> args, CUstream stream, void** slots,
-                                                         BoundSlot* values) {
-  plan_header(plan, config, stream);
-  plan.arguments.resize(args.size());
-  const auto& params = function_->info().params;
-  diag::Diagnostics errors;
-  for (size_t i = 0; i < args.size(); ++i) {
-    auto& d = plan.arguments[i];
-    d = describe_argument(args[i]);
-    slots[i] = argument_slot(args[i], values[i]);  // an argument past the parameters: the count error is validation's
-    if (i >= params.size()) continue;
-    if (!bind_described(args[i], params[i], values[i], d)) {
-      // The message-free binder said no: bind_argument says why.
-      auto bound = bind_argument(args[i], params[i], function_->info().name);
-      if (bound) [[unlikely]] {  // the two binders disagree: take the one that explains itself
-        values[i] = *bound;
-        d.size_bytes = bound->size;
-        if (!params[i].is_buffer) d.scalar_type = params[i].type;
-      } else {
-        errors.append(bound.error());
-        slots[i] = nullptr;
-      }
-    }
-  }
-  if (errors.has_errors()) return std::unexpected(std::move(errors));
-  return {};
-}
 
 // The steady path hands the driver a pointer to an Arg's 64-bit value for parameters narrower
 // than 8 bytes too: their bytes come first only on a little-endian host.
 static_assert(std::endian::native == std::endian::little, "the steady launch path assumes a little-endian host");
 
-std::vector<Kernel::SteadyParam> Kernel::steady_params_for(const contract::KernelInfo& info, uint32_t& buffers) {
-  const std::vector<SteadyDesc> descs = steady_descs_for(info);
-  std::vector<SteadyParam> steady(info.params.size());
-  buffers = 0;
-  for (size_t i = 0; i < info.params.size(); ++i) {
-    const auto& p = info.params[i];
-    steady[i].type = p.type;
-    steady[i].buffer = p.is_buffer;
-    steady[i].steady = descs[i].word != 0;
-    steady[i].access = access_mode(p.access);
-    // A kernel of more buffers than a SteadyKey holds never uses its key (launch() checks).
-    if (p.is_buffer) steady[i].buffer_index = static_cast<uint8_t>(buffers++ % SteadyKey::kMaxBuffers);
-  }
-  return steady;
-}
-
-std::vector<Kernel::SteadyDesc> Kernel::steady_descs_for(const contract::KernelInfo& info) {
-  std::vector<SteadyDesc> steady(info.params.size());
-  for (size_t i = 0; i < info.params.size(); ++i) {
-    const auto& p = info.params[i];
-    // The description bind_described leaves for an argument that matches the parameter exactly.
-    contract::ArgumentDesc& d = steady[i].desc;
-    if (p.is_buffer) {
-      d.kind = contract::ArgumentDesc::Kind::buffer;
-      d.size_bytes = 8;
-    } else if (p.type == ir::Type::tensor_map) {  // Hopper: bound on the general path (word 0)
-      d.kind = contract::ArgumentDesc::Kind::tensor_map;
-      d.size_bytes = 128;
-      continue;
-    } else {
-      d.kind = contract::ArgumentDesc::Kind::scalar;
-      d.size_bytes = p.size_bytes != 0 ? p.size_bytes : ir::byte_size(p.type);
-      d.scalar_type = p.type;
-      // The slot points at the Arg's 8-byte little-endian value: only widths up to 8 bytes.
-      if (d.size_bytes == 0 || d.size_bytes > 8) continue;
-    }
-    steady[i].word = validation::LaunchShape::argument_word(d);
-  }
-  return steady;
-}
-
-void Kernel::plan_header(contract::LaunchPlan& plan, const LaunchConfig& config, CUstream stream) const {
-  plan.grid = config.grid;
-  plan.block = config.block;
-  plan.dynamic_shared_bytes = config.dynamic_shared_bytes;
-  plan.cooperative = config.cooperative;
-  plan.block_given = config.block_given;
-  plan.arguments_known = true;
-  plan.stream_policy = ctx_->stream_policy();
-  plan.stream_is_null = stream == nullptr;
-  plan.function_is_null = function_->handle() == nullptr;
-  plan.required_elements.clear();
+template <bool kProofs>
+[[gnu::always_inline]] inline std::expected<void, diag::Diagnostics> Kernel::launch_exact(const LaunchConfig& config,
+                                                                                          std::span<const Arg> args,
+                                                                                          const Stream* stream) {
+  internal::ExactBinding b;
+  if (!internal::bind_exact<kProofs>(params_, args, ctx_.get(), b)) [[unlikely]]
+    return launch_general(config, args, stream);
+  const CUstream s = stream ? stream->handle() : nullptr;
+  // The launch cache's front holding the key launches it; another shape the cache knows becomes
+  // the front; any other is validated (launch_new_shape).
+  const uint32_t flags = (config.cooperative ? SteadyKey::kCooperative : 0) |
+                         (config.block_given ? SteadyKey::kBlockGiven : 0) | (s == nullptr ? SteadyKey::kNullStream : 0) |
+                         ctx_->launch_options() << SteadyKey::kOptionsShift;
+  b.key.count = key_words_;
+  const bool keyed =
+      b.key.pack(config.grid, config.block, config.dynamic_shared_bytes, flags) && key_words_ <= SteadyKey::kMaxWords;
+  const std::span<void* const> slots(b.slots.data(), args.size());
+  auto go = [&]() __attribute__((always_inline)) -> std::expected<void, diag::Diagnostics> {
+    if (keyed) [[likely]]
+      if (auto launched = internal::LaunchPath::launch_steady(*ctx_, *state_, b.key, slots, s)) [[likely]]
+        return std::move(*launched);
+    return launch_new_shape(config, args, keyed ? &b.key : nullptr, slots, s);
+  };
+  if (b.tracked == 0) return go();
+  return ctx_->tracker().submit(s, std::span<const BufferAccess>(b.accesses.items, b.tracked), go);
 }
 
 std::expected<void, diag::Diagnostics> Kernel::launch(const LaunchConfig& config, std::span<const Arg> args,
                                                       const Stream* stream) {
-  // Steady path, one pass over the arguments: every argument matches its parameter exactly (a
-  // buffer of this context, or untracked device memory, of the parameter's element type or
-  // untyped; a scalar of the parameter's type), so the driver's slot is the Arg's own value and
-  // the launch's shape is the configuration plus the buffers' sizes (a SteadyKey). The launch
-  // cache's front holding that key launches it by ticket; another shape the cache knows becomes
-  // the front; anything else takes the general path below, which explains itself.
+  // Steady path, one pass over the arguments (internal::bind_exact): every argument matches its
+  // parameter exactly, so the driver's slot is the Arg's own value and the launch's shape is the
+  // configuration plus the buffers' sizes (and the values of the scalars the kernel's memory-safety
+  // proof uses): a SteadyKey. Anything else takes the general path, which explains itself.
   const size_t n = args.size();
-  if (n == steady_.size() && n <= validation::LaunchShape::kMaxArguments &&
-      (stream == nullptr || stream->context() == ctx_.get())) [[likely]] {
-    const CUstream s = stream ? stream->handle() : nullptr;
-    std::array<void*, validation::LaunchShape::kMaxArguments> slots;
-    // Storage for the tracked accesses, not initialised (a zeroed array costs more than the launch).
-    union Accesses {
-      Accesses() {}
-      BufferAccess items[validation::LaunchShape::kMaxArguments];
-    } accesses;
-    SteadyKey key;  // its arrays are written before they are read
-    size_t tracked = 0;
-    size_t i = 0;
-    const Context* own = ctx_.get();
-    const SteadyParam* params = steady_.data();
-    for (; i < n; ++i) {
-      const Arg& a = args[i];
-      const SteadyParam p = params[i];
-      if (p.buffer) {
-        if (a.kind() != Arg::Kind::buffer || a.bits() == 0 || !element_type_fits(a.type(), p.type) ||
-            (a.context() != nullptr && a.context() != own)) [[unlikely]]
-          break;
-        key.bytes[p.buffer_index] = a.buffer_bytes();
-        if (BufferTrack* t = a.track()) std::construct_at(&accesses.items[tracked++], t, p.access);
-      } else {
-        if (a.kind() != Arg::Kind::scalar || a.type() != p.type || !p.steady) [[unlikely]]
-          break;
-      }
-      slots[i] = const_cast<uint64_t*>(a.value_address());  // the driver only reads it
-    }
-    if (i == n) [[likely]] {
-      const auto policy = ctx_->stream_policy();
-      const uint32_t flags = (config.cooperative ? SteadyKey::kCooperative : 0) |
-                             (config.block_given ? SteadyKey::kBlockGiven : 0) | (s == nullptr ? SteadyKey::kNullStream : 0) |
-                             (policy == contract::StreamPolicy::require_explicit ? SteadyKey::kRequireExplicit : 0);
-      key.buffers = steady_buffers_;
-      const bool keyed = key.pack(config.grid, config.block, config.dynamic_shared_bytes, flags) &&
-                         steady_buffers_ <= SteadyKey::kMaxBuffers;
-      const std::span<void* const> slot_span(slots.data(), n);
-      auto go = [&]() -> std::expected<void, diag::Diagnostics> {
-        if (keyed) [[likely]]
-          if (auto launched = LoadedFunction::launch_steady(*ctx_, *function_, key, slot_span, s)) [[likely]]
-            return std::move(*launched);
-        return launch_new_shape(config, args, keyed ? &key : nullptr, slot_span, s);
-      };
-      if (tracked == 0) return go();
-      return ctx_->tracker().submit(s, std::span<const BufferAccess>(accesses.items, tracked), go);
-    }
+  if (stream == nullptr || stream->context() == ctx_.get()) [[likely]] {
+    if (n == exact_plain_) [[likely]]
+      return launch_exact<false>(config, args, stream);
+    if (n == exact_proofs_) return launch_exact_proofs(config, args, stream);
   }
   return launch_general(config, args, stream);
+}
+
+std::expected<void, diag::Diagnostics> Kernel::launch_exact_proofs(const LaunchConfig& config, std::span<const Arg> args,
+                                                                   const Stream* stream) {
+  return launch_exact<true>(config, args, stream);
 }
 
 std::expected<void, diag::Diagnostics> Kernel::launch_new_shape(const LaunchConfig& config, std::span<const Arg> args,
                                                                 const SteadyKey* key, std::span<void* const> slots,
                                                                 CUstream s) {
-  // The launch's LaunchShape, from the parameters' precomputed words: a shape the launch cache
-  // knows launches at once; any other is validated through a plan of the same descriptions (so
-  // the shape is not encoded again), then cached. Either way a launchable shape becomes the front.
+  // The launch's LaunchShape, from the binder's words for exactly matching arguments: a shape the
+  // launch cache knows launches at once; any other is validated through a plan of the same
+  // descriptions (so the shape is not encoded again), then cached. Either way a launchable shape
+  // becomes the front.
+  using internal::LaunchPath;
   validation::LaunchShape shape;
   shape.start(config.grid, config.block, config.dynamic_shared_bytes,
-              {config.cooperative, config.block_given, true, s == nullptr, ctx_->stream_policy(),
-               function_->handle() == nullptr});
-  uint64_t* words = shape.argument_words(args.size());  // args.size() <= kMaxArguments (launch checked)
-  for (size_t k = 0; k < args.size(); ++k) {
-    const uint64_t bytes = steady_[k].buffer ? args[k].buffer_bytes() : 0;
-    words[2 * k] = bytes != 0 ? steady_descs_[k].word | validation::LaunchShape::kBufferBytesKnown
-                              : steady_descs_[k].word;
-    words[2 * k + 1] = bytes;
-  }
-  if (auto launched = LoadedFunction::launch_cached(*ctx_, *function_, shape, slots, s, key)) return std::move(*launched);
-  contract::LaunchPlan& plan = thread_plan();
-  plan_header(plan, config, s);
-  plan.arguments.resize(args.size());
-  for (size_t k = 0; k < args.size(); ++k) {
-    plan.arguments[k] = steady_descs_[k].desc;
-    if (steady_[k].buffer && args[k].buffer_bytes() != 0) plan.arguments[k].buffer_bytes = args[k].buffer_bytes();
-  }
-  return LoadedFunction::launch_with_shape(*ctx_, *function_, plan, shape, slots, s, nullptr, nullptr, key, true);
+              LaunchPath::shape_flags(config, *ctx_, *state_, s == nullptr));
+  state_->binder.exact_shape(args, shape);
+  if (auto launched = LaunchPath::launch_cached(*ctx_, *state_, shape, slots, s, key)) return std::move(*launched);
+  contract::LaunchPlan& plan = internal::thread_plan();
+  LaunchPath::plan_header(plan, config, *ctx_, *state_, s == nullptr);
+  state_->binder.exact_descriptions(args, plan.arguments);
+  return LaunchPath::launch(*ctx_, *state_, plan, shape, slots, s, nullptr, nullptr, key, true);
 }
 
 std::expected<void, diag::Diagnostics> Kernel::launch_general(const LaunchConfig& config, std::span<const Arg> args,
@@ -309,18 +209,19 @@ std::expected<void, diag::Diagnostics> Kernel::launch_general(const LaunchConfig
   // What the launch reads and writes, from the signature: tracked buffers only.
   boost::container::small_vector<BufferAccess, 8> accesses;
   bool across = false;
-  if (auto ok = launch_objects(*ctx_, function_->info(), args, stream, &accesses, &across); !ok) [[unlikely]]
+  if (auto ok = launch_objects(*ctx_, state_->info, args, stream, &accesses, &across); !ok) [[unlikely]]
     return ok;
   CUstream s = stream ? stream->handle() : nullptr;
   if (across) [[unlikely]]
     return launch_across(config, args, s);
   if (accesses.empty()) return launch_on(config, args, s);
-  return ctx_->tracker().submit(s, std::span<const BufferAccess>(accesses.data(), accesses.size()), [&] { return launch_on(config, args, s); });
+  return ctx_->tracker().submit(s, std::span<const BufferAccess>(accesses.data(), accesses.size()),
+                                [&] { return launch_on(config, args, s); });
 }
 
 std::expected<void, diag::Diagnostics> Kernel::launch_across(const LaunchConfig& config, std::span<const Arg> args,
                                                              CUstream s) {
-  const auto& params = function_->info().params;
+  const auto& params = state_->info.params;
   boost::container::small_vector<BufferAccess, 8> local;
   boost::container::small_vector<ForeignAccess, 4> foreign;
   for (size_t i = 0; i < std::min(args.size(), params.size()); ++i) {
@@ -338,37 +239,21 @@ std::expected<void, diag::Diagnostics> Kernel::launch_across(const LaunchConfig&
 
 std::expected<void, diag::Diagnostics> Kernel::launch_on(const LaunchConfig& config, std::span<const Arg> args,
                                                          CUstream s) {
-  const auto& params = function_->info().params;
+  // The general path: every argument bound once, with messages, into this thread's plan; then the
+  // launch as launch_cuda_function makes it (the launch cache's verdict, or a validation).
+  using internal::LaunchPath;
   const size_t n = args.size();
   boost::container::small_vector<void*, kInlineArguments> slots(n);
   boost::container::small_vector<BoundSlot, kInlineArguments> values(n);
-
-  // Steady path: bind every argument once while describing it; a shape the function's launch
-  // cache knows (launch_cuda_function validated it before) relaunches by ticket, without a plan.
-  if (n == params.size()) [[likely]] {
-    validation::LaunchShape shape;
-    shape.start(config.grid, config.block, config.dynamic_shared_bytes,
-                {config.cooperative, config.block_given, true, s == nullptr, ctx_->stream_policy(),
-                 function_->handle() == nullptr});
-    bool bound = true;
-    for (size_t i = 0; i < n && bound; ++i) {
-      contract::ArgumentDesc d = describe_argument(args[i]);
-      bound = bind_described(args[i], params[i], values[i], d);
-      shape.add(d);
-      slots[i] = argument_slot(args[i], values[i]);
-    }
-    if (bound)
-      if (auto ticket = function_->cached_ticket(shape, n))
-        return launch_cuda_function(*ctx_, *function_, *ticket, std::span<void* const>(slots.data(), n), s);
-  }
-
-  contract::LaunchPlan& plan = thread_plan();  // reused: no allocation once its vectors have grown
-  if (auto ok = fill_plan(plan, config, args, s, slots.data(), values.data()); !ok) return ok;
-  return launch_cuda_function(*ctx_, *function_, plan, std::span<void* const>(slots.data(), n), s);
+  contract::LaunchPlan& plan = internal::thread_plan();
+  LaunchPath::plan_header(plan, config, *ctx_, *state_, s == nullptr);
+  if (auto ok = state_->binder.bind(state_->info, args, plan.arguments, slots.data(), values.data()); !ok) return ok;
+  return LaunchPath::launch(*ctx_, *state_, plan, validation::LaunchShape::of(plan),
+                            std::span<void* const>(slots.data(), n), s, nullptr, nullptr);
 }
 
 validation::Verdict Kernel::check(const LaunchConfig& config, std::span<const Arg> args, const Stream* stream) {
-  if (auto ok = launch_objects(*ctx_, function_->info(), args, stream, nullptr, nullptr); !ok) {
+  if (auto ok = launch_objects(*ctx_, state_->info, args, stream, nullptr, nullptr); !ok) {
     validation::Verdict blocked;
     blocked.diagnostics = std::move(ok.error());
     return blocked;
@@ -377,10 +262,11 @@ validation::Verdict Kernel::check(const LaunchConfig& config, std::span<const Ar
   std::vector<void*> slots(args.size());
   std::vector<BoundSlot> values(args.size());
   contract::LaunchPlan plan;
-  auto bound = fill_plan(plan, config, args, s, slots.data(), values.data());
+  internal::LaunchPath::plan_header(plan, config, *ctx_, *state_, s == nullptr);
+  auto bound = state_->binder.bind(state_->info, args, plan.arguments, slots.data(), values.data());
   plan.arguments_known = !args.empty();
   if (!plan.arguments_known) plan.arguments.clear();
-  validation::Verdict v = validate_launch(*ctx_, *function_, plan, s);
+  validation::Verdict v = internal::LaunchPath::validate(*ctx_, *state_, plan, true);
   if (!bound) {
     v.diagnostics.append(bound.error());
     v.launchable = false;
@@ -410,6 +296,7 @@ void Runtime::adopt_context() {
   ctx_->set_checked_launches(options_.checked_launches);
   if (options_.profile_launches) ctx_->enable_profiling();
   ctx_->set_stream_policy(options_.stream_policy);
+  ctx_->set_require_memory_proof(options_.require_memory_proof);
   loaded_ = std::make_unique<
       module_cache::OnceLruCache<module_cache::CacheKey, std::shared_ptr<const LoadedModule>, diag::Diagnostics>>(
       options_.loaded_module_capacity);
@@ -463,8 +350,7 @@ std::expected<std::shared_ptr<const LoadedModule>, diag::Diagnostics> Runtime::l
   lm->ctx = ctx_;
   lm->entry = shared_entry;
   std::string subject = fmt::format("module '{}' ({})", path, entry.target_arch);
-  if (auto ok = ctx_->healthy("cuModuleLoadData", subject); !ok) return std::unexpected(ok.error());
-  if (auto ok = ctx_->make_current(); !ok) return std::unexpected(ok.error());
+  if (auto ok = ctx_->enter("cuModuleLoadData", subject); !ok) return std::unexpected(ok.error());
   diag::Diagnostics cubin_failure;
   // A foreign cubin (no PTX beside it) is loaded whatever the options prefer.
   if (!entry.cubin.empty() && ((cubin_for_device_ && options_.prefer_cubin) || entry.ptx.empty())) {

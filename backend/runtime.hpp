@@ -13,6 +13,10 @@
 
 #include "ptxgate/backend/arg.hpp"
 #include "ptxgate/backend/context.hpp"
+#include "ptxgate/backend/device_buffer.hpp"
+#include "ptxgate/backend/event.hpp"
+#include "ptxgate/backend/host_buffer.hpp"
+#include "ptxgate/backend/stream.hpp"
 #include "ptxgate/backend/launch.hpp"
 #include "ptxgate/backend/pool.hpp"
 #include "ptxgate/backend/profile.hpp"
@@ -64,6 +68,11 @@ struct RuntimeOptions {
   module_cache::ModuleCacheOptions cache;         ///< memory and disk tiers of compiled modules
   bool prefer_cubin = true;                       ///< load ptxas's cubin; PTX (driver JIT) as fallback
   unsigned opt_level = 3;
+  /// Memory safety must be proven (LaunchPlan::require_memory_proof): a launch with an access not
+  /// proven in bounds for its geometry, buffer sizes and scalar values is blocked (PG3802, an
+  /// error), as is a kernel of another compiler, whose accesses cannot be analysed. Off: such
+  /// accesses are merely not proven, and only a launch proven out of bounds is blocked (PG3801).
+  bool require_memory_proof = false;
   /// Floating-point mode of kernels without @fp (docs/ir.md "Floating point"): contract (the
   /// default), exact or fast. Part of the module-cache key.
   ir::FpMode fp_mode = ir::FpMode::contract;
@@ -79,16 +88,22 @@ struct RuntimeOptions {
 
 class Runtime;
 struct LoadedModule;
+struct SteadyKey;
+namespace internal {
+struct ParamBinding;
+}  // namespace internal
 
 /// A compiled kernel loaded in the runtime's context. Launch from any thread.
 class alignas(64) Kernel {
  public:
-  /// Binds `args` to the signature, validates (cached verdict when seen before)
-  /// and launches on `stream` (the legacy default stream when null, PG3002 when the stream
+  /// Binds `args` to the signature (each argument once), validates (cached verdict when seen
+  /// before) and launches on `stream` (the legacy default stream when null, PG3002 when the stream
   /// policy forbids it). A stream, buffer or span of another context is PG4008 naming both
   /// devices, a moved-from stream PG3002, before anything reaches the driver. With dependency tracking,
   /// buffers of `in` parameters are read and those of `out`/`inout` parameters written: the launch
-  /// waits for conflicting work of other streams, and later work waits for it.
+  /// waits for conflicting work of other streams, and later work waits for it. The values of the
+  /// scalars the kernel's memory-safety proof uses are part of the verdict: a launch that goes out
+  /// of bounds for its values is blocked (PG3801) whatever launches of its shape came before.
   [[nodiscard]] std::expected<void, diag::Diagnostics> launch(const LaunchConfig& config, std::span<const Arg> args,
                                                 const Stream* stream = nullptr);
   [[nodiscard]] std::expected<void, diag::Diagnostics> launch(const LaunchConfig& config, std::initializer_list<Arg> args,
@@ -101,6 +116,8 @@ class alignas(64) Kernel {
   const contract::KernelInfo& info() const { return function_->info(); }
   const contract::KernelResources& resources() const { return function_->resources(); }
   LoadedFunction& function() { return *function_; }
+  /// The context the kernel is loaded in.
+  Context& context() const { return *ctx_; }
   LaunchCounters counters() const { return function_->counters(); }
   /// Where the compile found its module (memory, disk, compiled, joined).
   module_cache::CacheOutcome cache_outcome() const { return outcome_; }
@@ -111,40 +128,20 @@ class alignas(64) Kernel {
 
  private:
   friend class Runtime;
-  friend struct GraphKernelAccess;  // graphs bind and validate kernel nodes as launch() does
   Kernel(std::shared_ptr<Context> ctx, std::shared_ptr<const LoadedModule> module, LoadedFunction* function,
-         module_cache::CacheOutcome outcome)
-      : ctx_(std::move(ctx)),
-        function_(function),
-        steady_(steady_params_for(function->info(), steady_buffers_)),
-        module_(std::move(module)),
-        outcome_(outcome),
-        steady_descs_(steady_descs_for(function->info())) {}
-  /// What the steady loop reads of one parameter, in four bytes (16 parameters in one cache line,
-  /// not the larger ParamInfo): the element type (buffers) or value type (scalars), whether it is a
-  /// buffer, whether a scalar of exactly its type has a steady path, the access mode, and a
-  /// buffer's place among the buffer parameters (its size's place in the SteadyKey).
-  struct SteadyParam {
-    ir::Type type = ir::Type::void_;
-    bool buffer = false;
-    bool steady = false;  ///< an argument that matches exactly can take the steady path
-    AccessMode access = AccessMode::write;
-    uint8_t buffer_index = 0;
-  };
-  /// One parameter as an argument that matches it exactly leaves it bound: its description (the
-  /// plan's) and that description's launch-shape word (0: the parameter has no steady path).
-  struct SteadyDesc {
-    contract::ArgumentDesc desc;
-    uint64_t word = 0;
-  };
-  static std::vector<SteadyDesc> steady_descs_for(const contract::KernelInfo& info);
-  /// `buffers` receives the number of buffer parameters.
-  static std::vector<SteadyParam> steady_params_for(const contract::KernelInfo& info, uint32_t& buffers);
-  /// The plan's fields that come from the configuration and the stream.
-  void plan_header(contract::LaunchPlan& plan, const LaunchConfig& config, CUstream stream) const;
-  /// launch()'s one-pass path for a shape the launch cache does not know: validates, then launches.
-  /// `key`: the launch's SteadyKey (null when the configuration does not pack), made the launch
-  /// cache's front when the shape is launchable.
+         module_cache::CacheOutcome outcome);
+  /// launch() for arguments that match their parameters exactly (the steady path); kProofs: the
+  /// kernel's memory-safety proof uses scalars, whose values join the SteadyKey.
+  template <bool kProofs>
+  [[gnu::always_inline]] [[nodiscard]] std::expected<void, diag::Diagnostics> launch_exact(const LaunchConfig& config,
+                                                                    std::span<const Arg> args, const Stream* stream);
+  /// launch_exact<true> in a function of its own (Kernel::launch inlines launch_exact<false>): each
+  /// stays small enough for the compiler to inline the tracker's submit into it.
+  [[gnu::noinline]] [[nodiscard]] std::expected<void, diag::Diagnostics> launch_exact_proofs(
+      const LaunchConfig& config, std::span<const Arg> args, const Stream* stream);
+  /// launch_exact's one-pass path for a shape off the launch cache's front: the cache's verdict,
+  /// else a validation. `key`: the launch's SteadyKey (null when it does not pack), made the front
+  /// when the shape is launchable.
   [[gnu::noinline]] [[nodiscard]] std::expected<void, diag::Diagnostics> launch_new_shape(
       const LaunchConfig& config, std::span<const Arg> args, const SteadyKey* key, std::span<void* const> slots,
       CUstream stream);
@@ -156,17 +153,19 @@ class alignas(64) Kernel {
   /// launch() with buffers of peer devices (checked by launch_objects): ordered by both contexts' tracking.
   [[nodiscard]] std::expected<void, diag::Diagnostics> launch_across(const LaunchConfig& config,
                                                                      std::span<const Arg> args, CUstream stream);
-  [[nodiscard]] std::expected<void, diag::Diagnostics> fill_plan(contract::LaunchPlan& plan, const LaunchConfig& config,
-                                                   std::span<const Arg> args, CUstream stream, void** slots,
-                                                   BoundSlot* values);
-  // What the steady launch reads (ctx_, function_, steady_buffers_, steady_) first, in one cache line.
+  /// An argument count no launch has: the exact path of a kind the kernel does not have.
+  static constexpr size_t kNoExactPath = ~size_t{0};
+  // What the steady launch reads first, in one cache line.
   std::shared_ptr<Context> ctx_;
+  internal::FunctionState* state_;
+  const internal::ParamBinding* params_;  ///< the binder's (internal/arguments.hpp)
+  /// The argument count that takes launch_exact<false> (kernels whose proof uses no scalar) or
+  /// launch_exact<true>; kNoExactPath for the other, and for kernels the steady path cannot take.
+  size_t exact_plain_ = kNoExactPath, exact_proofs_ = kNoExactPath;
+  uint32_t key_words_ = 0;  ///< the SteadyKey's words; past SteadyKey::kMaxWords the front is not used
   LoadedFunction* function_;
-  uint32_t steady_buffers_ = 0;  ///< buffer parameters (steady_params_for sets it: declared before steady_)
-  std::vector<SteadyParam> steady_;
   std::shared_ptr<const LoadedModule> module_;
   module_cache::CacheOutcome outcome_;
-  std::vector<SteadyDesc> steady_descs_;
 };
 
 /// One device's context, the module cache and the loaded-module tier.

@@ -137,8 +137,7 @@ std::expected<void, diag::Diagnostics> copy_async(const Stream& stream, const Co
 
   const char* call = to_device && from_device ? "cuMemcpyDtoDAsync" : to_device ? "cuMemcpyHtoDAsync" : "cuMemcpyDtoHAsync";
   const std::string subject = fmt::format("copy of {} bytes", dst.bytes);
-  if (auto ok = ctx.healthy(call, subject); !ok) return ok;
-  if (auto ok = ctx.make_current(); !ok) return ok;
+  if (auto ok = ctx.enter(call, subject); !ok) return ok;
   auto host_pointer = [](const CopyEnd& e) -> std::byte* {
     return (e.where == CopyEnd::Where::pinned ? e.pinned->data() : e.pageable) + e.offset;
   };
@@ -194,10 +193,9 @@ std::expected<void, diag::Diagnostics> copy_peer_async(const Stream& stream, con
   if (dst.bytes == 0) return {};
   const std::string subject =
       fmt::format("peer copy of {} bytes from device {} to device {}", dst.bytes, from->ordinal(), to->ordinal());
-  if (auto ok = ctx.healthy("cuMemcpyPeerAsync", subject); !ok) return ok;
+  if (auto ok = ctx.enter("cuMemcpyPeerAsync", subject); !ok) return ok;
   for (Context* c : {to, from})
     if (auto ok = c->healthy("cuMemcpyPeerAsync", subject); !ok) return ok;
-  if (auto ok = ctx.make_current(); !ok) return ok;
   CUstream s = stream.handle();
   Orders orders(ctx, src, dst);
   return orders.submit(s, [&]() -> std::expected<void, diag::Diagnostics> {
@@ -214,8 +212,7 @@ std::expected<void, diag::Diagnostics> fill_async(const Stream& stream, const Co
   if (d.has_errors()) return std::unexpected(std::move(d));
   if (dst.bytes == 0) return {};
   const std::string subject = fmt::format("fill of {} bytes", dst.bytes);
-  if (auto ok = ctx.healthy("cuMemsetD8Async", subject); !ok) return ok;
-  if (auto ok = ctx.make_current(); !ok) return ok;
+  if (auto ok = ctx.enter("cuMemsetD8Async", subject); !ok) return ok;
   const BufferAccess access{dst.device->track(), AccessMode::write};
   const CUdeviceptr p = dst.device->pointer() + dst.offset;
   const size_t n = dst.bytes / width;

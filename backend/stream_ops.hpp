@@ -11,6 +11,9 @@
 
 #include "ptxgate/backend/arg.hpp"
 #include "ptxgate/backend/context.hpp"
+#include "ptxgate/backend/device_buffer.hpp"
+#include "ptxgate/backend/host_buffer.hpp"
+#include "ptxgate/backend/stream.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 
 namespace ptxgate::backend {

@@ -79,16 +79,24 @@ std::expected<TensorMap, diag::Diagnostics> encode_tensor_map(const DeviceBuffer
           {}, "start the tensor inside its buffer");
     return std::unexpected(std::move(d));
   }
-  desc.address = buffer.pointer() + offset_bytes;
-  desc.buffer_bytes = buffer.size_bytes() - offset_bytes;
-  if (auto diags = validation::check_tensor_map(desc, &ctx->caps()); diags.has_errors())
+  return encode_tensor_map(*ctx, buffer.pointer() + offset_bytes, buffer.size_bytes() - offset_bytes, std::move(desc));
+}
+
+std::expected<TensorMap, diag::Diagnostics> encode_tensor_map(Context& ctx, uint64_t address, uint64_t buffer_bytes,
+                                                              TensorMapDesc desc) {
+  desc.address = address;
+  if (buffer_bytes != 0)
+    desc.buffer_bytes = buffer_bytes;
+  else
+    desc.buffer_bytes.reset();
+  if (auto diags = validation::check_tensor_map(desc, &ctx.caps()); diags.has_errors())
     return std::unexpected(std::move(diags));
-  if (auto ok = ctx->healthy("cuTensorMapEncode", validation::describe(desc)); !ok)
+  if (auto ok = ctx.enter("cuTensorMapEncode", validation::describe(desc)); !ok)
     return std::unexpected(std::move(ok.error()));
   TensorMap out;
   out.desc = desc;
-  const CUresult r = encode_tensor_map_unchecked(ctx->api(), desc, out);
-  if (auto ok = ctx->check(r, desc.kind == TensorMapKind::tiled ? "cuTensorMapEncodeTiled" : "cuTensorMapEncodeIm2col",
+  const CUresult r = encode_tensor_map_unchecked(ctx.api(), desc, out);
+  if (auto ok = ctx.check(r, desc.kind == TensorMapKind::tiled ? "cuTensorMapEncodeTiled" : "cuTensorMapEncodeIm2col",
                            validation::describe(desc));
       !ok) {
     ok.error().items().back().notes.push_back(

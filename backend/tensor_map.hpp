@@ -7,6 +7,7 @@
 #include <expected>
 
 #include "ptxgate/backend/context.hpp"
+#include "ptxgate/backend/device_buffer.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/validation/tensor_map.hpp"
 
@@ -26,6 +27,13 @@ struct TensorMap {
 /// A driver rejection after that is PG4002 naming the description (ptxgate's checks missed a rule).
 [[nodiscard]] std::expected<TensorMap, diag::Diagnostics> encode_tensor_map(const DeviceBuffer& buffer,
                                                                             uint64_t offset_bytes,
+                                                                            validation::TensorMapDesc desc);
+
+/// The same over device memory made elsewhere (a PyTorch or CuPy tensor) in `ctx`: the tensor
+/// starts at `address`, and `buffer_bytes` (0: unknown) are available from there to the end of
+/// its memory. The caller vouches that the memory is of `ctx`'s device.
+[[nodiscard]] std::expected<TensorMap, diag::Diagnostics> encode_tensor_map(Context& ctx, uint64_t address,
+                                                                            uint64_t buffer_bytes,
                                                                             validation::TensorMapDesc desc);
 
 /// The driver call alone, without ptxgate's checks, for the agreement tests that compare both

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "ptxgate/backend/context.hpp"
+#include "ptxgate/backend/stream.hpp"
 #include "ptxgate/backend/internal/access_history.hpp"
 
 namespace ptxgate::backend {
@@ -76,7 +77,7 @@ Tracker::Tracker(Context& ctx) : ctx_(ctx) {
 
 Tracker::~Tracker() {
   std::lock_guard lock(mutex_);
-  (void)ctx_.make_current();
+  ctx_.enter_to_release();
   for (auto& d : deferred_) {
     for (const Use& u : d->pending) {
       Slot& s = *slots_[u.stream];
@@ -194,7 +195,7 @@ std::expected<void, diag::Diagnostics> Tracker::host_access(BufferTrack& track, 
 }
 
 void Tracker::free_now(const BufferTrack& track, CUstream stream) noexcept {
-  (void)ctx_.make_current();
+  ctx_.enter_to_release();
   const auto& api = ctx_.api();
   switch (track.kind) {
     case MemoryKind::device: (void)api.cuMemFree(track.address); break;
@@ -250,7 +251,7 @@ void Tracker::reclaim_locked() {
     s.completed = std::max(s.completed, s.recorded);
     return true;
   };
-  (void)ctx_.make_current();
+  ctx_.enter_to_release();
   std::erase_if(deferred_, [&](std::unique_ptr<Deferred>& d) {
     d->pending.erase(std::remove_if(d->pending.begin(), d->pending.end(), complete), d->pending.end());
     if (!d->pending.empty()) return false;

@@ -7,6 +7,7 @@
 
 #include "ptxgate/backend/arg.hpp"
 #include "ptxgate/backend/context.hpp"
+#include "ptxgate/backend/device_buffer.hpp"
 
 namespace ptxgate::bench {
 

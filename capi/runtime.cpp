@@ -1,149 +1,116 @@
-// The C API's runtime: device, kernels, buffers, streams (owned or foreign) and the guarded launch.
+// The C API's runtime: options, device, kernels, buffers, streams (owned or foreign), the guarded launch.
 #include <algorithm>
 #include <cstring>
 #include <optional>
 
 #include <fmt/format.h>
 
+#include "ptxgate/capi/internal/args.hpp"
 #include "ptxgate/capi/internal/handles.hpp"
+#include "ptxgate/ir/float_bits.hpp"
 #include "ptxgate/module_cache/module_cache.hpp"
+#include "ptxgate/pipeline/reports.hpp"
 
 using namespace ptxgate;
 using capi::fail;
 using capi::finish;
 using capi::guarded;
 using capi::null_argument;
+using capi::usage_error;
 
 namespace {
 
-std::optional<ir::Type> type_of(int32_t dtype) {
-  switch (dtype) {
-    case PTXGATE_DTYPE_BOOL: return ir::Type::bool_;
-    case PTXGATE_DTYPE_I32: return ir::Type::i32;
-    case PTXGATE_DTYPE_U32: return ir::Type::u32;
-    case PTXGATE_DTYPE_I64: return ir::Type::i64;
-    case PTXGATE_DTYPE_U64: return ir::Type::u64;
-    case PTXGATE_DTYPE_F32: return ir::Type::f32;
-    case PTXGATE_DTYPE_F64: return ir::Type::f64;
-    default: return std::nullopt;
-  }
-}
+/// The diagnostics of this thread's last failed packed launch or replay.
+thread_local std::unique_ptr<ptxgate_diagnostics> last_packed_failure;
 
-/// A scalar argument of `type` from the C API's 64 bits.
-backend::Arg scalar_arg(ir::Type type, uint64_t bits) {
-  switch (type) {
-    case ir::Type::bool_: return backend::Arg(bits != 0);
-    case ir::Type::i32: return backend::Arg(static_cast<int32_t>(static_cast<int64_t>(bits)));
-    case ir::Type::u32: return backend::Arg(static_cast<uint32_t>(bits));
-    case ir::Type::i64: return backend::Arg(static_cast<int64_t>(bits));
-    case ir::Type::f32: {
-      uint32_t low = static_cast<uint32_t>(bits);
-      float f;
-      std::memcpy(&f, &low, 4);
-      return backend::Arg(f);
-    }
-    case ir::Type::f64: {
-      double d;
-      std::memcpy(&d, &bits, 8);
-      return backend::Arg(d);
-    }
-    default: return backend::Arg(bits);
-  }
-}
-
-/// The C argument as a backend::Arg, after the checks only the C API can make: the caller's
-/// element type and device against the parameter and the runtime (PG3006, PG4008), and an
-/// element count within its buffer (PG3008). Kind, width and null pointers are the backend's.
-std::expected<backend::Arg, diag::Diagnostics> to_arg(const ptxgate_arg& a, size_t index, const ptxgate_kernel& k) {
-  const contract::KernelInfo& info = k.kernel->info();
-  const contract::ParamInfo* param = index < info.params.size() ? &info.params[index] : nullptr;
-  const std::string what = param != nullptr ? fmt::format("argument {} ('{}') of kernel '{}'", index, param->name, info.name)
-                                            : fmt::format("argument {} of kernel '{}'", index, info.name);
+/// The C options as the backend's: PG5002 for a value out of range.
+std::expected<backend::RuntimeOptions, diag::Diagnostics> runtime_options(const ptxgate_runtime_options& o) {
+  backend::RuntimeOptions ro;
+  ro.device = o.device;
+  ro.track_dependencies = o.track_dependencies != 0;
+  ro.cache.use_disk = o.disk_cache != 0;
+  ro.require_memory_proof = o.require_memory_proof != 0;
+  if (o.cache_dir != nullptr) ro.cache.directory = o.cache_dir;
   diag::Diagnostics d;
-  auto type = type_of(a.dtype);
-  if (a.dtype != PTXGATE_DTYPE_UNKNOWN && !type) {
-    d.add(diag::Code::invalid_argument_spec, fmt::format("{}: dtype {} is not a ptxgate_dtype", what, a.dtype), {},
-          "use one of PTXGATE_DTYPE_BOOL .. PTXGATE_DTYPE_F64 (or UNKNOWN for an untyped buffer)");
-    return std::unexpected(std::move(d));
-  }
-  if (a.kind == PTXGATE_ARG_SCALAR) {
-    if (!type) {
-      d.add(diag::Code::invalid_argument_spec, fmt::format("{}: a scalar needs its dtype", what), {},
-            "state the scalar's type (PTXGATE_DTYPE_I32 ...)");
-      return std::unexpected(std::move(d));
-    }
-    return scalar_arg(*type, a.bits);
-  }
-  if (a.kind != PTXGATE_ARG_BUFFER && a.kind != PTXGATE_ARG_POINTER) {
-    d.add(diag::Code::invalid_argument_spec, fmt::format("{}: kind {} is not a ptxgate_arg_kind", what, a.kind), {},
-          "use PTXGATE_ARG_BUFFER, PTXGATE_ARG_POINTER or PTXGATE_ARG_SCALAR");
-    return std::unexpected(std::move(d));
-  }
-  // A buffer parameter of unknown element type (a pointer of foreign PTX) takes any array.
-  if (type && param != nullptr && param->is_buffer && param->type != ir::Type::void_ && *type != param->type) {
-    d.add(diag::Code::argument_kind_mismatch,
-          fmt::format("{}: an array of {} elements for a buffer of {}", what, ir::type_name(*type), ir::type_name(param->type)),
-          {}, fmt::format("pass an array of {} (convert it first)", ir::type_name(param->type)));
-    return std::unexpected(std::move(d));
-  }
-  const ir::Type element = type ? *type : (param != nullptr && param->is_buffer ? param->type : ir::Type::void_);
-  const uint64_t element_bytes = std::max(1u, ir::byte_size(element));  // unknown type: elements are bytes
-  if (a.kind == PTXGATE_ARG_POINTER) {
-    if (a.device >= 0 && a.device != k.device) {
-      d.add(diag::Code::foreign_object,
-            fmt::format("{}: the array is on device {}, the kernel's runtime on device {}", what, a.device, k.device), {},
-            fmt::format("move the array to device {}, or launch through a runtime of device {}", k.device, a.device));
-      return std::unexpected(std::move(d));
-    }
-    return backend::Arg::device_pointer(a.pointer, a.elements * element_bytes);
-  }
-  if (a.buffer == nullptr) {
-    d.add(diag::Code::invalid_argument_spec, fmt::format("{}: 'buffer' is null", what), {}, "pass a ptxgate_buffer");
-    return std::unexpected(std::move(d));
-  }
-  const backend::DeviceBuffer& buffer = a.buffer->buffer;
-  if (a.elements == 0) return backend::Arg(buffer);
-  const uint64_t bytes = a.elements * element_bytes;
-  if (bytes / element_bytes != a.elements || bytes > buffer.size_bytes()) {
-    d.add(diag::Code::buffer_too_small,
-          fmt::format("{}: {} elements of {} do not fit its buffer of {} bytes", what, a.elements, ir::type_name(element),
-                      buffer.size_bytes()),
-          {}, fmt::format("pass at most {} elements, or a larger buffer", buffer.size_bytes() / element_bytes));
-    return std::unexpected(std::move(d));
-  }
-  return backend::Arg::buffer_range(buffer, 0, bytes, element);
+  ro.checked = o.checked != 0;
+  ro.checked_launches = o.checked_launches != 0;
+  ro.profile_launches = o.profile_launches != 0;
+  ro.allocation = o.stream_ordered != 0 ? backend::AllocationMode::stream_ordered : backend::AllocationMode::synchronous;
+  ro.stream_policy = o.require_explicit_stream != 0 ? contract::StreamPolicy::require_explicit
+                                                    : contract::StreamPolicy::allow_legacy_default;
+  ro.pool.limit_bytes = o.pool_limit_bytes;
+  ro.pool.keep_reserved_bytes = o.pool_keep_bytes;
+  if (o.opt_level > 3)
+    d.append(usage_error(fmt::format("ptxgate_runtime_options: opt_level {} is not 0..3", o.opt_level),
+                         "pass an optimisation level from 0 to 3 (or -1 for the default, 3)"));
+  ro.opt_level = o.opt_level < 0 ? 3u : static_cast<unsigned>(std::min(o.opt_level, 3));
+  if (o.fp_mode < 0 || o.fp_mode > 2)
+    d.append(usage_error(fmt::format("ptxgate_runtime_options: fp_mode {} is not 0 (contract), 1 (exact) or 2 (fast)", o.fp_mode),
+                         "pass 0, 1 or 2"));
+  else
+    ro.fp_mode = static_cast<ir::FpMode>(o.fp_mode);
+  if (d.has_errors()) return std::unexpected(std::move(d));
+  return ro;
 }
 
-struct Launch {
-  backend::LaunchConfig config;
-  std::vector<backend::Arg> args;
-};
+std::string runtime_json(const backend::Runtime& r, const backend::RuntimeOptions& o) {
+  backend::Runtime& rt = const_cast<backend::Runtime&>(r);
+  const auto& caps = rt.caps();
+  nlohmann::json j;
+  j["device"] = rt.context().ordinal();
+  j["name"] = caps.name;
+  j["target"] = rt.target();
+  j["compute_capability"] = fmt::format("{}.{}", caps.cc_major, caps.cc_minor);
+  j["multiprocessors"] = caps.sm_count;
+  j["total_memory_bytes"] = rt.context().live().total_memory_bytes;
+  j["track_dependencies"] = o.track_dependencies;
+  j["checked"] = o.checked;
+  j["checked_launches"] = o.checked_launches;
+  j["profile_launches"] = o.profile_launches;
+  j["stream_ordered"] = o.allocation == backend::AllocationMode::stream_ordered;
+  j["require_explicit_stream"] = o.stream_policy == contract::StreamPolicy::require_explicit;
+  j["opt_level"] = o.opt_level;
+  j["fp_mode"] = std::string(ir::fp_mode_name(o.fp_mode));
+  return j.dump();
+}
 
-std::expected<Launch, diag::Diagnostics> prepare(const ptxgate_kernel& k, const ptxgate_launch_config& c,
-                                                 const ptxgate_arg* args, size_t count) {
-  Launch l;
-  for (int i = 0; i < 3; ++i) {
-    l.config.grid[i] = c.grid[i];
-    l.config.block[i] = c.block[i];
-  }
-  l.config.dynamic_shared_bytes = c.dynamic_shared_bytes;
-  l.config.cooperative = c.cooperative != 0;
-  l.config.block_given = c.block[0] != 0 || c.block[1] != 0 || c.block[2] != 0;
-  diag::Diagnostics errors;
-  l.args.reserve(count);
-  for (size_t i = 0; i < count; ++i) {
-    auto a = to_arg(args[i], i, k);
-    if (!a) {
-      errors.append(a.error());
-      continue;
-    }
-    l.args.push_back(*a);
-  }
-  if (errors.has_errors()) return std::unexpected(std::move(errors));
-  return l;
+ptxgate_runtime* wrap_runtime(std::shared_ptr<backend::Runtime> runtime, const backend::RuntimeOptions& options) {
+  auto r = std::make_unique<ptxgate_runtime>();
+  r->device = runtime->context().ordinal();
+  r->json = runtime_json(*runtime, options);
+  r->runtime = std::move(runtime);
+  return r.release();
+}
+
+ptxgate_status launch_now(ptxgate_kernel* kernel, const ptxgate_launch_config& config, const ptxgate_arg* args,
+                          size_t arg_count, ptxgate_stream* stream, ptxgate_diagnostics** diagnostics) {
+  capi::Launch launch;
+  if (auto prepared = capi::prepare(*kernel->kernel, kernel->device, config, args, arg_count, launch); !prepared)
+    return fail(diagnostics, std::move(prepared.error()));
+  auto ok = kernel->kernel->launch(launch.config, std::span<const backend::Arg>(launch.args.data(), launch.args.size()),
+                                   stream != nullptr ? stream->launch_stream() : nullptr);
+  if (!ok) return fail(diagnostics, std::move(ok.error()));
+  return PTXGATE_OK;
 }
 
 }  // namespace
+
+namespace ptxgate::capi {
+
+void set_last_failure(ptxgate_diagnostics* failure) { last_packed_failure.reset(failure); }
+
+ptxgate_runtime* runtime_handle(std::shared_ptr<backend::Runtime> runtime, const backend::RuntimeOptions& options) {
+  return wrap_runtime(std::move(runtime), options);
+}
+
+std::expected<backend::RuntimeOptions, diag::Diagnostics> options_of(const ptxgate_runtime_options* options) {
+  ptxgate_runtime_options o;
+  ptxgate_runtime_options_init(&o);
+  if (options != nullptr) o = *options;
+  return runtime_options(o);
+}
+
+}  // namespace ptxgate::capi
 
 extern "C" {
 
@@ -154,8 +121,11 @@ void ptxgate_runtime_options_init(ptxgate_runtime_options* options) {
   options->track_dependencies = 1;
   options->cache_dir = nullptr;
   options->disk_cache = 1;
-  options->checked = 0;
-  options->checked_launches = 0;
+  options->pool_limit_bytes = 0;
+  options->pool_keep_bytes = UINT64_MAX;
+  options->opt_level = 3;
+  options->fp_mode = 0;
+  options->require_memory_proof = 0;
 }
 
 ptxgate_status ptxgate_runtime_create(const ptxgate_runtime_options* options, ptxgate_runtime** runtime,
@@ -163,22 +133,11 @@ ptxgate_status ptxgate_runtime_create(const ptxgate_runtime_options* options, pt
   return guarded(diagnostics, "ptxgate_runtime_create", [&] {
     if (runtime == nullptr) return null_argument(diagnostics, "ptxgate_runtime_create", "runtime");
     *runtime = nullptr;
-    ptxgate_runtime_options o;
-    ptxgate_runtime_options_init(&o);
-    if (options != nullptr) o = *options;
-    backend::RuntimeOptions ro;
-    ro.device = o.device;
-    ro.track_dependencies = o.track_dependencies != 0;
-    ro.cache.use_disk = o.disk_cache != 0;
-    if (o.cache_dir != nullptr) ro.cache.directory = o.cache_dir;
-    ro.checked = o.checked != 0;
-    ro.checked_launches = o.checked_launches != 0;
-    auto created = backend::Runtime::create(ro);
+    auto ro = capi::options_of(options);
+    if (!ro) return finish(diagnostics, std::move(ro.error()), PTXGATE_USAGE);
+    auto created = backend::Runtime::create(*ro);
     if (!created) return fail(diagnostics, std::move(created.error()));
-    auto r = std::make_unique<ptxgate_runtime>();
-    r->runtime = std::move(*created);
-    r->device = o.device;
-    *runtime = r.release();
+    *runtime = wrap_runtime(std::shared_ptr<backend::Runtime>(std::move(*created)), *ro);
     return finish(diagnostics, {}, PTXGATE_OK);
   });
 }
@@ -194,6 +153,18 @@ ptxgate_status ptxgate_runtime_synchronize(ptxgate_runtime* runtime, ptxgate_dia
     if (runtime == nullptr) return null_argument(diagnostics, "ptxgate_runtime_synchronize", "runtime");
     auto ok = runtime->runtime->synchronize();
     if (!ok) return fail(diagnostics, std::move(ok.error()));
+    return finish(diagnostics, {}, PTXGATE_OK);
+  });
+}
+
+const char* ptxgate_runtime_json(const ptxgate_runtime* runtime) { return runtime != nullptr ? runtime->json.c_str() : nullptr; }
+
+ptxgate_status ptxgate_devices_json(ptxgate_text** out, ptxgate_diagnostics** diagnostics) {
+  return guarded(diagnostics, "ptxgate_devices_json", [&] {
+    if (out == nullptr) return null_argument(diagnostics, "ptxgate_devices_json", "out");
+    *out = nullptr;
+    pipeline::DeviceListing listing = pipeline::list_devices();
+    *out = new ptxgate_text{pipeline::devices_json(listing).dump()};
     return finish(diagnostics, {}, PTXGATE_OK);
   });
 }
@@ -250,6 +221,52 @@ ptxgate_status ptxgate_buffer_allocate(ptxgate_runtime* runtime, size_t bytes, p
   });
 }
 
+ptxgate_status ptxgate_buffer_allocate_array(ptxgate_runtime* runtime, size_t count, int32_t dtype,
+                                             ptxgate_stream* stream, ptxgate_buffer** out,
+                                             ptxgate_diagnostics** diagnostics) {
+  return guarded(diagnostics, "ptxgate_buffer_allocate_array", [&] {
+    if (out == nullptr) return null_argument(diagnostics, "ptxgate_buffer_allocate_array", "out");
+    *out = nullptr;
+    if (runtime == nullptr) return null_argument(diagnostics, "ptxgate_buffer_allocate_array", "runtime");
+    const auto type = capi::ir_type_of(dtype);
+    if (!type)
+      return finish(diagnostics,
+                    usage_error(fmt::format("ptxgate_buffer_allocate_array: dtype {} is not a ptxgate_dtype", dtype),
+                                "use a ptxgate_dtype (UNKNOWN: bytes)"),
+                    PTXGATE_USAGE);
+    const size_t element = std::max(1u, ir::byte_size(*type));
+    if (count > SIZE_MAX / element)
+      return finish(diagnostics,
+                    usage_error(fmt::format("ptxgate_buffer_allocate_array: {} elements of {} bytes overflow", count, element),
+                                "allocate fewer elements"),
+                    PTXGATE_USAGE);
+    backend::Runtime& rt = *runtime->runtime;
+    auto allocated = stream != nullptr && !stream->legacy_default ? rt.allocate(count * element, stream->stream)
+                                                                  : rt.allocate(count * element);
+    if (!allocated) return fail(diagnostics, std::move(allocated.error()));
+    allocated->retype(*type);
+    *out = new ptxgate_buffer{std::move(*allocated)};
+    return finish(diagnostics, {}, PTXGATE_OK);
+  });
+}
+
+int32_t ptxgate_buffer_dtype(const ptxgate_buffer* buffer) {
+  return buffer != nullptr ? capi::dtype_of(buffer->buffer.element_type()) : PTXGATE_DTYPE_UNKNOWN;
+}
+
+int ptxgate_buffer_device(const ptxgate_buffer* buffer) {
+  return buffer != nullptr && buffer->buffer.context() != nullptr ? buffer->buffer.context()->ordinal() : -1;
+}
+
+ptxgate_status ptxgate_buffer_fill_bytes(ptxgate_buffer* buffer, uint8_t value, ptxgate_diagnostics** diagnostics) {
+  return guarded(diagnostics, "ptxgate_buffer_fill_bytes", [&] {
+    if (buffer == nullptr) return null_argument(diagnostics, "ptxgate_buffer_fill_bytes", "buffer");
+    auto ok = buffer->buffer.fill_bytes(value);
+    if (!ok) return fail(diagnostics, std::move(ok.error()));
+    return finish(diagnostics, {}, PTXGATE_OK);
+  });
+}
+
 ptxgate_status ptxgate_buffer_upload(ptxgate_buffer* buffer, const void* host, size_t bytes,
                                      ptxgate_diagnostics** diagnostics) {
   return guarded(diagnostics, "ptxgate_buffer_upload", [&] {
@@ -299,9 +316,10 @@ ptxgate_status ptxgate_stream_wrap(ptxgate_runtime* runtime, uintptr_t cu_stream
     *out = nullptr;
     if (runtime == nullptr) return null_argument(diagnostics, "ptxgate_stream_wrap", "runtime");
     auto s = std::make_unique<ptxgate_stream>();
-    if (cu_stream == 0)
+    if (cu_stream == 0) {
       s->legacy_default = runtime->runtime->shared_context();
-    else
+      s->stream = backend::Stream::borrow(s->legacy_default, nullptr);
+    } else
       s->stream = backend::Stream::borrow(runtime->runtime->shared_context(), reinterpret_cast<CUstream>(cu_stream));
     *out = s.release();
     return finish(diagnostics, {}, PTXGATE_OK);
@@ -330,14 +348,25 @@ ptxgate_status ptxgate_kernel_launch(ptxgate_kernel* kernel, const ptxgate_launc
     if (kernel == nullptr) return null_argument(diagnostics, "ptxgate_kernel_launch", "kernel");
     if (config == nullptr) return null_argument(diagnostics, "ptxgate_kernel_launch", "config");
     if (args == nullptr && arg_count != 0) return null_argument(diagnostics, "ptxgate_kernel_launch", "args");
-    auto launch = prepare(*kernel, *config, args, arg_count);
-    if (!launch) return fail(diagnostics, std::move(launch.error()));
-    auto ok = kernel->kernel->launch(launch->config, std::span<const backend::Arg>(launch->args),
-                                     stream != nullptr ? stream->launch_stream() : nullptr);
-    if (!ok) return fail(diagnostics, std::move(ok.error()));
-    return finish(diagnostics, {}, PTXGATE_OK);
+    const ptxgate_status status = launch_now(kernel, *config, args, arg_count, stream, diagnostics);
+    return status == PTXGATE_OK ? finish(diagnostics, {}, PTXGATE_OK) : status;
   });
 }
+
+ptxgate_status ptxgate_kernel_launch_packed(ptxgate_kernel* kernel, const uint64_t* words) {
+  ptxgate_diagnostics* failure = nullptr;
+  const ptxgate_status status = guarded(&failure, "ptxgate_kernel_launch_packed", [&] {
+    if (kernel == nullptr) return null_argument(&failure, "ptxgate_kernel_launch_packed", "kernel");
+    if (words == nullptr) return null_argument(&failure, "ptxgate_kernel_launch_packed", "words");
+    capi::Unpacked unpacked;
+    if (auto ok = capi::unpack(words, unpacked); !ok) return finish(&failure, std::move(ok.error()), PTXGATE_USAGE);
+    return launch_now(kernel, unpacked.config, unpacked.args.data(), unpacked.args.size(), unpacked.stream, &failure);
+  });
+  capi::set_last_failure(failure);
+  return status;
+}
+
+ptxgate_diagnostics* ptxgate_take_last_diagnostics(void) { return last_packed_failure.release(); }
 
 ptxgate_status ptxgate_kernel_check(ptxgate_kernel* kernel, const ptxgate_launch_config* config, const ptxgate_arg* args,
                                     size_t arg_count, ptxgate_stream* stream, ptxgate_diagnostics** diagnostics) {
@@ -345,12 +374,49 @@ ptxgate_status ptxgate_kernel_check(ptxgate_kernel* kernel, const ptxgate_launch
     if (kernel == nullptr) return null_argument(diagnostics, "ptxgate_kernel_check", "kernel");
     if (config == nullptr) return null_argument(diagnostics, "ptxgate_kernel_check", "config");
     if (args == nullptr && arg_count != 0) return null_argument(diagnostics, "ptxgate_kernel_check", "args");
-    auto launch = prepare(*kernel, *config, args, arg_count);
-    if (!launch) return fail(diagnostics, std::move(launch.error()));
-    validation::Verdict v = kernel->kernel->check(launch->config, std::span<const backend::Arg>(launch->args),
-                                                  stream != nullptr ? stream->launch_stream() : nullptr);
+    capi::Launch launch;
+    if (auto prepared = capi::prepare(*kernel->kernel, kernel->device, *config, args, arg_count, launch); !prepared)
+      return fail(diagnostics, std::move(prepared.error()));
+    validation::Verdict v =
+        kernel->kernel->check(launch.config, std::span<const backend::Arg>(launch.args.data(), launch.args.size()),
+                              stream != nullptr ? stream->launch_stream() : nullptr);
     return finish(diagnostics, std::move(v.diagnostics), v.launchable ? PTXGATE_OK : PTXGATE_ERROR);
   });
 }
+
+const char* ptxgate_dtype_name(int32_t dtype) {
+  const auto type = capi::ir_type_of(dtype);
+  if (!type) return nullptr;
+  return *type == ir::Type::void_ ? "unknown" : ir::type_name(*type).data();
+}
+
+size_t ptxgate_dtype_size(int32_t dtype) {
+  const auto type = capi::ir_type_of(dtype);
+  return type ? ir::byte_size(*type) : 0;
+}
+
+ptxgate_status ptxgate_float_bits(double value, int32_t dtype, uint64_t* bits, ptxgate_diagnostics** diagnostics) {
+  return guarded(diagnostics, "ptxgate_float_bits", [&] {
+    if (bits == nullptr) return null_argument(diagnostics, "ptxgate_float_bits", "bits");
+    const auto type = capi::ir_type_of(dtype);
+    if (!type || !ir::is_float(*type))
+      return finish(diagnostics,
+                    usage_error(fmt::format("ptxgate_float_bits: dtype {} is not a float type", dtype),
+                                "pass PTXGATE_DTYPE_F16, _BF16, _F32 or _F64"),
+                    PTXGATE_USAGE);
+    const auto b = ir::float_bits(value, *type);
+    if (!b)
+      return finish(diagnostics,
+                    usage_error(fmt::format("ptxgate_float_bits: {} is beyond the range of {}", value, ir::type_name(*type)),
+                                fmt::format("pass a value within the range of {}", ir::type_name(*type))),
+                    PTXGATE_USAGE);
+    *bits = *b;
+    return finish(diagnostics, {}, PTXGATE_OK);
+  });
+}
+
+const char* ptxgate_text_data(const ptxgate_text* text) { return text != nullptr ? text->text.c_str() : nullptr; }
+
+void ptxgate_text_free(ptxgate_text* text) { delete text; }
 
 }  // extern "C"

@@ -316,6 +316,18 @@ class Analysis {
     return make(op, e.type, a, b);
   }
 
+
+  /// An atomic or an mbarrier operation on element operand 1 of the array in operand 0 (an
+  /// atomic site of one element); the other operands evaluated for their own accesses.
+  void element_update_site(const Expr& e) {
+    const ArrayRef* array = e.operands.empty() ? nullptr : array_of(*e.operands[0]);
+    uint32_t index = e.operands.size() > 1 ? value_or_opaque(expr(*e.operands[1]), e.operands[1]->type) : kNone;
+    for (size_t i = 2; i < e.operands.size(); ++i) expr(*e.operands[i]);
+    if (array && index != kNone)
+      add_site(AccessKind::atomic, *array, index, array->element_bytes, array->element_bytes, e, *e.operands[1]);
+    else
+      ++facts_.unmodelled;
+  }
   uint32_t call(const Expr& e) {
     if (e.function) return inline_call(*e.function, e);
     if (!e.intrinsic) {
@@ -326,13 +338,7 @@ class Analysis {
     const I which = *e.intrinsic;
     auto operand = [&](size_t i) { return i < e.operands.size() ? expr(*e.operands[i]) : kNone; };
     if (is_atomic(which)) {
-      const ArrayRef* array = e.operands.empty() ? nullptr : array_of(*e.operands[0]);
-      uint32_t index = e.operands.size() > 1 ? value_or_opaque(expr(*e.operands[1]), e.operands[1]->type) : kNone;
-      for (size_t i = 2; i < e.operands.size(); ++i) expr(*e.operands[i]);
-      if (array && index != kNone)
-        add_site(AccessKind::atomic, *array, index, array->element_bytes, array->element_bytes, e, *e.operands[1]);
-      else
-        ++facts_.unmodelled;
+      element_update_site(e);
       return value_or_opaque(kNone, e.type);
     }
     if (is_vector_access(which)) {
@@ -403,13 +409,7 @@ class Analysis {
       }
       case I::mbarrier_init: case I::mbarrier_arrive: case I::mbarrier_arrive_expect_tx:
       case I::mbarrier_try_wait: case I::mbarrier_wait: case I::mbarrier_inval: {
-        const ArrayRef* array = e.operands.empty() ? nullptr : array_of(*e.operands[0]);
-        uint32_t index = e.operands.size() > 1 ? value_or_opaque(expr(*e.operands[1]), e.operands[1]->type) : kNone;
-        for (size_t i = 2; i < e.operands.size(); ++i) expr(*e.operands[i]);
-        if (array && index != kNone)
-          add_site(AccessKind::atomic, *array, index, array->element_bytes, array->element_bytes, e, *e.operands[1]);
-        else
-          ++facts_.unmodelled;
+        element_update_site(e);
         if (which == I::mbarrier_wait || which == I::mbarrier_try_wait) ++epoch_;
         return value_or_opaque(kNone, e.type);
       }

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "ptxgate/diagnostics/internal/json_checks.hpp"
+#include "ptxgate/ir/sym_eval.hpp"
 
 namespace ptxgate::ir {
 namespace {
@@ -31,9 +32,37 @@ std::string_view space_name(Space s) { return kSpaces[static_cast<size_t>(s)]; }
 std::string_view access_kind_name(AccessKind k) { return kKinds[static_cast<size_t>(k)]; }
 
 std::vector<bool> parameters_used(const AccessFacts& facts, size_t count) {
+  // The nodes the evaluation reads: the sites' indices, paths, byte limits and written values and
+  // the loops' bounds, then their operands (operands have smaller ids: one sweep down). A node the
+  // analysis built for a value nothing reads (the float a kernel stores) names no parameter used.
+  const size_t n = facts.nodes.size();
+  std::vector<bool> read(n, false);
+  const auto root = [&](int64_t id) {
+    if (id >= 0 && static_cast<size_t>(id) < n) read[static_cast<size_t>(id)] = true;
+  };
+  for (const AccessSite& s : facts.sites) {
+    root(s.index);
+    root(s.path);
+    root(s.width_limit);
+    root(s.value);
+  }
+  for (const LoopFact& l : facts.loops) {
+    root(l.lo);
+    if (l.kind == LoopFact::Kind::shrinking) continue;  // between 0 and lo
+    root(l.hi);
+    root(l.step);
+    if (l.kind == LoopFact::Kind::induction) root(l.offset);
+  }
   std::vector<bool> used(count, false);
-  for (const SymNode& n : facts.nodes)
-    if (n.op == SymOp::param && n.value < count) used[n.value] = true;
+  for (size_t i = n; i-- > 0;) {
+    if (!read[i]) continue;
+    const SymNode& node = facts.nodes[i];
+    if (node.op == SymOp::param && node.value < count) used[node.value] = true;
+    const unsigned operands = sym_operand_count(node.op);
+    if (operands > 0) root(node.a);
+    if (operands > 1) root(node.b);
+    if (operands > 2) root(node.c);
+  }
   return used;
 }
 

@@ -13,7 +13,7 @@ uint32_t block_granule(bool warp, bool warpgroup) {
 
 std::optional<GranuleViolation> check_block_granule(std::string_view kernel, uint32_t granule, uint64_t threads,
                                                     std::string_view block) {
-  if (granule <= 1 || threads == 0 || threads % granule == 0) return std::nullopt;
+  if (keeps_block_granule(granule, threads)) return std::nullopt;
   const bool warpgroup = granule >= device::kWarpgroupSize;
   GranuleViolation v;
   v.code = warpgroup ? diag::Code::partial_warpgroup_block : diag::Code::partial_warp_block;

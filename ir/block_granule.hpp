@@ -25,6 +25,12 @@ struct GranuleViolation {
   uint64_t suggested_threads = 0;
 };
 
+/// Whether a block of `threads` threads keeps a granule (0 threads: nothing to check): the test
+/// check_block_granule makes, for a caller that formats the block's description only when needed.
+inline bool keeps_block_granule(uint32_t granule, uint64_t threads) {
+  return granule <= 1 || threads == 0 || threads % granule == 0;
+}
+
 /// Whether a block of `threads` threads keeps the granule of kernel `kernel` (nullopt) or not.
 /// `block` says which block it is, e.g. "its @workgroup block" or "the block 96x1x1".
 std::optional<GranuleViolation> check_block_granule(std::string_view kernel, uint32_t granule, uint64_t threads,

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "ptxgate/ir/float_bits.hpp"
 #include "ptxgate/ir/internal/verifier_internal.hpp"
 
 namespace ptxgate::ir::verifier_detail {
@@ -15,36 +16,6 @@ namespace {
 
 /// Integer constant arithmetic is exact within +-2^100; beyond, a constant is not computed.
 constexpr __int128 kConstantLimit = static_cast<__int128>(1) << 100;
-
-/// A binary floating-point format: significand bits (with the implicit one) and the exponent
-/// range of its normal numbers as frexp reports them (C's FLT_MIN_EXP .. FLT_MAX_EXP).
-struct FloatFormat {
-  int precision, min_exp, max_exp;
-};
-
-FloatFormat format_of(Type t) {
-  switch (t) {
-    case Type::f16: return {11, -13, 16};
-    case Type::bf16: return {8, -125, 128};
-    case Type::f32: return {24, -125, 128};
-    default: return {53, -1021, 1024};  // f64
-  }
-}
-
-/// `x` rounded to the nearest value of type `t` (ties to even; subnormals kept; ±inf beyond the
-/// largest finite value). `x` is exact: long double holds every 64-bit integer and every double.
-double round_to(Type t, long double x) {
-  if (x == 0 || !std::isfinite(x)) return static_cast<double>(x);
-  const FloatFormat f = format_of(t);
-  int exponent = 0;
-  std::frexp(x, &exponent);
-  // The unit in the last place of the result: 2^q. Scaling by powers of two is exact, and
-  // nearbyint rounds to the nearest even integer in the default rounding mode.
-  const int q = std::max(exponent, f.min_exp) - f.precision;
-  const long double rounded = std::ldexp(std::nearbyint(std::ldexp(x, -q)), q);
-  if (std::fabs(rounded) >= std::ldexp(1.0L, f.max_exp)) return x < 0 ? -HUGE_VAL : HUGE_VAL;
-  return static_cast<double>(rounded);
-}
 
 /// One arithmetic operation of type `t` on values of that type. f32 and f64 compute natively (one
 /// IEEE operation, so one rounding); halves in f32, then rounded to the half type.

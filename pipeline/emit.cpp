@@ -35,8 +35,11 @@ std::expected<std::string, diag::Diagnostics> product(const ir::Module& module, 
       return nlohmann::json{{"schema_version", kJsonSchemaVersion}, {"target", cg.target}, {"kernels", kernels}}.dump(2) +
              "\n";
     }
-    case EmitKind::llvm:
-      return toolchain::emit_llvm_ir(module, cg, toolchain::discover({.libdevice = cg.libdevice_path}));
+    case EmitKind::llvm: {
+      toolchain::ToolkitOverrides overrides;
+      overrides.libdevice = cg.libdevice_path;
+      return toolchain::emit_llvm_ir(module, cg, toolchain::discover(overrides));
+    }
     case EmitKind::ptx: {
       auto emitted = emit_ptx(module, request.compile);
       if (!emitted) return std::unexpected(emitted.error());

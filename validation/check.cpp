@@ -276,7 +276,9 @@ void check_language_needs(const contract::KernelInfo& kernel, const contract::La
             fmt::format("give a multiple of {} bytes (elements x {}), e.g. {}", element, element,
                         (plan.dynamic_shared_bytes / element + 1) * element));
   }
-  if (!f.threads_known) return;
+  // The block's description is formatted only for a block that breaks the granule: a launch
+  // validates a new shape in well under a microsecond without the memory-safety evaluation.
+  if (!f.threads_known || ir::keeps_block_granule(kernel.block_granule, f.threads)) return;
   auto violation = ir::check_block_granule(kernel.name, kernel.block_granule, f.threads,
                                            fmt::format("the block {}", dims(f.block)));
   if (violation)

@@ -12,9 +12,12 @@ namespace ptxgate::validation {
 
 /// The part of a launch a verdict depends on, packed into 64-bit words: the geometry as asked
 /// (grid, block, `block_given`), dynamic shared bytes, cooperative mode, the stream's kind and
-/// policy, the function's null-ness, and every argument's description (kind, slot width, null slot
-/// and pointer, scalar type, buffer size). Scalar values and buffer addresses are not part of it:
-/// two launches of one kernel with equal shapes get the same verdict. Built without allocation
+/// policy, the function's null-ness, whether memory safety must be proven, and every argument's
+/// description (kind, slot width, null slot and pointer, scalar type, buffer size, and a scalar's
+/// value when the plan carries it: the runtime gives it only for the scalars the kernel's
+/// memory-safety proof uses, ParamInfo::value_in_access_proof). Other scalar values and buffer
+/// addresses are not part of it: two launches of one kernel with equal shapes get the same
+/// verdict. Built without allocation
 /// from a LaunchPlan (`of`) or argument by argument (`start`, then `add`) by a caller that has no
 /// plan; both encode alike. A plan with `required_elements` or more than kMaxArguments arguments
 /// is not cacheable (its verdict is computed every time).
@@ -33,6 +36,7 @@ class LaunchShape {
     bool stream_is_null = false;
     contract::StreamPolicy stream_policy = contract::StreamPolicy::allow_legacy_default;
     bool function_is_null = false;
+    bool require_memory_proof = false;
   };
 
   /// The shape of `plan`.
@@ -47,26 +51,31 @@ class LaunchShape {
     words_[7] = uint64_t{flags.cooperative} | uint64_t{flags.block_given} << 1 | uint64_t{flags.arguments_known} << 2 |
                 uint64_t{flags.stream_is_null} << 3 |
                 uint64_t{flags.stream_policy == contract::StreamPolicy::require_explicit} << 4 |
-                uint64_t{flags.function_is_null} << 5;
+                uint64_t{flags.function_is_null} << 5 | uint64_t{flags.require_memory_proof} << 6;
     arguments_ = 0;
     cacheable_ = true;
     tag_ = 0;
   }
-  /// The first of an argument's two words: its description without the buffer size, which is the
-  /// second word (0 when unknown). A caller that binds arguments itself precomputes these per
-  /// parameter and appends them with add_words; the encoding exists only here.
+  /// The first of an argument's two words: its description without the buffer size or scalar
+  /// value, which is the second word (value_word). A caller that binds arguments itself
+  /// precomputes these per parameter and appends them with add_words; the encoding exists only here.
   static uint64_t argument_word(const contract::ArgumentDesc& a) {
     return uint64_t{a.kind == contract::ArgumentDesc::Kind::buffer} | uint64_t{a.slot_is_null} << 1 |
            uint64_t{a.pointer_is_null} << 2 | uint64_t{a.buffer_bytes.has_value()} << 3 |
            uint64_t{a.scalar_type.has_value()} << 4 | uint64_t{a.kind == contract::ArgumentDesc::Kind::tensor_map} << 5 |
+           uint64_t{a.kind != contract::ArgumentDesc::Kind::buffer && a.scalar_bits.has_value()} << 6 |
            uint64_t{static_cast<uint8_t>(a.scalar_type.value_or(ir::Type::error))} << 8 |
            uint64_t{a.size_bytes} << 32;
+  }
+  /// An argument's second word: a buffer's size, or a scalar's value (scalar_bits), 0 when unknown.
+  static uint64_t value_word(const contract::ArgumentDesc& a) {
+    return a.kind == contract::ArgumentDesc::Kind::buffer ? a.buffer_bytes.value_or(0) : a.scalar_bits.value_or(0);
   }
   /// The bit of argument_word that says the second word holds a buffer size.
   static constexpr uint64_t kBufferBytesKnown = uint64_t{1} << 3;
   /// Appends one argument's description (past kMaxArguments the shape stops being cacheable).
-  void add(const contract::ArgumentDesc& a) { add_words(argument_word(a), a.buffer_bytes.value_or(0)); }
-  /// Appends one argument as its two words (argument_word's, then the buffer size or 0).
+  void add(const contract::ArgumentDesc& a) { add_words(argument_word(a), value_word(a)); }
+  /// Appends one argument as its two words (argument_word's, then value_word's).
   void add_words(uint64_t description, uint64_t buffer_bytes) {
     if (arguments_ == kMaxArguments) [[unlikely]] {
       cacheable_ = false;
@@ -87,6 +96,17 @@ class LaunchShape {
     tag_ = 0;
     return words_ + kHeaderWords;
   }
+  /// Gives argument `index` (a scalar, already added) the value `bits`, as `add` encodes an
+  /// ArgumentDesc whose scalar_bits is `bits`: for a caller that reads the value after the shape
+  /// was built from a plan without it.
+  void set_scalar_value(size_t index, uint64_t bits) {
+    const size_t at = kHeaderWords + kWordsPerArgument * index;
+    words_[at] |= kScalarValueKnown;
+    words_[at + 1] = bits;
+    tag_ = 0;
+  }
+  /// The bit of argument_word that says the second word holds a scalar's value.
+  static constexpr uint64_t kScalarValueKnown = uint64_t{1} << 6;
   /// Marks the shape as one whose verdict must be computed every time.
   void set_uncacheable() { cacheable_ = false; }
 

@@ -9,8 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "ptxgate/backend/device_buffer.hpp"
+#include "ptxgate/backend/event.hpp"
+#include "ptxgate/backend/host_buffer.hpp"
 #include "ptxgate/backend/internal/collective_match.hpp"
 #include "ptxgate/backend/nccl.hpp"
+#include "ptxgate/backend/stream.hpp"
 
 namespace ptxgate::backend::internal {
 

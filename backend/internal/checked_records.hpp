@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ptxgate/contract/checked.hpp"
@@ -52,6 +53,8 @@ class CheckedRecords {
   void launched(uint32_t slot, uint64_t sequence, CUstream stream, CheckedLaunch launch);
   /// The launch that reserved `slot` did not reach the driver: the slot is free again.
   void release(uint32_t slot);
+  /// A new zeroed record (CheckedRecord::kSlotBytes) for a graph node; the graph frees it.
+  [[nodiscard]] std::expected<CUdeviceptr, diag::Diagnostics> node_record();
   /// A graph node's own record slot (CheckedRecord::kSlotBytes, zeroed), read when a stream it was
   /// replayed on synchronises.
   void replayed(CUdeviceptr record, CUstream stream, std::string describe, CheckedLaunch launch);
@@ -83,6 +86,8 @@ class CheckedRecords {
     CUstream stream = nullptr;
     diag::Diagnostics diagnostics;
   };
+  /// `bytes` of device memory set to zero (`what` names it in errors).
+  [[nodiscard]] std::expected<CUdeviceptr, diag::Diagnostics> zeroed(size_t bytes, std::string_view what);
   /// Allocates and zeroes the ring (under mutex_).
   [[nodiscard]] std::expected<void, diag::Diagnostics> allocate();
   /// Reads the records of `which` (entries of pending_, under mutex_): a report per violation,

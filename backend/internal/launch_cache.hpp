@@ -13,20 +13,22 @@
 namespace ptxgate::backend {
 
 /// Kernel::launch's steady shape, compact (backend/runtime.cpp): the configuration packed into four
-/// words and the byte sizes of the buffer arguments, in parameter order. The steady path takes only
-/// arguments that match their parameters exactly, whose LaunchShape words are the parameter's own
-/// fixed words except a buffer's size (and the bit saying it is known, set when it is not 0): so,
-/// for one function, equal keys stand for equal LaunchShapes and get the same verdict.
+/// words, then the byte sizes of the buffer arguments and the values of the scalars the kernel's
+/// memory-safety proof uses (internal/arguments.hpp: each parameter's word). The steady path takes
+/// only arguments that match their parameters exactly, whose LaunchShape words are the parameter's
+/// own fixed words except a buffer's size (and the bit saying it is known, set when it is not 0)
+/// and a proof scalar's value: so, for one function, equal keys stand for equal LaunchShapes and get
+/// the same verdict. A kernel whose proof uses no scalar has only its buffers' words.
 struct SteadyKey {
-  /// Kernels with more buffer parameters take the launch cache's LaunchShape path only.
-  static constexpr size_t kMaxBuffers = 8;
+  /// Kernels with more words take the launch cache's LaunchShape path only.
+  static constexpr size_t kMaxWords = 12;
   std::array<uint64_t, 4> header;
-  std::array<uint64_t, kMaxBuffers> bytes;  ///< the first `buffers` are used
-  uint32_t buffers = 0;                     ///< the kernel's buffer parameters (at most kMaxBuffers)
+  std::array<uint64_t, kMaxWords> words;  ///< buffer sizes, then proof values; the first `count` are used
+  uint32_t count = 0;                     ///< the kernel's key words (at most kMaxWords)
 
   /// Packs grid, block, dynamic shared bytes and the launch's flags (cooperative, block given,
-  /// null stream, stream policy: 4 bits); false when a value does not fit in 32 bits (such a
-  /// launch is validated and blocked through its LaunchShape).
+  /// null stream, the context's launch options: 5 bits); false when a value does not fit in 32
+  /// bits (such a launch is validated and blocked through its LaunchShape).
   bool pack(const std::array<uint64_t, 3>& grid, const std::array<uint64_t, 3>& block, uint64_t dynamic_shared,
             uint32_t flags) {
     const uint64_t wide = (grid[0] | grid[1] | grid[2] | block[0] | block[1] | block[2] | dynamic_shared) >> 32;
@@ -39,7 +41,9 @@ struct SteadyKey {
   }
   unsigned dynamic_shared_bytes() const { return static_cast<unsigned>(header[1] >> 32); }
   uint32_t flags() const { return static_cast<uint32_t>(header[3] >> 32); }
-  static constexpr uint32_t kCooperative = 1, kBlockGiven = 2, kNullStream = 4, kRequireExplicit = 8;
+  static constexpr uint32_t kCooperative = 1, kBlockGiven = 2, kNullStream = 4;
+  /// Context::launch_options() shifted by this many bits: kRequireExplicitStream -> 8, kRequireMemoryProof -> 16.
+  static constexpr uint32_t kOptionsShift = 3;
 };
 
 /// The launch cache of one LoadedFunction, shared by every thread that launches it:
@@ -79,7 +83,7 @@ class LaunchCache {
     const uint64_t sequence = front_.sequence.load(kAcquire);
     uint64_t differ = (sequence & 1) | uint64_t{sequence == 0};  // being written, or empty
     for (size_t i = 0; i < 4; ++i) differ |= front_.header[i].load(kAcquire) ^ key.header[i];
-    for (size_t i = 0; i < key.buffers; ++i) differ |= front_.bytes[i].load(kAcquire) ^ key.bytes[i];
+    for (size_t i = 0; i < key.count; ++i) differ |= front_.words[i].load(kAcquire) ^ key.words[i];
     const uint64_t xy = front_.block_xy.load(kAcquire), z = front_.block_z.load(kAcquire);
     // The acquire loads above keep this one after them: an unchanged sequence means no write overlapped.
     if (differ != 0 || front_.sequence.load(std::memory_order_relaxed) != sequence) return false;
@@ -96,7 +100,7 @@ class LaunchCache {
     std::atomic<uint64_t> sequence{0};  ///< odd while written, 0 while empty
     std::array<std::atomic<uint64_t>, 4> header{};
     std::atomic<uint64_t> block_xy{0}, block_z{0};
-    std::array<std::atomic<uint64_t>, SteadyKey::kMaxBuffers> bytes{};
+    std::array<std::atomic<uint64_t>, SteadyKey::kMaxWords> words{};
   };
   Front front_;
   // An entry's words: [0] sequence (odd while written, 0 while empty), [1] tag, [2] block x | y << 32,

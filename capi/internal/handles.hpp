@@ -2,6 +2,8 @@
 #pragma once
 
 #include <exception>
+#include <expected>
+#include <optional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -10,7 +12,12 @@
 
 #include <fmt/format.h>
 
+#include "ptxgate/backend/graph.hpp"
+#include "ptxgate/backend/multi_device.hpp"
+#include "ptxgate/backend/nccl.hpp"
 #include "ptxgate/backend/runtime.hpp"
+#include "ptxgate/backend/stream_ops.hpp"
+#include "ptxgate/backend/tensor_map.hpp"
 #include "ptxgate/capi/ptxgate.h"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/module_cache/disk_cache.hpp"
@@ -35,8 +42,10 @@ struct ptxgate_verdict {
 };
 
 struct ptxgate_runtime {
-  std::unique_ptr<ptxgate::backend::Runtime> runtime;
+  /// Owned alone, or (a device set's runtime) sharing the set's ownership.
+  std::shared_ptr<ptxgate::backend::Runtime> runtime;
   int device = 0;
+  std::string json;  ///< ptxgate_runtime_json's document
 };
 
 struct ptxgate_kernel {
@@ -50,11 +59,53 @@ struct ptxgate_buffer {
 };
 
 struct ptxgate_stream {
-  ptxgate::backend::Stream stream;  ///< empty for the legacy default stream (a wrapped 0)
+  /// The stream; for the legacy default stream (a wrapped 0) a borrowed null handle of the context,
+  /// for the calls that take a stream object (copies, replays, collectives).
+  ptxgate::backend::Stream stream;
   std::shared_ptr<ptxgate::backend::Context> legacy_default;  ///< the context, for the legacy default stream
 
   /// What a launch takes: the stream, or null for the legacy default stream.
   const ptxgate::backend::Stream* launch_stream() const { return legacy_default ? nullptr : &stream; }
+};
+
+struct ptxgate_event {
+  ptxgate::backend::Event event;
+};
+
+struct ptxgate_host_buffer {
+  ptxgate::backend::HostBuffer buffer;
+};
+
+struct ptxgate_graph {
+  ptxgate::backend::Graph graph;
+};
+
+struct ptxgate_graph_exec {
+  ptxgate::backend::GraphExec exec;
+  uint64_t graph_id = 0;  ///< the builder's id, which its nodes carry
+  int device = 0;         ///< the graph's device
+};
+
+struct ptxgate_tensor_map {
+  ptxgate::backend::TensorMap map;
+  std::string description;
+};
+
+struct ptxgate_device_set {
+  std::shared_ptr<ptxgate::backend::DeviceSet> set;
+  ptxgate::backend::RuntimeOptions options;  ///< what each runtime was opened with
+};
+
+struct ptxgate_communicator {
+  std::unique_ptr<ptxgate::backend::Communicator> comm;
+};
+
+struct ptxgate_group {
+  ptxgate::backend::Group group;
+};
+
+struct ptxgate_text {
+  std::string text;
 };
 
 namespace ptxgate::capi {
@@ -74,6 +125,20 @@ inline ptxgate_status finish(ptxgate_diagnostics** out, diag::Diagnostics d, ptx
 
 inline ptxgate_status fail(ptxgate_diagnostics** out, diag::Diagnostics d) {
   return finish(out, std::move(d), PTXGATE_ERROR);
+}
+
+/// OK with no diagnostics when `ok` holds, else its diagnostics (PTXGATE_ERROR).
+inline ptxgate_status done(ptxgate_diagnostics** out, std::expected<void, diag::Diagnostics> ok) {
+  if (!ok) return fail(out, std::move(ok.error()));
+  return finish(out, {}, PTXGATE_OK);
+}
+
+/// One error record with its fix line: `code` (PG5002, a usage error of the C API, unless named).
+inline diag::Diagnostics usage_error(std::string message, std::string fix,
+                                     diag::Code code = diag::Code::invalid_argument_spec) {
+  diag::Diagnostics d;
+  d.add(code, std::move(message), {}, std::move(fix));
+  return d;
 }
 
 /// PG5002 naming the call and the parameter that was null.
@@ -107,6 +172,35 @@ inline std::string kernel_json(const backend::Kernel& k) {
   j["resources"] = module_cache::resources_to_json(k.resources());
   return j.dump();
 }
+
+/// The streams a stream-taking call uses: `stream` itself, or (null, or a wrapped 0) the legacy
+/// default stream of `ctx` as a borrowed null handle, after the context's stream policy allows it
+/// for `operation` (PG3002).
+std::expected<const backend::Stream*, diag::Diagnostics> stream_object(ptxgate_stream* stream, backend::Context& ctx,
+                                                                       std::string_view operation,
+                                                                       backend::Stream& legacy);
+
+/// Keeps `failure` (null: none) for ptxgate_take_last_diagnostics on this thread.
+void set_last_failure(ptxgate_diagnostics* failure);
+
+/// A C handle of `runtime` opened with `options` (capi/runtime.cpp).
+ptxgate_runtime* runtime_handle(std::shared_ptr<backend::Runtime> runtime, const backend::RuntimeOptions& options);
+/// The C options (NULL: the defaults) as the backend's; PG5002 for a value out of range.
+std::expected<backend::RuntimeOptions, diag::Diagnostics> options_of(const ptxgate_runtime_options* options);
+
+/// The C dtype as an IR type (UNKNOWN: void_); nullopt for a value that is no ptxgate_dtype.
+std::optional<ir::Type> ir_type_of(int32_t dtype);
+/// The C dtype of an IR type (void_: UNKNOWN).
+int32_t dtype_of(ir::Type type);
+
+/// A C copy end as the backend's (PG5002 for an unknown memory kind or a missing object).
+std::expected<backend::CopyEnd, diag::Diagnostics> copy_end(const ptxgate_copy_end* end, std::string_view call,
+                                                           std::string_view role);
+
+/// PG4009 when both ends of a copy state element types and they differ (a C caller's types are not
+/// checked by a compiler as C++'s DeviceSpan<T> are).
+std::expected<void, diag::Diagnostics> same_element_type(const backend::CopyEnd& dst, const backend::CopyEnd& src,
+                                                         std::string_view call);
 
 /// A C string, or `fallback` when null.
 inline std::string text_or(const char* s, std::string_view fallback) { return s != nullptr ? std::string(s) : std::string(fallback); }

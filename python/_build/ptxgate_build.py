@@ -1,9 +1,11 @@
 """A PEP 517 build backend for the ptxgate package that uses only the standard library.
 
 pip can then build and install the package with no network (no setuptools download). The wheel
-holds the pure-Python package; when PTXGATE_LIBRARY names a built libptxgate at build time, the
-library is copied into the package (next to __init__.py) and the wheel is tagged for this
-platform instead of py3-none-any.
+holds the package and bundles libptxgate: $PTXGATE_LIBRARY when set, else the library of the
+checkout's build/ (scripts/build.sh), copied beside __init__.py, with the shared libraries it needs
+that are not part of every Linux system (fmt, xxhash, ...: found with ldd) in ptxgate/_libs, which
+the package loads first. Such a wheel is tagged for this platform; with no library at all (no
+build, no PTXGATE_LIBRARY) the wheel is pure Python (py3-none-any) and finds the library at run time.
 """
 import base64
 import hashlib
@@ -12,8 +14,10 @@ import sysconfig
 import tarfile
 import zipfile
 
+import subprocess
+
 NAME = "ptxgate"
-VERSION = "0.1.0"
+VERSION = "0.3.0"
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIST_INFO = f"{NAME}-{VERSION}.dist-info"
 
@@ -25,20 +29,43 @@ Requires-Python: >=3.9
 """
 
 
+# Libraries every Linux system has (glibc's, the C++ runtime): never bundled.
+_SYSTEM = ("libc.so", "libm.so", "libdl.so", "libpthread.so", "librt.so", "ld-linux", "libstdc++.so", "libgcc_s.so",
+           "linux-vdso")
+
+
 def _package_files():
     root = os.path.join(HERE, NAME)
     for name in sorted(os.listdir(root)):
-        if name.endswith(".py"):
+        if name.endswith(".py") or name == "py.typed":
             yield os.path.join(root, name), f"{NAME}/{name}"
 
 
 def _bundled_library():
     path = os.environ.get("PTXGATE_LIBRARY")
-    if not path:
-        return None
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"PTXGATE_LIBRARY={path} is not a file")
-    return path
+    if path:
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"PTXGATE_LIBRARY={path} is not a file")
+        return os.path.realpath(path)
+    built = os.path.join(os.path.dirname(HERE), "build", "libptxgate.so")
+    return os.path.realpath(built) if os.path.isfile(built) else None
+
+
+def _dependencies(library):
+    """The shared libraries `library` needs beyond the system's, as ldd resolves them here."""
+    try:
+        out = subprocess.run(["ldd", library], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return []
+    found = []
+    for line in out.splitlines():
+        parts = line.split("=>")
+        if len(parts) != 2:
+            continue
+        target = parts[1].split("(")[0].strip()
+        if target and os.path.isfile(target) and not any(os.path.basename(target).startswith(s) for s in _SYSTEM):
+            found.append((parts[0].strip(), target))
+    return found
 
 
 def _tag():
@@ -85,6 +112,9 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     if library is not None:
         with open(library, "rb") as f:
             entries.append((f"{NAME}/libptxgate.so", f.read()))
+        for soname, path in _dependencies(library):
+            with open(path, "rb") as f:
+                entries.append((f"{NAME}/_libs/{soname}", f.read()))
     entries.extend(_metadata_files().items())
     record = [_record_line(arcname, data) for arcname, data in entries]
     record.append(f"{DIST_INFO}/RECORD,,")
@@ -92,8 +122,9 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     with zipfile.ZipFile(os.path.join(wheel_directory, filename), "w", zipfile.ZIP_DEFLATED) as wheel:
         for arcname, data in entries:
             info = zipfile.ZipInfo(arcname, date_time=(2020, 1, 1, 0, 0, 0))
-            info.external_attr = (0o755 if arcname.endswith(".so") else 0o644) << 16
-            wheel.writestr(info, data, zipfile.ZIP_STORED if arcname.endswith(".so") else zipfile.ZIP_DEFLATED)
+            shared = ".so" in os.path.basename(arcname)
+            info.external_attr = (0o755 if shared else 0o644) << 16
+            wheel.writestr(info, data, zipfile.ZIP_DEFLATED)
     return filename
 
 

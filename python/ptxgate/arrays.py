@@ -1,19 +1,34 @@
-"""What a launch argument is: a host array (numpy: copied in and out), device memory described
-by ``__cuda_array_interface__`` or DLPack (PyTorch, CuPy, Numba: used in place), or a scalar."""
+"""What a launch argument is, and its two 64-bit words for the packed launch: device memory used in
+place (a ptxgate Buffer, a PyTorch tensor, a CuPy array, anything with ``__cuda_array_interface__``
+or DLPack), a host array (numpy: copied in, and out for ``out``/``inout`` parameters), a tensor
+map, or a scalar (Python ``int``, ``float`` and ``bool``, numpy scalars).
+
+The words: a value (an address, a handle, a scalar's bits) and a descriptor
+``kind | dtype << 4 | (device + 1) << 12 | elements << 20`` (capi/ptxgate.h,
+ptxgate_kernel_launch_packed). The common types have a converter per exact type, found by one
+dictionary lookup; anything else goes through ``describe``, which explains what it refuses."""
 import ctypes
+import struct
 from dataclasses import dataclass
-from typing import Any, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional
 
 from . import _capi
+from . import dtypes as dt
 from .diagnostics import Diagnostic, Error
 
-# typestr kind+size (numpy's and __cuda_array_interface__'s) -> the C API's dtype.
-_TYPESTR = {"f4": _capi.DTYPE_F32, "f8": _capi.DTYPE_F64, "i4": _capi.DTYPE_I32, "u4": _capi.DTYPE_U32,
-            "i8": _capi.DTYPE_I64, "u8": _capi.DTYPE_U64}
-# DLPack (type code, bits) -> dtype: kDLInt 0, kDLUInt 1, kDLFloat 2.
-_DLPACK = {(0, 32): _capi.DTYPE_I32, (1, 32): _capi.DTYPE_U32, (0, 64): _capi.DTYPE_I64, (1, 64): _capi.DTYPE_U64,
-           (2, 32): _capi.DTYPE_F32, (2, 64): _capi.DTYPE_F64}
-_KDL_CPU, _KDL_CUDA, _KDL_CUDA_MANAGED = 1, 2, 13
+MASK64 = (1 << 64) - 1
+_F64 = struct.Struct("<d")
+_F32 = struct.Struct("<f")
+_U64 = struct.Struct("<Q")
+_U32 = struct.Struct("<I")
+_U16 = struct.Struct("<H")
+_MAX_ELEMENTS = 1 << 44
+
+REAL = _capi.ARG_REAL
+INTEGER = 5  # PTXGATE_ARG_INTEGER
+U64_SCALAR = _capi.ARG_SCALAR | dt.U64 << 4
+BOOL_SCALAR = _capi.ARG_SCALAR | dt.BOOL << 4
+TENSOR_MAP = _capi.ARG_TENSOR_MAP
 
 
 def _unsupported(index, name, what, fix):
@@ -25,15 +40,9 @@ def _not_contiguous(index, name, what):
                              fix="pass a contiguous copy (numpy.ascontiguousarray, tensor.contiguous())")])
 
 
-@dataclass
-class DeviceArray:
-    """Device memory used in place."""
-
-    pointer: int
-    dtype: int
-    elements: int
-    device: int            # CUDA ordinal, -1 unknown
-    keep_alive: Any = None  # the object (or DLPack capsule) that owns the memory
+def pointer_words(address: int, code: int, elements: int, device: int):
+    """The two words of device memory used in place."""
+    return address, _capi.ARG_POINTER | code << 4 | (device + 1) << 12 | elements << 20
 
 
 @dataclass
@@ -45,10 +54,200 @@ class HostArray:
     elements: int
 
 
-def _dtype_of_typestr(typestr: str) -> Optional[int]:
-    if len(typestr) < 3 or typestr[0] not in "<|=":
-        return None  # big-endian data cannot be passed as is
-    return _TYPESTR.get(typestr[1:])
+# ---------------------------------------------------------------- the fast converters
+
+
+def _py_float(a, w):
+    w.append(_U64.unpack(_F64.pack(a))[0])
+    w.append(REAL)
+    return True
+
+
+def _py_int(a, w):
+    if -0x8000000000000000 <= a <= 0x7FFFFFFFFFFFFFFF:
+        w.append(a & MASK64)
+        w.append(INTEGER)
+        return True
+    if 0 <= a <= MASK64:
+        w.append(a)
+        w.append(U64_SCALAR)
+        return True
+    return False
+
+
+def _py_bool(a, w):
+    w.append(1 if a else 0)
+    w.append(BOOL_SCALAR)
+    return True
+
+
+def _torch_tensor(t, w):
+    # Bail out (to describe(), which explains) for host tensors, layouts and types it refuses.
+    device = t.get_device()
+    if device < 0 or not t.is_contiguous():
+        return False
+    code = dt.from_torch(t.dtype)
+    if code is None:
+        return False
+    n = t.numel()
+    if n >= _MAX_ELEMENTS:
+        return False
+    w.append(t.data_ptr())
+    w.append(_capi.ARG_POINTER | code << 4 | (device + 1) << 12 | n << 20)
+    return True
+
+
+_NUMPY_CODES: Dict[Any, Optional[int]] = {}
+
+
+def _cupy_array(a, w):
+    if not a.flags.c_contiguous:
+        return False
+    dtype = a.dtype
+    code = _NUMPY_CODES.get(dtype, -1)
+    if code == -1:
+        code = _NUMPY_CODES[dtype] = dt.from_numpy(dtype)
+    if code is None:
+        return False
+    n = a.size
+    if n >= _MAX_ELEMENTS:
+        return False
+    memory = a.data
+    w.append(memory.ptr)
+    w.append(_capi.ARG_POINTER | code << 4 | (memory.device_id + 1) << 12 | n << 20)
+    return True
+
+
+def _numpy_scalar_converter(code: int) -> Callable:
+    """A converter for numpy scalars of one type: they keep their type (validated strictly)."""
+    desc = _capi.ARG_SCALAR | code << 4
+    if code == dt.F32:
+        def f32(a, w):
+            w.append(_U32.unpack(_F32.pack(float(a)))[0])
+            w.append(desc)
+            return True
+        return f32
+    if code == dt.F64:
+        def f64(a, w):
+            w.append(_U64.unpack(_F64.pack(float(a)))[0])
+            w.append(desc)
+            return True
+        return f64
+    if code in (dt.F16, dt.BF16):
+        def half(a, w):
+            w.append(_U16.unpack(a.tobytes())[0])
+            w.append(desc)
+            return True
+        return half
+    if code == dt.BOOL:
+        return _py_bool
+
+    def integer(a, w):
+        w.append(int(a) & MASK64)
+        w.append(desc)
+        return True
+    return integer
+
+
+# Exact type -> converter; types are added as they are first seen (see converter_for).
+FAST: Dict[type, Callable] = {float: _py_float, int: _py_int, bool: _py_bool}
+_REFUSED = object()
+
+
+def converter_for(kind: type) -> Optional[Callable]:
+    """The fast converter of values of exactly ``kind``, worked out once per type; None when values
+    of that type take the general path (``describe``)."""
+    f = FAST.get(kind, _REFUSED)
+    if f is not _REFUSED:
+        return f
+    f = None
+    module = kind.__module__ or ""
+    if module.startswith("torch") and kind.__name__ in ("Tensor", "Parameter"):
+        f = _torch_tensor
+    elif module.startswith("cupy") and kind.__name__ == "ndarray":
+        f = _cupy_array
+    elif module == "numpy" or module.startswith("ml_dtypes"):
+        try:
+            import numpy
+
+            if issubclass(kind, numpy.generic):
+                code = numpy.dtype(kind).kind == "b" and dt.BOOL or dt.from_numpy(numpy.dtype(kind))
+                if code is not None:
+                    f = _numpy_scalar_converter(code)
+        except (ImportError, TypeError):
+            f = None
+    else:
+        handle = getattr(kind, "_launch_words", None)  # ptxgate's Buffer and TensorMap
+        if handle is not None:
+            f = handle
+    FAST[kind] = f
+    return f
+
+
+def _inline_scalar(kind: type):
+    """(struct format of the value word, descriptor) of a scalar type whose value struct packs as
+    its converter would (integers sign- or zero-extended to 64 bits, f32 bits in the low half);
+    None for other types (they go through their converter)."""
+    if kind is float:
+        return "d", REAL
+    if kind is int:
+        return "q", INTEGER  # beyond int64: struct.error, and the converter's u64 path
+    if kind is bool:
+        return "?7x", BOOL_SCALAR
+    if (kind.__module__ or "") != "numpy" or converter_for(kind) is None:
+        return None
+    import numpy
+
+    code = dt.BOOL if numpy.dtype(kind).kind == "b" else dt.from_numpy(numpy.dtype(kind))
+    desc = _capi.ARG_SCALAR | (code or 0) << 4
+    if code == dt.BOOL:
+        return "?7x", desc
+    if code in (dt.I8, dt.I16, dt.I32, dt.I64):
+        return "q", desc
+    if code in (dt.U8, dt.U16, dt.U32, dt.U64):
+        return "Q", desc
+    if code == dt.F32:
+        return "f4x", desc
+    if code == dt.F64:
+        return "d", desc
+    return None
+
+
+def packer_for(types) -> Optional[Callable]:
+    """A function ``pack(args, head)`` for arguments of exactly these types: the packed request's
+    argument words after ``head`` (bytes of the first eight words) and the stream word, made by one
+    ``struct`` call (a converter call for device memory and tensor maps), or None when an
+    argument's type differs from ``types`` (the caller converts one by one then). Equal, word for
+    word, to what the converters append. None when a type has no converter."""
+    lines, fmt, fields, env = [], "<Q", ["stream"], {}
+    dynamic = 0
+    for i, kind in enumerate(types):
+        env[f"T{i}"] = kind
+        inline = _inline_scalar(kind)
+        if inline is not None:
+            fmt += inline[0] + "Q"
+            fields += [f"a{i}", str(inline[1])]
+            continue
+        f = converter_for(kind)
+        if f is None:
+            return None
+        env[f"F{i}"] = f
+        fmt += "QQ"
+        lines.append(f"    if not F{i}(a{i}, w): return None")
+        fields += [f"w[{2 * dynamic}]", f"w[{2 * dynamic + 1}]"]
+        dynamic += 1
+    env["S"] = struct.Struct(fmt)
+    names = ", ".join(f"a{i}" for i in range(len(types)))
+    check = " or ".join(f"type(a{i}) is not T{i}" for i in range(len(types))) or "False"
+    source = (f"def pack(args, head, stream):\n    {names}{',' if len(types) == 1 else ''} = args\n"
+              if types else "def pack(args, head, stream):\n")
+    source += f"    if {check}: return None\n    w = []\n" + "\n".join(lines) + ("\n" if lines else "")
+    source += f"    return head + S.pack({', '.join(fields)})\n"
+    exec(compile(source, f"<ptxgate packer {len(types)} arguments>", "exec"), env)
+    return env["pack"]
+
+
+# ---------------------------------------------------------------- the general path
 
 
 def _c_contiguous(shape, strides, itemsize) -> bool:
@@ -71,20 +270,20 @@ def _device_of(obj) -> int:
     return -1
 
 
-def _from_cuda_array_interface(obj, index, name) -> DeviceArray:
+def _from_cuda_array_interface(obj, index, name):
     cai = obj.__cuda_array_interface__
     shape = tuple(cai["shape"])
-    dtype = _dtype_of_typestr(cai["typestr"])
-    if dtype is None:
+    code = dt.from_typestr(cai["typestr"])
+    if code is None:
         raise _unsupported(index, name, f"an array of typestr {cai['typestr']!r}",
-                           "buffers hold f32, f64, i32, u32, i64 or u64 (little-endian)")
-    itemsize = int(cai["typestr"][2:])
-    if not _c_contiguous(shape, cai.get("strides"), itemsize):
+                           "buffers hold i8 u8 i16 u16 i32 u32 i64 u64 f16 f32 f64 (little-endian) through "
+                           "__cuda_array_interface__; bf16 through DLPack or a torch tensor")
+    if not _c_contiguous(shape, cai.get("strides"), dt.SIZES[code]):
         raise _not_contiguous(index, name, "the device array")
     elements = 1
     for d in shape:
         elements *= d
-    return DeviceArray(int(cai["data"][0]), dtype, elements, _device_of(obj), obj)
+    return pointer_words(int(cai["data"][0]), code, elements, _device_of(obj)), obj
 
 
 class _DLDevice(ctypes.Structure):
@@ -101,7 +300,10 @@ class _DLTensor(ctypes.Structure):
                 ("byte_offset", ctypes.c_uint64)]
 
 
-def _from_dlpack(obj, index, name) -> DeviceArray:
+_KDL_CUDA, _KDL_CUDA_MANAGED = 2, 13
+
+
+def _from_dlpack(obj, index, name):
     device_type, device_id = obj.__dlpack_device__()
     if device_type not in (_KDL_CUDA, _KDL_CUDA_MANAGED):
         raise _unsupported(index, name, f"a DLPack tensor on device type {device_type} (not CUDA)",
@@ -113,83 +315,86 @@ def _from_dlpack(obj, index, name) -> DeviceArray:
     # A DLManagedTensor starts with its DLTensor. The capsule stays unconsumed (its name is kept),
     # so its destructor frees the tensor when the capsule goes after the launch.
     tensor = _DLTensor.from_address(get(capsule, b"dltensor"))
-    key = (tensor.dtype.code, tensor.dtype.bits)
-    if key not in _DLPACK or tensor.dtype.lanes != 1:
-        raise _unsupported(index, name, f"a DLPack tensor of type code {key[0]}, {key[1]} bits",
-                           "buffers hold f32, f64, i32, u32, i64 or u64")
+    code = dt.from_dlpack(tensor.dtype.code, tensor.dtype.bits)
+    if code is None or tensor.dtype.lanes != 1:
+        raise _unsupported(index, name, f"a DLPack tensor of type code {tensor.dtype.code}, {tensor.dtype.bits} bits",
+                           "buffers hold i8 u8 i16 u16 i32 u32 i64 u64 f16 bf16 f32 f64")
     shape = [tensor.shape[i] for i in range(tensor.ndim)]
-    strides = None if not tensor.strides else [tensor.strides[i] * (tensor.dtype.bits // 8) for i in range(tensor.ndim)]
-    if not _c_contiguous(shape, strides, tensor.dtype.bits // 8):
+    itemsize = tensor.dtype.bits // 8
+    strides = None if not tensor.strides else [tensor.strides[i] * itemsize for i in range(tensor.ndim)]
+    if not _c_contiguous(shape, strides, itemsize):
         raise _not_contiguous(index, name, "the DLPack tensor")
     elements = 1
     for d in shape:
         elements *= d
-    return DeviceArray((tensor.data or 0) + tensor.byte_offset, _DLPACK[key], elements, device_id, (obj, capsule))
+    return pointer_words((tensor.data or 0) + tensor.byte_offset, code, elements, device_id), (obj, capsule)
 
 
 def _from_numpy(obj, index, name) -> HostArray:
-    dtype = _dtype_of_typestr(obj.dtype.str)
-    if dtype is None:
+    code = dt.from_numpy(obj.dtype)
+    if code is None:
         raise _unsupported(index, name, f"a numpy array of dtype {obj.dtype}",
-                           "buffers hold float32, float64, int32, uint32, int64 or uint64")
+                           "buffers hold int8 uint8 int16 uint16 int32 uint32 int64 uint64 float16 bfloat16 "
+                           "float32 float64 elements")
     if not obj.flags["C_CONTIGUOUS"]:
         raise _not_contiguous(index, name, "the numpy array")
-    return HostArray(obj, dtype, obj.size)
+    return HostArray(obj, code, obj.size)
 
 
-def classify(obj, index: int, name: str):
-    """DeviceArray, HostArray, or None when ``obj`` is not an array (then it may be a scalar)."""
+def _torch_general(obj, index, name):
+    if obj.get_device() < 0:  # as PyTorch does, a tensor on the CPU is not moved behind the caller's back
+        raise _unsupported(index, name, "a PyTorch tensor on the CPU",
+                           "move it to the GPU first (tensor.cuda()), or pass tensor.numpy() to have it copied in and out")
+    if not obj.is_contiguous():
+        raise _not_contiguous(index, name, "the tensor")
+    code = dt.from_torch(obj.dtype)
+    if code is None:
+        raise _unsupported(index, name, f"a tensor of {obj.dtype}",
+                           "buffers hold int8 uint8 int16 uint16 int32 uint32 int64 uint64 float16 bfloat16 "
+                           "float32 float64 elements")
+    return pointer_words(obj.data_ptr(), code, obj.numel(), obj.get_device()), None
+
+
+def describe(obj, index: int, name: str, param_type: Optional[str]):
+    """The general path: ((value, descriptor), keep-alive) for device memory, a HostArray for a
+    numpy array, or ((value, descriptor), None) for a scalar. Raises Error (PG5002) naming the
+    argument for anything it cannot pass."""
+    words: List[int] = []
+    kind = type(obj)
+    fast = converter_for(kind)
+    if fast is not None and fast is not _torch_tensor and fast is not _cupy_array and fast(obj, words):
+        return (words[0], words[1]), None
+    module = kind.__module__ or ""
+    if module.startswith("torch") and hasattr(obj, "data_ptr"):
+        return _torch_general(obj, index, name)
+    if isinstance(obj, int) and not isinstance(obj, bool):
+        raise _unsupported(index, name, f"the integer {obj} does not fit 64 bits", "pass a smaller value")
     try:
         has_cai = hasattr(obj, "__cuda_array_interface__")
-    except Exception as e:  # e.g. PyTorch refuses a tensor that requires grad
+    except Exception as e:  # a library may refuse to describe some arrays
         raise _unsupported(index, name, f"its __cuda_array_interface__ is refused: {e}",
-                           "pass tensor.detach() (or an array without autograd)") from None
+                           "pass the array through DLPack, or a contiguous copy") from None
     if has_cai:
         return _from_cuda_array_interface(obj, index, name)
     if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__") and not hasattr(obj, "__array_interface__"):
         return _from_dlpack(obj, index, name)
-    if type(obj).__module__ == "numpy" and type(obj).__name__ == "ndarray":
+    if module == "numpy" and kind.__name__ == "ndarray":
         return _from_numpy(obj, index, name)
     if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
         return _from_dlpack(obj, index, name)
-    return None
+    if module == "numpy" and hasattr(obj, "dtype"):
+        raise _unsupported(index, name, f"a numpy scalar of dtype {obj.dtype}",
+                           "pass a scalar of a number type (float32, int64, ...) or a Python number")
+    raise _unsupported(index, name, f"a {kind.__name__} is neither an array nor a scalar",
+                       "pass a GPU tensor (PyTorch, CuPy, __cuda_array_interface__ or DLPack), a ptxgate Buffer, "
+                       "a numpy array, a TensorMap, an int, a float or a bool")
 
 
-def _float_bits(value: float, dtype: int) -> int:
-    if dtype == _capi.DTYPE_F32:
-        return ctypes.c_uint32.from_buffer(ctypes.c_float(value)).value
-    return ctypes.c_uint64.from_buffer(ctypes.c_double(value)).value
-
-
-def scalar(obj, index: int, name: str, param_type: Optional[str]) -> Tuple[int, int]:
-    """(dtype, bits) of a scalar. A numpy scalar keeps its own type (validated strictly); a
-    Python float (or an int, for a float parameter) takes the parameter's float type, a Python
-    int is an i64 (converted by the library when it fits the parameter), a bool is a bool."""
-    if isinstance(obj, bool):
-        return _capi.DTYPE_BOOL, int(obj)
-    if type(obj).__module__ == "numpy" and hasattr(obj, "dtype"):
-        if obj.dtype.kind == "b":
-            return _capi.DTYPE_BOOL, int(bool(obj))
-        dtype = _dtype_of_typestr(obj.dtype.str)
-        if dtype is None:
-            raise _unsupported(index, name, f"a numpy scalar of dtype {obj.dtype}",
-                               "pass float32, float64, int32, uint32, int64 or uint64")
-        if dtype in (_capi.DTYPE_F32, _capi.DTYPE_F64):
-            return dtype, _float_bits(float(obj), dtype)
-        return dtype, int(obj) & 0xFFFFFFFFFFFFFFFF
-    if isinstance(obj, int) and param_type in ("f32", "f64"):
-        obj = float(obj)  # a Python int for a float parameter is that number
-    if isinstance(obj, int):
-        if obj >= 1 << 63:
-            if obj >= 1 << 64:
-                raise _unsupported(index, name, f"the integer {obj} does not fit 64 bits", "pass a smaller value")
-            return _capi.DTYPE_U64, obj
-        if obj < -(1 << 63):
-            raise _unsupported(index, name, f"the integer {obj} does not fit 64 bits", "pass a smaller value")
-        return _capi.DTYPE_I64, obj & 0xFFFFFFFFFFFFFFFF
-    if isinstance(obj, float):
-        dtype = _capi.DTYPE_F32 if param_type == "f32" else _capi.DTYPE_F64
-        return dtype, _float_bits(obj, dtype)
-    raise _unsupported(index, name, f"a {type(obj).__name__} is neither an array nor a scalar",
-                       "pass a numpy array, a GPU tensor (__cuda_array_interface__ or DLPack), a ptxgate Buffer, "
-                       "an int, a float or a bool")
+def classify(obj, index: int, name: str):
+    """For callers that only ask what ``obj`` is: a HostArray, device-memory words, or None for a
+    scalar."""
+    described = describe(obj, index, name, None)
+    if isinstance(described, HostArray):
+        return described
+    (value, desc), _ = described
+    return (value, desc) if desc & 0xF in (_capi.ARG_POINTER, _capi.ARG_BUFFER) else None

@@ -4,7 +4,7 @@ import json
 import os
 import tempfile
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Dict, Optional, Sequence, Tuple, Union
 
 from . import _capi
 from .diagnostics import Diagnostic, Error, check_call, call

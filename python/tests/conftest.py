@@ -13,6 +13,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FAKE = os.environ.get("PTXGATE_FAKE_CUDA")
 if FAKE:
     os.environ["PTXGATE_CUDA_DRIVER"] = FAKE
+    if os.environ.get("PTXGATE_FAKE_NCCL"):  # the build's stand-in libnccl (one-rank communicators move data)
+        os.environ["PTXGATE_NCCL_LIBRARY"] = os.environ["PTXGATE_FAKE_NCCL"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -42,6 +44,18 @@ def has_ptxas():
     return os.path.exists(os.path.join(cuda, "bin", "ptxas")) or bool(os.environ.get("PTXGATE_PTXAS"))
 
 
+@pytest.fixture(autouse=True)
+def _no_recorded_parameter_slots():
+    """The stand-in records as many argument slots of each launch as the last set_param_sizes
+    named; a test starts with none, so a count left by another test never reads past a launch's
+    arguments (tests that inspect slots set their kernel's sizes)."""
+    if FAKE:
+        import ctypes
+
+        ctypes.CDLL(FAKE).ptxgate_fake_set_param_sizes(None, 0)
+    yield
+
+
 @pytest.fixture
 def fake_driver():
     """The stand-in libcuda's recorder, or a skip when the session does not run over it."""
@@ -57,6 +71,7 @@ def fake_driver():
     fake.ptxgate_fake_last_block.argtypes = [ctypes.c_int]
     fake.ptxgate_fake_count.argtypes = [ctypes.c_char_p]
     fake.ptxgate_fake_set_param_sizes.argtypes = [ctypes.POINTER(ctypes.c_uint), ctypes.c_int]
+    fake.ptxgate_fake_graph_updates.restype = ctypes.c_int
 
     def set_param_sizes(*sizes):
         arr = (ctypes.c_uint * len(sizes))(*sizes)

@@ -89,3 +89,23 @@ def test_bad_arguments_raise_clear_errors(saxpy_source, cache):
         ptxgate.check(saxpy_source, "sax\x00py", cache_dir=cache)
     with pytest.raises(ValueError, match="NUL"):
         ptxgate.check(saxpy_source, "saxpy", args=["y=buffer:4\x00", "x=buffer:4", "a=1.0", "n=1"], cache_dir=cache)
+
+
+OVER = """@workgroup(256)
+kernel over(out y: f32[], n: u32) {
+  let i = global_id.x;
+  if (i < n) { y[i + 1] = 1.0; }
+}
+"""
+
+
+def test_memory_safety_verdicts_are_data(cache):
+    v = ptxgate.check(OVER, "over", grid=4, block=256, profile="h100-sxm", args={"y": "fill:1000:0", "n": "1000"},
+                      cache_dir=cache)
+    assert v.status == "blocked" and "PG3801" in v.codes
+    d = next(d for d in v.diagnostics if d.code == "PG3801")
+    assert d.line == 4 and "out of bounds" in d.message and "1000" in d.message and "guard the access" in d.fix
+    assert "accesses_proven=0/1" in v.summary
+    fits = ptxgate.check(OVER, "over", grid=4, block=256, profile="h100-sxm", args={"y": "fill:1001:0", "n": "1000"},
+                         cache_dir=cache)
+    assert fits.status == "launchable" and "accesses_proven=1/1" in fits.summary

@@ -92,6 +92,49 @@ def test_device_arrays_are_passed_in_place_with_their_device(runtime, fake_drive
     assert "PG3009" in info.value.codes
 
 
+def test_a_scalar_the_proof_uses_is_part_of_the_verdict(runtime, fake_driver, saxpy_source):
+    """saxpy writes y[i] for i < n: 1024 threads over 1000-float buffers are in bounds for
+    n = 1000 and out of bounds for n = 1024, a launch of the same shape (PG3801, before the driver)."""
+    k = runtime.compile(saxpy_source, "saxpy")
+    buf_y, buf_x = runtime.allocate(4000), runtime.allocate(4000)
+    from test_arrays import FakeDeviceArray
+
+    y = FakeDeviceArray(buf_y.device_pointer, (1000,), device=0)
+    x = FakeDeviceArray(buf_x.device_pointer, (1000,), device=0)
+    k(4, y, x, 2.0, 1000)
+    k(4, y, x, 3.0, 1000)
+    launches = fake_driver.ptxgate_fake_launches()
+    with pytest.raises(ptxgate.Error) as info:
+        k(4, y, x, 2.0, 1024)
+    assert "PG3801" in info.value.codes
+    assert fake_driver.ptxgate_fake_launches() == launches
+    k(4, y, x, 2.0, 1000)
+    assert fake_driver.ptxgate_fake_launches() == launches + 1
+
+
+def test_require_memory_proof_blocks_an_access_not_proven(fake_driver):
+    gather = """kernel gather(out y: f32[], in idx: u32[], in x: f32[], n: u32) {
+  let i = global_id.x;
+  if (i < n) { y[i] = x[idx[i]]; }
+}
+"""
+    arrays = [np.zeros(64, dtype=np.float32), np.zeros(64, dtype=np.uint32), np.zeros(64, dtype=np.float32), 64]
+    strict = ptxgate.Runtime(disk_cache=False, require_memory_proof=True)
+    try:
+        launches = fake_driver.ptxgate_fake_launches()
+        with pytest.raises(ptxgate.Error) as info:
+            strict.compile(gather, "gather").launch(1, arrays, block=64)
+        assert "PG3802" in info.value.codes
+        assert fake_driver.ptxgate_fake_launches() == launches
+    finally:
+        strict.close()
+    lenient = ptxgate.Runtime(disk_cache=False)
+    try:
+        lenient.compile(gather, "gather").launch(1, arrays, block=64)  # x[idx[i]] is merely not proven
+    finally:
+        lenient.close()
+
+
 def test_foreign_streams_are_borrowed_not_destroyed(runtime, fake_driver, saxpy_source):
     k = runtime.compile(saxpy_source, "saxpy")
     y = np.zeros(1000, dtype=np.float32)
@@ -213,3 +256,48 @@ def test_reset_after_a_sticky_fault_refuses_old_objects_and_gives_a_working_runt
     fresh.launch(4, [y, np.ones(1000, dtype=np.float32), 2.0, 1000])
     assert fake_driver.ptxgate_fake_launches() == launches + 1
     runtime.synchronize()
+
+
+def test_repeated_launches_take_the_packed_path_and_pass_the_same_arguments(runtime, fake_driver, saxpy_source):
+    k = runtime.compile(saxpy_source, "saxpy")
+    y, x = runtime.empty(1000, "f32"), runtime.empty(1000, "f32")
+    fake_driver.set_param_sizes(8, 8, 4, 4)
+    launch = k[4, 256]
+    seen = []
+    for a, n in ((2.0, 1000), (np.float32(3.0), np.uint32(999)), (np.float32(3.0), np.uint32(998)), (2.5, 1000)):
+        launch(y, x, a, n)  # the types of the call before make the packer; a change falls back, then repacks
+        seen.append([fake_driver.ptxgate_fake_last_param(i) for i in range(4)])
+    f32 = lambda v: struct.unpack("<I", struct.pack("<f", v))[0]  # noqa: E731
+    assert [s[2:] for s in seen] == [[f32(2.0), 1000], [f32(3.0), 999], [f32(3.0), 998], [f32(2.5), 1000]]
+    assert all(s[:2] == [y.device_pointer, x.device_pointer] for s in seen)
+    assert launch._pack is not None
+    with pytest.raises(ptxgate.Error) as info:  # packed, then refused by the library: 2^40 does not fit u32
+        launch(y, x, 2.5, 1 << 40)
+    assert info.value.codes == ["PG3007"]
+    y.free()
+    with pytest.raises(ptxgate.Error) as info:  # a freed buffer, on the packed path
+        launch(y, x, 2.5, 1000)
+    assert "was freed" in info.value.text
+
+
+def test_a_kernel_without_parameters_launches_on_the_stream_of_each_call(runtime, fake_driver):
+    k = runtime.compile("@workgroup(32)\nkernel nothing() { }\n", "nothing")
+    s1, s2 = runtime.stream(), runtime.stream()
+    launch = k[1, 32]
+    before = fake_driver.ptxgate_fake_launches()
+    for s in (s1, s1, s2, None, s1):
+        if s is None:
+            launch()
+            assert fake_driver.ptxgate_fake_last_stream() == 0  # the legacy default stream
+        else:
+            with s:
+                launch()
+            assert fake_driver.ptxgate_fake_last_stream() == s.handle
+    assert fake_driver.ptxgate_fake_launches() == before + 5
+    with pytest.raises(ptxgate.Error) as info:  # arguments for a kernel without parameters
+        launch(1)
+    assert [d.code for d in info.value.diagnostics if d.severity == "error"] == ["PG3005"]
+    s1.free()
+    with s1, pytest.raises(ptxgate.Error) as info:
+        launch()
+    assert "was freed" in info.value.text

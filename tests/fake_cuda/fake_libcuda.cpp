@@ -1,12 +1,14 @@
 // A stand-in libcuda.so.1 for tests outside the unit binary (the Python package's): the unit
-// tests' fake driver table behind cuGetProcAddress_v2, with host-backed device memory (copies
-// really copy), the fake graphs, and a few exported queries of what it recorded. Loaded through
-// $PTXGATE_CUDA_DRIVER; kernels do not run.
+// tests' fake driver table behind cuGetProcAddress_v2, with host-backed device memory (copies,
+// asynchronous ones too, really copy; fills really fill; pool allocations are host memory), the
+// fake graphs and pools, $PTXGATE_FAKE_DEVICES devices (default 2) with peer access, and a few
+// exported queries of what it recorded. Loaded through $PTXGATE_CUDA_DRIVER; kernels do not run.
 //
 // $PTXGATE_FAKE_LAUNCH_TOUCH_BYTES=N makes every kernel launch and graph replay first touch N bytes
 // of memory of its own, as the real driver's few microseconds of work do: the caller's data is then
 // evicted from the L1 cache between launches, so a cache simulator (bench/launch_callgrind.sh
 // cache) counts the cache lines a launch path touches.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -58,7 +60,62 @@ const DriverApi& table() {
       std::memcpy(dst, reinterpret_cast<const void*>(src), n);
       return fake_state().log({"cuMemcpyDtoH", nullptr, nullptr, reinterpret_cast<uint64_t>(dst), src, n, {}});
     };
-    // The fake graphs (not its pools: device memory stays host-backed).
+    a.cuMemcpyHtoDAsync = [](CUdeviceptr dst, const void* src, size_t n, CUstream s) {
+      std::memcpy(reinterpret_cast<void*>(dst), src, n);
+      return fake_state().log({"cuMemcpyHtoDAsync", s, nullptr, dst, reinterpret_cast<uint64_t>(src), n, {}});
+    };
+    a.cuMemcpyDtoHAsync = [](void* dst, CUdeviceptr src, size_t n, CUstream s) {
+      std::memcpy(dst, reinterpret_cast<const void*>(src), n);
+      return fake_state().log({"cuMemcpyDtoHAsync", s, nullptr, reinterpret_cast<uint64_t>(dst), src, n, {}});
+    };
+    a.cuMemcpyDtoDAsync = [](CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+      std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
+      return fake_state().log({"cuMemcpyDtoDAsync", s, nullptr, dst, src, n, {}});
+    };
+    a.cuMemcpyPeerAsync = [](CUdeviceptr dst, CUcontext, CUdeviceptr src, CUcontext, size_t n, CUstream s) {
+      std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
+      return fake_state().log({"cuMemcpyPeerAsync", s, nullptr, dst, src, n, {}});
+    };
+    a.cuMemsetD8 = [](CUdeviceptr p, unsigned char v, size_t n) {
+      std::memset(reinterpret_cast<void*>(p), v, n);
+      return fake_state().log({"cuMemsetD8", nullptr, nullptr, p, v, n, {}});
+    };
+    a.cuMemsetD8Async = [](CUdeviceptr p, unsigned char v, size_t n, CUstream s) {
+      std::memset(reinterpret_cast<void*>(p), v, n);
+      return fake_state().log({"cuMemsetD8Async", s, nullptr, p, v, n, {}});
+    };
+    a.cuMemsetD16Async = [](CUdeviceptr p, unsigned short v, size_t n, CUstream s) {
+      for (size_t i = 0; i < n; ++i) std::memcpy(reinterpret_cast<unsigned char*>(p) + 2 * i, &v, 2);
+      return fake_state().log({"cuMemsetD16Async", s, nullptr, p, v, n * 2, {}});
+    };
+    a.cuMemsetD32Async = [](CUdeviceptr p, unsigned v, size_t n, CUstream s) {
+      for (size_t i = 0; i < n; ++i) std::memcpy(reinterpret_cast<unsigned char*>(p) + 4 * i, &v, 4);
+      return fake_state().log({"cuMemsetD32Async", s, nullptr, p, v, n * 4, {}});
+    };
+    a.cuMemsetD32 = [](CUdeviceptr p, unsigned v, size_t n) {
+      for (size_t i = 0; i < n; ++i) std::memcpy(reinterpret_cast<unsigned char*>(p) + 4 * i, &v, 4);
+      ++fake_state().memsets;
+      return fake_state().log({"cuMemsetD32", nullptr, nullptr, p, v, n * 4, {}});
+    };
+    // Several devices: one context each, every pair may access the other's memory.
+    a.cuDeviceGetCount = [](int* count) {
+      const char* n = std::getenv("PTXGATE_FAKE_DEVICES");
+      *count = n != nullptr ? std::atoi(n) : 2;
+      return CUDA_SUCCESS;
+    };
+    a.cuDevicePrimaryCtxRetain = [](CUcontext* c, CUdevice d) {
+      *c = reinterpret_cast<CUcontext>(0x1000 + 0x100 * static_cast<uintptr_t>(d));
+      return fake_state().result_of("cuDevicePrimaryCtxRetain");
+    };
+    a.cuDeviceCanAccessPeer = [](int* can, CUdevice, CUdevice) {
+      *can = 1;
+      return CUDA_SUCCESS;
+    };
+    a.cuEventElapsedTime = [](float* ms, CUevent, CUevent) {
+      *ms = 0.5f;
+      return fake_state().result_of("cuEventElapsedTime");
+    };
+    // The fake graphs and pools (pool allocations made of host memory below).
     DriverApi programs = a;
     ptxgate::backend::testing::add_fake_programs(programs);
 #define PTXGATE_FAKE_GRAPH_ENTRY(name) a.name = programs.name;
@@ -74,7 +131,36 @@ const DriverApi& table() {
     PTXGATE_FAKE_GRAPH_ENTRY(cuGraphLaunch)
     PTXGATE_FAKE_GRAPH_ENTRY(cuGraphExecDestroy)
     PTXGATE_FAKE_GRAPH_ENTRY(cuGraphExecKernelNodeSetParams)
+    PTXGATE_FAKE_GRAPH_ENTRY(cuDeviceGetAttribute)
+    PTXGATE_FAKE_GRAPH_ENTRY(cuMemPoolCreate)
+    PTXGATE_FAKE_GRAPH_ENTRY(cuMemPoolDestroy)
+    PTXGATE_FAKE_GRAPH_ENTRY(cuMemPoolSetAttribute)
+    PTXGATE_FAKE_GRAPH_ENTRY(cuMemPoolGetAttribute)
+    PTXGATE_FAKE_GRAPH_ENTRY(cuMemPoolTrimTo)
 #undef PTXGATE_FAKE_GRAPH_ENTRY
+    a.cuMemAllocFromPoolAsync = [](CUdeviceptr* ptr, size_t bytes, CUmemoryPool, CUstream s) {
+      void* m = std::calloc(bytes == 0 ? 1 : bytes, 1);
+      if (m == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+      *ptr = reinterpret_cast<CUdeviceptr>(m);
+      ++fake_state().allocations;
+      auto& p = ptxgate::backend::testing::fake_programs();
+      p.pool_live[*ptr] = bytes;
+      p.used += bytes;
+      p.used_high = std::max(p.used_high, p.used);
+      p.reserved = std::max(p.reserved, p.used);
+      p.reserved_high = std::max(p.reserved_high, p.reserved);
+      return fake_state().log({"cuMemAllocFromPoolAsync", s, nullptr, *ptr, 0, bytes, {}});
+    };
+    a.cuMemFreeAsync = [](CUdeviceptr ptr, CUstream s) {
+      auto& p = ptxgate::backend::testing::fake_programs();
+      if (auto it = p.pool_live.find(ptr); it != p.pool_live.end()) {
+        p.used -= it->second;
+        p.pool_live.erase(it);
+      }
+      std::free(reinterpret_cast<void*>(ptr));
+      ++fake_state().frees;
+      return fake_state().log({"cuMemFreeAsync", s, nullptr, ptr, 0, 0, {}});
+    };
     base_launch = a.cuLaunchKernel;
     a.cuLaunchKernel = [](CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                           unsigned shared, CUstream stream, void** params, void** extra) {
@@ -132,6 +218,11 @@ __attribute__((visibility("default"))) int ptxgate_fake_primary_resets(void) { r
 /// How many recorded calls of entry point `name` (copies, stream destruction, ...).
 __attribute__((visibility("default"))) int ptxgate_fake_count(const char* name) {
   return static_cast<int>(fake_state().count(name));
+}
+
+/// How many kernel-node updates of executable graphs the fake saw.
+__attribute__((visibility("default"))) int ptxgate_fake_graph_updates(void) {
+  return static_cast<int>(ptxgate::backend::testing::fake_programs().updates.size());
 }
 
 }  // extern "C"

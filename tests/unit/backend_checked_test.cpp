@@ -83,19 +83,19 @@ TEST_CASE("backend checked: the launch passes each buffer's length and its own r
   plan.arguments.resize(3);
   plan.arguments[0].kind = plan.arguments[1].kind = contract::ArgumentDesc::Kind::buffer;
   plan.arguments[0].size_bytes = plan.arguments[1].size_bytes = 8;
-  plan.arguments[0].buffer_bytes = 48;
-  plan.arguments[1].buffer_bytes = 64;
+  plan.arguments[0].buffer_bytes = 64;  // dst[i] for i < 16: proven in bounds (main blocks a launch proven out)
+  plan.arguments[1].buffer_bytes = 96;
   plan.arguments[2].kind = contract::ArgumentDesc::Kind::scalar;
   plan.arguments[2].size_bytes = 4;
   plan.arguments[2].scalar_type = ir::Type::u32;
   LaunchTicket ticket;
   REQUIRE(launch_cuda_function(f.rt->context(), fn, plan, slots, nullptr, nullptr, &ticket));
-  CHECK(fake_state().last_params[3] == 48);
-  CHECK(fake_state().last_params[4] == 64);
+  CHECK(fake_state().last_params[3] == 64);
+  CHECK(fake_state().last_params[4] == 96);
   fake_state().last_params.clear();
   REQUIRE(launch_cuda_function(f.rt->context(), fn, ticket, slots, nullptr));
-  CHECK(fake_state().last_params[3] == 48);
-  CHECK(fake_state().last_params[4] == 64);
+  CHECK(fake_state().last_params[3] == 64);
+  CHECK(fake_state().last_params[4] == 96);
   CHECK(f.rt->context().checked_records().pending() == 6);
   REQUIRE(f.rt->synchronize());  // nothing was violated
   CHECK(f.rt->context().checked_records().pending() == 0);

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include "ptxgate/backend/context.hpp"
+#include "ptxgate/backend/device_buffer.hpp"
+#include "ptxgate/backend/stream.hpp"
 #include "ptxgate/backend/device.hpp"
 #include "ptxgate/backend/driver_api.hpp"
 #include "ptxgate/backend/driver_error.hpp"

@@ -1,11 +1,14 @@
 // The guarded launch through a fake driver: steady path, blocked plans, opt-in, cooperative, barrier word, binding.
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include <vector>
 
 #include "ptxgate/backend/arg.hpp"
 #include "ptxgate/backend/context.hpp"
 #include "ptxgate/backend/launch.hpp"
+#include "ptxgate/backend/internal/launch_path.hpp"
 #include "backend_fake_driver.hpp"
 
 using namespace ptxgate;
@@ -273,6 +276,53 @@ TEST_CASE("backend arg: binding checks kind, type family, width and range") {
   CHECK(pv == 0xabc0);
 }
 
+TEST_CASE("backend arg: small integers are range-checked by their width; a real number rounds to the float parameter") {
+  contract::ParamInfo u8{"c", 0, false, ir::Access::inout, ir::Type::u8, 1};
+  contract::ParamInfo i16{"s", 1, false, ir::Access::inout, ir::Type::i16, 2};
+  contract::ParamInfo f16{"h", 2, false, ir::Access::inout, ir::Type::f16, 2};
+  contract::ParamInfo bf16{"b", 3, false, ir::Access::inout, ir::Type::bf16, 2};
+  contract::ParamInfo f32{"a", 4, false, ir::Access::inout, ir::Type::f32, 4};
+  contract::ParamInfo u32{"n", 5, false, ir::Access::inout, ir::Type::u32, 4};
+  // The product was wrong here before: every value fitted an 8- or 16-bit parameter.
+  CHECK(bind_argument(Arg(255), u8, "k"));
+  CHECK_FALSE(bind_argument(Arg(256), u8, "k"));
+  CHECK_FALSE(bind_argument(Arg(-1), u8, "k"));
+  CHECK(bind_argument(Arg(-32768), i16, "k"));
+  CHECK_FALSE(bind_argument(Arg(-32769), i16, "k"));
+  CHECK_FALSE(bind_argument(Arg(32768), i16, "k"));
+  auto s = bind_argument(Arg(-2), i16, "k");
+  REQUIRE(s);
+  CHECK(s->size == 2);
+  CHECK(s->bytes[0] == 0xfe);
+  CHECK(s->bytes[1] == 0xff);
+  CHECK(s->bytes[2] == 0);  // nothing past the parameter's width
+
+  auto h = bind_argument(Arg::real(1.00048828125), f16, "k");  // a tie: to the even neighbour, 1.0
+  REQUIRE(h);
+  CHECK(h->size == 2);
+  uint16_t hv;
+  std::memcpy(&hv, h->bytes, 2);
+  CHECK(hv == 0x3c00);
+  auto b = bind_argument(Arg::real(-3.0), bf16, "k");
+  REQUIRE(b);
+  std::memcpy(&hv, b->bytes, 2);
+  CHECK(hv == 0xc040);
+  auto big = bind_argument(Arg::real(65520.0), f16, "k");  // rounds past 65504
+  REQUIRE_FALSE(big);
+  CHECK(big.error().items()[0].code == diag::Code::argument_size_mismatch);
+  CHECK(big.error().items()[0].message.find("a real number (65520)") != std::string::npos);
+  CHECK(big.error().items()[0].fix.find("within the range of f16") != std::string::npos);
+  auto a = bind_argument(Arg::real(0.1), f32, "k");
+  REQUIRE(a);
+  float av;
+  std::memcpy(&av, a->bytes, 4);
+  CHECK(av == 0.1f);
+  CHECK_FALSE(bind_argument(Arg::real(1.0), u32, "k"));  // a real number is no integer
+  CHECK(bind_argument(Arg::real(std::numeric_limits<double>::infinity()), f16, "k"));
+  CHECK(bind_argument(Arg::scalar(ir::Type::f16, 0x3c00), f16, "k"));
+  CHECK_FALSE(bind_argument(Arg::scalar(ir::Type::bf16, 0x3f80), f16, "k"));
+}
+
 TEST_CASE("backend launch: a ticket relaunches its validated shape with new values, and only for its function") {
   Fixture f;
   auto fn = LoadedFunction::resolve(*f.ctx, reinterpret_cast<CUmodule>(0x4000), saxpy_info());
@@ -329,35 +379,47 @@ TEST_CASE("backend launch: a ticket relaunches its validated shape with new valu
 
 namespace guard_probe {
 
+using internal::DriverGeometry;
+using internal::FunctionState;
+
 // True when an unqualified call `driver_launch(ctx, fn, ticket, args, stream)` resolves, by
 // ordinary or argument-dependent lookup, from code outside the backend.
 template <class C, class F, class T>
 concept driver_launch_reachable = requires(C& c, F& f, const T& t, std::span<void* const> a, CUstream s) {
   driver_launch(c, f, t, a, s);
 };
-template <class T>
-concept ticket_drive_reachable = requires(Context& c, LoadedFunction& f, const T& t, std::span<void* const> a,
-                                          CUstream s) { T::drive(c, f, t, a, s); };
-// The bodies of the two launch_cuda_function overloads: one trusts a shape it is given, so neither
-// may be callable from outside.
-template <class F>
-concept shape_launch_reachable = requires(Context& c, F& f, const contract::LaunchPlan& p,
+// The driver call itself.
+template <class P>
+concept drive_reachable = requires(Context& c, FunctionState& f, const DriverGeometry& g, std::span<void* const> a,
+                                   CUstream s) { P::drive(c, f, g, a, s, false); };
+// The bodies of the two launch_cuda_function overloads and the steady paths: each trusts what it is
+// given (a shape, a ticket, a key), so none may be callable from outside.
+template <class P>
+concept shape_launch_reachable = requires(Context& c, FunctionState& f, const contract::LaunchPlan& p,
                                           const validation::LaunchShape& sh, std::span<void* const> a, CUstream s) {
-  F::launch_with_shape(c, f, p, sh, a, s, nullptr, nullptr);
+  P::launch(c, f, p, sh, a, s, nullptr, nullptr);
 };
-template <class F>
-concept relaunch_reachable = requires(Context& c, F& f, const LaunchTicket& t, std::span<void* const> a, CUstream s) {
-  F::relaunch(c, f, t, a, s);
-};
+template <class P>
+concept relaunch_reachable = requires(Context& c, FunctionState& f, const LaunchTicket& t, std::span<void* const> a,
+                                      CUstream s) { P::relaunch(c, f, t, a, s); };
+template <class P>
+concept steady_reachable = requires(Context& c, FunctionState& f, const SteadyKey& k, std::span<void* const> a,
+                                    CUstream s) { P::launch_steady(c, f, k, a, s); };
+// The verdict step, by contrast, reaches no driver launch entry point: graphs use it.
+template <class P>
+concept admit_reachable = requires(Context& c, FunctionState& f, const contract::LaunchPlan& p,
+                                   const validation::LaunchShape& sh) { P::admit(c, f, p, sh, nullptr); };
 
 }  // namespace guard_probe
 
 TEST_CASE("backend launch: nothing outside the guarded path reaches the driver's launch entry points") {
   static_assert(!guard_probe::driver_launch_reachable<Context, LoadedFunction, LaunchTicket>,
                 "driver_launch must not be reachable by ADL");
-  static_assert(!guard_probe::ticket_drive_reachable<LaunchTicket>, "LaunchTicket::drive must be private");
-  static_assert(!guard_probe::shape_launch_reachable<LoadedFunction>, "launch_with_shape must be private");
-  static_assert(!guard_probe::relaunch_reachable<LoadedFunction>, "relaunch must be private");
+  static_assert(!guard_probe::drive_reachable<internal::LaunchPath>, "LaunchPath::drive must be private");
+  static_assert(!guard_probe::shape_launch_reachable<internal::LaunchPath>, "LaunchPath::launch must be private");
+  static_assert(!guard_probe::relaunch_reachable<internal::LaunchPath>, "LaunchPath::relaunch must be private");
+  static_assert(!guard_probe::steady_reachable<internal::LaunchPath>, "LaunchPath::launch_steady must be private");
+  static_assert(guard_probe::admit_reachable<internal::LaunchPath>, "the probe itself must be able to say yes");
   Fixture f;
   auto fn = LoadedFunction::resolve(*f.ctx, reinterpret_cast<CUmodule>(0x4000), saxpy_info());
   REQUIRE(fn);

@@ -87,19 +87,26 @@ TEST_CASE("backend runtime: the steady launch path rebinds values but revalidate
   REQUIRE((*k)->launch(cfg, {*y, *x, 2.0f, 1000u}));
   CHECK((*k)->counters().validated == 1);
 
-  // New buffers of the same size and new scalar values (an i32 that fits the u32 n): steady, values rebound.
-  REQUIRE((*k)->launch(cfg, {*z, *y, 0.5f, 999u}));
+  // New buffers of the same size and a new value of a (a scalar the memory-safety proof does not
+  // use): steady, values rebound.
+  REQUIRE((*k)->launch(cfg, {*z, *y, 0.5f, 1000u}));
   CHECK((*k)->counters().validated == 1);
   CHECK(fake_state().last_params[0] == z->pointer());
   CHECK(fake_state().last_params[1] == y->pointer());
   CHECK(fake_state().last_params[2] == 0x3F000000u);  // 0.5f
+  CHECK(fake_state().last_params[3] == 1000u);
+  // A new value of n, which guards the kernel's accesses, is a new verdict: validated once, then known.
+  REQUIRE((*k)->launch(cfg, {*z, *y, 0.5f, 999u}));
+  REQUIRE((*k)->launch(cfg, {*z, *y, 1.5f, 999u}));
+  CHECK((*k)->counters().validated == 2);
   CHECK(fake_state().last_params[3] == 999u);
-  // An i32 for the u32 n binds to the same validated plan: the verdict memo answers, no new validation.
-  REQUIRE((*k)->launch(cfg, {*y, *x, 2.0f, int32_t{12}}));
-  REQUIRE((*k)->launch(cfg, {*y, *x, 2.0f, int32_t{13}}));
-  CHECK((*k)->counters().validated == 1);
-  CHECK((*k)->counters().cached == 3);
-  CHECK(fake_state().last_params[3] == 13u);
+  // An i32 for the u32 n binds (converted, on the general path) to the same validated plans: the
+  // launch cache answers, no new validation.
+  REQUIRE((*k)->launch(cfg, {*y, *x, 2.0f, int32_t{1000}}));
+  REQUIRE((*k)->launch(cfg, {*y, *x, 2.0f, int32_t{999}}));
+  CHECK((*k)->counters().validated == 2);
+  CHECK((*k)->counters().cached == 4);
+  CHECK(fake_state().last_params[3] == 999u);
 
   // Same shape, a value that does not fit: PG3007 from the steady path's fallback, no driver call.
   const int before = fake_state().launches;
@@ -113,9 +120,9 @@ TEST_CASE("backend runtime: the steady launch path rebinds values but revalidate
   REQUIRE_FALSE(null_ptr);
   CHECK(null_ptr.error().items()[0].code == diag::Code::null_buffer);
   REQUIRE((*k)->launch(cfg, {*small, *x, 2.0f, 100u}));
-  CHECK((*k)->counters().validated == 2);
-  REQUIRE((*k)->launch(LaunchConfig::linear(8, 256), {*y, *x, 2.0f, 1000u}));
   CHECK((*k)->counters().validated == 3);
+  REQUIRE((*k)->launch(LaunchConfig::linear(8, 256), {*y, *x, 2.0f, 1000u}));
+  CHECK((*k)->counters().validated == 4);
   CHECK(fake_state().last_grid[0] == 8);
   auto blocked = (*k)->launch(LaunchConfig::linear(4, 2048), {*y, *x, 2.0f, 1000u});
   REQUIRE_FALSE(blocked);
@@ -166,9 +173,10 @@ TEST_CASE("backend runtime: concurrent launches from many threads share the func
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kLaunches; ++i) {
-        // Two shapes per thread (grid 4 and 2), values that change every launch.
+        // Two shapes per thread (grid 4 and 2), a value that changes every launch (a, which the
+        // memory-safety proof does not use; n, which it does, stays).
         const auto cfg = LaunchConfig::linear(i % 2 == 0 ? 4 : 2, 256);
-        if (!(*k)->launch(cfg, {*y, *x, float(t), uint32_t(i % 1000)})) failures.fetch_add(1);
+        if (!(*k)->launch(cfg, {*y, *x, float(t * kLaunches + i), 1000u})) failures.fetch_add(1);
       }
       // A value that does not fit, on a known shape: rejected on every thread.
       if ((*k)->launch(LaunchConfig::linear(4, 256), {*y, *x, 1.0f, int32_t{-t - 1}})) failures.fetch_add(1);
@@ -199,12 +207,12 @@ TEST_CASE("backend runtime: a shape validated on one thread relaunches on anothe
   REQUIRE((*k)->launch(LaunchConfig::linear(4, 256), {*y, *x, 1.0f, 1000u}));
   CHECK((*k)->counters().validated == 1);
   bool ok = false;
-  std::thread([&] { ok = bool((*k)->launch(LaunchConfig::linear(4, 256), {*x, *y, 2.0f, 999u})); }).join();
+  std::thread([&] { ok = bool((*k)->launch(LaunchConfig::linear(4, 256), {*x, *y, 2.0f, 1000u})); }).join();
   CHECK(ok);
   CHECK((*k)->counters().validated == 1);
   CHECK((*k)->counters().cached == 1);
   CHECK(fake_state().last_params[0] == x->pointer());
-  CHECK(fake_state().last_params[3] == 999u);
+  CHECK(fake_state().last_params[2] == 0x40000000u);  // 2.0f
   // More shapes than the cache holds: the oldest is validated again, every verdict stays right.
   for (uint64_t g = 1; g <= 20; ++g) REQUIRE((*k)->launch(LaunchConfig::linear(g, 256), {*y, *x, 1.0f, 1000u}));
   const auto validated = (*k)->counters().validated;
@@ -320,24 +328,31 @@ TEST_CASE("backend runtime: exact arguments take the one-pass path; its shapes a
   CHECK(fake_state().last_params[2] == 0x4004000000000000ull);  // 2.5
   CHECK(fake_state().last_params[3] == static_cast<uint64_t>(int64_t{-7}));
   CHECK(fake_state().last_params[4] == 1000);
-  REQUIRE((*k)->launch(cfg, {*y, false, -1.0, int64_t{1} << 40, 5u}));
+  // New values of d and big (the memory-safety proof uses flag and n, not them): the same shape.
+  REQUIRE((*k)->launch(cfg, {*y, true, -1.0, int64_t{1} << 40, 1000u}));
   CHECK((*k)->counters().validated == 1);
-  CHECK(fake_state().last_params[1] == 0);
+  CHECK(fake_state().last_params[1] == 1);
   CHECK(fake_state().last_params[2] == 0xBFF0000000000000ull);  // -1.0
   CHECK(fake_state().last_params[3] == uint64_t{1} << 40);
-  CHECK(fake_state().last_params[4] == 5);
+  CHECK(fake_state().last_params[4] == 1000);
   // Converted arguments (an f32 for the f64, an i32 for the i64 and for the u32) bind through the
   // other path and find the same validated shape.
-  REQUIRE((*k)->launch(cfg, {*y, true, 0.5f, int32_t{-3}, int32_t{9}}));
+  REQUIRE((*k)->launch(cfg, {*y, true, 0.5f, int32_t{-3}, int32_t{1000}}));
   CHECK((*k)->counters().validated == 1);
   CHECK(fake_state().last_params[2] == 0x3FE0000000000000ull);  // 0.5 widened
   CHECK(fake_state().last_params[3] == static_cast<uint64_t>(int64_t{-3}));
-  CHECK(fake_state().last_params[4] == 9);
+  CHECK(fake_state().last_params[4] == 1000);
+  // Another value of flag or n is another verdict, validated once on either path.
+  REQUIRE((*k)->launch(cfg, {*y, false, 2.5, int64_t{1}, 5u}));
+  REQUIRE((*k)->launch(cfg, {*y, false, 2.5f, int32_t{1}, int32_t{5}}));
+  CHECK((*k)->counters().validated == 2);
+  CHECK(fake_state().last_params[1] == 0);
+  CHECK(fake_state().last_params[4] == 5);
   // A new grid through the one-pass path validates once, and is cached for the binding path too.
   REQUIRE((*k)->launch(LaunchConfig::linear(9, 256), {*y, true, 2.5, int64_t{1}, 1u}));
-  CHECK((*k)->counters().validated == 2);
+  CHECK((*k)->counters().validated == 3);
   REQUIRE((*k)->launch(LaunchConfig::linear(9, 256), {*y, true, 2.5f, int32_t{1}, 1u}));
-  CHECK((*k)->counters().validated == 2);
+  CHECK((*k)->counters().validated == 3);
   // Blocked through the one-pass path: reported whole, never cached, never at the driver.
   const int launches = fake_state().launches;
   for (int i = 0; i < 2; ++i) {
@@ -420,34 +435,45 @@ TEST_CASE("backend runtime: a kernel of more buffers than the front holds launch
   testing::reset_fake_state();
   static DriverApi api = testing::make_fake_driver();
   auto rt = fake_runtime(api);
+  // 13 buffers and n: 14 key words, more than a SteadyKey's 12.
   auto k = rt->compile(R"(kernel many(out y: f32[], in a: f32[], in b: f32[], in c: f32[], in d: f32[], in e: f32[],
-                        in f: f32[], in g: f32[], in h: f32[], n: u32) {
+                        in f: f32[], in g: f32[], in h: f32[], in p: f32[], in q: f32[], in r: f32[],
+                        in s: f32[], n: u32) {
   let i = global_id.x;
-  if (i < n) { y[i] = a[i] + b[i] + c[i] + d[i] + e[i] + f[i] + g[i] + h[i]; }
+  if (i < n) { y[i] = a[i] + b[i] + c[i] + d[i] + e[i] + f[i] + g[i] + h[i] + p[i] + q[i] + r[i] + s[i]; }
 }
 )",
                        "many", "many.pg");
   if (!k) FAIL(diag::render_text(k.error()));
   std::vector<DeviceBuffer> b;
-  for (int i = 0; i < 10; ++i) {
+  for (int i = 0; i < 14; ++i) {
     auto made = rt->allocate(4096);
     REQUIRE(made);
     b.push_back(std::move(*made));
   }
-  fake_state().param_sizes = {8, 8, 8, 8, 8, 8, 8, 8, 8, 4};
+  // The launch's arguments: buffers b[first], b[1..12] and then `last` as the 13th, and n.
+  auto args = [&](size_t first, const DeviceBuffer& last, uint32_t n) {
+    std::vector<Arg> a{Arg(b[first])};
+    for (size_t i = 1; i < 12; ++i) a.emplace_back(b[i]);
+    a.emplace_back(last);
+    a.emplace_back(n);
+    return a;
+  };
+  fake_state().param_sizes = {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 4};
   for (int round = 0; round < 3; ++round) {
-    const size_t first = round % 2;  // other buffers each round: the values are rebound
-    REQUIRE((*k)->launch(LaunchConfig::linear(4, 256), {b[first], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8],
-                                                        uint32_t(1000 + round)}));
+    const size_t first = round % 2 == 0 ? 0 : 13;  // other buffers each round: the values are rebound
+    REQUIRE((*k)->launch(LaunchConfig::linear(4, 256), args(first, b[12], 1000u)));
     CHECK(fake_state().last_params[0] == b[first].pointer());
-    CHECK(fake_state().last_params[8] == b[8].pointer());
-    CHECK(fake_state().last_params[9] == uint64_t(1000 + round));
+    CHECK(fake_state().last_params[12] == b[12].pointer());
+    CHECK(fake_state().last_params[13] == 1000u);
   }
   CHECK((*k)->counters().validated == 1);
   CHECK((*k)->counters().cached == 2);
-  // A smaller ninth buffer is another shape.
+  // A smaller thirteenth buffer is another shape, and so is another n.
   auto small = rt->allocate(400);
   REQUIRE(small);
-  REQUIRE((*k)->launch(LaunchConfig::linear(4, 256), {b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], *small, 100u}));
+  REQUIRE((*k)->launch(LaunchConfig::linear(4, 256), args(0, *small, 100u)));
   CHECK((*k)->counters().validated == 2);
+  REQUIRE((*k)->launch(LaunchConfig::linear(4, 256), args(0, b[12], 999u)));
+  CHECK((*k)->counters().validated == 3);
 }

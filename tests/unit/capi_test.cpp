@@ -18,6 +18,10 @@
 
 using ptxgate::backend::testing::fake_state;
 using Diags = ptxgate::testing::CapiDiagnostics;
+using ptxgate::testing::buffer;
+using ptxgate::testing::f32_bits;
+using ptxgate::testing::pointer;
+using ptxgate::testing::scalar;
 
 namespace {
 
@@ -36,41 +40,6 @@ ptxgate_compile_options ptx_only() {
   o.cubin = 0;
   o.disk_cache = 0;
   return o;
-}
-
-ptxgate_arg scalar(ptxgate_dtype type, uint64_t bits) {
-  ptxgate_arg a{};
-  a.kind = PTXGATE_ARG_SCALAR;
-  a.dtype = type;
-  a.device = -1;
-  a.bits = bits;
-  return a;
-}
-
-ptxgate_arg buffer(ptxgate_buffer* b, ptxgate_dtype type = PTXGATE_DTYPE_UNKNOWN, uint64_t elements = 0) {
-  ptxgate_arg a{};
-  a.kind = PTXGATE_ARG_BUFFER;
-  a.dtype = type;
-  a.device = -1;
-  a.buffer = b;
-  a.elements = elements;
-  return a;
-}
-
-ptxgate_arg pointer(uint64_t p, ptxgate_dtype type, uint64_t elements, int device) {
-  ptxgate_arg a{};
-  a.kind = PTXGATE_ARG_POINTER;
-  a.dtype = type;
-  a.device = device;
-  a.pointer = p;
-  a.elements = elements;
-  return a;
-}
-
-uint64_t f32_bits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return b;
 }
 
 }  // namespace
@@ -338,33 +307,88 @@ TEST_CASE("capi: the runtime over a fake driver binds, validates and launches; f
   CHECK(ptxgate_runtime_synchronize(rt, d.out()) == PTXGATE_OK);
 }
 
-TEST_CASE("capi: a checked runtime passes the buffers' lengths and a record, and reports a violation as PG3804") {
-  ptxgate::testing::FakeCapiRuntime fake(/*checked=*/true);
+TEST_CASE("capi: the scalars a kernel's memory-safety proof uses are read by value; require_memory_proof") {
   Diags d;
+  {
+    ptxgate::testing::FakeCapiRuntime fake;
+    ptxgate_kernel* k = nullptr;
+    REQUIRE(ptxgate_runtime_compile(fake.rt, kSaxpy, std::strlen(kSaxpy), "saxpy.pg", "saxpy", &k, d.out()) == PTXGATE_OK);
+    ptxgate_buffer *y = nullptr, *x = nullptr;
+    REQUIRE(ptxgate_buffer_allocate(fake.rt, 4000, &y, d.out()) == PTXGATE_OK);
+    REQUIRE(ptxgate_buffer_allocate(fake.rt, 4000, &x, d.out()) == PTXGATE_OK);
+    ptxgate_launch_config config{};
+    config.grid[0] = 4;  // 1024 threads over 1000 floats: in bounds for n = 1000 only
+    config.grid[1] = config.grid[2] = 1;
+    ptxgate_arg in_bounds[] = {buffer(y), buffer(x), scalar(PTXGATE_DTYPE_F32, f32_bits(2.0f)),
+                               scalar(PTXGATE_DTYPE_U32, 1000)};
+    ptxgate_arg past[] = {buffer(y), buffer(x), scalar(PTXGATE_DTYPE_F32, f32_bits(2.0f)),
+                          scalar(PTXGATE_DTYPE_U32, 1024)};
+    REQUIRE_MESSAGE(ptxgate_kernel_launch(k, &config, in_bounds, 4, nullptr, d.out()) == PTXGATE_OK, d.text());
+    const int launches = fake_state().launches;
+    CHECK(ptxgate_kernel_launch(k, &config, past, 4, nullptr, d.out()) == PTXGATE_ERROR);
+    CHECK(d.has("PG3801"));
+    CHECK(ptxgate_kernel_check(k, &config, past, 4, nullptr, d.out()) == PTXGATE_ERROR);
+    CHECK(d.has("PG3801"));
+    CHECK(fake_state().launches == launches);
+    ptxgate_buffer_free(y);
+    ptxgate_buffer_free(x);
+    ptxgate_kernel_free(k);
+  }
+  {
+    ptxgate::testing::FakeCapiRuntime strict(/*require_memory_proof=*/true);
+    const char* gather = "kernel gather(out y: f32[], in idx: u32[], in x: f32[], n: u32) {\n"
+                         "  let i = global_id.x;\n  if (i < n) { y[i] = x[idx[i]]; }\n}\n";
+    ptxgate_kernel* k = nullptr;
+    REQUIRE(ptxgate_runtime_compile(strict.rt, gather, std::strlen(gather), "gather.pg", "gather", &k, d.out()) ==
+            PTXGATE_OK);
+    ptxgate_buffer *y = nullptr, *idx = nullptr, *x = nullptr;
+    for (ptxgate_buffer** b : {&y, &idx, &x}) REQUIRE(ptxgate_buffer_allocate(strict.rt, 256, b, d.out()) == PTXGATE_OK);
+    ptxgate_launch_config config{};
+    config.grid[0] = config.grid[1] = config.grid[2] = 1;
+    config.block[0] = 64;
+    config.block[1] = config.block[2] = 1;
+    ptxgate_arg args[] = {buffer(y), buffer(idx), buffer(x), scalar(PTXGATE_DTYPE_U32, 64)};
+    CHECK(ptxgate_kernel_launch(k, &config, args, 4, nullptr, d.out()) == PTXGATE_ERROR);
+    CHECK(d.has("PG3802"));
+    CHECK(fake_state().launches == 0);
+    for (ptxgate_buffer* b : {y, idx, x}) ptxgate_buffer_free(b);
+    ptxgate_kernel_free(k);
+  }
+}
+
+TEST_CASE("capi: a checked runtime passes the buffers' lengths and a record, and reports a violation as PG3804") {
+  ptxgate::testing::FakeCapiRuntime fake(/*require_memory_proof=*/false, /*checked=*/true);
+  Diags d;
+  // x[idx[i]] depends on the data: not provable, so the launch goes ahead and its guard decides.
+  const char* gather = "@workgroup(256)\nkernel gather(out y: f32[], in idx: u32[], in x: f32[], n: u32) {\n"
+                       "  let i = global_id.x;\n  if (i < n) { y[i] = x[idx[i]]; }\n}\n";
   ptxgate_kernel* k = nullptr;
-  REQUIRE_MESSAGE(ptxgate_runtime_compile(fake.rt, kSaxpy, std::strlen(kSaxpy), "saxpy.pg", "saxpy", &k, d.out()) == PTXGATE_OK,
+  REQUIRE_MESSAGE(ptxgate_runtime_compile(fake.rt, gather, std::strlen(gather), "gather.pg", "gather", &k, d.out()) ==
+                      PTXGATE_OK,
                   d.text());
   auto info = nlohmann::json::parse(ptxgate_kernel_json(k));
   REQUIRE(info.contains("checked"));
-  ptxgate_buffer *y = nullptr, *x = nullptr;
+  ptxgate_buffer *y = nullptr, *idx = nullptr, *x = nullptr;
   REQUIRE(ptxgate_buffer_allocate(fake.rt, 4000, &y, d.out()) == PTXGATE_OK);
+  REQUIRE(ptxgate_buffer_allocate(fake.rt, 4000, &idx, d.out()) == PTXGATE_OK);
   REQUIRE(ptxgate_buffer_allocate(fake.rt, 2000, &x, d.out()) == PTXGATE_OK);
   ptxgate_launch_config config{};
   config.grid[0] = 4;
   config.grid[1] = config.grid[2] = 1;
   fake_state().model_memory = true;
-  fake_state().param_sizes = {8, 8, 4, 4, 8, 8, 8};
-  ptxgate_arg args[] = {buffer(y), buffer(x), scalar(PTXGATE_DTYPE_F32, f32_bits(2.0f)), scalar(PTXGATE_DTYPE_U32, 1000)};
+  fake_state().param_sizes = {8, 8, 8, 4, 8, 8, 8, 8};
+  ptxgate_arg args[] = {buffer(y), buffer(idx), buffer(x), scalar(PTXGATE_DTYPE_U32, 1000)};
   REQUIRE_MESSAGE(ptxgate_kernel_launch(k, &config, args, 4, nullptr, d.out()) == PTXGATE_OK, d.text());
-  REQUIRE(fake_state().last_params.size() == 7);
+  REQUIRE(fake_state().last_params.size() == 8);
   CHECK(fake_state().last_params[4] == 4000);  // y's length in bytes
-  CHECK(fake_state().last_params[5] == 2000);  // x's
-  const uint64_t record = fake_state().last_params[6];
+  CHECK(fake_state().last_params[5] == 4000);  // idx's
+  CHECK(fake_state().last_params[6] == 2000);  // x's
+  const uint64_t record = fake_state().last_params[7];
   REQUIRE(record != 0);
-  // What the kernel would write for thread 244 of block 1 reading x[500] (x holds 500 floats).
+  // What the kernel would write for thread 244 of block 1 reading x[700] (x holds 500 floats).
   uint32_t site = UINT32_MAX;
   for (const auto& s : info["checked"]["sites"])
-    if (s["operation"] == "x[i]") site = s["id"].get<uint32_t>();
+    if (s["operation"] == "x[idx[i]]") site = s["id"].get<uint32_t>();
   REQUIRE(site != UINT32_MAX);
   ptxgate::contract::CheckedRecord r;
   r.count = 1;
@@ -372,19 +396,20 @@ TEST_CASE("capi: a checked runtime passes the buffers' lengths and a record, and
   r.reason = static_cast<uint32_t>(ptxgate::contract::Violation::out_of_bounds);
   r.thread = {244, 0, 0};
   r.block = {1, 0, 0};
-  r.value = 500;
+  r.value = 700;
   r.limit = 2000;
   const auto bytes = r.encode();
   fake_state().write_memory(record, bytes.data(), bytes.size());
   CHECK(ptxgate_runtime_synchronize(fake.rt, d.out()) == PTXGATE_ERROR);
   CHECK(d.has("PG3804"));
-  CHECK(d.text().find("x[i] would read buffer 'x' out of bounds: thread (244, 0, 0) of block (1, 0, 0)") != std::string::npos);
+  CHECK_MESSAGE(d.text().find("x[idx[i]] would read buffer 'x' out of bounds: thread (244, 0, 0) of block (1, 0, 0)") !=
+                    std::string::npos,
+                d.text());
   // Reported once; the runtime goes on.
   Diags again;
   CHECK(ptxgate_runtime_synchronize(fake.rt, again.out()) == PTXGATE_OK);
   REQUIRE(ptxgate_kernel_launch(k, &config, args, 4, nullptr, again.out()) == PTXGATE_OK);
-  ptxgate_buffer_free(y);
-  ptxgate_buffer_free(x);
+  for (ptxgate_buffer* b : {y, idx, x}) ptxgate_buffer_free(b);
   ptxgate_kernel_free(k);
 }
 

@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -50,14 +51,15 @@ struct CapiDiagnostics {
 /// driver table is restored when it goes.
 struct FakeCapiRuntime {
   ptxgate_runtime* rt = nullptr;
-  /// `checked`: ptxgate_runtime_options.checked.
-  explicit FakeCapiRuntime(bool checked = false) {
+  /// ptxgate_runtime_options' require_memory_proof and checked.
+  explicit FakeCapiRuntime(bool require_memory_proof = false, bool checked = false) {
     backend::testing::reset_fake_state();
     static backend::DriverApi api = backend::testing::make_fake_driver();
     backend::install_driver_for_testing(&api);
     ptxgate_runtime_options ro;
     ptxgate_runtime_options_init(&ro);
     ro.disk_cache = 0;
+    ro.require_memory_proof = require_memory_proof ? 1 : 0;
     ro.checked = checked ? 1 : 0;
     CapiDiagnostics d;
     REQUIRE_MESSAGE(ptxgate_runtime_create(&ro, &rt, d.out()) == PTXGATE_OK, d.text());
@@ -69,6 +71,68 @@ struct FakeCapiRuntime {
     backend::install_driver_for_testing(nullptr);
   }
 };
+
+/// C arguments as a C caller fills them.
+inline ptxgate_arg scalar(ptxgate_dtype type, uint64_t bits) {
+  ptxgate_arg a{};
+  a.kind = PTXGATE_ARG_SCALAR;
+  a.dtype = type;
+  a.device = -1;
+  a.bits = bits;
+  return a;
+}
+
+inline ptxgate_arg real(double v) {
+  ptxgate_arg a{};
+  a.kind = PTXGATE_ARG_REAL;
+  a.device = -1;
+  std::memcpy(&a.bits, &v, 8);
+  return a;
+}
+
+inline ptxgate_arg integer(int64_t v) {
+  ptxgate_arg a{};
+  a.kind = PTXGATE_ARG_INTEGER;
+  a.device = -1;
+  a.bits = static_cast<uint64_t>(v);
+  return a;
+}
+
+inline ptxgate_arg buffer(ptxgate_buffer* b, ptxgate_dtype type = PTXGATE_DTYPE_UNKNOWN, uint64_t elements = 0) {
+  ptxgate_arg a{};
+  a.kind = PTXGATE_ARG_BUFFER;
+  a.dtype = type;
+  a.device = -1;
+  a.buffer = b;
+  a.elements = elements;
+  return a;
+}
+
+inline ptxgate_arg pointer(uint64_t p, ptxgate_dtype type, uint64_t elements, int device) {
+  ptxgate_arg a{};
+  a.kind = PTXGATE_ARG_POINTER;
+  a.dtype = type;
+  a.device = device;
+  a.pointer = p;
+  a.elements = elements;
+  return a;
+}
+
+inline uint64_t f32_bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+/// A launch configuration of `grid` blocks of the kernel's own block size.
+inline ptxgate_launch_config linear(uint64_t grid, uint64_t block = 0) {
+  ptxgate_launch_config c{};
+  c.grid[0] = grid;
+  c.grid[1] = c.grid[2] = 1;
+  c.block[0] = block;
+  c.block[1] = c.block[2] = block != 0 ? 1 : 0;
+  return c;
+}
 
 /// The text of tests/unit/ptx/NAME (PTX written by nvcc, NVRTC and Triton).
 inline std::string ptx_fixture(const std::string& name) {

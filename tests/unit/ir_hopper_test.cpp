@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ptxgate/backend/arg.hpp"
+#include "ptxgate/backend/internal/arguments.hpp"
 #include "ptxgate/backend/tensor_map.hpp"
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/contract/kernel_info.hpp"
@@ -238,7 +239,7 @@ TEST_CASE("hopper: a tensor map binds only to a tensor_map parameter (PG3712), b
   REQUIRE(bound);
   CHECK(bound->size == 128);
   backend::BoundSlot slot;
-  CHECK(backend::argument_slot(a, slot) == static_cast<void*>(map.words.data()));
+  CHECK(backend::internal::argument_slot(a, slot) == static_cast<void*>(map.words.data()));
   auto wrong = backend::bind_argument(Arg(7u), map_param, "k");
   REQUIRE_FALSE(wrong);
   CHECK(wrong.error().items()[0].code == diag::Code::tensor_map_argument_mismatch);
@@ -252,14 +253,14 @@ TEST_CASE("hopper: a tensor map binds only to a tensor_map parameter (PG3712), b
   kernel.params[0].index = 0, kernel.params[1].index = 1;
   contract::LaunchPlan plan = validation_test::plan({1, 1, 1}, {128, 1, 1});
   plan.arguments_known = true;
-  plan.arguments = {backend::describe_argument(a), backend::describe_argument(Arg(7u))};
+  plan.arguments = {backend::internal::describe_argument(a), backend::internal::describe_argument(Arg(7u))};
   const auto caps = validation_test::caps_of("h100-sxm");
   const auto resources = validation_test::resources(32);
   auto fine = validation::check_launch(kernel, resources, plan, caps);
   INFO(diag::render_text(fine.diagnostics));
   CHECK(validation_test::count(fine, diag::Code::tensor_map_argument_mismatch) == 0);
   CHECK(fine.launchable);
-  plan.arguments = {backend::describe_argument(Arg(uint64_t{7})), backend::describe_argument(a)};
+  plan.arguments = {backend::internal::describe_argument(Arg(uint64_t{7})), backend::internal::describe_argument(a)};
   auto swapped = validation::check_launch(kernel, resources, plan, caps);
   CHECK(validation_test::count(swapped, diag::Code::tensor_map_argument_mismatch) == 2);
   CHECK_FALSE(swapped.launchable);

@@ -3,11 +3,14 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <regex>
 #include <string>
 
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/ir/builder.hpp"
+#include "ptxgate/ir/float_bits.hpp"
 #include "ptxgate/ir/frontend.hpp"
 #include "ptxgate/ir/parser.hpp"
 #include "ptxgate/ir/printer.hpp"
@@ -192,3 +195,38 @@ TEST_CASE("small types: printing and the builder") {
   CHECK(ir::verify(m, nullptr).empty());
   CHECK(ir::print(m) == text);
 }
+
+TEST_CASE("small types: float_bits rounds a double to each float type to nearest, ties to even") {
+  CHECK(ir::float_bits(1.0, ir::Type::f16) == 0x3c00u);
+  CHECK(ir::float_bits(1.00048828125, ir::Type::f16) == 0x3c00u);  // a tie: even 1.0
+  CHECK(ir::float_bits(1.00146484375, ir::Type::f16) == 0x3c02u);  // a tie: even 1.001953125
+  CHECK(ir::float_bits(65504.0, ir::Type::f16) == 0x7bffu);
+  CHECK(ir::float_bits(65519.0, ir::Type::f16) == 0x7bffu);
+  CHECK_FALSE(ir::float_bits(65520.0, ir::Type::f16));  // rounds to infinity: does not fit
+  CHECK(ir::float_bits(-0.0, ir::Type::f16) == 0x8000u);
+  CHECK(ir::float_bits(5.960464477539063e-08, ir::Type::f16) == 0x0001u);  // the smallest subnormal
+  CHECK(ir::float_bits(2.9802322387695312e-08, ir::Type::f16) == 0x0000u);  // half of it: a tie to even 0
+  CHECK(ir::float_bits(6.103515625e-05, ir::Type::f16) == 0x0400u);         // the smallest normal
+  CHECK(ir::float_bits(std::ldexp(1023.5, -24), ir::Type::f16) == 0x0400u);  // a tie above the largest subnormal
+  CHECK(ir::float_bits(std::ldexp(1023.25, -24), ir::Type::f16) == 0x03ffu);
+  CHECK(ir::float_bits(1e-300, ir::Type::f16) == 0x0000u);
+  CHECK(ir::float_bits(std::numeric_limits<double>::infinity(), ir::Type::f16) == 0x7c00u);
+  CHECK((*ir::float_bits(std::numeric_limits<double>::quiet_NaN(), ir::Type::f16) & 0x7c00u) == 0x7c00u);
+  CHECK((*ir::float_bits(std::numeric_limits<double>::quiet_NaN(), ir::Type::f16) & 0x3ffu) != 0);
+  CHECK(ir::float_bits(1.0, ir::Type::bf16) == 0x3f80u);
+  CHECK(ir::float_bits(1.00390625, ir::Type::bf16) == 0x3f80u);  // a tie: even 1.0
+  CHECK(ir::float_bits(1.01171875, ir::Type::bf16) == 0x3f82u);  // a tie: even 1.015625
+  CHECK(ir::float_bits(-3.0, ir::Type::bf16) == 0xc040u);
+  CHECK(ir::float_bits(3.3895313892515355e38, ir::Type::bf16) == 0x7f7fu);  // the largest finite
+  CHECK_FALSE(ir::float_bits(3.4e38, ir::Type::bf16));
+  CHECK(ir::float_bits(0.1, ir::Type::f32) == 0x3dcccccdu);
+  CHECK_FALSE(ir::float_bits(1e39, ir::Type::f32));
+  CHECK(ir::float_bits(0.1, ir::Type::f64) == 0x3fb999999999999aull);
+  CHECK_FALSE(ir::float_bits(1.0, ir::Type::i32));
+  for (uint32_t h = 0; h < 0x7c00; ++h) {  // every finite positive half round-trips through its value
+    CHECK_MESSAGE(ir::float_bits(ir::half_value(static_cast<uint16_t>(h), ir::Type::f16), ir::Type::f16) == h, h);
+    if (h % 97 == 0)
+      CHECK(ir::float_bits(ir::half_value(static_cast<uint16_t>(h), ir::Type::bf16), ir::Type::bf16) == h);
+  }
+}
+
