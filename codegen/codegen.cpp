@@ -95,11 +95,18 @@ std::expected<void, diag::Diagnostics> check_hopper_target(const ir::Module& ver
 std::expected<void, diag::Diagnostics> check_checked_limits(const ir::Module& verified, bool checked) {
   if (!checked) return {};
   diag::Diagnostics d;
-  diag::Location where;
-  where.file = verified.path;
-  for (const auto& k : verified.kernels) {
+  for (size_t ki = 0; ki < verified.kernels.size(); ++ki) {
+    const auto& k = verified.kernels[ki];
     size_t buffers = 0;
-    for (const auto& p : k.params) buffers += p.is_buffer;
+    // The diagnostic points at the first buffer parameter past the limit.
+    diag::Location where;
+    where.file = verified.path;
+    for (size_t i = 0; i < k.params.size(); ++i) {
+      if (!k.params[i].is_buffer) continue;
+      if (++buffers == contract::kMaxCheckedBuffers + 1 && verified.access_sites &&
+          ki < verified.access_sites->parameters.size() && i < verified.access_sites->parameters[ki].size())
+        where = verified.access_sites->parameters[ki][i];
+    }
     if (buffers > contract::kMaxCheckedBuffers)
       d.add(diag::Code::too_many_parameters,
             fmt::format("kernel '{}' has {} buffer parameters; checked mode passes each one's length with the launch "

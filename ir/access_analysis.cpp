@@ -9,6 +9,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "ptxgate/ir/access_sites.hpp"
 #include "ptxgate/ir/printer.hpp"
 #include "ptxgate/ir/sym_eval.hpp"
 
@@ -197,14 +198,7 @@ class Analysis {
     s.value = kind == AccessKind::write && value_ != kNone ? static_cast<int32_t>(value_) : -1;
     s.operation = print(operation);
     s.index_text = print(index_expr);
-    if (file_ && operation.range.length > 0) {
-      auto [line, column] = file_->line_col(operation.range.offset);
-      s.line = line;
-      s.column = column;
-      s.source_line = std::string(file_->line_text(line));
-      s.length = std::max<uint32_t>(1, std::min<uint32_t>(operation.range.length,
-                                                           static_cast<uint32_t>(s.source_line.size()) + 1 - column));
-    }
+    place_site(s, file_, operation.range);
     facts_.sites.push_back(std::move(s));
   }
 

@@ -76,14 +76,7 @@ class Numbering {
       a.index_text = print(*index);
       if (is_integer(index->type)) a.index_type = index->type;
     }
-    if (file_ && operation.range.length > 0) {
-      auto [line, column] = file_->line_col(operation.range.offset);
-      a.line = line;
-      a.column = column;
-      a.source_line = std::string(file_->line_text(line));
-      a.length = std::max<uint32_t>(1, std::min<uint32_t>(operation.range.length,
-                                                           static_cast<uint32_t>(a.source_line.size()) + 1 - column));
-    }
+    place_site(a, file_, operation.range);
     return a;
   }
 
@@ -188,7 +181,16 @@ std::shared_ptr<const AccessSiteTable> number_access_sites(Module& module, const
   auto table = std::make_shared<AccessSiteTable>();
   Numbering n(file, *table);
   for (Function& f : module.functions) table->functions.push_back(n.routine(f));
-  for (Kernel& k : module.kernels) table->kernels.push_back(n.routine(k));
+  for (Kernel& k : module.kernels) {
+    table->kernels.push_back(n.routine(k));
+    auto& params = table->parameters.emplace_back();
+    for (const Param& p : k.params) {
+      diag::Location where;
+      where.file = module.path;
+      params.push_back(file != nullptr && p.range.length > 0 ? diag::locate(*file, p.range.offset, p.range.length)
+                                                             : where);
+    }
+  }
   return table;
 }
 

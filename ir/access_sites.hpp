@@ -2,6 +2,7 @@
 // identity of a checked-mode guard (codegen) and of the access facts' sites (AccessSite::source).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <expected>
 #include <memory>
@@ -43,6 +44,32 @@ struct SourceAccess {
   bool operator==(const SourceAccess&) const = default;
 };
 
+/// Gives `site` (a SourceAccess or an AccessSite: line, column, length, source_line) the position
+/// of `range` in `file`, its length cut at the end of the range's first line; nothing without a
+/// file or an empty range (a builder module's).
+template <class Site>
+void place_site(Site& site, const diag::SourceFile* file, SourceRange range) {
+  if (file == nullptr || range.length == 0) return;
+  auto [line, column] = file->line_col(range.offset);
+  site.line = line;
+  site.column = column;
+  site.source_line = std::string(file->line_text(line));
+  site.length =
+      std::max<uint32_t>(1, std::min<uint32_t>(range.length, static_cast<uint32_t>(site.source_line.size()) + 1 - column));
+}
+
+/// Where a diagnostic about `site` (a SourceAccess or an AccessSite) points, in `file`.
+template <class Site>
+diag::Location site_location(const Site& site, std::string file) {
+  diag::Location l;
+  l.file = std::move(file);
+  l.line = site.line;
+  l.column = site.column;
+  l.length = site.length;
+  l.source_line = site.source_line;
+  return l;
+}
+
 /// The sites of a module, by number (Expr::access_site), and the range of numbers each routine holds.
 struct AccessSiteTable {
   std::vector<SourceAccess> sites;
@@ -51,6 +78,9 @@ struct AccessSiteTable {
   };
   std::vector<Range> functions;  ///< by Module::functions
   std::vector<Range> kernels;    ///< by Module::kernels
+  /// Each kernel's parameters as written (Module::kernels, then parameter order): where a
+  /// diagnostic about a parameter points (checked mode's buffer limit, PG1906).
+  std::vector<std::vector<diag::Location>> parameters;
 };
 
 /// How many site numbers an access expression takes (0: not an access).

@@ -39,12 +39,7 @@ bool report_checked_violation(diag::Diagnostics& out, const contract::CheckedInf
     return true;
   }
   const ir::SourceAccess& a = site->access;
-  diag::Location where;
-  where.file = file;
-  where.line = a.line;
-  where.column = a.column;
-  where.length = a.length;
-  where.source_line = a.source_line;
+  const diag::Location where = ir::site_location(a, file);
   const std::string in_function = a.routine.empty() || a.routine == kernel ? "" : fmt::format(" (in '{}')", a.routine);
   const auto reason = static_cast<contract::Violation>(record.reason);
   std::string message, fix;
