@@ -9,8 +9,8 @@
 # interleaved in alternating order, every result checked at the timed size) in four processes: unchecked,
 # checked, checked, unchecked (the two unchecked runs, the two checked ones and the nvcc twins are the A/A
 # controls); the SASS of each workload kernel both ways (cuobjdump: registers and instructions); a faulty
-# program (bench/checked/faulty_gather.pg) checked against the same program under compute-sanitizer
-# memcheck, whole-program wall time and kernel time. STEPS=faulty runs only that last step.
+# GPU program (bench/checked_faulty.cpp: data made on the device, thousands of launches) checked against the
+# same program under compute-sanitizer memcheck, whole-program wall time (run first). STEPS=faulty runs only it.
 set -uo pipefail
 
 bundle() {
@@ -18,7 +18,8 @@ bundle() {
   local dir=$1 build=${BUILD:-build} cuda=${CUDA_HOME:-/usr/local/cuda}
   rm -rf "$dir"
   mkdir -p "$dir/bin" "$dir/lib" "$dir/examples" "$dir/kernels" "$dir/cubins" "$dir/profiles"
-  cp "$build/tools/ptxgate" "$build/tests/gpu/ptxgate_gpu_tests" "$build/bench/ptxgate_gpu_bench" "$dir/bin/"
+  cp "$build/tools/ptxgate" "$build/tests/gpu/ptxgate_gpu_tests" "$build/bench/ptxgate_gpu_bench" \
+    "$build/bench/ptxgate_checked_faulty" "$dir/bin/"
   cp -L "$build/libptxgate.so.0" "$dir/lib/"
   strip --strip-unneeded "$dir/lib/libptxgate.so.0" "$dir/bin/"*
   ldd "$dir/lib/libptxgate.so.0" "$dir"/bin/* | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
@@ -48,9 +49,33 @@ device() {
   export PTXGATE_CACHE_DIR="$work/cache" CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
   [[ -x "$CUDA_HOME/bin/ptxas" ]] && export PTXGATE_PTXAS="$CUDA_HOME/bin/ptxas"
   local cli="$here/bin/ptxgate" bench="$here/bin/ptxgate_gpu_bench" tests="$here/bin/ptxgate_gpu_tests"
-  local log="$work/steps.txt"
+  local log="$out/steps.txt"  # written as the steps go: a run cut short keeps what it did
   say() { echo "$*" | tee -a "$log"; }
   say "gpu: $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader)"
+
+  # The faulty program (bench/checked_faulty.cpp): a smoother whose matrix is built on the device with an
+  # off-by-one column, SIDE^2 cells, STEPS launches; whole-program wall time, checked against memcheck.
+  local prog="$here/bin/ptxgate_checked_faulty" side=${FAULTY_SIDE:-1024} steps=${FAULTY_STEPS:-4000}
+  "$prog" 64 2 >/dev/null 2>&1  # warm the module cache (both modes)
+  "$prog" --checked 64 2 >/dev/null 2>&1
+  timed() {  # timed NAME COMMAND...: wall seconds to $work/NAME.wall, output to $work/NAME.log
+    local name=$1 t0 t1
+    shift
+    t0=$(date +%s%N)
+    timeout --kill-after=5 "${FAULTY_LIMIT:-100}" "$@" >"$work/$name.log" 2>&1
+    local rc=$?
+    t1=$(date +%s%N)
+    awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", (b - a) / 1e9 }' >"$work/$name.wall"
+    echo "$rc" >"$work/$name.rc"
+    say "$name: exit $rc, $(cat "$work/$name.wall") s wall; $(grep -E '^checked_faulty:|error\[PG|ERROR SUMMARY' "$work/$name.log" | head -3 | tr '\n' ' ')"
+  }
+  # Alternating order; the two checked runs are the A/A control.
+  timed faulty_checked "$prog" --checked "$side" "$steps"
+  timed faulty_memcheck_continue compute-sanitizer --tool memcheck --print-limit 10 --destroy-on-device-error kernel \
+    "$prog" "$side" "$steps"
+  timed faulty_checked_2 "$prog" --checked "$side" "$steps"
+  timed faulty_unchecked "$prog" "$side" "$steps"
+  timed faulty_memcheck compute-sanitizer --tool memcheck --print-limit 10 "$prog" "$side" "$steps"
 
   export PTXGATE_GPU_CASE_TIMEOUT=${CASE_LIMIT:-60}
   if [[ "${STEPS:-all}" == all ]]; then
@@ -91,30 +116,9 @@ device() {
 
   fi
 
-  # The faulty program: 2^20 threads gathering 32 floats each; x one element short, so idx's last index is past it.
-  local n=1048576 w=32 faulty="$here/kernels/faulty_gather.pg"
-  local args=(--kernel gather_sum --arg y=buffer:$((4 * n)) --arg x=random:$((n * w - 1)) --arg idx=iota:$((n * w))
-              --arg n=$n --arg width=$w --time "${FAULTY_RUNS:-20}")
-  "$cli" run "$faulty" "${args[@]}" >/dev/null 2>&1  # warm the module cache (both modes)
-  "$cli" run "$faulty" "${args[@]}" --checked >/dev/null 2>&1
-  timed() {  # timed NAME COMMAND...: wall seconds to $work/NAME.wall, output to $work/NAME.log
-    local name=$1 t0 t1
-    shift
-    t0=$(date +%s%N)
-    timeout --kill-after=5 "${FAULTY_LIMIT:-150}" "$@" >"$work/$name.log" 2>&1
-    local rc=$?
-    t1=$(date +%s%N)
-    awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", (b - a) / 1e9 }' >"$work/$name.wall"
-    say "$name: exit $rc, $(cat "$work/$name.wall") s wall; $(grep -E '^time:|PG3804|ERROR SUMMARY|PG4050' "$work/$name.log" | head -3 | tr '\n' ' ')"
-  }
-  timed faulty_unchecked "$cli" run "$faulty" "${args[@]}"
-  timed faulty_checked "$cli" run "$faulty" "${args[@]}" --checked
-  timed faulty_memcheck compute-sanitizer --tool memcheck --print-limit 10 "$cli" run "$faulty" "${args[@]}"
-  timed faulty_memcheck_continue compute-sanitizer --tool memcheck --print-limit 10 --destroy-on-device-error kernel \
-    "$cli" run "$faulty" "${args[@]}"
-
   python3 "$here/checked_report.py" "$work" >"$out/checked_cost.md" 2>"$work/report.err"
   cat "$log" >>"$out/checked_cost.md"
+  cp "$log" "$work/steps.txt"
   tar -czf "$out/logs.tar.gz" -C "$work" --exclude=cache . 2>/dev/null
   cat "$out/checked_cost.md"
 }
