@@ -331,7 +331,7 @@ kernel k(out y: f32[], m: tensor_map, x0: i32) {
 )");
   auto tc = codegen::compile(t.module, [] {
     auto o = options(true);
-    o.target = "sm_90a";
+    o.target = ir::Target(90, ir::Target::Variant::arch_specific);
     return o;
   }());
   REQUIRE(tc);
