@@ -1,8 +1,13 @@
 // Benchmark: fresh check_launch (no ptxas) and the launch cache fast path, median ns per call; and
-// what the memory-safety part adds to a fresh check_launch for kernels of several sizes.
+// what the memory-safety part adds to a fresh check_launch for kernels of several sizes and for
+// every shipped kernel at its documented launch (bench/shipped_launches.hpp).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <deque>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "ptxgate/backend/internal/launch_cache.hpp"
@@ -11,6 +16,7 @@
 #include "ptxgate/validation/check.hpp"
 #include "ptxgate/validation/launch_shape.hpp"
 #include "ptxgate/validation/profiles.hpp"
+#include "shipped_launches.hpp"
 
 using namespace ptxgate;
 using namespace ptxgate::validation;
@@ -28,6 +34,40 @@ double median_ns_per_call(F&& body, int iterations, int batches) {
   }
   std::nth_element(samples.begin(), samples.begin() + batches / 2, samples.end());
   return samples[batches / 2];
+}
+
+/// The memory-safety part of a fresh check_launch: batches with and without the kernel's access
+/// facts alternate, each about 2 ms of checks (3 to 5000 calls); the median of each side.
+struct MemoryCost {
+  double with = 0, without = 0;
+};
+MemoryCost memory_cost(const contract::KernelInfo& info, const contract::KernelResources& r, const contract::LaunchPlan& p,
+                       const DeviceCaps& caps) {
+  contract::KernelInfo bare = info;
+  bare.access = nullptr;
+  volatile bool sink = false;
+  const auto iterations_for = [&](const contract::KernelInfo& k) {
+    auto start = std::chrono::steady_clock::now();
+    sink = check_launch(k, r, p, caps).launchable;
+    const double one = std::max(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count(), 1.0);
+    return std::clamp(static_cast<int>(2e6 / one), 3, 5000);
+  };
+  const int n[2] = {iterations_for(info), iterations_for(bare)};
+  std::vector<double> with, without;
+  for (int b = 0; b < 25; ++b)
+    for (int side = 0; side < 2; ++side) {
+      const bool facts = (side == 0) == (b % 2 == 0);
+      const contract::KernelInfo& k = facts ? info : bare;
+      const int count = n[facts ? 0 : 1];
+      auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < count; ++i) sink = check_launch(k, r, p, caps).launchable;
+      (facts ? with : without)
+          .push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() / count);
+    }
+  (void)sink;
+  std::nth_element(with.begin(), with.begin() + 12, with.end());
+  std::nth_element(without.begin(), without.begin() + 12, without.end());
+  return {with[12], without[12]};
 }
 
 /// A kernel of the IR for the memory-safety rows: its KernelInfo (with the access facts) and a
@@ -127,6 +167,7 @@ int main() {
     double with, without;
   };
   std::vector<MemoryRow> memory_rows;
+  std::deque<std::string> shipped_names;
   for (const MemoryCase& m : kMemoryCases) {
     diag::SourceFile file("bench.pg", m.text);
     auto loaded = ir::load_module(file);
@@ -154,16 +195,62 @@ int main() {
     }
     contract::KernelResources r;
     r.registers_per_thread = 32;
-    if (!check_launch(info, r, p, *caps).launchable || !check_launch(info, r, p, *caps).memory ||
-        check_launch(info, r, p, *caps).memory->proven != check_launch(info, r, p, *caps).memory->sites) {
+    const Verdict v = check_launch(info, r, p, *caps);
+    if (!v.launchable || !v.memory || v.memory->proven != v.memory->sites) {
       std::fprintf(stderr, "%s: not launchable with every access proven\n", m.name);
       return 1;
     }
-    const double with = median_ns_per_call([&](int) { sink = check_launch(info, r, p, *caps).launchable; }, 5000, 25);
-    contract::KernelInfo bare = info;
-    bare.access = nullptr;
-    const double without = median_ns_per_call([&](int) { sink = check_launch(bare, r, p, *caps).launchable; }, 5000, 25);
-    memory_rows.push_back({m.name, with, without});
+    const MemoryCost cost = memory_cost(info, r, p, *caps);
+    memory_rows.push_back({m.name, cost.with, cost.without});
+  }
+  // The shipped kernels at their documented launches.
+  for (const shipped::Launch& l : shipped::shipped_launches()) {
+    std::ifstream in(std::string(PTXGATE_SOURCE_DIR) + "/" + l.file);
+    std::stringstream text;
+    text << in.rdbuf();
+    diag::SourceFile file(l.file, text.str());
+    auto loaded = ir::load_module(file);
+    if (!loaded) {
+      std::fprintf(stderr, "%s", diag::render_text(loaded.error()).c_str());
+      return 1;
+    }
+    const std::vector<contract::KernelInfo> infos = codegen::describe(loaded->module);
+    auto info = std::find_if(infos.begin(), infos.end(), [&](const contract::KernelInfo& k) { return k.name == l.kernel; });
+    if (info == infos.end()) {
+      std::fprintf(stderr, "%s: no kernel %s\n", l.file, l.kernel);
+      return 1;
+    }
+    contract::LaunchPlan p;
+    p.grid = l.grid;
+    p.block = l.block;
+    p.block_given = true;
+    p.cooperative = info->cooperative;
+    p.dynamic_shared_bytes = l.dynamic_shared;
+    p.arguments_known = true;
+    for (const auto& param : info->params) {
+      contract::ArgumentDesc d;
+      d.kind = param.is_buffer ? contract::ArgumentDesc::Kind::buffer : contract::ArgumentDesc::Kind::scalar;
+      d.size_bytes = param.size_bytes;
+      uint64_t value = 0;
+      for (const auto& [name, bits] : l.arguments)
+        if (name == param.name) value = bits;
+      if (param.is_buffer) {
+        d.buffer_bytes = value;
+      } else {
+        d.scalar_type = param.type;
+        d.scalar_bits = value;
+      }
+      p.arguments.push_back(d);
+    }
+    contract::KernelResources r;
+    r.registers_per_thread = 32;
+    if (!check_launch(*info, r, p, *caps).launchable) {
+      std::fprintf(stderr, "%s %s: not launchable\n%s", l.file, l.kernel, diag::render_text(check_launch(*info, r, p, *caps).diagnostics).c_str());
+      return 1;
+    }
+    const MemoryCost cost = memory_cost(*info, r, p, *caps);
+    shipped_names.push_back(std::string(l.file) + " " + l.kernel);
+    memory_rows.push_back({shipped_names.back().c_str(), cost.with, cost.without});
   }
   (void)sink;
 
@@ -177,6 +264,6 @@ int main() {
               lookup_worst);
   std::printf("memory safety (fresh check_launch with the kernel's access facts, minus without them)\n");
   for (const MemoryRow& m : memory_rows)
-    std::printf("  %-52s %8.1f ns (%.1f with, %.1f without)\n", m.name, m.with - m.without, m.with, m.without);
+    std::printf("  %-56s %8.1f ns (%.1f with, %.1f without)\n", m.name, m.with - m.without, m.with, m.without);
   return 0;
 }
