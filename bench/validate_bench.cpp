@@ -104,7 +104,10 @@ const MemoryCase kMemoryCases[] = {
 
 }  // namespace
 
-int main() {
+/// `validate_bench [WORD]`: with WORD, only the memory-safety rows whose name contains it (for a profiler).
+int main(int argc, char** argv) {
+  const std::string only = argc > 1 ? argv[1] : "";
+  const auto wanted = [&](const std::string& name) { return only.empty() || name.find(only) != std::string::npos; };
   auto caps = load_profile("h100-sxm");
   if (!caps) {
     std::fprintf(stderr, "cannot load the h100-sxm profile\n");
@@ -131,20 +134,22 @@ int main() {
                     {contract::ArgumentDesc::Kind::scalar, 4, false, false, ir::Type::u32, std::nullopt}};
   plan.required_elements = {{0, 1 << 20}, {1, 1 << 20}};
 
+  // With a WORD the headline rows run once (their numbers are not printed).
+  const auto calls = [&](int n) { return only.empty() ? n : 1; };
   volatile bool sink = false;
   double fresh = median_ns_per_call(
-      [&](int) { sink = check_launch(kernel, res, plan, *caps).launchable; }, 20000, 25);
+      [&](int) { sink = check_launch(kernel, res, plan, *caps).launchable; }, calls(20000), 25);
 
   auto coop_plan = plan;
   coop_plan.cooperative = true;
   coop_plan.grid = {1056, 1, 1};
   double fresh_coop = median_ns_per_call(
-      [&](int) { sink = check_launch(kernel, res, coop_plan, *caps).launchable; }, 20000, 25);
+      [&](int) { sink = check_launch(kernel, res, coop_plan, *caps).launchable; }, calls(20000), 25);
 
   contract::LaunchPlan blocked = plan;
   blocked.block = {2048, 1, 1};
   double fresh_blocked = median_ns_per_call(
-      [&](int) { sink = check_launch(kernel, res, blocked, *caps).launchable; }, 5000, 25);
+      [&](int) { sink = check_launch(kernel, res, blocked, *caps).launchable; }, calls(5000), 25);
 
   // The cached fast path as the backend runs it: the plan's LaunchShape, then a launch cache lookup.
   backend::LaunchCache cache(plan.arguments.size());
@@ -154,13 +159,13 @@ int main() {
     cache.insert(LaunchShape::of(other), {256, 1, 1});
   }
   cache.insert(LaunchShape::of(plan), {256, 1, 1});
-  double cached = median_ns_per_call([&](int) { sink = cache.find(LaunchShape::of(plan)).has_value(); }, 1000000, 25);
+  double cached = median_ns_per_call([&](int) { sink = cache.find(LaunchShape::of(plan)).has_value(); }, calls(1000000), 25);
   const LaunchShape precomputed = LaunchShape::of(plan);
-  double lookup_only = median_ns_per_call([&](int) { sink = cache.find(precomputed).has_value(); }, 1000000, 25);
+  double lookup_only = median_ns_per_call([&](int) { sink = cache.find(precomputed).has_value(); }, calls(1000000), 25);
   auto oldest = plan;
   oldest.grid[0] = 1;
   const LaunchShape oldest_shape = LaunchShape::of(oldest);
-  double lookup_worst = median_ns_per_call([&](int) { sink = cache.find(oldest_shape).has_value(); }, 1000000, 25);
+  double lookup_worst = median_ns_per_call([&](int) { sink = cache.find(oldest_shape).has_value(); }, calls(1000000), 25);
   // The memory-safety part: the same fresh check_launch with and without the kernel's access facts.
   struct MemoryRow {
     const char* name;
@@ -169,6 +174,7 @@ int main() {
   std::vector<MemoryRow> memory_rows;
   std::deque<std::string> shipped_names;
   for (const MemoryCase& m : kMemoryCases) {
+    if (!wanted(m.name)) continue;
     diag::SourceFile file("bench.pg", m.text);
     auto loaded = ir::load_module(file);
     if (!loaded) {
@@ -205,6 +211,7 @@ int main() {
   }
   // The shipped kernels at their documented launches.
   for (const shipped::Launch& l : shipped::shipped_launches()) {
+    if (!wanted(std::string(l.file) + " " + l.kernel)) continue;
     std::ifstream in(std::string(PTXGATE_SOURCE_DIR) + "/" + l.file);
     std::stringstream text;
     text << in.rdbuf();
@@ -254,14 +261,16 @@ int main() {
   }
   (void)sink;
 
-  std::printf("validate_bench (median of 25 batches, ns per call)\n");
-  std::printf("  check_launch fresh, launchable saxpy with 4 arguments   %8.1f ns\n", fresh);
-  std::printf("  check_launch fresh, cooperative at capacity             %8.1f ns\n", fresh_coop);
-  std::printf("  check_launch fresh, blocked (diagnostics formatted)     %8.1f ns\n", fresh_blocked);
-  std::printf("  cached verdict: LaunchShape::of(plan) + LaunchCache::find %6.1f ns\n", cached);
-  std::printf("  cached verdict: find of a precomputed shape (last hit)  %8.1f ns\n", lookup_only);
-  std::printf("  cached verdict: find, another of %zu entries             %8.1f ns\n", backend::LaunchCache::kEntries,
-              lookup_worst);
+  if (only.empty()) {
+    std::printf("validate_bench (median of 25 batches, ns per call)\n");
+    std::printf("  check_launch fresh, launchable saxpy with 4 arguments   %8.1f ns\n", fresh);
+    std::printf("  check_launch fresh, cooperative at capacity             %8.1f ns\n", fresh_coop);
+    std::printf("  check_launch fresh, blocked (diagnostics formatted)     %8.1f ns\n", fresh_blocked);
+    std::printf("  cached verdict: LaunchShape::of(plan) + LaunchCache::find %6.1f ns\n", cached);
+    std::printf("  cached verdict: find of a precomputed shape (last hit)  %8.1f ns\n", lookup_only);
+    std::printf("  cached verdict: find, another of %zu entries             %8.1f ns\n", backend::LaunchCache::kEntries,
+                lookup_worst);
+  }
   std::printf("memory safety (fresh check_launch with the kernel's access facts, minus without them)\n");
   for (const MemoryRow& m : memory_rows)
     std::printf("  %-56s %8.1f ns (%.1f with, %.1f without)\n", m.name, m.with - m.without, m.with, m.without);
