@@ -100,10 +100,11 @@ struct SharedRaceSearch {
 /// enumeration a symbolic step proves a group race-free without it where it can: each index as an
 /// exact affine form of the thread coordinates and loop iteration counts (other thread-dependent
 /// parts as values within their bounds), and no two different threads' elements can meet. `bounds`:
-/// the launch's node bounds (ir::NodeBounds::base) when the caller has them; `search`: what decided.
+/// the launch's node bounds (ir::NodeBounds::base) when the caller has them; `search`: what decided;
+/// `prove` false: every group enumerated (the reference the fuzz target compares the proof with).
 std::vector<SharedRace> find_shared_races(const ir::AccessFacts& facts, const MemoryLaunch& launch,
                                           SharedRaceSearch* search = nullptr,
-                                          const std::vector<ir::Interval>* bounds = nullptr);
+                                          const std::vector<ir::Interval>* bounds = nullptr, bool prove = true);
 
 /// What report_memory_safety adds.
 struct MemoryReportOptions {

@@ -123,7 +123,17 @@ class RaceProof {
  public:
   RaceProof(const ir::AccessFacts& facts, const MemoryLaunch& launch, const std::vector<Interval>& bounds)
       : facts_(facts), launch_(launch), bounds_(bounds), varying_(thread_varying(facts)),
-        eval_(facts, launch.grid, launch.block, launch.dynamic_shared_bytes, launch.scalar_bits) {}
+        eval_(facts, launch.grid, launch.block, launch.dynamic_shared_bytes, launch.scalar_bits),
+        memo_(facts.nodes.size()), done_(facts.nodes.size(), 0) {
+    // The forms of nodes that read no loop variable are the same in every pass and group.
+    std::vector<uint8_t> loops(facts.nodes.size(), 0);
+    for (uint32_t i = 0; i < facts.nodes.size(); ++i) {
+      const ir::SymNode& n = facts.nodes[i];
+      const unsigned count = ir::sym_operand_count(n.op);
+      loops[i] = n.op == SymOp::loop || (count > 0 && loops[n.a]) || (count > 1 && loops[n.b]) || (count > 2 && loops[n.c]);
+      if (loops[i]) per_pass_.push_back(i);
+    }
+  }
 
   bool excludes(const std::vector<std::pair<uint32_t, uint32_t>>& pairs, const std::vector<uint32_t>& chain, bool last) {
     // The values every thread shares, at block 0 (the block the search evaluates) and this
@@ -133,8 +143,7 @@ class RaceProof {
       if (!varying_[facts_.loops[loop].variable] && !eval_.enter_loop(loop, last))
         return true;  // no thread enters the loop: nothing of the group runs in this pass
     chain_ = &chain;
-    memo_.assign(facts_.nodes.size(), std::nullopt);
-    done_.assign(facts_.nodes.size(), 0);
+    for (uint32_t id : per_pass_) done_[id] = 0;
     for (const auto& [x, y] : pairs)
       if (!disjoint(facts_.sites[x], facts_.sites[y])) return false;
     return true;
@@ -343,6 +352,7 @@ class RaceProof {
   const std::vector<uint32_t>* chain_ = nullptr;
   std::vector<std::optional<Form>> memo_;
   std::vector<uint8_t> done_;
+  std::vector<uint32_t> per_pass_;  ///< nodes whose form depends on the pass (they read a loop variable)
   std::vector<Integer> iterations_;
 };
 
@@ -363,7 +373,7 @@ std::vector<std::pair<uint32_t, uint32_t>> conflicting_pairs(const ir::AccessFac
 }  // namespace
 
 std::vector<SharedRace> find_shared_races(const ir::AccessFacts& facts, const MemoryLaunch& launch,
-                                          SharedRaceSearch* search, const std::vector<Interval>* bounds) {
+                                          SharedRaceSearch* search, const std::vector<Interval>* bounds, bool prove) {
   std::vector<SharedRace> races;
   SharedRaceSearch unused;
   SharedRaceSearch& counts = search ? *search : unused;
@@ -387,18 +397,18 @@ std::vector<SharedRace> find_shared_races(const ir::AccessFacts& facts, const Me
     if (!writes) continue;
     ++counts.groups;
     const auto pairs = conflicting_pairs(facts, sites);
-    if (pairs.empty()) {
+    if (prove && pairs.empty()) {
       ++counts.no_conflict;
       continue;
     }
     const std::vector<uint32_t> chain = chain_of(facts, std::get<2>(key));
-    if (!proof) {
+    if (prove && !proof) {
       if (!bounds) bounds = &own_bounds.emplace(facts, ir::LeafValues{launch.grid, launch.block, launch.dynamic_shared_bytes, &launch.scalar_bits}).base();
       proof.emplace(facts, launch, *bounds);
     }
     bool found = false;
     for (int last = 0; last < (chain.empty() ? 1 : 2) && !found; ++last) {
-      if (proof->excludes(pairs, chain, last != 0)) {
+      if (prove && proof->excludes(pairs, chain, last != 0)) {
         ++counts.proven;
         continue;
       }
