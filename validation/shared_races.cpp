@@ -279,6 +279,7 @@ class RaceProof {
     // first_x - first_y lies in [-(wx - 1), wy - 1] (widths in elements).
     const Integer sx = x.stride / e, sy = y.stride / e;
     const Integer wx = (x.width + e - 1) / e, wy = (y.width + e - 1) / e;
+    if (sx == 0 || sy == 0 || wx == 0 || wy == 0) return false;  // every thread at one element, or none
     std::vector<Unknown> unknowns;
     Integer constant = sx * fx->constant - sy * fy->constant;
     // Whether "two different threads" can constrain the unknowns: every coordinate that varies in
@@ -293,7 +294,7 @@ class RaceProof {
       const Integer cx = take_x ? sx * fx->terms[i].coefficient : 0;
       const Integer cy = take_y ? sy * fy->terms[j].coefficient : 0;
       const Interval r = range(t);
-      if (r.empty()) return false;
+      if (r.empty() || cx < -kLarge || cx > kLarge || cy < -kLarge || cy > kLarge) return false;
       if (cx == cy) {
         unknowns.push_back({cx, {r.lo - r.hi, r.hi - r.lo}, t.kind == Term::Kind::thread});
         if (t.kind == Term::Kind::thread) seen[t.id] = true;

@@ -365,6 +365,13 @@ std::pair<std::vector<validation::SharedRace>, validation::SharedRaceSearch> rac
   return {races, search};
 }
 
+/// races_of for `text` with its placeholder `key` replaced by `value`.
+std::pair<std::vector<validation::SharedRace>, validation::SharedRaceSearch> races_with(
+    std::string text, const std::string& key, const std::string& value, std::array<uint64_t, 3> block) {
+  text.replace(text.find(key), key.size(), value);
+  return races_of(text, block);
+}
+
 }  // namespace
 
 TEST_CASE("shared races: a block-stride loop over shared memory is proven race-free without enumerating threads") {
@@ -378,11 +385,7 @@ kernel k(out y: f32[]) {
   y[thread_id.x] = s[thread_id.x];
 }
 )";
-  auto with_step = [&](const char* step) {
-    std::string text = loop;
-    text.replace(text.find("STEP"), 4, step);
-    return races_of(text, {128, 1, 1});
-  };
+  auto with_step = [&](const char* step) { return races_with(loop, "STEP", step, {128, 1, 1}); };
   // Each thread's elements j = t + 128 m: two threads never meet (for any iterations).
   auto [none, proven] = with_step("128");
   CHECK(none.empty());
@@ -409,11 +412,7 @@ kernel k(out y: f32[]) {
   y[thread_id.y * 16 + thread_id.x] = s[e];
 }
 )";
-  auto with_row = [&](const char* row) {
-    std::string text = grid;
-    text.replace(text.find("ROW"), 3, row);
-    return races_of(text, {16, 16, 1});
-  };
+  auto with_row = [&](const char* row) { return races_with(grid, "ROW", row, {16, 16, 1}); };
   auto [none, proven] = with_row("16");
   CHECK(none.empty());
   CHECK(proven.proven == 1);
@@ -431,11 +430,7 @@ kernel k(out y: f32[]) {
   y[thread_id.x] = s[thread_id.x + OFFSET];
 }
 )";
-  auto with_offset = [&](const char* offset) {
-    std::string text = halves;
-    text.replace(text.find("OFFSET"), 6, offset);
-    return races_of(text, {128, 1, 1});
-  };
+  auto with_offset = [&](const char* offset) { return races_with(halves, "OFFSET", offset, {128, 1, 1}); };
   auto [apart, disjoint] = with_offset("128");
   CHECK(apart.empty());
   CHECK(disjoint.proven == 1);
