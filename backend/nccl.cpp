@@ -589,6 +589,7 @@ std::expected<void, diag::Diagnostics> Group::add(Communicator& comm, const Stre
   if (ended_) return std::unexpected(one(diag::Code::collective_group, fmt::format("{} added to a group that already ended", collective_name(c.kind)),
                                          "start a new Group"));
   if (auto ok = validate_collective(comm, s, c); !ok) return ok;
+  if (calls_.empty()) calls_.reserve(8);  // one allocation for a group over up to 8 ranks
   calls_.push_back({&comm, &s, c});
   return {};
 }
