@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
   compare->add_option("--quality", cmp.quality_file, "ptxas baseline to compare with (bench/compile_quality.json)");
   compare->add_flag("--write-quality", cmp.write_quality, "record the baseline instead of comparing");
   compare->add_option("--only", cmp.only, "one kernel");
+  compare->add_flag("--twins-only", cmp.twins_only, "only the kernels with a CUDA C++ twin");
 
   auto* counted = app.add_subcommand("compile-callgrind", "internal: one counted text->PTX compile (bench/compile_callgrind.sh)");
   add_common(counted);
