@@ -64,6 +64,8 @@ int main(int argc, char** argv) {
   std::string compile_twins = PTXGATE_SOURCE_DIR "/bench/cuda";
   compile->add_option("--twins", compile_twins, "directory of the CUDA C++ twins (NVRTC's cold path)")->capture_default_str();
   compile->add_option("--cold-repetitions", co.cold_repetitions)->capture_default_str();
+  compile->add_flag("--cold-all", co.cold_all,
+                    "only the cold path (text -> loaded module vs NVRTC -> cubin -> load), of every kernel with a twin");
 
   CompareOptions cmp;
   std::string twins = PTXGATE_SOURCE_DIR "/bench/cuda";
