@@ -141,7 +141,7 @@ bool predicts_64bit_pointers(const llvm::Module& module) {
       if (f.getName().starts_with("llvm.nvvm.cp.async.") && !f.use_empty()) return true;
       continue;
     }
-    if (!f.getName().starts_with("__nv_") && !f.getName().starts_with("__internal_")) continue;
+    if (!is_libdevice_function(f)) continue;
     for (const llvm::Instruction& i : f.getEntryBlock())
       if (llvm::isa<llvm::AllocaInst>(i)) return true;
   }
