@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "ptxgate/backend/internal/checked_records.hpp"
 #include "ptxgate/ir/float_bits.hpp"
 
 namespace ptxgate::backend {
@@ -216,6 +217,7 @@ ArgumentBinder::ArgumentBinder(const contract::KernelInfo& info)
     exact_words_[i] = validation::LaunchShape::argument_word(d);
   }
   proof_scalars_ = static_cast<uint32_t>(proof_params_.size());
+  buffers_ = buffers;
   key_words_ = buffers + proof_scalars_;
   // A SteadyKey's words: the buffers' sizes in parameter order, then the proof scalars' values. A
   // kernel of more words never uses its key (Kernel::launch checks), so the index only stays in range.
@@ -316,7 +318,49 @@ std::expected<void, diag::Diagnostics> hidden_for_stream(Context& ctx, const con
     if (!word) return std::unexpected(std::move(word.error()));
     out.barrier_word = *word;
   }
+  if (info.checked) {
+    if (auto complete = checked_lengths_complete(info, out); !complete) return complete;
+    // Reserved last: nothing fails between here and the driver call that registers or releases it.
+    auto slot = ctx.checked_records().reserve();
+    if (!slot) return std::unexpected(std::move(slot.error()));
+    out.checked_record = slot->address;
+    out.checked_slot = slot->index;
+  }
   return {};
+}
+
+std::expected<void, diag::Diagnostics> checked_lengths_complete(const contract::KernelInfo& info,
+                                                                const HiddenArguments& hidden) {
+  const size_t buffers = info.buffer_count();
+  if (hidden.buffers == buffers) [[likely]]
+    return {};
+  diag::Diagnostics d;
+  d.add(diag::Code::internal_error,
+        fmt::format("checked launch of '{}': the launch describes {} buffer sizes for {} buffer parameters (checked "
+                    "mode takes at most {})",
+                    info.name, hidden.buffers, buffers, contract::kMaxCheckedBuffers),
+        {}, "launch a kernel with fewer buffer parameters in checked mode, or report this as a ptxgate bug");
+  return std::unexpected(std::move(d));
+}
+
+void ArgumentBinder::checked_lengths(const validation::LaunchShape& shape, HiddenArguments& hidden) {
+  hidden.buffers = 0;
+  for (size_t k = 0; k < shape.arguments(); ++k) {
+    const uint64_t description = shape.word(validation::LaunchShape::kHeaderWords + 2 * k);
+    if ((description & 1) == 0) continue;  // not a buffer (argument_word's kind bit)
+    if (hidden.buffers == hidden.buffer_bytes.size()) {  // more than a checked kernel has: reported
+      hidden.buffers = UINT32_MAX;
+      return;
+    }
+    const uint64_t bytes = shape.word(validation::LaunchShape::kHeaderWords + 2 * k + 1);
+    hidden.buffer_bytes[hidden.buffers++] =
+        (description & validation::LaunchShape::kBufferBytesKnown) != 0 ? bytes : ~uint64_t{0};
+  }
+}
+
+void ArgumentBinder::checked_lengths(const SteadyKey& key, HiddenArguments& hidden) const {
+  hidden.buffers = std::min<uint32_t>(buffers_, static_cast<uint32_t>(hidden.buffer_bytes.size()));
+  for (uint32_t k = 0; k < hidden.buffers; ++k) hidden.buffer_bytes[k] = key.words[k] != 0 ? key.words[k] : ~uint64_t{0};
 }
 
 size_t ArgumentBinder::proof_values(std::span<void* const> slots, uint64_t* out, size_t max) const {

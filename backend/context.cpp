@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "ptxgate/backend/internal/checked_records.hpp"
 #include "ptxgate/backend/stream.hpp"
 #include "ptxgate/backend/profile.hpp"
 #include "ptxgate/backend/internal/peer_bridge.hpp"
@@ -92,6 +93,7 @@ std::expected<std::shared_ptr<Context>, diag::Diagnostics> Context::open(int ord
 Context::~Context() {
   if (context_ == nullptr) return;
   profiler_.reset();  // a retired context's objects go through the refusing table: nothing is freed twice
+  checked_records_.reset();
   tracker_.reset();   // frees deferred buffers after their work
   forget_peer_bridge(*this);
   for (auto& [stream, word] : barrier_words_) ignore(api().cuMemFree(word));
@@ -182,10 +184,25 @@ std::expected<void, diag::Diagnostics> Context::synchronize(std::string_view sub
   if (auto ok = enter("cuCtxSynchronize", subject); !ok) return ok;
   auto marks = tracker_->before_context_sync();
   const uint64_t launched = launch_log_.last();
+  CheckedRecords* checked = checked_records_if_made();
+  const uint64_t checked_mark = checked ? checked->mark() : 0;
   if (auto ok = PTXGATE_CU(*this, subject, cuCtxSynchronize); !ok) return ok;
   tracker_->after_context_sync(marks);
   launch_log_.completed_through(launched);
+  // Checked launches report what they stopped now that they are complete (PG3804).
+  if (checked) return checked->collect(nullptr, true, checked_mark);
   return {};
+}
+
+CheckedRecords& Context::checked_records() {
+  if (CheckedRecords* made = checked_records_made_.load(std::memory_order_acquire)) [[likely]]
+    return *made;
+  std::lock_guard lock(barrier_mutex_);
+  if (!checked_records_) {
+    checked_records_ = std::make_unique<CheckedRecords>(*this);
+    checked_records_made_.store(checked_records_.get(), std::memory_order_release);
+  }
+  return *checked_records_;
 }
 
 std::expected<void, diag::Diagnostics> Context::legacy_stream_allowed(std::string_view operation) const {

@@ -20,6 +20,7 @@
 namespace ptxgate::backend {
 
 struct PoolAccount;
+class CheckedRecords;
 class MemoryPool;
 class Profiler;
 class Stream;
@@ -160,6 +161,12 @@ class alignas(64) Context : public std::enable_shared_from_this<Context> {
   /// diagnostics ("grid barrier word", "graph grid barrier word").
   [[nodiscard]] std::expected<CUdeviceptr, diag::Diagnostics> allocate_barrier_word(std::string_view owner);
 
+  /// Checked mode: the records of checked launches (backend/internal/checked_records.hpp), made on
+  /// first use; synchronisations read them (PG3804).
+  CheckedRecords& checked_records();
+  /// The same, or null before the first checked launch.
+  CheckedRecords* checked_records_if_made() const { return checked_records_made_.load(std::memory_order_acquire); }
+
  private:
   Context() = default;
   void set_launch_option(uint32_t option, bool on) {
@@ -188,6 +195,8 @@ class alignas(64) Context : public std::enable_shared_from_this<Context> {
   LaunchLog launch_log_;
   std::mutex barrier_mutex_;
   std::map<CUstream, CUdeviceptr> barrier_words_;
+  std::unique_ptr<CheckedRecords> checked_records_;
+  std::atomic<CheckedRecords*> checked_records_made_{nullptr};
   const DriverApi* driver_ = nullptr;          ///< the driver's table (api_ until retired)
   std::unique_ptr<DriverApi> refusing_;        ///< the table api_ points to once retired
   /// Swaps in the refusing table and marks the health retired (no driver call).

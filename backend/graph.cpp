@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "ptxgate/backend/internal/access_history.hpp"
+#include "ptxgate/backend/internal/checked_records.hpp"
 #include "ptxgate/backend/internal/launch_path.hpp"
 
 namespace ptxgate::backend {
@@ -40,6 +41,9 @@ struct GraphResources {
   uint64_t id = 0;
   CUgraph graph = nullptr;
   internal::HiddenArguments hidden;  ///< the values of its nodes' hidden arguments (the grid-barrier word)
+  /// Checked mode: each checked kernel node's record (contract::CheckedRecord), read when a
+  /// stream the graph was replayed on synchronises.
+  std::vector<CUdeviceptr> checked_records;
   std::vector<std::shared_ptr<Kernel>> kernels;  ///< keep their modules loaded
 
   ~GraphResources() {
@@ -47,6 +51,7 @@ struct GraphResources {
     ctx->enter_to_release();
     if (graph != nullptr) (void)ctx->api().cuGraphDestroy(graph);
     if (hidden.barrier_word != 0) (void)ctx->api().cuMemFree(hidden.barrier_word);
+    for (CUdeviceptr record : checked_records) (void)ctx->api().cuMemFree(record);
   }
 };
 
@@ -60,6 +65,7 @@ struct GraphNodeRecord {
   std::string describe;           ///< "kernel 'copy' grid=(...) block=(...)"
   std::shared_ptr<Kernel> kernel; ///< kernel nodes
   bool cooperative = false;
+  CUdeviceptr checked_record = 0; ///< kernel nodes of checked kernels: the node's record
 };
 
 struct GraphBuilderState {
@@ -129,14 +135,19 @@ struct PreparedLaunch {
   std::vector<TrackedUse> uses;
   bool untracked = false;
   std::string describe;
+  /// Checked kernels: the node's hidden values (the graph's barrier word, the buffers' lengths and
+  /// the node's record), which the slots point at until the driver copies them.
+  std::unique_ptr<internal::HiddenArguments> checked;
 };
 
 /// Binds and admits a kernel node's launch through the steps Kernel::launch takes (the binder,
 /// then internal::LaunchPath::admit: the launch cache's verdict or a validation, the same
 /// diagnostics), then checks its buffers' addresses (PG3011: a node's addresses are fixed) and
-/// appends the graph's hidden arguments. A node never runs on a null stream.
+/// appends the graph's hidden arguments. A node never runs on a null stream. `record`: a checked
+/// node's record when it has one (an update), else 0 (one is made).
 std::expected<PreparedLaunch, diag::Diagnostics> prepare(Kernel& kernel, const LaunchConfig& config,
-                                                         std::span<const Arg> args, GraphResources& res) {
+                                                         std::span<const Arg> args, GraphResources& res,
+                                                         CUdeviceptr record = 0) {
   using internal::LaunchPath;
   Context& ctx = kernel.context();
   internal::FunctionState& fn = LaunchPath::state(kernel.function());
@@ -147,7 +158,8 @@ std::expected<PreparedLaunch, diag::Diagnostics> prepare(Kernel& kernel, const L
   LaunchPath::plan_header(plan, config, ctx, fn, /*stream_is_null=*/false);
   if (auto bound = fn.binder.bind(fn.info, args, plan.arguments, p.slots.data(), p.values.data()); !bound)
     return std::unexpected(std::move(bound.error()));
-  auto admitted = LaunchPath::admit(ctx, fn, plan, validation::LaunchShape::of(plan), nullptr);
+  const validation::LaunchShape shape = validation::LaunchShape::of(plan);
+  auto admitted = LaunchPath::admit(ctx, fn, plan, shape, nullptr);
   if (!admitted) return std::unexpected(std::move(admitted.error()));
   if (auto aligned = LaunchPath::check_addresses(fn, p.slots); !aligned) return std::unexpected(std::move(aligned.error()));
   p.block = {admitted->block[0], admitted->block[1], admitted->block[2]};
@@ -156,7 +168,20 @@ std::expected<PreparedLaunch, diag::Diagnostics> prepare(Kernel& kernel, const L
     if (!word) return std::unexpected(std::move(word.error()));
     res.hidden.barrier_word = *word;
   }
-  internal::ArgumentBinder::append_hidden(fn.info, res.hidden, p.slots);
+  if (fn.checked) {
+    p.checked = std::make_unique<internal::HiddenArguments>(res.hidden);
+    internal::ArgumentBinder::checked_lengths(shape, *p.checked);
+    if (auto complete = internal::checked_lengths_complete(fn.info, *p.checked); !complete)
+      return std::unexpected(std::move(complete.error()));
+    if (record == 0) {
+      auto made = ctx.checked_records().node_record();
+      if (!made) return std::unexpected(std::move(made.error()));
+      record = *made;
+      res.checked_records.push_back(record);
+    }
+    p.checked->checked_record = record;
+  }
+  internal::ArgumentBinder::append_hidden(fn.info, p.checked ? *p.checked : res.hidden, p.slots);
   const auto& params = fn.info.params;
   for (size_t i = 0; i < args.size() && i < params.size(); ++i) {
     if (!params[i].is_buffer) continue;
@@ -272,6 +297,7 @@ std::expected<GraphNode, diag::Diagnostics> Graph::launch(Kernel& kernel, const 
   record.untracked = prepared->untracked;
   record.describe = prepared->describe;
   record.cooperative = config.cooperative;
+  record.checked_record = prepared->checked ? prepared->checked->checked_record : 0;
 
   CUDA_KERNEL_NODE_PARAMS params = node_params(kernel, config, *prepared);
   const bool cooperative = config.cooperative;
@@ -448,7 +474,19 @@ std::expected<void, diag::Diagnostics> GraphExec::launch(const Stream& stream) {
       return {};
     return ctx.check(r, "cuGraphLaunch", subject());
   });
-  if (launched) ++st.replays;
+  if (launched) {
+    ++st.replays;
+    // Checked kernel nodes: their records are read when the stream synchronises (PG3804).
+    for (size_t i = 0; i < st.nodes.size(); ++i) {
+      const GraphNodeRecord& n = st.nodes[i];
+      if (n.checked_record == 0) continue;
+      const LoadedFunction& fn = n.kernel->function();
+      ctx.checked_records().replayed(n.checked_record, s,
+                                     fmt::format("graph node #{} ({}) of replay {} on stream {}", i, n.describe,
+                                                 st.replays, static_cast<const void*>(s)),
+                                     {fn.info().checked, fn.info().name, fn.location().file, {}, {}, 0});
+    }
+  }
   return launched;
 }
 
@@ -478,7 +516,7 @@ std::expected<void, diag::Diagnostics> GraphExec::update(GraphNode node, const L
     return std::unexpected(std::move(d));
   }
   if (auto ok = ctx.enter("cuGraphExecKernelNodeSetParams", rec.describe); !ok) return ok;
-  auto prepared = prepare(kernel, config, args, *st.resources);
+  auto prepared = prepare(kernel, config, args, *st.resources, rec.checked_record);
   if (!prepared) {
     auto errors = std::move(prepared.error());
     for (auto& item : errors.items())

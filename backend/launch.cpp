@@ -7,6 +7,7 @@
 #include <boost/container/small_vector.hpp>
 #include <fmt/format.h>
 
+#include "ptxgate/backend/internal/checked_records.hpp"
 #include "ptxgate/backend/internal/launch_path.hpp"
 #include "ptxgate/backend/profile.hpp"
 #include "ptxgate/validation/check.hpp"
@@ -87,7 +88,8 @@ FunctionState::FunctionState(CUfunction handle_, contract::KernelInfo info_, con
     if (info.params[i].is_buffer && info.params[i].alignment > 1)
       aligned_buffers.emplace_back(i, uint64_t{info.params[i].alignment} - 1);
   checks_alignment = !aligned_buffers.empty();
-  has_hidden_arguments = info.hidden_grid_barrier_param;
+  checked = info.checked != nullptr;
+  has_hidden_arguments = info.hidden_grid_barrier_param || checked;
 }
 
 // Thread-local objects are reached through functions that are never inlined: the caller then
@@ -210,9 +212,10 @@ std::expected<void, diag::Diagnostics> LaunchPath::check_alignment(FunctionState
 /// The driver call of an admitted launch. Inlined, with drive_table, into the launch paths: the
 /// frames a launch returns through after the driver call are cache lines the driver's own work
 /// has evicted.
+template <class Lengths>
 [[gnu::always_inline]] inline std::expected<void, diag::Diagnostics> LaunchPath::drive(
-    Context& ctx, FunctionState& fn, const DriverGeometry& geometry, std::span<void* const> args, CUstream stream,
-    bool cache_hit) {
+    Context& ctx, FunctionState& fn, const DriverGeometry& geometry, const Lengths& lengths,
+    std::span<void* const> args, CUstream stream, bool cache_hit) {
   // Every path to the driver comes here: the steady path, a cached shape, a ticket, a fresh verdict.
   if (fn.checks_alignment) [[unlikely]]
     if (auto aligned = check_alignment(fn, args); !aligned) {
@@ -222,19 +225,46 @@ std::expected<void, diag::Diagnostics> LaunchPath::check_alignment(FunctionState
   // The driver only reads the argument table; a copy is made only to append hidden arguments.
   if (fn.has_hidden_arguments) [[unlikely]] {
     internal::HiddenArguments hidden;
+    if (fn.checked) checked_lengths(fn, lengths, hidden);
     if (auto ok = internal::hidden_for_stream(ctx, fn.info, stream, hidden); !ok) {
       if (cache_hit) fn.cached.fetch_add(1, std::memory_order_relaxed);
       return ok;
     }
     boost::container::small_vector<void*, kInlineArguments> table(args.begin(), args.end());
     internal::ArgumentBinder::append_hidden(fn.info, hidden, table);
-    return drive_table(ctx, fn, geometry, table.data(), stream, cache_hit);
+    return drive_table(ctx, fn, geometry, table.data(), stream, cache_hit, &hidden);
   }
-  return drive_table(ctx, fn, geometry, const_cast<void**>(args.data()), stream, cache_hit);
+  return drive_table(ctx, fn, geometry, const_cast<void**>(args.data()), stream, cache_hit, nullptr);
+}
+
+void LaunchPath::checked_lengths(const FunctionState&, const LaunchTicket& ticket, HiddenArguments& out) {
+  out.buffers = 0;
+  if (!ticket.checked_lengths_) return;  // reported by checked_lengths_complete
+  for (uint64_t bytes : *ticket.checked_lengths_) {
+    if (out.buffers == out.buffer_bytes.size()) {
+      out.buffers = UINT32_MAX;
+      return;
+    }
+    out.buffer_bytes[out.buffers++] = bytes;
+  }
+}
+
+std::expected<void, diag::Diagnostics> LaunchPath::checked_launched(Context& ctx, FunctionState& fn,
+                                                                    const DriverGeometry& geometry,
+                                                                    const HiddenArguments& hidden, uint64_t sequence,
+                                                                    CUstream stream) {
+  const auto slot = static_cast<uint32_t>(hidden.checked_slot);
+  ctx.checked_records().launched(slot, sequence, stream,
+                                 {fn.info.checked, fn.info.name, fn.location.file, geometry.grid, geometry.block,
+                                  geometry.dynamic_shared_bytes});
+  if (!ctx.checked_launches()) return {};
+  if (auto completed = ctx.complete_checked_launch(sequence, stream); !completed) return completed;
+  return ctx.checked_records().collect_slot(slot);
 }
 
 [[gnu::always_inline]] inline std::expected<void, diag::Diagnostics> LaunchPath::drive_table(
-    Context& ctx, FunctionState& fn, const DriverGeometry& geometry, void** table, CUstream stream, bool cache_hit) {
+    Context& ctx, FunctionState& fn, const DriverGeometry& geometry, void** table, CUstream stream, bool cache_hit,
+    const HiddenArguments* hidden) {
   const auto& g = geometry.grid;
   const auto& b = geometry.block;
   CUresult r;
@@ -260,10 +290,14 @@ std::expected<void, diag::Diagnostics> LaunchPath::check_alignment(FunctionState
         ctx.launch_log().record(name, g, b, geometry.dynamic_shared_bytes, geometry.cooperative, stream);
     if (profiler != nullptr) [[unlikely]]
       profiler->end(profile_start, sequence, fn.info.name, stream);
+    if (hidden != nullptr && hidden->checked_slot >= 0) [[unlikely]]
+      return checked_launched(ctx, fn, geometry, *hidden, sequence, stream);
     if (ctx.checked_launches()) [[unlikely]]
       return ctx.complete_checked_launch(sequence, stream);
     return {};
   }
+  if (hidden != nullptr && hidden->checked_slot >= 0)
+    ctx.checked_records().release(static_cast<uint32_t>(hidden->checked_slot));
   if (profiler != nullptr) profiler->cancel(profile_start);
   auto failed = ctx.check(r, geometry.cooperative ? "cuLaunchCooperativeKernel" : "cuLaunchKernel",
                           launch_subject(fn, geometry));
@@ -301,9 +335,16 @@ std::expected<void, diag::Diagnostics> LaunchPath::launch(Context& ctx, Function
     t.argument_count_ = static_cast<uint32_t>(args.size());
     t.proof_value_count_ =
         static_cast<uint32_t>(fn.binder.proof_values(args, t.proof_values_.data(), LaunchTicket::kProofValues));
+    if (fn.checked) [[unlikely]] {
+      HiddenArguments lengths;
+      ArgumentBinder::checked_lengths(shape, lengths);
+      if (lengths.buffers <= lengths.buffer_bytes.size())
+        t.checked_lengths_ = std::make_shared<const std::vector<uint64_t>>(
+            lengths.buffer_bytes.begin(), lengths.buffer_bytes.begin() + lengths.buffers);
+    }
     *ticket = t;
   }
-  return drive(ctx, fn, geometry, args, stream, admitted->cache_hit);
+  return drive(ctx, fn, geometry, shape, args, stream, admitted->cache_hit);
 }
 
 std::optional<std::expected<void, diag::Diagnostics>> LaunchPath::launch_cached(Context& ctx, FunctionState& fn,
@@ -318,7 +359,7 @@ std::optional<std::expected<void, diag::Diagnostics>> LaunchPath::launch_cached(
   if (auto ok = ctx.enter_with("launch", [&] { return launch_subject(fn, geometry); }); !ok) [[unlikely]]
     return std::unexpected(std::move(ok.error()));
   if (steady != nullptr) fn.cache.remember_steady(*steady, *block);
-  return drive(ctx, fn, geometry, args, stream, true);
+  return drive(ctx, fn, geometry, shape, args, stream, true);
 }
 
 std::optional<std::expected<void, diag::Diagnostics>> LaunchPath::launch_steady(Context& ctx, FunctionState& fn,
@@ -331,7 +372,7 @@ std::optional<std::expected<void, diag::Diagnostics>> LaunchPath::launch_steady(
   const DriverGeometry geometry = geometry_of(key, block);
   if (auto ok = ctx.enter_with("launch", [&] { return launch_subject(fn, geometry); }); !ok) [[unlikely]]
     return std::unexpected(std::move(ok.error()));
-  return drive(ctx, fn, geometry, args, stream, true);
+  return drive(ctx, fn, geometry, key, args, stream, true);
 }
 
 std::expected<void, diag::Diagnostics> LaunchPath::relaunch(Context& ctx, FunctionState& fn,
@@ -381,7 +422,7 @@ std::expected<void, diag::Diagnostics> LaunchPath::relaunch(Context& ctx, Functi
   const DriverGeometry geometry{ticket.grid_, ticket.block_, ticket.dynamic_shared_bytes_, ticket.cooperative_};
   if (auto ok = ctx.enter_with("launch", [&] { return launch_subject(fn, geometry); }); !ok) [[unlikely]]
     return ok;
-  return drive(ctx, fn, geometry, args, stream, true);
+  return drive(ctx, fn, geometry, ticket, args, stream, true);
 }
 
 }  // namespace internal

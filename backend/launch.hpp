@@ -6,6 +6,7 @@
 #include <expected>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "ptxgate/backend/context.hpp"
 #include "ptxgate/contract/kernel_info.hpp"
@@ -50,6 +51,10 @@ class LaunchTicket {
   uint32_t argument_count_ = 0;
   uint32_t proof_value_count_ = 0;  ///< the kernel's proof scalars (values kept: at most kProofValues)
   std::array<uint64_t, kProofValues> proof_values_{};
+  /// Kernels compiled in checked mode: the buffers' lengths the launch was validated with, which
+  /// the ticket's launches pass to the kernel (contract/checked.hpp); `checked_buffers_` are set.
+  uint32_t checked_buffers_ = 0;
+  std::shared_ptr<const std::vector<uint64_t>> checked_lengths_;
 };
 
 /// A resolved CUfunction with what a launch needs: its KernelInfo, its resources from

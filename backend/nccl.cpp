@@ -497,36 +497,57 @@ std::expected<void, diag::Diagnostics> issue(Communicator& comm, CUstream s, con
   const NcclApi& api = comm.api();
   std::lock_guard lock(internal::CommunicatorAccess::mutex(comm));
   if (comm.failed()) return comm.healthy(collective_name(c.kind));
-  const std::string what = fmt::format("{} of {} elements", collective_name(c.kind),
-                                       c.kind == CollectiveKind::recv ? c.recv.count : c.send.count);
   const void* send = uses_send(c.kind) ? reinterpret_cast<const void*>(address(c.send)) : nullptr;
   void* recv = uses_recv(c.kind) ? reinterpret_cast<void*>(address(c.recv)) : nullptr;
   const auto op = static_cast<ncclRedOp_t>(c.op);
+  const char* call = "";
+  ncclResult_t r = ncclSuccess;
   switch (c.kind) {
     case CollectiveKind::all_reduce:
-      return comm.check(api.ncclAllReduce(send, recv, c.send.count, c.send.type, op, comm.handle(), s), "ncclAllReduce", what);
+      call = "ncclAllReduce";
+      r = api.ncclAllReduce(send, recv, c.send.count, c.send.type, op, comm.handle(), s);
+      break;
     case CollectiveKind::broadcast:
-      return comm.check(api.ncclBroadcast(send, recv, c.send.count, c.send.type, c.root, comm.handle(), s), "ncclBroadcast", what);
+      call = "ncclBroadcast";
+      r = api.ncclBroadcast(send, recv, c.send.count, c.send.type, c.root, comm.handle(), s);
+      break;
     case CollectiveKind::reduce:
-      return comm.check(api.ncclReduce(send, recv, c.send.count, c.send.type, op, c.root, comm.handle(), s), "ncclReduce", what);
+      call = "ncclReduce";
+      r = api.ncclReduce(send, recv, c.send.count, c.send.type, op, c.root, comm.handle(), s);
+      break;
     case CollectiveKind::all_gather:
-      return comm.check(api.ncclAllGather(send, recv, c.send.count, c.send.type, comm.handle(), s), "ncclAllGather", what);
+      call = "ncclAllGather";
+      r = api.ncclAllGather(send, recv, c.send.count, c.send.type, comm.handle(), s);
+      break;
     case CollectiveKind::reduce_scatter:
-      return comm.check(api.ncclReduceScatter(send, recv, c.recv.count, c.send.type, op, comm.handle(), s),
-                        "ncclReduceScatter", what);
+      call = "ncclReduceScatter";
+      r = api.ncclReduceScatter(send, recv, c.recv.count, c.send.type, op, comm.handle(), s);
+      break;
     case CollectiveKind::send:
-      return comm.check(api.ncclSend(send, c.send.count, c.send.type, c.root, comm.handle(), s), "ncclSend", what);
+      call = "ncclSend";
+      r = api.ncclSend(send, c.send.count, c.send.type, c.root, comm.handle(), s);
+      break;
     case CollectiveKind::recv:
-      return comm.check(api.ncclRecv(recv, c.recv.count, c.recv.type, c.root, comm.handle(), s), "ncclRecv", what);
+      call = "ncclRecv";
+      r = api.ncclRecv(recv, c.recv.count, c.recv.type, c.root, comm.handle(), s);
+      break;
   }
-  return {};
+  if (r == ncclSuccess || r == ncclInProgress) [[likely]]
+    return {};
+  // The subject is formatted only for the diagnostic: the issue path is host-bound for small calls.
+  return comm.check(r, call,
+                    fmt::format("{} of {} elements", collective_name(c.kind),
+                                c.kind == CollectiveKind::recv ? c.recv.count : c.send.count));
 }
 
 /// Issues `c` through the context's tracking: after conflicting work of other streams, and
 /// recorded as a read of its send range and a write of its receive range.
 std::expected<void, diag::Diagnostics> tracked(Communicator& comm, const Stream& stream, const Collective& c) {
   Context& ctx = comm.context();
-  if (auto ok = ctx.enter("nccl", collective_name(c.kind)); !ok) return ok;
+  // Health only: NCCL selects the communicator's device itself, and the tracker makes the context
+  // current before the driver calls it needs (a stream wait, an event record), so a group over
+  // several devices does not switch the calling thread's context once per rank.
+  if (auto ok = ctx.healthy("nccl", collective_name(c.kind)); !ok) return ok;
   BufferAccess accesses[2];
   size_t n = 0;
   if (uses_send(c.kind)) accesses[n++] = {c.send.buffer->track(), AccessMode::read};
@@ -568,6 +589,7 @@ std::expected<void, diag::Diagnostics> Group::add(Communicator& comm, const Stre
   if (ended_) return std::unexpected(one(diag::Code::collective_group, fmt::format("{} added to a group that already ended", collective_name(c.kind)),
                                          "start a new Group"));
   if (auto ok = validate_collective(comm, s, c); !ok) return ok;
+  if (calls_.empty()) calls_.reserve(8);  // one allocation for a group over up to 8 ranks
   calls_.push_back({&comm, &s, c});
   return {};
 }

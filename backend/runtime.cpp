@@ -393,6 +393,7 @@ std::expected<std::shared_ptr<Kernel>, diag::Diagnostics> Runtime::compile(const
   request.codegen.target = codegen::target_for_module(verified, target_);
   request.codegen.opt_level = options_.opt_level;
   request.codegen.fp_mode = options_.fp_mode;
+  request.codegen.checked = options_.checked;
   request.produce_cubin = options_.prefer_cubin && cubin_for_device_;
   request.driver_version = std::to_string(ctx_->live().driver_version);
   auto got = cache_->compile(verified, request);

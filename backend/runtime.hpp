@@ -76,6 +76,14 @@ struct RuntimeOptions {
   /// Floating-point mode of kernels without @fp (docs/ir.md "Floating point"): contract (the
   /// default), exact or fast. Part of the module-cache key.
   ir::FpMode fp_mode = ir::FpMode::contract;
+  /// Checked mode (docs/ir.md "Memory safety"): kernels compile with a guard on every access not
+  /// proven in bounds for every launch (codegen::CodegenOptions::checked, part of the cache key).
+  /// A launch's first access out of bounds (or misaligned TMA tile) touches no memory and the
+  /// kernel goes on; the next synchronisation of its stream (Stream::synchronize,
+  /// Runtime::synchronize) reports it as PG3804 naming the kernel, the launch, the source
+  /// location, the thread, the block, the index and the length; the context stays usable. With
+  /// checked_launches the launch itself reports it.
+  bool checked = false;
 };
 
 class Runtime;

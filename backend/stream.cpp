@@ -1,6 +1,8 @@
 // Stream: create, borrow, synchronize, release (errors ignored: safe in a poisoned context).
 #include "ptxgate/backend/stream.hpp"
 
+#include "ptxgate/backend/internal/checked_records.hpp"
+
 namespace ptxgate::backend {
 
 std::expected<Stream, diag::Diagnostics> Stream::create(std::shared_ptr<Context> ctx) {
@@ -33,9 +35,13 @@ std::expected<void, diag::Diagnostics> Stream::synchronize() {
   const CUstream stream = handle();
   const uint64_t mark = ctx.tracker().before_sync(stream);
   const uint64_t launched = ctx.launch_log().last();
+  CheckedRecords* checked = ctx.checked_records_if_made();
+  const uint64_t checked_mark = checked ? checked->mark() : 0;
   if (auto ok = PTXGATE_CU(ctx, "stream", cuStreamSynchronize, stream); !ok) return ok;
   ctx.tracker().after_sync(stream, mark);
   ctx.launch_log().stream_completed_through(stream, launched);
+  // Checked launches on this stream report what they stopped now that they are complete (PG3804).
+  if (checked) return checked->collect(stream, false, checked_mark);
   return {};
 }
 

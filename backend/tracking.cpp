@@ -138,6 +138,7 @@ std::expected<void, diag::Diagnostics> Tracker::depend_locked(uint32_t id, uint3
   if (s.waited_for(on) >= seq) return {};
   if (auto ok = point_locked(on, seq); !ok) return ok;
   if (t.recorded < seq) return {};  // a destroyed stream whose last point could not be recorded
+  if (auto ok = ctx_.make_current(); !ok) return ok;
   if (auto ok = PTXGATE_CU(ctx_, "dependency tracking", cuStreamWaitEvent, s.stream, t.event, 0); !ok) return ok;
   s.set_waited(on, t.recorded);
   ++counters_.stream_waits;

@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   workloads->add_option("--bfs-vertices", wo.bfs_vertices)->capture_default_str();
   workloads->add_option("--sgemm-size", wo.sgemm_size)->capture_default_str();
   workloads->add_option("--gemm-size", wo.gemm_size, "square bf16 GEMMs (mma.sync on sm_80+, wgmma on sm_90a)")->capture_default_str();
+  workloads->add_flag("--checked", wo.checked, "compile ptxgate's kernels in checked mode (the nvcc twins are unchanged)");
 
   CompileOptions co;
   std::string cache_dir = (fs::temp_directory_path() / "ptxgate-bench-cache").string();

@@ -48,6 +48,7 @@ struct WorkloadOptions {
   uint32_t bfs_vertices = uint32_t{1} << 22;
   uint32_t sgemm_size = 4096;
   uint32_t gemm_size = 4096;               ///< square bf16 GEMMs (mma.sync on sm_80+; Hopper: wgmma + TMA)
+  bool checked = false;                    ///< ptxgate's kernels in checked mode (RuntimeOptions::checked)
 };
 /// The workloads: sum, softmax, layer norm, f16/bf16 axpy, BFS, SGEMM, bf16 GEMM, ptxgate vs nvcc vs memcpy,
 /// each checked against a CPU reference first (the library peers are bench/peers.py's).

@@ -7,8 +7,10 @@
 
 namespace ptxgate::bench {
 
-std::expected<Session, int> open_session(ResultFile& out, std::string_view part) {
-  auto rt = backend::Runtime::create();
+std::expected<Session, int> open_session(ResultFile& out, std::string_view part, bool checked) {
+  backend::RuntimeOptions options;
+  options.checked = checked;
+  auto rt = backend::Runtime::create(options);
   if (!rt) {
     out.error("runtime", one_line(rt.error()));
     fmt::print("no CUDA driver or device: {} skipped\n", part);

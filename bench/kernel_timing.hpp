@@ -46,7 +46,8 @@ struct Session {
 
 /// Opens the device's runtime and a stream, or gives the part's exit status: kSkipped without a driver
 /// or device (`part` names it in the message), 1 on another failure; either is recorded in `out`.
-std::expected<Session, int> open_session(ResultFile& out, std::string_view part);
+/// `checked`: the runtime compiles in checked mode (RuntimeOptions::checked).
+std::expected<Session, int> open_session(ResultFile& out, std::string_view part, bool checked = false);
 
 /// cuLaunchKernel of an nvcc function on the benchmark's stream.
 Step raw_launch(Bench& c, CUfunction f, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,

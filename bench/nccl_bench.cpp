@@ -193,26 +193,56 @@ int main(int argc, char** argv) {
       std::printf("validation cost per collective (validate_collective, host): median %.0f ns (target <= 2000 ns): %s\n",
                   s.median, s.median <= 2000 ? "within" : "OVER");
     }
-    // Host cost of issuing one small all-reduce over all ranks (no waiting): ptxgate vs raw.
+    // Host cost of issuing one small all-reduce over all ranks (no waiting): ptxgate vs raw, and
+    // raw with one piece of ptxgate's work added each (leave-one-in), so the difference says what
+    // that piece costs where no host profiler runs. Alternating order, median of rounds.
     {
-      std::vector<double> ptx, raw;
-      constexpr int kIssues = 200;
-      for (int round = 0; round < 9; ++round) {
-        for (auto* which : {&raw, &ptx}) {
-          wait_all(ranks);
-          const auto start = Clock::now();
-          const Issue issue = which == &raw ? raw_all_reduce(plain) : ptxgate_all_reduce(plain);
-          for (int i = 0; i < kIssues; ++i) issue(ranks, 256);
-          which->push_back(ns_between(start, Clock::now()) / kIssues);
+      const be::NcclApi& api = ranks.front().comms[plain]->api();
+      auto with_async_error = [&api](std::vector<Rank>& rs, size_t count) {
+        for (auto& r : rs) {
+          ncclResult_t async = ncclSuccess;
+          (void)api.ncclCommGetAsyncError(r.comms[plain]->handle(), &async);
         }
-      }
+        raw_all_reduce(plain)(rs, count);
+      };
+      auto with_context_switch = [](std::vector<Rank>& rs, size_t count) {
+        for (auto& r : rs) {
+          be::Context& ctx = *r.stream.context();
+          (void)ctx.api().cuCtxSetCurrent(ctx.handle());
+        }
+        raw_all_reduce(plain)(rs, count);
+      };
+      const std::pair<const char*, Issue> variants[] = {
+          {"raw NCCL", raw_all_reduce(plain)},
+          {"ptxgate", ptxgate_all_reduce(plain)},
+          {"raw + ncclCommGetAsyncError per rank", with_async_error},
+          {"raw + cuCtxSetCurrent per rank", with_context_switch},
+      };
+      constexpr int kVariants = 4;
+      std::vector<double> ns[kVariants];
+      constexpr int kIssues = 200;
+      for (int round = 0; round < 15; ++round)
+        for (int k = 0; k < kVariants; ++k) {
+          const int which = round % 2 == 0 ? k : kVariants - 1 - k;
+          wait_all(ranks);
+          retire_all(ranks);
+          const auto start = Clock::now();
+          for (int i = 0; i < kIssues; ++i) variants[which].second(ranks, 256);
+          ns[which].push_back(ns_between(start, Clock::now()) / kIssues);
+        }
       wait_all(ranks);
-      const auto sp = summarize(ptx), sr = summarize(raw);
+      retire_all(ranks);
+      const auto sr = summarize(ns[0]), sp = summarize(ns[1]);
       results.add("nccl.issue.ptxgate", "ns", sp, {{"ranks", n}});
       results.add("nccl.issue.raw", "ns", sr, {{"ranks", n}});
       std::printf("host time to issue one 1 KiB all-reduce over %zu ranks: ptxgate %.0f ns, raw NCCL %.0f ns, "
                   "added %.0f ns (%.0f ns per rank)\n",
                   n, sp.median, sr.median, sp.median - sr.median, (sp.median - sr.median) / static_cast<double>(n));
+      for (int k = 2; k < kVariants; ++k) {
+        const auto sv = summarize(ns[k]);
+        results.add(fmt::format("nccl.issue.variant{}", k), "ns", sv, {{"ranks", n}, {"variant", variants[k].first}});
+        std::printf("  %s: %.0f ns, %+.0f ns over raw\n", variants[k].first, sv.median, sv.median - sr.median);
+      }
     }
 
     // Small collectives, GPU-bound (back to back, then wait): the time per collective of each path,

@@ -566,11 +566,13 @@ bool check_gemm_timed(Bench& c, const Twin& t, bool pg, GemmOperands& g, const s
 }  // namespace
 
 int run_workloads(const WorkloadOptions& o, ResultFile& out) {
-  auto session = open_session(out, "workloads");
+  auto session = open_session(out, "workloads", o.checked);
   if (!session) return session.error();
   Bench c = session->bench(out);
   auto& rt = c.rt;
   out.info("device", rt.caps().name);
+  out.info("checked", o.checked);
+  out.info("launches_per_sample", static_cast<uint64_t>(kCallsPerSample));
   const std::set<std::string> only(o.only.begin(), o.only.end());
   auto wanted = [&](const std::string& w) { return only.empty() || only.contains(w); };
   int status = 0;

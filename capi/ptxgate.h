@@ -205,8 +205,9 @@ typedef struct ptxgate_runtime_options {
   const char* cache_dir;       /**< NULL: the default module cache directory */
   int32_t disk_cache;          /**< nonzero: use the disk tier of the module cache */
   /* version 3 */
-  /** nonzero: the memory-safety checked mode (guarded accesses, PG3804 at the next
-   *  synchronisation). A build without that mode refuses a nonzero value (PG5002). */
+  /** nonzero: checked mode (docs/ir.md "Memory safety"): every access not proven in bounds is
+   *  guarded; one out of bounds touches no memory, the kernel goes on, and the next synchronisation
+   *  (or, with checked_launches, the launch itself) reports it (PG3804) */
   int32_t checked;
   /** nonzero: each launch synchronises its stream; a fault names that launch (PG4050) */
   int32_t checked_launches;

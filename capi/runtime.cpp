@@ -23,8 +23,7 @@ namespace {
 /// The diagnostics of this thread's last failed packed launch or replay.
 thread_local std::unique_ptr<ptxgate_diagnostics> last_packed_failure;
 
-/// The C options as the backend's: PG5002 for a value out of range, and for a mode this build
-/// does not have (the memory-safety checked mode arrives with issue 27).
+/// The C options as the backend's: PG5002 for a value out of range.
 std::expected<backend::RuntimeOptions, diag::Diagnostics> runtime_options(const ptxgate_runtime_options& o) {
   backend::RuntimeOptions ro;
   ro.device = o.device;
@@ -33,9 +32,7 @@ std::expected<backend::RuntimeOptions, diag::Diagnostics> runtime_options(const 
   ro.require_memory_proof = o.require_memory_proof != 0;
   if (o.cache_dir != nullptr) ro.cache.directory = o.cache_dir;
   diag::Diagnostics d;
-  if (o.checked != 0)
-    d.append(usage_error("ptxgate_runtime_options: 'checked' (the memory-safety checked mode) is not in this build of ptxgate",
-                         "leave 'checked' 0, or use a ptxgate with issue 27's checked mode"));
+  ro.checked = o.checked != 0;
   ro.checked_launches = o.checked_launches != 0;
   ro.profile_launches = o.profile_launches != 0;
   ro.allocation = o.stream_ordered != 0 ? backend::AllocationMode::stream_ordered : backend::AllocationMode::synchronous;
@@ -67,6 +64,7 @@ std::string runtime_json(const backend::Runtime& r, const backend::RuntimeOption
   j["multiprocessors"] = caps.sm_count;
   j["total_memory_bytes"] = rt.context().live().total_memory_bytes;
   j["track_dependencies"] = o.track_dependencies;
+  j["checked"] = o.checked;
   j["checked_launches"] = o.checked_launches;
   j["profile_launches"] = o.profile_launches;
   j["stream_ordered"] = o.allocation == backend::AllocationMode::stream_ordered;

@@ -19,6 +19,8 @@
 #include "ptxgate/codegen/internal/libdevice.hpp"
 #include "ptxgate/codegen/internal/lower.hpp"
 #include "ptxgate/codegen/internal/nvptx.hpp"
+#include "ptxgate/contract/checked.hpp"
+#include "ptxgate/ir/access_sites.hpp"
 
 namespace llvm {
 /// The NVPTX backend's per-Module annotation cache (lib/Target/NVPTX/NVPTXUtilities.h, not
@@ -92,6 +94,33 @@ std::expected<void, diag::Diagnostics> check_hopper_target(const ir::Module& ver
   return {};
 }
 
+/// Checked mode passes a length per buffer parameter in the launch's fixed table.
+std::expected<void, diag::Diagnostics> check_checked_limits(const ir::Module& verified, bool checked) {
+  if (!checked) return {};
+  diag::Diagnostics d;
+  for (size_t ki = 0; ki < verified.kernels.size(); ++ki) {
+    const auto& k = verified.kernels[ki];
+    size_t buffers = 0;
+    // The diagnostic points at the first buffer parameter past the limit.
+    diag::Location where;
+    where.file = verified.path;
+    for (size_t i = 0; i < k.params.size(); ++i) {
+      if (!k.params[i].is_buffer) continue;
+      if (++buffers == contract::kMaxCheckedBuffers + 1 && verified.access_sites &&
+          ki < verified.access_sites->parameters.size() && i < verified.access_sites->parameters[ki].size())
+        where = verified.access_sites->parameters[ki][i];
+    }
+    if (buffers > contract::kMaxCheckedBuffers)
+      d.add(diag::Code::too_many_parameters,
+            fmt::format("kernel '{}' has {} buffer parameters; checked mode passes each one's length with the launch "
+                        "(limit checked_buffer_parameters = {})",
+                        k.name, buffers, contract::kMaxCheckedBuffers),
+            where, "compile this kernel without --checked, or pass fewer buffers (one buffer can hold several arrays)");
+  }
+  if (d.has_errors()) return std::unexpected(std::move(d));
+  return {};
+}
+
 }  // namespace
 
 std::string target_for_module(const ir::Module& verified, std::string_view arch) {
@@ -154,9 +183,10 @@ std::expected<void, diag::Diagnostics> build_optimised_module(Compilation& c, co
                                                               const CodegenOptions& options,
                                                               llvm::TargetMachine& machine, bool stop_if_64bit) {
   if (auto hopper = check_hopper_target(verified, options.target); !hopper) return hopper;
+  if (auto limits = check_checked_limits(verified, options.checked); !limits) return limits;
   if (auto supported = check_target_features(verified, options.target); !supported) return supported;
   c.context.setDiagnosticHandler(std::make_unique<CollectingDiagnosticHandler>(&c.llvm_errors));
-  auto lowered = lower_module(verified, c.context, machine.createDataLayout(), options.fp_mode);
+  auto lowered = lower_module(verified, c.context, machine.createDataLayout(), options.fp_mode, options.checked);
   if (!lowered) return std::unexpected(std::move(lowered.error()));
   c.module = std::move(*lowered);
 
@@ -272,9 +302,11 @@ std::string_view llvm_target_for(std::string_view target) {
   return target;
 }
 
-std::vector<contract::KernelInfo> describe(const ir::Module& m) {
+std::vector<contract::KernelInfo> describe(const ir::Module& m, bool checked) {
   std::vector<contract::KernelInfo> out;
-  for (const auto& k : m.kernels) {
+  const std::vector<bool> guards = checked ? ir::sites_needing_guards(m) : std::vector<bool>{};
+  for (size_t index = 0; index < m.kernels.size(); ++index) {
+    const ir::Kernel& k = m.kernels[index];
     contract::KernelInfo info;
     info.name = k.name;
     for (uint32_t i = 0; i < k.params.size(); ++i) {
@@ -290,6 +322,12 @@ std::vector<contract::KernelInfo> describe(const ir::Module& m) {
     info.dynamic_shared_element_bytes = k.dynamic_shared_element_bytes;
     info.hidden_grid_barrier_param = k.uses_grid_sync;
     contract::attach_access_facts(info, k.access_facts);
+    if (checked && m.access_sites) {
+      auto sites = std::make_shared<contract::CheckedInfo>();
+      for (uint32_t id : ir::sites_of_kernel(m, index))
+        sites->sites.push_back({id, id >= guards.size() || guards[id], m.access_sites->sites[id]});
+      info.checked = std::move(sites);
+    }
     out.push_back(std::move(info));
   }
   return out;
@@ -318,7 +356,7 @@ std::expected<CompiledModule, diag::Diagnostics> compile(const ir::Module& verif
     out.target = options.target;
     out.ptx_isa_version = ptx_isa_version_of(*ptx);
     out.ptx = std::move(*ptx);
-    out.kernels = describe(verified);
+    out.kernels = describe(verified, options.checked);
     return out;
   });
 }

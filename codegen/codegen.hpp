@@ -35,6 +35,11 @@ struct CodegenOptions {
   /// passes run, instead of minutes of optimisation and instruction selection. Compile time is
   /// about linear in this count (docs/benchmarks.md "Compile time and kernel size"). 0: no limit.
   uint64_t instruction_budget = kDefaultInstructionBudget;
+  /// Checked mode (docs/ir.md "Memory safety"): every access not proven in bounds for every
+  /// launch is guarded; a violating access touches no memory (a load gives 0, a store or atomic
+  /// is skipped) and the launch's record names the first one (KernelInfo::checked, the hidden
+  /// parameters of contract/checked.hpp). Part of the module-cache key.
+  bool checked = false;
 };
 
 struct CompiledModule {
@@ -63,8 +68,9 @@ std::string target_for_module(const ir::Module& verified, std::string_view arch)
 /// Compiles every kernel of a verified module into one PTX module.
 [[nodiscard]] std::expected<CompiledModule, diag::Diagnostics> compile(const ir::Module& verified, const CodegenOptions& options);
 
-/// KernelInfo of each kernel, derived from the verified IR alone (no LLVM).
-std::vector<contract::KernelInfo> describe(const ir::Module& verified);
+/// KernelInfo of each kernel, derived from the verified IR alone (no LLVM); with `checked`, as
+/// compiled in checked mode (KernelInfo::checked: the sites each kernel reaches and which are guarded).
+std::vector<contract::KernelInfo> describe(const ir::Module& verified, bool checked = false);
 
 /// The LLVM version ptxgate was built with, e.g. "19.1.7".
 std::string llvm_version();

@@ -2,6 +2,7 @@
 // the bodies are lowered by the files named in internal/kernel_lowering.hpp.
 #include "ptxgate/codegen/internal/lower.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 
 #include "ptxgate/codegen/internal/nvptx.hpp"
 #include "ptxgate/codegen/internal/kernel_lowering.hpp"
+#include "ptxgate/ir/access_sites.hpp"
 
 namespace ptxgate::codegen::lowering {
 
@@ -52,12 +54,18 @@ llvm::Type* parameter_type(llvm::LLVMContext& c, ir::Type t) {
 /// scalars by value (bool as i1), buffers as `ptr addrspace(1)`, and the kernel's grid barrier
 /// word appended when it (transitively) uses grid_sync. Convergent when it synchronises, so no
 /// optimisation makes its calls depend on more values than the source does.
-llvm::Function* declare_device_function(const ir::Function& f, llvm::Module& module) {
+llvm::Function* declare_device_function(const ir::Function& f, llvm::Module& module, bool checked) {
   llvm::LLVMContext& c = module.getContext();
   std::vector<llvm::Type*> types;
   for (const auto& p : f.params)
     types.push_back(p.is_buffer ? llvm::PointerType::get(c, kGlobalSpace) : value_type(c, p.type));
   if (f.uses_grid_sync) types.push_back(llvm::PointerType::get(c, kGlobalSpace));
+  if (checked) {  // the buffers' lengths, the record, the caller's violation latch
+    for (const auto& p : f.params)
+      if (p.is_buffer) types.push_back(llvm::Type::getInt64Ty(c));
+    types.push_back(llvm::PointerType::get(c, kGlobalSpace));
+    types.push_back(llvm::PointerType::get(c, 0));
+  }
   llvm::Type* result = f.result == ir::Type::void_ ? llvm::Type::getVoidTy(c) : value_type(c, f.result);
   auto* function = llvm::Function::Create(llvm::FunctionType::get(result, types, false),
                                           llvm::GlobalValue::InternalLinkage, f.name, module);
@@ -67,23 +75,28 @@ llvm::Function* declare_device_function(const ir::Function& f, llvm::Module& mod
 }
 
 KernelLowering::KernelLowering(const ir::Kernel& kernel, llvm::Module& module, const FunctionMap& functions,
-                               ir::FpMode module_fp_mode)
+                               ir::FpMode module_fp_mode, const CheckedLowering* checked)
     : kernel_(kernel), as_kernel_(&kernel), module_(module), context_(module.getContext()),
-      builder_(module.getContext()), fp_mode_(kernel.fp_mode.value_or(module_fp_mode)), functions_(functions) {}
+      builder_(module.getContext()), fp_mode_(kernel.fp_mode.value_or(module_fp_mode)), checked_(checked),
+      functions_(functions) {}
 
 KernelLowering::KernelLowering(const ir::Function& function, llvm::Module& module, const FunctionMap& functions,
-                               ir::FpMode module_fp_mode)
+                               ir::FpMode module_fp_mode, const CheckedLowering* checked)
     : kernel_(function), as_function_(&function), module_(module), context_(module.getContext()),
-      builder_(module.getContext()), fp_mode_(module_fp_mode), functions_(functions) {}
+      builder_(module.getContext()), fp_mode_(module_fp_mode), checked_(checked), functions_(functions) {}
 
 void KernelLowering::run() {
   declare_function();
   statements(kernel_.body);
   if (!builder_.GetInsertBlock()->getTerminator()) {
     // The verifier proved that a function with a result returns on every path (PG1322).
-    if (as_function_ && as_function_->result != ir::Type::void_) builder_.CreateUnreachable();
-    else builder_.CreateRetVoid();
+    if (as_function_ && as_function_->result != ir::Type::void_) {
+      builder_.CreateUnreachable();
+    } else {
+      return_from_kernel();
+    }
   }
+  finish_kernel();
   set_buffer_attributes();
   if (as_kernel_) annotate();
 }
@@ -98,6 +111,11 @@ void KernelLowering::declare_function() {
     for (const auto& p : kernel_.params)
       types.push_back(p.is_buffer ? llvm::PointerType::get(context_, kGlobalSpace) : parameter_type(context_, p.type));
     if (kernel_.uses_grid_sync) types.push_back(llvm::PointerType::get(context_, kGlobalSpace));
+    if (checked_) {  // the buffers' lengths, then the record (contract::CheckedInfo)
+      for (const auto& p : kernel_.params)
+        if (p.is_buffer) types.push_back(builder_.getInt64Ty());
+      types.push_back(llvm::PointerType::get(context_, kGlobalSpace));
+    }
     auto* signature = llvm::FunctionType::get(llvm::Type::getVoidTy(context_), types, false);
     function_ = llvm::Function::Create(signature, llvm::GlobalValue::ExternalLinkage, kernel_.name, module_);
     if (function_->getName() != kernel_.name)
@@ -148,6 +166,7 @@ void KernelLowering::declare_function() {
     grid_barrier_word_->addAttr(llvm::Attribute::NoCapture);
     grid_barrier_word_->addAttr(llvm::Attribute::NoUndef);
   }
+  if (checked_) bind_checked_parameters(kernel_.params.size() + (kernel_.uses_grid_sync ? 1 : 0));
 }
 
 /// readonly / writeonly from what the kernel itself does with each buffer; never
@@ -226,6 +245,7 @@ void KernelLowering::continue_in_dead_block() { builder_.SetInsertPoint(new_bloc
 
 namespace ptxgate::codegen {
 
+using lowering::CheckedLowering;
 using lowering::declare_device_function;
 using lowering::FunctionMap;
 using lowering::InvariantFailure;
@@ -234,17 +254,24 @@ using lowering::KernelLowering;
 std::expected<std::unique_ptr<llvm::Module>, diag::Diagnostics> lower_module(const ir::Module& verified,
                                                                             llvm::LLVMContext& context,
                                                                             const llvm::DataLayout& layout,
-                                                                            ir::FpMode fp_mode) {
+                                                                            ir::FpMode fp_mode, bool checked) {
   auto module = std::make_unique<llvm::Module>(verified.path.empty() ? "ptxgate" : verified.path, context);
   module->setTargetTriple(std::string(kNvptxTriple));
   module->setDataLayout(layout);
   module->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t{0});
   try {
+    std::optional<CheckedLowering> checks;
+    if (checked) {
+      checks.emplace();
+      checks->guards = ir::sites_needing_guards(verified);
+    }
+    const CheckedLowering* guards = checks ? &*checks : nullptr;
     FunctionMap functions;
     for (const ir::Function& function : verified.functions)
-      functions.emplace(&function, declare_device_function(function, *module));
-    for (const ir::Function& function : verified.functions) KernelLowering(function, *module, functions, fp_mode).run();
-    for (const ir::Kernel& kernel : verified.kernels) KernelLowering(kernel, *module, functions, fp_mode).run();
+      functions.emplace(&function, declare_device_function(function, *module, checked));
+    for (const ir::Function& function : verified.functions)
+      KernelLowering(function, *module, functions, fp_mode, guards).run();
+    for (const ir::Kernel& kernel : verified.kernels) KernelLowering(kernel, *module, functions, fp_mode, guards).run();
   } catch (const InvariantFailure& failure) {
     diag::Diagnostics d;
     d.add(diag::Code::internal_error, "code generation received a module that breaks a verifier invariant: " +

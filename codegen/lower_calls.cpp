@@ -88,6 +88,7 @@ llvm::Value* KernelLowering::function_call(const ir::Expr& e) {
   if (e.operands.size() != callee.params.size())
     invariant_failed(fmt::format("call of '{}' with {} arguments", callee.name, e.operands.size()));
   std::vector<llvm::Value*> args;
+  std::vector<llvm::Value*> lengths;  // checked mode: the buffers' lengths, passed after the parameters
   for (size_t i = 0; i < callee.params.size(); ++i) {
     const ir::Param& param = callee.params[i];
     const ir::Expr& arg = *e.operands[i];
@@ -104,12 +105,21 @@ llvm::Value* KernelLowering::function_call(const ir::Expr& e) {
       if (param.access != ir::Access::in) buffer_written_[buffer.param_index] = true;
     }
     args.push_back(buffer.value);
+    if (checked_) {
+      if (!buffer.length) invariant_failed(fmt::format("buffer '{}' has no length in checked mode", arg.name));
+      lengths.push_back(buffer.length);
+    }
   }
   if (callee.uses_grid_sync) {
     if (!grid_barrier_word_)
       invariant_failed(fmt::format("'{}' calls '{}', which uses grid_sync, without the barrier word", kernel_.name,
                                    callee.name));
     args.push_back(grid_barrier_word_);
+  }
+  if (checked_) {
+    args.insert(args.end(), lengths.begin(), lengths.end());
+    args.push_back(record_);
+    args.push_back(latch_);
   }
   llvm::CallInst* result = builder_.CreateCall(found->second, args);
   return callee.result == ir::Type::void_ ? nullptr : result;
@@ -203,16 +213,29 @@ llvm::Value* KernelLowering::atomic(const ir::Expr& e, ir::Intrinsic which) {
   const Binding& array = binding_of(*e.operands.at(0));
   const ir::Type t = array.type;
   if (!ir::is_numeric(t)) invariant_failed(fmt::format("atomic on a {} array", ir::type_name(t)));
-  llvm::Value* address = element_address(array, *e.operands.at(1));
+  llvm::Value* i = index64(*e.operands.at(1));
   if (array.param_index >= 0) buffer_read_[array.param_index] = buffer_written_[array.param_index] = true;
+  // The operands, converted to the element type, before the access (checked mode guards only the access).
+  llvm::Value* value = convert(expr(*e.operands.at(2)), e.operands[2]->type, t);
+  llvm::Value* desired = which == I::atomic_cas ? convert(expr(*e.operands.at(3)), e.operands[3]->type, t) : nullptr;
+  // Outside the array the atomic acts on the sink and gives 0.
+  return checked_load(guarded(e), site_of(e), array, i, element_bytes(t), element_pointer(array, i),
+                      [&](llvm::Value* at) { return atomic_access(e, which, array, at, value, desired); });
+}
+
+/// The atomic itself on `address`: `value` is its operand (atomic_cas: the expected value, and
+/// `desired` the new one), both of the element type.
+llvm::Value* KernelLowering::atomic_access(const ir::Expr& e, ir::Intrinsic which, const Binding& array,
+                                           llvm::Value* address, llvm::Value* value, llvm::Value* desired) {
+  using I = ir::Intrinsic;
+  const ir::Type t = array.type;
   const llvm::Align align(ir::byte_size(t));
   const auto relaxed = llvm::AtomicOrdering::Monotonic;
   const bool is_float = ir::is_float(t), is_signed = ir::is_signed(t);
   if (e.memory_order != ir::MemoryOrder::relaxed || e.memory_scope != ir::MemoryScope::device)
-    return ordered_atomic(e, which, array, address);
+    return ordered_atomic(e, which, array, address, value, desired);
   if (which == I::atomic_cas) {
-    llvm::Value* expected = convert(expr(*e.operands.at(2)), e.operands[2]->type, t);
-    llvm::Value* desired = convert(expr(*e.operands.at(3)), e.operands[3]->type, t);
+    llvm::Value* expected = value;
     llvm::Type* bits = builder_.getIntNTy(ir::bit_width(t));
     if (is_float) {
       expected = builder_.CreateBitCast(expected, bits);
@@ -237,13 +260,13 @@ llvm::Value* KernelLowering::atomic(const ir::Expr& e, ir::Intrinsic which) {
   }
   if (is_float && (op == Rmw::And || op == Rmw::Or || op == Rmw::Xor))
     invariant_failed("bitwise atomic on a float array");
-  llvm::Value* value = convert(expr(*e.operands.at(2)), e.operands[2]->type, t);
   return builder_.CreateAtomicRMW(op, address, value, align, relaxed);
 }
 
 /// An atomic with a written order or scope: one PTX `atom{.sem}{.scope}{.space}.op.type`
 /// (LLVM 19's NVPTX back end has no scoped, ordered atomics), returning the old value.
-llvm::Value* KernelLowering::ordered_atomic(const ir::Expr& e, ir::Intrinsic which, const Binding& array, llvm::Value* address) {
+llvm::Value* KernelLowering::ordered_atomic(const ir::Expr& e, ir::Intrinsic which, const Binding& array,
+                                            llvm::Value* address, llvm::Value* value, llvm::Value* desired) {
   using I = ir::Intrinsic;
   const ir::Type t = array.type;
   const unsigned bits = ir::bit_width(t);
@@ -269,15 +292,12 @@ llvm::Value* KernelLowering::ordered_atomic(const ir::Expr& e, ir::Intrinsic whi
   const char reg = bits == 16 ? 'h' : bits == 32 ? (is_float ? 'f' : 'r') : (is_float ? 'd' : 'l');
   llvm::Type* value_ty = value_type(context_, t);
   llvm::Type* reg_ty = half ? builder_.getInt16Ty() : value_ty;  // halves travel as their bits
-  auto operand = [&](size_t i) {
-    llvm::Value* v = convert(expr(*e.operands.at(i)), e.operands[i]->type, t);
-    if (which == I::atomic_sub && i == 2) v = is_float ? builder_.CreateFNeg(v) : builder_.CreateNeg(v);
-    return half ? builder_.CreateBitCast(v, reg_ty) : v;
-  };
+  if (which == I::atomic_sub) value = is_float ? builder_.CreateFNeg(value) : builder_.CreateNeg(value);
+  auto as_register = [&](llvm::Value* v) { return half ? builder_.CreateBitCast(v, reg_ty) : v; };
   llvm::Value* pointer = builder_.CreatePtrToInt(address, builder_.getInt64Ty());
   std::vector<llvm::Value*> args{pointer};
-  args.push_back(operand(2));
-  if (which == I::atomic_cas) args.push_back(operand(3));
+  args.push_back(as_register(value));
+  if (which == I::atomic_cas) args.push_back(as_register(desired));
   const std::string_view space = array.kind == Binding::Kind::shared ? ".shared" : ".global";
   std::string text = fmt::format("atom{}{}{}.{} $0, [$1], $2{};", ptx_sem(e.memory_order), ptx_scope(e.memory_scope),
                                  space, op, which == I::atomic_cas ? ", $3" : "");

@@ -41,9 +41,13 @@ llvm::Value* KernelLowering::expr(const ir::Expr& e) {
         return builder_.CreateExtractElement(vector, index);
       }
       const Binding& array = binding_of(e);
-      llvm::Value* address = element_address(array, *e.operands.at(0));
+      llvm::Value* i = index64(*e.operands.at(0));
       if (array.param_index >= 0) buffer_read_[array.param_index] = true;
-      return from_memory(builder_.CreateLoad(memory_type(context_, array.type), address), array.type);
+      llvm::Type* type = memory_type(context_, array.type);
+      llvm::Value* loaded = checked_load(guarded(e), site_of(e), array, i, element_bytes(array.type),
+                                         element_pointer(array, i),
+                                         [&](llvm::Value* at) { return builder_.CreateLoad(type, at); }, true);
+      return from_memory(loaded, array.type);
     }
     case ir::ExprKind::unary: return unary(e);
     case ir::ExprKind::binary: return binary(e);
@@ -299,10 +303,13 @@ llvm::Value* KernelLowering::index64(const ir::Expr& index) {
 }
 
 llvm::Value* KernelLowering::element_address(const Binding& array, const ir::Expr& index) {
+  return element_pointer(array, index64(index));
+}
+
+llvm::Value* KernelLowering::element_pointer(const Binding& array, llvm::Value* i) {
   if (array.kind != Binding::Kind::buffer && array.kind != Binding::Kind::shared &&
       array.kind != Binding::Kind::local)
     invariant_failed("indexing something that is not a buffer, shared or local array");
-  llvm::Value* i = index64(index);
   if (array.kind == Binding::Kind::shared || array.kind == Binding::Kind::local)
     return builder_.CreateInBoundsGEP(array.array_type, array.value, {builder_.getInt64(0), i});
   return builder_.CreateInBoundsGEP(memory_type(context_, array.type), array.value, i);
@@ -345,16 +352,19 @@ llvm::Value* KernelLowering::vector_access(const ir::Expr& e, ir::Intrinsic whic
   if (!vector) invariant_failed(fmt::format("{} of {} elements", ir::intrinsic_name(which), ir::type_name(array.type)));
   llvm::Value* i = index64(*e.operands.at(1));
   llvm::Type* type = value_type(context_, *vector);
+  const uint32_t bytes = ir::byte_size(*vector);
+  const llvm::Align align(bytes);
   llvm::Value* address = builder_.CreateInBoundsGEP(type, array.value, i);
-  const llvm::Align align(ir::byte_size(*vector));
   if (ir::is_vector_store(which)) {
     llvm::Value* value = expr(*e.operands.at(2));
-    builder_.CreateAlignedStore(value, address, align);
+    checked_store(guarded(e), site_of(e), array, i, bytes, address,
+                  [&](llvm::Value* at) { builder_.CreateAlignedStore(value, at, align); });
     if (array.param_index >= 0) buffer_written_[array.param_index] = true;
     return nullptr;
   }
   if (array.param_index >= 0) buffer_read_[array.param_index] = true;
-  return builder_.CreateAlignedLoad(type, address, align);
+  return checked_load(guarded(e), site_of(e), array, i, bytes, address,
+                      [&](llvm::Value* at) { return builder_.CreateAlignedLoad(type, at, align); }, true);
 }
 
 }  // namespace ptxgate::codegen::lowering

@@ -84,12 +84,6 @@ llvm::Value* KernelLowering::shared_element(const ir::Expr& array, const ir::Exp
   return builder_.CreatePtrToInt(element_address(binding, index), builder_.getInt32Ty());
 }
 
-llvm::Value* KernelLowering::mbarrier_pointer(const ir::Expr& bars, const ir::Expr& index) {
-  const Binding& binding = binding_of(bars);
-  if (binding.kind != Binding::Kind::shared) invariant_failed(fmt::format("'{}' is not a shared array", bars.name));
-  return element_address(binding, index);
-}
-
 /// The value of a verified constant operand (wait_group counts, register counts).
 uint64_t KernelLowering::constant_value(const ir::Expr& e) {
   auto* c = llvm::dyn_cast<llvm::ConstantInt>(expr(e));
@@ -113,67 +107,130 @@ llvm::Value* KernelLowering::hopper_operation(const ir::Expr& e, ir::Intrinsic w
   using I = ir::Intrinsic;
   namespace L = llvm::Intrinsic;
   auto arg = [&](size_t i) { return expr(*e.operands.at(i)); };
-  auto bar = [&](size_t i) { return mbarrier_pointer(*e.operands.at(i), *e.operands.at(i + 1)); };
-  auto bar32 = [&](size_t i) { return builder_.CreatePtrToInt(bar(i), builder_.getInt32Ty()); };
+  // The mbarrier named by operands i and i + 1 (the array and the index), as element `index` of
+  // `array`; in checked mode an mbarrier outside the array is recorded at site part `part` and the
+  // operation skipped (`skipped`: what it gives then).
+  // Its address is computed where the operand is, as in unchecked code (whose PTX stays the same).
+  struct Barrier {
+    const Binding* array;
+    llvm::Value* index;
+    llvm::Value* pointer;
+    llvm::Value* address32;
+  };
+  auto barrier_at = [&](size_t i) {
+    const Binding& array = binding_of(*e.operands.at(i));
+    if (array.kind != Binding::Kind::shared) invariant_failed(fmt::format("'{}' is not a shared array", e.operands[i]->name));
+    llvm::Value* index = index64(*e.operands.at(i + 1));
+    llvm::Value* at = element_pointer(array, index);
+    return Barrier{&array, index, at, builder_.CreatePtrToInt(at, builder_.getInt32Ty())};
+  };
+  auto pointer = [&](const Barrier& b) { return b.pointer; };
+  auto address32 = [&](const Barrier& b) { return b.address32; };
+  auto on_barrier = [&](const Barrier& b, llvm::Value* skipped, const std::function<llvm::Value*()>& operation) {
+    if (!guarded(e)) return operation();
+    return guard(index_in_bounds(*b.array, b.index, 8), site_of(e), contract::Violation::out_of_bounds, b.index,
+                 array_length(*b.array), operation, skipped);
+  };
   switch (which) {
     case I::mbarrier_init: {
-      llvm::Value* b = bar(0);
-      builder_.CreateIntrinsic(L::nvvm_mbarrier_init_shared, {}, {b, arg(2)});
+      Barrier b = barrier_at(0);
+      llvm::Value* count = arg(2);
+      on_barrier(b, nullptr, [&]() -> llvm::Value* {
+        builder_.CreateIntrinsic(L::nvvm_mbarrier_init_shared, {}, {pointer(b), count});
+        return nullptr;
+      });
       return nullptr;
     }
-    case I::mbarrier_arrive: builder_.CreateIntrinsic(L::nvvm_mbarrier_arrive_shared, {}, {bar(0)}); return nullptr;
-    case I::mbarrier_inval: builder_.CreateIntrinsic(L::nvvm_mbarrier_inval_shared, {}, {bar(0)}); return nullptr;
+    case I::mbarrier_arrive:
+    case I::mbarrier_inval: {
+      Barrier b = barrier_at(0);
+      on_barrier(b, nullptr, [&]() -> llvm::Value* {
+        builder_.CreateIntrinsic(which == I::mbarrier_arrive ? L::nvvm_mbarrier_arrive_shared : L::nvvm_mbarrier_inval_shared,
+                                 {}, {pointer(b)});
+        return nullptr;
+      });
+      return nullptr;
+    }
     case I::mbarrier_arrive_expect_tx: {
-      llvm::Value* b = bar32(0);
-      inline_ptx("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r", {b, arg(2)});
+      Barrier b = barrier_at(0);
+      llvm::Value* bytes = arg(2);
+      on_barrier(b, nullptr, [&]() -> llvm::Value* {
+        inline_ptx("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r", {address32(b), bytes});
+        return nullptr;
+      });
       return nullptr;
     }
     case I::mbarrier_try_wait: {
-      llvm::Value* b = bar32(0);
-      return mbarrier_try_wait(b, arg(2));
+      Barrier b = barrier_at(0);
+      llvm::Value* parity = arg(2);
+      // An mbarrier outside its array completes at once in checked mode: a wait loop over it ends.
+      return on_barrier(b, builder_.getTrue(), [&] { return mbarrier_try_wait(address32(b), parity); });
     }
     case I::mbarrier_wait: {
-      llvm::Value* b = bar32(0);
+      Barrier b = barrier_at(0);
       llvm::Value* parity = arg(2);
-      llvm::BasicBlock* loop = new_block("mbarrier.wait");
-      llvm::BasicBlock* done = new_block("mbarrier.done");
-      builder_.CreateBr(loop);
-      builder_.SetInsertPoint(loop);
-      builder_.CreateCondBr(mbarrier_try_wait(b, parity), done, loop);
-      builder_.SetInsertPoint(done);
+      on_barrier(b, nullptr, [&]() -> llvm::Value* {
+        llvm::Value* bar = address32(b);
+        llvm::BasicBlock* loop = new_block("mbarrier.wait");
+        llvm::BasicBlock* done = new_block("mbarrier.done");
+        builder_.CreateBr(loop);
+        builder_.SetInsertPoint(loop);
+        builder_.CreateCondBr(mbarrier_try_wait(bar, parity), done, loop);
+        builder_.SetInsertPoint(done);
+        return nullptr;
+      });
       return nullptr;
     }
     case I::fence_proxy_async: inline_ptx("fence.proxy.async.shared::cta;", "", {}); return nullptr;
     case I::tma_load: {
-      llvm::Value* dst = shared_element(*e.operands[0], *e.operands[1]);
+      const Binding& tile = binding_of(*e.operands.at(0));
+      llvm::Value* index = index64(*e.operands.at(1));
+      llvm::Value* dst = builder_.CreatePtrToInt(element_pointer(tile, index), builder_.getInt32Ty());
       llvm::Value* map = arg(2);
-      llvm::Value* b = bar32(3);
-      std::vector<llvm::Value*> args{dst, map, b};
-      std::string coords, constraints = "r,l,r";
-      for (size_t i = 5; i < e.operands.size(); ++i) {
-        coords += fmt::format("{}${}", i > 5 ? ", " : "", args.size());
-        args.push_back(arg(i));
-        constraints += ",r";
-      }
-      inline_ptx(fmt::format("cp.async.bulk.tensor.{}d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {{{}}}], "
-                      "[$2];",
-                      e.operands.size() - 5, coords),
-          constraints, args);
+      Barrier b = barrier_at(3);
+      std::vector<llvm::Value*> coordinates;
+      for (size_t i = 5; i < e.operands.size(); ++i) coordinates.push_back(arg(i));
+      checked_tile(e, tile, index, dst, coordinates, /*tile_part=*/2);
+      auto copy = [&]() -> llvm::Value* {
+        std::vector<llvm::Value*> args{dst, map, address32(b)};
+        std::string coords, constraints = "r,l,r";
+        for (size_t i = 0; i < coordinates.size(); ++i) {
+          coords += fmt::format("{}${}", i > 0 ? ", " : "", args.size());
+          args.push_back(coordinates[i]);
+          constraints += ",r";
+        }
+        inline_ptx(fmt::format("cp.async.bulk.tensor.{}d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, "
+                               "{{{}}}], [$2];",
+                               coordinates.size(), coords),
+                   constraints, args);
+        return nullptr;
+      };
+      // The mbarrier is the operation's second site: without it the copy would complete nowhere.
+      if (guarded(e, 1))
+        guard(index_in_bounds(*b.array, b.index, 8), site_of(e, 1), contract::Violation::out_of_bounds, b.index,
+              array_length(*b.array), copy, nullptr);
+      else
+        copy();
       return nullptr;
     }
     case I::tma_store: {
       llvm::Value* map = arg(0);
-      llvm::Value* src = shared_element(*e.operands[1], *e.operands[2]);
+      const Binding& tile = binding_of(*e.operands.at(1));
+      llvm::Value* index = index64(*e.operands.at(2));
+      llvm::Value* src = builder_.CreatePtrToInt(element_pointer(tile, index), builder_.getInt32Ty());
+      std::vector<llvm::Value*> coordinates;
+      for (size_t i = 3; i < e.operands.size(); ++i) coordinates.push_back(arg(i));
+      checked_tile(e, tile, index, src, coordinates, /*tile_part=*/1);
       std::vector<llvm::Value*> args{map, src};
       std::string coords, constraints = "l,r";
-      for (size_t i = 3; i < e.operands.size(); ++i) {
-        coords += fmt::format("{}${}", i > 3 ? ", " : "", args.size());
-        args.push_back(arg(i));
+      for (size_t i = 0; i < coordinates.size(); ++i) {
+        coords += fmt::format("{}${}", i > 0 ? ", " : "", args.size());
+        args.push_back(coordinates[i]);
         constraints += ",r";
       }
       inline_ptx(fmt::format("cp.async.bulk.tensor.{}d.global.shared::cta.bulk_group [$0, {{{}}}], [$1];",
-                      e.operands.size() - 3, coords),
-          constraints, args);
+                             coordinates.size(), coords),
+                 constraints, args);
       return nullptr;
     }
     case I::tma_store_commit: inline_ptx("cp.async.bulk.commit_group;", "", {}); return nullptr;

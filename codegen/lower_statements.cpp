@@ -52,7 +52,7 @@ void KernelLowering::statement(const ir::Stmt& s) {
         llvm::Value* result = convert(expr(*s.value), s.value->type, as_function_->result);
         builder_.CreateRet(result);
       } else {
-        builder_.CreateRetVoid();
+        return_from_kernel();
       }
       continue_in_dead_block();
       return;
@@ -79,9 +79,12 @@ void KernelLowering::assignment(const ir::Stmt& s) {
   }
   if (target.kind == ir::ExprKind::index) {
     const Binding& array = binding_of(target);
-    llvm::Value* address = element_address(array, *target.operands.at(0));
-    llvm::Value* value = convert(expr(*s.value), s.value->type, array.type);
-    builder_.CreateStore(to_memory(value, array.type), address);
+    // The address first, then the value: the unchecked code's order (its PTX stays the same).
+    llvm::Value* i = index64(*target.operands.at(0));
+    llvm::Value* address = element_pointer(array, i);
+    llvm::Value* value = to_memory(convert(expr(*s.value), s.value->type, array.type), array.type);
+    checked_store(guarded(target), site_of(target), array, i, element_bytes(array.type), address,
+                  [&](llvm::Value* at) { builder_.CreateStore(value, at); });
     if (array.param_index >= 0) buffer_written_[array.param_index] = true;
     return;
   }
@@ -223,10 +226,11 @@ void KernelLowering::shared_array(const ir::Stmt& s) {
                                           llvm::UndefValue::get(array_type), kernel_.name + "_" + s.name, nullptr,
                                           llvm::GlobalValue::NotThreadLocal, kSharedSpace);
   global->setAlignment(llvm::Align(16));
+  const uint64_t bytes = count * element_bytes(symbol.type);
   // Uninitialised shared memory holds whatever is there, not LLVM's undef: no optimiser may
   // fold a load of it to an arbitrary value.
   global->setExternallyInitialized(true);
-  Binding binding{Binding::Kind::shared, global, symbol.type, array_type, -1};
+  Binding binding{Binding::Kind::shared, global, symbol.type, array_type, -1, builder_.getInt64(bytes)};
   bindings_[&symbol] = binding;
   arrays_by_name_[s.name] = binding;
 }
@@ -243,9 +247,10 @@ void KernelLowering::local_array(const ir::Stmt& s) {
   llvm::BasicBlock& entry = function_->getEntryBlock();
   llvm::IRBuilder<> at_entry(&entry, entry.getFirstInsertionPt());
   llvm::AllocaInst* array = at_entry.CreateAlloca(array_type, nullptr, s.name);
-  const uint64_t bytes = symbol.array_size * ir::byte_size(symbol.type);
+  // The array's bytes in memory (a bool element takes one byte, not its 4-byte parameter size).
+  const uint64_t bytes = symbol.array_size * element_bytes(symbol.type);
   builder_.CreateMemSet(array, builder_.getInt8(0), builder_.getInt64(bytes), array->getAlign());
-  bindings_[&symbol] = Binding{Binding::Kind::local, array, symbol.type, array_type, -1};
+  bindings_[&symbol] = Binding{Binding::Kind::local, array, symbol.type, array_type, -1, builder_.getInt64(bytes)};
 }
 
 /// `shared NAME: T[];`: PTX `.extern .shared .align 16 .b8 NAME[];`, the block's dynamic

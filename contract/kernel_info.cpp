@@ -33,6 +33,7 @@ nlohmann::json to_json(const KernelInfo& info) {
                    {"hidden_grid_barrier_param", info.hidden_grid_barrier_param}};
   if (info.foreign) j["foreign"] = true;  // absent for ptxgate's own kernels
   if (info.access) j["access"] = ir::to_json(*info.access);
+  if (info.checked) j["checked"] = to_json(*info.checked);  // absent: compiled without checked mode
   if (info.has_cluster_dims()) j["cluster_dims"] = info.cluster_dims;  // absent: no cluster shape
   if (info.explicit_cluster) j["explicit_cluster"] = true;
   if (info.has_required_block())
@@ -118,6 +119,11 @@ std::expected<KernelInfo, std::string> kernel_info_from_json(const nlohmann::jso
         if (s.space == ir::Space::global && (s.array >= info.params.size() || !info.params[s.array].is_buffer))
           return std::unexpected("an access names no buffer parameter");
       attach_access_facts(info, std::make_shared<const ir::AccessFacts>(std::move(*facts)));
+    }
+    if (j.contains("checked")) {
+      auto checked = checked_info_from_json(j.at("checked"));
+      if (!checked) return std::unexpected(checked.error());
+      info.checked = std::make_shared<const CheckedInfo>(std::move(*checked));
     }
     return info;
   } catch (const nlohmann::json::exception& e) {

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ptxgate/contract/checked.hpp"
 #include "ptxgate/ir/access_facts.hpp"
 #include "ptxgate/ir/types.hpp"
 
@@ -66,8 +67,17 @@ struct KernelInfo {
   /// access analysis); the launch check proves each launch's accesses with them. Null for
   /// another compiler's kernel (nothing to analyse).
   std::shared_ptr<const ir::AccessFacts> access;
+  /// Compiled in checked mode (codegen::CodegenOptions::checked): the sites it guards and its
+  /// hidden parameters (contract/checked.hpp); null otherwise.
+  std::shared_ptr<const CheckedInfo> checked;
 
   bool has_required_block() const { return required_block[0] != 0; }
+  /// Buffer parameters: a checked kernel takes one hidden length per buffer.
+  size_t buffer_count() const {
+    size_t n = 0;
+    for (const auto& p : params) n += p.is_buffer;
+    return n;
+  }
   bool has_cluster_dims() const { return cluster_dims[0] != 0; }
   /// Whether some buffer parameter needs a base alignment (a vector access): launches check it.
   bool needs_buffer_alignment() const {

@@ -1,4 +1,5 @@
-// Fuzz target: any bytes as a .pg file -> parse -> verify -> print -> codegen (LLVM IR); rejected
+// Fuzz target: any bytes as a .pg file -> parse -> verify -> print -> codegen (LLVM IR; in checked
+// mode for inputs of odd length, whose KernelInfo must round-trip through its JSON); rejected
 // input renders as text with no control characters; each kernel's access facts -> JSON and back ->
 // evaluated for a launch made from the input's bytes.
 #include <cstddef>
@@ -76,6 +77,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const auto& kernel : loaded->module.kernels) check_access_facts(kernel, seed);
   codegen::CodegenOptions options;
   options.opt_level = 1;
+  options.checked = (size & 1) != 0;
+  if (options.checked)
+    for (const auto& info : codegen::describe(loaded->module, true)) {
+      auto back = contract::kernel_info_from_json(contract::to_json(info));
+      if (!back || !back->checked || back->checked->sites.size() != info.checked->sites.size()) __builtin_trap();
+    }
   auto llvm_ir = codegen::emit_llvm_ir(loaded->module, options);
   if (!llvm_ir) {
     // Code generation of a verified module only fails on an internal error.

@@ -9,6 +9,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "ptxgate/ir/access_sites.hpp"
 #include "ptxgate/ir/printer.hpp"
 #include "ptxgate/ir/sym_eval.hpp"
 
@@ -172,13 +173,16 @@ class Analysis {
     return it == arrays_.end() ? nullptr : &it->second;
   }
 
+  /// `part`: which of the operation's site numbers this is (cp_async's source is its second).
   void add_site(AccessKind kind, const ArrayRef& array, uint32_t index, uint32_t stride, uint32_t width,
-                const Expr& operation, const Expr& index_expr, uint32_t path_extra = kNone, int32_t width_limit = -1) {
+                const Expr& operation, const Expr& index_expr, uint32_t path_extra = kNone, int32_t width_limit = -1,
+                uint32_t part = 0) {
     if (index == kNone) return;
     uint32_t path = path_extra == kNone ? path_ : both(path_, path_extra);
     if (path == false_) return;  // never runs
     if (facts_.sites.size() >= limits_.max_sites) throw OverBudget{};
     AccessSite s;
+    if (operation.access_site != UINT32_MAX) s.source = operation.access_site + part;
     s.kind = kind;
     s.space = array.space;
     s.array = array.id;
@@ -194,14 +198,7 @@ class Analysis {
     s.value = kind == AccessKind::write && value_ != kNone ? static_cast<int32_t>(value_) : -1;
     s.operation = print(operation);
     s.index_text = print(index_expr);
-    if (file_ && operation.range.length > 0) {
-      auto [line, column] = file_->line_col(operation.range.offset);
-      s.line = line;
-      s.column = column;
-      s.source_line = std::string(file_->line_text(line));
-      s.length = std::max<uint32_t>(1, std::min<uint32_t>(operation.range.length,
-                                                           static_cast<uint32_t>(s.source_line.size()) + 1 - column));
-    }
+    place_site(s, file_, operation.range);
     facts_.sites.push_back(std::move(s));
   }
 
@@ -383,7 +380,7 @@ class Analysis {
       }
       if (shared && i != kNone) add_site(AccessKind::write, *shared, i, bytes, bytes, e, *e.operands[1]);
       else ++facts_.unmodelled;
-      if (buffer && j != kNone) add_site(AccessKind::read, *buffer, j, bytes, bytes, e, *e.operands[3], reads, limit);
+      if (buffer && j != kNone) add_site(AccessKind::read, *buffer, j, bytes, bytes, e, *e.operands[3], reads, limit, 1);
       else ++facts_.unmodelled;
       return kNone;
     }
@@ -418,7 +415,7 @@ class Analysis {
         const ArrayRef* bars = e.operands.size() > 3 ? array_of(*e.operands[3]) : nullptr;
         if (bars && e.operands.size() > 4) {
           uint32_t bi = value_or_opaque(expr(*e.operands[4]), e.operands[4]->type);
-          add_site(AccessKind::atomic, *bars, bi, bars->element_bytes, bars->element_bytes, e, *e.operands[4]);
+          add_site(AccessKind::atomic, *bars, bi, bars->element_bytes, bars->element_bytes, e, *e.operands[4], kNone, -1, 1);
         }
         ++facts_.unmodelled;
         return kNone;

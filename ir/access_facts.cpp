@@ -88,6 +88,8 @@ nlohmann::json to_json(const AccessFacts& facts) {
                      {"epoch", s.epoch}, {"value", s.value},
                      {"operation", s.operation}, {"index_text", s.index_text}, {"line", s.line},
                      {"column", s.column}, {"length", s.length}, {"source_line", s.source_line}});
+  for (size_t i = 0; i < facts.sites.size(); ++i)
+    if (facts.sites[i].source != UINT32_MAX) sites[i]["source"] = facts.sites[i].source;
   return {{"nodes", nodes}, {"loops", loops}, {"arrays", arrays}, {"sites", sites},
           {"unmodelled", facts.unmodelled}, {"complete", facts.complete}};
 }
@@ -185,6 +187,7 @@ std::expected<AccessFacts, std::string> access_facts_from_json(const nlohmann::j
       s.column = diag::json_integer<uint32_t>(js.at("column"));
       s.length = diag::json_integer<uint32_t>(js.at("length"));
       s.source_line = js.at("source_line").get<std::string>();
+      if (js.contains("source")) s.source = diag::json_integer<uint32_t>(js.at("source"));
       f.sites.push_back(std::move(s));
     }
     f.unmodelled = diag::json_integer<uint32_t>(j.at("unmodelled"));

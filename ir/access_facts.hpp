@@ -90,6 +90,9 @@ struct ArrayFact {
 /// It touches bytes [stride * i, stride * i + width) of its array, `i` the index's value as a
 /// mathematical integer of the index's type.
 struct AccessSite {
+  /// The access as written: its number in the module's AccessSiteTable (ir/access_sites.hpp), the
+  /// same for every call of a device function; UINT32_MAX when not known.
+  uint32_t source = UINT32_MAX;
   AccessKind kind = AccessKind::read;
   Space space = Space::global;
   uint32_t array = 0;          ///< global: the buffer parameter's number; else AccessFacts::arrays

@@ -144,6 +144,7 @@ std::optional<FpMode> fp_mode_from_name(std::string_view);
 struct Symbol;
 struct Function;
 struct AccessFacts;
+struct AccessSiteTable;
 
 enum class ExprKind : uint8_t {
   int_literal,    ///< int_value, text
@@ -186,6 +187,9 @@ struct Expr {
   /// assert: the 1-based source line of the call (0 when built with the builder API) and the
   /// condition as written (else the canonical text); the device prints both when it fails.
   uint32_t source_line = 0;
+  /// A memory access: its first number in the module's AccessSiteTable (ir/access_sites.hpp), set
+  /// by the verifier; UINT32_MAX for other expressions.
+  uint32_t access_site = UINT32_MAX;
 
   const Symbol* symbol = nullptr;  ///< resolved by the verifier for name/index
   const Function* function = nullptr;  ///< call of a device function, resolved by the verifier
@@ -342,6 +346,9 @@ struct Module {
   std::vector<Function> functions;
   /// Symbols of the constants, owned here; created by the verifier.
   std::vector<std::unique_ptr<Symbol>> constant_symbols;
+  /// Every memory access as written, numbered (ir/access_sites.hpp); set by the verifier for a
+  /// valid module.
+  std::shared_ptr<const AccessSiteTable> access_sites;
 
   const Kernel* find_kernel(std::string_view name) const;
   const Function* find_function(std::string_view name) const;

@@ -88,11 +88,14 @@ Interval NodeBounds::forward(uint32_t id, const std::vector<Interval>& v) const 
       if (bits && n.value < bits->size() && (*bits)[n.value]) return point(value_of(t, *(*bits)[n.value]));
       return full_range(t);
     }
-    case SymOp::thread_id: return {0, component(leaves_.block) - 1};
-    case SymOp::block_id: return {0, component(leaves_.grid) - 1};
-    case SymOp::block_dim: return point(component(leaves_.block));
-    case SymOp::grid_dim: return point(component(leaves_.grid));
-    case SymOp::dynamic_shared_bytes: return point(static_cast<Integer>(leaves_.dynamic_shared_bytes));
+    case SymOp::thread_id:
+      return {0, (leaves_.ranges ? leaves_.ranges->block[n.value % 3].hi : component(leaves_.block)) - 1};
+    case SymOp::block_id:
+      return {0, (leaves_.ranges ? leaves_.ranges->grid[n.value % 3].hi : component(leaves_.grid)) - 1};
+    case SymOp::block_dim: return leaves_.ranges ? leaves_.ranges->block[n.value % 3] : point(component(leaves_.block));
+    case SymOp::grid_dim: return leaves_.ranges ? leaves_.ranges->grid[n.value % 3] : point(component(leaves_.grid));
+    case SymOp::dynamic_shared_bytes:
+      return leaves_.ranges ? leaves_.ranges->dynamic_shared_bytes : point(static_cast<Integer>(leaves_.dynamic_shared_bytes));
     case SymOp::loop: return loop_bounds(static_cast<uint32_t>(n.value), v);
     case SymOp::opaque: return full_range(t);
     default: break;

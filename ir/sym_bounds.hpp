@@ -20,11 +20,20 @@ struct Interval {
   bool operator==(const Interval&) const = default;
 };
 
+/// Ranges of the launch's geometry, for bounds that hold for every launch (compile time).
+struct LeafRanges {
+  std::array<Interval, 3> grid, block;
+  Interval dynamic_shared_bytes;
+};
+
 /// The launch's leaf values.
 struct LeafValues {
   std::array<uint64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   uint64_t dynamic_shared_bytes = 0;
   const std::vector<std::optional<uint64_t>>* scalar_bits = nullptr;
+  /// When set, the geometry leaves take these ranges instead of the values above (`grid`, `block`
+  /// and `dynamic_shared_bytes` are then unused).
+  const LeafRanges* ranges = nullptr;
 };
 
 /// Bounds of every node of one kernel's facts for one launch, refinable by path conditions.

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "ptxgate/ir/access_analysis.hpp"
+#include "ptxgate/ir/access_sites.hpp"
 #include "ptxgate/ir/block_granule.hpp"
 #include "ptxgate/ir/internal/verifier_internal.hpp"
 
@@ -910,8 +911,11 @@ diag::Diagnostics verify(Module& module, const diag::SourceFile* file, const Lim
   diag::Diagnostics result = reporter.take();
   // The access facts of every kernel of a valid module (docs/ir.md "Memory safety"): what the
   // launch check proves each launch's accesses with.
-  if (!result.has_errors())
+  // Every access as written is numbered first: the facts' sites name the access they come from.
+  if (!result.has_errors()) {
+    module.access_sites = number_access_sites(module, file);
     for (auto& kernel : module.kernels) kernel.access_facts = analyze_accesses(kernel, file);
+  }
   // Source order reads best; the limit notice (PG1905), if any, stays last.
   auto& items = result.items();
   auto end = !items.empty() && items.back().code == diag::Code::too_many_diagnostics ? items.end() - 1 : items.end();

@@ -3,6 +3,7 @@
 
 #include "ptxgate/diagnostics/internal/json_checks.hpp"
 #include "ptxgate/ir/access_facts.hpp"
+#include "ptxgate/ir/access_sites.hpp"
 #include "ptxgate/ir/printer.hpp"
 #include "ptxgate/module_cache/module_cache.hpp"
 #include "ptxgate/toolchain/build.hpp"
@@ -17,12 +18,13 @@ std::string codegen_options_text(const codegen::CodegenOptions& options) {
   // The pipeline is named (and versioned) at -O2/-O3, where ptxgate's own pipeline is the default.
   // The floating-point mode is named only when it is not the default, so that the keys of
   // default compiles keep their form.
-  // The compile budget likewise: a module refused under one budget never reads the entry that a
-  // compile under a larger one published.
+  // The compile budget and checked mode likewise: a module refused under one budget never reads the
+  // entry that a compile under a larger one published, and checked code is its own entry.
   std::string extra =
       options.fp_mode == ir::FpMode::contract ? "" : fmt::format(";fp={}", ir::fp_mode_name(options.fp_mode));
   if (options.instruction_budget != codegen::kDefaultInstructionBudget)
     extra += fmt::format(";budget={}", options.instruction_budget);
+  if (options.checked) extra += ";checked=1";
   if (options.opt_level < 2) return fmt::format("opt_level={}{}", options.opt_level, extra);
   return fmt::format("opt_level={};pipeline={}{}", options.opt_level, options.llvm_pipeline ? "llvm" : "kernel-1",
                      extra);
@@ -44,6 +46,13 @@ CacheKeyInputs key_inputs_for(const ir::Module& verified, const CompileRequest& 
       for (const ir::AccessSite& s : k.access_facts->sites)
         access_sites += fmt::format("{}:{}:{}:{}\n", s.line, s.column, s.length, s.source_line);
   if (!access_sites.empty()) in.canonical_module_text += "\n// access sites\n" + access_sites;
+  // Checked mode's site table names every access's position too (a site the facts leave out included).
+  if (request.codegen.checked && verified.access_sites) {
+    std::string checked_sites;
+    for (const ir::SourceAccess& s : verified.access_sites->sites)
+      checked_sites += fmt::format("{}:{}:{}:{}\n", s.line, s.column, s.length, s.source_line);
+    in.canonical_module_text += "\n// checked sites\n" + checked_sites;
+  }
   in.target_arch = request.codegen.target;
   in.codegen_options = codegen_options_text(request.codegen);
   in.ptxgate_version = ptxgate_version();

@@ -31,7 +31,7 @@ std::expected<std::string, diag::Diagnostics> product(const ir::Module& module, 
   switch (request.kind) {
     case EmitKind::meta: {
       nlohmann::json kernels = nlohmann::json::array();
-      for (const auto& k : codegen::describe(module)) kernels.push_back(contract::to_meta_json(k));
+      for (const auto& k : codegen::describe(module, cg.checked)) kernels.push_back(contract::to_meta_json(k));
       return nlohmann::json{{"schema_version", kJsonSchemaVersion}, {"target", cg.target}, {"kernels", kernels}}.dump(2) +
              "\n";
     }

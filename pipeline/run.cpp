@@ -17,6 +17,13 @@
 namespace ptxgate::pipeline {
 namespace {
 
+/// The warnings, then what checked mode stopped.
+diag::Diagnostics all_diagnostics(const RunResult& r) {
+  diag::Diagnostics all = r.warnings;
+  all.append(r.violations);
+  return all;
+}
+
 std::unexpected<RunStop> stop(diag::Diagnostics warnings, diag::Diagnostics d) {
   RunStop s;
   s.warnings = std::move(warnings);
@@ -249,7 +256,14 @@ std::expected<RunResult, RunStop> execute_run(PreparedRun& run, backend::Runtime
     }
   }
   if (auto ok = (*k)->launch(config, args); !ok) return stop(out.warnings, ok.error());
-  if (auto ok = rt.synchronize(); !ok) return stop(out.warnings, ok.error());
+  if (auto ok = rt.synchronize(); !ok) {
+    // Checked mode stopped accesses and the kernel went on: its results are read back as usual.
+    const bool stopped_only = std::all_of(ok.error().begin(), ok.error().end(), [](const diag::Diagnostic& d) {
+      return d.code == diag::Code::checked_violation;
+    });
+    if (!stopped_only) return stop(out.warnings, ok.error());
+    out.violations = std::move(ok.error());
+  }
   out.config = config;
   out.block = run.block;
   if (run.time_runs > 0) {
@@ -281,6 +295,7 @@ std::expected<RunResult, RunStop> run_kernel(const RunRequest& request) {
   options.device = request.device;
   options.cache = request.cache;
   options.fp_mode = request.fp_mode;
+  options.checked = request.checked;
   auto rt = backend::Runtime::create(options);
   if (!rt) return stop(prepared->warnings, rt.error());
   return execute_run(*prepared, **rt);
@@ -303,7 +318,7 @@ nlohmann::json run_json(const RunResult& r) {
           {"timing", timing},
           {"printed", printed},
           {"written", r.written},
-          {"diagnostics", nlohmann::json::parse(diag::render_json(r.warnings))}};
+          {"diagnostics", nlohmann::json::parse(diag::render_json(all_diagnostics(r)))}};
 }
 
 nlohmann::json run_stop_json(const RunStop& s, const std::string& kernel) {

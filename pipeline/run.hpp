@@ -36,6 +36,9 @@ struct RunRequest {
   std::string time_runs = "0";         ///< launches timed with device events after the first
   int device = 0;
   ir::FpMode fp_mode = ir::FpMode::contract;  ///< --fp-contract off / --fast-math
+  /// --checked: checked mode (backend::RuntimeOptions::checked): an access out of bounds is
+  /// stopped and reported (PG3804), and the run goes on.
+  bool checked = false;
   module_cache::ModuleCacheOptions cache;
 };
 
@@ -85,6 +88,8 @@ struct RunResult {
   std::vector<PrintedBuffer> printed;
   std::vector<std::string> written;                        ///< .npy files written, in --out order
   diag::Diagnostics warnings;                              ///< the program's and the compile's
+  /// --checked: what checked mode stopped (PG3804 errors); the run went on and read its results back.
+  diag::Diagnostics violations;
 };
 
 /// Why a run stopped: its diagnostics (after any warnings gathered before), and whether the
@@ -102,12 +107,14 @@ struct RunStop {
 
 /// Materialises host data (files read, random data made), chooses the default grid (enough
 /// blocks of the effective block for the largest buffer), compiles and loads through `runtime`,
-/// answers `--grid max`, uploads, launches (validated), synchronises, times and reads back.
+/// answers `--grid max`, uploads, launches (validated), synchronises, times and reads back. With a
+/// runtime in checked mode, the accesses the launch stopped (PG3804) go to RunResult::violations.
 [[nodiscard]] std::expected<RunResult, RunStop> execute_run(PreparedRun& prepared, backend::Runtime& runtime);
 
 /// `run --format json`: {"schema_version", "kernel", "status": "ran", "grid", "block",
 /// "dynamic_shared_bytes", "cooperative", "timing": {"runs", "median_us", "min_us", "max_us"} or
-/// null, "printed": [{"name", "elements"}], "written": [paths], "diagnostics": [warnings]}.
+/// null, "printed": [{"name", "elements"}], "written": [paths], "diagnostics": [warnings, then
+/// checked mode's PG3804 errors]}.
 [[nodiscard]] nlohmann::json run_json(const RunResult& result);
 /// A run that stopped, in the same shape: "status" is "error", "usage_error" or "no_driver";
 /// nothing ran, so grid, block and timing are null.

@@ -217,11 +217,12 @@ multigpu() {
   done
 
   if [[ -x "$BUNDLE/bin/ptxgate_nccl_bench" ]]; then
-    # NCCL_BENCH_GPUS="2 0": one run per count (0: every GPU), e.g. 2 and 4 on a machine of 4.
+    # NCCL_BENCH_GPUS="2 0": one run per count (0: every GPU), e.g. 2 and 4 on a machine of 4;
+    # NCCL_BENCH_ARGS go to each run (e.g. "--max-bytes 4194304 --repeats 31" for the small sizes only).
     local bg
     for bg in ${NCCL_BENCH_GPUS:-0}; do
       ((bg <= count)) || { say "nccl bench gpus=$bg: SKIPPED (this machine has $count)"; continue; }
-      timeout --kill-after=10 "${NCCL_BENCH_LIMIT:-240}" "${prefix[@]}" "$BUNDLE/bin/ptxgate_nccl_bench" --gpus "$bg" \
+      timeout --kill-after=10 "${NCCL_BENCH_LIMIT:-240}" "${prefix[@]}" "$BUNDLE/bin/ptxgate_nccl_bench" --gpus "$bg" ${NCCL_BENCH_ARGS:-} \
         --json "$logs/nccl_bench_$bg.json" >"$logs/nccl_bench_$bg.log" 2>&1
       local brc=$?
       ((brc == 0)) || rc=1

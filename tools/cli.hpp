@@ -52,6 +52,8 @@ void print_product(std::string_view bytes);
 /// Adds `--fp-contract on|off` (off: the exact mode) and `--fast-math` (the fast mode), which
 /// exclude each other; neither: the contract mode (docs/ir.md "Floating point").
 void add_fp_options(CLI::App* cmd, ir::FpMode& mode);
+/// `--checked`: compile in checked mode (codegen::CodegenOptions::checked).
+void add_checked_option(CLI::App* cmd, bool& checked);
 
 /// Adds `--format text|json|sarif` and the common options (--color, -Werror, -v) to a subcommand.
 void add_common_options(CLI::App* cmd, std::string& format);

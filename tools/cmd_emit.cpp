@@ -80,6 +80,7 @@ CLI::App* register_emit(CLI::App& app, Runner& runner) {
                   "Most LLVM instructions a module may have after inlining and after optimisation (PG2010 beyond; 0: no limit)")
       ->default_val(codegen::kDefaultInstructionBudget);
   add_fp_options(cmd, cg.fp_mode);
+  add_checked_option(cmd, cg.checked);
   cmd->add_option("--libdevice", cg.libdevice_path,
                   "libdevice.10.bc to link math functions from (default: $PTXGATE_LIBDEVICE, $CUDA_HOME, the toolkit)");
   cmd->add_option("-o,--output", opt->output, "Output file (default: standard output)");

@@ -28,9 +28,10 @@ int run_command(RunOptions& opt) {
     if (!json) print_diagnostics(s.diagnostics, format);
     return s.no_driver ? kNoDriver : s.usage ? kUsage : kDiagnostics;
   }
+  const bool stopped = !result->violations.empty();  // --checked: accesses stopped, results read back
   if (json) {
     print_product(pipeline::run_json(*result).dump(2) + "\n");
-    return kSuccess;
+    return stopped ? kDiagnostics : kSuccess;
   }
   if (warnings_stop(result->warnings, format)) return kDiagnostics;
   const auto& c = result->config;
@@ -45,6 +46,10 @@ int run_command(RunOptions& opt) {
   for (const auto& p : result->printed)
     print_product(fmt::format("{}[0:{}] ={}{}\n", p.name, p.elements.size(), p.elements.empty() ? "" : " ",
                               fmt::join(p.elements, " ")));
+  if (stopped) {
+    print_diagnostics(result->violations, format);
+    return kDiagnostics;
+  }
   return kSuccess;
 }
 
@@ -70,6 +75,7 @@ CLI::App* register_run(CLI::App& app, Runner& runner) {
   cmd->add_option("--time", r.time_runs, "Time N more launches with device events and print the median");
   cmd->add_option("--device", r.device, "CUDA device ordinal")->default_val(0);
   add_fp_options(cmd, r.fp_mode);
+  add_checked_option(cmd, r.checked);
   add_common_options(cmd, opt->format);
   runner = [opt] { return run_command(*opt); };
   return cmd;

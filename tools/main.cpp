@@ -99,6 +99,13 @@ void add_fp_options(CLI::App* cmd, ir::FpMode& mode) {
       ->excludes(contract);
 }
 
+void add_checked_option(CLI::App* cmd, bool& checked) {
+  cmd->add_flag("--checked", checked,
+                "Checked mode: guard every access not proven in bounds for every launch; one out of bounds (or a "
+                "misaligned TMA tile) touches no memory, the kernel goes on, and the launch reports it (PG3804) "
+                "with its source line, thread, block, index and length");
+}
+
 void add_common_options(CLI::App* cmd, std::string& format) {
   auto& common = common_options();
   cmd->add_option("--format", format, "Output format: text, json (one document per command, with schema_version) or sarif")

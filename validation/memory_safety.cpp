@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "ptxgate/ir/access_sites.hpp"
 #include "ptxgate/ir/sym_bounds.hpp"
 
 namespace ptxgate::validation {
@@ -372,15 +373,7 @@ nlohmann::json MemoryVerdict::to_json(const ir::AccessFacts& facts) const {
 void report_memory_safety(diag::Diagnostics& out, const ir::AccessFacts& facts, const MemoryVerdict& verdict,
                           const MemoryLaunch& launch, const std::string& kernel, const std::string& file,
                           const MemoryReportOptions& options) {
-  auto location_of = [&](const ir::AccessSite& s) {
-    diag::Location l;
-    l.file = file;
-    l.line = s.line;
-    l.column = s.column;
-    l.length = s.length;
-    l.source_line = s.source_line;
-    return l;
-  };
+  auto location_of = [&](const ir::AccessSite& s) { return ir::site_location(s, file); };
   for (const SiteVerdict& v : verdict.findings) {
     const ir::AccessSite& s = facts.sites[v.site];
     const std::string name = array_name(facts, s, launch);

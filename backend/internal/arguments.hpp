@@ -13,6 +13,7 @@
 #include "ptxgate/backend/driver_api.hpp"
 #include "ptxgate/backend/internal/launch_cache.hpp"
 #include "ptxgate/backend/tracking.hpp"
+#include "ptxgate/contract/checked.hpp"
 #include "ptxgate/contract/kernel_info.hpp"
 #include "ptxgate/contract/launch_plan.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
@@ -99,11 +100,27 @@ struct HiddenArguments {
   /// The grid-barrier word (KernelInfo::hidden_grid_barrier_param): the stream's (Context::
   /// grid_barrier_word) for a launch, the graph's own for its nodes.
   CUdeviceptr barrier_word = 0;
+  /// Checked kernels (KernelInfo::checked, contract/checked.hpp): each buffer parameter's length in
+  /// bytes, in parameter order (UINT64_MAX: not known); `buffers` of them are set
+  /// (ArgumentBinder::checked_lengths).
+  uint32_t buffers = 0;
+  std::array<uint64_t, contract::kMaxCheckedBuffers> buffer_bytes;
+  /// Checked kernels: the address of the launch's record, a slot of the context's CheckedRecords
+  /// ring (`checked_slot`, released or registered by the driver call) or a graph node's own (-1).
+  CUdeviceptr checked_record = 0;
+  int64_t checked_slot = -1;
 };
 
-/// The hidden arguments of a launch of `info`'s kernel on `stream`.
+/// The hidden arguments of a launch of `info`'s kernel on `stream`: the stream's grid-barrier
+/// word, and for a checked kernel (whose lengths the caller set) a record slot of the context's
+/// ring (the caller's driver call registers or releases it).
 [[nodiscard]] std::expected<void, diag::Diagnostics> hidden_for_stream(Context& ctx, const contract::KernelInfo& info,
                                                                        CUstream stream, HiddenArguments& out);
+/// PG9000 (an internal error) unless `hidden` holds one length per buffer parameter of `info`'s
+/// checked kernel: the launch's shape described every buffer (checked kernels have at most
+/// contract::kMaxCheckedBuffers, PG1906 when compiling).
+[[nodiscard]] std::expected<void, diag::Diagnostics> checked_lengths_complete(const contract::KernelInfo& info,
+                                                                              const HiddenArguments& hidden);
 
 /// One kernel's binding facts, computed once when its function is loaded, and the binding itself.
 class ArgumentBinder {
@@ -149,6 +166,12 @@ class ArgumentBinder {
   /// The proof scalars' parameter numbers, in order.
   std::span<const uint32_t> proof_params() const { return proof_params_; }
 
+  /// Checked kernels: the buffers' lengths a launch's shape holds, into `hidden` (in parameter
+  /// order; UINT64_MAX where the shape has no size). From a LaunchShape, or from a SteadyKey of
+  /// this kernel (its first words are the buffers' sizes, 0 when not known).
+  static void checked_lengths(const validation::LaunchShape& shape, HiddenArguments& hidden);
+  void checked_lengths(const SteadyKey& key, HiddenArguments& hidden) const;
+
  private:
   /// Parameter `i`'s value in a raw argument table as read_proof_values reads it; false where it
   /// reads none (no slot, a null slot, an argument that is not a scalar).
@@ -162,6 +185,10 @@ class ArgumentBinder {
   template <class Table>
   static void append_hidden(const contract::KernelInfo& info, HiddenArguments& hidden, Table& table) {
     if (info.hidden_grid_barrier_param) table.push_back(&hidden.barrier_word);
+    if (info.checked) {
+      for (uint32_t k = 0; k < hidden.buffers; ++k) table.push_back(&hidden.buffer_bytes[k]);
+      table.push_back(&hidden.checked_record);
+    }
   }
 
  private:
@@ -173,6 +200,7 @@ class ArgumentBinder {
   std::vector<uint32_t> proof_params_;  ///< the proof scalars' parameter numbers
   uint32_t key_words_ = 0;
   uint32_t proof_scalars_ = 0;
+  uint32_t buffers_ = 0;  ///< buffer parameters (a SteadyKey's first words)
 };
 
 /// The message-free part of bind_argument for a scalar: writes the value converted to the

@@ -34,6 +34,7 @@ struct alignas(64) FunctionState {
   std::atomic<uint32_t> log_name{0};  ///< the name's number in its context's LaunchLog (0: not yet)
   bool checks_alignment = false;      ///< aligned_buffers is not empty
   bool has_hidden_arguments = false;  ///< the kernel declares hidden arguments (HiddenArguments)
+  bool checked = false;               ///< compiled in checked mode (KernelInfo::checked): lengths and a record
   std::atomic<bool> shared_opt_in_done{false};
   /// Launches that validated, cache hits that did not reach the driver, other driver calls, blocked.
   std::atomic<uint64_t> validated{0}, cached{0}, driver_calls{0}, blocked{0};
@@ -136,17 +137,36 @@ class LaunchPath {
   [[nodiscard]] static std::expected<void, diag::Diagnostics> relaunch(Context& ctx, FunctionState& fn,
                                                                        const LaunchTicket& ticket,
                                                                        std::span<void* const> args, CUstream stream);
-  /// The driver call of an admitted launch: the address check, the hidden arguments, then
-  /// cuLaunchKernel / cuLaunchCooperativeKernel, the launch log, profiling and checked launches.
-  /// `cache_hit`: the launch cache knew the shape (counted as cached when it reaches the driver or
-  /// is blocked here).
+  /// The driver call of an admitted launch: the address check, the hidden arguments (a checked
+  /// kernel's buffer lengths from `lengths`: the launch's LaunchShape, SteadyKey or LaunchTicket,
+  /// and its record), then cuLaunchKernel / cuLaunchCooperativeKernel, the launch log, profiling,
+  /// checked mode's record and checked launches. `cache_hit`: the launch cache knew the shape
+  /// (counted as cached when it reaches the driver or is blocked here).
+  template <class Lengths>
   [[nodiscard]] static std::expected<void, diag::Diagnostics> drive(Context& ctx, FunctionState& fn,
                                                                     const DriverGeometry& geometry,
+                                                                    const Lengths& lengths,
                                                                     std::span<void* const> args, CUstream stream,
                                                                     bool cache_hit);
+  /// drive's driver call with the final argument table; `hidden`: the values its hidden slots
+  /// point at (null when the kernel has none).
   [[nodiscard]] static std::expected<void, diag::Diagnostics> drive_table(Context& ctx, FunctionState& fn,
                                                                           const DriverGeometry& geometry, void** table,
-                                                                          CUstream stream, bool cache_hit);
+                                                                          CUstream stream, bool cache_hit,
+                                                                          const HiddenArguments* hidden);
+  /// drive_table's step after a checked kernel's launch `sequence` reached the driver: the record
+  /// slot is registered with the context's CheckedRecords, and read at once in checked-launch mode.
+  [[gnu::noinline]] [[nodiscard]] static std::expected<void, diag::Diagnostics> checked_launched(
+      Context& ctx, FunctionState& fn, const DriverGeometry& geometry, const HiddenArguments& hidden,
+      uint64_t sequence, CUstream stream);
+  /// A checked kernel's buffer lengths from what its launch was admitted with.
+  static void checked_lengths(const FunctionState&, const validation::LaunchShape& shape, HiddenArguments& out) {
+    ArgumentBinder::checked_lengths(shape, out);
+  }
+  static void checked_lengths(const FunctionState& fn, const SteadyKey& key, HiddenArguments& out) {
+    fn.binder.checked_lengths(key, out);
+  }
+  static void checked_lengths(const FunctionState& fn, const LaunchTicket& ticket, HiddenArguments& out);
   [[gnu::noinline]] [[nodiscard]] static std::expected<void, diag::Diagnostics> check_alignment(
       FunctionState& fn, std::span<void* const> args);
 };

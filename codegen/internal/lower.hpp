@@ -35,10 +35,15 @@ namespace ptxgate::codegen {
 ///   unsigned; a step of 0 at run time ends the loop after one iteration; the loop never
 ///   wraps past hi;
 /// - atomics are relaxed at device scope (monotonic) unless an order or scope is written, and
-///   return the old value; fences are membar.cta/.gl/.sys; assert calls __assertfail and traps.
+///   return the old value; fences are membar.cta/.gl/.sys; assert calls __assertfail and traps;
+/// - `checked` (checked mode, docs/ir.md "Memory safety"): every access not proven in bounds for
+///   every launch is guarded: outside its array a load gives 0, a store or atomic is skipped (an
+///   atomic gives 0), and the launch's record (contract::CheckedRecord) counts it; kernels and
+///   device functions take a hidden length per buffer parameter and the record's address.
 [[nodiscard]] std::expected<std::unique_ptr<llvm::Module>, diag::Diagnostics> lower_module(const ir::Module& verified,
                                                                             llvm::LLVMContext& context,
                                                                             const llvm::DataLayout& layout,
-                                                                            ir::FpMode fp_mode = ir::FpMode::contract);
+                                                                            ir::FpMode fp_mode = ir::FpMode::contract,
+                                                                            bool checked = false);
 
 }  // namespace ptxgate::codegen

@@ -497,8 +497,11 @@ class Runtime(_Owned):
     ``profile`` (time every launch: ``profile()``), ``stream_ordered`` (buffers from a stream-ordered
     pool, ``pool_limit`` bytes at most, ``pool_keep`` kept reserved), ``require_explicit_stream``
     (nothing on the legacy default stream, PG3002), ``opt_level``, ``fp_mode`` ("contract", "exact",
-    "fast"), the module cache's ``cache_dir`` and ``disk_cache``. ``checked`` (issue 27's
-    memory-safety checked mode) is refused (PG5002) by a library built without it.
+    "fast"), the module cache's ``cache_dir`` and ``disk_cache``. ``checked=True`` compiles kernels
+    in checked mode: an access out of bounds (or a misaligned TMA tile) touches no memory, the
+    kernel goes on, and the next ``synchronize()`` (or the launch itself with ``checked_launches``)
+    raises Error with PG3804 naming the kernel, the launch, the source line, the thread, the index
+    and the length; the runtime stays usable.
     ``require_memory_proof``: a launch whose accesses are not all proven in bounds for its
     geometry, buffer sizes and scalar values is blocked (PG3802), as is a kernel of another
     compiler; without it only a launch proven out of bounds is blocked (PG3801)."""
@@ -721,7 +724,7 @@ class Runtime(_Owned):
         if not self._handle:
             return "Runtime(closed)"
         i = self.info
-        options = [k for k in ("checked_launches", "profile_launches", "stream_ordered", "require_explicit_stream")
+        options = [k for k in ("checked", "checked_launches", "profile_launches", "stream_ordered", "require_explicit_stream")
                    if i.get(k)]
         if not i.get("track_dependencies"):
             options.append("untracked")

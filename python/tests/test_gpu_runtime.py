@@ -344,3 +344,40 @@ def test_checked_launches_raise_a_fault_at_the_launch_that_caused_it(rt):
     out = subprocess.run([sys.executable, "-c", FAULT], capture_output=True, text=True, timeout=120,
                          cwd=os.path.dirname(HERE))
     assert "launch: PG4050 True" in out.stdout, out.stdout + out.stderr
+
+
+SCATTER = """
+kernel scatter(out y: f32[], in idx: u32[], value: f32, n: u32) {
+  let i = global_id.x;
+  if (i < n) { y[idx[i]] = value; }
+}
+"""
+
+
+def test_checked_mode_stops_an_out_of_bounds_write_and_the_next_launch_is_correct():
+    rt = _runtime_or_skip(checked=True)
+    k = rt.compile(SCATTER, "scatter", name="scatter.pg")
+    n = 256
+    y = rt.zeros(n + 16, "f32")
+    # The kernel sees the first n elements (an array interface of that shape); 16 more lie after them.
+    head = dict(y.__cuda_array_interface__, shape=(n,))
+    target = type("Head", (), {"__cuda_array_interface__": head})()
+    idx = np.arange(n, dtype=np.uint32)
+    idx[77] = n + 3                                  # thread 77 writes past the view's end
+    k[1, n](target, rt.to_device(idx), 5.0, n)
+    with pytest.raises(ptxgate.Error) as info:
+        rt.synchronize()
+    e = info.value
+    assert e.codes == ["PG3804"], e.text
+    d = e.diagnostics[0]
+    assert d.file == "scatter.pg" and d.line == 4, e.text
+    assert "y[idx[i]]" in d.message and "thread (77, 0, 0) of block (0, 0, 0)" in d.message, e.text
+    assert str(n + 3) in d.message and f"{n} elements" in d.message, e.text
+    got = y.numpy()
+    assert np.all(got[n:] == 0.0), "the stopped write touched memory past the view"
+    assert np.all(np.delete(got[:n], 77) == 5.0) and got[77] == 0.0
+    # The context is healthy: the next launch runs and is correct.
+    k[1, n](target, rt.to_device(np.arange(n, dtype=np.uint32)), 7.0, n)
+    rt.synchronize()
+    assert np.all(y.numpy()[:n] == 7.0) and np.all(y.numpy()[n:] == 0.0)
+    rt.close()

@@ -203,6 +203,22 @@ def test_foreign_modules_load_with_a_signature_and_cubins_for_another_architectu
     assert info.value.codes == ["PG2001"] and "sm_80" in info.value.text
 
 
+def test_checked_runtime_passes_each_buffers_length_and_a_record(fake_driver, saxpy_source):
+    rt = ptxgate.Runtime(disk_cache=False, checked=True)
+    try:
+        k = rt.compile(saxpy_source, "saxpy")
+        y = np.zeros(1000, dtype=np.float32)
+        x = np.ones(250, dtype=np.float32)
+        fake_driver.set_param_sizes(8, 8, 4, 4, 8, 8, 8)
+        k.launch(4, [y, x, 2.0, 250])
+        assert fake_driver.ptxgate_fake_last_param(4) == 4000  # y's length in bytes, after the parameters
+        assert fake_driver.ptxgate_fake_last_param(5) == 1000  # x's
+        assert fake_driver.ptxgate_fake_last_param(6) != 0     # the launch's record
+        rt.synchronize()  # the stand-in runs no kernel: nothing was stopped
+    finally:
+        rt.close()
+
+
 def test_reset_after_a_sticky_fault_refuses_old_objects_and_gives_a_working_runtime(runtime, fake_driver, saxpy_source):
     import ctypes
 

@@ -346,10 +346,10 @@ def test_nccl_communicators_and_collectives(fake_driver):
     rt.close()
 
 
-def test_modes_this_build_lacks_are_refused_at_the_call(fake_driver):
-    with pytest.raises(ptxgate.Error) as info:
-        ptxgate.Runtime(disk_cache=False, checked=True)
-    assert info.value.codes == ["PG5002"] and "'checked'" in info.value.text
+def test_checked_mode_is_an_option_and_bad_modes_are_refused_at_the_call(fake_driver):
+    checked = ptxgate.Runtime(disk_cache=False, checked=True)
+    assert checked.info["checked"] is True and "checked" in repr(checked)
+    checked.close()
     with pytest.raises(ptxgate.Error) as info:
         ptxgate.Runtime(disk_cache=False, fp_mode="loose")
     assert info.value.codes == ["PG5004"]

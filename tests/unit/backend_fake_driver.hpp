@@ -53,6 +53,13 @@ struct FakeDriverState {
       last_params.push_back(v);
     }
   }
+  /// Device memory the fake keeps, byte by byte, when `model_memory` is set: cuMemsetD8 writes it,
+  /// cuMemcpyDtoH reads the bytes it holds (others are left as they were), a test writes it directly.
+  bool model_memory = false;
+  std::map<uint64_t, unsigned char> memory;
+  void write_memory(uint64_t address, const void* bytes, size_t n) {
+    for (size_t i = 0; i < n; ++i) memory[address + i] = static_cast<const unsigned char*>(bytes)[i];
+  }
   int occupancy_answer = 8;        ///< cuOccupancyMaxActiveBlocksPerMultiprocessor
   int num_regs = 32, max_threads = 1024, static_shared = 0;
   int last_max_dynamic_shared = -1;
@@ -219,6 +226,8 @@ inline DriverApi make_fake_driver() {
     return fake_state().log({"cuMemsetD32", nullptr, nullptr, p, v, n * 4, {}});
   };
   api.cuMemsetD8 = [](CUdeviceptr p, unsigned char v, size_t n) {
+    if (fake_state().model_memory)
+      for (size_t i = 0; i < n; ++i) fake_state().memory[p + i] = v;
     return fake_state().log({"cuMemsetD8", nullptr, nullptr, p, v, n, {}});
   };
   api.cuMemsetD8Async = [](CUdeviceptr p, unsigned char v, size_t n, CUstream s) {
@@ -268,7 +277,11 @@ inline DriverApi make_fake_driver() {
     return fake_state().log({"cuMemcpyHtoD", nullptr, nullptr, dst, reinterpret_cast<uint64_t>(src), n, {}});
   };
   api.cuMemcpyDtoH = [](void* dst, CUdeviceptr src, size_t n) {
-    return fake_state().log({"cuMemcpyDtoH", nullptr, nullptr, reinterpret_cast<uint64_t>(dst), src, n, {}});
+    auto& s = fake_state();
+    if (s.model_memory && s.result_of("cuMemcpyDtoH") == CUDA_SUCCESS)
+      for (auto it = s.memory.lower_bound(src); it != s.memory.end() && it->first < src + n; ++it)
+        static_cast<unsigned char*>(dst)[it->first - src] = it->second;
+    return s.log({"cuMemcpyDtoH", nullptr, nullptr, reinterpret_cast<uint64_t>(dst), src, n, {}});
   };
   api.cuMemcpyHtoDAsync = [](CUdeviceptr dst, const void* src, size_t n, CUstream s) {
     return fake_state().log({"cuMemcpyHtoDAsync", s, nullptr, dst, reinterpret_cast<uint64_t>(src), n, {}});

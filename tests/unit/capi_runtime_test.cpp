@@ -356,20 +356,25 @@ TEST_CASE("capi v3: a legacy default stream is refused where the runtime require
   CHECK(info["target"] == "sm_90");
 }
 
-TEST_CASE("capi v3: options the build does not have, and values out of range, are usage errors") {
+TEST_CASE("capi v3: option values out of range are usage errors; checked mode is an option like the others") {
   ptxgate::backend::testing::reset_fake_state();
   static ptxgate::backend::DriverApi api = ptxgate::backend::testing::make_fake_driver();
   ptxgate::backend::install_driver_for_testing(&api);
   ptxgate_runtime_options o;
   ptxgate_runtime_options_init(&o);
-  o.checked = 1;
+  o.opt_level = 4;
   o.fp_mode = 3;
   ptxgate_runtime* rt = nullptr;
   Diags d;
   CHECK(ptxgate_runtime_create(&o, &rt, d.out()) == PTXGATE_USAGE);
   CHECK(rt == nullptr);
   CHECK(d.codes() == std::vector<std::string>{"PG5002", "PG5002"});
-  CHECK(d.text().find("'checked'") != std::string::npos);
+  CHECK(d.text().find("opt_level 4") != std::string::npos);
+  ptxgate_runtime_options_init(&o);
+  o.checked = 1;
+  REQUIRE_MESSAGE(ptxgate_runtime_create(&o, &rt, d.out()) == PTXGATE_OK, d.text());
+  CHECK(nlohmann::json::parse(ptxgate_runtime_json(rt))["checked"] == true);
+  ptxgate_runtime_free(rt);
   ptxgate::backend::install_driver_for_testing(nullptr);
 }
 

@@ -10,6 +10,7 @@
 
 #include "ptxgate/backend/driver_api.hpp"
 #include "ptxgate/capi/ptxgate.h"
+#include "ptxgate/contract/checked.hpp"
 #include "ptxgate/support/temp_dir.hpp"
 #include "ptxgate/toolchain/toolkit.hpp"
 #include "backend_fake_driver.hpp"
@@ -353,6 +354,63 @@ TEST_CASE("capi: the scalars a kernel's memory-safety proof uses are read by val
     for (ptxgate_buffer* b : {y, idx, x}) ptxgate_buffer_free(b);
     ptxgate_kernel_free(k);
   }
+}
+
+TEST_CASE("capi: a checked runtime passes the buffers' lengths and a record, and reports a violation as PG3804") {
+  ptxgate::testing::FakeCapiRuntime fake(/*require_memory_proof=*/false, /*checked=*/true);
+  Diags d;
+  // x[idx[i]] depends on the data: not provable, so the launch goes ahead and its guard decides.
+  const char* gather = "@workgroup(256)\nkernel gather(out y: f32[], in idx: u32[], in x: f32[], n: u32) {\n"
+                       "  let i = global_id.x;\n  if (i < n) { y[i] = x[idx[i]]; }\n}\n";
+  ptxgate_kernel* k = nullptr;
+  REQUIRE_MESSAGE(ptxgate_runtime_compile(fake.rt, gather, std::strlen(gather), "gather.pg", "gather", &k, d.out()) ==
+                      PTXGATE_OK,
+                  d.text());
+  auto info = nlohmann::json::parse(ptxgate_kernel_json(k));
+  REQUIRE(info.contains("checked"));
+  ptxgate_buffer *y = nullptr, *idx = nullptr, *x = nullptr;
+  REQUIRE(ptxgate_buffer_allocate(fake.rt, 4000, &y, d.out()) == PTXGATE_OK);
+  REQUIRE(ptxgate_buffer_allocate(fake.rt, 4000, &idx, d.out()) == PTXGATE_OK);
+  REQUIRE(ptxgate_buffer_allocate(fake.rt, 2000, &x, d.out()) == PTXGATE_OK);
+  ptxgate_launch_config config{};
+  config.grid[0] = 4;
+  config.grid[1] = config.grid[2] = 1;
+  fake_state().model_memory = true;
+  fake_state().param_sizes = {8, 8, 8, 4, 8, 8, 8, 8};
+  ptxgate_arg args[] = {buffer(y), buffer(idx), buffer(x), scalar(PTXGATE_DTYPE_U32, 1000)};
+  REQUIRE_MESSAGE(ptxgate_kernel_launch(k, &config, args, 4, nullptr, d.out()) == PTXGATE_OK, d.text());
+  REQUIRE(fake_state().last_params.size() == 8);
+  CHECK(fake_state().last_params[4] == 4000);  // y's length in bytes
+  CHECK(fake_state().last_params[5] == 4000);  // idx's
+  CHECK(fake_state().last_params[6] == 2000);  // x's
+  const uint64_t record = fake_state().last_params[7];
+  REQUIRE(record != 0);
+  // What the kernel would write for thread 244 of block 1 reading x[700] (x holds 500 floats).
+  uint32_t site = UINT32_MAX;
+  for (const auto& s : info["checked"]["sites"])
+    if (s["operation"] == "x[idx[i]]") site = s["id"].get<uint32_t>();
+  REQUIRE(site != UINT32_MAX);
+  ptxgate::contract::CheckedRecord r;
+  r.count = 1;
+  r.site = site;
+  r.reason = static_cast<uint32_t>(ptxgate::contract::Violation::out_of_bounds);
+  r.thread = {244, 0, 0};
+  r.block = {1, 0, 0};
+  r.value = 700;
+  r.limit = 2000;
+  const auto bytes = r.encode();
+  fake_state().write_memory(record, bytes.data(), bytes.size());
+  CHECK(ptxgate_runtime_synchronize(fake.rt, d.out()) == PTXGATE_ERROR);
+  CHECK(d.has("PG3804"));
+  CHECK_MESSAGE(d.text().find("x[idx[i]] would read buffer 'x' out of bounds: thread (244, 0, 0) of block (1, 0, 0)") !=
+                    std::string::npos,
+                d.text());
+  // Reported once; the runtime goes on.
+  Diags again;
+  CHECK(ptxgate_runtime_synchronize(fake.rt, again.out()) == PTXGATE_OK);
+  REQUIRE(ptxgate_kernel_launch(k, &config, args, 4, nullptr, again.out()) == PTXGATE_OK);
+  for (ptxgate_buffer* b : {y, idx, x}) ptxgate_buffer_free(b);
+  ptxgate_kernel_free(k);
 }
 
 TEST_CASE("capi: without a driver the runtime is PG4001 as data") {

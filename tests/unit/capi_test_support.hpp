@@ -51,7 +51,8 @@ struct CapiDiagnostics {
 /// driver table is restored when it goes.
 struct FakeCapiRuntime {
   ptxgate_runtime* rt = nullptr;
-  explicit FakeCapiRuntime(bool require_memory_proof = false) {
+  /// ptxgate_runtime_options' require_memory_proof and checked.
+  explicit FakeCapiRuntime(bool require_memory_proof = false, bool checked = false) {
     backend::testing::reset_fake_state();
     static backend::DriverApi api = backend::testing::make_fake_driver();
     backend::install_driver_for_testing(&api);
@@ -59,6 +60,7 @@ struct FakeCapiRuntime {
     ptxgate_runtime_options_init(&ro);
     ro.disk_cache = 0;
     ro.require_memory_proof = require_memory_proof ? 1 : 0;
+    ro.checked = checked ? 1 : 0;
     CapiDiagnostics d;
     REQUIRE_MESSAGE(ptxgate_runtime_create(&ro, &rt, d.out()) == PTXGATE_OK, d.text());
   }

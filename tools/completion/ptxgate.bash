@@ -35,12 +35,12 @@ _ptxgate() {
   esac
   local options=""
   case "$command" in
-    emit) options="--target --emit -O --opt-level --llvm-pipeline --instruction-budget --fp-contract --fast-math --libdevice -o --output" ;;
+    emit) options="--target --emit -O --opt-level --llvm-pipeline --instruction-budget --fp-contract --fast-math --checked --libdevice -o --output" ;;
     check) options="--kernel --signature --grid --block --shared-bytes --cooperative --device-profile --arg --empty-args --require-proof
                     --null-slot --elements --stream --stream-policy --fp-contract --fast-math" ;;
     occupancy) options="--kernel --device-profile --shared-bytes --fp-contract --fast-math" ;;
     run) options="--kernel --grid --block --shared-bytes --cooperative --arg --out --print --time --device
-                  --fp-contract --fast-math" ;;
+                  --fp-contract --fast-math --checked" ;;
     devices) options="--profiles --profile --json" ;;
     cache)
       if ((COMP_CWORD == 2)); then
