@@ -1,8 +1,13 @@
 // Benchmark: fresh check_launch (no ptxas) and the launch cache fast path, median ns per call; and
-// what the memory-safety part adds to a fresh check_launch for kernels of several sizes.
+// what the memory-safety part adds to a fresh check_launch for kernels of several sizes and for
+// every shipped kernel at its documented launch (bench/shipped_launches.hpp).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <deque>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "ptxgate/backend/internal/launch_cache.hpp"
@@ -11,6 +16,7 @@
 #include "ptxgate/validation/check.hpp"
 #include "ptxgate/validation/launch_shape.hpp"
 #include "ptxgate/validation/profiles.hpp"
+#include "shipped_launches.hpp"
 
 using namespace ptxgate;
 using namespace ptxgate::validation;
@@ -28,6 +34,40 @@ double median_ns_per_call(F&& body, int iterations, int batches) {
   }
   std::nth_element(samples.begin(), samples.begin() + batches / 2, samples.end());
   return samples[batches / 2];
+}
+
+/// The memory-safety part of a fresh check_launch: batches with and without the kernel's access
+/// facts alternate, each about 2 ms of checks (3 to 5000 calls); the median of each side.
+struct MemoryCost {
+  double with = 0, without = 0;
+};
+MemoryCost memory_cost(const contract::KernelInfo& info, const contract::KernelResources& r, const contract::LaunchPlan& p,
+                       const DeviceCaps& caps) {
+  contract::KernelInfo bare = info;
+  bare.access = nullptr;
+  volatile bool sink = false;
+  const auto iterations_for = [&](const contract::KernelInfo& k) {
+    auto start = std::chrono::steady_clock::now();
+    sink = check_launch(k, r, p, caps).launchable;
+    const double one = std::max(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count(), 1.0);
+    return std::clamp(static_cast<int>(2e6 / one), 3, 5000);
+  };
+  const int n[2] = {iterations_for(info), iterations_for(bare)};
+  std::vector<double> with, without;
+  for (int b = 0; b < 25; ++b)
+    for (int side = 0; side < 2; ++side) {
+      const bool facts = (side == 0) == (b % 2 == 0);
+      const contract::KernelInfo& k = facts ? info : bare;
+      const int count = n[facts ? 0 : 1];
+      auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < count; ++i) sink = check_launch(k, r, p, caps).launchable;
+      (facts ? with : without)
+          .push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() / count);
+    }
+  (void)sink;
+  std::nth_element(with.begin(), with.begin() + 12, with.end());
+  std::nth_element(without.begin(), without.begin() + 12, without.end());
+  return {with[12], without[12]};
 }
 
 /// A kernel of the IR for the memory-safety rows: its KernelInfo (with the access facts) and a
@@ -64,7 +104,10 @@ const MemoryCase kMemoryCases[] = {
 
 }  // namespace
 
-int main() {
+/// `validate_bench [WORD]`: with WORD, only the memory-safety rows whose name contains it (for a profiler).
+int main(int argc, char** argv) {
+  const std::string only = argc > 1 ? argv[1] : "";
+  const auto wanted = [&](const std::string& name) { return only.empty() || name.find(only) != std::string::npos; };
   auto caps = load_profile("h100-sxm");
   if (!caps) {
     std::fprintf(stderr, "cannot load the h100-sxm profile\n");
@@ -91,20 +134,22 @@ int main() {
                     {contract::ArgumentDesc::Kind::scalar, 4, false, false, ir::Type::u32, std::nullopt}};
   plan.required_elements = {{0, 1 << 20}, {1, 1 << 20}};
 
+  // With a WORD the headline rows run once (their numbers are not printed).
+  const auto calls = [&](int n) { return only.empty() ? n : 1; };
   volatile bool sink = false;
   double fresh = median_ns_per_call(
-      [&](int) { sink = check_launch(kernel, res, plan, *caps).launchable; }, 20000, 25);
+      [&](int) { sink = check_launch(kernel, res, plan, *caps).launchable; }, calls(20000), 25);
 
   auto coop_plan = plan;
   coop_plan.cooperative = true;
   coop_plan.grid = {1056, 1, 1};
   double fresh_coop = median_ns_per_call(
-      [&](int) { sink = check_launch(kernel, res, coop_plan, *caps).launchable; }, 20000, 25);
+      [&](int) { sink = check_launch(kernel, res, coop_plan, *caps).launchable; }, calls(20000), 25);
 
   contract::LaunchPlan blocked = plan;
   blocked.block = {2048, 1, 1};
   double fresh_blocked = median_ns_per_call(
-      [&](int) { sink = check_launch(kernel, res, blocked, *caps).launchable; }, 5000, 25);
+      [&](int) { sink = check_launch(kernel, res, blocked, *caps).launchable; }, calls(5000), 25);
 
   // The cached fast path as the backend runs it: the plan's LaunchShape, then a launch cache lookup.
   backend::LaunchCache cache(plan.arguments.size());
@@ -114,20 +159,22 @@ int main() {
     cache.insert(LaunchShape::of(other), {256, 1, 1});
   }
   cache.insert(LaunchShape::of(plan), {256, 1, 1});
-  double cached = median_ns_per_call([&](int) { sink = cache.find(LaunchShape::of(plan)).has_value(); }, 1000000, 25);
+  double cached = median_ns_per_call([&](int) { sink = cache.find(LaunchShape::of(plan)).has_value(); }, calls(1000000), 25);
   const LaunchShape precomputed = LaunchShape::of(plan);
-  double lookup_only = median_ns_per_call([&](int) { sink = cache.find(precomputed).has_value(); }, 1000000, 25);
+  double lookup_only = median_ns_per_call([&](int) { sink = cache.find(precomputed).has_value(); }, calls(1000000), 25);
   auto oldest = plan;
   oldest.grid[0] = 1;
   const LaunchShape oldest_shape = LaunchShape::of(oldest);
-  double lookup_worst = median_ns_per_call([&](int) { sink = cache.find(oldest_shape).has_value(); }, 1000000, 25);
+  double lookup_worst = median_ns_per_call([&](int) { sink = cache.find(oldest_shape).has_value(); }, calls(1000000), 25);
   // The memory-safety part: the same fresh check_launch with and without the kernel's access facts.
   struct MemoryRow {
     const char* name;
     double with, without;
   };
   std::vector<MemoryRow> memory_rows;
+  std::deque<std::string> shipped_names;
   for (const MemoryCase& m : kMemoryCases) {
+    if (!wanted(m.name)) continue;
     diag::SourceFile file("bench.pg", m.text);
     auto loaded = ir::load_module(file);
     if (!loaded) {
@@ -154,29 +201,78 @@ int main() {
     }
     contract::KernelResources r;
     r.registers_per_thread = 32;
-    if (!check_launch(info, r, p, *caps).launchable || !check_launch(info, r, p, *caps).memory ||
-        check_launch(info, r, p, *caps).memory->proven != check_launch(info, r, p, *caps).memory->sites) {
+    const Verdict v = check_launch(info, r, p, *caps);
+    if (!v.launchable || !v.memory || v.memory->proven != v.memory->sites) {
       std::fprintf(stderr, "%s: not launchable with every access proven\n", m.name);
       return 1;
     }
-    const double with = median_ns_per_call([&](int) { sink = check_launch(info, r, p, *caps).launchable; }, 5000, 25);
-    contract::KernelInfo bare = info;
-    bare.access = nullptr;
-    const double without = median_ns_per_call([&](int) { sink = check_launch(bare, r, p, *caps).launchable; }, 5000, 25);
-    memory_rows.push_back({m.name, with, without});
+    const MemoryCost cost = memory_cost(info, r, p, *caps);
+    memory_rows.push_back({m.name, cost.with, cost.without});
+  }
+  // The shipped kernels at their documented launches.
+  for (const shipped::Launch& l : shipped::shipped_launches()) {
+    if (!wanted(std::string(l.file) + " " + l.kernel)) continue;
+    std::ifstream in(std::string(PTXGATE_SOURCE_DIR) + "/" + l.file);
+    std::stringstream text;
+    text << in.rdbuf();
+    diag::SourceFile file(l.file, text.str());
+    auto loaded = ir::load_module(file);
+    if (!loaded) {
+      std::fprintf(stderr, "%s", diag::render_text(loaded.error()).c_str());
+      return 1;
+    }
+    const std::vector<contract::KernelInfo> infos = codegen::describe(loaded->module);
+    auto info = std::find_if(infos.begin(), infos.end(), [&](const contract::KernelInfo& k) { return k.name == l.kernel; });
+    if (info == infos.end()) {
+      std::fprintf(stderr, "%s: no kernel %s\n", l.file, l.kernel);
+      return 1;
+    }
+    contract::LaunchPlan p;
+    p.grid = l.grid;
+    p.block = l.block;
+    p.block_given = true;
+    p.cooperative = info->cooperative;
+    p.dynamic_shared_bytes = l.dynamic_shared;
+    p.arguments_known = true;
+    for (const auto& param : info->params) {
+      contract::ArgumentDesc d;
+      d.kind = param.is_buffer ? contract::ArgumentDesc::Kind::buffer : contract::ArgumentDesc::Kind::scalar;
+      d.size_bytes = param.size_bytes;
+      uint64_t value = 0;
+      for (const auto& [name, bits] : l.arguments)
+        if (name == param.name) value = bits;
+      if (param.is_buffer) {
+        d.buffer_bytes = value;
+      } else {
+        d.scalar_type = param.type;
+        d.scalar_bits = value;
+      }
+      p.arguments.push_back(d);
+    }
+    contract::KernelResources r;
+    r.registers_per_thread = 32;
+    if (!check_launch(*info, r, p, *caps).launchable) {
+      std::fprintf(stderr, "%s %s: not launchable\n%s", l.file, l.kernel, diag::render_text(check_launch(*info, r, p, *caps).diagnostics).c_str());
+      return 1;
+    }
+    const MemoryCost cost = memory_cost(*info, r, p, *caps);
+    shipped_names.push_back(std::string(l.file) + " " + l.kernel);
+    memory_rows.push_back({shipped_names.back().c_str(), cost.with, cost.without});
   }
   (void)sink;
 
-  std::printf("validate_bench (median of 25 batches, ns per call)\n");
-  std::printf("  check_launch fresh, launchable saxpy with 4 arguments   %8.1f ns\n", fresh);
-  std::printf("  check_launch fresh, cooperative at capacity             %8.1f ns\n", fresh_coop);
-  std::printf("  check_launch fresh, blocked (diagnostics formatted)     %8.1f ns\n", fresh_blocked);
-  std::printf("  cached verdict: LaunchShape::of(plan) + LaunchCache::find %6.1f ns\n", cached);
-  std::printf("  cached verdict: find of a precomputed shape (last hit)  %8.1f ns\n", lookup_only);
-  std::printf("  cached verdict: find, another of %zu entries             %8.1f ns\n", backend::LaunchCache::kEntries,
-              lookup_worst);
+  if (only.empty()) {
+    std::printf("validate_bench (median of 25 batches, ns per call)\n");
+    std::printf("  check_launch fresh, launchable saxpy with 4 arguments   %8.1f ns\n", fresh);
+    std::printf("  check_launch fresh, cooperative at capacity             %8.1f ns\n", fresh_coop);
+    std::printf("  check_launch fresh, blocked (diagnostics formatted)     %8.1f ns\n", fresh_blocked);
+    std::printf("  cached verdict: LaunchShape::of(plan) + LaunchCache::find %6.1f ns\n", cached);
+    std::printf("  cached verdict: find of a precomputed shape (last hit)  %8.1f ns\n", lookup_only);
+    std::printf("  cached verdict: find, another of %zu entries             %8.1f ns\n", backend::LaunchCache::kEntries,
+                lookup_worst);
+  }
   std::printf("memory safety (fresh check_launch with the kernel's access facts, minus without them)\n");
   for (const MemoryRow& m : memory_rows)
-    std::printf("  %-52s %8.1f ns (%.1f with, %.1f without)\n", m.name, m.with - m.without, m.with, m.without);
+    std::printf("  %-56s %8.1f ns (%.1f with, %.1f without)\n", m.name, m.with - m.without, m.with, m.without);
   return 0;
 }

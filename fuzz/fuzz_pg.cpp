@@ -35,6 +35,15 @@ void check_access_facts(const ptxgate::ir::Kernel& kernel, uint64_t seed) {
   }
   validation::MemoryVerdict verdict = validation::evaluate_accesses(facts, launch);
   if (verdict.proven + verdict.unreachable + verdict.out_of_bounds + verdict.unproven != verdict.sites) __builtin_trap();
+  // The symbolic race proof only skips what the enumeration of every thread would not find: the
+  // same races with it and without it.
+  const auto enumerated = validation::find_shared_races(facts, launch, nullptr, nullptr, /*prove=*/false);
+  if (enumerated.size() != verdict.races.size()) __builtin_trap();
+  for (size_t i = 0; i < enumerated.size(); ++i)
+    if (enumerated[i].first_site != verdict.races[i].first_site || enumerated[i].second_site != verdict.races[i].second_site ||
+        enumerated[i].byte != verdict.races[i].byte || enumerated[i].first_thread != verdict.races[i].first_thread ||
+        enumerated[i].second_thread != verdict.races[i].second_thread)
+      __builtin_trap();
   ir::ConcreteNodes eval(facts, launch.grid, launch.block, launch.dynamic_shared_bytes, launch.scalar_bits);
   for (const auto& f : verdict.findings) {
     if (f.outcome != validation::SiteOutcome::out_of_bounds) continue;

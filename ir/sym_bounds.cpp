@@ -345,11 +345,27 @@ const std::vector<Interval>& NodeBounds::under(uint32_t path, uint32_t last) {
   for (uint32_t id : touched_) limit_[id] = unbounded();
   touched_.clear();
   current_ = base_;
+  dirty_.assign(current_.size(), 0);
   for (int round = 0; round < 4; ++round) {
     changed_ = false;
     constrain(path, true, 0);
     if (!changed_) break;
-    for (uint32_t i = 0; i <= last && i < current_.size(); ++i) current_[i] = meet(forward(i, current_), limit_[i]);
+    // Re-evaluates the nodes the narrowing can change: those narrowed (they have a limit), those
+    // with an operand that changed in this pass, and selects and loop variables (their bounds read
+    // more than their operands). Any other node would compute the value it already holds.
+    for (uint32_t i = 0; i <= last && i < current_.size(); ++i) {
+      const SymNode& n = facts_.nodes[i];
+      const unsigned count = sym_operand_count(n.op);
+      const bool limited = limit_[i] != unbounded();
+      if (!limited && n.op != SymOp::select && n.op != SymOp::loop && !(count > 0 && dirty_[n.a]) &&
+          !(count > 1 && dirty_[n.b]) && !(count > 2 && dirty_[n.c])) {
+        dirty_[i] = 0;
+        continue;
+      }
+      const Interval now = meet(forward(i, current_), limit_[i]);
+      dirty_[i] = limited || now != current_[i];
+      current_[i] = now;
+    }
   }
   return current_;
 }

@@ -69,6 +69,7 @@ class NodeBounds {
   std::vector<Interval> current_;
   std::vector<Interval> limit_;     ///< per node: what the path allows (full range: none)
   std::vector<uint32_t> touched_;   ///< nodes with a limit, to reset
+  std::vector<uint8_t> dirty_;      ///< per node: changed in the current re-evaluation pass
   bool changed_ = false;
 };
 

@@ -37,21 +37,6 @@ Integer value_of(Type t, uint64_t bits) {
 
 uint64_t bits_of(Type t, Integer value) { return static_cast<uint64_t>(static_cast<unsigned __int128>(value)) & mask_of(t); }
 
-unsigned sym_operand_count(SymOp op) {
-  switch (op) {
-    case SymOp::constant: case SymOp::param: case SymOp::thread_id: case SymOp::block_id:
-    case SymOp::block_dim: case SymOp::grid_dim: case SymOp::dynamic_shared_bytes: case SymOp::loop:
-    case SymOp::opaque:
-      return 0;
-    case SymOp::neg: case SymOp::bit_not: case SymOp::logical_not: case SymOp::cast:
-      return 1;
-    case SymOp::select:
-      return 3;
-    default:
-      return 2;
-  }
-}
-
 std::optional<uint64_t> apply_sym_op(SymOp op, Type type, Type operand, uint64_t a, uint64_t b, uint64_t c) {
   const Integer x = value_of(operand, a), y = value_of(operand, b);
   const unsigned w = width_of(operand);

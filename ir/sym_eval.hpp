@@ -32,8 +32,22 @@ uint64_t bits_of(Type t, Integer value);
 /// extending casts. Leaves (constant, param, builtins, loop, opaque) have no operation: nullopt.
 std::optional<uint64_t> apply_sym_op(SymOp op, Type type, Type operand, uint64_t a, uint64_t b, uint64_t c);
 
-/// The number of operands of a node of operation `op` (0 for leaves).
-unsigned sym_operand_count(SymOp op);
+/// The number of operands of a node of operation `op` (0 for leaves). Inline: the bounds and the
+/// concrete evaluation ask it for every node they visit.
+constexpr unsigned sym_operand_count(SymOp op) {
+  switch (op) {
+    case SymOp::constant: case SymOp::param: case SymOp::thread_id: case SymOp::block_id:
+    case SymOp::block_dim: case SymOp::grid_dim: case SymOp::dynamic_shared_bytes: case SymOp::loop:
+    case SymOp::opaque:
+      return 0;
+    case SymOp::neg: case SymOp::bit_not: case SymOp::logical_not: case SymOp::cast:
+      return 1;
+    case SymOp::select:
+      return 3;
+    default:
+      return 2;
+  }
+}
 
 /// Every node of a kernel's facts evaluated for one thread of a launch: thread and block
 /// coordinates and loop variables assigned, scalar parameters from the launch (unknown ones, and

@@ -330,7 +330,7 @@ MemoryVerdict evaluate_accesses(const ir::AccessFacts& facts, const MemoryLaunch
       verdict.findings.push_back(std::move(v));
     }
   }
-  verdict.races = find_shared_races(facts, launch);
+  verdict.races = find_shared_races(facts, launch, nullptr, &bounds.base());
   std::stable_sort(verdict.findings.begin(), verdict.findings.end(), [&](const SiteVerdict& a, const SiteVerdict& b) {
     const ir::AccessSite& x = facts.sites[a.site];
     const ir::AccessSite& y = facts.sites[b.site];

@@ -12,6 +12,7 @@
 
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "ptxgate/ir/access_facts.hpp"
+#include "ptxgate/ir/sym_bounds.hpp"
 #include "ptxgate/ir/sym_eval.hpp"
 
 namespace ptxgate::validation {
@@ -83,11 +84,27 @@ struct MemoryVerdict {
 /// Evaluates every site of `facts` for `launch`, and looks for shared-memory races.
 MemoryVerdict evaluate_accesses(const ir::AccessFacts& facts, const MemoryLaunch& launch);
 
+/// How find_shared_races decided, per group of accesses (one shared array, epoch and loop, with a
+/// write) and pass (first or last iteration of the loops around it).
+struct SharedRaceSearch {
+  uint32_t groups = 0;       ///< groups with a write
+  uint32_t no_conflict = 0;  ///< groups with no pair that could count as a race (e.g. only float writes)
+  uint32_t proven = 0;       ///< passes proven race-free symbolically (no thread enumerated)
+  uint32_t enumerated = 0;   ///< passes decided by evaluating every thread of the block
+};
+
 /// Races on shared memory between the threads of one block of `launch` (validation/shared_races.cpp):
 /// for the accesses of one shared array with the same epoch and loop, each thread of the block
 /// evaluated concretely (first and last iteration of the loop), so every race found is real. Only
-/// accesses whose path the facts follow exactly, and blocks of at most 1024 threads.
-std::vector<SharedRace> find_shared_races(const ir::AccessFacts& facts, const MemoryLaunch& launch);
+/// accesses whose path the facts follow exactly, and blocks of at most 1024 threads. Before the
+/// enumeration a symbolic step proves a group race-free without it where it can: each index as an
+/// exact affine form of the thread coordinates and loop iteration counts (other thread-dependent
+/// parts as values within their bounds), and no two different threads' elements can meet. `bounds`:
+/// the launch's node bounds (ir::NodeBounds::base) when the caller has them; `search`: what decided;
+/// `prove` false: every group enumerated (the reference the fuzz target compares the proof with).
+std::vector<SharedRace> find_shared_races(const ir::AccessFacts& facts, const MemoryLaunch& launch,
+                                          SharedRaceSearch* search = nullptr,
+                                          const std::vector<ir::Interval>* bounds = nullptr, bool prove = true);
 
 /// What report_memory_safety adds.
 struct MemoryReportOptions {
