@@ -65,6 +65,8 @@ int main(int argc, char** argv) {
   std::string compile_twins = PTXGATE_SOURCE_DIR "/bench/cuda";
   compile->add_option("--twins", compile_twins, "directory of the CUDA C++ twins (NVRTC's cold path)")->capture_default_str();
   compile->add_option("--cold-repetitions", co.cold_repetitions)->capture_default_str();
+  compile->add_flag("--cold-all", co.cold_all,
+                    "only the cold path (text -> loaded module vs NVRTC -> cubin -> load), of every kernel with a twin");
 
   CompareOptions cmp;
   std::string twins = PTXGATE_SOURCE_DIR "/bench/cuda";
@@ -79,6 +81,7 @@ int main(int argc, char** argv) {
   compare->add_option("--quality", cmp.quality_file, "ptxas baseline to compare with (bench/compile_quality.json)");
   compare->add_flag("--write-quality", cmp.write_quality, "record the baseline instead of comparing");
   compare->add_option("--only", cmp.only, "one kernel");
+  compare->add_flag("--twins-only", cmp.twins_only, "only the kernels with a CUDA C++ twin");
 
   auto* counted = app.add_subcommand("compile-callgrind", "internal: one counted text->PTX compile (bench/compile_callgrind.sh)");
   add_common(counted);

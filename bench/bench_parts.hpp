@@ -65,6 +65,7 @@ struct CompileOptions {
   std::string only;                    ///< one kernel's name; empty: all of them
   std::filesystem::path twins_dir;     ///< bench/cuda: NVRTC's cold path compiles the twin NAME.cu
   size_t cold_repetitions = 5;         ///< fresh Runtimes per cold-path variant
+  bool cold_all = false;               ///< only the cold path, of every example and benchmark kernel with a twin
 };
 /// text -> PTX, text -> cubin, in-process hits, disk hits in fresh processes; with a GPU, the cold path
 /// (text -> loaded module: ptxas's cubin or the driver's JIT) against NVRTC -> cubin -> load.
@@ -91,6 +92,7 @@ int run_emit(const std::filesystem::path& examples_dir, const std::filesystem::p
 struct KernelSource {
   std::string name;
   std::filesystem::path path;
+  std::string kernel;  ///< the kernel to load, when it is not `name` (a module's first kernel)
 };
 std::vector<KernelSource> quality_kernels(const std::filesystem::path& examples_dir,
                                           const std::filesystem::path& kernels_dir);

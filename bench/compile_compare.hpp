@@ -19,6 +19,7 @@ struct CompareOptions {
   std::filesystem::path quality_file;   ///< the recorded ptxas baseline (bench/compile_quality.json)
   bool write_quality = false;           ///< record it instead of comparing
   std::string only;                     ///< one kernel; empty: every example and benchmark kernel
+  bool twins_only = false;              ///< only the kernels with a CUDA C++ twin
 };
 
 /// Runs on a CPU (NVRTC needs no GPU). Rows compile_cmp.{ptx,nvrtc_ptx,cubin,nvrtc_cubin,phase_*}.<kernel>;

@@ -2,6 +2,7 @@
 #include "bench_parts.hpp"
 #include "nvrtc.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -49,6 +50,7 @@ std::unique_ptr<backend::Runtime> fresh_runtime(bool prefer_cubin) {
 void cold_path(const CompileOptions& o, const KernelSource& ks, const std::string& path, const std::string& text,
                ResultFile& out, int& status) {
   const nlohmann::json tag{{"kernel", ks.name}};
+  const std::string& kernel = ks.kernel.empty() ? ks.name : ks.kernel;
   for (const bool cubin : {true, false}) {
     const std::string row = cubin ? "compile.cold_cubin_load." + ks.name : "compile.cold_jit_load." + ks.name;
     std::vector<double> ms;
@@ -56,7 +58,7 @@ void cold_path(const CompileOptions& o, const KernelSource& ks, const std::strin
       auto rt = fresh_runtime(cubin);
       if (!rt) break;
       auto t0 = Clock::now();
-      auto k = rt->compile(text, ks.name, path);
+      auto k = rt->compile(text, kernel, path);
       double took = ms_between(t0, Clock::now());
       if (!k) {
         out.error(row, one_line(k.error()));
@@ -86,7 +88,7 @@ void cold_path(const CompileOptions& o, const KernelSource& ks, const std::strin
       status = 1;
       return;
     }
-    auto k = rt->load_foreign(*cubin, ks.name, twin.filename().string(), "");
+    auto k = rt->load_foreign(*cubin, kernel, twin.filename().string(), "");
     double took = ms_between(t0, Clock::now());
     if (!k) {
       out.error("compile.nvrtc_cubin_load." + ks.name, one_line(k.error()));
@@ -147,6 +149,39 @@ int run_compile_latency(const CompileOptions& o, ResultFile& out) {
   module_cache::ModuleCacheOptions memory_options;
   memory_options.use_disk = false;
   module_cache::ModuleCache memory_cache(memory_options);
+
+  if (o.cold_all) {
+    // The cold path alone, of every example and benchmark kernel with a CUDA C++ twin (its first kernel).
+    if (!rt) {
+      fmt::print("SKIPPED: the cold path needs a CUDA driver and device\n");
+      return 77;
+    }
+    for (const auto& dir : {o.examples_dir, o.kernels_dir}) {
+      std::vector<std::filesystem::path> files;
+      for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+        if (entry.path().extension() == ".pg" && std::filesystem::exists(o.twins_dir / (entry.path().stem().string() + ".cu")))
+          files.push_back(entry.path());
+      std::sort(files.begin(), files.end());
+      for (const auto& file : files) {
+        auto text = read_text(file);
+        if (!text) {
+          out.error("compile.cold." + file.stem().string(), text.error());
+          status = 1;
+          continue;
+        }
+        auto loaded = ir::load_module(diag::SourceFile(file.filename().string(), *text));
+        if (!loaded || loaded->module.kernels.empty()) {
+          out.error("compile.cold." + file.stem().string(), loaded ? "no kernel" : one_line(loaded.error()));
+          status = 1;
+          continue;
+        }
+        fmt::print("cold path: {}\n", file.stem().string());
+        cold_path(o, {file.stem().string(), file, loaded->module.kernels.front().name}, file.filename().string(), *text,
+                  out, status);
+      }
+    }
+    return status;
+  }
 
   for (const auto& ks : quality_kernels(o.examples_dir, o.kernels_dir)) {
     if (!o.only.empty() && ks.name != o.only) continue;

@@ -60,6 +60,9 @@ struct Compilation {
   llvm::LLVMContext context;
   std::vector<std::string> llvm_errors;
   std::unique_ptr<llvm::Module> module;
+  /// Built with 32-bit pointers, stopped before optimising: the module will need 64-bit ones
+  /// (predicts_64bit_pointers), so the optimisation is not spent on a build that would be thrown away.
+  bool stopped_for_64bit = false;
 
   ~Compilation() {
     if (module) llvm::clearAnnotationCache(module.get());
@@ -100,10 +103,29 @@ std::expected<void, diag::Diagnostics> check_checked_limits(const ir::Module& ve
   return {};
 }
 
-/// Lowers, verifies, links libdevice where used, internalises and optimises.
+/// Whether a linked, not yet optimised module is certain to need 64-bit pointers (needs_64bit_pointers
+/// after optimisation): it calls cp.async, or it holds one of libdevice's functions that keep a stack
+/// frame whatever they are inlined into (libdevice is optimised bitcode: an alloca left in it is an
+/// array indexed at run time, the Payne-Hanek reduction of sinf, cosf, tanf, sincosf and of the
+/// double-precision trigonometry, the Bessel functions' tables).
+bool predicts_64bit_pointers(const llvm::Module& module) {
+  for (const llvm::Function& f : module) {
+    if (f.isDeclaration()) {
+      if (f.getName().starts_with("llvm.nvvm.cp.async.") && !f.use_empty()) return true;
+      continue;
+    }
+    if (!is_libdevice_function(f)) continue;
+    for (const llvm::Instruction& i : f.getEntryBlock())
+      if (llvm::isa<llvm::AllocaInst>(i)) return true;
+  }
+  return false;
+}
+
+/// Lowers, verifies, links libdevice where used, internalises and optimises. With `stop_if_64bit`,
+/// a module that predicts_64bit_pointers is left unoptimised with c.stopped_for_64bit set.
 std::expected<void, diag::Diagnostics> build_optimised_module(Compilation& c, const ir::Module& verified,
                                                               const CodegenOptions& options,
-                                                              llvm::TargetMachine& machine) {
+                                                              llvm::TargetMachine& machine, bool stop_if_64bit) {
   if (auto met = ir::check_target(verified, options.target); !met) return met;
   if (auto limits = check_checked_limits(verified, options.checked); !limits) return limits;
   c.context.setDiagnosticHandler(std::make_unique<CollectingDiagnosticHandler>(&c.llvm_errors));
@@ -119,6 +141,10 @@ std::expected<void, diag::Diagnostics> build_optimised_module(Compilation& c, co
 
   if (calls_libdevice(*c.module)) {
     if (auto linked = link_libdevice(*c.module, options.libdevice_path); !linked) return linked;
+  }
+  if (stop_if_64bit && predicts_64bit_pointers(*c.module)) {
+    c.stopped_for_64bit = true;
+    return {};
   }
   internalize_non_kernels(*c.module);
   // Inlining and complete unrolling can multiply the module many times over: refuse before they run.
@@ -167,19 +193,24 @@ struct Optimised {
 /// built again with 64-bit pointers: LLVM 19 addresses a 32-bit stack frame through a generic
 /// pointer (cvta.to.local), and then ptxas no longer promotes it to registers (and cp.async needs
 /// 64-bit shared addresses, see needs_64bit_pointers). Below -O2 nothing is
-/// promoted anyway, so those compiles use 64-bit pointers directly.
+/// promoted anyway, so those compiles use 64-bit pointers directly. A module certain to keep a frame
+/// (predicts_64bit_pointers: libdevice's trigonometry, cp.async) stops the 32-bit build before its
+/// optimisation, the expensive part (a generated kernel of math calls compiled in about two thirds of
+/// the time, docs/benchmarks.md).
 std::expected<Optimised, diag::Diagnostics> build_for_target(const ir::Module& verified, const CodegenOptions& options) {
   auto build = [&](bool short_pointers) -> std::expected<Optimised, diag::Diagnostics> {
     auto lease = lease_target_machine(options.target, options.opt_level, short_pointers);
     if (!lease) return std::unexpected(std::move(lease.error()));
     auto c = std::make_unique<Compilation>();
-    if (auto built = build_optimised_module(*c, verified, options, lease->machine()); !built)
+    if (auto built = build_optimised_module(*c, verified, options, lease->machine(), short_pointers); !built)
       return std::unexpected(std::move(built.error()));
     return Optimised{std::move(c), std::move(*lease)};
   };
   if (options.opt_level >= 2) {
     auto short_build = build(true);
-    if (!short_build || !needs_64bit_pointers(*short_build->compilation->module)) return short_build;
+    if (!short_build) return short_build;
+    if (!short_build->compilation->stopped_for_64bit && !needs_64bit_pointers(*short_build->compilation->module))
+      return short_build;
   }
   return build(false);
 }

@@ -50,6 +50,10 @@ std::expected<std::shared_ptr<llvm::MemoryBuffer>, diag::Diagnostics> libdevice_
 
 }  // namespace
 
+bool is_libdevice_function(const llvm::Function& function) {
+  return function.getName().starts_with("__nv_") || function.getName().starts_with("__internal_");
+}
+
 bool calls_libdevice(const llvm::Module& module) {
   for (const llvm::Function& f : module)
     if (f.isDeclaration() && f.getName().starts_with("__nv_") && !f.use_empty()) return true;

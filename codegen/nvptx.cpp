@@ -18,6 +18,7 @@
 #include <llvm/Target/TargetOptions.h>
 
 #include "ptxgate/codegen/codegen.hpp"
+#include "ptxgate/codegen/internal/libdevice.hpp"
 
 namespace ptxgate::codegen {
 namespace {
@@ -150,6 +151,20 @@ bool optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigne
   builder.registerLoopAnalyses(loops);
   builder.crossRegisterProxies(loops, functions, cgscc, modules);
   if (opt_level >= 2 && !llvm_pipeline) {
+    // libdevice's loops (the trigonometric reductions) rotated in their own small functions before
+    // they are inlined: rotated inside a long kernel, each loop's MemorySSA update computes a dominance
+    // frontier over the rest of the kernel, quadratic in its length (docs/benchmarks.md "Compile speed
+    // (issue 29)"); already rotated, the kernel stage leaves them. The PTX is the same.
+    {
+      llvm::FunctionPassManager rotate;
+      if (auto err = builder.parsePassPipeline(rotate, "loop-mssa(loop-rotate<header-duplication;no-prepare-for-lto>)")) {
+        error = llvm::toString(std::move(err));
+        return false;
+      }
+      for (llvm::Function& f : module)
+        if (!f.isDeclaration() && is_libdevice_function(f))
+          rotate.run(f, functions);
+    }
     // The kernel pipeline in its two stages, with the caller's check between them.
     for (const char* stage : {kKernelInlineStage, kKernelFunctionStage}) {
       llvm::ModulePassManager pipeline;

@@ -10,6 +10,9 @@
 
 namespace ptxgate::codegen {
 
+/// True for a function that came from libdevice (`__nv_*`, and its `__internal_*` helpers).
+bool is_libdevice_function(const llvm::Function& function);
+
 /// True when the module declares a libdevice function (`__nv_*`) it calls.
 bool calls_libdevice(const llvm::Module& module);
 
