@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "ptxgate/backend/driver_api.hpp"
+#include "ptxgate/runtime/driver_api.hpp"
 #include "ptxgate/support/files.hpp"
 
 namespace ptxgate::bench {
@@ -109,7 +109,7 @@ std::expected<DriverExtras, std::string> load_driver_extras() {
 
 std::string cu_error(CUresult r, std::string_view call) {
   const char* name = "?";
-  if (auto api = backend::driver(); api && (*api)->cuGetErrorName != nullptr) (*api)->cuGetErrorName(r, &name);
+  if (auto api = runtime::driver(); api && (*api)->cuGetErrorName != nullptr) (*api)->cuGetErrorName(r, &name);
   return fmt::format("{} failed: {} ({})", call, name, static_cast<int>(r));
 }
 

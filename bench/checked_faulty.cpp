@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "ptxgate/backend/runtime.hpp"
+#include "ptxgate/runtime/runtime.hpp"
 
 namespace pg = ptxgate;
-namespace be = ptxgate::backend;
+namespace be = ptxgate::runtime;
 
 namespace {
 

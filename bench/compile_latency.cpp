@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "ptxgate/backend/runtime.hpp"
+#include "ptxgate/runtime/runtime.hpp"
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/ir/frontend.hpp"
 #include "ptxgate/module_cache/module_cache.hpp"
@@ -39,11 +39,11 @@ std::expected<module_cache::CacheOutcome, std::string> cached_compile(module_cac
 
 Summary single(double v) { return summarize({v}); }
 
-std::unique_ptr<backend::Runtime> fresh_runtime(bool prefer_cubin) {
-  backend::RuntimeOptions ro;
+std::unique_ptr<runtime::Runtime> fresh_runtime(bool prefer_cubin) {
+  runtime::RuntimeOptions ro;
   ro.cache.use_disk = false;
   ro.prefer_cubin = prefer_cubin;
-  auto r = backend::Runtime::create(ro);
+  auto r = runtime::Runtime::create(ro);
   return r ? std::move(*r) : nullptr;
 }
 
@@ -131,11 +131,11 @@ int run_compile_latency(const CompileOptions& o, ResultFile& out) {
   const auto toolkit = toolchain::discover();
   out.info("ptxas_version", toolkit.ptxas ? toolchain::ptxas_version(*toolkit.ptxas) : std::string());
 
-  std::unique_ptr<backend::Runtime> rt;
+  std::unique_ptr<runtime::Runtime> rt;
   if (o.with_gpu) {
-    backend::RuntimeOptions ro;
+    runtime::RuntimeOptions ro;
     ro.cache.directory = o.cache_dir;
-    auto r = backend::Runtime::create(ro);
+    auto r = runtime::Runtime::create(ro);
     if (r) {
       rt = std::move(*r);
     } else {
@@ -332,9 +332,9 @@ int run_disk_hit_child(const std::string& mode, const std::filesystem::path& sou
     else
       j["error"] = outcome.error();
   } else {
-    backend::RuntimeOptions ro;
+    runtime::RuntimeOptions ro;
     ro.cache.directory = cache_dir;
-    auto rt = backend::Runtime::create(ro);  // context creation is not part of the compile
+    auto rt = runtime::Runtime::create(ro);  // context creation is not part of the compile
     if (rt) {
       auto t0 = Clock::now();
       auto k = (*rt)->compile(*text, kernel, path);

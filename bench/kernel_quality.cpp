@@ -12,14 +12,14 @@
 namespace ptxgate::bench {
 namespace {
 
-using backend::LaunchConfig;
+using runtime::LaunchConfig;
 
 struct Twins {
-  std::shared_ptr<backend::Kernel> saxpy, copy, block_sum, matmul, saxpy4, copy4, warp_sum;
+  std::shared_ptr<runtime::Kernel> saxpy, copy, block_sum, matmul, saxpy4, copy4, warp_sum;
   CUfunction nv_saxpy = nullptr, nv_copy = nullptr, nv_block_sum = nullptr, nv_matmul = nullptr, nv_saxpy4 = nullptr,
              nv_copy4 = nullptr, nv_warp_sum = nullptr;
 
-  std::shared_ptr<backend::Kernel>* pg(const std::string& name) {
+  std::shared_ptr<runtime::Kernel>* pg(const std::string& name) {
     return name == "saxpy" ? &saxpy : name == "copy" ? &copy : name == "block_sum" ? &block_sum
          : name == "matmul" ? &matmul : name == "saxpy4" ? &saxpy4 : name == "copy4" ? &copy4
          : name == "warp_sum" ? &warp_sum : nullptr;

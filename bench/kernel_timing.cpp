@@ -8,9 +8,9 @@
 namespace ptxgate::bench {
 
 std::expected<Session, int> open_session(ResultFile& out, std::string_view part, bool checked) {
-  backend::RuntimeOptions options;
+  runtime::RuntimeOptions options;
   options.checked = checked;
-  auto rt = backend::Runtime::create(options);
+  auto rt = runtime::Runtime::create(options);
   if (!rt) {
     out.error("runtime", one_line(rt.error()));
     fmt::print("no CUDA driver or device: {} skipped\n", part);
@@ -39,7 +39,7 @@ unsigned resident_blocks(Bench& c, CUfunction f, unsigned block) {
   return std::max(1u, static_cast<unsigned>(per_sm) * c.rt.caps().sm_count);
 }
 
-std::expected<backend::DeviceBuffer, std::string> filled(Bench& c, size_t bytes, uint8_t value) {
+std::expected<runtime::DeviceBuffer, std::string> filled(Bench& c, size_t bytes, uint8_t value) {
   auto b = c.rt.allocate(bytes);
   if (!b) return std::unexpected(one_line(b.error()));
   if (auto f = b->fill_bytes(value); !f) return std::unexpected(one_line(f.error()));
@@ -80,8 +80,8 @@ bool record_check(ResultFile& out, const std::string& what, const Step& s, doubl
 bool time_interleaved(Bench& c, std::vector<Timed>& variants, size_t warmups, size_t repetitions,
                       const std::string& prefix) {
   bool ok = true;
-  auto start = backend::Event::create(c.rt.shared_context());
-  auto stop = backend::Event::create(c.rt.shared_context());
+  auto start = runtime::Event::create(c.rt.shared_context());
+  auto stop = runtime::Event::create(c.rt.shared_context());
   if (!start || !stop) {
     c.out.error("events", one_line(!start ? start.error() : stop.error()));
     return false;
@@ -162,7 +162,7 @@ CUfunction NvccModules::get(const std::filesystem::path& cubin, const std::strin
   return f;
 }
 
-std::shared_ptr<backend::Kernel> compile_kernel(Bench& c, const std::filesystem::path& path, const std::string& kernel) {
+std::shared_ptr<runtime::Kernel> compile_kernel(Bench& c, const std::filesystem::path& path, const std::string& kernel) {
   auto text = read_text(path);
   if (!text) {
     c.out.error("compile." + kernel, text.error());

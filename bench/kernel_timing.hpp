@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
-#include "ptxgate/backend/runtime.hpp"
+#include "ptxgate/runtime/runtime.hpp"
 
 namespace ptxgate::bench {
 
@@ -25,22 +25,22 @@ inline Step from_diag(const std::expected<void, diag::Diagnostics>& r) {
 }
 
 /// One-dimensional grid of `blocks`, the block size the kernel's @workgroup gives.
-inline backend::LaunchConfig grid1d(uint64_t blocks, size_t dynamic_shared_bytes = 0) {
-  return backend::LaunchConfig{{blocks, 1, 1}, {0, 0, 0}, dynamic_shared_bytes, false};
+inline runtime::LaunchConfig grid1d(uint64_t blocks, size_t dynamic_shared_bytes = 0) {
+  return runtime::LaunchConfig{{blocks, 1, 1}, {0, 0, 0}, dynamic_shared_bytes, false};
 }
 
 /// What a kernel benchmark works with: the runtime, its stream, the driver table, the result file.
 struct Bench {
-  backend::Runtime& rt;
-  backend::Stream& stream;
-  const backend::DriverApi& api;
+  runtime::Runtime& rt;
+  runtime::Stream& stream;
+  const runtime::DriverApi& api;
   ResultFile& out;
 };
 
 /// The runtime and stream a kernel benchmark runs on.
 struct Session {
-  std::unique_ptr<backend::Runtime> rt;
-  backend::Stream stream;
+  std::unique_ptr<runtime::Runtime> rt;
+  runtime::Stream stream;
   Bench bench(ResultFile& out) { return Bench{*rt, stream, rt->context().api(), out}; }
 };
 
@@ -59,7 +59,7 @@ unsigned resident_blocks(Bench& c, CUfunction f, unsigned block);
 
 /// A device buffer holding `host`, typed by T (element_type_of; untyped for bytes and halves).
 template <class T>
-std::expected<backend::DeviceBuffer, std::string> upload(Bench& c, const std::vector<T>& host) {
+std::expected<runtime::DeviceBuffer, std::string> upload(Bench& c, const std::vector<T>& host) {
   auto b = c.rt.upload(std::span<const T>(host));
   if (!b) return std::unexpected(one_line(b.error()));
   return std::move(*b);
@@ -67,7 +67,7 @@ std::expected<backend::DeviceBuffer, std::string> upload(Bench& c, const std::ve
 
 /// The buffer's contents as T, after the stream's work.
 template <class T = float>
-std::expected<std::vector<T>, std::string> download(Bench& c, const backend::DeviceBuffer& b) {
+std::expected<std::vector<T>, std::string> download(Bench& c, const runtime::DeviceBuffer& b) {
   if (auto ok = c.stream.synchronize(); !ok) return std::unexpected(one_line(ok.error()));
   auto v = c.rt.download<T>(b);
   if (!v) return std::unexpected(one_line(v.error()));
@@ -75,7 +75,7 @@ std::expected<std::vector<T>, std::string> download(Bench& c, const backend::Dev
 }
 
 /// An untyped buffer of `bytes` filled with `value` in every byte (0xFF: f32 NaN, to catch unwritten output).
-std::expected<backend::DeviceBuffer, std::string> filled(Bench& c, size_t bytes, uint8_t value);
+std::expected<runtime::DeviceBuffer, std::string> filled(Bench& c, size_t bytes, uint8_t value);
 
 /// Relative error ||out - ref|| / ||ref||; infinite when any element is NaN.
 double relative_error(const std::vector<float>& out, const std::vector<double>& ref);
@@ -133,6 +133,6 @@ class NvccModules {
 
 /// Compiles `kernel` of `path` through the runtime, recording its resources as info
 /// `ptxgate_resources.<kernel>`; null (and an error row) on failure.
-std::shared_ptr<backend::Kernel> compile_kernel(Bench& c, const std::filesystem::path& path, const std::string& kernel);
+std::shared_ptr<runtime::Kernel> compile_kernel(Bench& c, const std::filesystem::path& path, const std::string& kernel);
 
 }  // namespace ptxgate::bench

@@ -13,14 +13,14 @@
 
 #include <fmt/format.h>
 
-#include "ptxgate/backend/graph.hpp"
-#include "ptxgate/backend/launch.hpp"
-#include "ptxgate/backend/runtime.hpp"
+#include "ptxgate/runtime/graph.hpp"
+#include "ptxgate/runtime/launch.hpp"
+#include "ptxgate/runtime/runtime.hpp"
 #include "ptxgate/support/files.hpp"
 #include "probe_args.hpp"
 
 using namespace ptxgate;
-using backend::Arg;
+using runtime::Arg;
 
 namespace {
 
@@ -28,10 +28,10 @@ namespace {
 constexpr int kGraphNodes = 100;
 
 struct Probe {
-  std::shared_ptr<backend::Kernel> kernel;
-  std::vector<backend::DeviceBuffer> buffers;
+  std::shared_ptr<runtime::Kernel> kernel;
+  std::vector<runtime::DeviceBuffer> buffers;
   std::vector<Arg> args;
-  std::vector<backend::BoundSlot> bound;
+  std::vector<runtime::BoundSlot> bound;
   std::vector<void*> slots;
 };
 
@@ -41,7 +41,7 @@ struct Probe {
 }
 
 // The loops callgrind attributes (names matched by bench/launch_callgrind.sh).
-extern "C" [[gnu::noinline]] int loop_raw(const backend::DriverApi* api, CUfunction fn, CUstream s, void** slots,
+extern "C" [[gnu::noinline]] int loop_raw(const runtime::DriverApi* api, CUfunction fn, CUstream s, void** slots,
                                           const unsigned* block, size_t n) {
   int bad = 0;
   for (size_t i = 0; i < n; ++i)
@@ -49,18 +49,18 @@ extern "C" [[gnu::noinline]] int loop_raw(const backend::DriverApi* api, CUfunct
   return bad;
 }
 
-extern "C" [[gnu::noinline]] int loop_kernel_launch(backend::Kernel* k, const backend::LaunchConfig* c,
-                                                    const std::vector<Arg>* args, const backend::Stream* s,
+extern "C" [[gnu::noinline]] int loop_kernel_launch(runtime::Kernel* k, const runtime::LaunchConfig* c,
+                                                    const std::vector<Arg>* args, const runtime::Stream* s,
                                                     size_t n) {
   int bad = 0;
   for (size_t i = 0; i < n; ++i) bad += !k->launch(*c, *args, s).has_value();
   return bad;
 }
 
-extern "C" [[gnu::noinline]] int loop_new_grid(backend::Kernel* k, const backend::LaunchConfig* c,
-                                               const std::vector<Arg>* args, const backend::Stream* s, size_t n) {
+extern "C" [[gnu::noinline]] int loop_new_grid(runtime::Kernel* k, const runtime::LaunchConfig* c,
+                                               const std::vector<Arg>* args, const runtime::Stream* s, size_t n) {
   int bad = 0;
-  backend::LaunchConfig config = *c;
+  runtime::LaunchConfig config = *c;
   for (size_t i = 0; i < n; ++i) {
     config.grid[0] = 1 + i % 64;  // 64 shapes against a 16-entry launch cache: every launch validates
     bad += !k->launch(config, *args, s).has_value();
@@ -68,23 +68,23 @@ extern "C" [[gnu::noinline]] int loop_new_grid(backend::Kernel* k, const backend
   return bad;
 }
 
-extern "C" [[gnu::noinline]] int loop_raw_graph(const backend::DriverApi* api, CUgraphExec exec, CUstream s,
+extern "C" [[gnu::noinline]] int loop_raw_graph(const runtime::DriverApi* api, CUgraphExec exec, CUstream s,
                                                 size_t n) {
   int bad = 0;
   for (size_t i = 0; i < n; ++i) bad += api->cuGraphLaunch(exec, s) != CUDA_SUCCESS;
   return bad;
 }
 
-extern "C" [[gnu::noinline]] int loop_graph_replay(backend::GraphExec* exec, const backend::Stream* s, size_t n) {
+extern "C" [[gnu::noinline]] int loop_graph_replay(runtime::GraphExec* exec, const runtime::Stream* s, size_t n) {
   int bad = 0;
   for (size_t i = 0; i < n; ++i) bad += !exec->launch(*s).has_value();
   return bad;
 }
 
 /// Replays of a graph of kGraphNodes launches of the probe, raw and through ptxgate.
-int graph_loops(backend::Runtime& rt, Probe& p, const backend::LaunchConfig& config, backend::Stream& stream,
+int graph_loops(runtime::Runtime& rt, Probe& p, const runtime::LaunchConfig& config, runtime::Stream& stream,
                 size_t n) {
-  auto graph = backend::Graph::create(rt.shared_context());
+  auto graph = runtime::Graph::create(rt.shared_context());
   if (!graph) die(diag::render_text(graph.error()));
   for (int i = 0; i < kGraphNodes; ++i)
     if (auto node = graph->launch(*p.kernel, config, p.args); !node) die(diag::render_text(node.error()));
@@ -111,14 +111,14 @@ int main(int argc, char** argv) {
   const size_t n = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 10000;
   const bool tracking = !(argc > 3 && std::string(argv[3]) == "untracked");
   const std::string only = argc > 4 ? argv[4] : "";
-  backend::RuntimeOptions options;
+  runtime::RuntimeOptions options;
   options.track_dependencies = tracking;
-  auto rt_or = backend::Runtime::create(options);
+  auto rt_or = runtime::Runtime::create(options);
   if (!rt_or) die(diag::render_text(rt_or.error()));
   auto& rt = **rt_or;
   auto stream_or = rt.create_stream();
   if (!stream_or) die(diag::render_text(stream_or.error()));
-  backend::Stream& stream = *stream_or;
+  runtime::Stream& stream = *stream_or;
   for (const char* name : {"launch0", "launch4", "launch16"}) {
     if (!only.empty() && only != name) continue;
     auto text = support::read_file_diagnosed((dir / (std::string(name) + ".pg")).string(), "kernel");
@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
     p.args = bench::probe_args(name, p.buffers);
     const auto& params = p.kernel->info().params;
     for (size_t i = 0; i < p.args.size(); ++i) {
-      auto slot = backend::bind_argument(p.args[i], params[i], name);
+      auto slot = runtime::bind_argument(p.args[i], params[i], name);
       if (!slot) die(diag::render_text(slot.error()));
       p.bound.push_back(*slot);
     }
@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
     const auto& wg = p.kernel->info().required_block;
     const unsigned block[3] = {wg[0], wg[1], wg[2]};
     // As the launch benchmark's steady launch: grid 1, the kernel's @workgroup (no block given).
-    const backend::LaunchConfig config = backend::LaunchConfig{{1, 1, 1}, {0, 0, 0}, 0, false};
+    const runtime::LaunchConfig config = runtime::LaunchConfig{{1, 1, 1}, {0, 0, 0}, 0, false};
     if (auto first = p.kernel->launch(config, p.args, &stream); !first) die(diag::render_text(first.error()));
     int bad = loop_raw(&rt.context().api(), p.kernel->function().handle(), stream.handle(), p.slots.data(), block, n);
     bad += loop_kernel_launch(p.kernel.get(), &config, &p.args, &stream, n);

@@ -11,23 +11,23 @@
 
 #include <fmt/format.h>
 
-#include "ptxgate/backend/launch.hpp"
-#include "ptxgate/backend/runtime.hpp"
+#include "ptxgate/runtime/launch.hpp"
+#include "ptxgate/runtime/runtime.hpp"
 #include "ptxgate/ir/frontend.hpp"
 #include "ptxgate/module_cache/module_cache.hpp"
 
 namespace ptxgate::bench {
 namespace {
 
-using backend::Arg;
+using runtime::Arg;
 
 /// One probe kernel with its arguments bound exactly as the backend binds them.
 struct Probe {
   std::string name;
-  std::shared_ptr<backend::Kernel> kernel;
-  std::vector<backend::DeviceBuffer> buffers;
+  std::shared_ptr<runtime::Kernel> kernel;
+  std::vector<runtime::DeviceBuffer> buffers;
   std::vector<Arg> args;
-  std::vector<backend::BoundSlot> bound;
+  std::vector<runtime::BoundSlot> bound;
   std::vector<void*> slots;
   contract::LaunchPlan plan;  ///< steady plan: grid 1, the kernel's @workgroup, on the bench stream
 };
@@ -51,7 +51,7 @@ contract::LaunchPlan plan_for(const Probe& p, uint64_t grid) {
   return plan;
 }
 
-std::expected<Probe, std::string> make_probe(backend::Runtime& rt, const std::filesystem::path& dir,
+std::expected<Probe, std::string> make_probe(runtime::Runtime& rt, const std::filesystem::path& dir,
                                              const std::string& name) {
   auto text = read_text(dir / (name + ".pg"));
   if (!text) return std::unexpected(text.error());
@@ -71,7 +71,7 @@ std::expected<Probe, std::string> make_probe(backend::Runtime& rt, const std::fi
     return std::unexpected(fmt::format("{} has {} parameters, the benchmark passes {}", name, params.size(),
                                        p.args.size()));
   for (size_t i = 0; i < p.args.size(); ++i) {
-    auto slot = backend::bind_argument(p.args[i], params[i], name);
+    auto slot = runtime::bind_argument(p.args[i], params[i], name);
     if (!slot) return std::unexpected(fmt::format("bind {}: {}", name, one_line(slot.error())));
     p.bound.push_back(*slot);
   }
@@ -94,7 +94,7 @@ struct Variant {
 }  // namespace
 
 int run_launch_overhead(const LaunchOptions& o, ResultFile& out) {
-  auto rt_or = backend::Runtime::create();
+  auto rt_or = runtime::Runtime::create();
   if (!rt_or) {
     out.error("runtime", one_line(rt_or.error()));
     fmt::print("no CUDA driver or device: launch overhead skipped\n");
@@ -113,7 +113,7 @@ int run_launch_overhead(const LaunchOptions& o, ResultFile& out) {
     out.error("stream", one_line(stream_or.error()));
     return 1;
   }
-  backend::Stream& stream = *stream_or;
+  runtime::Stream& stream = *stream_or;
   CUstream s = stream.handle();
   // One CPU for the whole part: no migrations between the launches that are compared.
   if (int cpu = sched_getcpu(); cpu >= 0) {
@@ -142,7 +142,7 @@ int run_launch_overhead(const LaunchOptions& o, ResultFile& out) {
     const std::string args_tag = fmt::format("args{}", p.args.size());
     void** slots = p.slots.data();
     std::span<void* const> slot_span(p.slots.data(), p.slots.size());
-    backend::LaunchConfig steady_config = backend::LaunchConfig{{1, 1, 1}, {0, 0, 0}, 0, false};
+    runtime::LaunchConfig steady_config = runtime::LaunchConfig{{1, 1, 1}, {0, 0, 0}, 0, false};
     std::span<const Arg> arg_span(p.args.data(), p.args.size());
 
     auto cu = [](CUresult r, const char* call) -> std::expected<void, std::string> {
@@ -183,7 +183,7 @@ int run_launch_overhead(const LaunchOptions& o, ResultFile& out) {
                                     "cuLaunchKernel");
                         }});
     variants.push_back({"guarded", o.per_batch, [&](size_t) {
-                          return diag(backend::launch_cuda_function(ctx, p.kernel->function(), p.plan, slot_span, s));
+                          return diag(runtime::launch_cuda_function(ctx, p.kernel->function(), p.plan, slot_span, s));
                         }});
     variants.push_back({"kernel_api", o.per_batch, [&](size_t) {
                           return diag(p.kernel->launch(steady_config, arg_span, &stream));
@@ -196,15 +196,15 @@ int run_launch_overhead(const LaunchOptions& o, ResultFile& out) {
                                     "cuLaunchKernel");
                         }});
     variants.push_back({"first_validated", o.per_batch, [&](size_t i) {
-                          backend::LaunchConfig c = steady_config;
+                          runtime::LaunchConfig c = steady_config;
                           c.grid[0] = 1 + i % 64;
                           return diag(p.kernel->launch(c, arg_span, &stream));
                         }});
     if (own_module != nullptr) {
       variants.push_back({"fresh_function", std::max<size_t>(o.per_batch / 4, 1), [&](size_t) {
-                            auto f = backend::LoadedFunction::resolve(ctx, own_module, p.kernel->info());
+                            auto f = runtime::LoadedFunction::resolve(ctx, own_module, p.kernel->info());
                             if (!f) return std::expected<void, std::string>(std::unexpected(one_line(f.error())));
-                            return diag(backend::launch_cuda_function(ctx, **f, p.plan, slot_span, s));
+                            return diag(runtime::launch_cuda_function(ctx, **f, p.plan, slot_span, s));
                           }});
     }
     // Graphs: one node replayed per cuGraphLaunch, and one graph of per_batch nodes per batch.

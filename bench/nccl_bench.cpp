@@ -19,10 +19,10 @@
 
 #include "bench_common.hpp"
 #include "nccl_exchange_probe.hpp"
-#include "ptxgate/backend/multi_device.hpp"
-#include "ptxgate/backend/nccl.hpp"
+#include "ptxgate/runtime/multi_device.hpp"
+#include "ptxgate/runtime/nccl.hpp"
 
-namespace be = ptxgate::backend;
+namespace be = ptxgate::runtime;
 using ptxgate::bench::Clock;
 using ptxgate::bench::ns_between;
 using ptxgate::bench::summarize;

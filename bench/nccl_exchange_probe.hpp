@@ -13,12 +13,12 @@
 #include <fmt/format.h>
 
 #include "bench_common.hpp"
-#include "ptxgate/backend/multi_device.hpp"
-#include "ptxgate/backend/nccl.hpp"
+#include "ptxgate/runtime/multi_device.hpp"
+#include "ptxgate/runtime/nccl.hpp"
 
 namespace ptxgate::bench::exchange_probe {
 
-namespace be = ptxgate::backend;
+namespace be = ptxgate::runtime;
 
 /// One rank's raw exchange: a communicator, a stream, a record and a slot per rank on the device
 /// and in pinned host memory, and the event the host waits for.

@@ -5,15 +5,15 @@
 #include <string>
 #include <vector>
 
-#include "ptxgate/backend/arg.hpp"
-#include "ptxgate/backend/context.hpp"
-#include "ptxgate/backend/device_buffer.hpp"
+#include "ptxgate/runtime/arg.hpp"
+#include "ptxgate/runtime/context.hpp"
+#include "ptxgate/runtime/device_buffer.hpp"
 
 namespace ptxgate::bench {
 
 /// `name`'s arguments over four buffers `b`: none, 1 buffer + 3 scalars, or 4 buffers + 12 scalars.
-inline std::vector<backend::Arg> probe_args(const std::string& name, const std::vector<backend::DeviceBuffer>& b) {
-  using backend::Arg;
+inline std::vector<runtime::Arg> probe_args(const std::string& name, const std::vector<runtime::DeviceBuffer>& b) {
+  using runtime::Arg;
   if (name == "launch0") return {};
   if (name == "launch4") return {Arg(b[0]), Arg(1.5f), Arg(7u), Arg(int32_t{-3})};
   return {Arg(b[0]),  Arg(b[1]),         Arg(b[2]),        Arg(b[3]),          Arg(1.5f),           Arg(2.5f),

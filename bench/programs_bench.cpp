@@ -23,12 +23,12 @@
 #include <vector>
 
 #include "pairing.hpp"
-#include "ptxgate/backend/graph.hpp"
-#include "ptxgate/backend/runtime.hpp"
-#include "ptxgate/backend/stream_ops.hpp"
+#include "ptxgate/runtime/graph.hpp"
+#include "ptxgate/runtime/runtime.hpp"
+#include "ptxgate/runtime/stream_ops.hpp"
 
 namespace pg = ptxgate;
-namespace be = ptxgate::backend;
+namespace be = ptxgate::runtime;
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ptxgate/backend/internal/launch_cache.hpp"
+#include "ptxgate/runtime/internal/launch_cache.hpp"
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/ir/frontend.hpp"
 #include "ptxgate/validation/check.hpp"
@@ -152,8 +152,8 @@ int main(int argc, char** argv) {
       [&](int) { sink = check_launch(kernel, res, blocked, *caps).launchable; }, calls(5000), 25);
 
   // The cached fast path as the backend runs it: the plan's LaunchShape, then a launch cache lookup.
-  backend::LaunchCache cache(plan.arguments.size());
-  for (uint64_t g = 1; g < backend::LaunchCache::kEntries; ++g) {
+  runtime::LaunchCache cache(plan.arguments.size());
+  for (uint64_t g = 1; g < runtime::LaunchCache::kEntries; ++g) {
     auto other = plan;
     other.grid[0] = g;
     cache.insert(LaunchShape::of(other), {256, 1, 1});
@@ -268,7 +268,7 @@ int main(int argc, char** argv) {
     std::printf("  check_launch fresh, blocked (diagnostics formatted)     %8.1f ns\n", fresh_blocked);
     std::printf("  cached verdict: LaunchShape::of(plan) + LaunchCache::find %6.1f ns\n", cached);
     std::printf("  cached verdict: find of a precomputed shape (last hit)  %8.1f ns\n", lookup_only);
-    std::printf("  cached verdict: find, another of %zu entries             %8.1f ns\n", backend::LaunchCache::kEntries,
+    std::printf("  cached verdict: find, another of %zu entries             %8.1f ns\n", runtime::LaunchCache::kEntries,
                 lookup_worst);
   }
   std::printf("memory safety (fresh check_launch with the kernel's access facts, minus without them)\n");

@@ -6,11 +6,11 @@
 
 #include <fmt/format.h>
 
-#include "ptxgate/backend/context.hpp"
+#include "ptxgate/runtime/context.hpp"
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/ir/frontend.hpp"
 #include "ptxgate/module_cache/module_cache.hpp"
-#include "ptxgate/backend/internal/launch_cache.hpp"
+#include "ptxgate/runtime/internal/launch_cache.hpp"
 #include "ptxgate/validation/check.hpp"
 #include "ptxgate/validation/launch_shape.hpp"
 #include "ptxgate/toolchain/build.hpp"
@@ -66,7 +66,7 @@ int run_validation_cost(const ValidationOptions& o, ResultFile& out) {
   int status = 0;
   validation::DeviceCaps caps;
   bool live = false;
-  if (auto ctx = backend::Context::open(0); ctx) {
+  if (auto ctx = runtime::Context::open(0); ctx) {
     caps = (*ctx)->caps();
     live = true;
   } else {
@@ -167,8 +167,8 @@ int run_validation_cost(const ValidationOptions& o, ResultFile& out) {
     out.add("validation.memory_check." + ks.name, "ns", summarize(memory_cost), extra);
     // Cached verdict as the backend's launch path does it: the plan's LaunchShape, looked up in
     // a function's launch cache holding 16 shapes (the plan's among them), and the two halves apart.
-    backend::LaunchCache cache(plan.arguments.size());
-    for (uint64_t g = 2; g <= backend::LaunchCache::kEntries; ++g) {
+    runtime::LaunchCache cache(plan.arguments.size());
+    for (uint64_t g = 2; g <= runtime::LaunchCache::kEntries; ++g) {
       auto other = plan;
       other.grid[0] = g;
       cache.insert(validation::LaunchShape::of(other), {256, 1, 1});

@@ -17,16 +17,16 @@
 #include <fmt/format.h>
 
 #include "kernel_timing.hpp"
-#include "ptxgate/backend/tensor_map.hpp"
+#include "ptxgate/runtime/tensor_map.hpp"
 
 namespace ptxgate::bench {
 namespace {
 
-using backend::DeviceBuffer;
+using runtime::DeviceBuffer;
 
 /// A ptxgate kernel and its nvcc twin (either may be missing: its rows are then absent).
 struct Twin {
-  std::shared_ptr<backend::Kernel> pg;
+  std::shared_ptr<runtime::Kernel> pg;
   CUfunction nv = nullptr;
 };
 
@@ -375,7 +375,7 @@ Step launch_tiled_gemm(Bench& c, const Twin& t, bool pg, DeviceBuffer& cm, Devic
                  uint32_t n, uint32_t k) {
   const unsigned gx = (n + kTile - 1) / kTile, gy = (m + kTile - 1) / kTile;
   if (pg)
-    return from_diag(t.pg->launch(backend::LaunchConfig{{gx, gy, 1}, {0, 0, 0}, 0, false}, {cm, a, b, m, n, k}, &c.stream));
+    return from_diag(t.pg->launch(runtime::LaunchConfig{{gx, gy, 1}, {0, 0, 0}, 0, false}, {cm, a, b, m, n, k}, &c.stream));
   CUdeviceptr pc = cm.pointer(), pa = a.pointer(), pb = b.pointer();
   return raw_launch(c, t.nv, {gx, gy, 1}, {kBlock, 1, 1}, {&pc, &pa, &pb, &m, &n, &k});
 }
@@ -461,13 +461,13 @@ constexpr unsigned kGemmShared = 4 * (kGemmBlockM + kGemmBlockN) * 64 * 2 + 1024
 /// A GEMM's buffers and the tensor maps of its operands (the maps point into a and b).
 struct GemmOperands {
   DeviceBuffer a, b, c;
-  backend::TensorMap ta, tb;
+  runtime::TensorMap ta, tb;
   uint32_t m = 0, n = 0, k = 0;
 };
 
 /// The tensor map of a K-major bf16 operand of `rows` rows: boxes of 64 (k) x `box_rows`, 128-byte swizzle
 /// (64 bf16 are one 128-byte row: the swizzle span wgmma's descriptors name).
-std::expected<backend::TensorMap, std::string> gemm_operand_map(const DeviceBuffer& b, uint32_t rows, uint32_t k,
+std::expected<runtime::TensorMap, std::string> gemm_operand_map(const DeviceBuffer& b, uint32_t rows, uint32_t k,
                                                                 uint32_t box_rows) {
   validation::TensorMapDesc d;
   d.type = validation::TmaType::bf16;
@@ -476,7 +476,7 @@ std::expected<backend::TensorMap, std::string> gemm_operand_map(const DeviceBuff
   d.box = {64, box_rows};
   d.swizzle = validation::TmaSwizzle::b128;
   d.l2_promotion = validation::TmaL2Promotion::b256;
-  auto map = backend::encode_tensor_map(b, 0, std::move(d));
+  auto map = runtime::encode_tensor_map(b, 0, std::move(d));
   if (!map) return std::unexpected(one_line(map.error()));
   return *map;
 }
@@ -506,7 +506,7 @@ std::vector<uint16_t> random_bf16(size_t count, uint64_t seed) {
 Step launch_gemm(Bench& c, const Twin& t, bool pg, GemmOperands& g) {
   const unsigned gx = (g.n + kGemmBlockN - 1) / kGemmBlockN, gy = (g.m + kGemmBlockM - 1) / kGemmBlockM;
   if (pg)  // the tensor maps bind to the kernel's tensor_map parameters by value
-    return from_diag(t.pg->launch(backend::LaunchConfig{{gx, gy, 1}, {0, 0, 0}, kGemmShared, false},
+    return from_diag(t.pg->launch(runtime::LaunchConfig{{gx, gy, 1}, {0, 0, 0}, kGemmShared, false},
                                   {g.c, g.ta, g.tb, g.m, g.n, g.k}, &c.stream));
   CUdeviceptr pc = g.c.pointer();
   return raw_launch(c, t.nv, {gx, gy, 1}, {kGemmThreads, 1, 1},

@@ -1,16 +1,16 @@
 // Fuzz target: argument specs of `ptxgate run` and `ptxgate check` (NAME=SPEC, the one grammar of
-// pipeline/arg_spec, scalar literals, buffer specs), .npy bytes, and the launch flags --grid, --block
-// and --shared-bytes (pipeline/launch_flags; a first byte of 250 to 255).
+// commands/arg_spec, scalar literals, buffer specs), .npy bytes, and the launch flags --grid, --block
+// and --shared-bytes (commands/launch_flags; a first byte of 250 to 255).
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
 
-#include "ptxgate/pipeline/arg_data.hpp"
-#include "ptxgate/pipeline/arg_spec.hpp"
-#include "ptxgate/pipeline/launch_flags.hpp"
-#include "ptxgate/pipeline/npy.hpp"
+#include "ptxgate/commands/arg_data.hpp"
+#include "ptxgate/commands/arg_spec.hpp"
+#include "ptxgate/commands/launch_flags.hpp"
+#include "ptxgate/commands/npy.hpp"
 
 namespace {
 
@@ -46,23 +46,23 @@ bool generated_and_small(std::string_view spec) {
   return true;
 }
 
-void check_array(const pipeline::HostArray& a) {
+void check_array(const commands::HostArray& a) {
   const size_t element = ir::byte_size(a.type);
   if (a.bytes.size() % element != 0 || a.bytes.size() / element != a.count) __builtin_trap();
   for (size_t i = 0; i < a.count && i < 4; ++i) (void)a.format_element(i);
 }
 
 void fuzz_npy(std::span<const std::byte> bytes) {
-  auto parsed = pipeline::parse_npy(bytes, "fuzz.npy");
+  auto parsed = commands::parse_npy(bytes, "fuzz.npy");
   if (!parsed) {
     if (parsed.error().empty()) __builtin_trap();
     return;
   }
   check_array(*parsed);
   // What parses must encode and parse back to the same elements.
-  auto encoded = pipeline::encode_npy(*parsed);
+  auto encoded = commands::encode_npy(*parsed);
   if (!encoded) __builtin_trap();
-  auto again = pipeline::parse_npy(*encoded, "again.npy");
+  auto again = commands::parse_npy(*encoded, "again.npy");
   if (!again || again->type != parsed->type || again->count != parsed->count || again->bytes != parsed->bytes)
     __builtin_trap();
 }
@@ -74,22 +74,22 @@ void fuzz_grammar(std::string_view text, ir::Type type, unsigned shape) {
   p.name = "x";
   p.type = type;
   p.is_buffer = shape == 1;
-  auto parsed = pipeline::parse_arg_spec(text, shape == 2 ? nullptr : &p, "x");
+  auto parsed = commands::parse_arg_spec(text, shape == 2 ? nullptr : &p, "x");
   if (!parsed) {
     if (parsed.error().empty()) __builtin_trap();
     return;
   }
-  using K = pipeline::ArgSpec::Kind;
+  using K = commands::ArgSpec::Kind;
   if ((parsed->kind == K::random || parsed->kind == K::fill || parsed->kind == K::iota) &&
-      (parsed->count == 0 || parsed->count > pipeline::kMaxSpecElements || !p.is_buffer || shape == 2))
+      (parsed->count == 0 || parsed->count > commands::kMaxSpecElements || !p.is_buffer || shape == 2))
     __builtin_trap();
   if ((parsed->kind == K::npy_file || parsed->kind == K::raw_file) && (parsed->path != text || !p.is_buffer || shape == 2))
     __builtin_trap();
-  auto desc = pipeline::describe_argument(*parsed);
+  auto desc = commands::describe_argument(*parsed);
   if ((desc.kind == contract::ArgumentDesc::Kind::scalar) != (parsed->kind == K::scalar)) __builtin_trap();
   if (parsed->kind == K::scalar) {
     if (desc.size_bytes != ir::byte_size(parsed->type)) __builtin_trap();
-    (void)pipeline::scalar_arg(*parsed).describe();
+    (void)commands::scalar_arg(*parsed).describe();
   }
 }
 
@@ -104,7 +104,7 @@ void fuzz_launch_flags(std::string_view text) {
     text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
   }
   const auto [grid, block, shared] = fields;
-  auto parsed = pipeline::parse_launch_flags(grid, block, shared);
+  auto parsed = commands::parse_launch_flags(grid, block, shared);
   if (!parsed) {
     const auto& items = parsed.error().items();
     if (items.empty() || items.size() > 3) __builtin_trap();
@@ -128,16 +128,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data + 2), size - 2);
   switch (mode) {
     case 0: {
-      auto split = pipeline::split_assignment(text, "--arg");
+      auto split = commands::split_assignment(text, "--arg");
       if (split && (split->first.empty() || split->first.size() + split->second.size() + 1 != text.size()))
         __builtin_trap();
       if (!split && split.error().empty()) __builtin_trap();
       break;
     }
     case 1: {
-      auto scalar = pipeline::parse_scalar(text, type, "x");
+      auto scalar = commands::parse_scalar(text, type, "x");
       if (scalar) {
-        if (scalar->kind() != backend::Arg::Kind::scalar) __builtin_trap();
+        if (scalar->kind() != runtime::Arg::Kind::scalar) __builtin_trap();
         (void)scalar->describe();
       } else if (scalar.error().empty()) {
         __builtin_trap();
@@ -146,7 +146,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     case 2: {
       if (!generated_and_small(text)) break;
-      auto buffer = pipeline::make_buffer_data(text, type, "x");
+      auto buffer = commands::make_buffer_data(text, type, "x");
       if (buffer) {
         if (buffer->type != type || buffer->count == 0) __builtin_trap();
         check_array(*buffer);

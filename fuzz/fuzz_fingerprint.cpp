@@ -7,12 +7,12 @@
 #include <span>
 #include <vector>
 
-#include "ptxgate/backend/internal/collective_match.hpp"
+#include "ptxgate/runtime/internal/collective_match.hpp"
 
 namespace {
 
 using namespace ptxgate;
-using namespace ptxgate::backend;
+using namespace ptxgate::runtime;
 
 /// Bytes of the input, taken one at a time (zero once it runs out).
 struct Reader {

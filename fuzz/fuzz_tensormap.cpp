@@ -6,13 +6,13 @@
 #include <string>
 #include <string_view>
 
-#include "ptxgate/pipeline/tensor_map_check.hpp"
+#include "ptxgate/commands/tensor_map_check.hpp"
 #include "ptxgate/validation/tensor_map.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace ptxgate::validation;
-  using ptxgate::pipeline::parse_tensor_map;
-  using ptxgate::pipeline::TensorMapText;
+  using ptxgate::commands::parse_tensor_map;
+  using ptxgate::commands::TensorMapText;
   std::string_view input(reinterpret_cast<const char*>(data), size);
   TensorMapText t;
   while (!input.empty()) {

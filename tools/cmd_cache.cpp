@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "ptxgate/module_cache/disk_cache.hpp"
-#include "ptxgate/pipeline/reports.hpp"
+#include "ptxgate/commands/reports.hpp"
 #include "cli.hpp"
 
 namespace ptxgate::cli {
@@ -24,15 +24,15 @@ int run_cache(const CacheOptions& opt, const CLI::App* stats, const CLI::App* li
   auto cache = module_cache::DiskCache::open_existing(opt.directory, warnings);
   if (stats->parsed()) {
     auto s = cache.stats();
-    print_product(json ? pipeline::cache_stats_json(s).dump(2) + "\n" : pipeline::cache_stats_text(s));
+    print_product(json ? commands::cache_stats_json(s).dump(2) + "\n" : commands::cache_stats_text(s));
   } else if (list->parsed()) {
     auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
     auto entries = cache.list();
-    print_product(json ? pipeline::cache_list_json(cache.directory(), entries).dump(2) + "\n"
-                       : pipeline::cache_list_text(cache.directory(), entries, now.count()));
+    print_product(json ? commands::cache_list_json(cache.directory(), entries).dump(2) + "\n"
+                       : commands::cache_list_text(cache.directory(), entries, now.count()));
   } else {
     size_t removed = cache.clear(warnings);
-    print_product(json ? pipeline::cache_clear_json(cache.directory(), removed).dump(2) + "\n"
+    print_product(json ? commands::cache_clear_json(cache.directory(), removed).dump(2) + "\n"
                        : fmt::format("removed {} entries from {}\n", removed, cache.directory().string()));
   }
   if (!warnings.empty()) print_diagnostics(warnings, json ? diag::Format::json : *diag::format_from_name(opt.format));

@@ -1,16 +1,16 @@
 // `ptxgate check FILE --kernel NAME ...`: validate a launch offline against a device profile.
-// The pipeline is pipeline::check_offline; this file adapts options and prints.
+// The pipeline is commands::check_offline; this file adapts options and prints.
 #include <cstdio>
 
 #include "cli.hpp"
-#include "ptxgate/pipeline/offline_check.hpp"
+#include "ptxgate/commands/offline_check.hpp"
 #include "ptxgate/validation/profiles.hpp"
 
 namespace ptxgate::cli {
 namespace {
 
 struct CheckOptions {
-  pipeline::OfflineLaunch launch;
+  commands::OfflineLaunch launch;
   std::string format = "text";
   std::string stream = "explicit";
   std::string stream_policy = "allow-legacy";
@@ -18,9 +18,9 @@ struct CheckOptions {
 
 // A check that ends before its verdict. Under --format json standard output still holds exactly
 // one JSON document (no verdict, the diagnostics); under sarif one SARIF log; text goes to stderr.
-int stop(const pipeline::OfflineStop& s, diag::Format format, const std::string& kernel) {
+int stop(const commands::OfflineStop& s, diag::Format format, const std::string& kernel) {
   const int code = s.usage ? kUsage : kDiagnostics;
-  if (format == diag::Format::json) print_product(pipeline::check_stop_json(s, kernel).dump(2) + "\n");
+  if (format == diag::Format::json) print_product(commands::check_stop_json(s, kernel).dump(2) + "\n");
   else if (format == diag::Format::sarif) print_product(diag::render_sarif(s.diagnostics));
   else print_diagnostics(s.diagnostics, format);
   return code;
@@ -33,16 +33,16 @@ int run_check(CheckOptions& opt) {
   opt.launch.require_explicit_stream = opt.stream_policy == "require-explicit";
   opt.launch.warnings_as_errors = common_options().warnings_as_errors();
   opt.launch.list_unproven_accesses = verbose;
-  auto checked = pipeline::check_offline(opt.launch);
+  auto checked = commands::check_offline(opt.launch);
   if (!checked) return stop(checked.error(), format, opt.launch.kernel);
   const auto& verdict = checked->verdict;  // its diagnostics include the program's warnings
   if (format == diag::Format::json) {
-    print_product(pipeline::check_json(*checked, opt.launch.kernel).dump(2) + "\n");
+    print_product(commands::check_json(*checked, opt.launch.kernel).dump(2) + "\n");
   } else if (format == diag::Format::sarif) {
     print_product(diag::render_sarif(verdict.diagnostics));
     std::fputs((verdict.summary_line(opt.launch.kernel, checked->plan) + "\n").c_str(), stderr);
   } else {
-    print_product(pipeline::check_text(*checked, opt.launch.kernel, verbose));
+    print_product(commands::check_text(*checked, opt.launch.kernel, verbose));
     std::fflush(stdout);
     // Notes (e.g. the shared-memory opt-in) only with -v.
     diag::Diagnostics shown;

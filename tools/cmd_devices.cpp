@@ -1,5 +1,5 @@
 // `ptxgate devices [--format json] | --profiles | --profile NAME|PATH`: live GPUs or the shipped device profiles.
-#include "ptxgate/pipeline/reports.hpp"
+#include "ptxgate/commands/reports.hpp"
 #include "ptxgate/validation/profiles.hpp"
 #include "cli.hpp"
 
@@ -18,7 +18,7 @@ int run_devices(const DevicesOptions& opt) {
   const auto format = json ? diag::Format::json : *diag::format_from_name(opt.format);
   // Under JSON every outcome is one document on standard output, a failure's too.
   auto failed = [&](const diag::Diagnostics& d) {
-    if (json) print_product(pipeline::stop_json(d, false).dump(2) + "\n");
+    if (json) print_product(commands::stop_json(d, false).dump(2) + "\n");
     else print_diagnostics(d, format);
     return static_cast<int>(kDiagnostics);
   };
@@ -32,13 +32,13 @@ int run_devices(const DevicesOptions& opt) {
   if (opt.list_profiles) {
     auto profiles = validation::list_profiles();
     if (!profiles) return failed(profiles.error());
-    print_product(json ? pipeline::profiles_json(*profiles).dump(2) + "\n" : pipeline::profiles_text(*profiles));
+    print_product(json ? commands::profiles_json(*profiles).dump(2) + "\n" : commands::profiles_text(*profiles));
     return kSuccess;
   }
   // Under JSON one document of one shape with or without a driver; its diagnostics inside it.
-  auto listing = pipeline::list_devices();
-  if (json) print_product(pipeline::devices_json(listing).dump(2) + "\n");
-  else if (listing.driver_available) print_product(pipeline::devices_text(listing));
+  auto listing = commands::list_devices();
+  if (json) print_product(commands::devices_json(listing).dump(2) + "\n");
+  else if (listing.driver_available) print_product(commands::devices_text(listing));
   else print_diagnostics(listing.diagnostics, format);
   if (listing.driver_available) return kSuccess;
   for (const auto& d : listing.diagnostics)

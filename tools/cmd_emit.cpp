@@ -1,9 +1,9 @@
 // `ptxgate emit FILE|- [--target T] [--emit ptx|llvm|meta|cubin|sass|resources] [-O N] [-o OUT]`.
-// The products are pipeline::emit_file's; this file adapts options and writes.
+// The products are commands::emit_file's; this file adapts options and writes.
 #include <cstdio>
 #include <unistd.h>
 
-#include "ptxgate/pipeline/emit.hpp"
+#include "ptxgate/commands/emit.hpp"
 #include "ptxgate/support/files.hpp"
 #include "cli.hpp"
 
@@ -11,7 +11,7 @@ namespace ptxgate::cli {
 namespace {
 
 struct EmitOptions {
-  pipeline::EmitFileRequest request;
+  commands::EmitFileRequest request;
   std::string target = "sm_90";
   std::string emit = "ptx";
   std::string output;
@@ -24,11 +24,11 @@ struct EmitOptions {
 // input file is never the output, and a cubin is never written to a terminal.
 int run_emit(EmitOptions& opt) {
   const auto format = *diag::format_from_name(opt.format);
-  opt.request.kind = *pipeline::emit_kind_from_name(opt.emit);
+  opt.request.kind = *commands::emit_kind_from_name(opt.emit);
   opt.request.compile.codegen.target = *ir::Target::parse(opt.target);  // one of the names --target checks
   opt.request.json = format == diag::Format::json;
   const bool to_stdout = opt.output.empty() || opt.output == "-";
-  if (opt.request.kind == pipeline::EmitKind::cubin && to_stdout && ::isatty(STDOUT_FILENO)) {
+  if (opt.request.kind == commands::EmitKind::cubin && to_stdout && ::isatty(STDOUT_FILENO)) {
     diag::Diagnostics d;
     d.add(diag::Code::binary_to_terminal, "refusing to write a cubin (binary) to a terminal", {},
           "write it to a file with -o FILE, or redirect standard output");
@@ -40,7 +40,7 @@ int run_emit(EmitOptions& opt) {
     print_diagnostics(same.error(), format);
     return kDiagnostics;
   }
-  auto product = pipeline::emit_file(opt.request);
+  auto product = commands::emit_file(opt.request);
   if (!product) {
     if (!product.error().warnings.empty()) print_diagnostics(product.error().warnings, format);
     print_diagnostics(product.error().diagnostics, format);
@@ -74,7 +74,7 @@ CLI::App* register_emit(CLI::App& app, Runner& runner) {
                   "What to print: ptx, llvm, meta (JSON KernelInfo), cubin (binary; -o or a pipe), sass (nvdisasm), "
                   "resources (ptxas: registers, spills, shared, local, barriers per kernel; JSON with --format json)")
       ->default_val("ptx")
-      ->check(CLI::IsMember(pipeline::emit_kind_names()));
+      ->check(CLI::IsMember(commands::emit_kind_names()));
   cmd->add_option("-O,--opt-level", cg.opt_level, "Optimisation level before NVPTX (0..3; 2 and 3 use ptxgate's kernel pipeline)")
       ->default_val(3)
       ->check(CLI::Range(0, 3));

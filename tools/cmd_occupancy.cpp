@@ -1,6 +1,6 @@
 // `ptxgate occupancy FILE --kernel K [--device-profile P] [--shared-bytes N]`: occupancy over
-// block sizes and the suggested block size, offline. The computation is pipeline::occupancy_offline.
-#include "ptxgate/pipeline/occupancy.hpp"
+// block sizes and the suggested block size, offline. The computation is commands::occupancy_offline.
+#include "ptxgate/commands/occupancy.hpp"
 #include "ptxgate/validation/profiles.hpp"
 #include "cli.hpp"
 
@@ -8,20 +8,20 @@ namespace ptxgate::cli {
 namespace {
 
 struct OccupancyOptions {
-  pipeline::OccupancyRequest request;
+  commands::OccupancyRequest request;
   std::string format = "text";
 };
 
 int run_occupancy(const OccupancyOptions& opt) {
   const auto format = *diag::format_from_name(opt.format);
-  auto report = pipeline::occupancy_offline(opt.request);
+  auto report = commands::occupancy_offline(opt.request);
   if (!report) {
     if (!report.error().diagnostics.empty()) print_diagnostics(report.error().diagnostics, format);
     return report.error().usage ? kUsage : kDiagnostics;
   }
   if (warnings_stop(report->compiled.warnings, format)) return kDiagnostics;
-  print_product(format == diag::Format::json ? pipeline::occupancy_json(*report).dump(2) + "\n"
-                                             : pipeline::occupancy_text(*report, common_options().verbose));
+  print_product(format == diag::Format::json ? commands::occupancy_json(*report).dump(2) + "\n"
+                                             : commands::occupancy_text(*report, common_options().verbose));
   return kSuccess;
 }
 

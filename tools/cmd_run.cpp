@@ -1,36 +1,36 @@
 // `ptxgate run FILE --kernel K --arg NAME=SPEC ...`: compile through the cache, validate, launch, read back.
-// The pipeline is pipeline::run_kernel; this file adapts options and prints.
+// The pipeline is commands::run_kernel; this file adapts options and prints.
 #include <cstdio>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "ptxgate/pipeline/run.hpp"
+#include "ptxgate/commands/run.hpp"
 #include "cli.hpp"
 
 namespace ptxgate::cli {
 namespace {
 
 struct RunOptions {
-  pipeline::RunRequest request;
+  commands::RunRequest request;
   std::string format = "text";
 };
 
 int run_command(RunOptions& opt) {
   const auto format = *diag::format_from_name(opt.format);
   const bool json = format == diag::Format::json;
-  auto result = pipeline::run_kernel(opt.request);
+  auto result = commands::run_kernel(opt.request);
   if (!result) {
     // Under --format json one document with every diagnostic inside; else diagnostics on stderr.
     const auto& s = result.error();
-    if (json) print_product(pipeline::run_stop_json(s, opt.request.kernel).dump(2) + "\n");
+    if (json) print_product(commands::run_stop_json(s, opt.request.kernel).dump(2) + "\n");
     else if (!s.warnings.empty()) print_diagnostics(s.warnings, format);
     if (!json) print_diagnostics(s.diagnostics, format);
     return s.no_driver ? kNoDriver : s.usage ? kUsage : kDiagnostics;
   }
   const bool stopped = !result->violations.empty();  // --checked: accesses stopped, results read back
   if (json) {
-    print_product(pipeline::run_json(*result).dump(2) + "\n");
+    print_product(commands::run_json(*result).dump(2) + "\n");
     return stopped ? kDiagnostics : kSuccess;
   }
   if (warnings_stop(result->warnings, format)) return kDiagnostics;

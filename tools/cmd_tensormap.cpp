@@ -1,13 +1,13 @@
 // `ptxgate tensormap`: check a TMA tensor-map description against a device profile, offline.
 #include "cli.hpp"
 #include "ptxgate/validation/profiles.hpp"
-#include "ptxgate/pipeline/tensor_map_check.hpp"
+#include "ptxgate/commands/tensor_map_check.hpp"
 
 namespace ptxgate::cli {
 
 CLI::App* register_tensormap(CLI::App& app, Runner& runner) {
   struct Options {
-    pipeline::TensorMapText text;
+    commands::TensorMapText text;
     std::string profile{validation::kDefaultProfile};
     std::string format = "text";
   };
@@ -37,11 +37,11 @@ CLI::App* register_tensormap(CLI::App& app, Runner& runner) {
   add_common_options(cmd, opt->format);
   runner = [opt] {
     const auto format = *diag::format_from_name(opt->format);
-    auto report = pipeline::check_tensor_map_text(opt->text, opt->profile);
+    auto report = commands::check_tensor_map_text(opt->text, opt->profile);
     if (common_options().warnings_as_errors() && diag::promote_warnings(report.diagnostics) > 0) report.valid = false;
     // Under --format json one document, valid or not, with its diagnostics inside.
-    if (format == diag::Format::json) print_product(pipeline::tensor_map_json(report).dump(2) + "\n");
-    else if (report.valid) print_product(pipeline::tensor_map_text(report));
+    if (format == diag::Format::json) print_product(commands::tensor_map_json(report).dump(2) + "\n");
+    else if (report.valid) print_product(commands::tensor_map_text(report));
     if (format != diag::Format::json && !report.diagnostics.empty()) print_diagnostics(report.diagnostics, format);
     return static_cast<int>(report.usage ? kUsage : report.valid ? kSuccess : kDiagnostics);
   };

@@ -14,9 +14,9 @@
 #include <fmt/format.h>
 
 #include "ptxgate/codegen/codegen.hpp"
-#include "ptxgate/pipeline/offline_check.hpp"
-#include "ptxgate/pipeline/reports.hpp"
-#include "ptxgate/pipeline/run.hpp"
+#include "ptxgate/commands/offline_check.hpp"
+#include "ptxgate/commands/reports.hpp"
+#include "ptxgate/commands/run.hpp"
 #include "ptxgate/support/signal_cleanup.hpp"
 #include "ptxgate/support/suggest.hpp"
 #include "ptxgate/toolchain/ptxas.hpp"
@@ -197,9 +197,9 @@ int report_usage_error(const std::string& what, std::string fix, int argc, char*
     if (std::string_view(argv[i]) == "--kernel") kernel = argv[i + 1];
   if (format == diag::Format::json && (command == "check" || command == "run" || command == "devices" ||
                                        command == "tensormap")) {
-    nlohmann::json doc = command == "check" ? pipeline::check_stop_json({d, true}, kernel)
-                         : command == "run" ? pipeline::run_stop_json({{}, d, true, false}, kernel)
-                                            : pipeline::stop_json(d, true);
+    nlohmann::json doc = command == "check" ? commands::check_stop_json({d, true}, kernel)
+                         : command == "run" ? commands::run_stop_json({{}, d, true, false}, kernel)
+                                            : commands::stop_json(d, true);
     print_product(doc.dump(2) + "\n");
   } else if (format == diag::Format::sarif && command == "check") {
     print_product(diag::render_sarif(d));

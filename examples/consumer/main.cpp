@@ -5,7 +5,7 @@
 
 #include "saxpy_ptx.hpp"  // generated at build time by ptxgate_add_kernels
 
-#include "ptxgate/backend/runtime.hpp"
+#include "ptxgate/runtime/runtime.hpp"
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/ir/frontend.hpp"
 #include "ptxgate/validation/check.hpp"
@@ -51,7 +51,7 @@ int main() {
   if (verdict.launchable) return 1;
 
   // Online: the same kernel through the runtime, when a driver and GPU are present.
-  auto rt = pg::backend::Runtime::create();
+  auto rt = pg::runtime::Runtime::create();
   if (!rt) {
     std::printf("no GPU here: %s", pg::diag::render_text(rt.error(), false).c_str());
     return 0;
@@ -66,7 +66,7 @@ int main() {
   auto dx = (*rt)->upload(std::span<const float>(x));
   auto dy = (*rt)->upload(std::span<const float>(y));
   if (!dx || !dy) return 1;
-  if (auto ok = (*k)->launch(pg::backend::LaunchConfig::linear((n + 255) / 256, 256), {*dy, *dx, 3.0f, n}); !ok) {
+  if (auto ok = (*k)->launch(pg::runtime::LaunchConfig::linear((n + 255) / 256, 256), {*dy, *dx, 3.0f, n}); !ok) {
     std::fputs(pg::diag::render_text(ok.error()).c_str(), stderr);
     return 1;
   }

@@ -16,12 +16,12 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "ptxgate/backend/multi_device.hpp"
-#include "ptxgate/backend/nccl.hpp"
-#include "ptxgate/backend/stream_ops.hpp"
+#include "ptxgate/runtime/multi_device.hpp"
+#include "ptxgate/runtime/nccl.hpp"
+#include "ptxgate/runtime/stream_ops.hpp"
 
 namespace pg = ptxgate;
-namespace be = ptxgate::backend;
+namespace be = ptxgate::runtime;
 
 namespace {
 

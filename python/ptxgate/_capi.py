@@ -1,4 +1,4 @@
-"""ctypes declarations of libptxgate's C API (capi/ptxgate.h, version 3) and the library lookup."""
+"""ctypes declarations of libptxgate's C API (src/ptxgate/capi/ptxgate.h, version 3) and the library lookup."""
 import ctypes
 import os
 import sys

@@ -4,7 +4,7 @@ or DLPack), a host array (numpy: copied in, and out for ``out``/``inout`` parame
 map, or a scalar (Python ``int``, ``float`` and ``bool``, numpy scalars).
 
 The words: a value (an address, a handle, a scalar's bits) and a descriptor
-``kind | dtype << 4 | (device + 1) << 12 | elements << 20`` (capi/ptxgate.h,
+``kind | dtype << 4 | (device + 1) << 12 | elements << 20`` (src/ptxgate/capi/ptxgate.h,
 ptxgate_kernel_launch_packed). The common types have a converter per exact type, found by one
 dictionary lookup; anything else goes through ``describe``, which explains what it refuses."""
 import ctypes

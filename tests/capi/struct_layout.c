@@ -1,4 +1,4 @@
-/* Prints the layout of every struct of capi/ptxgate.h as the C compiler lays it out, as one JSON
+/* Prints the layout of every struct of src/ptxgate/capi/ptxgate.h as the C compiler lays it out, as one JSON
  * object: {"ptxgate_arg": {"size": 56, "fields": {"kind": [0, 4], ...}}, ...} (each field's offset
  * and size in bytes). python/tests/test_capi_layout.py compares it with the ctypes mirrors of
  * python/ptxgate/_capi.py. */

@@ -13,13 +13,13 @@
 #include <cstring>
 #include <vector>
 
-#include "../unit/backend_fake_driver.hpp"
-#include "../unit/backend_fake_programs.hpp"
+#include "../unit/runtime_fake_driver.hpp"
+#include "../unit/runtime_fake_programs.hpp"
 
 namespace {
 
-using ptxgate::backend::DriverApi;
-using ptxgate::backend::testing::fake_state;
+using ptxgate::runtime::DriverApi;
+using ptxgate::runtime::testing::fake_state;
 
 /// Touches $PTXGATE_FAKE_LAUNCH_TOUCH_BYTES bytes, one write per 64-byte line (nothing when unset).
 void touch_driver_memory() {
@@ -35,7 +35,7 @@ decltype(DriverApi::cuGraphLaunch) base_graph_launch = nullptr;
 
 const DriverApi& table() {
   static const DriverApi api = [] {
-    DriverApi a = ptxgate::backend::testing::make_fake_driver();
+    DriverApi a = ptxgate::runtime::testing::make_fake_driver();
     a.cuDeviceGetCount = [](int* count) {  // one fake H100 (the GPU tests' supervisor lists the devices)
       *count = 1;
       return CUDA_SUCCESS;
@@ -117,7 +117,7 @@ const DriverApi& table() {
     };
     // The fake graphs and pools (pool allocations made of host memory below).
     DriverApi programs = a;
-    ptxgate::backend::testing::add_fake_programs(programs);
+    ptxgate::runtime::testing::add_fake_programs(programs);
 #define PTXGATE_FAKE_GRAPH_ENTRY(name) a.name = programs.name;
     PTXGATE_FAKE_GRAPH_ENTRY(cuStreamBeginCapture)
     PTXGATE_FAKE_GRAPH_ENTRY(cuStreamEndCapture)
@@ -143,7 +143,7 @@ const DriverApi& table() {
       if (m == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
       *ptr = reinterpret_cast<CUdeviceptr>(m);
       ++fake_state().allocations;
-      auto& p = ptxgate::backend::testing::fake_programs();
+      auto& p = ptxgate::runtime::testing::fake_programs();
       p.pool_live[*ptr] = bytes;
       p.used += bytes;
       p.used_high = std::max(p.used_high, p.used);
@@ -152,7 +152,7 @@ const DriverApi& table() {
       return fake_state().log({"cuMemAllocFromPoolAsync", s, nullptr, *ptr, 0, bytes, {}});
     };
     a.cuMemFreeAsync = [](CUdeviceptr ptr, CUstream s) {
-      auto& p = ptxgate::backend::testing::fake_programs();
+      auto& p = ptxgate::runtime::testing::fake_programs();
       if (auto it = p.pool_live.find(ptr); it != p.pool_live.end()) {
         p.used -= it->second;
         p.pool_live.erase(it);
@@ -222,7 +222,7 @@ __attribute__((visibility("default"))) int ptxgate_fake_count(const char* name) 
 
 /// How many kernel-node updates of executable graphs the fake saw.
 __attribute__((visibility("default"))) int ptxgate_fake_graph_updates(void) {
-  return static_cast<int>(ptxgate::backend::testing::fake_programs().updates.size());
+  return static_cast<int>(ptxgate::runtime::testing::fake_programs().updates.size());
 }
 
 }  // extern "C"

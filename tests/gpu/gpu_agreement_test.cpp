@@ -2,7 +2,7 @@
 // Test-only code: the raw cuLaunchKernel / cuLaunchCooperativeKernel calls here establish ground truth.
 #include <fmt/format.h>
 
-#include "ptxgate/backend/driver_api.hpp"
+#include "ptxgate/runtime/driver_api.hpp"
 #include "gpu_support.hpp"
 #include "ptxgate/validation/check.hpp"
 #include "ptxgate/validation/profiles.hpp"
@@ -10,8 +10,8 @@
 
 using namespace ptxgate;
 using namespace ptxgate::gpu_test;
-using backend::Arg;
-using backend::LaunchConfig;
+using runtime::Arg;
+using runtime::LaunchConfig;
 
 namespace {
 
@@ -23,7 +23,7 @@ kernel touch(inout y: f32[], n: u32) {
 }
 )";
 
-const backend::DriverApi& api() { return **backend::driver(); }
+const runtime::DriverApi& api() { return **runtime::driver(); }
 
 struct Agreement {
   int agree = 0, total = 0;
@@ -32,7 +32,7 @@ struct Agreement {
 
 /// Launches `config` on the raw driver with `kernel`'s function and the given parameter
 /// slots (the hidden barrier word included by the caller); true when the driver ran it.
-bool driver_accepts(backend::Kernel& kernel, const LaunchConfig& c, std::vector<void*>& params, CUresult& why) {
+bool driver_accepts(runtime::Kernel& kernel, const LaunchConfig& c, std::vector<void*>& params, CUresult& why) {
   auto& fn = kernel.function();
   auto u = [](uint64_t v) { return static_cast<unsigned>(std::min<uint64_t>(v, 0xffffffffu)); };
   // Values that do not fit the driver's unsigned parameters are outside every limit: the
@@ -54,7 +54,7 @@ bool driver_accepts(backend::Kernel& kernel, const LaunchConfig& c, std::vector<
   return why == CUDA_SUCCESS;
 }
 
-void compare(Agreement& a, backend::Kernel& kernel, const LaunchConfig& c, std::span<const Arg> args,
+void compare(Agreement& a, runtime::Kernel& kernel, const LaunchConfig& c, std::span<const Arg> args,
              std::vector<void*>& params) {
   auto verdict = kernel.check(c, args);
   CUresult why = CUDA_SUCCESS;
@@ -78,8 +78,8 @@ void compare(Agreement& a, backend::Kernel& kernel, const LaunchConfig& c, std::
 }  // namespace
 
 TEST_CASE("agreement: our verdict equals the driver's outcome around every limit") {
-  const auto& caps = runtime().caps();
-  auto touch = runtime().compile(kTouch, "touch", "touch.pg");
+  const auto& caps = gpu_runtime().caps();
+  auto touch = gpu_runtime().compile(kTouch, "touch", "touch.pg");
   if (!touch) FAIL(diag::render_text(touch.error()));
   auto& k = **touch;
   std::vector<float> host(64, 1.0f);
@@ -127,7 +127,7 @@ TEST_CASE("agreement: our verdict equals the driver's outcome around every limit
   auto dx = upload(x), dacc = upload(acc);
   CUdeviceptr xp = dx.pointer(), accp = dacc.pointer();
   uint32_t nn = 1024;
-  auto word = runtime().context().grid_barrier_word(nullptr);
+  auto word = gpu_runtime().context().grid_barrier_word(nullptr);
   REQUIRE(word);
   CUdeviceptr wp = *word;
   std::vector<void*> nparams{&xp, &accp, &nn, &wp};
@@ -144,11 +144,11 @@ TEST_CASE("agreement: our verdict equals the driver's outcome around every limit
   std::printf("agreement: %d/%d\n", a.agree, a.total);
   for (const auto& d : a.disagreements) MESSAGE("disagreement: " << d);
   CHECK(a.disagreements.empty());
-  PG_REQUIRE_OK(runtime().synchronize());
+  PG_REQUIRE_OK(gpu_runtime().synchronize());
 }
 
 TEST_CASE("occupancy: offline (profile + ptxas resources) equals the driver's for every example") {
-  const auto& live = runtime().caps();
+  const auto& live = gpu_runtime().caps();
   validation::DeviceCaps caps = live;
   std::string source = "live caps";
   for (auto [needle, profile] : {std::pair{"H100", "h100-sxm"}, {"H200", "h200"}, {"A100", "a100-sxm"}, {"L4", "l4"}, {"T4", "t4"}})

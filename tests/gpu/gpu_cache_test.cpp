@@ -10,20 +10,20 @@
 
 using namespace ptxgate;
 using namespace ptxgate::gpu_test;
-using backend::LaunchConfig;
+using runtime::LaunchConfig;
 
 namespace ptxgate::gpu_test {
 
 namespace {
 
-std::expected<std::unique_ptr<backend::Runtime>, diag::Diagnostics> runtime_with_cache(const std::string& dir) {
-  backend::RuntimeOptions options;
+std::expected<std::unique_ptr<runtime::Runtime>, diag::Diagnostics> runtime_with_cache(const std::string& dir) {
+  runtime::RuntimeOptions options;
   options.cache.directory = dir;
-  return backend::Runtime::create(options);
+  return runtime::Runtime::create(options);
 }
 
 /// Runs saxpy once on random data and checks it; true when correct.
-bool saxpy_works(backend::Runtime& rt, backend::Kernel& k) {
+bool saxpy_works(runtime::Runtime& rt, runtime::Kernel& k) {
   const uint32_t n = 1000;
   auto x = random_values<float>(n, -1, 1, 11), y = random_values<float>(n, -1, 1, 12);
   auto dx = rt.upload(std::span<const float>(x)), dy = rt.upload(std::span<const float>(y));

@@ -7,42 +7,42 @@
 
 #include "gpu_support.hpp"
 
-#include "ptxgate/backend/graph.hpp"
-#include "ptxgate/backend/stream_ops.hpp"
-#include "ptxgate/backend/tensor_map.hpp"
+#include "ptxgate/runtime/graph.hpp"
+#include "ptxgate/runtime/stream_ops.hpp"
+#include "ptxgate/runtime/tensor_map.hpp"
 
 using namespace ptxgate;
 using namespace ptxgate::gpu_test;
-using backend::Arg;
-using backend::LaunchConfig;
+using runtime::Arg;
+using runtime::LaunchConfig;
 
 namespace {
 
-std::unique_ptr<backend::Runtime> checked_runtime(bool checked_launches = false) {
-  backend::RuntimeOptions options;
+std::unique_ptr<runtime::Runtime> checked_runtime(bool checked_launches = false) {
+  runtime::RuntimeOptions options;
   options.checked = true;
   options.checked_launches = checked_launches;
   options.cache.use_disk = false;
-  auto rt = backend::Runtime::create(options);
+  auto rt = runtime::Runtime::create(options);
   if (!rt) FAIL(diag::render_text(rt.error()));
   return std::move(*rt);
 }
 
-std::shared_ptr<backend::Kernel> compile(backend::Runtime& rt, const std::string& text, const std::string& kernel) {
+std::shared_ptr<runtime::Kernel> compile(runtime::Runtime& rt, const std::string& text, const std::string& kernel) {
   auto k = rt.compile(text, kernel, kernel + ".pg");
   if (!k) FAIL(diag::render_text(k.error()));
   return *k;
 }
 
 template <class T>
-backend::DeviceBuffer upload_to(backend::Runtime& rt, const std::vector<T>& host) {
+runtime::DeviceBuffer upload_to(runtime::Runtime& rt, const std::vector<T>& host) {
   auto b = rt.upload(std::span<const T>(host));
   if (!b) FAIL(diag::render_text(b.error()));
   return std::move(*b);
 }
 
 template <class T>
-std::vector<T> download_from(backend::Runtime& rt, const backend::DeviceBuffer& buffer) {
+std::vector<T> download_from(runtime::Runtime& rt, const runtime::DeviceBuffer& buffer) {
   auto v = rt.download<T>(buffer);
   if (!v) FAIL(diag::render_text(v.error()));
   return std::move(*v);
@@ -115,7 +115,7 @@ TEST_CASE("checked: a write through a data-dependent index past the end is skipp
   std::iota(idx.begin(), idx.end(), 0u);
   idx[777] = n + 5;  // thread 777 writes 5 elements past y's end
   auto didx = upload_to(*rt, idx);
-  backend::DeviceSpan<float> y(whole, 0, n);
+  runtime::DeviceSpan<float> y(whole, 0, n);
   PG_REQUIRE_OK(k->launch(LaunchConfig::linear(4, 256), {Arg(y), didx, n}));
   const diag::Diagnostic d = one_violation(rt->synchronize());
   CHECK(d.location.file == "scatter.pg");
@@ -176,7 +176,7 @@ TEST_CASE("checked: an atomic on a bin past the histogram is skipped; the other 
   b[4001] = 1u << 30;
   auto whole = upload_to(*rt, std::vector<uint32_t>(bins + 16, 0));
   auto db = upload_to(*rt, b);
-  PG_REQUIRE_OK(k->launch(LaunchConfig::linear(16, 256), {Arg(backend::DeviceSpan<uint32_t>(whole, 0, bins)), db, n}));
+  PG_REQUIRE_OK(k->launch(LaunchConfig::linear(16, 256), {Arg(runtime::DeviceSpan<uint32_t>(whole, 0, bins)), db, n}));
   const diag::Diagnostic d = one_violation(rt->synchronize());
   CHECK(contains(d.message, "atomic_add(h, bins[i], 1) would update buffer 'h' out of bounds"));
   CHECK(contains(d.message, "2 threads of this launch had accesses stopped"));
@@ -196,7 +196,7 @@ TEST_CASE("checked: a vector store of the last partial vector is skipped whole")
   std::iota(at.begin(), at.end(), 0u);
   at[7] = 9;  // y holds 36 floats: vector 9 is elements 36..39, past the end
   auto dat = upload_to(*rt, at);
-  PG_REQUIRE_OK(k->launch(LaunchConfig::linear(1, 32), {Arg(backend::DeviceSpan<float>(whole, 0, 36)), dat, n}));
+  PG_REQUIRE_OK(k->launch(LaunchConfig::linear(1, 32), {Arg(runtime::DeviceSpan<float>(whole, 0, 36)), dat, n}));
   const diag::Diagnostic d = one_violation(rt->synchronize());
   CHECK(contains(d.message, "store4(y, at[i], f32x4(f32(i))) would write buffer 'y' out of bounds"));
   CHECK(contains(d.message, "at[i] = 9"));
@@ -242,7 +242,7 @@ TEST_CASE("checked: checked launches report at the launch; a graph replay report
   auto k = compile(*rt, kScatter, "scatter");
   auto dy = upload_to(*rt, std::vector<float>(16, 0.0f));
   auto didx = upload_to(*rt, std::vector<uint32_t>{0, 1, 2, 30});
-  auto graph = backend::Graph::create(rt->shared_context());
+  auto graph = runtime::Graph::create(rt->shared_context());
   REQUIRE(graph);
   PG_REQUIRE_OK(graph->launch(*k, LaunchConfig::linear(1, 32), {dy, didx, 4u}));
   auto exec = graph->instantiate();
@@ -259,11 +259,11 @@ TEST_CASE("checked: checked launches report at the launch; a graph replay report
 
 TEST_CASE("checked: correct kernels compute bit for bit what they compute unchecked, and report nothing") {
   auto checked = checked_runtime();
-  backend::RuntimeOptions plain_options;
+  runtime::RuntimeOptions plain_options;
   plain_options.cache.use_disk = false;
-  auto made = backend::Runtime::create(plain_options);
+  auto made = runtime::Runtime::create(plain_options);
   REQUIRE(made);
-  backend::Runtime& plain = **made;
+  runtime::Runtime& plain = **made;
   // Runs `name` from examples/ in both runtimes with the same inputs; the outputs must be identical.
   auto same = [&](const char* name, LaunchConfig config, auto make_args, size_t output) {
     const std::string text = read_text(example_path(name));
@@ -280,10 +280,10 @@ TEST_CASE("checked: correct kernels compute bit for bit what they compute unchec
     INFO(name);
     CHECK(download_from<std::byte>(*checked, buffers_a[output]) == download_from<std::byte>(plain, buffers_b[output]));
   };
-  using Made = std::pair<std::vector<Arg>, std::vector<backend::DeviceBuffer>>;
+  using Made = std::pair<std::vector<Arg>, std::vector<runtime::DeviceBuffer>>;
   const uint32_t n = 1 << 20;
   auto x = random_values<float>(n, -1.0, 1.0, 3), y = random_values<float>(n, -1.0, 1.0, 4);
-  same("saxpy", LaunchConfig::linear(n / 256, 256), [&](backend::Runtime& rt) {
+  same("saxpy", LaunchConfig::linear(n / 256, 256), [&](runtime::Runtime& rt) {
     Made m;
     m.second.push_back(upload_to(rt, y));
     m.second.push_back(upload_to(rt, x));
@@ -293,7 +293,7 @@ TEST_CASE("checked: correct kernels compute bit for bit what they compute unchec
   // matmul: shared tiles and a multiply-add chain (the fmas must be the same ones); 200 x 120 x 72.
   const uint32_t rows = 200, cols = 120, inner = 72;
   auto ma = random_values<float>(size_t{rows} * inner, -1.0, 1.0, 5), mb = random_values<float>(size_t{inner} * cols, -1.0, 1.0, 6);
-  same("matmul", LaunchConfig{{(cols + 15) / 16, (rows + 15) / 16, 1}, {16, 16, 1}, 0, false, true}, [&](backend::Runtime& rt) {
+  same("matmul", LaunchConfig{{(cols + 15) / 16, (rows + 15) / 16, 1}, {16, 16, 1}, 0, false, true}, [&](runtime::Runtime& rt) {
     Made m;
     m.second.push_back(upload_to(rt, std::vector<float>(size_t{rows} * cols, 0.0f)));
     m.second.push_back(upload_to(rt, ma));
@@ -304,7 +304,7 @@ TEST_CASE("checked: correct kernels compute bit for bit what they compute unchec
   // stencil: f64, neighbours at c - 1, c + width, guarded edges; 300 x 170.
   const uint32_t width = 300, height = 170;
   auto src = random_values<double>(size_t{width} * height, 0.0, 1.0, 7);
-  same("stencil", LaunchConfig{{(width + 15) / 16, (height + 15) / 16, 1}, {16, 16, 1}, 0, false, true}, [&](backend::Runtime& rt) {
+  same("stencil", LaunchConfig{{(width + 15) / 16, (height + 15) / 16, 1}, {16, 16, 1}, 0, false, true}, [&](runtime::Runtime& rt) {
     Made m;
     m.second.push_back(upload_to(rt, std::vector<double>(size_t{width} * height, 0.0)));
     m.second.push_back(upload_to(rt, src));
@@ -376,7 +376,7 @@ kernel tile_copy(out y: f32[], m: tensor_map, x0: i32) {
 }  // namespace
 
 TEST_CASE("checked: a TMA tile at a misaligned coordinate is zero-filled and reported; an aligned one loads") {
-  const auto& caps = runtime().context().caps();
+  const auto& caps = gpu_runtime().context().caps();
   if (caps.cc_major != 9 || caps.cc_minor != 0) {
     MESSAGE("device is sm_" << caps.cc_major << caps.cc_minor << ": TMA needs sm_90a; not run");
     return;
@@ -391,7 +391,7 @@ TEST_CASE("checked: a TMA tile at a misaligned coordinate is zero-filled and rep
   d.dims = {width, height};
   d.strides = {uint64_t{width} * 4};
   d.box = {16, 32};
-  auto map = backend::encode_tensor_map(dx, 0, d);
+  auto map = runtime::encode_tensor_map(dx, 0, d);
   if (!map) FAIL(diag::render_text(map.error()));
   auto dy = upload_to(*rt, std::vector<float>(512, -1.0f));
   // x0 = 6: 24 bytes into the row, not a multiple of 16 (an illegal instruction on an H100 unchecked).

@@ -20,16 +20,16 @@
 
 #include <doctest/doctest.h>
 
-#include "ptxgate/backend/multi_device.hpp"
-#include "ptxgate/backend/nccl.hpp"
-#include "ptxgate/backend/runtime.hpp"
+#include "ptxgate/runtime/multi_device.hpp"
+#include "ptxgate/runtime/nccl.hpp"
+#include "ptxgate/runtime/runtime.hpp"
 #include "gpu_support.hpp"
 
 namespace ptxgate::gpu_test {
 
 /// The device set of every GPU; the case is skipped with fewer than 2.
-inline std::unique_ptr<backend::DeviceSet> all_gpus_or_skip(const char* test) {
-  auto set = backend::DeviceSet::open();
+inline std::unique_ptr<runtime::DeviceSet> all_gpus_or_skip(const char* test) {
+  auto set = runtime::DeviceSet::open();
   if (!set) FAIL(diag::render_text(set.error()));
   if ((*set)->size() < 2) skip_case(std::string(test) + ": needs 2 GPUs, found " + std::to_string((*set)->size()));
   return std::move(*set);
@@ -38,14 +38,14 @@ inline std::unique_ptr<backend::DeviceSet> all_gpus_or_skip(const char* test) {
 /// True when NCCL loads; the case is skipped without it. Keeps NVLink multicast off.
 inline bool nccl_or_skip(const char* test) {
   ::setenv("NCCL_NVLS_ENABLE", "0", 0);  // never NVLink multicast on the lent machines
-  auto api = backend::nccl();
+  auto api = runtime::nccl();
   if (!api) skip_case(std::string(test) + ": no NCCL: " + diag::render_text(api.error(), false));
   return true;
 }
 
 /// A fresh NCCL unique id in a temporary file named after `what`, for the rank processes.
 inline std::filesystem::path write_id_file(const std::string& what) {
-  auto id = backend::UniqueId::create();
+  auto id = runtime::UniqueId::create();
   if (!id) FAIL(diag::render_text(id.error()));
   const auto file = std::filesystem::temp_directory_path() /
                     ("ptxgate-" + what + "-id-" + std::to_string(::getpid()));
@@ -72,9 +72,9 @@ inline std::vector<int> run_rank_processes(int nranks, const std::function<std::
 
 /// One rank driven by this process.
 struct RankSide {
-  backend::Communicator* comm = nullptr;
-  backend::Runtime* runtime = nullptr;
-  backend::Stream* stream = nullptr;
+  runtime::Communicator* comm = nullptr;
+  runtime::Runtime* runtime = nullptr;
+  runtime::Stream* stream = nullptr;
 };
 
 /// Rank r's input element i: small integers, so every sum is exact in every type and order.
@@ -102,11 +102,11 @@ inline int collective_failures(const std::vector<RankSide>& sides, int nranks, s
   };
   // Issues one collective for every local rank in one group, waits, and checks each rank's result.
   auto run = [&](auto tag, const std::string& what, size_t send_count, size_t recv_count, bool in_place,
-                 const std::function<backend::Collective(backend::DeviceBuffer&, backend::DeviceBuffer&, int)>& make,
+                 const std::function<runtime::Collective(runtime::DeviceBuffer&, runtime::DeviceBuffer&, int)>& make,
                  const std::function<bool(int)>& checked,
                  const std::function<std::vector<decltype(tag)>(int)>& want) {
     using T = decltype(tag);
-    std::vector<backend::DeviceBuffer> send, recv;
+    std::vector<runtime::DeviceBuffer> send, recv;
     for (const RankSide& s : sides) {
       const auto input = host(T{}, send_count, s.comm->rank());
       auto b = s.runtime->upload(std::span<const T>(input));
@@ -117,7 +117,7 @@ inline int collective_failures(const std::vector<RankSide>& sides, int nranks, s
       if (auto ok = r->fill_bytes(0); !ok) return fail(what, s.comm->rank(), diag::render_text(ok.error(), false));
       recv.push_back(std::move(*r));
     }
-    backend::Group group;
+    runtime::Group group;
     for (size_t k = 0; k < sides.size(); ++k)
       if (auto ok = group.add(*sides[k].comm, *sides[k].stream, make(send[k], in_place ? send[k] : recv[k], sides[k].comm->rank()));
           !ok)
@@ -145,14 +145,14 @@ inline int collective_failures(const std::vector<RankSide>& sides, int nranks, s
         }
     }
   };
-  using backend::CollectiveEnd;
-  using backend::CollectiveKind;
-  using backend::DeviceSpan;
+  using runtime::CollectiveEnd;
+  using runtime::CollectiveKind;
+  using runtime::DeviceSpan;
   const int last = nranks - 1;
   auto all = [](int) { return true; };
 
   run(float{}, "all-reduce sum f32", n, n, false,
-      [&](auto& s, auto& r, int) { return backend::Collective{CollectiveKind::all_reduce, CollectiveEnd::of(DeviceSpan<float>(s)), CollectiveEnd::of(DeviceSpan<float>(r)), ncclSum, 0}; },
+      [&](auto& s, auto& r, int) { return runtime::Collective{CollectiveKind::all_reduce, CollectiveEnd::of(DeviceSpan<float>(s)), CollectiveEnd::of(DeviceSpan<float>(r)), ncclSum, 0}; },
       all, [&](int) {
         std::vector<float> w(n, 0);
         for (int q = 0; q < nranks; ++q)
@@ -160,7 +160,7 @@ inline int collective_failures(const std::vector<RankSide>& sides, int nranks, s
         return w;
       });
   run(int32_t{}, "all-reduce max i32", n, n, false,
-      [&](auto& s, auto& r, int) { return backend::Collective{CollectiveKind::all_reduce, CollectiveEnd::of(DeviceSpan<int32_t>(s)), CollectiveEnd::of(DeviceSpan<int32_t>(r)), ncclMax, 0}; },
+      [&](auto& s, auto& r, int) { return runtime::Collective{CollectiveKind::all_reduce, CollectiveEnd::of(DeviceSpan<int32_t>(s)), CollectiveEnd::of(DeviceSpan<int32_t>(r)), ncclMax, 0}; },
       all, [&](int) {
         std::vector<int32_t> w(n);
         for (size_t i = 0; i < n; ++i) {
@@ -170,7 +170,7 @@ inline int collective_failures(const std::vector<RankSide>& sides, int nranks, s
         return w;
       });
   run(int64_t{}, "all-reduce sum i64 in place", n, n, true,
-      [&](auto& s, auto& r, int) { return backend::Collective{CollectiveKind::all_reduce, CollectiveEnd::of(DeviceSpan<int64_t>(s)), CollectiveEnd::of(DeviceSpan<int64_t>(r)), ncclSum, 0}; },
+      [&](auto& s, auto& r, int) { return runtime::Collective{CollectiveKind::all_reduce, CollectiveEnd::of(DeviceSpan<int64_t>(s)), CollectiveEnd::of(DeviceSpan<int64_t>(r)), ncclSum, 0}; },
       all, [&](int) {
         std::vector<int64_t> w(n, 0);
         for (int q = 0; q < nranks; ++q)
@@ -178,10 +178,10 @@ inline int collective_failures(const std::vector<RankSide>& sides, int nranks, s
         return w;
       });
   run(double{}, "broadcast f64 from the last rank", n, n, false,
-      [&](auto& s, auto& r, int) { return backend::Collective{CollectiveKind::broadcast, CollectiveEnd::of(DeviceSpan<double>(s)), CollectiveEnd::of(DeviceSpan<double>(r)), 0, last}; },
+      [&](auto& s, auto& r, int) { return runtime::Collective{CollectiveKind::broadcast, CollectiveEnd::of(DeviceSpan<double>(s)), CollectiveEnd::of(DeviceSpan<double>(r)), 0, last}; },
       all, [&](int) { return host(double{}, n, last); });
   run(uint32_t{}, "reduce sum u32 to rank 0", n, n, false,
-      [&](auto& s, auto& r, int) { return backend::Collective{CollectiveKind::reduce, CollectiveEnd::of(DeviceSpan<uint32_t>(s)), CollectiveEnd::of(DeviceSpan<uint32_t>(r)), ncclSum, 0}; },
+      [&](auto& s, auto& r, int) { return runtime::Collective{CollectiveKind::reduce, CollectiveEnd::of(DeviceSpan<uint32_t>(s)), CollectiveEnd::of(DeviceSpan<uint32_t>(r)), ncclSum, 0}; },
       [](int rank) { return rank == 0; }, [&](int) {
         std::vector<uint32_t> w(n, 0);
         for (int q = 0; q < nranks; ++q)
@@ -189,7 +189,7 @@ inline int collective_failures(const std::vector<RankSide>& sides, int nranks, s
         return w;
       });
   run(float{}, "all-gather f32", n, n * static_cast<size_t>(nranks), false,
-      [&](auto& s, auto& r, int) { return backend::Collective{CollectiveKind::all_gather, CollectiveEnd::of(DeviceSpan<float>(s)), CollectiveEnd::of(DeviceSpan<float>(r)), 0, 0}; },
+      [&](auto& s, auto& r, int) { return runtime::Collective{CollectiveKind::all_gather, CollectiveEnd::of(DeviceSpan<float>(s)), CollectiveEnd::of(DeviceSpan<float>(r)), 0, 0}; },
       all, [&](int) {
         std::vector<float> w;
         for (int q = 0; q < nranks; ++q) {
@@ -199,7 +199,7 @@ inline int collective_failures(const std::vector<RankSide>& sides, int nranks, s
         return w;
       });
   run(int64_t{}, "reduce-scatter sum i64", n * static_cast<size_t>(nranks), n, false,
-      [&](auto& s, auto& r, int) { return backend::Collective{CollectiveKind::reduce_scatter, CollectiveEnd::of(DeviceSpan<int64_t>(s)), CollectiveEnd::of(DeviceSpan<int64_t>(r)), ncclSum, 0}; },
+      [&](auto& s, auto& r, int) { return runtime::Collective{CollectiveKind::reduce_scatter, CollectiveEnd::of(DeviceSpan<int64_t>(s)), CollectiveEnd::of(DeviceSpan<int64_t>(r)), ncclSum, 0}; },
       all, [&](int rank) {
         std::vector<int64_t> w(n, 0);
         for (int q = 0; q < nranks; ++q)
@@ -210,8 +210,8 @@ inline int collective_failures(const std::vector<RankSide>& sides, int nranks, s
   // A ring of sends and receives: rank r sends to r + 1 and receives from r - 1, all in one group.
   {
     const std::string what = "send/recv ring u64";
-    std::vector<backend::DeviceBuffer> send, recv;
-    backend::Group group;
+    std::vector<runtime::DeviceBuffer> send, recv;
+    runtime::Group group;
     for (const RankSide& s : sides) {
       const int rank = s.comm->rank();
       const auto input = host(uint64_t{}, n, rank);

@@ -7,14 +7,14 @@
 
 using namespace ptxgate;
 using namespace ptxgate::gpu_test;
-using backend::Arg;
-using backend::LaunchConfig;
+using runtime::Arg;
+using runtime::LaunchConfig;
 
 namespace {
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
-void device_sync() { PG_REQUIRE_OK(runtime().synchronize()); }
+void device_sync() { PG_REQUIRE_OK(gpu_runtime().synchronize()); }
 
 }  // namespace
 

@@ -29,8 +29,8 @@ kernel scale_add(inout y: f32[], in x: f32[], a: f32, n: u32) {
 }
 )";
 
-std::shared_ptr<backend::Kernel> fault_kernel(const char* name) {
-  auto k = runtime().compile(kFaultKernels, name, "faults.pg");
+std::shared_ptr<runtime::Kernel> fault_kernel(const char* name) {
+  auto k = gpu_runtime().compile(kFaultKernels, name, "faults.pg");
   if (!k) FAIL(diag::render_text(k.error()));
   return *k;
 }
@@ -44,13 +44,13 @@ diag::Code first_code(const diag::Diagnostics& d) {
 void fault_on_purpose(const char* what, const std::function<std::expected<void, diag::Diagnostics>()>& faulty) {
   CAPTURE(what);
   auto launched = faulty();
-  if (launched) launched = runtime().synchronize();
+  if (launched) launched = gpu_runtime().synchronize();
   REQUIRE_FALSE(launched);
   const std::string text = diag::render_text(launched.error(), false);
   MESSAGE(what << ": " << text);
   CHECK(first_code(launched.error()) == diag::Code::kernel_fault);
-  CHECK(runtime().context().poisoned());
-  auto after = runtime().allocate(64);  // every later call of the old context fails fast
+  CHECK(gpu_runtime().context().poisoned());
+  auto after = gpu_runtime().allocate(64);  // every later call of the old context fails fast
   REQUIRE_FALSE(after);
   CHECK(first_code(after.error()) == diag::Code::context_poisoned);
 }
@@ -61,7 +61,7 @@ void correct_kernel() {
   auto k = fault_kernel("scale_add");
   std::vector<float> x = random_values<float>(n, -1.0, 1.0, 5), y = random_values<float>(n, -1.0, 1.0, 6);
   auto dy = upload(y), dx = upload(x);
-  PG_REQUIRE_OK(k->launch(backend::LaunchConfig::linear((n + 255) / 256, 256), {dy, dx, 2.0f, n}));
+  PG_REQUIRE_OK(k->launch(runtime::LaunchConfig::linear((n + 255) / 256, 256), {dy, dx, 2.0f, n}));
   auto got = download<float>(dy);
   std::vector<float> want(n);
   for (uint32_t i = 0; i < n; ++i) want[i] = std::fma(2.0f, x[i], y[i]);
@@ -71,7 +71,7 @@ void correct_kernel() {
 }  // namespace
 
 TEST_CASE("containment: kernels that fault on purpose are reported; Runtime::reset recovers or says to start a new process") {
-  auto& rt = runtime();
+  auto& rt = gpu_runtime();
   correct_kernel();  // the context works before the faults
 
   // 1. An illegal address: a write through a wild pointer.
@@ -81,11 +81,11 @@ TEST_CASE("containment: kernels that fault on purpose are reported; Runtime::res
     // A pointer that claims 1 MiB at address 64: the launch is in bounds of what the pointer claims (so the
     // memory-safety analysis lets it through), and the hardware faults. With its true size ptxgate would
     // refuse it before the driver (PG3801, the next case).
-    return poke->launch(backend::LaunchConfig::linear(4, 64), {backend::Arg::device_pointer(64, 1 << 20)});
+    return poke->launch(runtime::LaunchConfig::linear(4, 64), {runtime::Arg::device_pointer(64, 1 << 20)});
   });
   auto reset = rt.reset();
   // Whatever the driver allows, nothing of the old context is used again: each use is PG4010.
-  auto old_launch = poke->launch(backend::LaunchConfig::linear(1, 32), {kept});
+  auto old_launch = poke->launch(runtime::LaunchConfig::linear(1, 32), {kept});
   REQUIRE_FALSE(old_launch);
   CHECK(first_code(old_launch.error()) == diag::Code::context_reset);
   auto old_read = rt.download<float>(kept);
@@ -107,16 +107,16 @@ TEST_CASE("containment: kernels that fault on purpose are reported; Runtime::res
   correct_kernel();
   auto guarded = fault_kernel("guarded");
   auto y = upload(std::vector<uint32_t>(256, 0));
-  fault_on_purpose("failed assert", [&] { return guarded->launch(backend::LaunchConfig::linear(1, 256), {y, 200u}); });
+  fault_on_purpose("failed assert", [&] { return guarded->launch(runtime::LaunchConfig::linear(1, 256), {y, 200u}); });
   PG_REQUIRE_OK(rt.reset());
   correct_kernel();
 }
 
 TEST_CASE("memory safety: a launch proven out of bounds is refused before the driver; the context stays healthy") {
-  auto& rt = runtime();
+  auto& rt = gpu_runtime();
   auto poke = fault_kernel("poke");
   auto y = upload(std::vector<float>(200, 3.0f));  // 200 elements, 256 threads write
-  auto refused = poke->launch(backend::LaunchConfig::linear(4, 64), {y});
+  auto refused = poke->launch(runtime::LaunchConfig::linear(4, 64), {y});
   REQUIRE_FALSE(refused);
   const std::string text = diag::render_text(refused.error(), false);
   MESSAGE(text);

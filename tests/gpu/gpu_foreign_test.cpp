@@ -10,8 +10,8 @@
 
 using namespace ptxgate;
 using namespace ptxgate::gpu_test;
-using backend::Arg;
-using backend::LaunchConfig;
+using runtime::Arg;
+using runtime::LaunchConfig;
 
 namespace {
 
@@ -23,13 +23,13 @@ std::string fixture(const std::string& name) {
 
 /// The cubin ptxas makes of `ptx` for this device.
 std::string cubin_for_device(const std::string& ptx) {
-  auto assembled = toolchain::assemble(ptx, runtime().caps().arch(), toolchain::discover());
+  auto assembled = toolchain::assemble(ptx, gpu_runtime().caps().arch(), toolchain::discover());
   if (!assembled) FAIL(diag::render_text(assembled.error()));
   return assembled->cubin;
 }
 
 /// y = a*x + y through `k` (nvcc's saxpy: n, a, x, y), compared with the host's fmaf.
-void run_saxpy(backend::Kernel& k) {
+void run_saxpy(runtime::Kernel& k) {
   const uint32_t n = 100000;
   auto x = random_values<float>(n, -4.0, 4.0, 1);
   auto y = random_values<float>(n, -4.0, 4.0, 2);
@@ -45,16 +45,16 @@ void run_saxpy(backend::Kernel& k) {
 
 TEST_CASE("foreign: nvcc's PTX and its cubin for this device compute saxpy exactly") {
   const std::string ptx = fixture("nvcc_saxpy.ptx");
-  auto from_ptx = runtime().load_foreign(ptx, "_Z5saxpyifPKfPf", "nvcc_saxpy.ptx");
+  auto from_ptx = gpu_runtime().load_foreign(ptx, "_Z5saxpyifPKfPf", "nvcc_saxpy.ptx");
   if (!from_ptx) FAIL(diag::render_text(from_ptx.error()));
   run_saxpy(**from_ptx);
 
   const std::string cubin = cubin_for_device(ptx);
-  auto from_cubin = runtime().load_foreign(cubin, "_Z5saxpyifPKfPf", "nvcc_saxpy.cubin", "i32, f32, f32[], f32[]");
+  auto from_cubin = gpu_runtime().load_foreign(cubin, "_Z5saxpyifPKfPf", "nvcc_saxpy.cubin", "i32, f32, f32[], f32[]");
   if (!from_cubin) FAIL(diag::render_text(from_cubin.error()));
   run_saxpy(**from_cubin);
   // The signature is enforced: an f64 buffer for f32[] never reaches the driver.
-  auto dd = runtime().allocate_array<double>(10);
+  auto dd = gpu_runtime().allocate_array<double>(10);
   if (!dd) FAIL(diag::render_text(dd.error()));
   auto df = upload(std::vector<float>(10, 1.0f));
   auto wrong = (*from_cubin)->launch(LaunchConfig::linear(1, 32), {int32_t(10), 1.0f, *dd, df});
@@ -70,7 +70,7 @@ TEST_CASE("foreign: a cubin's recorded resources are what the driver reports; it
     if (!read) FAIL(diag::render_text(read.error()));
     REQUIRE(read->entries.size() == 1);
     const auto& entry = read->entries.front();
-    auto k = runtime().load_foreign(cubin, entry.info.name, name);
+    auto k = gpu_runtime().load_foreign(cubin, entry.info.name, name);
     if (!k) FAIL(diag::render_text(k.error()));
     const auto& driver = (*k)->resources();
     CHECK(entry.resources->registers_per_thread == driver.registers_per_thread);
@@ -80,7 +80,7 @@ TEST_CASE("foreign: a cubin's recorded resources are what the driver reports; it
   }
   // nvcc's block_sum has .maxntid 256: 512 threads are blocked before the driver. (Its third
   // parameter is a 64-bit count, which the cubin records only as 8 bytes: the signature says so.)
-  auto k = runtime().load_foreign(cubin_for_device(fixture("nvcc_block_sum.ptx")), "_Z9block_sumPKfPfm", "block_sum.cubin",
+  auto k = gpu_runtime().load_foreign(cubin_for_device(fixture("nvcc_block_sum.ptx")), "_Z9block_sumPKfPfm", "block_sum.cubin",
                                   "f32[], f32[], u64");
   if (!k) FAIL(diag::render_text(k.error()));
   auto in = upload(std::vector<float>(1024, 1.0f)), out = upload(std::vector<float>(1, 0.0f));

@@ -10,7 +10,7 @@
 
 using namespace ptxgate;
 using namespace ptxgate::gpu_test;
-using backend::LaunchConfig;
+using runtime::LaunchConfig;
 
 namespace {
 
@@ -73,7 +73,7 @@ TEST_CASE("functions: inlined, buffer-passing, void, non-inlined and warp functi
   auto compiled = codegen::compile(loaded->module, {});
   if (!compiled) FAIL(diag::render_text(compiled.error()));
   CHECK(compiled->ptx.find(".func") != std::string::npos);  // heavy stays a function, called twice
-  auto k = runtime().compile(text, "functions", "functions.pg");
+  auto k = gpu_runtime().compile(text, "functions", "functions.pg");
   if (!k) FAIL(diag::render_text(k.error()));
 
   const uint32_t n = 200;  // not a multiple of the block: the last block has idle threads
@@ -88,7 +88,7 @@ TEST_CASE("functions: inlined, buffer-passing, void, non-inlined and warp functi
   std::vector<float> w(n, 0.0f);
   auto dx = upload(x), dy = upload(y), du = upload(u), dz = upload(z), dw = upload(w);
   PG_REQUIRE_OK((*k)->launch(LaunchConfig::linear((n + 63) / 64, 64), {dx, dy, du, dz, dw, n}));
-  PG_REQUIRE_OK(runtime().synchronize());
+  PG_REQUIRE_OK(gpu_runtime().synchronize());
   auto got_y = download<float>(dy);
   auto got_z = download<uint32_t>(dz);
   auto got_w = download<float>(dw);
@@ -109,7 +109,7 @@ TEST_CASE("example smooth: a kernel written with device functions equals the hos
   for (uint32_t i = 0; i < n; ++i) x[i] = static_cast<float>((i * 37) % 101) * 0.25f;
   auto dy = upload(y), dx = upload(x);
   PG_REQUIRE_OK(k->launch(LaunchConfig::linear((n + 255) / 256, 256), {dy, dx, n}));
-  PG_REQUIRE_OK(runtime().synchronize());
+  PG_REQUIRE_OK(gpu_runtime().synchronize());
   auto got = download<float>(dy);
   for (uint32_t i = 0; i < n; ++i) {
     CAPTURE(i);

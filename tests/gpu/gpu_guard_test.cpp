@@ -5,22 +5,22 @@
 
 #include "gpu_support.hpp"
 
-#include "ptxgate/backend/stream_ops.hpp"
+#include "ptxgate/runtime/stream_ops.hpp"
 
 using namespace ptxgate;
 using namespace ptxgate::gpu_test;
-using backend::Arg;
-using backend::LaunchConfig;
+using runtime::Arg;
+using runtime::LaunchConfig;
 
 namespace {
 
 diag::Code first_code(const diag::Diagnostics& d) { return d.items().front().code; }
 
-std::unique_ptr<backend::Runtime> second_runtime(contract::StreamPolicy policy) {
-  backend::RuntimeOptions options;
+std::unique_ptr<runtime::Runtime> second_runtime(contract::StreamPolicy policy) {
+  runtime::RuntimeOptions options;
   options.stream_policy = policy;
   options.cache.use_disk = false;
-  auto rt = backend::Runtime::create(options);
+  auto rt = runtime::Runtime::create(options);
   if (!rt) FAIL(diag::render_text(rt.error()));
   return std::move(*rt);
 }
@@ -44,8 +44,8 @@ TEST_CASE("guard: require_explicit blocks every use of the legacy default stream
   if (!stream) FAIL(diag::render_text(stream.error()));
   auto dx = rt->allocate_array<float>(n), dy = rt->allocate_array<float>(n);
   if (!dx || !dy) FAIL("allocation failed");
-  PG_REQUIRE_OK(backend::copy_async(*stream, backend::DeviceSpan<float>(*dx), std::span<const float>(x)));
-  PG_REQUIRE_OK(backend::copy_async(*stream, backend::DeviceSpan<float>(*dy), std::span<const float>(y)));
+  PG_REQUIRE_OK(runtime::copy_async(*stream, runtime::DeviceSpan<float>(*dx), std::span<const float>(x)));
+  PG_REQUIRE_OK(runtime::copy_async(*stream, runtime::DeviceSpan<float>(*dy), std::span<const float>(y)));
 
   // A launch with no stream is blocked (check says so too); y stays as it was.
   const auto config = LaunchConfig::linear((n + 255) / 256, 256);
@@ -56,7 +56,7 @@ TEST_CASE("guard: require_explicit blocks every use of the legacy default stream
   CHECK((*k)->counters().driver_calls == 0);
 
   // Events: not on the legacy default stream, but on the explicit one.
-  auto start = backend::Event::create(rt->shared_context());
+  auto start = runtime::Event::create(rt->shared_context());
   if (!start) FAIL(diag::render_text(start.error()));
   auto on_null = start->record(nullptr);
   REQUIRE_FALSE(on_null);
@@ -65,7 +65,7 @@ TEST_CASE("guard: require_explicit blocks every use of the legacy default stream
 
   PG_REQUIRE_OK((*k)->launch(config, {*dy, *dx, 2.0f, n}, &*stream));
   std::vector<float> got(n, -1.0f);
-  PG_REQUIRE_OK(backend::copy_async(*stream, std::span<float>(got), backend::DeviceSpan<float>(*dy)));
+  PG_REQUIRE_OK(runtime::copy_async(*stream, std::span<float>(got), runtime::DeviceSpan<float>(*dy)));
   PG_REQUIRE_OK(stream->synchronize());
   size_t wrong = 0;
   for (uint32_t i = 0; i < n; ++i) wrong += got[i] != 2.0f * float(i) + 1.0f;
@@ -87,9 +87,9 @@ TEST_CASE("guard: a typed buffer binds only to its element type; the byte view i
   CHECK(first_code(blocked.error()) == diag::Code::buffer_element_type_mismatch);
   CHECK(k->counters().driver_calls == before);
   // Untyped memory of the right contents binds: the launch computes y = 3 * x + y.
-  PG_REQUIRE_OK(k->launch(LaunchConfig::linear(1, 256), {dy, backend::as_bytes(dx), 3.0f, n}));
-  PG_REQUIRE_OK(runtime().synchronize());
-  auto wrong_view = runtime().download<double>(dy);
+  PG_REQUIRE_OK(k->launch(LaunchConfig::linear(1, 256), {dy, runtime::as_bytes(dx), 3.0f, n}));
+  PG_REQUIRE_OK(gpu_runtime().synchronize());
+  auto wrong_view = gpu_runtime().download<double>(dy);
   REQUIRE_FALSE(wrong_view);
   CHECK(first_code(wrong_view.error()) == diag::Code::view_type_mismatch);
   auto got = download<float>(dy);
@@ -113,7 +113,7 @@ TEST_CASE("guard: a buffer and a stream of another context are blocked before th
   auto on_foreign = k->launch(LaunchConfig::linear(1, 256), {mine, mine, 1.0f, n}, &*stream);
   REQUIRE_FALSE(on_foreign);
   CHECK(first_code(on_foreign.error()) == diag::Code::foreign_object);
-  auto copy = backend::copy_async(*stream, backend::DeviceSpan<float>(mine), std::span<const float>(x));
+  auto copy = runtime::copy_async(*stream, runtime::DeviceSpan<float>(mine), std::span<const float>(x));
   REQUIRE_FALSE(copy);
   CHECK(first_code(copy.error()) == diag::Code::foreign_object);
   CHECK(k->counters().driver_calls == before);

@@ -11,33 +11,33 @@
 #include <vector>
 
 #include "gpu_support.hpp"
-#include "ptxgate/backend/tensor_map.hpp"
+#include "ptxgate/runtime/tensor_map.hpp"
 #include "ptxgate/validation/tensor_map.hpp"
 
 using namespace ptxgate;
 using namespace ptxgate::gpu_test;
-using backend::LaunchConfig;
+using runtime::LaunchConfig;
 using validation::TensorMapDesc;
 
 namespace {
 
 /// True on an sm_90 device (H100, H200); otherwise the case is skipped with the reason.
 bool hopper_device() {
-  const auto& caps = runtime().context().caps();
+  const auto& caps = gpu_runtime().context().caps();
   if (caps.cc_major == 9 && caps.cc_minor == 0) return true;
   skip_case("device is sm_" + std::to_string(caps.cc_major) + std::to_string(caps.cc_minor) +
             ": mbarrier, TMA and wgmma need sm_90a");
   return false;
 }
 
-std::shared_ptr<backend::Kernel> compile_hopper(const std::string& text, const std::string& kernel) {
-  auto k = runtime().compile(text, kernel, kernel + ".pg");
+std::shared_ptr<runtime::Kernel> compile_hopper(const std::string& text, const std::string& kernel) {
+  auto k = gpu_runtime().compile(text, kernel, kernel + ".pg");
   if (!k) FAIL(diag::render_text(k.error()));
   return *k;
 }
 
-backend::TensorMap encode(const backend::DeviceBuffer& buffer, TensorMapDesc d) {
-  auto map = backend::encode_tensor_map(buffer, 0, std::move(d));
+runtime::TensorMap encode(const runtime::DeviceBuffer& buffer, TensorMapDesc d) {
+  auto map = runtime::encode_tensor_map(buffer, 0, std::move(d));
   if (!map) FAIL(diag::render_text(map.error()));
   return *map;
 }
@@ -180,7 +180,7 @@ TEST_CASE("hopper: a TMA load of a 4 x 256 f32 box (the limits) lands element by
   auto dy = upload(std::vector<float>(1024, -7.0f));
   for (auto [x0, y0] : {std::pair{0, 0}, std::pair{36, 100}, std::pair{4, -100}, std::pair{-4, 8}, std::pair{40, 44}}) {
     PG_REQUIRE_OK(k->launch(LaunchConfig{}, {dy, map, int32_t(x0), int32_t(y0)}));
-    PG_REQUIRE_OK(runtime().synchronize());
+    PG_REQUIRE_OK(gpu_runtime().synchronize());
     auto got = download<float>(dy);
     std::vector<float> want(1024);
     for (int r = 0; r < 256; ++r)
@@ -198,7 +198,7 @@ TEST_CASE("hopper: an mbarrier phase completes with its last arrival; try_wait t
   auto k = compile_hopper(kMbarrier, "phases");
   auto dy = upload(std::vector<uint32_t>(128, 99));
   PG_REQUIRE_OK(k->launch(LaunchConfig{}, {dy}));
-  PG_REQUIRE_OK(runtime().synchronize());
+  PG_REQUIRE_OK(gpu_runtime().synchronize());
   auto got = download<uint32_t>(dy);
   CHECK(mismatches(got, std::vector<uint32_t>(128, 2), 0.0, 0.0, "phase bits (2 done, 1 next)") == 0);
 }
@@ -213,7 +213,7 @@ TEST_CASE("hopper: one warpgroup MMA (TMA, 128B swizzle, descriptors, wgmma m64n
   LaunchConfig config;
   config.dynamic_shared_bytes = (64 + 256) * 64 * 2 + 1024;
   PG_REQUIRE_OK(k->launch(config, {dd, ta, tb}));
-  PG_REQUIRE_OK(runtime().synchronize());
+  PG_REQUIRE_OK(gpu_runtime().synchronize());
   auto got = download<float>(dd);
   std::vector<double> want(64 * 256, 0.0);
   for (int r = 0; r < 64; ++r)
@@ -237,8 +237,8 @@ TEST_CASE("hopper: the bf16 GEMM of bench/kernels (wgmma + TMA, warp-specialised
     LaunchConfig config;
     config.grid = {(n + 255) / 256, (m + 127) / 128, 1};
     config.dynamic_shared_bytes = 4 * (128 + 256) * 64 * 2 + 1024;
-    PG_REQUIRE_OK(k->launch(config, {backend::Arg::buffer_range(dc, 0, dc.size_bytes(), ir::Type::bf16), ta, tb, m, n, kk}));
-    PG_REQUIRE_OK(runtime().synchronize());
+    PG_REQUIRE_OK(k->launch(config, {runtime::Arg::buffer_range(dc, 0, dc.size_bytes(), ir::Type::bf16), ta, tb, m, n, kk}));
+    PG_REQUIRE_OK(gpu_runtime().synchronize());
     auto bits = download<uint16_t>(dc);
     std::vector<float> got(bits.size());
     for (size_t i = 0; i < bits.size(); ++i) got[i] = bf16_value(bits[i]);

@@ -11,7 +11,7 @@
 
 using namespace ptxgate;
 using namespace ptxgate::gpu_test;
-using backend::LaunchConfig;
+using runtime::LaunchConfig;
 
 namespace ptxgate::gpu_test {
 std::string run_fault_child(const char* mode);  // gpu_programs_test.cpp
@@ -19,13 +19,13 @@ std::string run_fault_child(const char* mode);  // gpu_programs_test.cpp
 
 namespace {
 
-std::shared_ptr<backend::Kernel> compile_source(const std::string& text, const std::string& kernel) {
-  auto k = runtime().compile(text, kernel, kernel + ".pg");
+std::shared_ptr<runtime::Kernel> compile_source(const std::string& text, const std::string& kernel) {
+  auto k = gpu_runtime().compile(text, kernel, kernel + ".pg");
   if (!k) FAIL(diag::render_text(k.error()));
   return *k;
 }
 
-void device_sync() { PG_REQUIRE_OK(runtime().synchronize()); }
+void device_sync() { PG_REQUIRE_OK(gpu_runtime().synchronize()); }
 
 
 // Host references of the documented semantics.
@@ -212,9 +212,9 @@ kernel fp(out r: f32[], in a: f32[], in x: f32[], in d: f64[], out e: f64[], n: 
   }
   for (ir::FpMode mode : {ir::FpMode::contract, ir::FpMode::exact, ir::FpMode::fast}) {
     CAPTURE(ir::fp_mode_name(mode));
-    backend::RuntimeOptions options;
+    runtime::RuntimeOptions options;
     options.fp_mode = mode;
-    auto rt = backend::Runtime::create(options);
+    auto rt = runtime::Runtime::create(options);
     if (!rt) FAIL(diag::render_text(rt.error()));
     auto k = (*rt)->compile(text, "fp", "fp.pg");
     if (!k) FAIL(diag::render_text(k.error()));

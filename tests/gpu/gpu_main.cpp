@@ -9,17 +9,17 @@
 #include <fstream>
 #include <sstream>
 
-#include "ptxgate/backend/device.hpp"
-#include "ptxgate/backend/driver_api.hpp"
+#include "ptxgate/runtime/device.hpp"
+#include "ptxgate/runtime/driver_api.hpp"
 #include "gpu_support.hpp"
 
 namespace ptxgate::gpu_test {
 
 namespace {
-std::unique_ptr<backend::Runtime> g_runtime;
+std::unique_ptr<runtime::Runtime> g_runtime;
 }
 
-backend::Runtime& runtime() { return *g_runtime; }
+runtime::Runtime& gpu_runtime() { return *g_runtime; }
 
 std::filesystem::path example_path(const std::string& name) {
   const char* dir = std::getenv("PTXGATE_EXAMPLES_DIR");
@@ -55,10 +55,10 @@ std::string read_text(const std::filesystem::path& path) {
   return ss.str();
 }
 
-std::shared_ptr<backend::Kernel> compile_example(const std::string& name) {
+std::shared_ptr<runtime::Kernel> compile_example(const std::string& name) {
   auto path = example_path(name);
   if (!std::filesystem::exists(path)) skip_case(path.string() + " not found (set PTXGATE_EXAMPLES_DIR)");
-  auto k = runtime().compile(read_text(path), name, path.string());
+  auto k = gpu_runtime().compile(read_text(path), name, path.string());
   if (!k) FAIL(diag::render_text(k.error()));
   return *k;
 }
@@ -73,13 +73,13 @@ int nccl_mismatch_child(int argc, char** argv);     // gpu_mismatch_test.cpp
 
 int main(int argc, char** argv) {
   using namespace ptxgate;
-  auto api = backend::driver();
+  auto api = runtime::driver();
   if (!api) {
     std::printf("SKIPPED: GPU tests need a CUDA driver and GPU: %s\n",
                 diag::render_text(api.error(), false).c_str());
     return 77;
   }
-  auto devices = backend::list_live_devices();
+  auto devices = runtime::list_live_devices();
   if (!devices) {
     std::printf("SKIPPED: no usable GPU: %s\n", diag::render_text(devices.error(), false).c_str());
     return 77;
@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   argv[1] = argv[0];  // doctest reads the rest
   --argc;
   ++argv;
-  auto rt = backend::Runtime::create();
+  auto rt = runtime::Runtime::create();
   if (!rt) {
     std::printf("FAILED: cannot open device 0: %s\n", diag::render_text(rt.error(), false).c_str());
     return 1;

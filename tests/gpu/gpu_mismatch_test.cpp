@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "ptxgate/backend/nccl.hpp"
-#include "ptxgate/backend/runtime.hpp"
+#include "ptxgate/runtime/nccl.hpp"
+#include "ptxgate/runtime/runtime.hpp"
 #include "gpu_collectives.hpp"
 #include "gpu_support.hpp"
 
@@ -28,25 +28,25 @@ constexpr int kWatchdogMs = 8000;
 const char* const kCases[] = {"count", "type", "op", "root", "order", "skip", "leave", "p2p", "exit"};
 
 /// The case's first failed call on this rank (or nothing: the case did not fail here).
-std::expected<void, diag::Diagnostics> run_case(const std::string& name, backend::Communicator& comm,
-                                                backend::Stream& s, backend::DeviceBuffer& send,
-                                                backend::DeviceBuffer& recv) {
-  using backend::DeviceSpan;
+std::expected<void, diag::Diagnostics> run_case(const std::string& name, runtime::Communicator& comm,
+                                                runtime::Stream& s, runtime::DeviceBuffer& send,
+                                                runtime::DeviceBuffer& recv) {
+  using runtime::DeviceSpan;
   const int rank = comm.rank(), last = comm.size() - 1;
   const bool odd = rank == last;  // the rank that does something else
   const size_t n = kMismatchElements;
-  auto all_reduce = [&](size_t count, backend::ReduceOp op = backend::ReduceOp::sum) {
-    return backend::all_reduce(comm, s, DeviceSpan<float>(send, 0, count), DeviceSpan<float>(recv, 0, count), op);
+  auto all_reduce = [&](size_t count, runtime::ReduceOp op = runtime::ReduceOp::sum) {
+    return runtime::all_reduce(comm, s, DeviceSpan<float>(send, 0, count), DeviceSpan<float>(recv, 0, count), op);
   };
   auto broadcast = [&](int root) {
-    return backend::broadcast(comm, s, DeviceSpan<float>(send, 0, n), DeviceSpan<float>(recv, 0, n), root);
+    return runtime::broadcast(comm, s, DeviceSpan<float>(send, 0, n), DeviceSpan<float>(recv, 0, n), root);
   };
   if (name == "count") return all_reduce(odd ? n / 2 : n);
   if (name == "type") {
     if (!odd) return all_reduce(n);
-    return backend::all_reduce(comm, s, DeviceSpan<int32_t>(send, 0, n), DeviceSpan<int32_t>(recv, 0, n));
+    return runtime::all_reduce(comm, s, DeviceSpan<int32_t>(send, 0, n), DeviceSpan<int32_t>(recv, 0, n));
   }
-  if (name == "op") return all_reduce(n, odd ? backend::ReduceOp::max : backend::ReduceOp::sum);
+  if (name == "op") return all_reduce(n, odd ? runtime::ReduceOp::max : runtime::ReduceOp::sum);
   if (name == "root") return broadcast(odd ? 0 : last);
   if (name == "order") {
     auto first = odd ? broadcast(0) : all_reduce(n);
@@ -61,7 +61,7 @@ std::expected<void, diag::Diagnostics> run_case(const std::string& name, backend
   if (name == "leave") return odd ? comm.finalize() : all_reduce(n);
   if (name == "p2p") {
     const int nranks = comm.size();
-    backend::Group g;
+    runtime::Group g;
     if (auto ok = g.send(comm, s, DeviceSpan<float>(send, 0, n), (rank + 1) % nranks); !ok) return ok;
     if (auto ok = g.recv(comm, s, DeviceSpan<float>(recv, 0, odd ? n / 2 : n), (rank + nranks - 1) % nranks); !ok)
       return ok;
@@ -95,15 +95,15 @@ int nccl_mismatch_child(int argc, char** argv) {
     std::printf("multigpu mismatch %s rank %d: %s: %s\n", name.c_str(), rank, what, diag::render_text(d, false).c_str());
     return code;
   };
-  auto id = backend::UniqueId::read_file(argv[5]);
+  auto id = runtime::UniqueId::read_file(argv[5]);
   if (!id) return fail("unique id", id.error(), 3);
-  auto ctx = backend::Context::open(rank);
+  auto ctx = runtime::Context::open(rank);
   if (!ctx) return fail("context", ctx.error(), 4);
-  backend::Runtime rt(*ctx, backend::RuntimeOptions{});
-  backend::CommunicatorOptions options;
+  runtime::Runtime rt(*ctx, runtime::RuntimeOptions{});
+  runtime::CommunicatorOptions options;
   options.checked = true;
   options.timeout = std::chrono::milliseconds(kWatchdogMs);
-  auto comm = backend::Communicator::init_rank(*ctx, nranks, rank, *id, options);
+  auto comm = runtime::Communicator::init_rank(*ctx, nranks, rank, *id, options);
   if (!comm) return fail("communicator", comm.error(), 5);
   auto s = rt.create_stream();
   if (!s) return fail("stream", s.error(), 6);

@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include "ptxgate/backend/multi_device.hpp"
-#include "ptxgate/backend/nccl.hpp"
-#include "ptxgate/backend/stream_ops.hpp"
+#include "ptxgate/runtime/multi_device.hpp"
+#include "ptxgate/runtime/nccl.hpp"
+#include "ptxgate/runtime/stream_ops.hpp"
 #include "gpu_collectives.hpp"
 #include "gpu_support.hpp"
 
@@ -29,7 +29,7 @@ constexpr size_t kElements = 1 << 16;
 TEST_CASE("multigpu: the device set enables peer access as the topology allows; kernels read peer buffers") {
   auto set = all_gpus_or_skip("device set");
   if (!set) return;
-  std::printf("multigpu: %zu GPUs\n%s", set->size(), backend::format_peer_matrix(set->peers()).c_str());
+  std::printf("multigpu: %zu GPUs\n%s", set->size(), runtime::format_peer_matrix(set->peers()).c_str());
   auto& rt0 = set->runtime(0);
   auto path = example_path("saxpy");
   auto k = rt0.compile(read_text(path), "saxpy", path.string());
@@ -44,7 +44,7 @@ TEST_CASE("multigpu: the device set enables peer access as the topology allows; 
     auto y0 = rt0.upload(std::span<const float>(y));
     REQUIRE(xj);
     REQUIRE(y0);
-    auto launched = (*k)->launch(backend::LaunchConfig::linear((kElements + 255) / 256, 256),
+    auto launched = (*k)->launch(runtime::LaunchConfig::linear((kElements + 255) / 256, 256),
                                  {*y0, *xj, 2.0f, static_cast<uint32_t>(kElements)}, &*s0);
     if (set->peer_enabled(0, j)) {
       PG_REQUIRE_OK(launched);
@@ -77,14 +77,14 @@ TEST_CASE("multigpu: peer copies between device 0 and every other device carry t
     REQUIRE(s0);
     REQUIRE(sj);
     // 0 -> j on device 0's stream, then j -> 0 on device j's stream: tracking orders the second after the first.
-    PG_REQUIRE_OK(backend::copy_peer_async(*s0, backend::DeviceSpan<double>(*b), backend::DeviceSpan<double>(*a)));
-    PG_REQUIRE_OK(backend::copy_peer_async(*sj, backend::DeviceSpan<double>(*back), backend::DeviceSpan<double>(*b)));
+    PG_REQUIRE_OK(runtime::copy_peer_async(*s0, runtime::DeviceSpan<double>(*b), runtime::DeviceSpan<double>(*a)));
+    PG_REQUIRE_OK(runtime::copy_peer_async(*sj, runtime::DeviceSpan<double>(*back), runtime::DeviceSpan<double>(*b)));
     auto got = set->runtime(0).download<double>(*back);
     REQUIRE(got);
     CHECK(*got == data);
     if (set->peer_enabled(0, j)) {  // a plain device-to-device copy through peer access
       PG_REQUIRE_OK(back->fill_bytes(0));
-      PG_REQUIRE_OK(backend::copy_async(*s0, backend::DeviceSpan<double>(*back), backend::DeviceSpan<double>(*b)));
+      PG_REQUIRE_OK(runtime::copy_async(*s0, runtime::DeviceSpan<double>(*back), runtime::DeviceSpan<double>(*b)));
       auto again = set->runtime(0).download<double>(*back);
       REQUIRE(again);
       CHECK(*again == data);
@@ -94,8 +94,8 @@ TEST_CASE("multigpu: peer copies between device 0 and every other device carry t
 
 namespace {
 
-backend::CommunicatorOptions plain_or_checked(bool checked) {
-  backend::CommunicatorOptions o;
+runtime::CommunicatorOptions plain_or_checked(bool checked) {
+  runtime::CommunicatorOptions o;
   o.checked = checked;
   if (checked) o.timeout = std::chrono::seconds(60);
   return o;
@@ -106,10 +106,10 @@ backend::CommunicatorOptions plain_or_checked(bool checked) {
 TEST_CASE("multigpu: every collective over all GPUs in one process equals the host reference, plain and checked") {
   auto set = all_gpus_or_skip("collectives in one process");
   if (!set || !nccl_or_skip("collectives in one process")) return;
-  std::vector<backend::Stream> streams;
+  std::vector<runtime::Stream> streams;
   for (size_t i = 0; i < set->size(); ++i) streams.push_back(*set->runtime(i).create_stream());
   for (bool checked : {false, true}) {
-    auto comms = backend::Communicator::init_all(set->contexts(), plain_or_checked(checked));
+    auto comms = runtime::Communicator::init_all(set->contexts(), plain_or_checked(checked));
     if (!comms) FAIL(diag::render_text(comms.error()));
     std::vector<RankSide> sides;
     for (size_t i = 0; i < set->size(); ++i) sides.push_back({(*comms)[i].get(), &set->runtime(i), &streams[i]});
@@ -135,12 +135,12 @@ int nccl_collectives_child(int argc, char** argv) {
     std::fprintf(stderr, "multigpu child rank %d: %s\n", rank, diag::render_text(d, false).c_str());
     return code;
   };
-  auto id = backend::UniqueId::read_file(argv[4]);
+  auto id = runtime::UniqueId::read_file(argv[4]);
   if (!id) return report(id.error(), 3);
-  auto ctx = backend::Context::open(rank);
+  auto ctx = runtime::Context::open(rank);
   if (!ctx) return report(ctx.error(), 4);
-  backend::Runtime rt(*ctx, backend::RuntimeOptions{});
-  auto comm = backend::Communicator::init_rank(*ctx, nranks, rank, *id, plain_or_checked(checked));
+  runtime::Runtime rt(*ctx, runtime::RuntimeOptions{});
+  auto comm = runtime::Communicator::init_rank(*ctx, nranks, rank, *id, plain_or_checked(checked));
   if (!comm) return report(comm.error(), 5);
   auto s = rt.create_stream();
   if (!s) return report(s.error(), 6);

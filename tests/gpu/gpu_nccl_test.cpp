@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "ptxgate/backend/device.hpp"
-#include "ptxgate/backend/nccl.hpp"
+#include "ptxgate/runtime/device.hpp"
+#include "ptxgate/runtime/nccl.hpp"
 #include "gpu_support.hpp"
 
 using namespace ptxgate;
@@ -20,14 +20,14 @@ using namespace ptxgate::gpu_test;
 namespace {
 
 /// The NCCL table, or null with the case skipped and why.
-const backend::NcclApi* nccl_or_skip(const char* test) {
+const runtime::NcclApi* nccl_or_skip(const char* test) {
   ::setenv("NCCL_NVLS_ENABLE", "0", 0);  // never NVLink multicast on the lent machines
-  auto api = backend::nccl();
+  auto api = runtime::nccl();
   if (!api) {
     skip_case(std::string(test) + ": no NCCL: " + diag::render_text(api.error(), false));
     return nullptr;
   }
-  std::printf("nccl: %s from %s\n", backend::nccl_version_text((*api)->version).c_str(), (*api)->library.c_str());
+  std::printf("nccl: %s from %s\n", runtime::nccl_version_text((*api)->version).c_str(), (*api)->library.c_str());
   return *api;
 }
 
@@ -35,12 +35,12 @@ const backend::NcclApi* nccl_or_skip(const char* test) {
 
 TEST_CASE("nccl gpu: one rank: all-reduce, broadcast, all-gather and reduce-scatter equal the host reference") {
   if (nccl_or_skip("one rank") == nullptr) return;
-  const std::shared_ptr<backend::Context> contexts[] = {runtime().shared_context()};
-  auto comms = backend::Communicator::init_all(contexts);
+  const std::shared_ptr<runtime::Context> contexts[] = {gpu_runtime().shared_context()};
+  auto comms = runtime::Communicator::init_all(contexts);
   if (!comms) FAIL(diag::render_text(comms.error()));
-  backend::Communicator& comm = *(*comms)[0];
+  runtime::Communicator& comm = *(*comms)[0];
   CHECK(comm.size() == 1);
-  auto s = runtime().create_stream();
+  auto s = gpu_runtime().create_stream();
   REQUIRE(s);
 
   constexpr size_t n = 1 << 16;
@@ -48,32 +48,32 @@ TEST_CASE("nccl gpu: one rank: all-reduce, broadcast, all-gather and reduce-scat
   std::vector<int64_t> xi(n);
   std::iota(xi.begin(), xi.end(), int64_t{-1000});
   auto send = upload(x), sendi = upload(xi);
-  auto recv = *runtime().allocate(n * sizeof(float)), recvi = *runtime().allocate(n * sizeof(int64_t));
+  auto recv = *gpu_runtime().allocate(n * sizeof(float)), recvi = *gpu_runtime().allocate(n * sizeof(int64_t));
 
   // With one rank every reduction of x is x itself; the result goes through NCCL's kernels.
-  PG_REQUIRE_OK(backend::all_reduce(comm, *s, backend::DeviceSpan<float>(send), backend::DeviceSpan<float>(recv)));
+  PG_REQUIRE_OK(runtime::all_reduce(comm, *s, runtime::DeviceSpan<float>(send), runtime::DeviceSpan<float>(recv)));
   PG_REQUIRE_OK(comm.synchronize(*s));
   CHECK(mismatches(download<float>(recv), x, 0, 0, "all-reduce") == 0);
 
   PG_REQUIRE_OK(recvi.fill_bytes(0));
-  PG_REQUIRE_OK(backend::broadcast(comm, *s, backend::DeviceSpan<int64_t>(sendi), backend::DeviceSpan<int64_t>(recvi), 0));
+  PG_REQUIRE_OK(runtime::broadcast(comm, *s, runtime::DeviceSpan<int64_t>(sendi), runtime::DeviceSpan<int64_t>(recvi), 0));
   CHECK(download<int64_t>(recvi) == xi);  // tracked: the download waits for the broadcast
 
   PG_REQUIRE_OK(recv.fill_bytes(0));
-  PG_REQUIRE_OK(backend::all_gather(comm, *s, backend::DeviceSpan<float>(send), backend::DeviceSpan<float>(recv)));
+  PG_REQUIRE_OK(runtime::all_gather(comm, *s, runtime::DeviceSpan<float>(send), runtime::DeviceSpan<float>(recv)));
   CHECK(mismatches(download<float>(recv), x, 0, 0, "all-gather") == 0);
 
   PG_REQUIRE_OK(recvi.fill_bytes(0));
-  PG_REQUIRE_OK(backend::reduce_scatter(comm, *s, backend::DeviceSpan<int64_t>(sendi),
-                                        backend::DeviceSpan<int64_t>(recvi), backend::ReduceOp::max));
+  PG_REQUIRE_OK(runtime::reduce_scatter(comm, *s, runtime::DeviceSpan<int64_t>(sendi),
+                                        runtime::DeviceSpan<int64_t>(recvi), runtime::ReduceOp::max));
   CHECK(download<int64_t>(recvi) == xi);
 
   // In place: all-reduce sum of one buffer onto itself.
-  PG_REQUIRE_OK(backend::all_reduce(comm, *s, backend::DeviceSpan<int64_t>(sendi), backend::DeviceSpan<int64_t>(sendi)));
+  PG_REQUIRE_OK(runtime::all_reduce(comm, *s, runtime::DeviceSpan<int64_t>(sendi), runtime::DeviceSpan<int64_t>(sendi)));
   CHECK(download<int64_t>(sendi) == xi);
 
   // A count that does not fit is blocked before NCCL; the communicator stays healthy.
-  auto bad = backend::all_gather(comm, *s, backend::DeviceSpan<float>(send), backend::DeviceSpan<float>(recv, 0, n / 2));
+  auto bad = runtime::all_gather(comm, *s, runtime::DeviceSpan<float>(send), runtime::DeviceSpan<float>(recv, 0, n / 2));
   REQUIRE_FALSE(bad);
   CHECK(bad.error().items().front().code == diag::Code::collective_count);
   PG_REQUIRE_OK(comm.healthy("after a blocked call"));
@@ -81,26 +81,26 @@ TEST_CASE("nccl gpu: one rank: all-reduce, broadcast, all-gather and reduce-scat
 }
 
 TEST_CASE("nccl gpu: two ranks in one process: all-reduce and all-gather across devices 0 and 1") {
-  auto devices = backend::list_live_devices();
+  auto devices = runtime::list_live_devices();
   REQUIRE(devices);
   if (devices->size() < 2) {
     skip_case("needs 2 GPUs, found " + std::to_string(devices->size()));
     return;
   }
   if (nccl_or_skip("two ranks") == nullptr) return;
-  auto ctx1 = backend::Context::open(1);
+  auto ctx1 = runtime::Context::open(1);
   if (!ctx1) FAIL(diag::render_text(ctx1.error()));
-  backend::RuntimeOptions options;
-  backend::Runtime rt1(*ctx1, options);
-  const std::shared_ptr<backend::Context> contexts[] = {runtime().shared_context(), *ctx1};
-  auto comms = backend::Communicator::init_all(contexts);
+  runtime::RuntimeOptions options;
+  runtime::Runtime rt1(*ctx1, options);
+  const std::shared_ptr<runtime::Context> contexts[] = {gpu_runtime().shared_context(), *ctx1};
+  auto comms = runtime::Communicator::init_all(contexts);
   if (!comms) FAIL(diag::render_text(comms.error()));
-  backend::Runtime* rts[] = {&runtime(), &rt1};
+  runtime::Runtime* rts[] = {&gpu_runtime(), &rt1};
 
   constexpr size_t n = 4096;
   std::vector<std::vector<float>> x;
-  std::vector<backend::DeviceBuffer> send, sum, gathered;
-  std::vector<backend::Stream> streams;
+  std::vector<runtime::DeviceBuffer> send, sum, gathered;
+  std::vector<runtime::Stream> streams;
   for (int r = 0; r < 2; ++r) {
     x.push_back(random_values<float>(n, -1, 1, 100 + static_cast<uint64_t>(r)));
     send.push_back(*rts[r]->upload(std::span<const float>(x.back())));
@@ -109,17 +109,17 @@ TEST_CASE("nccl gpu: two ranks in one process: all-reduce and all-gather across 
     streams.push_back(*rts[r]->create_stream());
   }
   // Both ranks' calls of one collective in one group (one thread drives both devices).
-  backend::Group reduce_group;
+  runtime::Group reduce_group;
   for (int r = 0; r < 2; ++r)
     PG_REQUIRE_OK(reduce_group.add(*(*comms)[static_cast<size_t>(r)], streams[static_cast<size_t>(r)],
-                                   {backend::CollectiveKind::all_reduce, backend::CollectiveEnd::of(backend::DeviceSpan<float>(send[static_cast<size_t>(r)])),
-                                    backend::CollectiveEnd::of(backend::DeviceSpan<float>(sum[static_cast<size_t>(r)])), ncclSum, 0}));
+                                   {runtime::CollectiveKind::all_reduce, runtime::CollectiveEnd::of(runtime::DeviceSpan<float>(send[static_cast<size_t>(r)])),
+                                    runtime::CollectiveEnd::of(runtime::DeviceSpan<float>(sum[static_cast<size_t>(r)])), ncclSum, 0}));
   PG_REQUIRE_OK(reduce_group.end());
-  backend::Group gather_group;
+  runtime::Group gather_group;
   for (int r = 0; r < 2; ++r)
     PG_REQUIRE_OK(gather_group.add(*(*comms)[static_cast<size_t>(r)], streams[static_cast<size_t>(r)],
-                                   {backend::CollectiveKind::all_gather, backend::CollectiveEnd::of(backend::DeviceSpan<float>(send[static_cast<size_t>(r)])),
-                                    backend::CollectiveEnd::of(backend::DeviceSpan<float>(gathered[static_cast<size_t>(r)])), ncclSum, 0}));
+                                   {runtime::CollectiveKind::all_gather, runtime::CollectiveEnd::of(runtime::DeviceSpan<float>(send[static_cast<size_t>(r)])),
+                                    runtime::CollectiveEnd::of(runtime::DeviceSpan<float>(gathered[static_cast<size_t>(r)])), ncclSum, 0}));
   PG_REQUIRE_OK(gather_group.end());
   std::vector<float> want_sum(n), want_gather;
   for (size_t i = 0; i < n; ++i) want_sum[i] = x[0][i] + x[1][i];
@@ -150,12 +150,12 @@ int nccl_rank_child(int argc, char** argv) {
     std::fprintf(stderr, "nccl child rank %d: %s\n", rank, diag::render_text(d, false).c_str());
     return code;
   };
-  auto id = backend::UniqueId::read_file(argv[3]);
+  auto id = runtime::UniqueId::read_file(argv[3]);
   if (!id) return report(id.error(), 3);
-  auto ctx = backend::Context::open(rank);
+  auto ctx = runtime::Context::open(rank);
   if (!ctx) return report(ctx.error(), 4);
-  backend::Runtime rt(*ctx, backend::RuntimeOptions{});
-  auto comm = backend::Communicator::init_rank(*ctx, 2, rank, *id);
+  runtime::Runtime rt(*ctx, runtime::RuntimeOptions{});
+  auto comm = runtime::Communicator::init_rank(*ctx, 2, rank, *id);
   if (!comm) return report(comm.error(), 5);
   constexpr size_t n = 1 << 14;
   std::vector<float> x(n), want(n);
@@ -167,7 +167,7 @@ int nccl_rank_child(int argc, char** argv) {
   if (!buf) return report(buf.error(), 6);
   auto s = rt.create_stream();
   if (!s) return report(s.error(), 6);
-  if (auto ok = backend::all_reduce(**comm, *s, backend::DeviceSpan<float>(*buf), backend::DeviceSpan<float>(*buf)); !ok)
+  if (auto ok = runtime::all_reduce(**comm, *s, runtime::DeviceSpan<float>(*buf), runtime::DeviceSpan<float>(*buf)); !ok)
     return report(ok.error(), 7);
   if (auto ok = (*comm)->synchronize(*s); !ok) return report(ok.error(), 8);
   auto got = rt.download<float>(*buf);
@@ -183,14 +183,14 @@ int nccl_rank_child(int argc, char** argv) {
 }  // namespace ptxgate::gpu_test
 
 TEST_CASE("nccl gpu: two processes, one rank each, the unique id passed through a file") {
-  auto devices = backend::list_live_devices();
+  auto devices = runtime::list_live_devices();
   REQUIRE(devices);
   if (devices->size() < 2) {
     skip_case("needs 2 GPUs, found " + std::to_string(devices->size()));
     return;
   }
   if (nccl_or_skip("two processes") == nullptr) return;
-  auto id = backend::UniqueId::create();
+  auto id = runtime::UniqueId::create();
   if (!id) FAIL(diag::render_text(id.error()));
   const auto file = std::filesystem::temp_directory_path() / ("ptxgate-nccl-id-" + std::to_string(::getpid()));
   PG_REQUIRE_OK(id->write_file(file));

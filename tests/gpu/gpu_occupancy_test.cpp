@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "gpu_support.hpp"
-#include "ptxgate/pipeline/occupancy.hpp"
+#include "ptxgate/commands/occupancy.hpp"
 #include "ptxgate/support/files.hpp"
 #include "ptxgate/validation/device_caps.hpp"
 
@@ -26,7 +26,7 @@ using ActiveBlocks = CUresult (*)(int*, CUfunction, int, size_t);
 /// The live device's attributes as a profile file, so the CLI's path (--device-profile PATH) is tested.
 std::filesystem::path live_profile_file() {
   auto path = std::filesystem::temp_directory_path() / fmt::format("ptxgate-live-profile-{}.json", ::getpid());
-  auto written = support::write_file_atomically(path.string(), validation::to_json(runtime().caps()).dump(2));
+  auto written = support::write_file_atomically(path.string(), validation::to_json(gpu_runtime().caps()).dump(2));
   if (!written) FAIL(diag::render_text(written.error()));
   return path;
 }
@@ -58,17 +58,17 @@ TEST_CASE("occupancy: the offline table and suggestion equal the driver's occupa
   for (const char* name : {"free_block", "saxpy", "block_sum", "matmul", "stencil", "histogram", "math"}) {
     const bool example = std::string_view(name) != "free_block";
     const auto path = example ? example_path(name) : free_path;
-    auto compiled = runtime().compile(read_text(path), name, path.string());
+    auto compiled = gpu_runtime().compile(read_text(path), name, path.string());
     if (!compiled) FAIL(diag::render_text(compiled.error()));
     auto kernel = *compiled;
     for (uint64_t dynamic : {uint64_t{0}, uint64_t{12288}}) {
-      pipeline::OccupancyRequest request;
+      commands::OccupancyRequest request;
       request.input = path.string();
       request.kernel = name;
       request.profile = profile.string();
       request.shared_bytes = std::to_string(dynamic);
       request.cache.use_disk = false;
-      auto report = pipeline::occupancy_offline(request);
+      auto report = commands::occupancy_offline(request);
       if (!report) FAIL(diag::render_text(report.error().diagnostics));
       CHECK(report->compiled.resources.registers_per_thread == kernel->function().resources().registers_per_thread);
       // The backend's opt-in, so the driver may use all of the shared memory the model assumes.
@@ -76,7 +76,7 @@ TEST_CASE("occupancy: the offline table and suggestion equal the driver's occupa
       const auto& caps = report->compiled.caps;
       const int max_dynamic = static_cast<int>(caps.shared_per_block_optin - r.static_shared_bytes);
       auto& fn = kernel->function();
-      REQUIRE((**backend::driver()).cuFuncSetAttribute(fn.handle(), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+      REQUIRE((**runtime::driver()).cuFuncSetAttribute(fn.handle(), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                        max_dynamic) == CUDA_SUCCESS);
       // The kernel's block limit (its .reqntid/.maxntid) is passed as the search's limit: the driver's
       // search does not apply .reqntid itself (driver 580 on an H100 suggests 1024 threads for a

@@ -6,7 +6,7 @@
 // Test-only code: the raw cuLaunchKernel / cuLaunchCooperativeKernel calls establish ground truth.
 #include <fmt/format.h>
 
-#include "ptxgate/backend/driver_api.hpp"
+#include "ptxgate/runtime/driver_api.hpp"
 #include "gpu_support.hpp"
 #include "ptxgate/toolchain/ptxas.hpp"
 #include "ptxgate/validation/check.hpp"
@@ -17,7 +17,7 @@ using namespace ptxgate::gpu_test;
 
 namespace {
 
-const backend::DriverApi& raw() { return **backend::driver(); }
+const runtime::DriverApi& raw() { return **runtime::driver(); }
 
 /// 96 values loaded before any is stored back into the same buffer (the stores may alias the
 /// loads, so every value stays live): far more than 64 registers per thread, no @workgroup.
@@ -48,7 +48,7 @@ struct Sweep {
 };
 
 /// One comparison: the offline verdict against the raw driver for this launch.
-void compare(Sweep& s, backend::Kernel& kernel, const contract::KernelResources& offline_resources,
+void compare(Sweep& s, runtime::Kernel& kernel, const contract::KernelResources& offline_resources,
              const validation::DeviceCaps& profile, std::array<uint64_t, 3> grid, uint64_t block,
              uint64_t dynamic_shared, bool cooperative, std::vector<void*>& params) {
   contract::LaunchPlan plan;
@@ -86,13 +86,13 @@ void compare(Sweep& s, backend::Kernel& kernel, const contract::KernelResources&
 /// The live device's attributes as a device profile: serialised and parsed back, so it is a
 /// profile `ptxgate check --device-profile` accepts (every field within its range).
 validation::DeviceCaps live_profile() {
-  auto parsed = validation::caps_from_json(validation::to_json(runtime().caps()), "live-device.json");
+  auto parsed = validation::caps_from_json(validation::to_json(gpu_runtime().caps()), "live-device.json");
   if (!parsed) FAIL(diag::render_text(parsed.error()));
   return *parsed;
 }
 
 /// ptxas's resources for `kernel` on the profile's architecture (the offline path's source).
-contract::KernelResources offline_resources(backend::Kernel& kernel, const validation::DeviceCaps& profile) {
+contract::KernelResources offline_resources(runtime::Kernel& kernel, const validation::DeviceCaps& profile) {
   auto assembly = toolchain::assemble(kernel.entry().ptx, profile.arch(), toolchain::discover());
   if (!assembly) FAIL(diag::render_text(assembly.error()));
   auto it = assembly->resources.find(kernel.info().name);
@@ -103,7 +103,7 @@ contract::KernelResources offline_resources(backend::Kernel& kernel, const valid
 /// Every sweep for one kernel: blocks 32..1024 step 32 and each +1, at grid 1; dynamic shared
 /// memory at and one past what fits beside the static arrays; cooperative grids at and one past
 /// the offline limit for each launchable block.
-void sweep(Sweep& s, backend::Kernel& kernel, const validation::DeviceCaps& profile, std::vector<void*>& params) {
+void sweep(Sweep& s, runtime::Kernel& kernel, const validation::DeviceCaps& profile, std::vector<void*>& params) {
   auto res = offline_resources(kernel, profile);
   auto& fn = kernel.function();
   CHECK(res.registers_per_thread == fn.resources().registers_per_thread);
@@ -141,9 +141,9 @@ TEST_CASE("offline agreement: check against a live-device profile equals the raw
   const auto profile = live_profile();
   MESSAGE("offline profile from the live device: " << profile.name << " (" << profile.arch() << ", "
                                                     << profile.sm_count << " SMs)");
-  auto heavy = runtime().compile(heavy_source(), "heavy", "heavy.pg");
+  auto heavy = gpu_runtime().compile(heavy_source(), "heavy", "heavy.pg");
   if (!heavy) FAIL(diag::render_text(heavy.error()));
-  auto staged = runtime().compile(kShared, "staged", "staged.pg");
+  auto staged = gpu_runtime().compile(kShared, "staged", "staged.pg");
   if (!staged) FAIL(diag::render_text(staged.error()));
   REQUIRE_FALSE((*heavy)->info().has_required_block());
   REQUIRE_FALSE((*staged)->info().has_required_block());
@@ -152,7 +152,7 @@ TEST_CASE("offline agreement: check against a live-device profile equals the raw
   REQUIRE((*staged)->resources().static_shared_bytes >= 16384);
 
   // A buffer large enough for every launch of the sweep (n = 0: the kernels touch nothing).
-  auto y = runtime().allocate(1 << 20);
+  auto y = gpu_runtime().allocate(1 << 20);
   PG_REQUIRE_OK(y);
   CUdeviceptr y_ptr = y->pointer();
   uint32_t n = 0;

@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <string>
 
-#include "ptxgate/backend/graph.hpp"
-#include "ptxgate/backend/stream_ops.hpp"
+#include "ptxgate/runtime/graph.hpp"
+#include "ptxgate/runtime/stream_ops.hpp"
 #include "gpu_support.hpp"
 
 namespace ptxgate::gpu_test {
@@ -38,19 +38,19 @@ kernel poke(out y: f32[]) {
 }
 )";
 
-std::shared_ptr<backend::Kernel> program_kernel(backend::Runtime& rt, const char* name) {
+std::shared_ptr<runtime::Kernel> program_kernel(runtime::Runtime& rt, const char* name) {
   auto k = rt.compile(kProgramKernels, name, "programs.pg");
   if (!k) FAIL(diag::render_text(k.error()));
   return *k;
 }
 
-backend::Stream new_stream(backend::Runtime& rt) {
+runtime::Stream new_stream(runtime::Runtime& rt) {
   auto s = rt.create_stream();
   if (!s) FAIL(diag::render_text(s.error()));
   return std::move(*s);
 }
 
-backend::LaunchConfig linear(uint32_t n) { return backend::LaunchConfig::linear((n + 255) / 256, 256); }
+runtime::LaunchConfig linear(uint32_t n) { return runtime::LaunchConfig::linear((n + 255) / 256, 256); }
 
 }  // namespace
 
@@ -73,9 +73,9 @@ std::string run_fault_child(const char* mode) {
 /// when the runtime reports PG4050 naming the kernel and the assert (the driver itself prints the
 /// condition, file and line on standard error).
 int assert_child() {
-  backend::RuntimeOptions options;
+  runtime::RuntimeOptions options;
   options.checked_launches = true;
-  auto rt = backend::Runtime::create(options);
+  auto rt = runtime::Runtime::create(options);
   if (!rt) return 2;
   auto k = (*rt)->compile(R"(
 kernel guarded(inout y: u32[], n: u32) {
@@ -88,7 +88,7 @@ kernel guarded(inout y: u32[], n: u32) {
   if (!k) return 3;
   auto y = (*rt)->upload(std::span<const uint32_t>(std::vector<uint32_t>(256, 0)));
   if (!y) return 3;
-  auto ok = (*k)->launch(backend::LaunchConfig::linear(1, 256), {*y, 200u});
+  auto ok = (*k)->launch(runtime::LaunchConfig::linear(1, 256), {*y, 200u});
   if (ok) {
     std::printf("assert child: no fault reported\n");
     return 4;
@@ -105,15 +105,15 @@ kernel guarded(inout y: u32[], n: u32) {
 int fault_child(int argc, char** argv) {
   if (argc >= 3 && std::strcmp(argv[2], "assert") == 0) return assert_child();
   const bool checked = argc >= 3 && std::strcmp(argv[2], "checked") == 0;
-  backend::RuntimeOptions options;
+  runtime::RuntimeOptions options;
   options.checked_launches = checked;
-  auto rt = backend::Runtime::create(options);
+  auto rt = runtime::Runtime::create(options);
   if (!rt) return 2;
   auto k = (*rt)->compile(kProgramKernels, "poke", "programs.pg");
   if (!k) return 3;
   // A pointer that claims 1 MiB at address 64: in bounds of its claim (the memory-safety analysis lets the
   // launch through), and the hardware faults.
-  auto ok = (*k)->launch(backend::LaunchConfig::linear(4, 64), {backend::Arg::device_pointer(64, 1 << 20)});
+  auto ok = (*k)->launch(runtime::LaunchConfig::linear(4, 64), {runtime::Arg::device_pointer(64, 1 << 20)});
   if (ok) ok = (*rt)->synchronize();
   if (ok) {
     std::printf("fault child: no fault reported\n");
@@ -125,7 +125,7 @@ int fault_child(int argc, char** argv) {
 }
 
 TEST_CASE("programs gpu: producer and consumer on two streams, no explicit synchronisation") {
-  auto& rt = runtime();
+  auto& rt = gpu_runtime();
   auto scale_add = program_kernel(rt, "scale_add");
   auto copy = program_kernel(rt, "copy");
   const uint32_t n = 1 << 22;
@@ -141,10 +141,10 @@ TEST_CASE("programs gpu: producer and consumer on two streams, no explicit synch
 }
 
 TEST_CASE("programs gpu: buffers destroyed while kernels still use them are freed after that work") {
-  for (auto mode : {backend::AllocationMode::synchronous, backend::AllocationMode::stream_ordered}) {
-    backend::RuntimeOptions options;
+  for (auto mode : {runtime::AllocationMode::synchronous, runtime::AllocationMode::stream_ordered}) {
+    runtime::RuntimeOptions options;
     options.allocation = mode;
-    auto rt = backend::Runtime::create(options);
+    auto rt = runtime::Runtime::create(options);
     if (!rt) FAIL(diag::render_text(rt.error()));
     auto scale_add = program_kernel(**rt, "scale_add");
     auto spin = program_kernel(**rt, "spin");
@@ -155,7 +155,7 @@ TEST_CASE("programs gpu: buffers destroyed while kernels still use them are free
     {
       auto temp = (*rt)->allocate(n * sizeof(float), s);
       REQUIRE(temp);
-      PG_REQUIRE_OK(backend::fill_async(s, backend::DeviceSpan<float>(*temp), 2.0f));
+      PG_REQUIRE_OK(runtime::fill_async(s, runtime::DeviceSpan<float>(*temp), 2.0f));
       PG_REQUIRE_OK(spin->launch(linear(n), {*temp, n, 20000u}, &s));          // long: still running below
       PG_REQUIRE_OK(scale_add->launch(linear(n), {*y, *temp, 1.0f, n}, &other));  // waits for s
     }  // temp destroyed with both launches pending
@@ -163,7 +163,7 @@ TEST_CASE("programs gpu: buffers destroyed while kernels still use them are free
     for (int i = 0; i < 8; ++i) {
       auto scratch = (*rt)->allocate(n * sizeof(float), s);
       REQUIRE(scratch);
-      PG_REQUIRE_OK(backend::fill_async(s, backend::DeviceSpan<float>(*scratch), 1e30f));
+      PG_REQUIRE_OK(runtime::fill_async(s, runtime::DeviceSpan<float>(*scratch), 1e30f));
     }
     auto got = (*rt)->download<float>(*y);
     REQUIRE(got);
@@ -171,27 +171,27 @@ TEST_CASE("programs gpu: buffers destroyed while kernels still use them are free
     // below half an ulp, within about 1e-4 of its fixed point 1.0000129 (1.00009 measured on an
     // H100). Memory handed out again before the work ended would read 1e30 (scratch's fill).
     CHECK(mismatches(*got, std::vector<float>(n, 1.0f), 2e-4, 0, "y") == 0);
-    if (mode == backend::AllocationMode::stream_ordered) {
+    if (mode == runtime::AllocationMode::stream_ordered) {
       auto usage = (*(*rt)->pool())->usage();
       REQUIRE(usage);
       MESSAGE("pool: reserved " << usage->reserved_bytes << " B, used " << usage->used_bytes << " B, peak "
                                 << usage->used_peak_bytes << " B");
       // Only y (uploaded into the pool) is still alive: temp and the scratch buffers were given back.
-      CHECK(usage->live_bytes == (y->kind() == backend::MemoryKind::stream_ordered ? y->size_bytes() : 0));
+      CHECK(usage->live_bytes == (y->kind() == runtime::MemoryKind::stream_ordered ? y->size_bytes() : 0));
     }
   }
 }
 
 TEST_CASE("programs gpu: a graph replays its launches; updated arguments take effect") {
-  auto& rt = runtime();
+  auto& rt = gpu_runtime();
   auto scale_add = program_kernel(rt, "scale_add");
   const uint32_t n = 1 << 16;
   auto x = upload(std::vector<float>(n, 1.0f));
   auto y = upload(std::vector<float>(n, 0.0f));
   auto w = upload(std::vector<float>(n, 0.0f));
-  auto graph = backend::Graph::create(rt.shared_context());
+  auto graph = runtime::Graph::create(rt.shared_context());
   REQUIRE(graph);
-  std::vector<backend::GraphNode> nodes;
+  std::vector<runtime::GraphNode> nodes;
   for (int i = 0; i < 10; ++i) {
     auto node = graph->launch(*scale_add, linear(n), {y, x, 1.0f, n});
     if (!node) FAIL(diag::render_text(node.error()));
@@ -203,11 +203,11 @@ TEST_CASE("programs gpu: a graph replays its launches; updated arguments take ef
   for (int r = 0; r < 100; ++r) PG_REQUIRE_OK(exec->launch(s));
   CHECK(mismatches(download<float>(y), std::vector<float>(n, 1000.0f), 0, 0, "y after 100 replays") == 0);
   // Node 0 now adds 3 x per replay, on a grid of 2 x 128-thread blocks per 256 elements.
-  PG_REQUIRE_OK(exec->update(nodes[0], backend::LaunchConfig::linear((n + 127) / 128, 128), {y, x, 3.0f, n}));
+  PG_REQUIRE_OK(exec->update(nodes[0], runtime::LaunchConfig::linear((n + 127) / 128, 128), {y, x, 3.0f, n}));
   PG_REQUIRE_OK(exec->launch(s));
   CHECK(mismatches(download<float>(y), std::vector<float>(n, 1012.0f), 0, 0, "y after the update") == 0);
   // An illegal update (block 2048) is a diagnostic; the graph keeps replaying what it had.
-  auto illegal = exec->update(nodes[1], backend::LaunchConfig::linear(1, 2048), {y, x, 1.0f, n});
+  auto illegal = exec->update(nodes[1], runtime::LaunchConfig::linear(1, 2048), {y, x, 1.0f, n});
   REQUIRE_FALSE(illegal);
   MESSAGE("illegal update: " << diag::render_text(illegal.error(), false));
   CHECK(diag::info(illegal.error().items().front().code).name.starts_with("PG31"));
@@ -233,14 +233,14 @@ namespace {
 /// with the tracker's counters around the issue of both.
 struct Overlap {
   double copy_s = 0, compute_s = 0, both_s = 0;
-  backend::TrackerCounters before, issued;
+  runtime::TrackerCounters before, issued;
 };
 
-Overlap measure_overlap(backend::Runtime& rt) {
+Overlap measure_overlap(runtime::Runtime& rt) {
   auto spin = program_kernel(rt, "spin");
   const size_t bytes = size_t{256} << 20;
   const uint32_t n = 1 << 20;
-  auto host = backend::HostBuffer::allocate(rt.shared_context(), bytes);
+  auto host = runtime::HostBuffer::allocate(rt.shared_context(), bytes);
   REQUIRE(host);
   auto dst = rt.allocate(bytes);
   auto y = upload(std::vector<float>(n, 2.0f));
@@ -248,7 +248,7 @@ Overlap measure_overlap(backend::Runtime& rt) {
   auto copier = new_stream(rt), computer = new_stream(rt);
   using clock = std::chrono::steady_clock;
   auto seconds = [](clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); };
-  auto copy = [&] { PG_REQUIRE_OK(backend::copy_async(copier, backend::DeviceSpan<std::byte>(*dst), backend::HostSpan<std::byte>(*host))); };
+  auto copy = [&] { PG_REQUIRE_OK(runtime::copy_async(copier, runtime::DeviceSpan<std::byte>(*dst), runtime::HostSpan<std::byte>(*host))); };
   uint32_t reps = 40000;
   auto compute = [&] { PG_REQUIRE_OK(spin->launch(linear(n), {y, n, reps}, &computer)); };
   copy();
@@ -288,7 +288,7 @@ Overlap measure_overlap(backend::Runtime& rt) {
 }  // namespace
 
 TEST_CASE("programs gpu: an async copy and a kernel on two streams need no wait and no event between them") {
-  const Overlap o = measure_overlap(runtime());
+  const Overlap o = measure_overlap(gpu_runtime());
   // What makes the overlap possible: the copy and the kernel touch different buffers, so the
   // runtime made neither stream wait for the other, and recorded no event for it.
   CHECK(o.issued.submissions == o.before.submissions + 2);
@@ -301,7 +301,7 @@ TEST_CASE("programs gpu: an async copy overlaps a kernel on another stream (clea
     skip_case("under compute-sanitizer the device serialises the copy and the kernel: no overlap to assert");
     return;
   }
-  const Overlap o = measure_overlap(runtime());
+  const Overlap o = measure_overlap(gpu_runtime());
   const double serial = o.copy_s + o.compute_s, shorter = std::min(o.copy_s, o.compute_s);
   // Generous: at least half of the shorter operation ran beside the longer one (ideal: all of it).
   CHECK_MESSAGE(o.both_s < serial - 0.5 * shorter, "both " << o.both_s * 1e3 << " ms, serial " << serial * 1e3

@@ -7,7 +7,7 @@
 
 namespace ptxgate::gpu_test {
 
-TEST_CASE("supervisor self-test: a case that passes" * doctest::skip()) { CHECK(runtime().caps().sm_count > 0); }
+TEST_CASE("supervisor self-test: a case that passes" * doctest::skip()) { CHECK(gpu_runtime().caps().sm_count > 0); }
 
 TEST_CASE("supervisor self-test: a case that does not apply" * doctest::skip()) {
   skip_case("this machine lacks what the case needs (on purpose)");
@@ -16,7 +16,7 @@ TEST_CASE("supervisor self-test: a case that does not apply" * doctest::skip()) 
 TEST_CASE("supervisor self-test: a case that kills its process, as a fault would" * doctest::skip()) { std::abort(); }
 
 TEST_CASE("supervisor self-test: a case after that one, with its own result" * doctest::skip()) {
-  CHECK(runtime().caps().sm_count > 0);
+  CHECK(gpu_runtime().caps().sm_count > 0);
 }
 
 }  // namespace ptxgate::gpu_test

@@ -11,14 +11,14 @@
 
 #include <doctest/doctest.h>
 
-#include "ptxgate/backend/runtime.hpp"
+#include "ptxgate/runtime/runtime.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "compare.hpp"
 
 namespace ptxgate::gpu_test {
 
 /// The runtime every GPU test shares (created in main once a device is known to exist).
-backend::Runtime& runtime();
+runtime::Runtime& gpu_runtime();
 
 /// examples/NAME.pg: $PTXGATE_EXAMPLES_DIR, else the source tree's examples/.
 std::filesystem::path example_path(const std::string& name);
@@ -53,7 +53,7 @@ std::string self_command();
 
 /// Compiles kernel NAME of examples/NAME.pg (FAILs the test with the diagnostics otherwise; a missing file
 /// skips the case).
-std::shared_ptr<backend::Kernel> compile_example(const std::string& name);
+std::shared_ptr<runtime::Kernel> compile_example(const std::string& name);
 
 /// Uniform random values in [lo, hi), never exactly zero.
 template <class T>
@@ -77,15 +77,15 @@ std::vector<T> random_values(size_t n, double lo, double hi, uint64_t seed) {
   } while (0)
 
 template <class T>
-backend::DeviceBuffer upload(const std::vector<T>& host) {
-  auto b = runtime().upload(std::span<const T>(host));
+runtime::DeviceBuffer upload(const std::vector<T>& host) {
+  auto b = gpu_runtime().upload(std::span<const T>(host));
   if (!b) FAIL(diag::render_text(b.error()));
   return std::move(*b);
 }
 
 template <class T>
-std::vector<T> download(const backend::DeviceBuffer& buffer) {
-  auto v = runtime().download<T>(buffer);
+std::vector<T> download(const runtime::DeviceBuffer& buffer) {
+  auto v = gpu_runtime().download<T>(buffer);
   if (!v) FAIL(diag::render_text(v.error()));
   return std::move(*v);
 }

@@ -7,30 +7,30 @@
 #include <cstring>
 
 #include "gpu_support.hpp"
-#include "ptxgate/backend/stream_ops.hpp"
+#include "ptxgate/runtime/stream_ops.hpp"
 
 using namespace ptxgate;
 using namespace ptxgate::gpu_test;
-using backend::LaunchConfig;
+using runtime::LaunchConfig;
 
 namespace {
 
 /// True (the case skipped with the reason) when the device has no tensor-core operations of sm_80.
 bool before_sm80() {
-  const auto& caps = runtime().caps();
+  const auto& caps = gpu_runtime().caps();
   if (caps.cc_major >= 8) return false;
   skip_case("device " + caps.name + " is sm_" + std::to_string(caps.cc_major) + std::to_string(caps.cc_minor) +
             ": mma.sync, ldmatrix and cp.async need sm_80");
   return true;
 }
 
-std::shared_ptr<backend::Kernel> compile_source(const std::string& text, const std::string& kernel) {
-  auto k = runtime().compile(text, kernel, kernel + ".pg");
+std::shared_ptr<runtime::Kernel> compile_source(const std::string& text, const std::string& kernel) {
+  auto k = gpu_runtime().compile(text, kernel, kernel + ".pg");
   if (!k) FAIL(diag::render_text(k.error()));
   return *k;
 }
 
-void device_sync() { PG_REQUIRE_OK(runtime().synchronize()); }
+void device_sync() { PG_REQUIRE_OK(gpu_runtime().synchronize()); }
 
 /// bf16 / f16 bits of a float that either type holds exactly (the small integers of these tests).
 uint16_t bf16_bits(float f) { return static_cast<uint16_t>(std::bit_cast<uint32_t>(f) >> 16); }
@@ -114,7 +114,7 @@ void check_mma_k16(bool bf16) {
   for (size_t i = 0; i < a.size(); ++i) ha[i] = bf16 ? bf16_bits(a[i]) : f16_bits(a[i]);
   for (size_t i = 0; i < b.size(); ++i) hb[i] = bf16 ? bf16_bits(b[i]) : f16_bits(b[i]);
   auto dd = upload(std::vector<float>(16 * 8, -1.0f)), da = upload(ha), db = upload(hb), dc = upload(c);
-  PG_REQUIRE_OK(k->launch(LaunchConfig::linear(1, 32), {dd, backend::as_bytes(da), backend::as_bytes(db), dc}));
+  PG_REQUIRE_OK(k->launch(LaunchConfig::linear(1, 32), {dd, runtime::as_bytes(da), runtime::as_bytes(db), dc}));
   device_sync();
   auto got = download<float>(dd);
   CHECK(mismatches(got, reference(a, b, c, 16, 8, 16), 0.0, 0.0, "mma_m16n8k16." + elem) == 0);
@@ -156,7 +156,7 @@ void check_ldmatrix(unsigned count, bool trans) {
   std::vector<uint16_t> x(256);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint16_t>(i);
   auto dy = upload(std::vector<uint16_t>(256, 0xFFFF)), dx = upload(x);
-  PG_REQUIRE_OK(k->launch(LaunchConfig::linear(1, 32), {backend::as_bytes(dy), backend::as_bytes(dx)}));
+  PG_REQUIRE_OK(k->launch(LaunchConfig::linear(1, 32), {runtime::as_bytes(dy), runtime::as_bytes(dx)}));
   device_sync();
   auto got = download<uint16_t>(dy);
   auto chunk = [](unsigned lane) { return (lane * 7 + 3) % 32; };
@@ -273,7 +273,7 @@ TEST_CASE("tensor cores: cp.async copies land by group after cp_async_wait, and 
 TEST_CASE("tensor cores: the bf16 GEMM (mma.sync + ldmatrix + cp.async pipeline) equals an f32 reference") {
   if (before_sm80()) return;
   const auto path = bench_kernel_path("gemm_bf16_mma");
-  auto k = runtime().compile(read_text(path), "gemm_bf16_mma", path.string());
+  auto k = gpu_runtime().compile(read_text(path), "gemm_bf16_mma", path.string());
   if (!k) FAIL(diag::render_text(k.error()));
   struct Size {
     uint32_t m, n, k;
@@ -288,7 +288,7 @@ TEST_CASE("tensor cores: the bf16 GEMM (mma.sync + ldmatrix + cp.async pipeline)
     for (size_t i = 0; i < b.size(); ++i) b[i] = std::bit_cast<float>(uint32_t(hb[i] = bf16_bits(b[i])) << 16);
     auto dc = upload(std::vector<float>(size_t{s.m} * s.n, -7.0f)), da = upload(ha), db = upload(hb);
     LaunchConfig config{{(s.n + 127) / 128, (s.m + 127) / 128, 1}, {256, 1, 1}, 0, false};
-    PG_REQUIRE_OK((*k)->launch(config, {dc, backend::as_bytes(da), backend::as_bytes(db), s.m, s.n, s.k}));
+    PG_REQUIRE_OK((*k)->launch(config, {dc, runtime::as_bytes(da), runtime::as_bytes(db), s.m, s.n, s.k}));
     device_sync();
     auto want = reference(a, b, std::vector<float>(size_t{s.m} * s.n, 0.0f), s.m, s.n, s.k);
     // Exact products, f32 sums in another order: a few ulps of the magnitude of a sum of k terms.

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "gpu_support.hpp"
-#include "ptxgate/backend/tensor_map.hpp"
+#include "ptxgate/runtime/tensor_map.hpp"
 #include "ptxgate/validation/tensor_map.hpp"
 
 using namespace ptxgate;
@@ -152,7 +152,7 @@ std::vector<Case> im2col_cases() {
 }  // namespace
 
 TEST_CASE("tensor maps: ptxgate's verdict equals the driver's at and one past every limit") {
-  auto& rt = runtime();
+  auto& rt = gpu_runtime();
   const auto& caps = rt.context().caps();
   if (caps.cc_major < 9) {
     auto d = tiled_base();
@@ -170,8 +170,8 @@ TEST_CASE("tensor maps: ptxgate's verdict equals the driver's at and one past ev
       d.address = buffer->pointer();
       c.edit(d);
       const bool ours = validation::check_tensor_map(d, &caps).empty();
-      backend::TensorMap out;
-      const CUresult r = backend::encode_tensor_map_unchecked(rt.context().api(), d, out);
+      runtime::TensorMap out;
+      const CUresult r = runtime::encode_tensor_map_unchecked(rt.context().api(), d, out);
       const bool driver = r == CUDA_SUCCESS;
       ++total;
       if (c.documented_only && !ours && driver) {
@@ -196,14 +196,14 @@ TEST_CASE("tensor maps: ptxgate's verdict equals the driver's at and one past ev
 }
 
 TEST_CASE("tensor maps: encode_tensor_map encodes a legal map and blocks an illegal one before the driver") {
-  auto& rt = runtime();
+  auto& rt = gpu_runtime();
   if (const auto& caps = rt.context().caps(); caps.cc_major < 9) {
     skip_case("device is sm_" + std::to_string(caps.cc_major) + std::to_string(caps.cc_minor) + ": tensor maps need sm_90");
     return;
   }
   auto buffer = rt.allocate(256 * 64 * 2);
   PG_REQUIRE_OK(buffer);
-  auto ok = backend::encode_tensor_map(*buffer, 0, tiled_base());
+  auto ok = runtime::encode_tensor_map(*buffer, 0, tiled_base());
   PG_REQUIRE_OK(ok);
   bool nonzero = false;
   for (auto w : ok->words) nonzero |= w != 0;
@@ -211,10 +211,10 @@ TEST_CASE("tensor maps: encode_tensor_map encodes a legal map and blocks an ille
   // One row past the buffer: only ptxgate knows the buffer's size.
   auto past = tiled_base();
   past.dims[1] = 65;
-  auto blocked = backend::encode_tensor_map(*buffer, 0, past);
+  auto blocked = runtime::encode_tensor_map(*buffer, 0, past);
   REQUIRE_FALSE(blocked.has_value());
   CHECK(blocked.error().items()[0].code == diag::Code::tensor_map_outside_buffer);
-  auto misaligned = backend::encode_tensor_map(*buffer, 8, tiled_base());
+  auto misaligned = runtime::encode_tensor_map(*buffer, 8, tiled_base());
   REQUIRE_FALSE(misaligned.has_value());
   CHECK(misaligned.error().items()[0].code == diag::Code::tensor_map_address_alignment);
 }

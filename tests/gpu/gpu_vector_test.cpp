@@ -4,21 +4,21 @@
 #include <cstring>
 
 #include "gpu_support.hpp"
-#include "ptxgate/backend/stream_ops.hpp"
+#include "ptxgate/runtime/stream_ops.hpp"
 
 using namespace ptxgate;
 using namespace ptxgate::gpu_test;
-using backend::LaunchConfig;
+using runtime::LaunchConfig;
 
 namespace {
 
-std::shared_ptr<backend::Kernel> compile_source(const std::string& text, const std::string& kernel) {
-  auto k = runtime().compile(text, kernel, kernel + ".pg");
+std::shared_ptr<runtime::Kernel> compile_source(const std::string& text, const std::string& kernel) {
+  auto k = gpu_runtime().compile(text, kernel, kernel + ".pg");
   if (!k) FAIL(diag::render_text(k.error()));
   return *k;
 }
 
-void device_sync() { PG_REQUIRE_OK(runtime().synchronize()); }
+void device_sync() { PG_REQUIRE_OK(gpu_runtime().synchronize()); }
 
 const char* kScale4 = R"(
 @workgroup(256)
@@ -85,12 +85,12 @@ TEST_CASE("vector: load4/store4 of f32 (ld.global.v4) equal the host reference; 
   CHECK(mismatches(got, want, 1e-5, 1e-6, "scale4") == 0);
 
   const uint64_t bytes = (4 * n4 - 4) * sizeof(float);
-  auto view = backend::Arg::buffer_range(dx, 4, bytes, ir::Type::f32);
+  auto view = runtime::Arg::buffer_range(dx, 4, bytes, ir::Type::f32);
   auto blocked = k->launch(LaunchConfig::linear(1, 256), {dy, view, 2.5f, n4 - 1});
   REQUIRE_FALSE(blocked);
   CHECK(blocked.error().items().front().code == diag::Code::misaligned_buffer);
   PG_REQUIRE_OK(k->launch(LaunchConfig::linear(1, 256),
-                          {dy, backend::Arg::buffer_range(dx, 16, bytes - 12, ir::Type::f32), 2.5f, n4 - 1}));
+                          {dy, runtime::Arg::buffer_range(dx, 16, bytes - 12, ir::Type::f32), 2.5f, n4 - 1}));
   device_sync();
 }
 
@@ -107,7 +107,7 @@ TEST_CASE("vector: load8/store8 of f16 move 16 bytes per thread; lanes and f16x8
   std::vector<uint16_t> zeros(8 * n8, 0);
   auto dr = upload(zeros), dd = upload(zeros), dx = upload(x);
   PG_REQUIRE_OK(k->launch(LaunchConfig::linear(n8 / 128, 128),
-                          {backend::as_bytes(dr), backend::as_bytes(dd), backend::as_bytes(dx), n8}));
+                          {runtime::as_bytes(dr), runtime::as_bytes(dd), runtime::as_bytes(dx), n8}));
   device_sync();
   auto reversed = download<uint16_t>(dr);
   auto doubled = download<uint16_t>(dd);

@@ -7,14 +7,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ptxgate/backend/driver_api.hpp"
+#include "ptxgate/runtime/driver_api.hpp"
 #include "ptxgate/capi/ptxgate.h"
-#include "backend_fake_driver.hpp"
+#include "runtime_fake_driver.hpp"
 #include "capi_test_support.hpp"
 #include "ptxgate/toolchain/ptxas.hpp"
 #include "toolkit_test_support.hpp"
 
-using ptxgate::backend::testing::fake_state;
+using ptxgate::runtime::testing::fake_state;
 using Diags = ptxgate::testing::CapiDiagnostics;
 using ptxgate::testing::ptx_fixture;
 

@@ -10,16 +10,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ptxgate/backend/driver_api.hpp"
-#include "ptxgate/backend/nccl_api.hpp"
+#include "ptxgate/runtime/driver_api.hpp"
+#include "ptxgate/runtime/nccl_api.hpp"
 #include "ptxgate/capi/ptxgate.h"
-#include "backend_fake_driver.hpp"
-#include "backend_fake_nccl.hpp"
-#include "backend_fake_programs.hpp"
+#include "runtime_fake_driver.hpp"
+#include "runtime_fake_nccl.hpp"
+#include "runtime_fake_programs.hpp"
 #include "capi_test_support.hpp"
 
-using ptxgate::backend::testing::fake_programs;
-using ptxgate::backend::testing::fake_state;
+using ptxgate::runtime::testing::fake_programs;
+using ptxgate::runtime::testing::fake_state;
 using Diags = ptxgate::testing::CapiDiagnostics;
 using ptxgate::testing::buffer;
 using ptxgate::testing::f32_bits;
@@ -52,11 +52,11 @@ kernel wide(inout y: f64[], a: f64, k: i32, m: u64) {
 
 /// A C runtime over the fake driver with its graphs and pools and two devices.
 struct Fake {
-  ptxgate::backend::DriverApi api = ptxgate::backend::testing::make_fake_driver();
+  ptxgate::runtime::DriverApi api = ptxgate::runtime::testing::make_fake_driver();
   ptxgate_runtime* rt = nullptr;
   explicit Fake(void (*adjust)(ptxgate_runtime_options&) = nullptr) {
-    ptxgate::backend::testing::reset_fake_state();
-    ptxgate::backend::testing::add_fake_programs(api);
+    ptxgate::runtime::testing::reset_fake_state();
+    ptxgate::runtime::testing::add_fake_programs(api);
     api.cuDeviceGetCount = [](int* n) {
       *n = 2;
       return CUDA_SUCCESS;
@@ -66,9 +66,9 @@ struct Fake {
       return CUDA_SUCCESS;
     };
     api.cuMemcpyPeerAsync = [](CUdeviceptr dst, CUcontext, CUdeviceptr src, CUcontext, size_t n, CUstream s) {
-      return ptxgate::backend::testing::fake_state().log({"cuMemcpyPeerAsync", s, nullptr, dst, src, n, {}});
+      return ptxgate::runtime::testing::fake_state().log({"cuMemcpyPeerAsync", s, nullptr, dst, src, n, {}});
     };
-    ptxgate::backend::install_driver_for_testing(&api);
+    ptxgate::runtime::install_driver_for_testing(&api);
     ptxgate_runtime_options o;
     ptxgate_runtime_options_init(&o);
     o.disk_cache = 0;
@@ -80,7 +80,7 @@ struct Fake {
   Fake& operator=(const Fake&) = delete;
   ~Fake() {
     ptxgate_runtime_free(rt);
-    ptxgate::backend::install_driver_for_testing(nullptr);
+    ptxgate::runtime::install_driver_for_testing(nullptr);
   }
   ptxgate_kernel* kernel(const char* name) {
     ptxgate_kernel* k = nullptr;
@@ -357,9 +357,9 @@ TEST_CASE("capi v3: a legacy default stream is refused where the runtime require
 }
 
 TEST_CASE("capi v3: option values out of range are usage errors; checked mode is an option like the others") {
-  ptxgate::backend::testing::reset_fake_state();
-  static ptxgate::backend::DriverApi api = ptxgate::backend::testing::make_fake_driver();
-  ptxgate::backend::install_driver_for_testing(&api);
+  ptxgate::runtime::testing::reset_fake_state();
+  static ptxgate::runtime::DriverApi api = ptxgate::runtime::testing::make_fake_driver();
+  ptxgate::runtime::install_driver_for_testing(&api);
   ptxgate_runtime_options o;
   ptxgate_runtime_options_init(&o);
   o.opt_level = 4;
@@ -375,7 +375,7 @@ TEST_CASE("capi v3: option values out of range are usage errors; checked mode is
   REQUIRE_MESSAGE(ptxgate_runtime_create(&o, &rt, d.out()) == PTXGATE_OK, d.text());
   CHECK(nlohmann::json::parse(ptxgate_runtime_json(rt))["checked"] == true);
   ptxgate_runtime_free(rt);
-  ptxgate::backend::install_driver_for_testing(nullptr);
+  ptxgate::runtime::install_driver_for_testing(nullptr);
 }
 
 TEST_CASE("capi v3: stream-ordered buffers come from the pool, whose usage and limit the C caller sees") {
@@ -615,9 +615,9 @@ TEST_CASE("capi v3: a device set opens a runtime per device with peer access; pe
 
 TEST_CASE("capi v3: NCCL communicators and collectives, validated before NCCL, every element type") {
   Fake f;
-  ptxgate::backend::NcclApi nccl = ptxgate::backend::testing::make_fake_nccl();
-  ptxgate::backend::testing::fake_nccl_state() = {};
-  ptxgate::backend::install_nccl_for_testing(&nccl);
+  ptxgate::runtime::NcclApi nccl = ptxgate::runtime::testing::make_fake_nccl();
+  ptxgate::runtime::testing::fake_nccl_state() = {};
+  ptxgate::runtime::install_nccl_for_testing(&nccl);
   Diags d;
   char hex[257];
   REQUIRE(ptxgate_nccl_unique_id(hex, d.out()) == PTXGATE_OK);
@@ -640,9 +640,9 @@ TEST_CASE("capi v3: NCCL communicators and collectives, validated before NCCL, e
   c.send = {g, 0, 100, PTXGATE_DTYPE_BF16, 0};
   c.recv = c.send;
   REQUIRE_MESSAGE(ptxgate_collective_run(comms[0], s, &c, d.out()) == PTXGATE_OK, d.text());
-  CHECK(ptxgate::backend::testing::fake_nccl_state().last_type == ncclBfloat16);
-  CHECK(ptxgate::backend::testing::fake_nccl_state().last_count == 100);
-  CHECK(ptxgate::backend::testing::fake_nccl_state().last_op == ncclAvg);
+  CHECK(ptxgate::runtime::testing::fake_nccl_state().last_type == ncclBfloat16);
+  CHECK(ptxgate::runtime::testing::fake_nccl_state().last_count == 100);
+  CHECK(ptxgate::runtime::testing::fake_nccl_state().last_op == ncclAvg);
   c.recv.count = 101;  // past the buffer
   CHECK(ptxgate_collective_run(comms[0], s, &c, d.out()) == PTXGATE_ERROR);
   CHECK(d.has("PG4207"));
@@ -684,5 +684,5 @@ TEST_CASE("capi v3: NCCL communicators and collectives, validated before NCCL, e
   ptxgate_runtime_free(rts[0]);
   ptxgate_runtime_free(rts[1]);
   ptxgate_device_set_free(set);
-  ptxgate::backend::install_nccl_for_testing(nullptr);
+  ptxgate::runtime::install_nccl_for_testing(nullptr);
 }

@@ -8,15 +8,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ptxgate/backend/driver_api.hpp"
+#include "ptxgate/runtime/driver_api.hpp"
 #include "ptxgate/capi/ptxgate.h"
 #include "ptxgate/contract/checked.hpp"
 #include "ptxgate/support/temp_dir.hpp"
 #include "ptxgate/toolchain/toolkit.hpp"
-#include "backend_fake_driver.hpp"
+#include "runtime_fake_driver.hpp"
 #include "capi_test_support.hpp"
 
-using ptxgate::backend::testing::fake_state;
+using ptxgate::runtime::testing::fake_state;
 using Diags = ptxgate::testing::CapiDiagnostics;
 using ptxgate::testing::buffer;
 using ptxgate::testing::f32_bits;
@@ -188,7 +188,7 @@ TEST_CASE("capi: null handles and pointers are PG5002 usage errors, never a cras
   CHECK(d.codes() == std::vector<std::string>{"PG5002"});
 }
 
-TEST_CASE("capi: check gives the offline verdict through pipeline::check_offline") {
+TEST_CASE("capi: check gives the offline verdict through commands::check_offline") {
   auto toolkit = ptxgate::toolchain::discover();
   if (!toolkit.ptxas) {
     MESSAGE("skipped: " << toolkit.ptxas.error().items()[0].message);
@@ -450,15 +450,15 @@ TEST_CASE("capi: a checked runtime passes the buffers' lengths and a record, and
 }
 
 TEST_CASE("capi: without a driver the runtime is PG4001 as data") {
-  ptxgate::backend::testing::reset_fake_state();
-  static ptxgate::backend::DriverApi api = ptxgate::backend::testing::make_fake_driver();
+  ptxgate::runtime::testing::reset_fake_state();
+  static ptxgate::runtime::DriverApi api = ptxgate::runtime::testing::make_fake_driver();
   fake_state().fail["cuDevicePrimaryCtxRetain"] = CUDA_ERROR_INVALID_VALUE;
-  ptxgate::backend::install_driver_for_testing(&api);
+  ptxgate::runtime::install_driver_for_testing(&api);
   ptxgate_runtime* rt = reinterpret_cast<ptxgate_runtime*>(0x1);
   Diags d;
   CHECK(ptxgate_runtime_create(nullptr, &rt, d.out()) == PTXGATE_ERROR);
   CHECK(rt == nullptr);
   CHECK(ptxgate_diagnostics_count(d.list) >= 1);
-  ptxgate::backend::install_driver_for_testing(nullptr);
-  ptxgate::backend::testing::reset_fake_state();
+  ptxgate::runtime::install_driver_for_testing(nullptr);
+  ptxgate::runtime::testing::reset_fake_state();
 }

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ptxgate/capi/ptxgate.h"
-#include "backend_fake_driver.hpp"
+#include "runtime_fake_driver.hpp"
 
 namespace ptxgate::testing {
 
@@ -53,9 +53,9 @@ struct FakeCapiRuntime {
   ptxgate_runtime* rt = nullptr;
   /// ptxgate_runtime_options' require_memory_proof and checked.
   explicit FakeCapiRuntime(bool require_memory_proof = false, bool checked = false) {
-    backend::testing::reset_fake_state();
-    static backend::DriverApi api = backend::testing::make_fake_driver();
-    backend::install_driver_for_testing(&api);
+    runtime::testing::reset_fake_state();
+    static runtime::DriverApi api = runtime::testing::make_fake_driver();
+    runtime::install_driver_for_testing(&api);
     ptxgate_runtime_options ro;
     ptxgate_runtime_options_init(&ro);
     ro.disk_cache = 0;
@@ -68,7 +68,7 @@ struct FakeCapiRuntime {
   FakeCapiRuntime& operator=(const FakeCapiRuntime&) = delete;
   ~FakeCapiRuntime() {
     ptxgate_runtime_free(rt);
-    backend::install_driver_for_testing(nullptr);
+    runtime::install_driver_for_testing(nullptr);
   }
 };
 

@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "ptxgate/backend/arg.hpp"
-#include "ptxgate/backend/internal/arguments.hpp"
-#include "ptxgate/backend/tensor_map.hpp"
+#include "ptxgate/runtime/arg.hpp"
+#include "ptxgate/runtime/internal/arguments.hpp"
+#include "ptxgate/runtime/tensor_map.hpp"
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/contract/kernel_info.hpp"
 #include "ptxgate/ir/block_granule.hpp"
@@ -265,23 +265,23 @@ TEST_CASE("hopper: KernelInfo lists a tensor_map parameter of 128 bytes, through
 }
 
 TEST_CASE("hopper: a tensor map binds only to a tensor_map parameter (PG3712), by its own 128 bytes") {
-  using backend::Arg;
+  using runtime::Arg;
   contract::ParamInfo map_param{"m", 0, false, ir::Access::inout, ir::Type::tensor_map, 128};
   contract::ParamInfo scalar{"n", 1, false, ir::Access::inout, ir::Type::u32, 4};
-  backend::TensorMap map;
+  runtime::TensorMap map;
   map.words[0] = 0x1234;
   const Arg a(map);
   CHECK(a.kind() == Arg::Kind::tensor_map);
   CHECK(a.value_address() == map.words.data());
-  auto bound = backend::bind_argument(a, map_param, "k");
+  auto bound = runtime::bind_argument(a, map_param, "k");
   REQUIRE(bound);
   CHECK(bound->size == 128);
-  backend::BoundSlot slot;
-  CHECK(backend::internal::argument_slot(a, slot) == static_cast<void*>(map.words.data()));
-  auto wrong = backend::bind_argument(Arg(7u), map_param, "k");
+  runtime::BoundSlot slot;
+  CHECK(runtime::internal::argument_slot(a, slot) == static_cast<void*>(map.words.data()));
+  auto wrong = runtime::bind_argument(Arg(7u), map_param, "k");
   REQUIRE_FALSE(wrong);
   CHECK(wrong.error().items()[0].code == diag::Code::tensor_map_argument_mismatch);
-  auto misplaced = backend::bind_argument(a, scalar, "k");
+  auto misplaced = runtime::bind_argument(a, scalar, "k");
   REQUIRE_FALSE(misplaced);
   CHECK(misplaced.error().items()[0].code == diag::Code::tensor_map_argument_mismatch);
 
@@ -291,14 +291,14 @@ TEST_CASE("hopper: a tensor map binds only to a tensor_map parameter (PG3712), b
   kernel.params[0].index = 0, kernel.params[1].index = 1;
   contract::LaunchPlan plan = validation_test::plan({1, 1, 1}, {128, 1, 1});
   plan.arguments_known = true;
-  plan.arguments = {backend::internal::describe_argument(a), backend::internal::describe_argument(Arg(7u))};
+  plan.arguments = {runtime::internal::describe_argument(a), runtime::internal::describe_argument(Arg(7u))};
   const auto caps = validation_test::caps_of("h100-sxm");
   const auto resources = validation_test::resources(32);
   auto fine = validation::check_launch(kernel, resources, plan, caps);
   INFO(diag::render_text(fine.diagnostics));
   CHECK(validation_test::count(fine, diag::Code::tensor_map_argument_mismatch) == 0);
   CHECK(fine.launchable);
-  plan.arguments = {backend::internal::describe_argument(Arg(uint64_t{7})), backend::internal::describe_argument(a)};
+  plan.arguments = {runtime::internal::describe_argument(Arg(uint64_t{7})), runtime::internal::describe_argument(a)};
   auto swapped = validation::check_launch(kernel, resources, plan, caps);
   CHECK(validation_test::count(swapped, diag::Code::tensor_map_argument_mismatch) == 2);
   CHECK_FALSE(swapped.launchable);

@@ -156,8 +156,8 @@ TEST_CASE("cache key: key_inputs_for fills versions and keeps the cubin fields o
   CHECK(in.ptxas_version.empty());
   CHECK(in.driver_version == "13000");
   CHECK(in.llvm_version == ptxgate::codegen::llvm_version());
-  // The release and the code generator's fingerprint (16 hex digits of a hash of the ir/,
-  // codegen/ and support/ sources), so that PTX cached by another build is never served.
+  // The release and the code generator's fingerprint (16 hex digits of a hash of the src/ptxgate/ir/,
+  // src/ptxgate/codegen/ and src/ptxgate/support/ sources), so that PTX cached by another build is never served.
   CHECK(in.ptxgate_version == ptxgate_version());
   const auto plus = in.ptxgate_version.find('+');
   REQUIRE(plus != std::string::npos);

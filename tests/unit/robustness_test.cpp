@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ptxgate/pipeline/npy.hpp"
+#include "ptxgate/commands/npy.hpp"
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/ir/frontend.hpp"
 #include "ptxgate/ir/parser.hpp"
@@ -290,7 +290,7 @@ TEST_CASE("robustness: hostile .npy headers are PG5002, never a crash") {
     return s;
   };
   auto parse = [](const std::string& bytes) {
-    return pipeline::parse_npy(std::as_bytes(std::span(bytes.data(), bytes.size())), "hostile.npy");
+    return commands::parse_npy(std::as_bytes(std::span(bytes.data(), bytes.size())), "hostile.npy");
   };
   auto rejected = [&](const std::string& bytes) {
     auto r = parse(bytes);

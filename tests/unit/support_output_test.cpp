@@ -1,4 +1,4 @@
-// support/: output paths as a compiler's -o treats them: files replaced atomically, links followed, devices and FIFOs written through.
+// src/ptxgate/support/: output paths as a compiler's -o treats them: files replaced atomically, links followed, devices and FIFOs written through.
 #include <doctest/doctest.h>
 
 #include <cerrno>

@@ -1,4 +1,4 @@
-// support/: bounded reads of special files, atomic writes, the number grammar.
+// src/ptxgate/support/: bounded reads of special files, atomic writes, the number grammar.
 #include <doctest/doctest.h>
 
 #include <cerrno>

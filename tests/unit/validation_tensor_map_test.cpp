@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "ptxgate/pipeline/tensor_map_check.hpp"
+#include "ptxgate/commands/tensor_map_check.hpp"
 #include "ptxgate/support/numbers.hpp"
 #include "ptxgate/validation/profiles.hpp"
 #include "ptxgate/validation/tensor_map.hpp"
@@ -292,14 +292,14 @@ TEST_CASE("every violation is reported at once, each naming the description") {
 }
 
 TEST_CASE("parse_tensor_map (the tensormap command's grammar): names, lists, dense default strides, and PG5004 per bad field") {
-  pipeline::TensorMapText t;
+  commands::TensorMapText t;
   t.type = "bf16";
   t.dims = "4096,1024,3";
   t.box = "64,64,1";
   t.swizzle = "128B";
   t.offset = "256";
   t.buffer_bytes = "25165824";
-  auto d = pipeline::parse_tensor_map(t);
+  auto d = commands::parse_tensor_map(t);
   REQUIRE_MESSAGE(d.has_value(), diag::render_text(d.error()));
   CHECK(d->dims == std::vector<uint64_t>{4096, 1024, 3});
   CHECK(d->strides == std::vector<uint64_t>{8192, 8192 * 1024});
@@ -308,20 +308,20 @@ TEST_CASE("parse_tensor_map (the tensormap command's grammar): names, lists, den
   CHECK(d->swizzle == TmaSwizzle::b128);
   CHECK(check_tensor_map(*d, nullptr).size() == 1);  // 24 MiB + 256 offset overruns by 256 bytes
 
-  pipeline::TensorMapText bad;
+  commands::TensorMapText bad;
   bad.type = "f128";
   bad.dims = "4,-1";
   bad.box = "0x10";
   bad.swizzle = "256B";
   bad.channels = "4";
-  auto e = pipeline::parse_tensor_map(bad);
+  auto e = commands::parse_tensor_map(bad);
   REQUIRE_FALSE(e.has_value());
   for (const auto& x : e.error()) CHECK(x.code == diag::Code::invalid_launch_option);
   std::string text = diag::render_text(e.error());
   for (auto flag : {"--type 'f128'", "--dims '4,-1'", "--box '0x10'", "--swizzle '256B'", "--channels '4'"})
     CHECK_MESSAGE(text.find(flag) != std::string::npos, text);
 
-  pipeline::TensorMapText im;
+  commands::TensorMapText im;
   im.im2col = true;
   im.type = "f16";
   im.dims = "64,32,32,8";
@@ -329,7 +329,7 @@ TEST_CASE("parse_tensor_map (the tensormap command's grammar): names, lists, den
   im.upper_corner = "-1,-1";
   im.channels = "64";
   im.pixels = "128";
-  auto i = pipeline::parse_tensor_map(im);
+  auto i = commands::parse_tensor_map(im);
   REQUIRE(i.has_value());
   CHECK(i->lower_corner == std::vector<int32_t>{-1, -1});
   CHECK(check_tensor_map(*i, nullptr).empty());
