@@ -1,8 +1,11 @@
 // launch_cuda_function: the only caller of cuLaunchKernel / cuLaunchCooperativeKernel in ptxgate.
 #include "ptxgate/backend/launch.hpp"
 
+#include <array>
 #include <cstring>
 #include <optional>
+#include <type_traits>
+#include <vector>
 
 #include <boost/container/small_vector.hpp>
 #include <fmt/format.h>
