@@ -146,6 +146,13 @@ std::expected<void, diag::Diagnostics> Tracker::depend_locked(uint32_t id, uint3
 }
 
 std::expected<void, diag::Diagnostics> Tracker::wait_locked(uint32_t id, std::span<const BufferAccess> accesses) {
+  // The common case, every earlier use of the buffers on this very stream, waits for nothing.
+  bool local = true;
+  for (const BufferAccess& a : accesses)
+    if (a.track != nullptr)
+      a.track->history.for_each_dependency(a.mode, [&](const Use& u) { local = local && u.stream == id; });
+  if (local) [[likely]]
+    return {};
   for (const BufferAccess& a : accesses) {
     if (a.track == nullptr) continue;
     std::expected<void, diag::Diagnostics> status;
