@@ -102,7 +102,7 @@ struct CommunicatorAccess;
 /// ncclCommDestroy, or ncclCommAbort once it failed. Health is checked at every collective and
 /// at synchronize(): an asynchronous NCCL error aborts the communicator (no hang on a failed
 /// peer) and every later call on it is PG4204 naming the error and the collective that saw it.
-class Communicator {
+class alignas(64) Communicator {
  public:
   /// One communicator per context, all in this process (ncclCommInitAll); rank i is contexts[i].
   [[nodiscard]] static std::expected<std::vector<std::unique_ptr<Communicator>>, diag::Diagnostics> init_all(
@@ -177,11 +177,11 @@ class Communicator {
   /// Held around every NCCL call on this communicator and its fingerprint communicator, and while
   /// it fails: the watchdog aborts from its own thread.
   mutable std::recursive_mutex mutex_;
-  std::string failure_;
-  diag::Diagnostics failure_report_;
-  CommunicatorOptions options_;
   std::unique_ptr<internal::CheckedComm> checked_;
   std::unique_ptr<internal::Watchdog> watchdog_;
+  CommunicatorOptions options_;  // what a collective reads ends here: two cache lines
+  std::string failure_;
+  diag::Diagnostics failure_report_;
 };
 
 /// One buffer argument of a collective, untyped: what the typed overloads reduce to.
