@@ -6,8 +6,10 @@
 # `cache` adds a cache simulation (L1D 32 KiB, 8-way, 64-byte lines) in which every ncclGroupEnd
 # and every collective outside a group of the stand-in libnccl first touches 64 KiB of its own, as
 # NCCL's microseconds of work do: the L1D misses ptxgate adds are then the cache lines its path
-# touches. The profiles stay in $OUT_DIR for callgrind_annotate.
-#   BUILD_DIR=build N=20000 RANKS=2 bench/nccl_callgrind.sh [cache]
+# touches. MODE=fresh leaves the buffers unwritten by the host (as the benchmark's uploads are not):
+# every earlier use is then on the collective's own stream. The profiles stay in $OUT_DIR for
+# callgrind_annotate.
+#   BUILD_DIR=build N=20000 RANKS=2 [MODE=fresh] bench/nccl_callgrind.sh [cache]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${BUILD_DIR:-build}"
@@ -28,7 +30,7 @@ nccl="$build/tests/libptxgate_fake_nccl.so"
 export PTXGATE_CUDA_DRIVER="$(realpath "$cuda")" PTXGATE_NCCL_LIBRARY="$(realpath "$nccl")" PTXGATE_FAKE_DEVICES="$ranks"
 export PTXGATE_NCCL_CHECKED=0 PTXGATE_NCCL_TIMEOUT_MS=0
 valgrind --tool=callgrind "${cache_options[@]}" --callgrind-out-file="$out/callgrind.nccl.out" --toggle-collect='loop_*' \
-  "$bin" "$n" "$ranks" >"$out/run.nccl.log" 2>"$out/valgrind.nccl.log" || { cat "$out/valgrind.nccl.log" >&2; exit 1; }
+  "$bin" "$n" "$ranks" "${MODE:-uploads}" >"$out/run.nccl.log" 2>"$out/valgrind.nccl.log" || { cat "$out/valgrind.nccl.log" >&2; exit 1; }
 callgrind_annotate --inclusive=yes "$out/callgrind.nccl.out" >"$out/annotate.nccl.txt"
 python3 bench/callgrind_loops.py "$out/annotate.nccl.txt" "$n" "${ranks}ranks"
 echo "nccl_callgrind: profile in $out/callgrind.nccl.out (callgrind_annotate --inclusive=yes)"

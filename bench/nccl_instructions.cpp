@@ -94,6 +94,8 @@ extern "C" [[gnu::noinline]] int loop_ptxgate_single(Rank* r, size_t n) {
 int main(int argc, char** argv) {
   const size_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 10000;
   const int nranks = argc > 2 ? std::atoi(argv[2]) : 2;
+  // "fresh": buffers never written by the host, so every earlier use is on the collective's stream.
+  const bool host_writes = !(argc > 3 && std::string(argv[3]) == "fresh");
   if (nranks < 1) die("ranks must be at least 1");
   std::vector<std::shared_ptr<be::Context>> contexts;
   for (int i = 0; i < nranks; ++i) contexts.push_back(need(be::Context::open(i), "context"));
@@ -110,13 +112,14 @@ int main(int argc, char** argv) {
   // As ptxgate_nccl_bench: the send buffers filled and uploaded on the legacy stream, then one of
   // each loop and a download of each result (the tracker knows the streams and has waited once for
   // the uploads, every lazy set-up is done).
-  for (size_t i = 0; i < ranks.size(); ++i) {
+  for (size_t i = 0; i < ranks.size() && host_writes; ++i) {
     need(ranks[i].send.fill_bytes(0), "fill");
     const float first = static_cast<float>(i + 1);
     need(ranks[i].send.upload(std::as_bytes(std::span<const float>(&first, 1))), "upload");
   }
   int bad = loop_raw_group(&ranks, 1) + loop_ptxgate_group(&ranks, 1) + loop_ptxgate_single(&ranks[0], 1);
   for (Rank& r : ranks) {
+    if (!host_writes) break;
     float got = 0;
     need(r.recv.download(std::as_writable_bytes(std::span<float>(&got, 1))), "download");
   }
@@ -127,6 +130,7 @@ int main(int argc, char** argv) {
   bad += loop_ptxgate_single(&ranks[0], n);
   if (bad) die(fmt::format("{} calls failed", bad));
   for (Rank& r : ranks) need(r.comm->synchronize(r.stream), "synchronize");
-  std::printf("nccl_instructions: %zu all-reduces of %zu floats per loop over %d ranks\n", n, kCount, nranks);
+  std::printf("nccl_instructions: %zu all-reduces of %zu floats per loop over %d ranks%s\n", n, kCount, nranks,
+              host_writes ? "" : " (fresh buffers)");
   return 0;
 }
