@@ -15,14 +15,8 @@ cd "$(dirname "$0")/.."
 build="${BUILD_DIR:-build}"
 n="${N:-20000}"
 ranks="${RANKS:-2}"
-cache_options=()
-if [[ "${1:-}" == cache ]]; then
-  cache_options=(--cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=8388608,16,64)
-  export PTXGATE_FAKE_NCCL_TOUCH_BYTES=65536
-fi
-out="${OUT_DIR:-$(mktemp -d)}"
-mkdir -p "$out"
-command -v valgrind >/dev/null || { echo "nccl_callgrind: needs valgrind (apt-get install valgrind)" >&2; exit 1; }
+source bench/callgrind_setup.sh
+callgrind_setup nccl_callgrind PTXGATE_FAKE_NCCL_TOUCH_BYTES "${1:-}"
 bin="$build/bench/ptxgate_nccl_instructions"
 cuda="$build/tests/libptxgate_fake_cuda.so"
 nccl="$build/tests/libptxgate_fake_nccl.so"
