@@ -145,27 +145,17 @@ std::expected<void, diag::Diagnostics> Tracker::depend_locked(uint32_t id, uint3
   return {};
 }
 
-namespace {
-
-/// Whether no access of `accesses` depends on work of a stream other than `id`: the rule of
-/// for_each_dependency (the last writer, and for a write the readers since) in one pass without a
-/// callback. Steady work on one stream has nothing to wait for.
-bool local_to(uint32_t id, std::span<const BufferAccess> accesses) {
-  for (const BufferAccess& a : accesses) {
-    if (a.track == nullptr) continue;
-    const AccessHistory<Use>& h = a.track->history;
-    if (h.writer && h.writer->stream != id) return false;
-    if (a.mode == AccessMode::write)
-      for (const Use& r : h.readers)
-        if (r.stream != id) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 std::expected<void, diag::Diagnostics> Tracker::wait_locked(uint32_t id, std::span<const BufferAccess> accesses) {
-  if (local_to(id, accesses)) [[likely]]
+  // The common case needs no driver call: every earlier use of the buffers is on this stream,
+  // known complete, or a point this stream already waits for (what depend_locked checks first).
+  const Slot& self = *slots_[id];
+  bool ordered = true;
+  for (const BufferAccess& a : accesses)
+    if (a.track != nullptr)
+      a.track->history.for_each_dependency(a.mode, [&](const Use& u) {
+        ordered = ordered && (u.stream == id || u.seq <= slots_[u.stream]->completed || self.waited_for(u.stream) >= u.seq);
+      });
+  if (ordered) [[likely]]
     return {};
   for (const BufferAccess& a : accesses) {
     if (a.track == nullptr) continue;
@@ -179,10 +169,10 @@ std::expected<void, diag::Diagnostics> Tracker::wait_locked(uint32_t id, std::sp
 }
 
 void Tracker::record_locked(uint32_t id, std::span<const BufferAccess> accesses) {
-  const Use use{id, ++slots_[id]->submitted};
+  const uint64_t seq = ++slots_[id]->submitted;
   ++counters_.submissions;
   for (const BufferAccess& a : accesses)
-    if (a.track != nullptr) a.track->history.record(a.mode, use, same_stream);
+    if (a.track != nullptr) a.track->history.record(a.mode, Use{id, seq}, same_stream);
   if (!deferred_.empty() && ++since_reclaim_ >= 64) reclaim_locked();
 }
 
