@@ -286,7 +286,10 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
       last = std::max(last, site.index);
       if (site.width_limit >= 0) last = std::max<uint32_t>(last, static_cast<uint32_t>(site.width_limit));
     }
-    const bool plain = bounds.base()[path] == Interval{1, 1};
+    // A path true for every thread needs no narrowing, nor one no thread takes (its sites are
+    // unreachable: narrowing only shrinks bounds).
+    const Interval taken = bounds.base()[path];
+    const bool plain = taken == Interval{1, 1} || taken == Interval{0, 0} || taken.empty();
     const std::vector<Interval>& values = plain ? bounds.base() : bounds.under(path, last);
     for (size_t k = first; k < end; ++k) {
       const uint32_t s = by_path[k].second;
