@@ -17,7 +17,8 @@ namespace ptxgate::ir {
 using Integer = __int128;
 
 /// Inline (the bounds, the race search and the concrete evaluation ask these for every node they
-/// visit): a value type's width in bits (1 for bool) and whether it is a signed integer.
+/// visit): a value type's width in bits (1 for bool; ir::bit_width answers with this) and whether it
+/// is a signed integer.
 constexpr unsigned sym_width(Type t) {
   switch (t) {
     case Type::bool_: return 1;

@@ -55,6 +55,16 @@ size_t races(const std::shared_ptr<const ir::AccessFacts>& facts, const validati
   return fresh.races.size();
 }
 
+/// Threads race on t exactly when m is below the block's threads.
+const char* kModuloM = R"(
+kernel k(out y: u32[], m: u32) {
+  shared t: u32[256];
+  t[thread_id.x % m] = thread_id.x;
+  barrier();
+  y[thread_id.x] = t[thread_id.x % m];
+}
+)";
+
 }  // namespace
 
 TEST_CASE("race memo: the inputs are what the shared accesses read") {
@@ -74,14 +84,7 @@ kernel k(out y: u32[], n: u32) {
   CHECK(in.params.empty());
   CHECK_FALSE(in.dynamic_shared);
 
-  auto scalar = facts_of(R"(
-kernel k(out y: u32[], m: u32) {
-  shared t: u32[256];
-  t[thread_id.x % m] = thread_id.x;
-  barrier();
-  y[thread_id.x] = t[thread_id.x % m];
-}
-)");
+  auto scalar = facts_of(kModuloM);
   const auto with_m = validation::internal::race_inputs(*scalar);
   CHECK(with_m.searched);
   CHECK(with_m.params == std::vector<uint32_t>{1});
@@ -97,14 +100,7 @@ kernel k(out y: u32[], in x: u32[]) {
 
 TEST_CASE("race memo: a scalar, block or grid that changes the races is searched again") {
   // A race exactly when m < the block's threads: the remembered verdict for m = 256 must not serve m = 128.
-  auto by_scalar = facts_of(R"(
-kernel k(out y: u32[], m: u32) {
-  shared t: u32[256];
-  t[thread_id.x % m] = thread_id.x;
-  barrier();
-  y[thread_id.x] = t[thread_id.x % m];
-}
-)");
+  auto by_scalar = facts_of(kModuloM);
   CHECK(races(by_scalar, launch_of(2, {4, 1, 1}, {256, 1, 1}, {{1, 256}})) == 0);
   CHECK(races(by_scalar, launch_of(2, {4, 1, 1}, {256, 1, 1}, {{1, 128}})) == 1);
   CHECK(races(by_scalar, launch_of(2, {9, 1, 1}, {256, 1, 1}, {{1, 256}})) == 0);  // new grid: remembered
@@ -140,14 +136,7 @@ kernel k(out y: u32[]) {
 }
 
 TEST_CASE("race memo: a copy of the facts is a kernel of its own") {
-  auto facts = facts_of(R"(
-kernel k(out y: u32[], m: u32) {
-  shared t: u32[256];
-  t[thread_id.x % m] = thread_id.x;
-  barrier();
-  y[thread_id.x] = t[thread_id.x % m];
-}
-)");
+  auto facts = facts_of(kModuloM);
   CHECK(races(facts, launch_of(2, {1, 1, 1}, {256, 1, 1}, {{1, 128}})) == 1);
   // Other facts (here the copy with its race-candidate write dropped) never get this kernel's verdict.
   auto copy = std::make_shared<ir::AccessFacts>(*facts);
