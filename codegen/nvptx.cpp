@@ -151,13 +151,18 @@ bool optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigne
   builder.registerLoopAnalyses(loops);
   builder.crossRegisterProxies(loops, functions, cgscc, modules);
   if (opt_level >= 2 && !llvm_pipeline) {
-    // libdevice's loops (the trigonometric reductions) rotated in their own small functions before
-    // they are inlined: rotated inside a long kernel, each loop's MemorySSA update computes a dominance
-    // frontier over the rest of the kernel, quadratic in its length (docs/benchmarks.md "Compile speed
-    // (issue 29)"); already rotated, the kernel stage leaves them. The PTX is the same.
+    // Each libdevice function prepared once in its own small body before it is inlined at every call
+    // (docs/benchmarks.md "Compile speed (issue 29)"). Its loops (the trigonometric reductions) rotated:
+    // rotated inside a long kernel, each loop's MemorySSA update computes a dominance frontier over the
+    // rest of the kernel, quadratic in its length; already rotated, the kernel stage leaves them. Then
+    // NVVMReflect, which folds the __nvvm_reflect branches (FTZ, the architecture) but leaves the
+    // untaken side as unreachable blocks and the taken side as a chain of single-edge blocks, and
+    // SimplifyCFG to drop those: otherwise every call site clones and costs them again, and the kernel
+    // stage removes them from one long function. The PTX instructions are the same.
     {
       llvm::FunctionPassManager rotate;
-      if (auto err = builder.parsePassPipeline(rotate, "loop-mssa(loop-rotate<header-duplication;no-prepare-for-lto>)")) {
+      if (auto err = builder.parsePassPipeline(
+              rotate, "loop-mssa(loop-rotate<header-duplication;no-prepare-for-lto>),nvvm-reflect,simplifycfg<keep-loops>")) {
         error = llvm::toString(std::move(err));
         return false;
       }
