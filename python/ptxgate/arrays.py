@@ -218,9 +218,10 @@ _TYPESTR_DESC = _DescOf(lambda t: dt.from_typestr(t) if isinstance(t, str) else 
 
 
 def _cupy_stream():
-    """A function giving the stream CuPy's ``__cuda_array_interface__`` would name now (v3: the
-    current stream, 1 for the legacy default stream, 2 for the per-thread one), or None when CuPy
-    exports no stream (CUPY_CUDA_ARRAY_INTERFACE_SYNC=0)."""
+    """How the packer reads the stream CuPy's ``__cuda_array_interface__`` names (v3): (an
+    expression giving CuPy's current stream's handle, 0 for the default stream, and the names it
+    uses, with CUPY_DEFAULT the stream 0 stands for: 1, the legacy default stream, or 2, the
+    per-thread one). None when CuPy exports no stream (CUPY_CUDA_ARRAY_INTERFACE_SYNC=0)."""
     import os
 
     import cupy
@@ -231,9 +232,9 @@ def _cupy_stream():
     default = 2 if os.environ.get("CUPY_CUDA_PER_THREAD_DEFAULT_STREAM") == "1" else 1
     ptr = getattr(getattr(cupy.cuda, "stream", None), "get_current_stream_ptr", None)
     if ptr is not None:
-        return lambda: ptr() or default
-    current = cupy.cuda.get_current_stream
-    return lambda: current().ptr or default
+        return "CUPY_PTR()", {"CUPY_PTR": ptr, "CUPY_DEFAULT": default}
+    # Stream objects are cached per thread by CuPy: this is one call and an attribute.
+    return "CUPY_CURRENT().ptr", {"CUPY_CURRENT": cupy.cuda.get_current_stream, "CUPY_DEFAULT": default}
 
 
 def _is_cai_type(kind: type) -> bool:
@@ -272,7 +273,9 @@ def _inline(kind: type, i: int, writes: bool, env: Dict[str, Any]):
         if "CUPY_STREAM" not in env:  # one stream for every CuPy array of the call: read once
             env["CUPY_STREAM"] = _cupy_stream()
             if env["CUPY_STREAM"] is not None:
-                lines.append("cs = CUPY_STREAM()")
+                expression, names = env["CUPY_STREAM"]
+                env.update(names)
+                lines.append(f"cs = {expression} or CUPY_DEFAULT")
                 stream = "cs"
         return "QQ", lines, [f"m{i}.ptr", f"t{i}[0] | (m{i}.device_id + 1) << 12 | n{i} << 20"], stream
     handle = getattr(kind, "_launch_words", None)

@@ -346,12 +346,17 @@ def test_cuda_array_interface_v3_stream_readonly_and_pointer_are_read_on_every_l
     assert info.value.codes == ["PG5002"] and "stream 0" in info.value.text
 
 
-def test_cupy_arrays_are_packed_and_wait_for_cupy_s_current_stream(runtime, fake_driver, saxpy_source, monkeypatch):
+@pytest.mark.parametrize("exposes_ptr", [True, False])
+def test_cupy_arrays_are_packed_and_wait_for_cupy_s_current_stream(runtime, fake_driver, saxpy_source, monkeypatch,
+                                                                   exposes_ptr):
     import types
 
     current = {"ptr": 0}
     cupy = types.ModuleType("cupy")
-    cupy.cuda = types.SimpleNamespace(stream=types.SimpleNamespace(get_current_stream_ptr=lambda: current["ptr"]))
+    if exposes_ptr:  # cupy.cuda.stream.get_current_stream_ptr(), where a CuPy has it
+        cupy.cuda = types.SimpleNamespace(stream=types.SimpleNamespace(get_current_stream_ptr=lambda: current["ptr"]))
+    else:  # else cupy.cuda.get_current_stream().ptr
+        cupy.cuda = types.SimpleNamespace(get_current_stream=lambda: types.SimpleNamespace(ptr=current["ptr"]))
     monkeypatch.setitem(sys.modules, "cupy", cupy)
 
     class ndarray:  # CuPy's attributes as its Cython class exposes them
