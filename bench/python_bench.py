@@ -3,7 +3,8 @@
 
   launch  host ns per launch of the 0/4/16-argument probes (bench/kernels/launch*.pg; CuPy,
           cuda.core and Triton run the same kernels' CUDA C++ or Python twins), each library on a
-          stream of its own, batches of launches and one synchronisation; the variants alternate
+          stream of its own (ptxgate with CuPy's arrays on CuPy's, the stream the arrays name),
+          batches of launches and one synchronisation; the variants alternate
           round by round and each round's ratio to CuPy is kept (paired); ptxgate runs twice (an
           A/A control)
   graph   host ns per kernel of one replay of a 100-kernel graph (add one to 1024 floats):
