@@ -27,7 +27,8 @@ def d1_misses(c):
     return c.get("D1mr", 0.0) + c.get("D1mw", 0.0)
 
 
-for name, raw in (("loop_raw", "loop_raw"), ("loop_kernel_launch", "loop_raw"), ("loop_new_grid", "loop_raw"),
+for name, raw in (("loop_raw", "loop_raw"), ("loop_kernel_launch", "loop_raw"), ("loop_guarded", "loop_raw"),
+                  ("loop_new_grid", "loop_raw"),
                   ("loop_raw_graph", "loop_raw_graph"), ("loop_graph_replay", "loop_raw_graph"),
                   ("loop_raw_group", "loop_raw_group"), ("loop_ptxgate_group", "loop_raw_group"),
                   ("loop_raw_single", "loop_raw_single"), ("loop_ptxgate_single", "loop_raw_single")):
