@@ -1,6 +1,7 @@
 """Reads callgrind_annotate --inclusive=yes output and prints each loop_* function's inclusive
 instructions per iteration, and the same minus its raw loop's (loop_raw for launches, loop_raw_graph
-for graph replays): what ptxgate adds. With a cache simulation (bench/launch_callgrind.sh cache),
+for graph replays, loop_raw_group and loop_raw_single for collectives): what ptxgate adds. With a
+cache simulation (bench/launch_callgrind.sh or bench/nccl_callgrind.sh cache),
 also the L1 data misses (reads + writes) per iteration and the same minus the raw loop's: the cache
 lines ptxgate touches once the driver's own work has evicted them."""
 import re
@@ -26,8 +27,11 @@ def d1_misses(c):
     return c.get("D1mr", 0.0) + c.get("D1mw", 0.0)
 
 
-for name, raw in (("loop_raw", "loop_raw"), ("loop_kernel_launch", "loop_raw"), ("loop_new_grid", "loop_raw"),
-                  ("loop_raw_graph", "loop_raw_graph"), ("loop_graph_replay", "loop_raw_graph")):
+for name, raw in (("loop_raw", "loop_raw"), ("loop_kernel_launch", "loop_raw"), ("loop_guarded", "loop_raw"),
+                  ("loop_new_grid", "loop_raw"),
+                  ("loop_raw_graph", "loop_raw_graph"), ("loop_graph_replay", "loop_raw_graph"),
+                  ("loop_raw_group", "loop_raw_group"), ("loop_ptxgate_group", "loop_raw_group"),
+                  ("loop_raw_single", "loop_raw_single"), ("loop_ptxgate_single", "loop_raw_single")):
     if name not in cost:
         continue
     c, r = cost[name], cost.get(raw, {})

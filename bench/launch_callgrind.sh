@@ -15,14 +15,8 @@ cd "$(dirname "$0")/.."
 build="${BUILD_DIR:-build}"
 n="${N:-20000}"
 mode="${1:-tracked}"
-cache_options=()
-if [[ "${2:-}" == cache ]]; then
-  cache_options=(--cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=8388608,16,64)
-  export PTXGATE_FAKE_LAUNCH_TOUCH_BYTES=65536
-fi
-out="${OUT_DIR:-$(mktemp -d)}"
-mkdir -p "$out"
-command -v valgrind >/dev/null || { echo "launch_callgrind: needs valgrind (apt-get install valgrind)" >&2; exit 1; }
+source bench/callgrind_setup.sh
+callgrind_setup launch_callgrind PTXGATE_FAKE_LAUNCH_TOUCH_BYTES "${2:-}"
 bin="$build/bench/ptxgate_launch_instructions"
 fake="$build/tests/libptxgate_fake_cuda.so"
 [[ -x "$bin" && -f "$fake" ]] || { echo "launch_callgrind: build $bin and $fake first (scripts/build.sh)" >&2; exit 1; }

@@ -1,7 +1,8 @@
 // Host instructions per launch, for profiling the launch path without a GPU: the probe kernels of
 // the launch benchmark (bench/kernels/launch{0,4,16}.pg) launched in loops of N through each
 // path, over whatever driver PTXGATE_CUDA_DRIVER names (the test build's stand-in libcuda on a
-// CPU machine). bench/launch_callgrind.sh runs it under callgrind and prints each loop's
+// CPU machine): Kernel::launch, the guarded launch_cuda_function with a prebuilt plan, a new grid.
+// bench/launch_callgrind.sh runs it under callgrind and prints each loop's
 // instructions per launch minus the raw cuLaunchKernel loop's: what ptxgate adds to a launch. The
 // same for a replay of a validated graph of kGraphNodes launches of the probe against a raw
 // cuGraphLaunch. Each loop is its own never-inlined function so callgrind can attribute it.
@@ -33,6 +34,7 @@ struct Probe {
   std::vector<Arg> args;
   std::vector<runtime::BoundSlot> bound;
   std::vector<void*> slots;
+  contract::LaunchPlan plan;  ///< the guarded path's plan (probe_plan)
 };
 
 [[noreturn]] void die(const std::string& what) {
@@ -54,6 +56,15 @@ extern "C" [[gnu::noinline]] int loop_kernel_launch(runtime::Kernel* k, const ru
                                                     size_t n) {
   int bad = 0;
   for (size_t i = 0; i < n; ++i) bad += !k->launch(*c, *args, s).has_value();
+  return bad;
+}
+
+extern "C" [[gnu::noinline]] int loop_guarded(runtime::Context* ctx, runtime::LoadedFunction* fn,
+                                              const contract::LaunchPlan* plan, const std::vector<void*>* slots,
+                                              CUstream s, size_t n) {
+  int bad = 0;
+  const std::span<void* const> table(slots->data(), slots->size());
+  for (size_t i = 0; i < n; ++i) bad += !runtime::launch_cuda_function(*ctx, *fn, *plan, table, s).has_value();
   return bad;
 }
 
@@ -140,6 +151,7 @@ int main(int argc, char** argv) {
       p.bound.push_back(*slot);
     }
     for (auto& b : p.bound) p.slots.push_back(b.bytes);
+    p.plan = bench::probe_plan(p.args, p.bound, params);
     const auto& wg = p.kernel->info().required_block;
     const unsigned block[3] = {wg[0], wg[1], wg[2]};
     // As the launch benchmark's steady launch: grid 1, the kernel's @workgroup (no block given).
@@ -147,6 +159,7 @@ int main(int argc, char** argv) {
     if (auto first = p.kernel->launch(config, p.args, &stream); !first) die(diag::render_text(first.error()));
     int bad = loop_raw(&rt.context().api(), p.kernel->function().handle(), stream.handle(), p.slots.data(), block, n);
     bad += loop_kernel_launch(p.kernel.get(), &config, &p.args, &stream, n);
+    bad += loop_guarded(&rt.context(), &p.kernel->function(), &p.plan, &p.slots, stream.handle(), n);
     bad += loop_new_grid(p.kernel.get(), &config, &p.args, &stream, n);
     bad += graph_loops(rt, p, config, stream, n);
     if (bad) die(fmt::format("{}: {} launches failed", name, bad));

@@ -32,25 +32,6 @@ struct Probe {
   contract::LaunchPlan plan;  ///< steady plan: grid 1, the kernel's @workgroup, on the bench stream
 };
 
-/// The LaunchPlan Kernel::launch would build for these arguments (grid x `grid`, default block).
-contract::LaunchPlan plan_for(const Probe& p, uint64_t grid) {
-  contract::LaunchPlan plan;
-  plan.grid = {grid, 1, 1};
-  plan.arguments_known = true;
-  plan.stream_is_null = false;
-  for (size_t i = 0; i < p.args.size(); ++i) {
-    contract::ArgumentDesc d;
-    const Arg& a = p.args[i];
-    d.kind = a.kind() == Arg::Kind::buffer ? contract::ArgumentDesc::Kind::buffer
-                                           : contract::ArgumentDesc::Kind::scalar;
-    d.size_bytes = p.bound[i].size;
-    if (a.kind() == Arg::Kind::scalar) d.scalar_type = p.kernel->info().params[i].type;
-    if (a.kind() == Arg::Kind::buffer && a.buffer_bytes() != 0) d.buffer_bytes = a.buffer_bytes();
-    plan.arguments.push_back(d);
-  }
-  return plan;
-}
-
 std::expected<Probe, std::string> make_probe(runtime::Runtime& rt, const std::filesystem::path& dir,
                                              const std::string& name) {
   auto text = read_text(dir / (name + ".pg"));
@@ -76,7 +57,7 @@ std::expected<Probe, std::string> make_probe(runtime::Runtime& rt, const std::fi
     p.bound.push_back(*slot);
   }
   for (auto& b : p.bound) p.slots.push_back(b.bytes);
-  p.plan = plan_for(p, 1);
+  p.plan = probe_plan(p.args, p.bound, params);
   return p;
 }
 

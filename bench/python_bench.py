@@ -3,7 +3,8 @@
 
   launch  host ns per launch of the 0/4/16-argument probes (bench/kernels/launch*.pg; CuPy,
           cuda.core and Triton run the same kernels' CUDA C++ or Python twins), each library on a
-          stream of its own, batches of launches and one synchronisation; the variants alternate
+          stream of its own (ptxgate with CuPy's arrays on CuPy's, the stream the arrays name),
+          batches of launches and one synchronisation; the variants alternate
           round by round and each round's ratio to CuPy is kept (paired); ptxgate runs twice (an
           A/A control)
   graph   host ns per kernel of one replay of a 100-kernel graph (add one to 1024 floats):
@@ -101,8 +102,20 @@ def launch_variants(res):
                 cstream.synchronize()
             return go
         variants["cupy"] = cupy_launch
+        # ptxgate launches CuPy's arrays on CuPy's stream (borrowed), as a CuPy user would: the stream
+        # the arrays name (__cuda_array_interface__ v3, CuPy's current stream) is the launch's, so
+        # no wait is needed (on another stream each launch would wait for it through an event).
+        ps = rt.stream(cstream)
+
+        def ptx_on_cupy_stream(n):
+            go = _ptx(ks[n], ps, np_args[n])
+
+            def run():
+                with cstream:
+                    go()
+            return run
         for label in ("ptxgate", "ptxgate (A/A)"):
-            variants[label] = (lambda n, _l=label: _ptx(ks[n], s, np_args[n]))
+            variants[label] = ptx_on_cupy_stream
     except Exception as e:  # noqa: BLE001 - CuPy missing: ptxgate with torch objects only
         res.error("launch.cupy", e)
     variants["ptxgate, torch + Python scalars"] = lambda n: _ptx(ks[n], s, py_args[n])

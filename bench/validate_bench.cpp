@@ -3,6 +3,7 @@
 // every shipped kernel at its documented launch (bench/shipped_launches.hpp).
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <deque>
 #include <fstream>
@@ -41,11 +42,27 @@ double median_ns_per_call(F&& body, int iterations, int batches) {
 struct MemoryCost {
   double with = 0, without = 0;
 };
+/// `calls` fresh checks, for an instruction count (callgrind --toggle-collect='*fixed_checks*').
+[[gnu::noinline]] bool fixed_checks(const contract::KernelInfo& k, const contract::KernelResources& r,
+                                    const contract::LaunchPlan& p, const DeviceCaps& caps, int calls) {
+  bool any = false;
+  for (int i = 0; i < calls; ++i) any |= check_launch(k, r, p, caps).launchable;
+  return any;
+}
+
 MemoryCost memory_cost(const contract::KernelInfo& info, const contract::KernelResources& r, const contract::LaunchPlan& p,
                        const DeviceCaps& caps) {
   contract::KernelInfo bare = info;
   bare.access = nullptr;
   volatile bool sink = false;
+  // PTXGATE_BENCH_FIXED_CALLS=N: N calls with the facts (PTXGATE_BENCH_FIXED_SIDE=without: without them)
+  // and no timing, for instruction counts under callgrind.
+  if (const char* fixed = std::getenv("PTXGATE_BENCH_FIXED_CALLS")) {
+    const int calls = std::max(std::atoi(fixed), 1);
+    const char* side = std::getenv("PTXGATE_BENCH_FIXED_SIDE");
+    sink = fixed_checks(side && std::string(side) == "without" ? bare : info, r, p, caps, calls);
+    return {};
+  }
   const auto iterations_for = [&](const contract::KernelInfo& k) {
     auto start = std::chrono::steady_clock::now();
     sink = check_launch(k, r, p, caps).launchable;

@@ -1,7 +1,8 @@
 // Fuzz target: any bytes as a .pg file -> parse -> verify -> print -> codegen (LLVM IR; in checked
 // mode for inputs of odd length, whose KernelInfo must round-trip through its JSON); rejected
 // input renders as text with no control characters; each kernel's access facts -> JSON and back ->
-// evaluated for a launch made from the input's bytes.
+// evaluated for a launch made from the input's bytes (and the remembered race verdicts compared
+// with fresh ones).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -11,6 +12,7 @@
 #include "ptxgate/ir/parser.hpp"
 #include "ptxgate/ir/printer.hpp"
 #include "ptxgate/ir/sym_eval.hpp"
+#include "ptxgate/validation/internal/race_memo.hpp"
 #include "ptxgate/validation/memory_safety.hpp"
 
 namespace {
@@ -44,6 +46,23 @@ void check_access_facts(const ptxgate::ir::Kernel& kernel, uint64_t seed) {
         enumerated[i].byte != verdict.races[i].byte || enumerated[i].first_thread != verdict.races[i].first_thread ||
         enumerated[i].second_thread != verdict.races[i].second_thread)
       __builtin_trap();
+  // The race verdicts check_launch remembers per kernel (keyed by what the search reads): for this
+  // launch, one with another grid, and one with other scalars too, the same races as a fresh search.
+  validation::MemoryLaunch other = launch;
+  for (int round = 0; round < 3; ++round) {
+    if (round > 0) other.grid[0] = 1 + next() % 5;
+    if (round == 2)
+      for (auto& bits : other.scalar_bits)
+        if (bits) bits = next() % 300;
+    const auto remembered = validation::internal::evaluate_accesses_remembered(kernel.access_facts, other).races;
+    const auto fresh = validation::find_shared_races(facts, other);
+    if (remembered.size() != fresh.size()) __builtin_trap();
+    for (size_t i = 0; i < fresh.size(); ++i)
+      if (remembered[i].first_site != fresh[i].first_site || remembered[i].second_site != fresh[i].second_site ||
+          remembered[i].byte != fresh[i].byte || remembered[i].first_thread != fresh[i].first_thread ||
+          remembered[i].second_thread != fresh[i].second_thread)
+        __builtin_trap();
+  }
   ir::ConcreteNodes eval(facts, launch.grid, launch.block, launch.dynamic_shared_bytes, launch.scalar_bits);
   for (const auto& f : verdict.findings) {
     if (f.outcome != validation::SiteOutcome::out_of_bounds) continue;

@@ -8,6 +8,7 @@ The words: a value (an address, a handle, a scalar's bits) and a descriptor
 ptxgate_kernel_launch_packed). The common types have a converter per exact type, found by one
 dictionary lookup; anything else goes through ``describe``, which explains what it refuses."""
 import ctypes
+import math
 import struct
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional
@@ -97,27 +98,6 @@ def _torch_tensor(t, w):
     return True
 
 
-_NUMPY_CODES: Dict[Any, Optional[int]] = {}
-
-
-def _cupy_array(a, w):
-    if not a.flags.c_contiguous:
-        return False
-    dtype = a.dtype
-    code = _NUMPY_CODES.get(dtype, -1)
-    if code == -1:
-        code = _NUMPY_CODES[dtype] = dt.from_numpy(dtype)
-    if code is None:
-        return False
-    n = a.size
-    if n >= _MAX_ELEMENTS:
-        return False
-    memory = a.data
-    w.append(memory.ptr)
-    w.append(_capi.ARG_POINTER | code << 4 | (memory.device_id + 1) << 12 | n << 20)
-    return True
-
-
 def _numpy_scalar_converter(code: int) -> Callable:
     """A converter for numpy scalars of one type: they keep their type (validated strictly)."""
     desc = _capi.ARG_SCALAR | code << 4
@@ -164,8 +144,6 @@ def converter_for(kind: type) -> Optional[Callable]:
     module = kind.__module__ or ""
     if module.startswith("torch") and kind.__name__ in ("Tensor", "Parameter"):
         f = _torch_tensor
-    elif module.startswith("cupy") and kind.__name__ == "ndarray":
-        f = _cupy_array
     elif module == "numpy" or module.startswith("ml_dtypes"):
         try:
             import numpy
@@ -213,36 +191,153 @@ def _inline_scalar(kind: type):
     return None
 
 
-def packer_for(types) -> Optional[Callable]:
-    """A function ``pack(args, head)`` for arguments of exactly these types: the packed request's
-    argument words after ``head`` (bytes of the first eight words) and the stream word, made by one
-    ``struct`` call (a converter call for device memory and tensor maps), or None when an
-    argument's type differs from ``types`` (the caller converts one by one then). Equal, word for
-    word, to what the converters append. None when a type has no converter."""
-    lines, fmt, fields, env = [], "<Q", ["stream"], {}
-    dynamic = 0
+class _DescOf(dict):
+    """An element type object (a torch.dtype, a numpy dtype, a typestr) -> the descriptor of device
+    memory of it (``ARG_POINTER | code << 4``) and its element size, or None: worked out once."""
+
+    def __init__(self, code_of: Callable[[Any], Optional[int]]):
+        super().__init__()
+        self._code_of = code_of
+
+    def __missing__(self, key):
+        try:
+            code = self._code_of(key)
+        except Exception:  # noqa: BLE001 - not an element type: the general path explains
+            code = None
+        value = None if code is None else (_capi.ARG_POINTER | code << 4, dt.SIZES[code])
+        try:
+            self[key] = value
+        except TypeError:  # unhashable: not remembered
+            pass
+        return value
+
+
+_TORCH_DESC = _DescOf(dt.from_torch)
+_NUMPY_DESC = _DescOf(dt.from_numpy)
+_TYPESTR_DESC = _DescOf(lambda t: dt.from_typestr(t) if isinstance(t, str) else None)
+
+
+def _cupy_stream():
+    """How the packer reads the stream CuPy's ``__cuda_array_interface__`` names (v3): (an
+    expression giving CuPy's current stream's handle, 0 for the default stream, and the names it
+    uses, with CUPY_DEFAULT the stream 0 stands for: 1, the legacy default stream, or 2, the
+    per-thread one). None when CuPy exports no stream (CUPY_CUDA_ARRAY_INTERFACE_SYNC=0)."""
+    import os
+
+    import cupy
+
+    util = getattr(cupy, "_util", None)
+    if not getattr(util, "CUDA_ARRAY_INTERFACE_SYNC", True):
+        return None
+    default = 2 if os.environ.get("CUPY_CUDA_PER_THREAD_DEFAULT_STREAM") == "1" else 1
+    ptr = getattr(getattr(cupy.cuda, "stream", None), "get_current_stream_ptr", None)
+    if ptr is not None:
+        return "CUPY_PTR()", {"CUPY_PTR": ptr, "CUPY_DEFAULT": default}
+    # Stream objects are cached per thread by CuPy: this is one call and an attribute.
+    return "CUPY_CURRENT().ptr", {"CUPY_CURRENT": cupy.cuda.get_current_stream, "CUPY_DEFAULT": default}
+
+
+def _is_cai_type(kind: type) -> bool:
+    try:
+        return "__cuda_array_interface__" in dir(kind)
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _c_contiguous_cai(cai, itemsize) -> bool:
+    return _c_contiguous(tuple(cai["shape"]), cai.get("strides"), itemsize)
+
+
+def _inline(kind: type, i: int, writes: bool, env: Dict[str, Any]):
+    """How the packer writes argument ``i`` of type ``kind`` without a call per argument: (format,
+    lines that read it and ``return None`` for what the general path must explain, the two word
+    expressions, the variable holding the stream the array was produced on or None); None when
+    the type has no packing."""
+    a = f"a{i}"
+    inline = _inline_scalar(kind)
+    if inline is not None:
+        return inline[0] + "Q", [], [a, str(inline[1])], None
+    module = kind.__module__ or ""
+    if module.startswith("torch") and kind.__name__ in ("Tensor", "Parameter"):
+        env["TORCH"] = _TORCH_DESC
+        return "QQ", [f"d{i} = {a}.get_device()", f"t{i} = TORCH[{a}.dtype]",
+                      f"if d{i} < 0 or t{i} is None or not {a}.is_contiguous(): return None",
+                      f"n{i} = {a}.numel()", f"if n{i} >= MAXE: return None"], \
+            [f"{a}.data_ptr()", f"t{i}[0] | (d{i} + 1) << 12 | n{i} << 20"], None
+    if module.startswith("cupy") and kind.__name__ == "ndarray":
+        env["NUMPY"] = _NUMPY_DESC
+        contiguous = f"{a}._c_contiguous" if hasattr(kind, "_c_contiguous") else f"{a}.flags.c_contiguous"
+        lines = [f"t{i} = NUMPY[{a}.dtype]", f"if t{i} is None or not {contiguous}: return None",
+                 f"n{i} = {a}.size", f"if n{i} >= MAXE: return None", f"m{i} = {a}.data"]
+        stream = None
+        if "CUPY_STREAM" not in env:  # one stream for every CuPy array of the call: read once
+            env["CUPY_STREAM"] = _cupy_stream()
+            if env["CUPY_STREAM"] is not None:
+                expression, names = env["CUPY_STREAM"]
+                env.update(names)
+                lines.append(f"cs = {expression} or CUPY_DEFAULT")
+                stream = "cs"
+        return "QQ", lines, [f"m{i}.ptr", f"t{i}[0] | (m{i}.device_id + 1) << 12 | n{i} << 20"], stream
+    handle = getattr(kind, "_launch_words", None)
+    if handle is not None:  # a ptxgate Buffer or TensorMap: its handle (a freed one raises)
+        env[f"F{i}"] = handle
+        return "QQ", [f"h{i} = {a}._handle.value", f"if not h{i}: F{i}({a}, [])"], \
+            [f"h{i}", f"{kind._launch_kind} | {a}._code << 4"], None
+    if module != "numpy" and _is_cai_type(kind):  # __cuda_array_interface__, read on every call
+        env["TYPESTR"], env["CONTIGUOUS"], env["DEVICE_OF"] = _TYPESTR_DESC, _c_contiguous_cai, _device_of
+        lines = [f"x{i} = {a}.__cuda_array_interface__", f"t{i} = TYPESTR[x{i}['typestr']]",
+                 f"if t{i} is None or x{i}.get('strides') is not None and not CONTIGUOUS(x{i}, t{i}[1]): return None",
+                 f"p{i}, r{i} = x{i}['data']", f"s{i} = x{i}.get('stream')", f"if s{i} == 0: return None",
+                 f"n{i} = PROD(x{i}['shape'])", f"if n{i} >= MAXE: return None"]
+        if writes:
+            lines.append(f"if r{i}: return None")
+        return "QQ", lines, [f"p{i}", f"t{i}[0] | (DEVICE_OF({a}) + 1) << 12 | n{i} << 20"], f"s{i}"
+    f = converter_for(kind)  # the rest (f16 and bf16 numpy scalars): a converter call
+    if f is None:
+        return None
+    env[f"F{i}"] = f
+    return "QQ", [f"w{i} = []", f"if not F{i}({a}, w{i}): return None"], [f"w{i}[0]", f"w{i}[1]"], None
+
+
+def packer_for(types, writes=()) -> Optional[Callable]:
+    """A function ``pack(args, head, stream, launch_stream=None, wait=None)`` for arguments of
+    exactly these types: the packed request's argument words after ``head`` (bytes of the first
+    eight words) and the stream word, read without a call per argument and made by one
+    ``struct`` call; or None when an argument's type differs from ``types`` or a value needs the
+    general path (which explains what it refuses). ``writes[i]``: parameter ``i`` is written (a
+    read-only ``__cuda_array_interface__`` array is refused there). An array that names the
+    stream it was produced on (``__cuda_array_interface__`` v3, CuPy's current stream) other than
+    ``launch_stream``'s (a ptxgate Stream; None: the legacy default stream) has
+    ``wait(launch_stream, stream)``
+    called before the words are returned. Equal, word for word, to what the general path makes.
+    None when a type has no packing."""
+    lines, fmt, fields, env, streams = [], "<Q", ["stream"], {"MAXE": _MAX_ELEMENTS}, []
     for i, kind in enumerate(types):
         env[f"T{i}"] = kind
-        inline = _inline_scalar(kind)
-        if inline is not None:
-            fmt += inline[0] + "Q"
-            fields += [f"a{i}", str(inline[1])]
-            continue
-        f = converter_for(kind)
-        if f is None:
+        spec = _inline(kind, i, bool(writes[i]) if i < len(writes) else False, env)
+        if spec is None:
             return None
-        env[f"F{i}"] = f
-        fmt += "QQ"
-        lines.append(f"    if not F{i}(a{i}, w): return None")
-        fields += [f"w[{2 * dynamic}]", f"w[{2 * dynamic + 1}]"]
-        dynamic += 1
+        f, body, words, stream = spec
+        fmt += f
+        lines += ["    " + line for line in body]
+        fields += words
+        if stream is not None:
+            streams.append(stream)
     env["S"] = struct.Struct(fmt)
+    env["PROD"] = math.prod
     names = ", ".join(f"a{i}" for i in range(len(types)))
     check = " or ".join(f"type(a{i}) is not T{i}" for i in range(len(types))) or "False"
-    source = (f"def pack(args, head, stream):\n    {names}{',' if len(types) == 1 else ''} = args\n"
-              if types else "def pack(args, head, stream):\n")
-    source += f"    if {check}: return None\n    w = []\n" + "\n".join(lines) + ("\n" if lines else "")
-    source += f"    return head + S.pack({', '.join(fields)})\n"
+    source = "def pack(args, head, stream, launch_stream=None, wait=None):\n"
+    if types:
+        source += f"    {names}{',' if len(types) == 1 else ''} = args\n"
+    source += f"    if {check}: return None\n" + "".join(line + "\n" for line in lines)
+    source += f"    data = head + S.pack({', '.join(fields)})\n"
+    if streams:
+        source += "    cu = 1 if launch_stream is None else launch_stream._cu\n"
+        for j, v in enumerate(streams):  # each producer's stream once
+            seen = "".join(f" and {v} != {w}" for w in streams[:j])
+            source += f"    if {v} is not None and {v} != cu{seen}: wait(launch_stream, {v})\n"
+    source += "    return data\n"
     exec(compile(source, f"<ptxgate packer {len(types)} arguments>", "exec"), env)
     return env["pack"]
 
@@ -270,9 +365,17 @@ def _device_of(obj) -> int:
     return -1
 
 
-def _from_cuda_array_interface(obj, index, name):
+def _from_cuda_array_interface(obj, index, name, writes=False, streams=None):
     cai = obj.__cuda_array_interface__
     shape = tuple(cai["shape"])
+    stream = cai.get("stream")
+    if stream == 0 or not (stream is None or isinstance(stream, int)):
+        raise _unsupported(index, name, f"its __cuda_array_interface__ names stream {stream!r}",
+                           "a producer names the stream its data is ready on: None, 1 (the legacy default stream), "
+                           "2 (the per-thread default stream) or a CUstream (version 3 refuses 0)")
+    if writes and cai["data"][1]:
+        raise _unsupported(index, name, "a read-only array (__cuda_array_interface__) for a parameter the kernel writes",
+                           "pass a writable array, or a copy of this one")
     code = dt.from_typestr(cai["typestr"])
     if code is None:
         raise _unsupported(index, name, f"an array of typestr {cai['typestr']!r}",
@@ -280,10 +383,9 @@ def _from_cuda_array_interface(obj, index, name):
                            "__cuda_array_interface__; bf16 through DLPack or a torch tensor")
     if not _c_contiguous(shape, cai.get("strides"), dt.SIZES[code]):
         raise _not_contiguous(index, name, "the device array")
-    elements = 1
-    for d in shape:
-        elements *= d
-    return pointer_words(int(cai["data"][0]), code, elements, _device_of(obj)), obj
+    if stream is not None and streams is not None:
+        streams.append(stream)
+    return pointer_words(int(cai["data"][0]), code, math.prod(shape), _device_of(obj)), obj
 
 
 class _DLDevice(ctypes.Structure):
@@ -355,14 +457,16 @@ def _torch_general(obj, index, name):
     return pointer_words(obj.data_ptr(), code, obj.numel(), obj.get_device()), None
 
 
-def describe(obj, index: int, name: str, param_type: Optional[str]):
+def describe(obj, index: int, name: str, param_type: Optional[str], writes: bool = False, streams=None):
     """The general path: ((value, descriptor), keep-alive) for device memory, a HostArray for a
     numpy array, or ((value, descriptor), None) for a scalar. Raises Error (PG5002) naming the
-    argument for anything it cannot pass."""
+    argument for anything it cannot pass (a read-only ``__cuda_array_interface__`` array where
+    ``writes``). The stream a ``__cuda_array_interface__`` array names (version 3: the consumer
+    orders its work after that stream's) is appended to ``streams``."""
     words: List[int] = []
     kind = type(obj)
     fast = converter_for(kind)
-    if fast is not None and fast is not _torch_tensor and fast is not _cupy_array and fast(obj, words):
+    if fast is not None and fast is not _torch_tensor and fast(obj, words):
         return (words[0], words[1]), None
     module = kind.__module__ or ""
     if module.startswith("torch") and hasattr(obj, "data_ptr"):
@@ -375,7 +479,7 @@ def describe(obj, index: int, name: str, param_type: Optional[str]):
         raise _unsupported(index, name, f"its __cuda_array_interface__ is refused: {e}",
                            "pass the array through DLPack, or a contiguous copy") from None
     if has_cai:
-        return _from_cuda_array_interface(obj, index, name)
+        return _from_cuda_array_interface(obj, index, name, writes, streams)
     if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__") and not hasattr(obj, "__array_interface__"):
         return _from_dlpack(obj, index, name)
     if module == "numpy" and kind.__name__ == "ndarray":

@@ -49,6 +49,8 @@ class Buffer(_Owned):
         self.shape = shape
         self.device_pointer = _capi.lib().ptxgate_buffer_device_pointer(self._handle)
 
+    _launch_kind = _capi.ARG_BUFFER  # the packer's descriptor: kind | _code << 4
+
     def _launch_words(self, w):
         w.append(self._handle.value or _freed(self))
         w.append(_capi.ARG_BUFFER | self._code << 4)

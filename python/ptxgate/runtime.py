@@ -100,6 +100,8 @@ class Stream(_Owned):
             check_call(lib.ptxgate_stream_wrap, runtime._live(), stream_handle(foreign), ctypes.byref(self._handle))
         self.borrowed = foreign is not None
         self._foreign = foreign  # keeps the other library's stream alive
+        # The CUstream as __cuda_array_interface__ v3 names it (1: the legacy default stream).
+        self._cu = lib.ptxgate_stream_handle(self._handle) or 1
         self._outer: List[Optional["Stream"]] = []
 
     @property
@@ -176,11 +178,12 @@ class Event(_Owned):
 class Launcher:
     """``kernel[grid, block]``, ``kernel[grid, block, stream]`` or ``kernel[grid, block, stream,
     shared_bytes]``: call it with the arguments. Its request (geometry, stream) is packed once; a
-    call packs the arguments with one ``struct`` call specialised to the types of the last call's
-    arguments (else one dictionary lookup and converter per argument) and makes one C call."""
+    call packs the arguments with one ``struct`` call specialised to the types of its arguments
+    (arrays read in place, no call per argument; a few type signatures at most), else argument by
+    argument, and makes one C call."""
 
     __slots__ = ("_kernel", "_head", "_head_bytes", "_stream", "_explicit_stream", "_n", "_fn", "_kh", "_pack",
-                 "_packers_made", "_request")
+                 "_pack_types", "_packers_made", "_request", "_writes", "_wait")
 
     def __init__(self, kernel: "Kernel", grid, block=None, stream: Any = None, shared_bytes: int = 0,
                  cooperative: bool = False):
@@ -196,8 +199,11 @@ class Launcher:
         self._fn = _capi.lib().ptxgate_kernel_launch_packed
         self._kh = kernel._handle
         self._pack = None
+        self._pack_types = None
         self._packers_made = 0
         self._request = None  # (stream, bytes) of the last launch of a kernel without parameters
+        self._writes = tuple(p.is_buffer and p.access in ("out", "inout") for p in kernel.info.params)
+        self._wait = kernel._runtime._wait_producer
 
     def __call__(self, *args):
         st = STATE
@@ -215,25 +221,42 @@ class Launcher:
         pack = self._pack
         if pack is not None:
             try:
-                data = pack(args, self._head_bytes, stream)
+                data = pack(args, self._head_bytes, stream, s, self._wait)
             except (struct.error, ValueError, TypeError, OverflowError):  # a value struct refuses: one by one
                 data = None
             if data is not None:
                 if self._fn(self._kh, data):
                     _raise_last()
                 return
+        self._slow(args, s, stream)
+
+    def _slow(self, args, s, stream) -> None:
+        """A call the packer did not take: specialise to these types (a few times at most), else
+        convert argument by argument, else the general path (which explains what it refuses)."""
+        if len(args) == self._n and self._packers_made < _MAX_PACKERS:
+            types = tuple(map(type, args))
+            if types != self._pack_types:
+                self._packers_made += 1
+                self._pack_types = types
+                self._pack = pack = packer_for(types, self._writes)
+                if pack is not None:
+                    try:
+                        data = pack(args, self._head_bytes, stream, s, self._wait)
+                    except (struct.error, ValueError, TypeError, OverflowError):
+                        data = None
+                    if data is not None:
+                        if self._fn(self._kh, data):
+                            _raise_last()
+                        return
         words = self._head.copy()
         words[8] = stream
         get = _FAST_GET
         for a in args:
             f = get(type(a))
             if f is None or not f(a, words):
-                return self._kernel._launch_general(self, args, words[8])
+                return self._kernel._launch_general(self, args, stream, s)
         if len(args) != self._n:
             words[0] = (words[0] & ~0xFFFFFFFF) | len(args)
-        elif args and self._packers_made < _MAX_PACKERS:  # specialise to these types (a few times at most)
-            self._packers_made += 1
-            self._pack = packer_for(tuple(map(type, args)))
         if self._fn(self._kh, array("Q", words).tobytes()):
             _raise_last()
 
@@ -346,9 +369,11 @@ class Kernel(_Owned):
     def __call__(self, grid, *args, **kwargs):
         self.launch(grid, args, **kwargs)
 
-    def _words(self, launcher: Launcher, args, stream_word: int, copies: list, keep: list) -> List[int]:
+    def _words(self, launcher: Launcher, args, stream_word: int, copies: list, keep: list,
+               streams: Optional[list] = None) -> List[int]:
         """The packed request through the general path: every argument described (errors name it),
-        numpy arrays staged through temporary buffers (``copies``)."""
+        numpy arrays staged through temporary buffers (``copies``), the streams arrays were produced
+        on (``__cuda_array_interface__`` v3) appended to ``streams``."""
         words = launcher._head.copy()
         words[0] = (words[0] & ~0xFFFFFFFF) | len(args)
         words[8] = stream_word
@@ -358,7 +383,9 @@ class Kernel(_Owned):
             param = params[i] if i < len(params) else None
             pname = param.name if param else f"#{i}"
             try:
-                described = describe(obj, i, pname, param.type if param and not param.is_buffer else None)
+                writes = param is not None and param.is_buffer and param.access in ("out", "inout")
+                described = describe(obj, i, pname, param.type if param and not param.is_buffer else None, writes,
+                                     streams)
             except Error as e:
                 errors.extend(e.diagnostics)
                 words += [0, 0]
@@ -384,11 +411,16 @@ class Kernel(_Owned):
             raise Error(errors)
         return words
 
-    def _launch_general(self, launcher: Launcher, args, stream_word: int) -> None:
+    def _launch_general(self, launcher: Launcher, args, stream_word: int, stream: Optional["Stream"]) -> None:
         copies: list = []
         keep: list = []
+        streams: list = []
         try:
-            words = self._words(launcher, args, stream_word, copies, keep)
+            words = self._words(launcher, args, stream_word, copies, keep, streams)
+            launch_cu = 1 if stream is None else stream._cu
+            for producer in dict.fromkeys(streams):  # each producer's stream once
+                if producer != launch_cu:
+                    self._runtime._wait_producer(stream, producer)
             if _LAUNCH(self._handle, array("Q", words).tobytes()):
                 _raise_last()
             for host, buf, writes in copies:
@@ -514,6 +546,7 @@ class Runtime(_Owned):
                  fp_mode: str = "contract", cache_dir: Optional[str] = None, disk_cache: bool = True,
                  checked: bool = False, require_memory_proof: bool = False, _handle=None):
         self._streams: Dict[int, Stream] = {}
+        self._producers: Dict[int, Tuple[Stream, Event]] = {}  # _wait_producer's streams and events
         if _handle is not None:  # a device set's runtime
             self._handle = _handle
         else:
@@ -656,6 +689,16 @@ class Runtime(_Owned):
             wrapped = self._streams[handle] = Stream(self, stream)
         return wrapped
 
+    def _wait_producer(self, consumer: Optional[Stream], producer: int) -> None:
+        """``__cuda_array_interface__`` v3: later work on ``consumer`` (None: the legacy default
+        stream) waits for what was submitted so far to ``producer``, the CUstream an array names
+        (1: the legacy default stream, 2: the per-thread default stream), through an event."""
+        pair = self._producers.get(producer)
+        if pair is None:
+            pair = self._producers[producer] = (self._stream_of(producer), Event(self))
+        pair[1].record(pair[0])
+        (consumer if consumer is not None else self._stream_of(0)).wait(pair[1])
+
     def synchronize(self) -> None:
         check_call(_capi.lib().ptxgate_runtime_synchronize, self._live())
 
@@ -709,6 +752,9 @@ class Runtime(_Owned):
         check_call(_capi.lib().ptxgate_runtime_reset, self._handle)
 
     def close(self) -> None:
+        for _, event in self._producers.values():
+            event.free()
+        self._producers.clear()
         for s in self._streams.values():
             s.free()
         self._streams.clear()

@@ -116,6 +116,9 @@ class TensorMap(_Owned):
         self._keep = keep
         self.description = _capi.lib().ptxgate_tensor_map_describe(self._handle).decode()
 
+    _launch_kind = _capi.ARG_TENSOR_MAP  # the packer's descriptor: kind | _code << 4
+    _code = 0
+
     def _launch_words(self, w):
         if not self._handle:
             raise freed(self)

@@ -301,3 +301,95 @@ def test_a_kernel_without_parameters_launches_on_the_stream_of_each_call(runtime
     with s1, pytest.raises(ptxgate.Error) as info:
         launch()
     assert "was freed" in info.value.text
+
+
+class StreamedArray:
+    """A __cuda_array_interface__ v3 producer whose fields change between calls (read per launch)."""
+
+    def __init__(self, pointer, n, stream=None, readonly=False):
+        self.pointer, self.n, self.stream, self.readonly = pointer, n, stream, readonly
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": (self.n,), "typestr": "<f4", "data": (self.pointer, self.readonly), "version": 3,
+                "strides": None, "stream": self.stream}
+
+
+def test_cuda_array_interface_v3_stream_readonly_and_pointer_are_read_on_every_launch(runtime, fake_driver, saxpy_source):
+    k = runtime.compile(saxpy_source, "saxpy")
+    y, x, x2 = runtime.allocate(4000), runtime.allocate(4000), runtime.allocate(4000)
+    s, producer = runtime.stream(), runtime.stream()
+    fake_driver.set_param_sizes(8, 8, 4, 4)
+    launch = k[4, 256, s]
+    ya, xa = StreamedArray(y.device_pointer, 1000), StreamedArray(x.device_pointer, 1000)
+    waits = lambda: fake_driver.ptxgate_fake_count(b"cuStreamWaitEvent")  # noqa: E731
+    for stream, expected in ((None, 0), (producer.handle, 1), (s.handle, 0), (producer.handle, 1)):
+        xa.stream = stream
+        for _ in range(2):  # the first call takes the general path, the second the packer
+            before = waits()
+            launch(ya, xa, 2.0, 1000)
+            assert waits() - before == expected, stream
+    assert launch._pack is not None
+    xa.pointer = x2.device_pointer  # the array's data moved: the next launch passes the new pointer
+    launch(ya, xa, 2.0, 1000)
+    assert fake_driver.ptxgate_fake_last_param(1) == x2.device_pointer
+    xa.readonly = True  # a read-only array for the 'in' parameter is fine
+    launch(ya, xa, 2.0, 1000)
+    ya.readonly = True  # ... for the 'inout' one it is refused, packed or not
+    for _ in range(2):
+        with pytest.raises(ptxgate.Error) as info:
+            launch(ya, xa, 2.0, 1000)
+        assert info.value.codes == ["PG5002"] and "read-only" in info.value.text and "argument 0 ('y')" in info.value.text
+    ya.readonly, xa.stream = False, 0  # version 3 refuses stream 0
+    with pytest.raises(ptxgate.Error) as info:
+        launch(ya, xa, 2.0, 1000)
+    assert info.value.codes == ["PG5002"] and "stream 0" in info.value.text
+
+
+@pytest.mark.parametrize("exposes_ptr", [True, False])
+def test_cupy_arrays_are_packed_and_wait_for_cupy_s_current_stream(runtime, fake_driver, saxpy_source, monkeypatch,
+                                                                   exposes_ptr):
+    import types
+
+    current = {"ptr": 0}
+    cupy = types.ModuleType("cupy")
+    if exposes_ptr:  # cupy.cuda.stream.get_current_stream_ptr(), where a CuPy has it
+        cupy.cuda = types.SimpleNamespace(stream=types.SimpleNamespace(get_current_stream_ptr=lambda: current["ptr"]))
+    else:  # else cupy.cuda.get_current_stream().ptr
+        cupy.cuda = types.SimpleNamespace(get_current_stream=lambda: types.SimpleNamespace(ptr=current["ptr"]))
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+
+    class ndarray:  # CuPy's attributes as its Cython class exposes them
+        __slots__ = ("dtype", "size", "data", "_c_contiguous")
+
+        def __init__(self, pointer, n, dtype=np.float32, contiguous=True):
+            self.dtype, self.size, self._c_contiguous = np.dtype(dtype), n, contiguous
+            self.data = types.SimpleNamespace(ptr=pointer, device_id=0)
+
+        @property
+        def __cuda_array_interface__(self):
+            return {"shape": (self.size,), "typestr": self.dtype.str, "data": (self.data.ptr, False), "version": 3,
+                    "strides": None if self._c_contiguous else (8,), "stream": current["ptr"] or 1}
+
+    ndarray.__module__ = "cupy"
+    k = runtime.compile(saxpy_source, "saxpy")
+    y, x = runtime.allocate(4000), runtime.allocate(4000)
+    s = runtime.stream()
+    fake_driver.set_param_sizes(8, 8, 4, 4)
+    launch = k[4, 256, s]
+    ya, xa = ndarray(y.device_pointer, 1000), ndarray(x.device_pointer, 1000)
+    waits = lambda: fake_driver.ptxgate_fake_count(b"cuStreamWaitEvent")  # noqa: E731
+    for ptr, expected in ((0, 1), (s.handle, 0), (0, 1)):  # CuPy's legacy default stream, then the launch's
+        current["ptr"] = ptr
+        for _ in range(2):
+            before = waits()
+            launch(ya, xa, np.float32(2.0), np.uint32(1000))
+            assert waits() - before == expected, ptr  # one wait for both arrays
+            assert [fake_driver.ptxgate_fake_last_param(i) for i in range(2)] == [y.device_pointer, x.device_pointer]
+    assert launch._pack is not None
+    with pytest.raises(ptxgate.Error) as info:  # another dtype: the signature check names both types
+        launch(ya, ndarray(x.device_pointer, 500, dtype=np.float64), np.float32(2.0), np.uint32(1000))
+    assert "PG3010" in info.value.codes
+    with pytest.raises(ptxgate.Error) as info:
+        launch(ya, ndarray(x.device_pointer, 1000, contiguous=False), np.float32(2.0), np.uint32(1000))
+    assert info.value.codes == ["PG5002"] and "C-contiguous" in info.value.text

@@ -3,10 +3,14 @@
 // Communicators are small host objects knowing their rank and size; a communicator of one rank
 // moves data as NCCL would (host-backed memory, as the stand-in libcuda gives), one of more ranks
 // moves none (the other ranks' data is not here). ptxgate_fake_nccl_calls counts the collectives.
+// $PTXGATE_FAKE_NCCL_TOUCH_BYTES=N makes every ncclGroupEnd, and every collective outside a group,
+// first touch N bytes of memory of its own, as NCCL's microseconds of work do: the caller's data is
+// then evicted from the L1 cache between calls (bench/nccl_callgrind.sh cache).
 #include <nccl.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 namespace {
 
@@ -17,6 +21,16 @@ struct FakeComm {
 };
 
 int collectives = 0;
+int group_depth = 0;
+
+/// Touches $PTXGATE_FAKE_NCCL_TOUCH_BYTES bytes, one write per 64-byte line (nothing when unset).
+void touch_nccl_memory() {
+  static std::vector<unsigned char> memory = [] {
+    const char* bytes = std::getenv("PTXGATE_FAKE_NCCL_TOUCH_BYTES");
+    return std::vector<unsigned char>(bytes != nullptr ? std::strtoull(bytes, nullptr, 10) : 0);
+  }();
+  for (size_t i = 0; i < memory.size(); i += 64) memory[i] = static_cast<unsigned char>(memory[i] + 1);
+}
 
 size_t type_bytes(ncclDataType_t t) {
   switch (t) {
@@ -30,6 +44,7 @@ size_t type_bytes(ncclDataType_t t) {
 /// A one-rank collective's result: the reduction over one rank is its own data.
 ncclResult_t move(const void* send, void* recv, size_t count, ncclDataType_t type, ncclComm_t comm) {
   ++collectives;
+  if (group_depth == 0) touch_nccl_memory();
   const auto* c = reinterpret_cast<const FakeComm*>(comm);
   if (c != nullptr && c->nranks == 1 && send != nullptr && recv != nullptr && send != recv)
     std::memmove(recv, send, count * type_bytes(type));
@@ -113,7 +128,13 @@ ncclResult_t ncclRecv(void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream
   ++collectives;
   return ncclSuccess;
 }
-ncclResult_t ncclGroupStart() { return ncclSuccess; }
-ncclResult_t ncclGroupEnd() { return ncclSuccess; }
+ncclResult_t ncclGroupStart() {
+  ++group_depth;
+  return ncclSuccess;
+}
+ncclResult_t ncclGroupEnd() {
+  if (group_depth > 0 && --group_depth == 0) touch_nccl_memory();
+  return ncclSuccess;
+}
 __attribute__((visibility("default"))) int ptxgate_fake_nccl_calls(void) { return collectives; }
 }

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <regex>
@@ -194,6 +195,40 @@ TEST_CASE("small types: printing and the builder") {
   ir::Module m = mb.take();
   CHECK(ir::verify(m, nullptr).empty());
   CHECK(ir::print(m) == text);
+}
+
+TEST_CASE("small types: float_bits of f32 and f64 (the launch's fast conversion) is round_to's rounding") {
+  // Doubles of every exponent that reaches f32 (normal, subnormal, beyond the largest finite),
+  // random significands, and the ties between neighbouring f32 values.
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  const auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  for (int i = 0; i < 200000; ++i) {
+    const uint64_t r = next();
+    const int exponent = static_cast<int>(r % 320) - 170;  // 2^-170 .. 2^149
+    double v = std::ldexp(1.0 + static_cast<double>(r >> 12) * 0x1p-52, exponent);
+    if (i % 3 == 0) v = std::ldexp(static_cast<double>(r >> 35) + 0.5, exponent - 24);  // a tie (or exact)
+    if (r & 1) v = -v;
+    const double rounded = ir::round_to(ir::Type::f32, v);
+    const auto bits = ir::float_bits(v, ir::Type::f32);
+    if (std::isinf(rounded)) {
+      CHECK_MESSAGE(!bits, v);
+    } else {
+      REQUIRE_MESSAGE(bits, v);
+      CHECK_MESSAGE(*bits == std::bit_cast<uint32_t>(static_cast<float>(rounded)), v);
+    }
+    CHECK_MESSAGE(ir::float_bits(v, ir::Type::f64) == std::bit_cast<uint64_t>(ir::round_to(ir::Type::f64, v)), v);
+  }
+  const double tie = 3.4028235677973366e38;  // halfway from the largest finite f32 to 2^128
+  CHECK(ir::float_bits(std::nextafter(tie, 0.0), ir::Type::f32) == 0x7f7fffffu);
+  CHECK_FALSE(ir::float_bits(tie, ir::Type::f32));  // a tie: even, which is infinity
+  CHECK(ir::float_bits(-std::numeric_limits<double>::infinity(), ir::Type::f32) == 0xff800000u);
+  CHECK(ir::float_bits(std::numeric_limits<double>::denorm_min(), ir::Type::f64) == 1u);
+  CHECK((*ir::float_bits(std::numeric_limits<double>::quiet_NaN(), ir::Type::f32) & 0x7fc00000u) == 0x7fc00000u);
 }
 
 TEST_CASE("small types: float_bits rounds a double to each float type to nearest, ties to even") {

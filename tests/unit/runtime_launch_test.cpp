@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <limits>
+#include <thread>
 
 #include <vector>
 
@@ -132,6 +133,63 @@ TEST_CASE("backend launch: a plan that does not describe the call is an internal
   REQUIRE_FALSE(r);
   CHECK(r.error().items()[0].code == diag::Code::internal_error);
   CHECK(fake_state().launches == 0);
+}
+
+TEST_CASE("backend launch: a thread's repeated plan relaunches by its verdict; every change is checked afresh") {
+  Fixture f;
+  auto fn = LoadedFunction::resolve(*f.ctx, reinterpret_cast<CUmodule>(0x4000), saxpy_info());
+  REQUIRE(fn);
+  auto plan = plan_for(4, 256, 4);
+  REQUIRE(launch_cuda_function(*f.ctx, **fn, plan, f.args, nullptr));
+  REQUIRE(launch_cuda_function(*f.ctx, **fn, plan, f.args, nullptr));
+  CHECK((*fn)->counters().validated == 1);
+  CHECK((*fn)->counters().cached == 1);
+  CHECK(fake_state().launches == 2);
+
+  // The same object with one description changed is another shape: validated, and blocked.
+  plan.arguments[3].size_bytes = 8;  // n is a 4-byte parameter
+  auto changed = launch_cuda_function(*f.ctx, **fn, plan, f.args, nullptr);
+  REQUIRE_FALSE(changed);
+  CHECK(changed.error().has_errors());
+  CHECK((*fn)->counters().validated == 2);
+  CHECK(fake_state().launches == 2);
+  plan.arguments[3].size_bytes = 4;
+  // Another geometry likewise.
+  plan.grid[0] = 5;
+  REQUIRE(launch_cuda_function(*f.ctx, **fn, plan, f.args, nullptr));
+  CHECK((*fn)->counters().validated == 3);
+  CHECK(fake_state().last_grid[0] == 5);
+  plan.grid[0] = 4;
+
+  // A copy of the plan, and the plan launched from another thread: the verdict it has, no validation.
+  const auto copy = plan;
+  REQUIRE(launch_cuda_function(*f.ctx, **fn, copy, f.args, nullptr));
+  bool other_thread = false;
+  std::thread([&] { other_thread = bool(launch_cuda_function(*f.ctx, **fn, plan, f.args, nullptr)); }).join();
+  CHECK(other_thread);
+  CHECK((*fn)->counters().validated == 3);
+  CHECK(fake_state().launches == 5);
+  CHECK(fake_state().last_grid[0] == 4);
+
+  // A table the plan does not describe is the internal error it always is, before the driver.
+  std::vector<void*> with_null = f.args;
+  with_null[1] = nullptr;
+  auto undescribed = launch_cuda_function(*f.ctx, **fn, plan, with_null, nullptr);
+  REQUIRE_FALSE(undescribed);
+  CHECK(undescribed.error().items()[0].code == diag::Code::internal_error);
+  auto on_stream = launch_cuda_function(*f.ctx, **fn, plan, f.args, reinterpret_cast<CUstream>(0x77));
+  REQUIRE_FALSE(on_stream);
+  CHECK(on_stream.error().items()[0].code == diag::Code::internal_error);
+  CHECK(fake_state().launches == 5);
+
+  // A poisoned context refuses the remembered plan too.
+  fake_state().fail["cuLaunchKernel"] = CUDA_ERROR_LAUNCH_FAILED;
+  REQUIRE_FALSE(launch_cuda_function(*f.ctx, **fn, plan, f.args, nullptr));
+  REQUIRE(f.ctx->poisoned());
+  fake_state().fail.erase("cuLaunchKernel");
+  auto poisoned = launch_cuda_function(*f.ctx, **fn, plan, f.args, nullptr);
+  REQUIRE_FALSE(poisoned);
+  CHECK(poisoned.error().items()[0].code == diag::Code::context_poisoned);
 }
 
 TEST_CASE("backend launch: shared memory above 48 KiB opts in once per function, at the maximum") {

@@ -318,6 +318,54 @@ TEST_CASE("nccl: a group issues its sends and receives between one ncclGroupStar
   CHECK(has(g.send(*f.comms[0], f.stream, DeviceSpan<float>(a), 1), diag::Code::collective_group));
 }
 
+TEST_CASE("nccl: a group of more calls than it holds in itself issues every one, in the order added, and counts one call per communicator") {
+  Fixture f;
+  auto a = f.device(4096), b = f.device(4096, f.ctx1);
+  Group g;
+  constexpr size_t kCalls = 11;  // past the 8 calls a group keeps without allocating
+  for (size_t i = 0; i < kCalls; ++i) {
+    if (i % 2 == 0)
+      REQUIRE(g.send(*f.comms[0], f.stream, DeviceSpan<float>(a, i, 1), 1));
+    else
+      REQUIRE(g.recv(*f.comms[1], f.stream1, DeviceSpan<float>(b, i, 1), 0));
+  }
+  CHECK(g.size() == kCalls);
+  const uint64_t before0 = f.comms[0]->calls(), before1 = f.comms[1]->calls();
+  REQUIRE(g.end());
+  CHECK(fake_nccl_state().group_starts == 1);
+  CHECK(fake_nccl_state().group_ends == 1);
+  std::vector<const fake::FakeCall*> issued;
+  for (const auto& c : fake_state().calls)
+    if (c.name == "ncclSend" || c.name == "ncclRecv") issued.push_back(&c);
+  REQUIRE(issued.size() == kCalls);
+  for (size_t i = 0; i < kCalls; ++i) {
+    CAPTURE(i);
+    if (i % 2 == 0) {
+      CHECK(issued[i]->name == "ncclSend");
+      CHECK(issued[i]->src == a.pointer() + i * sizeof(float));
+    } else {
+      CHECK(issued[i]->name == "ncclRecv");
+      CHECK(issued[i]->dst == b.pointer() + i * sizeof(float));
+    }
+  }
+  CHECK(f.comms[0]->calls() == before0 + 1);  // the group is one call of each communicator
+  CHECK(f.comms[1]->calls() == before1 + 1);
+}
+
+TEST_CASE("nccl: a group with a failed communicator reports it naming its first call and issues nothing") {
+  Fixture f;
+  auto a = f.device(4096), b = f.device(4096, f.ctx1);
+  f.comms[1]->abort("test");
+  Group g;
+  REQUIRE(g.send(*f.comms[0], f.stream, DeviceSpan<float>(a, 0, 64), 1));
+  REQUIRE(g.recv(*f.comms[1], f.stream1, DeviceSpan<float>(b, 0, 64), 0));
+  auto r = g.end();
+  CHECK(has(r, diag::Code::communicator_failed));
+  CHECK(text_of(r).find("recv on rank 1") != std::string::npos);
+  CHECK(f.nccl_calls() == 0);
+  CHECK(fake_nccl_state().group_starts == 0);
+}
+
 TEST_CASE("nccl: a kernel that reads an all-reduce result on another stream waits for it; a write of its input waits too") {
   DriverApi api = fake::make_fake_driver();
   NcclApi nccl = fake::make_fake_nccl();

@@ -150,14 +150,18 @@ std::expected<runtime::Arg, diag::Diagnostics> to_arg(const ptxgate_arg& a, size
 
 }  // namespace
 
-std::expected<void, diag::Diagnostics> prepare(const runtime::Kernel& kernel, int device,
-                                               const ptxgate_launch_config& config, const ptxgate_arg* args,
-                                               size_t count, Launch& l) {
+namespace {
+
+/// Converts `count` arguments, `arg(i)` giving the i-th C argument, after the configuration.
+template <typename ArgAt>
+std::expected<void, diag::Diagnostics> prepare_each(const runtime::Kernel& kernel, int device,
+                                                    const ptxgate_launch_config& config, size_t count, ArgAt arg,
+                                                    Launch& l) {
   l.config = launch_config(config);
   l.args.clear();
   diag::Diagnostics errors;
   for (size_t i = 0; i < count; ++i) {
-    auto a = to_arg(args[i], i, kernel, device);
+    auto a = to_arg(arg(i), i, kernel, device);
     if (!a) {
       errors.append(a.error());
       continue;
@@ -166,6 +170,30 @@ std::expected<void, diag::Diagnostics> prepare(const runtime::Kernel& kernel, in
   }
   if (errors.has_errors()) return std::unexpected(std::move(errors));
   return {};
+}
+
+/// One argument's two words (value, descriptor) of the packed form as a C argument.
+ptxgate_arg arg_of_words(uint64_t value, uint64_t d) {
+  ptxgate_arg a{};
+  a.kind = static_cast<int32_t>(d & 0xf);
+  a.dtype = static_cast<int32_t>((d >> 4) & 0xff);
+  a.device = static_cast<int32_t>((d >> 12) & 0xff) - 1;
+  a.elements = d >> 20;
+  switch (a.kind) {
+    case PTXGATE_ARG_BUFFER: a.buffer = reinterpret_cast<ptxgate_buffer*>(static_cast<uintptr_t>(value)); break;
+    case PTXGATE_ARG_POINTER: a.pointer = value; break;
+    case PTXGATE_ARG_TENSOR_MAP: a.tensor_map = reinterpret_cast<ptxgate_tensor_map*>(static_cast<uintptr_t>(value)); break;
+    default: a.bits = value; break;
+  }
+  return a;
+}
+
+}  // namespace
+
+std::expected<void, diag::Diagnostics> prepare(const runtime::Kernel& kernel, int device,
+                                               const ptxgate_launch_config& config, const ptxgate_arg* args,
+                                               size_t count, Launch& l) {
+  return prepare_each(kernel, device, config, count, [&](size_t i) -> const ptxgate_arg& { return args[i]; }, l);
 }
 
 std::expected<void, diag::Diagnostics> unpack(const uint64_t* words, Unpacked& u) {
@@ -184,24 +212,16 @@ std::expected<void, diag::Diagnostics> unpack(const uint64_t* words, Unpacked& u
   u.config.dynamic_shared_bytes = words[7];
   u.config.cooperative = (flags & 1) != 0;
   u.stream = reinterpret_cast<ptxgate_stream*>(static_cast<uintptr_t>(words[8]));
-  u.args.resize(count);
-  for (uint64_t i = 0; i < count; ++i) {
-    const uint64_t value = words[9 + 2 * i];
-    const uint64_t d = words[10 + 2 * i];
-    ptxgate_arg& a = u.args[i];
-    a = {};
-    a.kind = static_cast<int32_t>(d & 0xf);
-    a.dtype = static_cast<int32_t>((d >> 4) & 0xff);
-    a.device = static_cast<int32_t>((d >> 12) & 0xff) - 1;
-    a.elements = d >> 20;
-    switch (a.kind) {
-      case PTXGATE_ARG_BUFFER: a.buffer = reinterpret_cast<ptxgate_buffer*>(static_cast<uintptr_t>(value)); break;
-      case PTXGATE_ARG_POINTER: a.pointer = value; break;
-      case PTXGATE_ARG_TENSOR_MAP: a.tensor_map = reinterpret_cast<ptxgate_tensor_map*>(static_cast<uintptr_t>(value)); break;
-      default: a.bits = value; break;
-    }
-  }
+  u.count = count;
+  u.arg_words = words + 9;
   return {};
+}
+
+std::expected<void, diag::Diagnostics> prepare_packed(const runtime::Kernel& kernel, int device, const Unpacked& u,
+                                                      Launch& l) {
+  const uint64_t* w = u.arg_words;
+  return prepare_each(kernel, device, u.config, u.count, [w](size_t i) { return arg_of_words(w[2 * i], w[2 * i + 1]); },
+                      l);
 }
 
 std::expected<runtime::CopyEnd, diag::Diagnostics> copy_end(const ptxgate_copy_end* end, std::string_view call,

@@ -83,15 +83,21 @@ ptxgate_runtime* wrap_runtime(std::shared_ptr<runtime::Runtime> runtime, const r
   return r.release();
 }
 
+/// Launches prepared arguments on `stream` (null: the legacy default stream).
+ptxgate_status run_launch(ptxgate_kernel* kernel, const capi::Launch& launch, ptxgate_stream* stream,
+                          ptxgate_diagnostics** diagnostics) {
+  auto ok = kernel->kernel->launch(launch.config, std::span<const runtime::Arg>(launch.args.data(), launch.args.size()),
+                                   stream != nullptr ? stream->launch_stream() : nullptr);
+  if (!ok) return fail(diagnostics, std::move(ok.error()));
+  return PTXGATE_OK;
+}
+
 ptxgate_status launch_now(ptxgate_kernel* kernel, const ptxgate_launch_config& config, const ptxgate_arg* args,
                           size_t arg_count, ptxgate_stream* stream, ptxgate_diagnostics** diagnostics) {
   capi::Launch launch;
   if (auto prepared = capi::prepare(*kernel->kernel, kernel->device, config, args, arg_count, launch); !prepared)
     return fail(diagnostics, std::move(prepared.error()));
-  auto ok = kernel->kernel->launch(launch.config, std::span<const runtime::Arg>(launch.args.data(), launch.args.size()),
-                                   stream != nullptr ? stream->launch_stream() : nullptr);
-  if (!ok) return fail(diagnostics, std::move(ok.error()));
-  return PTXGATE_OK;
+  return run_launch(kernel, launch, stream, diagnostics);
 }
 
 }  // namespace
@@ -361,7 +367,10 @@ ptxgate_status ptxgate_kernel_launch_packed(ptxgate_kernel* kernel, const uint64
     if (words == nullptr) return null_argument(&failure, "ptxgate_kernel_launch_packed", "words");
     capi::Unpacked unpacked;
     if (auto ok = capi::unpack(words, unpacked); !ok) return finish(&failure, std::move(ok.error()), PTXGATE_USAGE);
-    return launch_now(kernel, unpacked.config, unpacked.args.data(), unpacked.args.size(), unpacked.stream, &failure);
+    capi::Launch launch;
+    if (auto prepared = capi::prepare_packed(*kernel->kernel, kernel->device, unpacked, launch); !prepared)
+      return fail(&failure, std::move(prepared.error()));
+    return run_launch(kernel, launch, unpacked.stream, &failure);
   });
   capi::set_last_failure(failure);
   return status;

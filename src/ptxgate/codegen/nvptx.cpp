@@ -127,6 +127,9 @@ std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(ir::Ta
 // merge shared-memory loads into ld.shared.v4). On every example and benchmark kernel the
 // ptxas output (registers, size) is the same as with O3 at about two thirds of the instructions
 // executed by the compiler (docs/benchmarks.md).
+const char* const kLibdevicePrepareStage =
+    "loop-mssa(loop-rotate<header-duplication;no-prepare-for-lto>),nvvm-reflect,simplifycfg<keep-loops>,"
+    "sroa<modify-cfg>,early-cse<>,instcombine<max-iterations=1;no-verify-fixpoint>";
 const char* const kKernelInlineStage = "function(nvvm-reflect,nvvm-intr-range),cgscc(inline),globaldce";
 const char* const kKernelFunctionStage =
     "function("
@@ -151,19 +154,25 @@ bool optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigne
   builder.registerLoopAnalyses(loops);
   builder.crossRegisterProxies(loops, functions, cgscc, modules);
   if (opt_level >= 2 && !llvm_pipeline) {
-    // libdevice's loops (the trigonometric reductions) rotated in their own small functions before
-    // they are inlined: rotated inside a long kernel, each loop's MemorySSA update computes a dominance
-    // frontier over the rest of the kernel, quadratic in its length (docs/benchmarks.md "Compile speed
-    // (issue 29)"); already rotated, the kernel stage leaves them. The PTX is the same.
+    // Each libdevice function prepared once in its own small body before it is inlined at every call
+    // (docs/benchmarks.md "Compile speed (issue 29)"). Its loops (the trigonometric reductions) rotated:
+    // rotated inside a long kernel, each loop's MemorySSA update computes a dominance frontier over the
+    // rest of the kernel, quadratic in its length; already rotated, the kernel stage leaves them. Then
+    // NVVMReflect, which folds the __nvvm_reflect branches (FTZ, the architecture) but leaves the
+    // untaken side as unreachable blocks and the taken side as a chain of single-edge blocks, then
+    // SimplifyCFG to drop those and SROA, EarlyCSE and InstCombine to fold what the reflected constants
+    // leave: otherwise every call site clones and costs it all again, and the kernel stage simplifies
+    // it in one long function. The PTX of the generated kernels is byte-identical; of the examples,
+    // math's instructions are ordered differently, with the same ptxas registers and size.
     {
-      llvm::FunctionPassManager rotate;
-      if (auto err = builder.parsePassPipeline(rotate, "loop-mssa(loop-rotate<header-duplication;no-prepare-for-lto>)")) {
+      llvm::FunctionPassManager prepare;
+      if (auto err = builder.parsePassPipeline(prepare, kLibdevicePrepareStage)) {
         error = llvm::toString(std::move(err));
         return false;
       }
       for (llvm::Function& f : module)
         if (!f.isDeclaration() && is_libdevice_function(f))
-          rotate.run(f, functions);
+          prepare.run(f, functions);
     }
     // The kernel pipeline in its two stages, with the caller's check between them.
     for (const char* stage : {kKernelInlineStage, kKernelFunctionStage}) {

@@ -61,6 +61,15 @@ double round_to(Type t, long double x) {
 
 std::optional<uint64_t> float_bits(double v, Type t) {
   if (t != Type::f16 && t != Type::bf16 && t != Type::f32 && t != Type::f64) return std::nullopt;
+  // Every launch's float arguments come here: f64 and f32 of a number take the hardware's
+  // conversion, which is round_to's rounding (to nearest, ties to even, in the current rounding
+  // mode; subnormals kept) without its long double arithmetic. NaN keeps the general path.
+  if (t == Type::f64 && !std::isnan(v)) return std::bit_cast<uint64_t>(v);
+  if (t == Type::f32 && !std::isnan(v)) {
+    const float f = static_cast<float>(v);
+    if (std::isinf(f) && std::isfinite(v)) return std::nullopt;
+    return std::bit_cast<uint32_t>(f);
+  }
   const double r = round_to(t, v);
   if (std::isinf(r) && std::isfinite(v)) return std::nullopt;
   switch (t) {

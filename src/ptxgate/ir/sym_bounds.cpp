@@ -51,17 +51,22 @@ Integer all_ones_above(Integer v) {
 
 }  // namespace
 
-Interval full_range(Type t) { return {type_min(t), type_max(t)}; }
+NodeBounds::NodeBounds(const AccessFacts& facts, const LeafValues& leaves) { bind(facts, leaves); }
 
-NodeBounds::NodeBounds(const AccessFacts& facts, const LeafValues& leaves)
-    : facts_(facts), leaves_(leaves), base_(facts.nodes.size()), limit_(facts.nodes.size(), unbounded()) {
-  for (uint32_t i = 0; i < facts.nodes.size(); ++i) base_[i] = forward(i, base_);
+void NodeBounds::bind(const AccessFacts& facts, const LeafValues& leaves) {
+  facts_ = &facts;
+  leaves_ = leaves;
+  const size_t n = facts.nodes.size();
+  base_.resize(n);
+  limit_.assign(n, unbounded());
+  touched_.clear();
+  for (uint32_t i = 0; i < n; ++i) base_[i] = forward(i, base_);
 }
 
 Interval NodeBounds::loop_bounds(uint32_t loop, const std::vector<Interval>& values) const {
-  if (loop >= facts_.loops.size()) return {};
-  const LoopFact& l = facts_.loops[loop];
-  const Type t = facts_.nodes[l.variable].type;
+  if (loop >= facts_->loops.size()) return {};
+  const LoopFact& l = facts_->loops[loop];
+  const Type t = facts_->nodes[l.variable].type;
   const Interval lo = values[l.lo], hi = values[l.hi], step = values[l.step];
   if (lo.empty() || hi.empty() || step.empty()) return {};
   if (l.kind == LoopFact::Kind::range) return meet({lo.lo, hi.hi - 1}, full_range(t));
@@ -78,7 +83,7 @@ Interval NodeBounds::loop_bounds(uint32_t loop, const std::vector<Interval>& val
 }
 
 Interval NodeBounds::forward(uint32_t id, const std::vector<Interval>& v) const {
-  const SymNode& n = facts_.nodes[id];
+  const SymNode& n = facts_->nodes[id];
   const Type t = n.type;
   auto component = [&](const std::array<uint64_t, 3>& dims) { return static_cast<Integer>(dims[n.value % 3]); };
   switch (n.op) {
@@ -110,9 +115,9 @@ Interval NodeBounds::apply(const SymNode& n, Interval a, Interval b, Interval c)
   const Type t = n.type;
   const unsigned count = sym_operand_count(n.op);
   if (a.empty() || (count > 1 && b.empty()) || (count > 2 && c.empty())) return {};
-  const Type operand = facts_.nodes[n.a].type;
+  const Type operand = facts_->nodes[n.a].type;
   if (a.point() && (count < 2 || b.point()) && (count < 3 || c.point())) {
-    const Type second = count > 1 ? facts_.nodes[n.b].type : operand;
+    const Type second = count > 1 ? facts_->nodes[n.b].type : operand;
     auto r = apply_sym_op(n.op, t, operand, bits_of(operand, a.lo), count > 1 ? bits_of(second, b.lo) : 0,
                               count > 2 ? bits_of(t, c.lo) : 0);
     if (r) return point(value_of(t, *r));
@@ -148,13 +153,13 @@ Interval NodeBounds::apply(const SymNode& n, Interval a, Interval b, Interval c)
     }
     case SymOp::shl: {
       if (!b.point()) return full_range(t);
-      const unsigned k = static_cast<unsigned>(bits_of(facts_.nodes[n.b].type, b.lo) & (bit_width(t) - 1));
+      const unsigned k = static_cast<unsigned>(bits_of(facts_->nodes[n.b].type, b.lo) & (sym_width(t) - 1));
       if (!small(a) || k > 60) return full_range(t);
       return fit(t, {a.lo * (Integer{1} << k), a.hi * (Integer{1} << k)});
     }
     case SymOp::shr: {
       if (b.point()) {
-        const unsigned k = static_cast<unsigned>(bits_of(facts_.nodes[n.b].type, b.lo) & (bit_width(t) - 1));
+        const unsigned k = static_cast<unsigned>(bits_of(facts_->nodes[n.b].type, b.lo) & (sym_width(t) - 1));
         return {a.lo >> k, a.hi >> k};
       }
       return {std::min<Integer>(a.lo, 0), std::max<Integer>(a.hi, 0)};
@@ -173,7 +178,7 @@ Interval NodeBounds::apply(const SymNode& n, Interval a, Interval b, Interval c)
     case SymOp::max: return {std::max(a.lo, b.lo), std::max(a.hi, b.hi)};
     case SymOp::neg: return fit(t, {-a.hi, -a.lo});
     case SymOp::bit_not:
-      return is_signed(t) ? Interval{-a.hi - 1, -a.lo - 1} : Interval{type_max(t) - a.hi, type_max(t) - a.lo};
+      return sym_signed(t) ? Interval{-a.hi - 1, -a.lo - 1} : Interval{type_max(t) - a.hi, type_max(t) - a.lo};
     case SymOp::lt: return a.hi < b.lo ? point(1) : a.lo >= b.hi ? point(0) : kBool;
     case SymOp::le: return a.hi <= b.lo ? point(1) : a.lo > b.hi ? point(0) : kBool;
     case SymOp::gt: return a.lo > b.hi ? point(1) : a.hi <= b.lo ? point(0) : kBool;
@@ -197,7 +202,7 @@ Interval NodeBounds::apply(const SymNode& n, Interval a, Interval b, Interval c)
 }
 
 Interval NodeBounds::branch(uint32_t node, uint32_t cond, bool truth, const std::vector<Interval>& v) const {
-  const SymNode& c = facts_.nodes[cond];
+  const SymNode& c = facts_->nodes[cond];
   if (c.op < SymOp::eq || c.op > SymOp::ge) return v[node];
   SymOp op = c.op;
   if (!truth) {
@@ -222,7 +227,7 @@ Interval NodeBounds::reevaluate(uint32_t id, uint32_t x, Interval xb, uint32_t y
                                 const std::vector<Interval>& v, int depth) const {
   if (id == x) return xb;
   if (id == y) return yb;
-  const SymNode& n = facts_.nodes[id];
+  const SymNode& n = facts_->nodes[id];
   const unsigned count = sym_operand_count(n.op);
   if (depth == 0 || count == 0 || id < std::min(x, y)) return v[id];
   auto operand = [&](uint32_t o) { return reevaluate(o, x, xb, y, yb, v, depth - 1); };
@@ -241,7 +246,7 @@ void NodeBounds::narrow(uint32_t id, Interval to, int depth) {
 }
 
 void NodeBounds::backward(uint32_t id, int depth) {
-  const SymNode& n = facts_.nodes[id];
+  const SymNode& n = facts_->nodes[id];
   const Interval r = current_[id];
   const Type t = n.type;
   const unsigned count = sym_operand_count(n.op);
@@ -272,7 +277,7 @@ void NodeBounds::backward(uint32_t id, int depth) {
       break;
     case SymOp::shr:
       if (b.point() && small(r)) {
-        const unsigned k = static_cast<unsigned>(bits_of(facts_.nodes[n.b].type, b.lo) & (bit_width(t) - 1));
+        const unsigned k = static_cast<unsigned>(bits_of(facts_->nodes[n.b].type, b.lo) & (sym_width(t) - 1));
         if (k <= 60) narrow(n.a, {r.lo * (Integer{1} << k), (r.hi + 1) * (Integer{1} << k) - 1}, depth);
       }
       break;
@@ -294,7 +299,7 @@ void NodeBounds::backward(uint32_t id, int depth) {
 
 void NodeBounds::constrain(uint32_t id, bool truth, int depth) {
   if (depth > 64) return;
-  const SymNode& n = facts_.nodes[id];
+  const SymNode& n = facts_->nodes[id];
   switch (n.op) {
     case SymOp::logical_and:
       if (truth) {
@@ -344,8 +349,11 @@ void NodeBounds::constrain(uint32_t id, bool truth, int depth) {
 const std::vector<Interval>& NodeBounds::under(uint32_t path, uint32_t last) {
   for (uint32_t id : touched_) limit_[id] = unbounded();
   touched_.clear();
-  current_ = base_;
-  dirty_.assign(current_.size(), 0);
+  // Only nodes up to `last` are narrowed, re-evaluated and read (a node's operands come before it).
+  const size_t upto = std::min<size_t>(size_t{last} + 1, base_.size());
+  current_.resize(base_.size());
+  std::copy_n(base_.begin(), upto, current_.begin());
+  dirty_.assign(upto, 0);
   for (int round = 0; round < 4; ++round) {
     changed_ = false;
     constrain(path, true, 0);
@@ -354,7 +362,7 @@ const std::vector<Interval>& NodeBounds::under(uint32_t path, uint32_t last) {
     // with an operand that changed in this pass, and selects and loop variables (their bounds read
     // more than their operands). Any other node would compute the value it already holds.
     for (uint32_t i = 0; i <= last && i < current_.size(); ++i) {
-      const SymNode& n = facts_.nodes[i];
+      const SymNode& n = facts_->nodes[i];
       const unsigned count = sym_operand_count(n.op);
       const bool limited = limit_[i] != unbounded();
       if (!limited && n.op != SymOp::select && n.op != SymOp::loop && !(count > 0 && dirty_[n.a]) &&

@@ -40,12 +40,17 @@ struct LeafValues {
 class NodeBounds {
  public:
   NodeBounds(const AccessFacts& facts, const LeafValues& leaves);
+  /// No facts yet: bind() gives them. Lets one object (e.g. a thread's) keep its buffers across
+  /// launches, so that evaluating a launch allocates nothing once they are large enough.
+  NodeBounds() = default;
+  /// Starts over for `facts` and `leaves`: the same bounds as NodeBounds(facts, leaves).
+  void bind(const AccessFacts& facts, const LeafValues& leaves);
   /// The bounds without any path condition.
   const std::vector<Interval>& base() const { return base_; }
   /// Bounds under `path` (a bool node) being true, up to node `last`: the conjuncts of the path
   /// (comparisons, && and negations) narrow their operands and, through invertible operations,
   /// the values they are computed from; every node is then re-evaluated. Returns the refined
-  /// bounds (valid until the next call).
+  /// bounds (valid until the next call) of the nodes up to `last`; entries past it are unspecified.
   const std::vector<Interval>& under(uint32_t path, uint32_t last);
 
  private:
@@ -63,7 +68,7 @@ class NodeBounds {
   void narrow(uint32_t id, Interval to, int depth);
   void backward(uint32_t id, int depth);
 
-  const AccessFacts& facts_;
+  const AccessFacts* facts_ = nullptr;
   LeafValues leaves_;
   std::vector<Interval> base_;
   std::vector<Interval> current_;
@@ -74,6 +79,6 @@ class NodeBounds {
 };
 
 /// The full range of a node's type.
-Interval full_range(Type t);
+constexpr Interval full_range(Type t) { return {type_min(t), type_max(t)}; }
 
 }  // namespace ptxgate::ir

@@ -6,36 +6,10 @@
 namespace ptxgate::ir {
 namespace {
 
-unsigned width_of(Type t) { return t == Type::bool_ ? 1 : bit_width(t); }
-
-uint64_t mask_of(Type t) {
-  const unsigned w = width_of(t);
-  return w >= 64 ? ~uint64_t{0} : (uint64_t{1} << w) - 1;
-}
+constexpr unsigned width_of(Type t) { return sym_width(t); }
+constexpr uint64_t mask_of(Type t) { return sym_mask(t); }
 
 }  // namespace
-
-Integer type_min(Type t) {
-  if (t == Type::bool_ || !is_signed(t)) return 0;
-  return -(Integer{1} << (width_of(t) - 1));
-}
-
-Integer type_max(Type t) {
-  if (t == Type::bool_) return 1;
-  const unsigned w = width_of(t);
-  return is_signed(t) ? (Integer{1} << (w - 1)) - 1 : (Integer{1} << w) - 1;
-}
-
-Integer value_of(Type t, uint64_t bits) {
-  bits &= mask_of(t);
-  if (t != Type::bool_ && is_signed(t)) {
-    const unsigned w = width_of(t);
-    if (bits >> (w - 1) & 1) return static_cast<Integer>(bits) - (Integer{1} << w);
-  }
-  return static_cast<Integer>(bits);
-}
-
-uint64_t bits_of(Type t, Integer value) { return static_cast<uint64_t>(static_cast<unsigned __int128>(value)) & mask_of(t); }
 
 std::optional<uint64_t> apply_sym_op(SymOp op, Type type, Type operand, uint64_t a, uint64_t b, uint64_t c) {
   const Integer x = value_of(operand, a), y = value_of(operand, b);

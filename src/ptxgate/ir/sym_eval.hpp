@@ -16,15 +16,51 @@ namespace ptxgate::ir {
 /// products of two 63-bit magnitudes.
 using Integer = __int128;
 
+/// Inline (the bounds, the race search and the concrete evaluation ask these for every node they
+/// visit): a value type's width in bits (1 for bool; ir::bit_width answers with this) and whether it
+/// is a signed integer.
+constexpr unsigned sym_width(Type t) {
+  switch (t) {
+    case Type::bool_: return 1;
+    case Type::i8: case Type::u8: return 8;
+    case Type::i16: case Type::u16: case Type::f16: case Type::bf16: return 16;
+    case Type::i32: case Type::u32: case Type::f32: return 32;
+    case Type::i64: case Type::u64: case Type::f64: return 64;
+    default: return 0;
+  }
+}
+constexpr bool sym_signed(Type t) { return t == Type::i32 || t == Type::i64 || t == Type::i8 || t == Type::i16; }
+/// The mask of a type's bits.
+constexpr uint64_t sym_mask(Type t) {
+  const unsigned w = sym_width(t);
+  return w >= 64 ? ~uint64_t{0} : (uint64_t{1} << w) - 1;
+}
+
 /// The smallest and largest value of an integer type (0 and 1 for bool).
-Integer type_min(Type t);
-Integer type_max(Type t);
+constexpr Integer type_min(Type t) {
+  if (t == Type::bool_ || !sym_signed(t)) return 0;
+  return -(Integer{1} << (sym_width(t) - 1));
+}
+constexpr Integer type_max(Type t) {
+  if (t == Type::bool_) return 1;
+  const unsigned w = sym_width(t);
+  return sym_signed(t) ? (Integer{1} << (w - 1)) - 1 : (Integer{1} << w) - 1;
+}
 
 /// The mathematical value of `bits` (the type's bits, zero-extended) in type `t`: sign-extended
 /// for signed types.
-Integer value_of(Type t, uint64_t bits);
+constexpr Integer value_of(Type t, uint64_t bits) {
+  bits &= sym_mask(t);
+  if (t != Type::bool_ && sym_signed(t)) {
+    const unsigned w = sym_width(t);
+    if (bits >> (w - 1) & 1) return static_cast<Integer>(bits) - (Integer{1} << w);
+  }
+  return static_cast<Integer>(bits);
+}
 /// The bits of `value` wrapped to type `t` (modulo 2^N), zero-extended.
-uint64_t bits_of(Type t, Integer value);
+constexpr uint64_t bits_of(Type t, Integer value) {
+  return static_cast<uint64_t>(static_cast<unsigned __int128>(value)) & sym_mask(t);
+}
 
 /// The result bits of `op` applied to operands of type `operand` (the node's own type, except for
 /// comparisons and casts) with bits `a`, `b`, `c`, as docs/ir.md defines it: wrapping + - * <<,

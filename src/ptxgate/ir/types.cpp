@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "ptxgate/ir/sym_eval.hpp"
+
 namespace ptxgate::ir {
 
 namespace {
@@ -121,21 +123,12 @@ bool is_integer(Type t) {
   return t == Type::i32 || t == Type::u32 || t == Type::i64 || t == Type::u64 || t == Type::i8 || t == Type::u8 ||
          t == Type::i16 || t == Type::u16;
 }
-bool is_signed(Type t) { return t == Type::i32 || t == Type::i64 || t == Type::i8 || t == Type::i16; }
+bool is_signed(Type t) { return sym_signed(t); }
 bool is_float(Type t) { return t == Type::f32 || t == Type::f64 || is_half(t); }
 bool is_half(Type t) { return t == Type::f16 || t == Type::bf16; }
 bool is_numeric(Type t) { return is_integer(t) || is_float(t); }
 
-unsigned bit_width(Type t) {
-  switch (t) {
-    case Type::bool_: return 1;
-    case Type::i8: case Type::u8: return 8;
-    case Type::i16: case Type::u16: case Type::f16: case Type::bf16: return 16;
-    case Type::i32: case Type::u32: case Type::f32: return 32;
-    case Type::i64: case Type::u64: case Type::f64: return 64;
-    default: return 0;
-  }
-}
+unsigned bit_width(Type t) { return sym_width(t); }  // one table: src/ptxgate/ir/sym_eval.hpp
 
 unsigned byte_size(Type t) {
   switch (t) {

@@ -172,6 +172,20 @@ bool bind_described(const Arg& arg, const contract::ParamInfo& param, BoundSlot&
   return true;
 }
 
+/// The low `bytes` bytes (at most 8) of the value at `p`, zero-extended: the common widths as one
+/// load each (a proof scalar is read on every guarded launch of its kernel).
+uint64_t read_value(const void* p, uint32_t bytes) {
+  uint64_t v = 0;
+  switch (bytes) {
+    case 8: std::memcpy(&v, p, 8); break;
+    case 4: std::memcpy(&v, p, 4); break;
+    case 2: std::memcpy(&v, p, 2); break;
+    case 1: std::memcpy(&v, p, 1); break;
+    default: std::memcpy(&v, p, std::min<uint32_t>(bytes, 8)); break;
+  }
+  return v;
+}
+
 /// The value of a bound scalar slot as scalar_bits: its `size` bytes, zero-extended.
 uint64_t slot_value(const BoundSlot& slot) {
   uint64_t v = 0;
@@ -183,7 +197,9 @@ uint64_t slot_value(const BoundSlot& slot) {
 
 ArgumentBinder::ArgumentBinder(const contract::KernelInfo& info)
     : params_(info.params.size()), exact_descs_(info.params.size()), exact_words_(info.params.size(), 0) {
-  uint32_t buffers = 0;
+  const auto signature = [](Arg::Kind kind, ir::Type type) {
+    return static_cast<uint16_t>(static_cast<uint8_t>(kind) | static_cast<uint8_t>(type) << 8);
+  };
   for (size_t i = 0; i < info.params.size(); ++i) {
     const contract::ParamInfo& p = info.params[i];
     ParamBinding& b = params_[i];
@@ -195,7 +211,8 @@ ArgumentBinder::ArgumentBinder(const contract::KernelInfo& info)
     if (p.is_buffer) {
       d.kind = contract::ArgumentDesc::Kind::buffer;
       d.size_bytes = 8;
-      ++buffers;
+      b.signature = signature(Arg::Kind::buffer, ir::Type::void_);  // the element type: bind_exact
+      exact_plan_.buffers.push_back({static_cast<uint32_t>(i), p.type, b.access});
     } else if (p.type == ir::Type::tensor_map) {  // Hopper: bound on the general path (word 0)
       d.kind = contract::ArgumentDesc::Kind::tensor_map;
       d.size_bytes = 128;
@@ -209,23 +226,20 @@ ArgumentBinder::ArgumentBinder(const contract::KernelInfo& info)
         b.proof = true;
         d.scalar_bits = 0;  // its value is part of the shape: the word says so
         proof_params_.push_back(static_cast<uint32_t>(i));
+        exact_plan_.proofs.push_back({static_cast<uint32_t>(i), value_bits(~uint64_t{0}, b.value_bytes)});
       }
       // The slot points at the Arg's 8-byte little-endian value: only widths up to 8 bytes.
       if (d.size_bytes == 0 || d.size_bytes > 8) continue;
+      b.signature = signature(Arg::Kind::scalar, p.type);
+      b.signature_type_mask = 0xFF;
     }
-    b.exact = true;
     exact_words_[i] = validation::LaunchShape::argument_word(d);
   }
   proof_scalars_ = static_cast<uint32_t>(proof_params_.size());
-  buffers_ = buffers;
-  key_words_ = buffers + proof_scalars_;
+  buffers_ = static_cast<uint32_t>(exact_plan_.buffers.size());
   // A SteadyKey's words: the buffers' sizes in parameter order, then the proof scalars' values. A
-  // kernel of more words never uses its key (Kernel::launch checks), so the index only stays in range.
-  uint32_t next_buffer = 0, next_proof = buffers;
-  for (ParamBinding& b : params_) {
-    if (b.buffer) b.key_word = static_cast<uint8_t>(next_buffer++ % SteadyKey::kMaxWords);
-    if (b.proof) b.key_word = static_cast<uint8_t>(next_proof++ % SteadyKey::kMaxWords);
-  }
+  // kernel of more than SteadyKey::kMaxWords never uses its key (Kernel::launch checks).
+  key_words_ = buffers_ + proof_scalars_;
 }
 
 std::expected<void, diag::Diagnostics> ArgumentBinder::bind(const contract::KernelInfo& info, std::span<const Arg> args,
@@ -295,8 +309,7 @@ bool ArgumentBinder::proof_value(uint32_t i, std::span<void* const> slots,
   if (i >= slots.size() || i >= descs.size() || slots[i] == nullptr) return false;
   const contract::ArgumentDesc& d = descs[i];
   if (d.kind != contract::ArgumentDesc::Kind::scalar) return false;  // validation reports the kind
-  value = 0;
-  std::memcpy(&value, slots[i], std::min<uint32_t>({d.size_bytes, params_[i].value_bytes, 8}));
+  value = read_value(slots[i], std::min<uint32_t>(d.size_bytes, params_[i].value_bytes));
   return true;
 }
 
@@ -366,9 +379,7 @@ void ArgumentBinder::checked_lengths(const SteadyKey& key, HiddenArguments& hidd
 size_t ArgumentBinder::proof_values(std::span<void* const> slots, uint64_t* out, size_t max) const {
   for (size_t k = 0; k < proof_params_.size() && k < max; ++k) {
     const uint32_t i = proof_params_[k];
-    uint64_t v = 0;
-    if (i < slots.size() && slots[i] != nullptr) std::memcpy(&v, slots[i], params_[i].value_bytes);
-    out[k] = v;
+    out[k] = i < slots.size() && slots[i] != nullptr ? read_value(slots[i], params_[i].value_bytes) : 0;
   }
   return proof_params_.size();
 }

@@ -1,8 +1,11 @@
 // launch_cuda_function: the only caller of cuLaunchKernel / cuLaunchCooperativeKernel in ptxgate.
 #include "ptxgate/runtime/launch.hpp"
 
+#include <array>
 #include <cstring>
 #include <optional>
+#include <type_traits>
+#include <vector>
 
 #include <boost/container/small_vector.hpp>
 #include <fmt/format.h>
@@ -45,7 +48,9 @@ std::expected<void, diag::Diagnostics> plan_matches_call(const FunctionState& fn
   bool ok = plan.stream_is_null == (stream == nullptr) && plan.function_is_null == (fn.handle == nullptr);
   if (plan.arguments_known) {
     ok = ok && plan.arguments.size() == args.size();
-    for (size_t i = 0; ok && i < args.size(); ++i) ok = plan.arguments[i].slot_is_null == (args[i] == nullptr);
+    bool differ = false;  // gathered without a branch per argument: a guarded launch checks every slot
+    for (size_t i = 0; ok && i < args.size(); ++i) differ |= plan.arguments[i].slot_is_null != (args[i] == nullptr);
+    ok = ok && !differ;
   }
   if (ok) [[likely]] return {};
   diag::Diagnostics d;
@@ -68,6 +73,36 @@ DriverGeometry geometry_of(const SteadyKey& key, const std::array<unsigned, 3>& 
 }
 
 std::atomic<uint64_t> next_function_id{1};
+
+/// One entry of a thread's memo of guarded launches (LaunchPath::launch_remembered): the plan a
+/// function was last launched with on this thread, and that launch's verdict as a ticket.
+struct GuardedMemo {
+  uint64_t function_id = 0;  ///< FunctionState::id (never reused; 0: empty)
+  contract::LaunchPlan header;  ///< the plan's fields other than its arguments
+  std::vector<contract::ArgumentDesc> arguments;  ///< the plan's arguments, byte for byte
+  LaunchTicket ticket;
+};
+static_assert(std::is_trivially_copyable_v<contract::ArgumentDesc>, "the memo copies and compares descriptions as bytes");
+
+/// Functions a thread remembers a plan of at once (by FunctionState::id): a thread that launches a
+/// few kernels in turn keeps each one's.
+constexpr size_t kGuardedMemos = 4;
+
+// Reached through a function that is never inlined, as thread_plan().
+[[gnu::noinline]] std::array<GuardedMemo, kGuardedMemos>& guarded_memos() {
+  thread_local std::array<GuardedMemo, kGuardedMemos> memos;
+  return memos;
+}
+
+/// Whether two plans agree in every field but their arguments (a plan with required elements is
+/// never remembered: its shape is not cacheable).
+bool same_header(const contract::LaunchPlan& a, const contract::LaunchPlan& b) {
+  return a.grid == b.grid && a.block == b.block && a.dynamic_shared_bytes == b.dynamic_shared_bytes &&
+         a.block_given == b.block_given && a.cooperative == b.cooperative && a.arguments_known == b.arguments_known &&
+         a.stream_policy == b.stream_policy && a.stream_is_null == b.stream_is_null &&
+         a.function_is_null == b.function_is_null && a.require_memory_proof == b.require_memory_proof &&
+         a.list_unproven_accesses == b.list_unproven_accesses && b.required_elements.empty();
+}
 
 }  // namespace
 
@@ -375,6 +410,60 @@ std::optional<std::expected<void, diag::Diagnostics>> LaunchPath::launch_steady(
   return drive(ctx, fn, geometry, key, args, stream, true);
 }
 
+std::optional<std::expected<void, diag::Diagnostics>> LaunchPath::launch_remembered(Context& ctx, FunctionState& fn,
+                                                                                    const contract::LaunchPlan& plan,
+                                                                                    std::span<void* const> args,
+                                                                                    CUstream stream) {
+  const GuardedMemo& memo = guarded_memos()[fn.id % kGuardedMemos];
+  const size_t n = args.size();
+  if (memo.function_id != fn.id || !same_header(plan, memo.header) || plan.stream_is_null != (stream == nullptr) ||
+      plan.arguments.size() != n || memo.arguments.size() != n ||
+      std::memcmp(plan.arguments.data(), memo.arguments.data(), n * sizeof(contract::ArgumentDesc)) != 0)
+    return std::nullopt;
+  // A remembered plan has no null slot (its launch was admitted): the table must have none either.
+  bool null_slot = false;
+  for (size_t i = 0; i < n; ++i) null_slot |= args[i] == nullptr;
+  if (null_slot) [[unlikely]]
+    return std::nullopt;
+  const LaunchTicket& ticket = memo.ticket;
+  if (fn.binder.has_proof_scalars()) {
+    // The verdict holds for the proof scalars' values it was validated with only.
+    std::array<uint64_t, LaunchTicket::kProofValues> values;
+    const size_t count = fn.binder.proof_values(args, values.data(), values.size());
+    if (count != ticket.proof_value_count_ ||
+        std::memcmp(values.data(), ticket.proof_values_.data(), count * sizeof(uint64_t)) != 0)
+      return std::nullopt;
+  }
+  const DriverGeometry geometry{ticket.grid_, ticket.block_, ticket.dynamic_shared_bytes_, ticket.cooperative_};
+  if (ctx.poisoned()) [[unlikely]]
+    return std::nullopt;
+  if (auto ok = ctx.make_current(); !ok) [[unlikely]]
+    return std::unexpected(std::move(ok.error()));
+  return drive(ctx, fn, geometry, ticket, args, stream, true);
+}
+
+void LaunchPath::remember(const FunctionState& fn, const contract::LaunchPlan& plan, const LaunchTicket& ticket) {
+  if (!ticket.valid() || !plan.required_elements.empty() || ticket.proof_value_count_ > LaunchTicket::kProofValues)
+    return;
+  GuardedMemo& memo = guarded_memos()[fn.id % kGuardedMemos];
+  memo.function_id = fn.id;
+  memo.header.grid = plan.grid;
+  memo.header.block = plan.block;
+  memo.header.dynamic_shared_bytes = plan.dynamic_shared_bytes;
+  memo.header.block_given = plan.block_given;
+  memo.header.cooperative = plan.cooperative;
+  memo.header.arguments_known = plan.arguments_known;
+  memo.header.stream_policy = plan.stream_policy;
+  memo.header.stream_is_null = plan.stream_is_null;
+  memo.header.function_is_null = plan.function_is_null;
+  memo.header.require_memory_proof = plan.require_memory_proof;
+  memo.header.list_unproven_accesses = plan.list_unproven_accesses;
+  memo.arguments.resize(plan.arguments.size());
+  if (!plan.arguments.empty())
+    std::memcpy(memo.arguments.data(), plan.arguments.data(), plan.arguments.size() * sizeof(contract::ArgumentDesc));
+  memo.ticket = ticket;
+}
+
 std::expected<void, diag::Diagnostics> LaunchPath::relaunch(Context& ctx, FunctionState& fn,
                                                             const LaunchTicket& ticket, std::span<void* const> args,
                                                             CUstream stream) {
@@ -486,14 +575,21 @@ std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, Loaded
                                                             std::span<void* const> args, CUstream stream,
                                                             diag::Diagnostics* warnings, LaunchTicket* ticket) {
   FunctionState& st = LaunchPath::state(fn);
+  // The plan this thread last launched the function with: launched by its verdict at once.
+  if (ticket == nullptr) [[likely]]
+    if (auto launched = LaunchPath::launch_remembered(ctx, st, plan, args, stream)) return std::move(*launched);
   validation::LaunchShape shape = validation::LaunchShape::of(plan);
-  if (!st.binder.has_proof_scalars()) [[likely]]
-    return LaunchPath::launch(ctx, st, plan, shape, args, stream, warnings, ticket);
   // The scalars the kernel's memory-safety proof uses are read from the argument table, which is
   // what the kernel receives: the launch cache's key holds those values, and a validation reads
   // them into a copy of the plan (admit).
-  st.binder.add_proof_values(args, plan.arguments, shape);
-  return LaunchPath::launch(ctx, st, plan, shape, args, stream, warnings, ticket, nullptr, false, true);
+  const bool proofs = st.binder.has_proof_scalars();
+  if (proofs) st.binder.add_proof_values(args, plan.arguments, shape);
+  // The launch's verdict as a ticket (the caller's, when asked for) becomes the thread's memo.
+  LaunchTicket issued;
+  LaunchTicket& verdict = ticket != nullptr ? *ticket : issued;
+  auto launched = LaunchPath::launch(ctx, st, plan, shape, args, stream, warnings, &verdict, nullptr, false, proofs);
+  if (launched) LaunchPath::remember(st, plan, verdict);
+  return launched;
 }
 
 std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, LoadedFunction& fn,

@@ -31,10 +31,15 @@ bool LaunchCache::matches(const std::atomic<uint64_t>* e, const validation::Laun
   if (sequence == 0 || (sequence & 1) != 0) return false;  // empty, or being written
   if (tag && e[1].load(kAcquire) != *tag) return false;
   // Word 7 holds the argument count, so an entry of another count differs there, before its end.
+  // The words are compared without a branch each, two at a time (a shape has an even count).
+  static_assert(validation::LaunchShape::kHeaderWords % 2 == 0 && validation::LaunchShape::kWordsPerArgument == 2);
   const size_t n = shape.size();
   const uint64_t* words = shape.words();
-  for (size_t i = 0; i < n; ++i)
-    if (e[kEntryHeader + i].load(kAcquire) != words[i]) return false;
+  const std::atomic<uint64_t>* stored = e + kEntryHeader;
+  uint64_t differ = 0;
+  for (size_t i = 0; i < n; i += 2)
+    differ |= (stored[i].load(kAcquire) ^ words[i]) | (stored[i + 1].load(kAcquire) ^ words[i + 1]);
+  if (differ != 0) return false;
   const uint64_t xy = e[2].load(kAcquire), z = e[3].load(kAcquire);
   // Acquire loads above keep this one after them: an unchanged sequence means no insert overlapped.
   if (e[0].load(kRelaxed) != sequence) return false;

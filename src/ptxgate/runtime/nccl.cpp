@@ -54,29 +54,6 @@ std::string_view nccl_type_name(ncclDataType_t type) {
   }
 }
 
-size_t nccl_type_size(ncclDataType_t type) {
-  switch (type) {
-    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
-    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
-    case ncclInt8: case ncclUint8: return 1;
-    case ncclFloat16: case ncclBfloat16: return 2;
-    default: return 0;
-  }
-}
-
-std::string_view collective_name(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::all_reduce: return "all-reduce";
-    case CollectiveKind::broadcast: return "broadcast";
-    case CollectiveKind::reduce: return "reduce";
-    case CollectiveKind::all_gather: return "all-gather";
-    case CollectiveKind::reduce_scatter: return "reduce-scatter";
-    case CollectiveKind::send: return "send";
-    case CollectiveKind::recv: return "recv";
-  }
-  return "?";
-}
-
 // ---- UniqueId ----
 
 std::expected<UniqueId, diag::Diagnostics> UniqueId::create(const NcclApi* api) {
@@ -293,7 +270,11 @@ void Communicator::abort(std::string reason) noexcept { fail(std::move(reason), 
 
 std::expected<void, diag::Diagnostics> Communicator::healthy(std::string_view what) {
   std::lock_guard lock(mutex_);
-  if (failed()) {
+  return healthy_locked(what);
+}
+
+std::expected<void, diag::Diagnostics> Communicator::healthy_locked(std::string_view what) {
+  if (failed()) [[unlikely]] {
     return std::unexpected(one(diag::Code::communicator_failed,
                                fmt::format("{} on rank {} of a communicator that was {}: {}", what, rank_,
                                            aborted_ ? "aborted" : "stopped", failure_),
@@ -301,7 +282,8 @@ std::expected<void, diag::Diagnostics> Communicator::healthy(std::string_view wh
   }
   ncclResult_t async = ncclSuccess;
   ncclResult_t r = api_->ncclCommGetAsyncError(comm_, &async);
-  if (r == ncclSuccess && (async == ncclSuccess || async == ncclInProgress)) return {};
+  if (r == ncclSuccess && (async == ncclSuccess || async == ncclInProgress)) [[likely]]
+    return {};
   const ncclResult_t e = r != ncclSuccess ? r : async;
   const char* last = api_->ncclGetLastError(comm_);
   std::string reason = fmt::format("NCCL reported {} ({}) at {}", api_->ncclGetErrorString(e), last ? last : "", what);
@@ -372,6 +354,45 @@ std::expected<void, diag::Diagnostics> Communicator::synchronize(const Stream& s
 
 // ---- validation ----
 
+namespace {
+
+/// The rules of one buffer argument, each violation added to `d` (false when any): the buffer
+/// exists, is in the communicator's context, has an element type NCCL and the IR share, and holds
+/// the range. validate_collective calls it only for an argument its fast test did not accept.
+[[gnu::noinline, gnu::cold]] bool check_end_slow(diag::Diagnostics& d, const Communicator& comm, std::string_view name,
+                                                 const CollectiveEnd& e, const char* role) {
+  if (e.buffer == nullptr || e.buffer->context() == nullptr) {
+    d.add(diag::Code::collective_device, fmt::format("{} {} buffer is empty (moved from or reset)", name, role));
+    return false;
+  }
+  bool ok = true;
+  if (e.buffer->context() != &comm.context()) {
+    d.add(diag::Code::collective_device,
+          fmt::format("{} {} buffer is on device {}, but communicator rank {} is on device {}", name, role,
+                      e.buffer->context()->live().ordinal, comm.rank(), comm.device()),
+          {}, "allocate each rank's buffers in that rank's context");
+    ok = false;
+  }
+  const size_t size = nccl_type_size(e.type);
+  if (size == 0) {
+    d.add(diag::Code::collective_type_mismatch,
+          fmt::format("{} {} buffer has NCCL type {}, which the IR does not have", name, role, static_cast<int>(e.type)),
+          {}, "use i8, u8, i32, u32, i64, u64, f16, bf16, f32 or f64 elements");
+    return false;
+  }
+  const size_t capacity = e.buffer->size_bytes() / size;
+  if (e.first > capacity || e.count > capacity - e.first) {
+    d.add(diag::Code::collective_count,
+          fmt::format("{} {} range: elements [{}, {}) of {}, past the buffer's {} elements", name, role, e.first,
+                      e.first + e.count, nccl_type_name(e.type), capacity),
+          {}, "pass a span inside the buffer");
+    ok = false;
+  }
+  return ok;
+}
+
+}  // namespace
+
 std::expected<void, diag::Diagnostics> validate_collective(const Communicator& comm, const Stream& stream,
                                                            const Collective& c) {
   diag::Diagnostics d;
@@ -385,35 +406,16 @@ std::expected<void, diag::Diagnostics> validate_collective(const Communicator& c
                       stream.context()->live().ordinal, comm.rank(), comm.device()),
           {}, "issue each rank's collective on a stream of that rank's context");
   }
+  // The common case, an argument every rule accepts, is decided without building a message.
   auto check_end = [&](const CollectiveEnd& e, const char* role) {
-    if (e.buffer == nullptr || e.buffer->context() == nullptr) {
-      d.add(diag::Code::collective_device, fmt::format("{} {} buffer is empty (moved from or reset)", name, role));
-      return false;
-    }
-    bool ok = true;
-    if (e.buffer->context() != &comm.context()) {
-      d.add(diag::Code::collective_device,
-            fmt::format("{} {} buffer is on device {}, but communicator rank {} is on device {}", name, role,
-                        e.buffer->context()->live().ordinal, comm.rank(), comm.device()),
-            {}, "allocate each rank's buffers in that rank's context");
-      ok = false;
-    }
+    const DeviceBuffer* b = e.buffer;
     const size_t size = nccl_type_size(e.type);
-    if (size == 0) {
-      d.add(diag::Code::collective_type_mismatch,
-            fmt::format("{} {} buffer has NCCL type {}, which the IR does not have", name, role, static_cast<int>(e.type)),
-            {}, "use i8, u8, i32, u32, i64, u64, f16, bf16, f32 or f64 elements");
-      return false;
+    if (b != nullptr && b->context() == &comm.context() && size != 0) [[likely]] {
+      const size_t capacity = b->size_bytes() / size;
+      if (e.first <= capacity && e.count <= capacity - e.first) [[likely]]
+        return true;
     }
-    const size_t capacity = e.buffer->size_bytes() / size;
-    if (e.first > capacity || e.count > capacity - e.first) {
-      d.add(diag::Code::collective_count,
-            fmt::format("{} {} range: elements [{}, {}) of {}, past the buffer's {} elements", name, role, e.first,
-                        e.first + e.count, nccl_type_name(e.type), capacity),
-            {}, "pass a span inside the buffer");
-      ok = false;
-    }
-    return ok;
+    return check_end_slow(d, comm, name, e, role);
   };
   const bool send_ok = uses_send(c.kind) && check_end(c.send, "send");
   const bool recv_ok = uses_recv(c.kind) && check_end(c.recv, "receive");
@@ -483,20 +485,24 @@ std::expected<void, diag::Diagnostics> validate_collective(const Communicator& c
     d.add(diag::Code::collective_rank,
           fmt::format("{} with {} {}, but the communicator has ranks 0 to {}", name, rooted ? "root" : "peer", c.root,
                       nranks - 1));
-  if (d.has_errors()) return std::unexpected(std::move(d));
+  if (!d.empty() && d.has_errors()) [[unlikely]]
+    return std::unexpected(std::move(d));
   return {};
 }
 
 namespace {
 
+using internal::CommunicatorAccess;
+
 CUdeviceptr address(const CollectiveEnd& e) { return e.buffer->pointer() + e.first * nccl_type_size(e.type); }
 
-/// The NCCL call of `c` (already validated) on `s`, holding the communicator's lock (the watchdog
-/// aborts it from its thread).
-std::expected<void, diag::Diagnostics> issue(Communicator& comm, CUstream s, const Collective& c) {
+/// The NCCL call of `c` (already validated) on `s`. The caller holds the communicator's lock (the
+/// watchdog aborts it from its thread); a communicator that failed since, by an earlier call of
+/// the same group, is not called.
+std::expected<void, diag::Diagnostics> issue_locked(Communicator& comm, CUstream s, const Collective& c) {
+  if (comm.failed()) [[unlikely]]
+    return comm.healthy(collective_name(c.kind));
   const NcclApi& api = comm.api();
-  std::lock_guard lock(internal::CommunicatorAccess::mutex(comm));
-  if (comm.failed()) return comm.healthy(collective_name(c.kind));
   const void* send = uses_send(c.kind) ? reinterpret_cast<const void*>(address(c.send)) : nullptr;
   void* recv = uses_recv(c.kind) ? reinterpret_cast<void*>(address(c.recv)) : nullptr;
   const auto op = static_cast<ncclRedOp_t>(c.op);
@@ -540,25 +546,30 @@ std::expected<void, diag::Diagnostics> issue(Communicator& comm, CUstream s, con
                                 c.kind == CollectiveKind::recv ? c.recv.count : c.send.count));
 }
 
-/// Issues `c` through the context's tracking: after conflicting work of other streams, and
-/// recorded as a read of its send range and a write of its receive range.
-std::expected<void, diag::Diagnostics> tracked(Communicator& comm, const Stream& stream, const Collective& c) {
+/// Issues `c` through the context's tracking, with the communicator's lock held: after
+/// conflicting work of other streams, and recorded as a read of its send range and a write of
+/// its receive range. Lock order: the communicator's, then the tracker's.
+std::expected<void, diag::Diagnostics> tracked_locked(Communicator& comm, const Stream& stream, const Collective& c) {
   Context& ctx = comm.context();
   // Health only: NCCL selects the communicator's device itself, and the tracker makes the context
   // current before the driver calls it needs (a stream wait, an event record), so a group over
   // several devices does not switch the calling thread's context once per rank.
-  if (auto ok = ctx.healthy("nccl", collective_name(c.kind)); !ok) return ok;
+  if (ctx.poisoned()) [[unlikely]]
+    return ctx.healthy("nccl", collective_name(c.kind));
   BufferAccess accesses[2];
   size_t n = 0;
   if (uses_send(c.kind)) accesses[n++] = {c.send.buffer->track(), AccessMode::read};
   if (uses_recv(c.kind)) accesses[n++] = {c.recv.buffer->track(), AccessMode::write};
   return ctx.tracker().submit(stream.handle(), std::span<const BufferAccess>(accesses, n),
-                              [&] { return issue(comm, stream.handle(), c); });
+                              [&] { return issue_locked(comm, stream.handle(), c); });
 }
+
+/// Whether calls on `comm` exchange fingerprints first (checked mode with peers).
+bool exchanges(const Communicator& comm) { return comm.checked() && comm.size() > 1; }
 
 /// Checked mode: the fingerprint exchange of call `seq` (`calls`, all on `comm`) before it runs.
 std::expected<void, diag::Diagnostics> matched(Communicator& comm, uint64_t seq, std::span<const Collective> calls) {
-  if (!comm.checked() || comm.size() == 1) return {};
+  if (!exchanges(comm)) return {};
   internal::ExchangeSide side{&comm, internal::Fingerprint::of_call(comm.rank(), comm.size(), seq, calls)};
   return internal::exchange_and_match(std::span<internal::ExchangeSide>(&side, 1));
 }
@@ -566,7 +577,7 @@ std::expected<void, diag::Diagnostics> matched(Communicator& comm, uint64_t seq,
 /// Hands call `seq` (`calls`, just issued on `stream`) to the communicator's watchdog, if any.
 std::expected<void, diag::Diagnostics> watched(Communicator& comm, const Stream& stream, uint64_t seq,
                                                std::span<const Collective> calls) {
-  internal::Watchdog* dog = internal::CommunicatorAccess::watchdog(comm);
+  internal::Watchdog* dog = CommunicatorAccess::watchdog(comm);
   if (dog == nullptr) return {};
   return dog->watch(stream, internal::Fingerprint::of_call(comm.rank(), comm.size(), seq, calls));
 }
@@ -575,11 +586,24 @@ std::expected<void, diag::Diagnostics> watched(Communicator& comm, const Stream&
 
 std::expected<void, diag::Diagnostics> run_collective(Communicator& comm, const Stream& stream, const Collective& c) {
   if (auto ok = validate_collective(comm, stream, c); !ok) return ok;
-  if (auto ok = comm.healthy(collective_name(c.kind)); !ok) return ok;
-  const uint64_t seq = internal::CommunicatorAccess::next_call(comm);
   const std::span<const Collective> call(&c, 1);
-  if (auto ok = matched(comm, seq, call); !ok) return ok;
-  if (auto ok = tracked(comm, stream, c); !ok) return ok;
+  const std::string_view name = collective_name(c.kind);
+  std::unique_lock lock(CommunicatorAccess::mutex(comm), std::defer_lock);
+  uint64_t seq = 0;
+  if (exchanges(comm)) {
+    // The exchange waits for the other ranks without the lock (the watchdog may abort meanwhile).
+    if (auto ok = comm.healthy(name); !ok) return ok;
+    seq = CommunicatorAccess::next_call(comm);
+    if (auto ok = matched(comm, seq, call); !ok) return ok;
+    lock.lock();
+  } else {
+    // One lock for the health check and the call.
+    lock.lock();
+    if (auto ok = CommunicatorAccess::healthy_locked(comm, name); !ok) return ok;
+    seq = CommunicatorAccess::next_call(comm);
+  }
+  if (auto ok = tracked_locked(comm, stream, c); !ok) return ok;
+  lock.unlock();
   return watched(comm, stream, seq, call);
 }
 
@@ -589,73 +613,139 @@ std::expected<void, diag::Diagnostics> Group::add(Communicator& comm, const Stre
   if (ended_) return std::unexpected(one(diag::Code::collective_group, fmt::format("{} added to a group that already ended", collective_name(c.kind)),
                                          "start a new Group"));
   if (auto ok = validate_collective(comm, s, c); !ok) return ok;
-  if (calls_.empty()) calls_.reserve(8);  // one allocation for a group over up to 8 ranks
-  calls_.push_back({&comm, &s, c});
+  if (size_ < kInline)
+    std::construct_at(&inline_[size_].call, Call{&comm, &s, c});
+  else
+    more_.push_back({&comm, &s, c});
+  ++size_;
   return {};
 }
+
+namespace {
+
+/// One communicator of a group: its first call's kind (which names it in a health report) and
+/// the number the group has on it.
+struct GroupComm {
+  Communicator* comm;
+  CollectiveKind first;
+  uint64_t seq;
+};
+
+/// The locks of a group's communicators, taken in address order (the watchdog takes one at a
+/// time) and released when it goes.
+class LockedComms {
+ public:
+  explicit LockedComms(std::span<GroupComm> comms) : comms_(comms) {}
+  ~LockedComms() { unlock(); }
+  LockedComms(const LockedComms&) = delete;
+  LockedComms& operator=(const LockedComms&) = delete;
+  void lock() {
+    // Insertion sort by address: groups are small.
+    for (size_t i = 1; i < comms_.size(); ++i)
+      for (size_t j = i; j > 0 && comms_[j].comm < comms_[j - 1].comm; --j) std::swap(comms_[j], comms_[j - 1]);
+    for (const GroupComm& c : comms_) CommunicatorAccess::mutex(*c.comm).lock();
+    locked_ = true;
+  }
+  void unlock() {
+    if (!locked_) return;
+    locked_ = false;
+    for (size_t i = comms_.size(); i > 0; --i) CommunicatorAccess::mutex(*comms_[i - 1].comm).unlock();
+  }
+
+ private:
+  std::span<GroupComm> comms_;
+  bool locked_ = false;
+};
+
+}  // namespace
 
 std::expected<void, diag::Diagnostics> Group::end() {
   if (ended_) return std::unexpected(one(diag::Code::collective_group, "group ended twice", "start a new Group"));
   ended_ = true;
-  if (calls_.empty()) return {};
-  for (const Call& call : calls_)
-    if (auto ok = call.comm->healthy(collective_name(call.c.kind)); !ok) return ok;
-  // The group is one call of each of its communicators, numbered on each.
-  boost::container::small_vector<Communicator*, 8> comms;
-  boost::container::small_vector<uint64_t, 8> seqs;
-  bool matched_or_watched = false;
-  for (const Call& call : calls_) {
-    if (std::find(comms.begin(), comms.end(), call.comm) != comms.end()) continue;
-    comms.push_back(call.comm);
-    seqs.push_back(internal::CommunicatorAccess::next_call(*call.comm));
-    matched_or_watched = matched_or_watched || (call.comm->checked() && call.comm->size() > 1) ||
-                         internal::CommunicatorAccess::watchdog(*call.comm) != nullptr;
+  if (size_ == 0) return {};
+  // The group is one call of each of its communicators, numbered on each; a group of up to
+  // kInline calls keeps them on the stack.
+  GroupComm local[kInline];
+  std::vector<GroupComm> heap(size_ > kInline ? size_ : 0);
+  const std::span<GroupComm> room = size_ > kInline ? std::span<GroupComm>(heap) : std::span<GroupComm>(local);
+  size_t n = 0;
+  bool exchange = false, watch = false;
+  auto position = [&](const Communicator* comm) {
+    size_t k = 0;
+    while (k < n && room[k].comm != comm) ++k;
+    return k;
+  };
+  for (size_t i = 0; i < size_; ++i) {
+    const Call& call = at(i);
+    if (position(call.comm) < n) continue;
+    room[n++] = {call.comm, call.c.kind, 0};
+    exchange = exchange || exchanges(*call.comm);
+    watch = watch || CommunicatorAccess::watchdog(*call.comm) != nullptr;
   }
+  const std::span<GroupComm> comms = room.first(n);  // in the order of their first call
   // Checked mode and the watchdog see each communicator's part: its collectives, sends and
   // receives in the order added, and the streams they go on.
   struct PerComm {
+    Communicator* comm = nullptr;
+    uint64_t seq = 0;
     std::vector<Collective> calls;
     std::vector<const Stream*> streams;
   };
-  std::vector<PerComm> per_comm(matched_or_watched ? comms.size() : 0);
-  if (matched_or_watched) {
-    for (const Call& call : calls_) {
-      PerComm& p = per_comm[static_cast<size_t>(std::find(comms.begin(), comms.end(), call.comm) - comms.begin())];
+  std::vector<PerComm> per_comm;
+  if (exchange || watch) {
+    per_comm.resize(n);
+    for (size_t k = 0; k < n; ++k) per_comm[k].comm = comms[k].comm;
+    for (size_t i = 0; i < size_; ++i) {
+      const Call& call = at(i);
+      PerComm& p = per_comm[position(call.comm)];
       p.calls.push_back(call.c);
       if (std::find(p.streams.begin(), p.streams.end(), call.stream) == p.streams.end()) p.streams.push_back(call.stream);
     }
+  }
+  LockedComms locks(comms);
+  if (exchange) {
+    // The exchange waits for the other ranks without the locks (the watchdog may abort meanwhile).
+    for (const GroupComm& c : comms)
+      if (auto ok = c.comm->healthy(collective_name(c.first)); !ok) return ok;
     std::vector<internal::ExchangeSide> sides;
-    for (size_t i = 0; i < comms.size(); ++i)
-      if (comms[i]->checked() && comms[i]->size() > 1)
-        sides.push_back({comms[i], internal::Fingerprint::of_call(comms[i]->rank(), comms[i]->size(), seqs[i],
-                                                                  per_comm[i].calls)});
-    if (auto ok = internal::exchange_and_match(sides); !ok) return ok;
-  }
-  const NcclApi& api = calls_.front().comm->api();
-  std::expected<void, diag::Diagnostics> first_error;
-  ncclResult_t r = ncclSuccess;
-  {
-    // Every communicator's lock, in address order (the watchdog takes one at a time).
-    auto sorted = comms;
-    std::sort(sorted.begin(), sorted.end());
-    boost::container::small_vector<std::unique_lock<std::recursive_mutex>, 8> locks;
-    for (Communicator* c : sorted) locks.emplace_back(internal::CommunicatorAccess::mutex(*c));
-    if (ncclResult_t started = api.ncclGroupStart(); started != ncclSuccess)
-      return std::unexpected(
-          one(diag::Code::nccl_call_failed, fmt::format("ncclGroupStart failed: {}", api.ncclGetErrorString(started))));
-    for (const Call& call : calls_) {
-      auto ok = tracked(*call.comm, *call.stream, call.c);
-      if (!ok && first_error) first_error = std::move(ok);
+    for (PerComm& p : per_comm) {
+      p.seq = CommunicatorAccess::next_call(*p.comm);
+      if (exchanges(*p.comm))
+        sides.push_back({p.comm, internal::Fingerprint::of_call(p.comm->rank(), p.comm->size(), p.seq, p.calls)});
     }
-    // The group is always closed, also after a failed call, so NCCL's group state stays balanced.
-    r = api.ncclGroupEnd();
+    if (auto ok = internal::exchange_and_match(sides); !ok) return ok;
+    locks.lock();
+  } else {
+    // One lock per communicator for its health check and its calls.
+    for (const GroupComm& c : comms)  // the first unhealthy one in the order of the calls is reported
+      if (c.comm->failed()) [[unlikely]]
+        return c.comm->healthy(collective_name(c.first));
+    locks.lock();
+    for (const GroupComm& c : comms)
+      if (auto ok = CommunicatorAccess::healthy_locked(*c.comm, collective_name(c.first)); !ok) return ok;
+    for (PerComm& p : per_comm) p.seq = CommunicatorAccess::next_call(*p.comm);
+    if (per_comm.empty())
+      for (const GroupComm& c : comms) (void)CommunicatorAccess::next_call(*c.comm);
   }
+  const NcclApi& api = at(0).comm->api();
+  if (ncclResult_t started = api.ncclGroupStart(); started != ncclSuccess)
+    return std::unexpected(
+        one(diag::Code::nccl_call_failed, fmt::format("ncclGroupStart failed: {}", api.ncclGetErrorString(started))));
+  std::expected<void, diag::Diagnostics> first_error;
+  for (size_t i = 0; i < size_; ++i) {
+    const Call& call = at(i);
+    auto ok = tracked_locked(*call.comm, *call.stream, call.c);
+    if (!ok && first_error) first_error = std::move(ok);
+  }
+  // The group is always closed, also after a failed call, so NCCL's group state stays balanced.
+  const ncclResult_t r = api.ncclGroupEnd();
   if (!first_error) return first_error;
-  if (r != ncclSuccess && r != ncclInProgress)
-    return calls_.front().comm->check(r, "ncclGroupEnd", fmt::format("group of {} calls", calls_.size()));
-  for (size_t i = 0; i < per_comm.size(); ++i)
-    for (const Stream* s : per_comm[i].streams)
-      if (auto ok = watched(*comms[i], *s, seqs[i], per_comm[i].calls); !ok) return ok;
+  if (r != ncclSuccess && r != ncclInProgress) [[unlikely]]
+    return at(0).comm->check(r, "ncclGroupEnd", fmt::format("group of {} calls", size_));
+  locks.unlock();
+  for (const PerComm& p : per_comm)
+    for (const Stream* s : p.streams)
+      if (auto ok = watched(*p.comm, *s, p.seq, p.calls); !ok) return ok;
   return {};
 }
 

@@ -43,7 +43,15 @@ template <> struct NcclType<double> { static constexpr ncclDataType_t value = nc
 /// "f32", "i64", ... for messages ("?" for a type outside the table).
 std::string_view nccl_type_name(ncclDataType_t type);
 /// Bytes per element of the ten types (0 for others).
-size_t nccl_type_size(ncclDataType_t type);
+constexpr size_t nccl_type_size(ncclDataType_t type) {
+  switch (type) {
+    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+    case ncclInt8: case ncclUint8: return 1;
+    case ncclFloat16: case ncclBfloat16: return 2;
+    default: return 0;
+  }
+}
 
 /// NCCL's built-in reductions (values as ncclRedOp_t).
 enum class ReduceOp : int { sum = ncclSum, prod = ncclProd, max = ncclMax, min = ncclMin, avg = ncclAvg };
@@ -94,7 +102,7 @@ struct CommunicatorAccess;
 /// ncclCommDestroy, or ncclCommAbort once it failed. Health is checked at every collective and
 /// at synchronize(): an asynchronous NCCL error aborts the communicator (no hang on a failed
 /// peer) and every later call on it is PG4204 naming the error and the collective that saw it.
-class Communicator {
+class alignas(64) Communicator {
  public:
   /// One communicator per context, all in this process (ncclCommInitAll); rank i is contexts[i].
   [[nodiscard]] static std::expected<std::vector<std::unique_ptr<Communicator>>, diag::Diagnostics> init_all(
@@ -151,6 +159,8 @@ class Communicator {
   /// call that saw it, or synchronize, returns); aborts NCCL's communicators when `abort_nccl`,
   /// else leaves them to be destroyed (a mismatch: every rank stopped before NCCL saw the call).
   void fail(std::string reason, diag::Diagnostics report, bool abort_nccl) noexcept;
+  /// healthy() with mutex_ already held (the issue path takes it once per call).
+  [[nodiscard]] std::expected<void, diag::Diagnostics> healthy_locked(std::string_view what);
   /// Resolves the options (environment overrides), makes the fingerprint communicators and the
   /// watchdogs of `comms` (one group).
   [[nodiscard]] static std::expected<void, diag::Diagnostics> set_up(std::span<Communicator* const> comms,
@@ -167,11 +177,11 @@ class Communicator {
   /// Held around every NCCL call on this communicator and its fingerprint communicator, and while
   /// it fails: the watchdog aborts from its own thread.
   mutable std::recursive_mutex mutex_;
-  std::string failure_;
-  diag::Diagnostics failure_report_;
-  CommunicatorOptions options_;
   std::unique_ptr<internal::CheckedComm> checked_;
   std::unique_ptr<internal::Watchdog> watchdog_;
+  CommunicatorOptions options_;  // what a collective reads ends here: two cache lines
+  std::string failure_;
+  diag::Diagnostics failure_report_;
 };
 
 /// One buffer argument of a collective, untyped: what the typed overloads reduce to.
@@ -189,7 +199,19 @@ struct CollectiveEnd {
 
 /// The collectives, by kind; `validate_collective` checks one before NCCL sees it.
 enum class CollectiveKind : uint8_t { all_reduce, broadcast, reduce, all_gather, reduce_scatter, send, recv };
-std::string_view collective_name(CollectiveKind kind);
+/// "all-reduce", "send", ... for messages.
+constexpr std::string_view collective_name(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::all_reduce: return "all-reduce";
+    case CollectiveKind::broadcast: return "broadcast";
+    case CollectiveKind::reduce: return "reduce";
+    case CollectiveKind::all_gather: return "all-gather";
+    case CollectiveKind::reduce_scatter: return "reduce-scatter";
+    case CollectiveKind::send: return "send";
+    case CollectiveKind::recv: return "recv";
+  }
+  return "?";
+}
 
 struct Collective {
   CollectiveKind kind = CollectiveKind::all_reduce;
@@ -263,9 +285,10 @@ class Group {
   }
   /// Validates `c` and keeps it for end(). PG4212 after end().
   [[nodiscard]] std::expected<void, diag::Diagnostics> add(Communicator& comm, const Stream& s, const Collective& c);
-  /// Issues every added call between ncclGroupStart and ncclGroupEnd. PG4212 when called twice.
+  /// Issues every added call between ncclGroupStart and ncclGroupEnd, taking each
+  /// communicator's lock once for its health check and its calls. PG4212 when called twice.
   [[nodiscard]] std::expected<void, diag::Diagnostics> end();
-  size_t size() const { return calls_.size(); }
+  size_t size() const { return size_; }
 
  private:
   struct Call {
@@ -273,7 +296,17 @@ class Group {
     const Stream* stream;
     Collective c;
   };
-  std::vector<Call> calls_;
+  /// The first kInline calls live in the group itself (a group over up to 8 ranks allocates
+  /// nothing: one process issues its ranks' collectives as a group per call); later ones in `more_`.
+  static constexpr size_t kInline = 8;
+  union Slot {
+    Slot() {}  // left unconstructed: add() constructs the call in place
+    Call call;
+  };
+  const Call& at(size_t i) const { return i < kInline ? inline_[i].call : more_[i - kInline]; }
+  Slot inline_[kInline];
+  std::vector<Call> more_;
+  size_t size_ = 0;
   bool ended_ = false;
 };
 

@@ -126,7 +126,7 @@ template <bool kProofs>
                                                                                           std::span<const Arg> args,
                                                                                           const Stream* stream) {
   internal::ExactBinding b;
-  if (!internal::bind_exact<kProofs>(params_, args, ctx_.get(), b)) [[unlikely]]
+  if (!internal::bind_exact<kProofs>(params_, state_->binder.exact_plan(), args, ctx_.get(), b)) [[unlikely]]
     return launch_general(config, args, stream);
   const CUstream s = stream ? stream->handle() : nullptr;
   // The launch cache's front holding the key launches it; another shape the cache knows becomes

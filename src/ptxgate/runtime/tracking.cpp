@@ -146,6 +146,17 @@ std::expected<void, diag::Diagnostics> Tracker::depend_locked(uint32_t id, uint3
 }
 
 std::expected<void, diag::Diagnostics> Tracker::wait_locked(uint32_t id, std::span<const BufferAccess> accesses) {
+  // The common case needs no driver call: every earlier use of the buffers is on this stream,
+  // known complete, or a point this stream already waits for (what depend_locked checks first).
+  const Slot& self = *slots_[id];
+  bool ordered = true;
+  for (const BufferAccess& a : accesses)
+    if (a.track != nullptr)
+      a.track->history.for_each_dependency(a.mode, [&](const Use& u) {
+        ordered = ordered && (u.stream == id || u.seq <= slots_[u.stream]->completed || self.waited_for(u.stream) >= u.seq);
+      });
+  if (ordered) [[likely]]
+    return {};
   for (const BufferAccess& a : accesses) {
     if (a.track == nullptr) continue;
     std::expected<void, diag::Diagnostics> status;

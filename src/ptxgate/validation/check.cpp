@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "ptxgate/ir/block_granule.hpp"
+#include "ptxgate/validation/internal/race_memo.hpp"
 
 namespace ptxgate::validation {
 namespace {
@@ -394,21 +395,23 @@ void check_memory(const contract::KernelInfo& kernel, const contract::LaunchPlan
           .severity = diag::Severity::error;
     return;
   }
-  MemoryLaunch launch;
+  // This thread's launch description keeps its buffers (and the names' storage) between checks.
+  thread_local MemoryLaunch launch;
   launch.grid = plan.grid;
   launch.block = v.block;
   launch.dynamic_shared_bytes = plan.dynamic_shared_bytes;
   const size_t n = kernel.params.size();
-  launch.scalar_bits.resize(n);
-  launch.buffer_bytes.resize(n);
+  launch.scalar_bits.assign(n, std::nullopt);
+  launch.buffer_bytes.assign(n, std::nullopt);
+  launch.names.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    launch.names.push_back(kernel.params[i].name);
+    launch.names[i] = kernel.params[i].name;
     if (!plan.arguments_known || i >= plan.arguments.size()) continue;
     const contract::ArgumentDesc& a = plan.arguments[i];
     if (a.kind == contract::ArgumentDesc::Kind::buffer) launch.buffer_bytes[i] = a.buffer_bytes;
     else if (a.kind == contract::ArgumentDesc::Kind::scalar) launch.scalar_bits[i] = a.scalar_bits;
   }
-  v.memory = evaluate_accesses(*kernel.access, launch);
+  v.memory = internal::evaluate_accesses_remembered(kernel.access, launch);
   v.memory_facts = kernel.access;
   MemoryReportOptions options;
   options.require_proof = plan.require_memory_proof;

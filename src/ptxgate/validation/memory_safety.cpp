@@ -3,12 +3,12 @@
 #include "ptxgate/validation/memory_safety.hpp"
 
 #include <algorithm>
-#include <map>
 
 #include <fmt/format.h>
 
 #include "ptxgate/ir/access_sites.hpp"
 #include "ptxgate/ir/sym_bounds.hpp"
+#include "ptxgate/validation/internal/race_memo.hpp"
 
 namespace ptxgate::validation {
 namespace {
@@ -245,7 +245,11 @@ double MemoryVerdict::coverage_percent() const {
   return all == 0 ? 100.0 : 100.0 * (proven + unreachable) / all;
 }
 
-MemoryVerdict evaluate_accesses(const ir::AccessFacts& facts, const MemoryLaunch& launch) {
+namespace {
+
+/// evaluate_accesses; with `owner` (the shared facts), the race part through their memo.
+MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
+                       const std::shared_ptr<const ir::AccessFacts>* owner) {
   MemoryVerdict verdict;
   verdict.analysed = true;
   verdict.complete = facts.complete;
@@ -258,21 +262,37 @@ MemoryVerdict evaluate_accesses(const ir::AccessFacts& facts, const MemoryLaunch
       return verdict;
     }
   ir::LeafValues leaves{launch.grid, launch.block, launch.dynamic_shared_bytes, &launch.scalar_bits};
-  ir::NodeBounds bounds(facts, leaves);
+  // This thread's bounds and site order keep their buffers from launch to launch: a launch whose
+  // sites are all proven allocates only the verdict.
+  struct Scratch {
+    ir::NodeBounds bounds;
+    std::vector<std::pair<uint32_t, uint32_t>> by_path;  // (path, site)
+  };
+  thread_local Scratch scratch;
+  ir::NodeBounds& bounds = scratch.bounds;
+  std::vector<std::pair<uint32_t, uint32_t>>& by_path = scratch.by_path;
+  bounds.bind(facts, leaves);
   std::optional<Dependencies> deps;
   std::optional<WitnessSearch> search;
-  // Sites sharing a path condition share its narrowing.
-  std::map<uint32_t, std::vector<uint32_t>> by_path;
-  for (uint32_t i = 0; i < facts.sites.size(); ++i) by_path[facts.sites[i].path].push_back(i);
-  for (const auto& [path, sites] : by_path) {
+  // Sites sharing a path condition share its narrowing: the sites in order of path, then number.
+  by_path.clear();
+  for (uint32_t i = 0; i < facts.sites.size(); ++i) by_path.emplace_back(facts.sites[i].path, i);
+  std::sort(by_path.begin(), by_path.end());
+  for (size_t first = 0, end = 0; first < by_path.size(); first = end) {
+    const uint32_t path = by_path[first].first;
     uint32_t last = path;
-    for (uint32_t s : sites) {
-      last = std::max(last, facts.sites[s].index);
-      if (facts.sites[s].width_limit >= 0) last = std::max<uint32_t>(last, static_cast<uint32_t>(facts.sites[s].width_limit));
+    for (end = first; end < by_path.size() && by_path[end].first == path; ++end) {
+      const ir::AccessSite& site = facts.sites[by_path[end].second];
+      last = std::max(last, site.index);
+      if (site.width_limit >= 0) last = std::max<uint32_t>(last, static_cast<uint32_t>(site.width_limit));
     }
-    const bool plain = bounds.base()[path] == Interval{1, 1};
+    // A path true for every thread needs no narrowing, nor one no thread takes (its sites are
+    // unreachable: narrowing only shrinks bounds).
+    const Interval taken = bounds.base()[path];
+    const bool plain = taken == Interval{1, 1} || taken == Interval{0, 0} || taken.empty();
     const std::vector<Interval>& values = plain ? bounds.base() : bounds.under(path, last);
-    for (uint32_t s : sites) {
+    for (size_t k = first; k < end; ++k) {
+      const uint32_t s = by_path[k].second;
       const ir::AccessSite& site = facts.sites[s];
       SiteVerdict v;
       v.site = s;
@@ -330,13 +350,25 @@ MemoryVerdict evaluate_accesses(const ir::AccessFacts& facts, const MemoryLaunch
       verdict.findings.push_back(std::move(v));
     }
   }
-  verdict.races = find_shared_races(facts, launch, nullptr, &bounds.base());
+  verdict.races = owner ? internal::remembered_shared_races(*owner, launch, bounds.base())
+                        : find_shared_races(facts, launch, nullptr, &bounds.base());
   std::stable_sort(verdict.findings.begin(), verdict.findings.end(), [&](const SiteVerdict& a, const SiteVerdict& b) {
     const ir::AccessSite& x = facts.sites[a.site];
     const ir::AccessSite& y = facts.sites[b.site];
     return std::pair(x.line, x.column) < std::pair(y.line, y.column);
   });
   return verdict;
+}
+
+}  // namespace
+
+MemoryVerdict evaluate_accesses(const ir::AccessFacts& facts, const MemoryLaunch& launch) {
+  return evaluate(facts, launch, nullptr);
+}
+
+MemoryVerdict internal::evaluate_accesses_remembered(const std::shared_ptr<const ir::AccessFacts>& facts,
+                                                     const MemoryLaunch& launch) {
+  return evaluate(*facts, launch, &facts);
 }
 
 nlohmann::json MemoryVerdict::to_json(const ir::AccessFacts& facts) const {

@@ -218,7 +218,7 @@ class RaceProof {
         uint32_t other = n.a;
         if (n.op == SymOp::shl) {
           if (auto s = shared_value(n.b)) {
-            const unsigned bits = static_cast<unsigned>(ir::bits_of(facts_.nodes[n.b].type, *s) & (ir::bit_width(n.type) - 1));
+            const unsigned bits = static_cast<unsigned>(ir::bits_of(facts_.nodes[n.b].type, *s) & (ir::sym_width(n.type) - 1));
             if (bits < 64) k = Integer{1} << bits;
           }
         } else if (auto x = shared_value(n.b)) {

@@ -33,13 +33,18 @@ runtime::LaunchConfig launch_config(const ptxgate_launch_config& c);
                                                             const ptxgate_launch_config& config, const ptxgate_arg* args,
                                                             size_t count, Launch& out);
 
-/// ptxgate_kernel_launch_packed's words as a configuration and C arguments (PG5002 for a count
-/// past the largest signature or an unknown flag).
+/// ptxgate_kernel_launch_packed's words as a configuration, a stream and the arguments' words
+/// (PG5002 for a count past the largest signature or an unknown flag).
 struct Unpacked {
   ptxgate_launch_config config{};
   ptxgate_stream* stream = nullptr;
-  boost::container::small_vector<ptxgate_arg, 16> args;
+  size_t count = 0;
+  const uint64_t* arg_words = nullptr;  ///< `count` pairs (value, descriptor), read in place
 };
 [[nodiscard]] std::expected<void, diag::Diagnostics> unpack(const uint64_t* words, Unpacked& out);
+
+/// prepare() for the packed form's arguments, converted from their words without a copy.
+[[nodiscard]] std::expected<void, diag::Diagnostics> prepare_packed(const runtime::Kernel& kernel, int device,
+                                                                   const Unpacked& u, Launch& out);
 
 }  // namespace ptxgate::capi

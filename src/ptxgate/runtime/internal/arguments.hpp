@@ -22,18 +22,43 @@
 namespace ptxgate::runtime::internal {
 
 /// What binding reads of one parameter, in eight bytes (eight parameters per cache line, not the
-/// larger ParamInfo): its type, whether it is a buffer, whether an argument of exactly its type has
-/// the steady path, the access mode, and its word in a SteadyKey.
+/// larger ParamInfo): its type, whether it is a buffer, the access mode, whether it is a scalar the
+/// memory-safety proof uses, and the signature of an argument that matches it exactly.
 struct ParamBinding {
   ir::Type type = ir::Type::void_;  ///< element type (buffers) or value type (scalars)
   bool buffer = false;
-  bool exact = false;  ///< an argument that matches it exactly is bound as its own 8-byte value
   AccessMode access = AccessMode::write;
-  uint8_t key_word = 0;  ///< buffers and proof scalars: their word in SteadyKey::words
-  bool proof = false;    ///< a scalar the kernel's memory-safety proof uses (ParamInfo::value_in_access_proof)
+  bool proof = false;       ///< a scalar the kernel's memory-safety proof uses (ParamInfo::value_in_access_proof)
   uint8_t value_bytes = 0;  ///< scalars: the width of the value the kernel reads
+  /// 0xFF when the argument's type must equal the parameter's (a scalar), 0 when bind_exact checks
+  /// it with the buffer (a buffer's element type).
+  uint8_t signature_type_mask = 0;
+  /// The signature of an exactly matching argument (bind_exact): its Arg::Kind in the low byte,
+  /// its type in the high byte. For a parameter the steady path does not take (a tensor map, a
+  /// scalar wider than 8 bytes) a kind no argument has (0xFF).
+  uint16_t signature = 0x00FF;
 };
 static_assert(sizeof(ParamBinding) <= 8);
+
+/// Kernel::launch's binding of arguments that match their parameters exactly, decided once per
+/// kernel (ArgumentBinder's constructor): with each parameter's signature (ParamBinding), the
+/// steady path is one compare-and-copy pass over the arguments, one over the buffers and one over
+/// the proof scalars (bind_exact), with no per-argument decisions.
+struct ExactPlan {
+  struct Buffer {
+    uint32_t index = 0;  ///< the parameter's number
+    ir::Type type = ir::Type::void_;
+    AccessMode access = AccessMode::write;
+  };
+  /// The buffer parameters in order: their sizes are the SteadyKey's first words.
+  std::vector<Buffer> buffers;
+  struct Proof {
+    uint32_t index = 0;  ///< the parameter's number
+    uint64_t mask = 0;   ///< the bits of the value the kernel reads (value_bits)
+  };
+  /// The scalars the memory-safety proof uses, in order: their values are the key's next words.
+  std::vector<Proof> proofs;
+};
 
 /// A scalar's value as the memory-safety check reads it (ArgumentDesc::scalar_bits): the low
 /// `bytes` bytes of `bits`, zero-extended.
@@ -61,36 +86,44 @@ struct ExactBinding {
   size_t tracked = 0;
 };
 
-/// Binds arguments that match their parameters exactly, in one pass (Kernel::launch's steady
-/// path): a buffer of context `own` (or untracked memory) of the parameter's element type or
-/// untyped, a scalar of exactly the parameter's type. `params` has args.size() entries. Writes the
+/// Binds arguments that match their parameters exactly (`params`, the binder's, and `plan`:
+/// Kernel::launch's steady path): a
+/// buffer of context `own` (or untracked memory) of the parameter's element type or untyped, a
+/// scalar of exactly the parameter's type. args.size() is the plan's parameter count. Writes the
 /// slots, the buffers' sizes (and, with kProofs, the proof scalars' values) into the key's words,
-/// and the tracked accesses; false at the first argument that does not match (the general path,
-/// bind(), takes the launch then).
+/// and the tracked accesses; false when any argument does not match (the general path, bind(),
+/// takes the launch then and explains it). The mismatches of all arguments are gathered without a
+/// branch: a steady launch takes one.
 template <bool kProofs>
-[[gnu::always_inline]] inline bool bind_exact(const ParamBinding* params, std::span<const Arg> args, const void* own,
-                                              ExactBinding& out) {
+[[gnu::always_inline]] inline bool bind_exact(const ParamBinding* params, const ExactPlan& plan,
+                                              std::span<const Arg> args, const void* own, ExactBinding& out) {
   const size_t n = args.size();
-  size_t tracked = 0;
+  uint32_t differ = 0;
   for (size_t i = 0; i < n; ++i) {
     const Arg& a = args[i];
-    const ParamBinding p = params[i];
-    if (p.buffer) {
-      if (a.kind() != Arg::Kind::buffer || a.bits() == 0 || !element_type_fits(a.type(), p.type) ||
-          (a.context() != nullptr && a.context() != own)) [[unlikely]]
-        return false;
-      out.key.words[p.key_word] = a.buffer_bytes();
-      if (BufferTrack* t = a.track()) std::construct_at(&out.accesses.items[tracked++], t, p.access);
-    } else {
-      if (a.kind() != Arg::Kind::scalar || a.type() != p.type || !p.exact) [[unlikely]]
-        return false;
-      if constexpr (kProofs)
-        if (p.proof) out.key.words[p.key_word] = value_bits(a.bits(), p.value_bytes);
-    }
+    const ParamBinding& p = params[i];
+    const uint32_t signature = uint32_t{static_cast<uint8_t>(a.kind())} | uint32_t{static_cast<uint8_t>(a.type())} << 8;
+    differ |= (signature ^ p.signature) & (0xFFu | uint32_t{p.signature_type_mask} << 8);
     out.slots[i] = const_cast<uint64_t*>(a.value_address());  // the driver only reads it
   }
+  size_t tracked = 0;
+  const size_t buffers = plan.buffers.size();
+  for (size_t k = 0; k < buffers; ++k) {
+    const ExactPlan::Buffer& p = plan.buffers[k];
+    const Arg& a = args[p.index];
+    const void* context = a.context();
+    differ |= uint32_t{a.bits() == 0} | uint32_t{!element_type_fits(a.type(), p.type)} |
+              uint32_t{context != nullptr && context != own};
+    out.key.words[k] = a.buffer_bytes();
+    if (BufferTrack* t = a.track()) std::construct_at(&out.accesses.items[tracked++], t, p.access);
+  }
+  if constexpr (kProofs) {
+    const size_t proofs = plan.proofs.size();
+    for (size_t k = 0; k < proofs; ++k)
+      out.key.words[buffers + k] = args[plan.proofs[k].index].bits() & plan.proofs[k].mask;
+  }
   out.tracked = tracked;
-  return true;
+  return differ == 0;
 }
 
 /// The values of the hidden arguments the backend appends after the user's, for kernels that
@@ -129,6 +162,8 @@ class ArgumentBinder {
 
   size_t size() const { return params_.size(); }
   const ParamBinding* params() const { return params_.data(); }
+  /// The steady path's plan (bind_exact).
+  const ExactPlan& exact_plan() const { return exact_plan_; }
   /// Words of the kernel's SteadyKey: one per buffer parameter, one per proof scalar.
   uint32_t key_words() const { return key_words_; }
   bool has_proof_scalars() const { return proof_scalars_ != 0; }
@@ -193,6 +228,7 @@ class ArgumentBinder {
 
  private:
   std::vector<ParamBinding> params_;
+  ExactPlan exact_plan_;
   /// Per parameter: the description an exactly matching argument leaves, and its LaunchShape word
   /// (0: no steady path, e.g. a tensor map or a scalar wider than 8 bytes).
   std::vector<contract::ArgumentDesc> exact_descs_;

@@ -48,6 +48,10 @@ struct CommunicatorAccess {
   static const diag::Diagnostics& failure_report(Communicator& c) { return c.failure_report_; }
   static void set_finalized(Communicator& c) { c.finalized_ = true; }
   static Watchdog* watchdog(Communicator& c) { return c.watchdog_.get(); }
+  /// Communicator::healthy with the communicator's mutex held by the caller.
+  static std::expected<void, diag::Diagnostics> healthy_locked(Communicator& c, std::string_view what) {
+    return c.healthy_locked(what);
+  }
 };
 
 /// Makes the fingerprint communicators of `comms` (ranks of one communicator in this process:

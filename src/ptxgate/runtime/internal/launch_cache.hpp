@@ -23,8 +23,10 @@ struct SteadyKey {
   /// Kernels with more words take the launch cache's LaunchShape path only.
   static constexpr size_t kMaxWords = 12;
   std::array<uint64_t, 4> header;
-  std::array<uint64_t, kMaxWords> words;  ///< buffer sizes, then proof values; the first `count` are used
-  uint32_t count = 0;                     ///< the kernel's key words (at most kMaxWords)
+  /// Buffer sizes, then proof values; the first `count` are used. Room for every parameter, so that
+  /// binding writes them without a bound; a key of more than kMaxWords is not used.
+  std::array<uint64_t, validation::LaunchShape::kMaxArguments> words;
+  uint32_t count = 0;  ///< the kernel's key words
 
   /// Packs grid, block, dynamic shared bytes and the launch's flags (cooperative, block given,
   /// null stream, the context's launch options: 5 bits); false when a value does not fit in 32
@@ -82,8 +84,9 @@ class LaunchCache {
   bool find_steady(const SteadyKey& key, std::array<unsigned, 3>& block) const {
     const uint64_t sequence = front_.sequence.load(kAcquire);
     uint64_t differ = (sequence & 1) | uint64_t{sequence == 0};  // being written, or empty
+    const size_t count = key.count;  // read once: the acquire loads below keep later reads after them
     for (size_t i = 0; i < 4; ++i) differ |= front_.header[i].load(kAcquire) ^ key.header[i];
-    for (size_t i = 0; i < key.count; ++i) differ |= front_.words[i].load(kAcquire) ^ key.words[i];
+    for (size_t i = 0; i < count; ++i) differ |= front_.words[i].load(kAcquire) ^ key.words[i];
     const uint64_t xy = front_.block_xy.load(kAcquire), z = front_.block_z.load(kAcquire);
     // The acquire loads above keep this one after them: an unchanged sequence means no write overlapped.
     if (differ != 0 || front_.sequence.load(std::memory_order_relaxed) != sequence) return false;

@@ -133,6 +133,17 @@ class LaunchPath {
   /// null) is the launch cache's front, the launch; nothing otherwise or in a poisoned context.
   [[nodiscard]] static std::optional<std::expected<void, diag::Diagnostics>> launch_steady(
       Context& ctx, FunctionState& fn, const SteadyKey& key, std::span<void* const> args, CUstream stream);
+  /// launch_cuda_function(plan)'s steady path: when this thread last launched `fn` with a plan
+  /// byte-equal to `plan` (its arguments' descriptions compared as bytes: equal bytes are equal
+  /// descriptions, and descriptions equal in value but not in their padding only miss) and the
+  /// proof scalars in `args` have the values that launch was validated with, the launch with that
+  /// launch's verdict (a LaunchTicket, as relaunch()); nothing otherwise, or in a poisoned context
+  /// (the caller takes the path that reports them). The plan's shape is then neither encoded nor
+  /// looked up: the verdict of a shape never changes for one function, as the launch cache assumes.
+  [[nodiscard]] static std::optional<std::expected<void, diag::Diagnostics>> launch_remembered(
+      Context& ctx, FunctionState& fn, const contract::LaunchPlan& plan, std::span<void* const> args, CUstream stream);
+  /// Makes `plan`, admitted as `ticket` says, this thread's remembered plan for `fn`.
+  static void remember(const FunctionState& fn, const contract::LaunchPlan& plan, const LaunchTicket& ticket);
   /// launch_cuda_function(ticket)'s body.
   [[nodiscard]] static std::expected<void, diag::Diagnostics> relaunch(Context& ctx, FunctionState& fn,
                                                                        const LaunchTicket& ticket,

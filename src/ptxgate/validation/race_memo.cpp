@@ -1,0 +1,145 @@
+// Shared-race verdicts remembered per kernel: the launch inputs the race search reads, found once
+// per kernel from its facts, key a few remembered verdicts, so a launch that changes only what the
+// search does not read (most often the grid) reuses the verdict instead of searching again.
+#include "ptxgate/validation/internal/race_memo.hpp"
+
+#include <algorithm>
+#include <mutex>
+
+#include "ptxgate/ir/sym_eval.hpp"
+
+namespace ptxgate::validation::internal {
+namespace {
+
+/// One kernel's remembered verdicts. The weak reference keeps the facts' control block, so no
+/// other facts object can take its identity while the memo lives.
+struct RaceMemo {
+  std::weak_ptr<const ir::AccessFacts> owner;
+  const ir::AccessFacts* facts = nullptr;
+  RaceInputs inputs;
+  static constexpr size_t kEntries = 8;
+  std::vector<std::pair<std::vector<uint64_t>, std::vector<SharedRace>>> entries;
+  size_t next = 0;  ///< the entry the next new verdict replaces once all are used
+};
+
+/// Memos of the kernels launched lately (at most kMemos; expired ones go first).
+constexpr size_t kMemos = 64;
+std::mutex g_mutex;
+std::vector<std::shared_ptr<RaceMemo>> g_memos;
+
+bool same_owner(const RaceMemo& m, const std::shared_ptr<const ir::AccessFacts>& facts) {
+  return m.facts == facts.get() && !m.owner.owner_before(facts) && !facts.owner_before(m.owner) && !m.owner.expired();
+}
+
+/// The memo of `facts`, made (with its inputs) on first use. Under g_mutex.
+std::shared_ptr<RaceMemo> memo_of(const std::shared_ptr<const ir::AccessFacts>& facts) {
+  for (size_t i = 0; i < g_memos.size(); ++i)
+    if (same_owner(*g_memos[i], facts)) {
+      if (i > 0) std::swap(g_memos[i], g_memos[i - 1]);  // the kernels launched most come first
+      return g_memos[i > 0 ? i - 1 : 0];
+    }
+  auto m = std::make_shared<RaceMemo>();
+  m->owner = facts;
+  m->facts = facts.get();
+  m->inputs = race_inputs(*facts);
+  std::erase_if(g_memos, [](const std::shared_ptr<RaceMemo>& x) { return x->owner.expired(); });
+  if (g_memos.size() >= kMemos) g_memos.pop_back();
+  g_memos.push_back(m);
+  return m;
+}
+
+void key_of(const RaceInputs& in, const MemoryLaunch& launch, std::vector<uint64_t>& key) {
+  key.assign(launch.block.begin(), launch.block.end());
+  if (in.grid) key.insert(key.end(), launch.grid.begin(), launch.grid.end());
+  if (in.dynamic_shared) key.push_back(launch.dynamic_shared_bytes);
+  for (uint32_t p : in.params) {
+    const bool known = p < launch.scalar_bits.size() && launch.scalar_bits[p];
+    key.push_back(known);
+    key.push_back(known ? *launch.scalar_bits[p] : 0);
+  }
+}
+
+}  // namespace
+
+RaceInputs race_inputs(const ir::AccessFacts& facts) {
+  RaceInputs in;
+  const size_t n = facts.nodes.size(), loops = facts.loops.size();
+  std::vector<uint8_t> node(n, 0), loop(loops, 0);
+  bool changed = false;
+  auto mark = [&](int64_t id) {
+    if (id >= 0 && static_cast<size_t>(id) < n && !node[id]) node[id] = 1, changed = true;
+  };
+  auto mark_loop = [&](int64_t l) {
+    if (l >= 0 && static_cast<size_t>(l) < loops && !loop[l]) loop[l] = 1, changed = true;
+  };
+  // The accesses find_shared_races pairs, what decides them, and the loops around them.
+  for (const ir::AccessSite& s : facts.sites) {
+    if (s.space != ir::Space::shared || s.kind == ir::AccessKind::atomic || !s.witness_exact) continue;
+    in.searched |= s.kind == ir::AccessKind::write;
+    mark(s.path);
+    mark(s.index);
+    mark(s.width_limit);
+    mark(s.value);
+    for (int32_t l = s.loop, depth = 0; l >= 0 && static_cast<size_t>(l) < loops && depth <= static_cast<int>(loops);
+         l = facts.loops[l].parent, ++depth)
+      mark_loop(l);
+  }
+  if (!in.searched) return in;
+  // Everything those nodes are computed from, the bounds of the loops they are in, and the
+  // variables those loops shrink (entering a loop assigns them), until nothing new is reached.
+  do {
+    changed = false;
+    for (size_t l = 0; l < loops; ++l) {
+      if (!loop[l]) continue;
+      const ir::LoopFact& f = facts.loops[l];
+      for (uint32_t id : {f.variable, f.lo, f.hi, f.step, f.offset}) mark(id);
+      for (size_t v = 0; v < loops; ++v)
+        if (facts.loops[v].kind == ir::LoopFact::Kind::shrinking && facts.loops[v].parent == static_cast<int32_t>(l))
+          mark_loop(static_cast<int64_t>(v));
+    }
+    for (size_t i = n; i-- > 0;) {
+      if (!node[i]) continue;
+      const ir::SymNode& x = facts.nodes[i];
+      const unsigned count = ir::sym_operand_count(x.op);
+      if (count > 0) mark(x.a);
+      if (count > 1) mark(x.b);
+      if (count > 2) mark(x.c);
+      if (x.op == ir::SymOp::loop) mark_loop(static_cast<int64_t>(std::min<uint64_t>(x.value, INT64_MAX)));
+    }
+  } while (changed);
+  for (size_t i = 0; i < n; ++i) {
+    if (!node[i]) continue;
+    const ir::SymNode& x = facts.nodes[i];
+    if (x.op == ir::SymOp::grid_dim || x.op == ir::SymOp::block_id) in.grid = true;
+    if (x.op == ir::SymOp::dynamic_shared_bytes) in.dynamic_shared = true;
+    if (x.op == ir::SymOp::param && x.value <= UINT32_MAX) in.params.push_back(static_cast<uint32_t>(x.value));
+  }
+  std::sort(in.params.begin(), in.params.end());
+  in.params.erase(std::unique(in.params.begin(), in.params.end()), in.params.end());
+  return in;
+}
+
+std::vector<SharedRace> remembered_shared_races(const std::shared_ptr<const ir::AccessFacts>& facts,
+                                                const MemoryLaunch& launch, const std::vector<ir::Interval>& bounds) {
+  thread_local std::vector<uint64_t> key;
+  std::shared_ptr<RaceMemo> memo;
+  {
+    std::lock_guard lock(g_mutex);
+    memo = memo_of(facts);
+    if (!memo->inputs.searched) return {};
+    key_of(memo->inputs, launch, key);
+    for (const auto& [k, races] : memo->entries)
+      if (k == key) return races;
+  }
+  std::vector<SharedRace> races = find_shared_races(*facts, launch, nullptr, &bounds);
+  std::lock_guard lock(g_mutex);
+  if (memo->entries.size() < RaceMemo::kEntries) {
+    memo->entries.emplace_back(key, races);
+  } else {
+    memo->entries[memo->next] = {key, races};
+    memo->next = (memo->next + 1) % RaceMemo::kEntries;
+  }
+  return races;
+}
+
+}  // namespace ptxgate::validation::internal
