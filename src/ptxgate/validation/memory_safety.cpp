@@ -3,6 +3,7 @@
 #include "ptxgate/validation/memory_safety.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -352,11 +353,19 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
   }
   verdict.races = owner ? internal::remembered_shared_races(*owner, launch, bounds.base())
                         : find_shared_races(facts, launch, nullptr, &bounds.base());
-  std::stable_sort(verdict.findings.begin(), verdict.findings.end(), [&](const SiteVerdict& a, const SiteVerdict& b) {
-    const ir::AccessSite& x = facts.sites[a.site];
-    const ir::AccessSite& y = facts.sites[b.site];
-    return std::pair(x.line, x.column) < std::pair(y.line, y.column);
-  });
+  // Source order, findings of one position in the order found: a sort over (line, column, order
+  // found), which needs no std::stable_sort (its std::get_temporary_buffer is deprecated in C++23).
+  std::vector<std::tuple<uint32_t, uint32_t, size_t>> order;
+  order.reserve(verdict.findings.size());
+  for (size_t i = 0; i < verdict.findings.size(); ++i) {
+    const ir::AccessSite& site = facts.sites[verdict.findings[i].site];
+    order.emplace_back(site.line, site.column, i);
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<SiteVerdict> sorted;
+  sorted.reserve(order.size());
+  for (const auto& [line, column, i] : order) sorted.push_back(std::move(verdict.findings[i]));
+  verdict.findings = std::move(sorted);
   return verdict;
 }
 
