@@ -31,7 +31,10 @@ def c_layout():
     program = os.environ.get("PTXGATE_CAPI_LAYOUT")
     if not program:
         pytest.skip("PTXGATE_CAPI_LAYOUT (the build's ptxgate_capi_struct_layout) is not set; ctest sets it")
-    return json.loads(subprocess.run([program], check=True, capture_output=True, text=True).stdout)
+    # Under the sanitizer suite ctest preloads the shared ASan runtime for Python; the layout program
+    # carries its own (statically linked by clang) and aborts beside a preloaded one: not for it.
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    return json.loads(subprocess.run([program], check=True, capture_output=True, text=True, env=env).stdout)
 
 
 def structures():
