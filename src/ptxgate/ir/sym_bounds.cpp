@@ -7,6 +7,14 @@ namespace ptxgate::ir {
 namespace {
 
 
+/// Every type's full range, by the type's number (asked for at every node: a table, not a switch).
+constexpr std::array<Interval, 64> kRanges = [] {
+  std::array<Interval, 64> r{};
+  for (unsigned t = 0; t < r.size(); ++t) r[t] = full_range(static_cast<Type>(t));
+  return r;
+}();
+inline Interval range_of(Type t) { return kRanges[static_cast<uint8_t>(t) & 63]; }
+
 constexpr Integer kInfinity = Integer{1} << 120;
 constexpr Integer kSmall = Integer{1} << 62;  ///< products of two magnitudes below this fit in 128 bits
 
@@ -21,24 +29,39 @@ Interval unbounded() { return {-kInfinity, kInfinity}; }
 const Interval kBool{0, 1};
 
 /// `r` when it lies in the type's range (no operand can wrap), else the whole range.
-Interval fit(Type t, Interval r) {
+inline Interval fit(Type t, Interval r) {
   if (r.empty()) return r;
-  const Interval full = full_range(t);
+  const Interval full = range_of(t);
   return r.lo >= full.lo && r.hi <= full.hi ? r : full;
 }
-bool fits(Type t, Integer lo, Integer hi) { return lo >= type_min(t) && hi <= type_max(t); }
+inline bool fits(Type t, Integer lo, Integer hi) {
+  const Interval full = range_of(t);
+  return lo >= full.lo && hi <= full.hi;
+}
+
+/// Truncating a / b and a % b (b != 0) in 64 bits when both fit, which gives the same result as
+/// the 128-bit operation and avoids its library call.
+inline bool in64(Integer v) { return v >= INT64_MIN && v <= INT64_MAX; }
+inline Integer quotient(Integer a, Integer b) {
+  if (in64(a) && in64(b) && !(a == INT64_MIN && b == -1)) return static_cast<int64_t>(a) / static_cast<int64_t>(b);
+  return a / b;
+}
+inline Integer remainder(Integer a, Integer b) {
+  if (in64(a) && in64(b) && b != -1) return static_cast<int64_t>(a) % static_cast<int64_t>(b);
+  return a % b;
+}
 bool small(Interval a) { return a.lo > -kSmall && a.hi < kSmall; }
 
 Integer floor_div(Integer a, Integer b) {  // b > 0
-  Integer q = a / b;
-  if ((a % b != 0) && (a < 0)) --q;
+  Integer q = quotient(a, b);
+  if ((remainder(a, b) != 0) && (a < 0)) --q;
   return q;
 }
 Integer ceil_div(Integer a, Integer b) { return -floor_div(-a, b); }  // b > 0
 
 /// Truncating division over intervals of one sign of divisor (d excludes 0).
 Interval divide(Interval a, Interval d) {
-  const Integer c[4] = {a.lo / d.lo, a.lo / d.hi, a.hi / d.lo, a.hi / d.hi};
+  const Integer c[4] = {quotient(a.lo, d.lo), quotient(a.lo, d.hi), quotient(a.hi, d.lo), quotient(a.hi, d.hi)};
   return {*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
 }
 
@@ -63,13 +86,56 @@ void NodeBounds::bind(const AccessFacts& facts, const LeafValues& leaves) {
   for (uint32_t i = 0; i < n; ++i) base_[i] = forward(i, base_);
 }
 
+void NodeBounds::rebind(const LeafValues& leaves, const std::vector<uint64_t>& deps, uint64_t changed) {
+  leaves_ = leaves;
+  // No path limits while the base bounds are evaluated (a select's branches read them).
+  for (uint32_t id : touched_) limit_[id] = unbounded();
+  touched_.clear();
+  const size_t n = std::min(base_.size(), deps.size());
+  for (uint32_t i = 0; i < n; ++i)
+    if (deps[i] & changed) base_[i] = forward(i, base_);
+}
+
+std::vector<uint64_t> leaf_dependencies(const AccessFacts& facts) {
+  const size_t n = facts.nodes.size();
+  std::vector<uint64_t> deps(n, 0);
+  for (uint32_t i = 0; i < n; ++i) {
+    const SymNode& x = facts.nodes[i];
+    uint64_t d = 0;
+    switch (x.op) {
+      case SymOp::thread_id: case SymOp::block_dim: d = leaf_bit_block(x.value); break;
+      case SymOp::block_id: case SymOp::grid_dim: d = leaf_bit_grid(x.value); break;
+      case SymOp::dynamic_shared_bytes: d = kLeafBitDynamicShared; break;
+      case SymOp::param: d = leaf_bit_param(x.value); break;
+      case SymOp::loop: {
+        if (x.value >= facts.loops.size()) break;  // no such loop: empty bounds, whatever the launch
+        const LoopFact& l = facts.loops[x.value];
+        for (uint32_t from : {l.lo, l.hi, l.step, l.offset}) {
+          if (from >= i) return {};
+          d |= deps[from];
+        }
+        break;
+      }
+      default: {
+        const unsigned count = sym_operand_count(x.op);
+        if ((count > 0 && x.a >= i) || (count > 1 && x.b >= i) || (count > 2 && x.c >= i)) return {};
+        if (count > 0) d |= deps[x.a];
+        if (count > 1) d |= deps[x.b];
+        if (count > 2) d |= deps[x.c];
+      }
+    }
+    deps[i] = d;
+  }
+  return deps;
+}
+
 Interval NodeBounds::loop_bounds(uint32_t loop, const std::vector<Interval>& values) const {
   if (loop >= facts_->loops.size()) return {};
   const LoopFact& l = facts_->loops[loop];
   const Type t = facts_->nodes[l.variable].type;
   const Interval lo = values[l.lo], hi = values[l.hi], step = values[l.step];
   if (lo.empty() || hi.empty() || step.empty()) return {};
-  if (l.kind == LoopFact::Kind::range) return meet({lo.lo, hi.hi - 1}, full_range(t));
+  if (l.kind == LoopFact::Kind::range) return meet({lo.lo, hi.hi - 1}, range_of(t));
   if (l.kind == LoopFact::Kind::shrinking) return {0, lo.hi};
   // induction: v + a < bound (<=: inclusive) holds when an iteration starts, and v only grows
   // when no increment and no test of the condition can wrap.
@@ -78,7 +144,7 @@ Interval NodeBounds::loop_bounds(uint32_t loop, const std::vector<Interval>& val
   const Integer last = l.inclusive ? hi.hi - a.lo : hi.hi - a.lo - 1;
   const Integer tmax = type_max(t);
   const bool no_wrap = a.lo >= 0 && step.lo >= 0 && lo.hi + a.hi <= tmax && last + step.hi + a.hi <= tmax;
-  if (!no_wrap) return full_range(t);
+  if (!no_wrap) return range_of(t);
   return {lo.lo, last};
 }
 
@@ -91,7 +157,7 @@ Interval NodeBounds::forward(uint32_t id, const std::vector<Interval>& v) const 
     case SymOp::param: {
       const auto* bits = leaves_.scalar_bits;
       if (bits && n.value < bits->size() && (*bits)[n.value]) return point(value_of(t, *(*bits)[n.value]));
-      return full_range(t);
+      return range_of(t);
     }
     case SymOp::thread_id:
       return {0, (leaves_.ranges ? leaves_.ranges->block[n.value % 3].hi : component(leaves_.block)) - 1};
@@ -102,7 +168,7 @@ Interval NodeBounds::forward(uint32_t id, const std::vector<Interval>& v) const 
     case SymOp::dynamic_shared_bytes:
       return leaves_.ranges ? leaves_.ranges->dynamic_shared_bytes : point(static_cast<Integer>(leaves_.dynamic_shared_bytes));
     case SymOp::loop: return loop_bounds(static_cast<uint32_t>(n.value), v);
-    case SymOp::opaque: return full_range(t);
+    case SymOp::opaque: return range_of(t);
     default: break;
   }
   const unsigned count = sym_operand_count(n.op);
@@ -126,7 +192,7 @@ Interval NodeBounds::apply(const SymNode& n, Interval a, Interval b, Interval c)
     case SymOp::add: return fit(t, {a.lo + b.lo, a.hi + b.hi});
     case SymOp::sub: return fit(t, {a.lo - b.hi, a.hi - b.lo});
     case SymOp::mul: {
-      if (!small(a) || !small(b)) return full_range(t);
+      if (!small(a) || !small(b)) return range_of(t);
       const Integer p[4] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
       return fit(t, {*std::min_element(p, p + 4), *std::max_element(p, p + 4)});
     }
@@ -146,15 +212,17 @@ Interval NodeBounds::apply(const SymNode& n, Interval a, Interval b, Interval c)
         else if (a.hi <= 0) r = hull(r, {std::max(a.lo, -(m - 1)), 0});
         else r = hull(r, {std::max(a.lo, -(m - 1)), std::min(a.hi, m - 1)});
         // A range within one period of a positive constant divisor keeps its order.
-        if (b.point() && b.lo > 0 && a.lo >= 0 && a.hi - a.lo < b.lo && a.lo % b.lo <= a.hi % b.lo)
-          r = {a.lo % b.lo, a.hi % b.lo};
+        if (b.point() && b.lo > 0 && a.lo >= 0 && a.hi - a.lo < b.lo) {
+          const Integer first = remainder(a.lo, b.lo), second = remainder(a.hi, b.lo);
+          if (first <= second) r = {first, second};
+        }
       }
       return fit(t, r);
     }
     case SymOp::shl: {
-      if (!b.point()) return full_range(t);
+      if (!b.point()) return range_of(t);
       const unsigned k = static_cast<unsigned>(bits_of(facts_->nodes[n.b].type, b.lo) & (sym_width(t) - 1));
-      if (!small(a) || k > 60) return full_range(t);
+      if (!small(a) || k > 60) return range_of(t);
       return fit(t, {a.lo * (Integer{1} << k), a.hi * (Integer{1} << k)});
     }
     case SymOp::shr: {
@@ -168,12 +236,12 @@ Interval NodeBounds::apply(const SymNode& n, Interval a, Interval b, Interval c)
       if (a.lo >= 0 && b.lo >= 0) return {0, std::min(a.hi, b.hi)};
       if (a.lo >= 0) return {0, a.hi};
       if (b.lo >= 0) return {0, b.hi};
-      return full_range(t);
+      return range_of(t);
     case SymOp::bit_or:
     case SymOp::bit_xor:
       if (a.lo >= 0 && b.lo >= 0)
         return fit(t, {n.op == SymOp::bit_or ? std::max(a.lo, b.lo) : 0, all_ones_above(std::max(a.hi, b.hi))});
-      return full_range(t);
+      return range_of(t);
     case SymOp::min: return {std::min(a.lo, b.lo), std::min(a.hi, b.hi)};
     case SymOp::max: return {std::max(a.lo, b.lo), std::max(a.hi, b.hi)};
     case SymOp::neg: return fit(t, {-a.hi, -a.lo});
@@ -197,7 +265,7 @@ Interval NodeBounds::apply(const SymNode& n, Interval a, Interval b, Interval c)
       if (a == point(1)) return b;
       if (a == point(0)) return c;
       return hull(b, c);
-    default: return full_range(t);
+    default: return range_of(t);
   }
 }
 

@@ -45,6 +45,11 @@ class NodeBounds {
   NodeBounds() = default;
   /// Starts over for `facts` and `leaves`: the same bounds as NodeBounds(facts, leaves).
   void bind(const AccessFacts& facts, const LeafValues& leaves);
+  /// The bounds of the facts last bound for a launch `leaves` that differs from that one only in the
+  /// launch inputs of `changed` (leaf_dependencies' bits): only the nodes that depend on one of them
+  /// are evaluated again, the others keep their bounds, which are a function of the inputs they
+  /// depend on. The same bounds as bind(facts, leaves). `deps`: leaf_dependencies(facts), not empty.
+  void rebind(const LeafValues& leaves, const std::vector<uint64_t>& deps, uint64_t changed);
   /// The bounds without any path condition.
   const std::vector<Interval>& base() const { return base_; }
   /// Bounds under `path` (a bool node) being true, up to node `last`: the conjuncts of the path
@@ -80,5 +85,18 @@ class NodeBounds {
 
 /// The full range of a node's type.
 constexpr Interval full_range(Type t) { return {type_min(t), type_max(t)}; }
+
+/// The bit of a launch input in leaf_dependencies: the grid's and the block's components (0-2, 3-5),
+/// the dynamic shared bytes (6) and scalar parameter p (7 + p % 57; parameters may share a bit).
+constexpr uint64_t leaf_bit_grid(uint64_t component) { return uint64_t{1} << (component % 3); }
+constexpr uint64_t leaf_bit_block(uint64_t component) { return uint64_t{1} << (3 + component % 3); }
+constexpr uint64_t kLeafBitDynamicShared = uint64_t{1} << 6;
+constexpr uint64_t leaf_bit_param(uint64_t p) { return uint64_t{1} << (7 + p % 57); }
+
+/// Per node, the launch inputs its bounds (NodeBounds::base, and under() of the paths that read it)
+/// depend on, as leaf_bit_* bits over everything the node is computed from (operands, and the
+/// bounds of the loops whose variables it reads). Empty when a loop's bounds are nodes after its
+/// variable (bounds then read nodes not yet evaluated: no node may be skipped).
+std::vector<uint64_t> leaf_dependencies(const AccessFacts& facts);
 
 }  // namespace ptxgate::ir

@@ -231,6 +231,36 @@ class WitnessSearch {
 
 }  // namespace
 
+void internal::plan_sites(const ir::AccessFacts& facts, const std::vector<uint64_t>& deps, SitePlan& plan) {
+  plan.by_path.resize(facts.sites.size());
+  for (uint32_t i = 0; i < facts.sites.size(); ++i) plan.by_path[i] = i;
+  std::sort(plan.by_path.begin(), plan.by_path.end(), [&](uint32_t x, uint32_t y) {
+    return std::pair(facts.sites[x].path, x) < std::pair(facts.sites[y].path, y);
+  });
+  plan.groups.clear();
+  auto inputs_of = [&](int64_t id) {
+    return deps.empty() ? ~uint64_t{0} : id >= 0 && static_cast<size_t>(id) < deps.size() ? deps[id] : 0;
+  };
+  for (uint32_t first = 0, end = 0; first < plan.by_path.size(); first = end) {
+    PathGroup g;
+    g.path = facts.sites[plan.by_path[first]].path;
+    g.last = g.path;
+    g.first = first;
+    g.inputs = inputs_of(g.path);
+    for (end = first; end < plan.by_path.size() && facts.sites[plan.by_path[end]].path == g.path; ++end) {
+      const ir::AccessSite& site = facts.sites[plan.by_path[end]];
+      g.last = std::max(g.last, site.index);
+      g.inputs |= inputs_of(site.index);
+      if (site.width_limit >= 0) {
+        g.last = std::max<uint32_t>(g.last, static_cast<uint32_t>(site.width_limit));
+        g.inputs |= inputs_of(site.width_limit);
+      }
+    }
+    g.end = end;
+    plan.groups.push_back(g);
+  }
+}
+
 std::string_view site_outcome_name(SiteOutcome o) {
   switch (o) {
     case SiteOutcome::proven: return "proven";
@@ -263,45 +293,71 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
       return verdict;
     }
   ir::LeafValues leaves{launch.grid, launch.block, launch.dynamic_shared_bytes, &launch.scalar_bits};
-  // This thread's bounds and site order keep their buffers from launch to launch: a launch whose
-  // sites are all proven allocates only the verdict.
+  // The kernel's remembered bounds (through its shared facts) when no other launch of it uses them
+  // now; else this thread's, which keep their buffers from launch to launch.
   struct Scratch {
     ir::NodeBounds bounds;
-    std::vector<std::pair<uint32_t, uint32_t>> by_path;  // (path, site)
+    internal::SitePlan plan;
+    std::vector<uint64_t> key;
   };
   thread_local Scratch scratch;
-  ir::NodeBounds& bounds = scratch.bounds;
-  std::vector<std::pair<uint32_t, uint32_t>>& by_path = scratch.by_path;
-  bounds.bind(facts, leaves);
+  std::shared_ptr<internal::BoundsMemo> memo = owner ? internal::bounds_memo(*owner) : nullptr;
+  std::unique_lock<std::mutex> memo_lock;
+  if (memo) {
+    memo_lock = std::unique_lock(memo->mutex, std::try_to_lock);
+    if (!memo_lock.owns_lock()) memo = nullptr;
+  }
+  if (memo && !memo->planned) {
+    memo->deps = ir::leaf_dependencies(facts);
+    internal::plan_sites(facts, memo->deps, memo->plan);
+    memo->sites.assign(facts.sites.size(), {});
+    memo->planned = true;
+  }
+  ir::NodeBounds& bounds = memo ? memo->bounds : scratch.bounds;
+  if (!memo) internal::plan_sites(facts, {}, scratch.plan);
+  const internal::SitePlan& plan = memo ? memo->plan : scratch.plan;
+  // Which launch inputs changed since the memo's launch: only the nodes and path groups that
+  // depend on one of them are evaluated again (nothing is reused without a complete earlier launch).
+  const bool reuse = memo && memo->valid && !memo->deps.empty();
+  uint64_t changed = ~uint64_t{0};
+  if (memo) {
+    internal::bounds_key(launch, scratch.key);
+    if (reuse) changed = internal::changed_inputs(memo->key, scratch.key);
+    memo->valid = false;
+    memo->key.swap(scratch.key);
+  }
+  if (reuse) bounds.rebind(leaves, memo->deps, changed);
+  else bounds.bind(facts, leaves);
   std::optional<Dependencies> deps;
   std::optional<WitnessSearch> search;
-  // Sites sharing a path condition share its narrowing: the sites in order of path, then number.
-  by_path.clear();
-  for (uint32_t i = 0; i < facts.sites.size(); ++i) by_path.emplace_back(facts.sites[i].path, i);
-  std::sort(by_path.begin(), by_path.end());
-  for (size_t first = 0, end = 0; first < by_path.size(); first = end) {
-    const uint32_t path = by_path[first].first;
-    uint32_t last = path;
-    for (end = first; end < by_path.size() && by_path[end].first == path; ++end) {
-      const ir::AccessSite& site = facts.sites[by_path[end].second];
-      last = std::max(last, site.index);
-      if (site.width_limit >= 0) last = std::max<uint32_t>(last, static_cast<uint32_t>(site.width_limit));
+  for (const internal::PathGroup& group : plan.groups) {
+    const uint32_t path = group.path;
+    const bool remembered = reuse && (group.inputs & changed) == 0;
+    const std::vector<Interval>* values = nullptr;
+    if (!remembered) {
+      // A path true for every thread needs no narrowing, nor one no thread takes (its sites are
+      // unreachable: narrowing only shrinks bounds).
+      const Interval taken = bounds.base()[path];
+      const bool plain = taken == Interval{1, 1} || taken == Interval{0, 0} || taken.empty();
+      values = plain ? &bounds.base() : &bounds.under(path, group.last);
     }
-    // A path true for every thread needs no narrowing, nor one no thread takes (its sites are
-    // unreachable: narrowing only shrinks bounds).
-    const Interval taken = bounds.base()[path];
-    const bool plain = taken == Interval{1, 1} || taken == Interval{0, 0} || taken.empty();
-    const std::vector<Interval>& values = plain ? bounds.base() : bounds.under(path, last);
-    for (size_t k = first; k < end; ++k) {
-      const uint32_t s = by_path[k].second;
+    for (uint32_t k = group.first; k < group.end; ++k) {
+      const uint32_t s = plan.by_path[k];
       const ir::AccessSite& site = facts.sites[s];
-      SiteVerdict v;
-      v.site = s;
-      const Interval p = values[path], index = values[site.index];
+      internal::SiteBounds read;
+      if (remembered) {
+        read = memo->sites[s];
+      } else {
+        read.path = (*values)[path];
+        read.index = (*values)[site.index];
+        if (site.width_limit >= 0) read.limit = (*values)[static_cast<uint32_t>(site.width_limit)];
+        if (memo) memo->sites[s] = read;
+      }
+      const Interval p = read.path, index = read.index;
       uint64_t width = site.width;
       bool touches = !p.empty() && p != Interval{0, 0} && !index.empty();
       if (touches && site.width_limit >= 0) {
-        const Interval limit = values[static_cast<uint32_t>(site.width_limit)];
+        const Interval limit = read.limit;
         if (limit.empty() || limit.hi <= 0) touches = false;
         else width = static_cast<uint64_t>(std::min<Integer>(limit.hi, width));
       }
@@ -309,14 +365,18 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
         ++verdict.unreachable;
         continue;
       }
-      v.index_min = index.lo;
-      v.index_max = index.hi;
-      v.length_bytes = array_length(facts, site, launch);
+      const std::optional<uint64_t> length = array_length(facts, site, launch);
       const Integer first = index.lo * site.stride, end = index.hi * site.stride + width;
-      if (v.length_bytes && first >= 0 && end <= static_cast<Integer>(*v.length_bytes)) {
+      if (length && first >= 0 && end <= static_cast<Integer>(*length)) {
         ++verdict.proven;
         continue;
       }
+      // A finding: only now its record (with strings) is built; a proven site costs the test above.
+      SiteVerdict v;
+      v.site = s;
+      v.index_min = index.lo;
+      v.index_max = index.hi;
+      v.length_bytes = length;
       if (!deps) deps = dependencies(facts, launch);
       if (v.length_bytes && site.witness_exact && !deps->opaque[site.index]) {
         if (!search) search.emplace(facts, launch);
@@ -353,6 +413,7 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
   }
   verdict.races = owner ? internal::remembered_shared_races(*owner, launch, bounds.base())
                         : find_shared_races(facts, launch, nullptr, &bounds.base());
+  if (memo) memo->valid = true;
   // Source order, findings of one position in the order found: a sort over (line, column, order
   // found), which needs no std::stable_sort (its std::get_temporary_buffer is deprecated in C++23).
   std::vector<std::tuple<uint32_t, uint32_t, size_t>> order;

@@ -20,6 +20,7 @@ struct RaceMemo {
   static constexpr size_t kEntries = 8;
   std::vector<std::pair<std::vector<uint64_t>, std::vector<SharedRace>>> entries;
   size_t next = 0;  ///< the entry the next new verdict replaces once all are used
+  std::shared_ptr<BoundsMemo> bounds = std::make_shared<BoundsMemo>();
 };
 
 /// Memos of the kernels launched lately (at most kMemos; expired ones go first).
@@ -117,6 +118,34 @@ RaceInputs race_inputs(const ir::AccessFacts& facts) {
   std::sort(in.params.begin(), in.params.end());
   in.params.erase(std::unique(in.params.begin(), in.params.end()), in.params.end());
   return in;
+}
+
+std::shared_ptr<BoundsMemo> bounds_memo(const std::shared_ptr<const ir::AccessFacts>& facts) {
+  std::lock_guard lock(g_mutex);
+  return memo_of(facts)->bounds;
+}
+
+void bounds_key(const MemoryLaunch& launch, std::vector<uint64_t>& key) {
+  key.assign(launch.grid.begin(), launch.grid.end());
+  key.insert(key.end(), launch.block.begin(), launch.block.end());
+  key.push_back(launch.dynamic_shared_bytes);
+  for (const std::optional<uint64_t>& bits : launch.scalar_bits) {
+    key.push_back(bits.has_value());
+    key.push_back(bits.value_or(0));
+  }
+}
+
+uint64_t changed_inputs(const std::vector<uint64_t>& before, const std::vector<uint64_t>& now) {
+  if (before.size() != now.size() || now.size() < 7) return ~uint64_t{0};
+  uint64_t changed = 0;
+  for (unsigned k = 0; k < 3; ++k) {
+    if (before[k] != now[k]) changed |= ir::leaf_bit_grid(k);
+    if (before[3 + k] != now[3 + k]) changed |= ir::leaf_bit_block(k);
+  }
+  if (before[6] != now[6]) changed |= ir::kLeafBitDynamicShared;
+  for (size_t i = 7; i + 1 < now.size(); i += 2)
+    if (before[i] != now[i] || before[i + 1] != now[i + 1]) changed |= ir::leaf_bit_param((i - 7) / 2);
+  return changed;
 }
 
 std::vector<SharedRace> remembered_shared_races(const std::shared_ptr<const ir::AccessFacts>& facts,

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "ptxgate/ir/access_facts.hpp"
+#include "ptxgate/ir/sym_bounds.hpp"
 #include "ptxgate/validation/memory_safety.hpp"
 
 namespace ptxgate::validation::internal {
@@ -27,7 +29,51 @@ RaceInputs race_inputs(const ir::AccessFacts& facts);
 std::vector<SharedRace> remembered_shared_races(const std::shared_ptr<const ir::AccessFacts>& facts,
                                                 const MemoryLaunch& launch, const std::vector<ir::Interval>& bounds);
 
-/// evaluate_accesses(*facts, launch) with the race part through remembered_shared_races: the same verdict.
+/// The sites of one path condition (they share its narrowing): by_path[first, end) of a SitePlan.
+struct PathGroup {
+  uint32_t path = 0;     ///< the bool node
+  uint32_t last = 0;     ///< the last node its sites read (index, width limit)
+  uint32_t first = 0, end = 0;
+  uint64_t inputs = 0;   ///< the launch inputs the bounds its sites read depend on (ir::leaf_dependencies bits)
+};
+
+/// A kernel's sites in order of path, then number, and their groups (launch-independent).
+struct SitePlan {
+  std::vector<uint32_t> by_path;  ///< site numbers
+  std::vector<PathGroup> groups;
+};
+/// `deps`: ir::leaf_dependencies(facts) (empty: every group's inputs are all bits).
+void plan_sites(const ir::AccessFacts& facts, const std::vector<uint64_t>& deps, SitePlan& plan);
+
+/// The bounds a site's verdict reads: its path's, its index's and its width limit's.
+struct SiteBounds {
+  ir::Interval path, index, limit;
+};
+
+/// One kernel's node bounds remembered from its last launch evaluated with them, so that the next
+/// launch evaluates again only the nodes and path groups that depend on a launch input that changed
+/// (a new grid: only what reads block ids or grid dimensions). Used under `mutex` (a launch that
+/// finds it taken evaluates from scratch instead of waiting).
+struct BoundsMemo {
+  std::mutex mutex;
+  bool planned = false;
+  std::vector<uint64_t> deps;    ///< ir::leaf_dependencies (empty: nothing is reused)
+  SitePlan plan;
+  ir::NodeBounds bounds;         ///< bound to the facts for the launch of `key`
+  bool valid = false;            ///< `bounds`, `key` and `sites` describe one complete evaluation
+  std::vector<uint64_t> key;     ///< that launch's inputs (bounds_key)
+  std::vector<SiteBounds> sites;  ///< by site number, for that launch
+};
+/// The bounds memo of `facts` (made on first use; lives as long as the facts' race memo).
+std::shared_ptr<BoundsMemo> bounds_memo(const std::shared_ptr<const ir::AccessFacts>& facts);
+
+/// The launch inputs node bounds read, as a key, and which of them (ir::leaf_dependencies bits)
+/// differ between two keys (all bits when their parameters differ in number).
+void bounds_key(const MemoryLaunch& launch, std::vector<uint64_t>& key);
+uint64_t changed_inputs(const std::vector<uint64_t>& before, const std::vector<uint64_t>& now);
+
+/// evaluate_accesses(*facts, launch) with the race part through remembered_shared_races and the
+/// node bounds through the facts' BoundsMemo: the same verdict.
 MemoryVerdict evaluate_accesses_remembered(const std::shared_ptr<const ir::AccessFacts>& facts,
                                            const MemoryLaunch& launch);
 

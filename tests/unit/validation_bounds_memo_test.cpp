@@ -1,0 +1,203 @@
+// The node bounds a kernel remembers between launches: only what depends on a changed launch input
+// is evaluated again, and the verdict equals a fresh evaluation's for every launch.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "ir_check_support.hpp"
+#include "shipped_launches.hpp"
+#include "ptxgate/ir/access_facts.hpp"
+#include "ptxgate/ir/sym_bounds.hpp"
+#include "ptxgate/validation/internal/race_memo.hpp"
+#include "ptxgate/validation/memory_safety.hpp"
+
+using namespace ptxgate;
+
+namespace {
+
+std::string read(const std::string& relative) {
+  std::ifstream in(std::string(PTXGATE_SOURCE_DIR) + "/" + relative);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::shared_ptr<const ir::AccessFacts> facts_of(testing::Checked& checked, const std::string& file,
+                                                const std::string& text, const std::string& kernel) {
+  checked = testing::check_module(file, text);
+  REQUIRE_MESSAGE(!checked.diags.has_errors(), diag::render_text(checked.diags));
+  const ir::Kernel* k = checked.module.find_kernel(kernel);
+  REQUIRE(k);
+  REQUIRE(k->access_facts);
+  return k->access_facts;
+}
+
+/// The remembered verdict against a fresh one of the same launch, field by field; returns it.
+validation::MemoryVerdict same_as_fresh(const std::shared_ptr<const ir::AccessFacts>& facts,
+                                        const validation::MemoryLaunch& launch) {
+  const validation::MemoryVerdict fresh = validation::evaluate_accesses(*facts, launch);
+  validation::MemoryVerdict remembered = validation::internal::evaluate_accesses_remembered(facts, launch);
+  CHECK(remembered.proven == fresh.proven);
+  CHECK(remembered.unreachable == fresh.unreachable);
+  CHECK(remembered.out_of_bounds == fresh.out_of_bounds);
+  CHECK(remembered.unproven == fresh.unproven);
+  REQUIRE(remembered.findings.size() == fresh.findings.size());
+  for (size_t i = 0; i < fresh.findings.size(); ++i) {
+    const validation::SiteVerdict &r = remembered.findings[i], &f = fresh.findings[i];
+    CHECK(r.site == f.site);
+    CHECK(r.outcome == f.outcome);
+    CHECK(r.length_bytes == f.length_bytes);
+    CHECK((r.index_min == f.index_min && r.index_max == f.index_max));
+    CHECK(r.witness.thread == f.witness.thread);
+    CHECK(r.witness.block == f.witness.block);
+    CHECK(r.witness.index == f.witness.index);
+    CHECK(r.reason == f.reason);
+  }
+  REQUIRE(remembered.races.size() == fresh.races.size());
+  for (size_t i = 0; i < fresh.races.size(); ++i) {
+    CHECK(remembered.races[i].first_thread == fresh.races[i].first_thread);
+    CHECK(remembered.races[i].second_thread == fresh.races[i].second_thread);
+    CHECK(remembered.races[i].byte == fresh.races[i].byte);
+  }
+  return remembered;
+}
+
+validation::MemoryLaunch launch_of(const ir::Kernel& k, const shipped::Launch& l) {
+  validation::MemoryLaunch launch;
+  launch.grid = l.grid;
+  launch.block = l.block;
+  launch.dynamic_shared_bytes = l.dynamic_shared;
+  launch.scalar_bits.assign(k.params.size(), std::nullopt);
+  launch.buffer_bytes.assign(k.params.size(), std::nullopt);
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    launch.names.push_back(k.params[i].name);
+    for (const auto& [name, value] : l.arguments)
+      if (name == k.params[i].name) (k.params[i].is_buffer ? launch.buffer_bytes[i] : launch.scalar_bits[i]) = value;
+  }
+  return launch;
+}
+
+/// A value near `v`: the same, one more or less, half or double (never below 1 when `v` is not 0).
+uint64_t nearby(uint64_t v, std::mt19937& rng) {
+  switch (rng() % 6) {
+    case 0: return v + 1;
+    case 1: return v > 1 ? v - 1 : v;
+    case 2: return v > 1 ? v / 2 : v;
+    case 3: return v * 2;
+    default: return v;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("bounds memo: the shipped kernels over random launch sequences give the fresh verdict") {
+  std::mt19937 rng(27);
+  for (const shipped::Launch& l : shipped::shipped_launches()) {
+    const std::string where = std::string(l.file) + " " + l.kernel;
+    CAPTURE(where);
+    testing::Checked checked;
+    auto facts = facts_of(checked, l.file, read(l.file), l.kernel);
+    const ir::Kernel& k = *checked.module.find_kernel(l.kernel);
+    const validation::MemoryLaunch documented = launch_of(k, l);
+    validation::MemoryLaunch launch = documented;
+    for (int step = 0; step < 24; ++step) {
+      CAPTURE(step);
+      // One or two inputs at a time (what a memo can keep), or back to the documented launch.
+      const unsigned what = rng() % 7;
+      if (what == 0) {
+        launch = documented;
+      } else if (what <= 2) {
+        const unsigned c = rng() % 3;
+        launch.grid[c] = std::max<uint64_t>(nearby(launch.grid[c], rng), 1);
+      } else if (what == 3) {
+        const unsigned c = rng() % 3;
+        const uint64_t b = std::max<uint64_t>(nearby(launch.block[c], rng), 1);
+        if (b * launch.block[(c + 1) % 3] * launch.block[(c + 2) % 3] <= 1024) launch.block[c] = b;
+      } else if (what == 4) {
+        launch.dynamic_shared_bytes = nearby(launch.dynamic_shared_bytes, rng);
+      } else {
+        // A scalar's value (or, one time in four, not known), or a buffer's length.
+        const size_t p = rng() % launch.scalar_bits.size();
+        if (launch.scalar_bits[p]) launch.scalar_bits[p] = rng() % 4 == 0 ? std::nullopt
+                                                                            : std::optional(nearby(*launch.scalar_bits[p], rng));
+        else if (launch.buffer_bytes[p]) launch.buffer_bytes[p] = nearby(*launch.buffer_bytes[p], rng);
+        else launch.scalar_bits[p] = documented.scalar_bits[p];
+      }
+      same_as_fresh(facts, launch);
+    }
+  }
+}
+
+TEST_CASE("bounds memo: a change of an input the verdict depends on is evaluated again") {
+  testing::Checked checked;
+  // y[i] is guarded by n (a scalar) and its index reads the grid; s[t] reads only the block.
+  auto facts = facts_of(checked, "k.pg", R"(
+kernel k(out y: f32[], n: u32) {
+  shared s: f32[128];
+  let t = thread_id.x;
+  let i = global_id.x;
+  s[t] = 1.0;
+  barrier();
+  if (i < n) {
+    y[i] = s[t];
+  }
+}
+)", "k");
+  validation::MemoryLaunch launch;
+  launch.grid = {16, 1, 1};
+  launch.block = {128, 1, 1};
+  launch.scalar_bits = {std::nullopt, uint64_t{1000}};
+  launch.buffer_bytes = {uint64_t{4000}, std::nullopt};
+  launch.names = {"y", "n"};
+  CHECK(same_as_fresh(facts, launch).out_of_bounds == 0);
+  // Only the scalar: y[i]'s group depends on it and goes out of bounds (2048 threads, 1000 elements).
+  launch.scalar_bits[1] = 2000;
+  validation::MemoryVerdict v = same_as_fresh(facts, launch);
+  CHECK(v.out_of_bounds == 1);
+  REQUIRE(v.findings.size() == 1);
+  CHECK(v.findings[0].witness.index == 1000);
+  // Only the grid: 4 blocks of 128 stay below 1000 elements, 16 do not.
+  launch.scalar_bits[1] = 100000;
+  launch.grid[0] = 4;
+  CHECK(same_as_fresh(facts, launch).out_of_bounds == 0);
+  launch.grid[0] = 16;
+  CHECK(same_as_fresh(facts, launch).out_of_bounds == 1);
+  launch.grid[0] = 3;
+  CHECK(same_as_fresh(facts, launch).out_of_bounds == 0);
+  // Only the block: s[t] goes past its 128 elements.
+  launch.block[0] = 256;
+  v = same_as_fresh(facts, launch);
+  CHECK(v.out_of_bounds == 2);
+}
+
+TEST_CASE("bounds memo: the launch inputs each node depends on") {
+  testing::Checked checked;
+  auto facts = facts_of(checked, "k.pg", R"(
+kernel k(out y: f32[], n: u32, m: u32) {
+  let i = global_id.x;
+  if (thread_id.y + m < n) {
+    y[i] = 1.0;
+  }
+}
+)", "k");
+  const std::vector<uint64_t> deps = ir::leaf_dependencies(*facts);
+  REQUIRE(deps.size() == facts->nodes.size());
+  REQUIRE(facts->sites.size() == 1);
+  const ir::AccessSite& site = facts->sites[0];
+  CHECK(deps[site.index] == (ir::leaf_bit_grid(0) | ir::leaf_bit_block(0)));
+  CHECK(deps[site.path] == (ir::leaf_bit_block(1) | ir::leaf_bit_param(1) | ir::leaf_bit_param(2)));
+  std::vector<uint64_t> before, now;
+  validation::MemoryLaunch launch;
+  launch.scalar_bits = {std::nullopt, uint64_t{5}, uint64_t{6}};
+  validation::internal::bounds_key(launch, before);
+  launch.grid[1] = 7;
+  launch.scalar_bits[2].reset();
+  validation::internal::bounds_key(launch, now);
+  CHECK(validation::internal::changed_inputs(before, now) == (ir::leaf_bit_grid(1) | ir::leaf_bit_param(2)));
+  launch.scalar_bits.pop_back();
+  validation::internal::bounds_key(launch, now);
+  CHECK(validation::internal::changed_inputs(before, now) == ~uint64_t{0});
+}
