@@ -5,6 +5,9 @@
 # and their difference (load-independent, unlike the nanoseconds validate_bench prints). The last
 # profile stays in $OUT_DIR (bench/callgrind_setup.sh).
 #   BUILD_DIR=build N=50 bench/memory_callgrind.sh [WORD]
+# With PTXGATE_BENCH_FIXED_NEW_GRID=1 every call has a new grid (the first grid component of more
+# than one block alternates with half of it); without it every call repeats the same launch, which
+# the kernel's remembered node bounds then serve (docs/benchmarks.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${BUILD_DIR:-build}"

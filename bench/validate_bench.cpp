@@ -43,10 +43,18 @@ struct MemoryCost {
   double with = 0, without = 0;
 };
 /// `calls` fresh checks, for an instruction count (callgrind --toggle-collect='*fixed_checks*').
+/// `new_grid`: every call alternates the grid's first component of more than one block between its
+/// value and half of it (a new grid each call, as a launch that sizes its grid to the data sees).
 [[gnu::noinline]] bool fixed_checks(const contract::KernelInfo& k, const contract::KernelResources& r,
-                                    const contract::LaunchPlan& p, const DeviceCaps& caps, int calls) {
+                                    const contract::LaunchPlan& p, const DeviceCaps& caps, int calls, bool new_grid) {
   bool any = false;
-  for (int i = 0; i < calls; ++i) any |= check_launch(k, r, p, caps).launchable;
+  contract::LaunchPlan plan = p;
+  unsigned c = 0;
+  while (c < 2 && plan.grid[c] < 2) ++c;
+  for (int i = 0; i < calls; ++i) {
+    if (new_grid) plan.grid[c] = i % 2 ? std::max<uint64_t>(p.grid[c] / 2, 1) : p.grid[c];
+    any |= check_launch(k, r, plan, caps).launchable;
+  }
   return any;
 }
 
@@ -56,11 +64,13 @@ MemoryCost memory_cost(const contract::KernelInfo& info, const contract::KernelR
   bare.access = nullptr;
   volatile bool sink = false;
   // PTXGATE_BENCH_FIXED_CALLS=N: N calls with the facts (PTXGATE_BENCH_FIXED_SIDE=without: without them)
-  // and no timing, for instruction counts under callgrind.
+  // and no timing, for instruction counts under callgrind; PTXGATE_BENCH_FIXED_NEW_GRID=1: a new grid
+  // every call (fixed_checks).
   if (const char* fixed = std::getenv("PTXGATE_BENCH_FIXED_CALLS")) {
     const int calls = std::max(std::atoi(fixed), 1);
     const char* side = std::getenv("PTXGATE_BENCH_FIXED_SIDE");
-    sink = fixed_checks(side && std::string(side) == "without" ? bare : info, r, p, caps, calls);
+    const char* grid = std::getenv("PTXGATE_BENCH_FIXED_NEW_GRID");
+    sink = fixed_checks(side && std::string(side) == "without" ? bare : info, r, p, caps, calls, grid && *grid == '1');
     return {};
   }
   const auto iterations_for = [&](const contract::KernelInfo& k) {
