@@ -10,7 +10,7 @@ from array import array
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from . import _capi
+from . import _capi, _native
 from ._owned import _Owned, freed
 from . import dtypes as dt
 from .arrays import FAST, HostArray, describe, packer_for
@@ -322,7 +322,7 @@ class Kernel(_Owned):
         self._runtime = runtime
         self._handle = handle
         self.info = KernelInfo.from_json(json.loads(_capi.lib().ptxgate_kernel_json(handle)))
-        self._launchers: Dict[Any, Launcher] = {}
+        self._launchers: Dict[Any, Any] = {}  # Launchers (the C ones of the extension when it is there)
 
     @property
     def name(self):
@@ -334,7 +334,7 @@ class Kernel(_Owned):
         except TypeError:  # an unhashable stream object: not cached
             launcher = None
         if launcher is None:
-            launcher = Launcher(self, *self._launch_parts(key))
+            launcher = _native.wrap(Launcher(self, *self._launch_parts(key)))
             try:
                 self._launchers[key] = launcher
             except TypeError:
