@@ -52,6 +52,7 @@ typedef struct {
 /* The package's tables and callables, given once by setup(). */
 static struct {
   PyObject* state;         /* runtime.STATE: this thread's stream and graph capture */
+  const long* state_set;   /* runtime.SET: how many of those are set in all threads (0: none) */
   PyObject* raise_last;    /* raises the Error of this thread's last failed packed launch */
   PyObject* classify;      /* arrays.native_kind(type) -> (name, descriptor bits, extra) */
   PyObject* torch_desc;    /* torch.dtype -> (pointer descriptor bits, element size) or None */
@@ -134,6 +135,7 @@ typedef struct {
   PyObject* kernel_handle;  /* the kernel's c_void_p (a freed kernel's reads NULL) */
   void** kernel_slot;       /* its storage */
   PyObject* stream;         /* the explicit ptxgate Stream, or NULL: this thread's current one */
+  void** stream_slot;       /* the explicit Stream's handle storage (a freed stream's reads NULL) */
   PyObject* wait;           /* runtime._wait_producer(consumer, producer) */
   uint64_t head[HEAD_WORDS];
   Py_ssize_t n;
@@ -502,24 +504,30 @@ static int stream_word(PyObject* stream, uint64_t* word) {
 static PyObject* launcher_call(PyObject* op, PyObject* args, PyObject* kwargs) {
   Launcher* self = (Launcher*)op;
   if (kwargs != NULL && PyDict_Size(kwargs) != 0) return python_path(self, args, kwargs);
-  PyObject* capture = attr(g.state, s_capture);
-  if (capture == NULL) return NULL;
-  Py_DECREF(capture);
-  if (capture != Py_None) return python_path(self, args, kwargs);  /* a graph records the launch */
+  const int state_set = *g.state_set != 0;
+  if (state_set) {
+    PyObject* capture = attr(g.state, s_capture);
+    if (capture == NULL) return NULL;
+    Py_DECREF(capture);
+    if (capture != Py_None) return python_path(self, args, kwargs);  /* a graph records the launch */
+  }
   Py_ssize_t n = PyTuple_Size(args);
   if (n != self->n) return python_path(self, args, kwargs);  /* the Python path explains (PG3005) */
 
   uint64_t words[HEAD_WORDS + 2 * MAX_ARGS];
   memcpy(words, self->head, sizeof self->head);
   PyObject* stream = self->stream;
-  if (stream != NULL) {
+  int r = TAKEN;
+  if (stream != NULL) {  /* the explicit stream's handle, read in place */
     Py_INCREF(stream);
+    words[8] = (uint64_t)(uintptr_t)*self->stream_slot;
+    if (words[8] == 0) r = PYTHON;  /* freed: the Python path says so */
   } else {
-    stream = attr(g.state, s_stream);
+    stream = state_set ? attr(g.state, s_stream) : (Py_INCREF(Py_None), Py_None);
     if (stream == NULL) return NULL;
+    r = stream_word(stream, &words[8]);
   }
   PyObject* result = NULL;
-  int r = stream_word(stream, &words[8]);
   Call c;
   c.self = self;
   c.cupy_stream_read = 0;
@@ -566,13 +574,14 @@ out:
   return result;
 }
 
-/* Launcher(launcher, kernel_slot): a Python Launcher's request (its _head, _n, _writes, _wait,
- * _stream if _explicit_stream, its kernel's handle _kh, whose storage is at kernel_slot) taken once. */
+/* Launcher(launcher, kernel_slot, stream_slot): a Python Launcher's request (its _head, _n, _writes,
+ * _wait, _stream if _explicit_stream, its kernel's handle _kh) taken once; the storage of the
+ * kernel's and the explicit stream's handles (c_void_p) is read on every call. */
 static PyObject* launcher_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   PyObject* py;
-  unsigned long long slot;
-  static char* names[] = {"launcher", "kernel_slot", NULL};
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OK", names, &py, &slot)) return NULL;
+  unsigned long long slot, stream_slot;
+  static char* names[] = {"launcher", "kernel_slot", "stream_slot", NULL};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OKK", names, &py, &slot, &stream_slot)) return NULL;
   allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
   Launcher* self = (Launcher*)alloc(type, 0);
   if (self == NULL) return NULL;
@@ -612,8 +621,13 @@ static PyObject* launcher_new(PyTypeObject* type, PyObject* args, PyObject* kwar
   int is_explicit = PyObject_IsTrue(explicit_);
   if (is_explicit < 0) goto fail;
   if (is_explicit) {
+    if (stream_slot == 0) {
+      PyErr_SetString(PyExc_ValueError, "an explicit stream needs its handle's storage (stream_slot)");
+      goto fail;
+    }
     self->stream = PyObject_GetAttrString(py, "_stream");
     if (self->stream == NULL) goto fail;
+    self->stream_slot = (void**)(uintptr_t)stream_slot;
   }
   Py_DECREF(head);
   Py_DECREF(count);
@@ -677,19 +691,28 @@ static PyType_Spec launcher_spec = {"ptxgate._launch.Launcher", sizeof(Launcher)
 
 static PyObject* setup(PyObject* module, PyObject* const* args, Py_ssize_t nargs) {
   (void)module;
-  if (nargs != 7) {
-    PyErr_SetString(PyExc_TypeError, "setup(state, raise_last, classify, torch_desc, numpy_desc, typestr_desc, device_of)");
+  if (nargs != 8) {
+    PyErr_SetString(PyExc_TypeError,
+                    "setup(state, state_set, raise_last, classify, torch_desc, numpy_desc, typestr_desc, device_of)");
     return NULL;
   }
+  unsigned long long set = PyLong_AsUnsignedLongLong(args[1]);
+  if (PyErr_Occurred()) return NULL;
+  if (set == 0) {
+    PyErr_SetString(PyExc_ValueError, "setup: state_set is the address of a C long");
+    return NULL;
+  }
+  g.state_set = (const long*)(uintptr_t)set;
+  PyObject* const objects[] = {args[0], args[2], args[3], args[4], args[5], args[6], args[7]};
   PyObject** slots[] = {&g.state, &g.raise_last, &g.classify, &g.torch_desc, &g.numpy_desc, &g.typestr_desc, &g.device_of};
   for (int i = 0; i < 7; ++i) {
-    if (i >= 3 && i <= 5 && !PyDict_Check(args[i])) {
+    if (i >= 3 && i <= 5 && !PyDict_Check(objects[i])) {
       PyErr_SetString(PyExc_TypeError, "setup: the element-type tables are dicts");
       return NULL;
     }
     PyObject* old = *slots[i];
-    Py_INCREF(args[i]);
-    *slots[i] = args[i];
+    Py_INCREF(objects[i]);
+    *slots[i] = objects[i];
     Py_XDECREF(old);
   }
   Py_RETURN_NONE;
@@ -703,7 +726,8 @@ static PyObject* entry_address(PyObject* module, PyObject* unused) {
 
 static PyMethodDef methods[] = {
     {"setup", (PyCFunction)(void (*)(void))setup, METH_FASTCALL,
-     "setup(state, raise_last, classify, torch_desc, numpy_desc, typestr_desc, device_of): the package's tables"},
+     "setup(state, state_set, raise_last, classify, torch_desc, numpy_desc, typestr_desc, device_of): the "
+     "package's tables"},
     {"entry_address", entry_address, METH_NOARGS,
      "The address of the ptxgate_kernel_launch_packed this module calls (the package checks it is its library's)"},
     {NULL, NULL, 0, NULL}};

@@ -59,10 +59,10 @@ def module() -> Optional[Any]:
             reason = f"{path} calls another libptxgate than {_capi.library_path()}"
             continue
         from . import arrays
-        from .runtime import STATE, _raise_last
+        from .runtime import SET, STATE, _raise_last
 
-        ext.setup(STATE, _raise_last, arrays.native_kind, arrays._TORCH_DESC, arrays._NUMPY_DESC,
-                  arrays._TYPESTR_DESC, arrays._device_of)
+        ext.setup(STATE, ctypes.addressof(SET), _raise_last, arrays.native_kind, arrays._TORCH_DESC,
+                  arrays._NUMPY_DESC, arrays._TYPESTR_DESC, arrays._device_of)
         _module, reason = ext, ""
         return ext
     return None
@@ -73,4 +73,6 @@ def wrap(launcher):
     ext = module()
     if ext is None:
         return launcher
-    return ext.Launcher(launcher, ctypes.addressof(launcher._kh))
+    stream = launcher._stream if launcher._explicit_stream else None
+    return ext.Launcher(launcher, ctypes.addressof(launcher._kh),
+                        ctypes.addressof(stream._handle) if stream is not None else 0)

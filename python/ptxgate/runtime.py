@@ -28,12 +28,19 @@ _FP_MODES = {"contract": 0, "exact": 1, "fast": 2}
 
 class _State(threading.local):
     """What a launch made in this thread without naming a stream uses (``with stream:``), and the
-    graph a ``with graph:`` block records into."""
+    graph a ``with graph:`` block records into. ``SET`` counts the values set (not None) in all
+    threads: while it is 0, the C launch path reads neither."""
 
     stream = None
     capture = None
 
+    def __setattr__(self, name, value):
+        was = getattr(self, name) is not None
+        super().__setattr__(name, value)
+        SET.value += (value is not None) - was
 
+
+SET = ctypes.c_long(0)
 STATE = _State()
 
 

@@ -346,3 +346,35 @@ def test_a_kernel_without_parameters_and_explicit_streams(ext, runtime, fake_dri
     with pytest.raises(ptxgate.Error) as info:  # geometry the library refuses, on the C path
         k[1, 2048]()
     assert "PG3105" in info.value.codes or "PG3102" in info.value.codes
+
+
+LAUNCH_ONCE = """
+import ptxgate
+from ptxgate import _native, runtime as R
+rt = ptxgate.Runtime(disk_cache=False)
+k = rt.compile("kernel saxpy(inout y: f32[], in x: f32[], a: f32, n: u32) { }", "saxpy")
+y = rt.empty(1000, "f32")
+k[4, 256](y, y, 2.0, 1000)
+print(type(k[4, 256]).__module__, _native.reason)
+"""
+
+
+@pytest.mark.parametrize("how", ["switched off", "absent"])
+def test_without_the_extension_launches_take_the_ctypes_path_and_say_nothing(fake_driver, tmp_path, how):
+    import shutil
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    if how == "switched off":
+        env["PTXGATE_EXTENSION"] = "0"
+    else:  # a library with no extension beside it
+        shutil.copy(ptxgate.library_path(), tmp_path / "libptxgate.so")
+        env["PTXGATE_LIBRARY"] = str(tmp_path / "libptxgate.so")
+    run = subprocess.run([sys.executable, "-c", LAUNCH_ONCE], env=env, capture_output=True, text=True,
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    module, reason = run.stdout.strip().split(" ", 1)
+    assert module == "ptxgate.runtime"
+    assert reason == ("PTXGATE_EXTENSION=0" if how == "switched off" else
+                      "no _launch.abi3.so beside the package or the library")
