@@ -76,7 +76,7 @@ static int entry_of(PyTypeObject* type) {
     if (g.types[i].type == (PyObject*)type) return i;
   if (g.type_count == MAX_TYPES) return MAX_TYPES;  /* no room: the Python path (see take_arg) */
   PyObject* r = PyObject_CallFunctionObjArgs(g.classify, (PyObject*)type, NULL);
-  if (r == NULL) return -1;
+  if (r == NULL) return -1;  /* a defect of native_kind: raised at the call */
   PyObject* name = NULL;
   unsigned long long desc = 0;
   PyObject* extra = NULL;
@@ -503,6 +503,10 @@ static int stream_word(PyObject* stream, uint64_t* word) {
 
 static PyObject* launcher_call(PyObject* op, PyObject* args, PyObject* kwargs) {
   Launcher* self = (Launcher*)op;
+  if (self->py == NULL) {  /* cleared by the collector */
+    PyErr_SetString(PyExc_RuntimeError, "this launcher was cleared");
+    return NULL;
+  }
   if (kwargs != NULL && PyDict_Size(kwargs) != 0) return python_path(self, args, kwargs);
   const int state_set = *g.state_set != 0;
   if (state_set) {
@@ -643,13 +647,32 @@ fail:
   return NULL;
 }
 
+/* The launcher is in a cycle (kernel -> its launchers -> this -> the Python launcher -> kernel):
+ * the collector must see its references. */
+static int launcher_traverse(PyObject* op, visitproc visit, void* arg) {
+  Launcher* self = (Launcher*)op;
+  Py_VISIT(Py_TYPE(op));
+  Py_VISIT(self->py);
+  Py_VISIT(self->kernel_handle);
+  Py_VISIT(self->stream);
+  Py_VISIT(self->wait);
+  return 0;
+}
+
+static int launcher_clear(PyObject* op) {
+  Launcher* self = (Launcher*)op;
+  Py_CLEAR(self->py);
+  Py_CLEAR(self->kernel_handle);
+  Py_CLEAR(self->stream);
+  Py_CLEAR(self->wait);
+  return 0;
+}
+
 static void launcher_dealloc(PyObject* op) {
   Launcher* self = (Launcher*)op;
   PyTypeObject* type = Py_TYPE(op);
-  Py_XDECREF(self->py);
-  Py_XDECREF(self->kernel_handle);
-  Py_XDECREF(self->stream);
-  Py_XDECREF(self->wait);
+  PyObject_GC_UnTrack(op);
+  launcher_clear(op);
   PyMem_Free(self->writes);
   PyMem_Free(self->seen);
   freefunc free_ = (freefunc)PyType_GetSlot(type, Py_tp_free);
@@ -679,13 +702,16 @@ static PyGetSetDef launcher_getset[] = {
 static PyType_Slot launcher_slots[] = {
     {Py_tp_new, launcher_new},
     {Py_tp_dealloc, launcher_dealloc},
+    {Py_tp_traverse, launcher_traverse},
+    {Py_tp_clear, launcher_clear},
     {Py_tp_call, launcher_call},
     {Py_tp_repr, launcher_repr},
     {Py_tp_getset, launcher_getset},
     {Py_tp_doc, "kernel[grid, block, ...] with its arguments walked in C and one call into libptxgate"},
     {0, NULL}};
 
-static PyType_Spec launcher_spec = {"ptxgate._launch.Launcher", sizeof(Launcher), 0, Py_TPFLAGS_DEFAULT, launcher_slots};
+static PyType_Spec launcher_spec = {"ptxgate._launch.Launcher", sizeof(Launcher), 0,
+                                    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, launcher_slots};
 
 /* ---------------------------------------------------------------- the module */
 

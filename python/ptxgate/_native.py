@@ -71,7 +71,7 @@ def module() -> Optional[Any]:
 def wrap(launcher):
     """The C launcher over a Python ``runtime.Launcher``, or the Python one without the extension."""
     ext = module()
-    if ext is None:
+    if ext is None or launcher._n > 256:  # past the packed form's largest signature: the library explains
         return launcher
     stream = launcher._stream if launcher._explicit_stream else None
     return ext.Launcher(launcher, ctypes.addressof(launcher._kh),

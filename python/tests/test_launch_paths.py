@@ -378,3 +378,18 @@ def test_without_the_extension_launches_take_the_ctypes_path_and_say_nothing(fak
     assert module == "ptxgate.runtime"
     assert reason == ("PTXGATE_EXTENSION=0" if how == "switched off" else
                       "no _launch.abi3.so beside the package or the library")
+
+
+def test_a_kernel_and_its_launchers_are_collected(ext, runtime, fake_driver):
+    """kernel -> its launchers -> the Python launcher -> kernel is a cycle the collector frees."""
+    import gc
+    import weakref
+
+    k = runtime.compile("@workgroup(32)\nkernel nothing() { }\n", "nothing")
+    launcher = k[1, 32]
+    launcher()
+    assert not isinstance(launcher, R.Launcher)
+    alive = weakref.ref(k)
+    del k, launcher
+    gc.collect()
+    assert alive() is None
