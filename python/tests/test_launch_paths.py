@@ -11,6 +11,7 @@ import pytest
 import ptxgate
 from ptxgate import _native
 from ptxgate import runtime as R
+from test_arrays import FakeTorchTensor, TorchDtype
 
 # Every buffer element type and every scalar parameter type of the language (32 and 64 bits), one
 # parameter each.
@@ -60,39 +61,13 @@ class CaiArray:
                 "strides": self.strides, "stream": self.stream}
 
 
-class TorchDtype:
-    def __init__(self, name):
-        self.name = name
-
-    def __str__(self):
-        return f"torch.{self.name}"
-
-
 TORCH_NAMES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "u8": "uint8", "i8": "int8", "u16": "uint16",
                "i16": "int16", "i32": "int32", "u32": "uint32", "i64": "int64", "u64": "uint64", "f64": "float64"}
 TORCH_DTYPES = {t: TorchDtype(name) for t, name in TORCH_NAMES.items()}
 
 
-class Tensor:
-    """A PyTorch-like tensor: the methods the launch paths call."""
-
-    def __init__(self, pointer, dtype, n=N, device=0, contiguous=True):
-        self.pointer, self.dtype, self.n, self.device_, self.contiguous = pointer, TORCH_DTYPES[dtype], n, device, contiguous
-
-    def get_device(self):
-        return self.device_
-
-    def is_contiguous(self):
-        return self.contiguous
-
-    def numel(self):
-        return self.n
-
-    def data_ptr(self):
-        return self.pointer
-
-
-Tensor.__module__ = "torch"
+def Tensor(pointer, dtype, n=N, device=0, contiguous=True):  # noqa: N802 - stands for torch.Tensor
+    return FakeTorchTensor(pointer, n, TORCH_DTYPES[dtype], device, contiguous)
 
 
 def cupy_module(monkeypatch, current):
