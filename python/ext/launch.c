@@ -104,14 +104,17 @@ static int entry_of(PyTypeObject* type) {
 }
 
 /* (descriptor bits, element size) of an element type object through one of the package's tables
- * (a dict whose __missing__ works the answer out once); 0 for None (not an element type), -1 on error. */
+ * (a dict whose __missing__ works the answer out once); 0 for None or a key the table refuses (an
+ * unhashable one: the Python path explains), -1 on error. */
 static int element_desc(PyObject* table, PyObject* key, uint64_t* desc) {
   PyObject* v = PyDict_GetItemWithError(table, key); /* borrowed */
   PyObject* owned = NULL;
   if (v == NULL) {
-    if (PyErr_Occurred()) return -1;
-    v = owned = PyObject_GetItem(table, key);
-    if (v == NULL) return -1;
+    if (!PyErr_Occurred()) v = owned = PyObject_GetItem(table, key);
+    if (v == NULL) {
+      PyErr_Clear();
+      return 0;
+    }
   }
   int found = 0;
   if (v != Py_None) {

@@ -211,6 +211,7 @@ def test_scalars_beyond_their_parameter_and_arguments_of_the_wrong_type(ext, run
         (0, "text", "PG5002", True),
         (0, CaiArray(keep[0].device_pointer, ">f4"), "PG5002", True),  # big-endian
         (2, CaiArray(keep[2].device_pointer, "<V2"), "PG5002", True),
+        (3, CaiArray(keep[3].device_pointer, ["|u1"]), "PG5002", True),  # a typestr that is no string
     ]
     for index, value, code, handed in cases:
         args = list(good)
