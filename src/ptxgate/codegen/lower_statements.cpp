@@ -236,10 +236,10 @@ std::optional<uint64_t> KernelLowering::constant_trip_count(llvm::Value* lo, llv
 /// The iterations of a register-tile loop, which is lowered unrolled; nothing for any other loop.
 /// A register tile is a local array that a few constant iterations index with the loop variable
 /// (sgemm's `acc[8 * i + j]` in `for i in 0..4 { for j in 0..4 { ... } }`): lowered as a loop, its
-/// accesses are loads and stores of the array until LLVM's full unroller has copied the body and
-/// the second SROA splits the array, so every pass before works on 16 times the memory operations
-/// the unrolled body has (docs/benchmarks.md "Compile speed (issue 29)"). Unrolled here, the first
-/// SROA makes the array registers. Only where the unroller would unroll it anyway: at most
+/// accesses are loads and stores of the array until LLVM's full unroller has copied the body (and
+/// any loop around it) and the second SROA splits the array, so every pass before that works on
+/// the memory form (docs/benchmarks.md "Compile speed (issue 29)"). Unrolled here, the first SROA
+/// makes the array registers. Only where the unroller would unroll it anyway: at most
 /// kMaxTileTrips iterations and kMaxTileStatements statements in all, no jump, no loop of run-time
 /// length, no shared or local declaration in the body, and no `unroll(N)` asking for another factor.
 std::optional<uint64_t> KernelLowering::register_tile_trips(const ir::Stmt& s, llvm::Value* lo, llvm::Value* hi,
