@@ -48,13 +48,29 @@ void check_access_facts(const ptxgate::ir::Kernel& kernel, uint64_t seed) {
       __builtin_trap();
   // The race verdicts check_launch remembers per kernel (keyed by what the search reads): for this
   // launch, one with another grid, and one with other scalars too, the same races as a fresh search.
+  // The block changes too in the last round (the remembered bounds then evaluate every node again).
   validation::MemoryLaunch other = launch;
   for (int round = 0; round < 3; ++round) {
     if (round > 0) other.grid[0] = 1 + next() % 5;
-    if (round == 2)
+    if (round == 2) {
       for (auto& bits : other.scalar_bits)
         if (bits) bits = next() % 300;
-    const auto remembered = validation::internal::evaluate_accesses_remembered(kernel.access_facts, other).races;
+      other.block[0] = 1 + next() % 64;
+    }
+    // The node bounds remembered with them (evaluated again only where an input they read changed):
+    // the same outcome per site as a fresh evaluation, with the same witnesses.
+    const validation::MemoryVerdict whole = validation::internal::evaluate_accesses_remembered(kernel.access_facts, other);
+    const validation::MemoryVerdict anew = validation::evaluate_accesses(facts, other);
+    if (whole.proven != anew.proven || whole.unreachable != anew.unreachable ||
+        whole.out_of_bounds != anew.out_of_bounds || whole.findings.size() != anew.findings.size())
+      __builtin_trap();
+    for (size_t i = 0; i < anew.findings.size(); ++i)
+      if (whole.findings[i].site != anew.findings[i].site || whole.findings[i].outcome != anew.findings[i].outcome ||
+          whole.findings[i].witness.thread != anew.findings[i].witness.thread ||
+          whole.findings[i].witness.block != anew.findings[i].witness.block ||
+          whole.findings[i].witness.index != anew.findings[i].witness.index)
+        __builtin_trap();
+    const auto& remembered = whole.races;
     const auto fresh = validation::find_shared_races(facts, other);
     if (remembered.size() != fresh.size()) __builtin_trap();
     for (size_t i = 0; i < fresh.size(); ++i)
