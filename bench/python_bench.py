@@ -6,7 +6,8 @@
           stream of its own (ptxgate with CuPy's arrays on CuPy's, the stream the arrays name),
           batches of launches and one synchronisation; the variants alternate
           round by round and each round's ratio to CuPy is kept (paired); ptxgate runs twice (an
-          A/A control)
+          A/A control), and once more on the ctypes path (the Python Launcher) beside the C
+          extension's (python/ext/launch.c), which kernel[...] is when it is built
   graph   host ns per kernel of one replay of a 100-kernel graph (add one to 1024 floats):
           ptxgate (Buffers, and PyTorch tensors) against torch.cuda.CUDAGraph; every result checked
   packer  host ns per launch of a Launcher specialised to its arguments' types against the same
@@ -72,8 +73,12 @@ def launch_variants(res):
     import torch
 
     variants = {}
+    from ptxgate import _native
+
     rt = ptxgate.Runtime()
     res.doc["info"]["device"] = rt.name
+    res.doc["info"]["launch_path"] = "C extension" if _native.module() is not None else f"ctypes ({_native.reason})"
+    print(f"  launch path: {res.doc['info']['launch_path']}", flush=True)
     ks = {n: rt.compile(os.path.join(KERNELS, f"launch{n}.pg"), f"launch{n}") for n in (0, 4, 16)}
     s = rt.stream()
     tbufs = [torch.rand(16, device="cuda") for _ in range(4)]
@@ -107,18 +112,22 @@ def launch_variants(res):
         # no wait is needed (on another stream each launch would wait for it through an event).
         ps = rt.stream(cstream)
 
-        def ptx_on_cupy_stream(n):
-            go = _ptx(ks[n], ps, np_args[n])
+        def ptx_on_cupy_stream(path):
+            def variant(n):
+                go = _ptx(ks[n], ps, np_args[n], path)
 
-            def run():
-                with cstream:
-                    go()
-            return run
+                def run():
+                    with cstream:
+                        go()
+                return run
+            return variant
         for label in ("ptxgate", "ptxgate (A/A)"):
-            variants[label] = ptx_on_cupy_stream
+            variants[label] = ptx_on_cupy_stream("default")
+        variants["ptxgate (ctypes path)"] = ptx_on_cupy_stream("ctypes")
     except Exception as e:  # noqa: BLE001 - CuPy missing: ptxgate with torch objects only
         res.error("launch.cupy", e)
     variants["ptxgate, torch + Python scalars"] = lambda n: _ptx(ks[n], s, py_args[n])
+    variants["ptxgate, torch + Python scalars (ctypes path)"] = lambda n: _ptx(ks[n], s, py_args[n], "ctypes")
     try:
         variants["triton"] = triton_variant(res, torch, py_args)
     except Exception as e:  # noqa: BLE001
@@ -133,8 +142,12 @@ def launch_variants(res):
 PER_BATCH = 1000
 
 
-def _ptx(kernel, stream, args):
-    launcher = kernel[1, 32, stream]
+def _ptx(kernel, stream, args, path="default"):
+    """Batches of ``kernel[1, 32, stream](*args)``: the package's launcher (the C extension's when it
+    is built), or ("ctypes") the Python Launcher's ctypes path."""
+    from ptxgate import runtime as R
+
+    launcher = R.Launcher(kernel, 1, 32, stream) if path == "ctypes" else kernel[1, 32, stream]
 
     def go():
         for _ in range(PER_BATCH):

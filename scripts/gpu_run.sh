@@ -20,6 +20,8 @@ bundle() {
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPTXGATE_BUILD_BENCH="${PTXGATE_BUILD_BENCH:-OFF}" >/dev/null
   local targets=(ptxgate ptxgate_cli ptxgate_gpu_tests ptxgate_data_parallel)
   [[ "${PTXGATE_BUILD_BENCH:-OFF}" == ON ]] && targets+=(ptxgate_nccl_bench)
+  # The Python package's launch extension, where the build found Python's headers (python/CMakeLists.txt).
+  ninja -C "$build" -t targets all | grep -q '^ptxgate_python_launch:' && targets+=(ptxgate_python_launch)
   ninja -C "$build" -j "${JOBS:-2}" "${targets[@]}"
   rm -rf "$BUNDLE"
   mkdir -p "$BUNDLE/bin" "$BUNDLE/lib/sys" "$BUNDLE/examples" "$BUNDLE/profiles" "$BUNDLE/ptx" "$BUNDLE/kernels"
@@ -27,6 +29,8 @@ bundle() {
     "$BUNDLE/bin/"
   [[ -x "$build/bench/ptxgate_nccl_bench" ]] && cp "$build/bench/ptxgate_nccl_bench" "$BUNDLE/bin/"
   cp -L "$build/libptxgate.so.0" "$BUNDLE/lib/"
+  # Beside the library, where the package finds it (the stable ABI: any CPython from 3.10 on).
+  [[ -f "$build/_launch.abi3.so" ]] && cp "$build/_launch.abi3.so" "$BUNDLE/lib/"
   strip --strip-unneeded "$BUNDLE/lib/libptxgate.so.0" "$BUNDLE/bin/"*
   # Non-system libraries the binaries need (Debian packages the GPU image may lack).
   for lib in $(ldd "$BUNDLE/bin/"* "$BUNDLE/lib/libptxgate.so.0" |

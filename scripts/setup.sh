@@ -6,7 +6,7 @@ PACKAGES=(
   cmake ninja-build g++ pkg-config ccache help2man
   llvm-19-dev zlib1g-dev libzstd-dev
   libboost-dev doctest-dev libcli11-dev nlohmann-json3-dev libfmt-dev libxxhash-dev
-  python3-pytest python3-numpy
+  python3-pytest python3-numpy python3-dev
   clang-19 libclang-rt-19-dev lld-19
 )
 

@@ -4,7 +4,8 @@ pip can then build and install the package with no network (no setuptools downlo
 holds the package and bundles libptxgate: $PTXGATE_LIBRARY when set, else the library of the
 checkout's build/ (scripts/build.sh), copied beside __init__.py, with the shared libraries it needs
 that are not part of every Linux system (fmt, xxhash, ...: found with ldd) in ptxgate/_libs, which
-the package loads first. Such a wheel is tagged for this platform; with no library at all (no
+the package loads first, and the launch extension built beside the library (_launch.abi3.so, the
+stable ABI: CPython 3.10 and later; the package launches through ctypes where it does not load). Such a wheel is tagged for this platform; with no library at all (no
 build, no PTXGATE_LIBRARY) the wheel is pure Python (py3-none-any) and finds the library at run time.
 """
 import base64
@@ -20,6 +21,7 @@ NAME = "ptxgate"
 VERSION = "0.3.0"
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DIST_INFO = f"{NAME}-{VERSION}.dist-info"
+EXTENSION = "_launch.abi3.so"
 
 METADATA = f"""Metadata-Version: 2.1
 Name: {NAME}
@@ -49,6 +51,12 @@ def _bundled_library():
         return os.path.realpath(path)
     built = os.path.join(os.path.dirname(HERE), "build", "libptxgate.so")
     return os.path.realpath(built) if os.path.isfile(built) else None
+
+
+def _extension(library):
+    """The launch extension the build placed beside ``library`` (python/CMakeLists.txt), or None."""
+    path = os.path.join(os.path.dirname(library), EXTENSION)
+    return path if os.path.isfile(path) else None
 
 
 def _dependencies(library):
@@ -112,6 +120,10 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     if library is not None:
         with open(library, "rb") as f:
             entries.append((f"{NAME}/libptxgate.so", f.read()))
+        extension = _extension(library)
+        if extension is not None:
+            with open(extension, "rb") as f:
+                entries.append((f"{NAME}/{EXTENSION}", f.read()))
         for soname, path in _dependencies(library):
             with open(path, "rb") as f:
                 entries.append((f"{NAME}/_libs/{soname}", f.read()))

@@ -217,11 +217,11 @@ _NUMPY_DESC = _DescOf(dt.from_numpy)
 _TYPESTR_DESC = _DescOf(lambda t: dt.from_typestr(t) if isinstance(t, str) else None)
 
 
-def _cupy_stream():
-    """How the packer reads the stream CuPy's ``__cuda_array_interface__`` names (v3): (an
-    expression giving CuPy's current stream's handle, 0 for the default stream, and the names it
-    uses, with CUPY_DEFAULT the stream 0 stands for: 1, the legacy default stream, or 2, the
-    per-thread one). None when CuPy exports no stream (CUPY_CUDA_ARRAY_INTERFACE_SYNC=0)."""
+def _cupy_stream_reader():
+    """How the stream CuPy's ``__cuda_array_interface__`` names (v3) is read: (a function, the
+    attribute of its result that is the handle or None for the result itself, the stream a handle
+    of 0 stands for: 1, the legacy default stream, or 2, the per-thread one). None when CuPy exports
+    no stream (CUPY_CUDA_ARRAY_INTERFACE_SYNC=0)."""
     import os
 
     import cupy
@@ -232,9 +232,24 @@ def _cupy_stream():
     default = 2 if os.environ.get("CUPY_CUDA_PER_THREAD_DEFAULT_STREAM") == "1" else 1
     ptr = getattr(getattr(cupy.cuda, "stream", None), "get_current_stream_ptr", None)
     if ptr is not None:
-        return "CUPY_PTR()", {"CUPY_PTR": ptr, "CUPY_DEFAULT": default}
+        return ptr, None, default
     # Stream objects are cached per thread by CuPy: this is one call and an attribute.
-    return "CUPY_CURRENT().ptr", {"CUPY_CURRENT": cupy.cuda.get_current_stream, "CUPY_DEFAULT": default}
+    return cupy.cuda.get_current_stream, "ptr", default
+
+
+def _cupy_stream():
+    """How the packer reads CuPy's stream: (an expression giving it, its names: CUPY_DEFAULT the
+    stream a handle of 0 stands for), or None (see _cupy_stream_reader)."""
+    reader = _cupy_stream_reader()
+    if reader is None:
+        return None
+    fn, field, default = reader
+    return "CUPY_FN()" + (f".{field}" if field else ""), {"CUPY_FN": fn, "CUPY_DEFAULT": default}
+
+
+def _cupy_contiguity(kind: type):
+    """The attribute of a cupy.ndarray that says it is C-contiguous (older CuPy: flags.c_contiguous)."""
+    return "_c_contiguous" if hasattr(kind, "_c_contiguous") else ("flags", "c_contiguous")
 
 
 def _is_cai_type(kind: type) -> bool:
@@ -266,7 +281,8 @@ def _inline(kind: type, i: int, writes: bool, env: Dict[str, Any]):
             [f"{a}.data_ptr()", f"t{i}[0] | (d{i} + 1) << 12 | n{i} << 20"], None
     if module.startswith("cupy") and kind.__name__ == "ndarray":
         env["NUMPY"] = _NUMPY_DESC
-        contiguous = f"{a}._c_contiguous" if hasattr(kind, "_c_contiguous") else f"{a}.flags.c_contiguous"
+        contiguity = _cupy_contiguity(kind)
+        contiguous = f"{a}.{contiguity if isinstance(contiguity, str) else '.'.join(contiguity)}"
         lines = [f"t{i} = NUMPY[{a}.dtype]", f"if t{i} is None or not {contiguous}: return None",
                  f"n{i} = {a}.size", f"if n{i} >= MAXE: return None", f"m{i} = {a}.data"]
         stream = None
@@ -297,6 +313,40 @@ def _inline(kind: type, i: int, writes: bool, env: Dict[str, Any]):
         return None
     env[f"F{i}"] = f
     return "QQ", [f"w{i} = []", f"if not F{i}({a}, w{i}): return None"], [f"w{i}[0]", f"w{i}[1]"], None
+
+
+def native_kind(kind: type):
+    """What the C launch path (python/ext/launch.c) does with arguments of exactly ``kind``, decided
+    once per type as ``_inline`` decides for the packer: (the kind's name, the descriptor's kind and
+    dtype bits of a scalar or a ptxgate object, what the walk needs: torch.Tensor's methods, or
+    CuPy's contiguity attribute and stream reader). "python": the Python launcher's path."""
+    if kind is float:
+        return "float", REAL, None
+    if kind is int:
+        return "int", INTEGER, None
+    if kind is bool:
+        return "bool", BOOL_SCALAR, None
+    module = kind.__module__ or ""
+    if module.startswith("torch") and kind.__name__ in ("Tensor", "Parameter"):
+        return "torch", 0, (kind.get_device, kind.is_contiguous, kind.numel, kind.data_ptr)
+    if module.startswith("cupy") and kind.__name__ == "ndarray":
+        reader = _cupy_stream_reader()
+        return "cupy", 0, (_cupy_contiguity(kind),) + (reader if reader is not None else (None, None, 1))
+    if getattr(kind, "_launch_words", None) is not None:  # a ptxgate Buffer or TensorMap
+        return "owned", kind._launch_kind, None
+    if module != "numpy" and _is_cai_type(kind):
+        return "cai", 0, None
+    if converter_for(kind) is not None and (module == "numpy" or module.startswith("ml_dtypes")):
+        import numpy
+
+        code = dt.BOOL if numpy.dtype(kind).kind == "b" else dt.from_numpy(numpy.dtype(kind))
+        desc = _capi.ARG_SCALAR | (code or 0) << 4
+        names = {dt.BOOL: "numpy_bool", dt.F32: "f32", dt.F64: "f64", dt.F16: "half", dt.BF16: "half"}
+        names.update({c: "signed" for c in dt.SIGNED})
+        names.update({c: "unsigned" for c in (dt.U8, dt.U16, dt.U32, dt.U64)})
+        if code in names:
+            return names[code], desc, None
+    return "python", 0, None
 
 
 def packer_for(types, writes=()) -> Optional[Callable]:

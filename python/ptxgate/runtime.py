@@ -10,7 +10,7 @@ from array import array
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from . import _capi
+from . import _capi, _native
 from ._owned import _Owned, freed
 from . import dtypes as dt
 from .arrays import FAST, HostArray, describe, packer_for
@@ -28,12 +28,19 @@ _FP_MODES = {"contract": 0, "exact": 1, "fast": 2}
 
 class _State(threading.local):
     """What a launch made in this thread without naming a stream uses (``with stream:``), and the
-    graph a ``with graph:`` block records into."""
+    graph a ``with graph:`` block records into. ``SET`` counts the values set (not None) in all
+    threads: while it is 0, the C launch path reads neither."""
 
     stream = None
     capture = None
 
+    def __setattr__(self, name, value):
+        was = getattr(self, name) is not None
+        super().__setattr__(name, value)
+        SET.value += (value is not None) - was
 
+
+SET = ctypes.c_long(0)
 STATE = _State()
 
 
@@ -322,7 +329,7 @@ class Kernel(_Owned):
         self._runtime = runtime
         self._handle = handle
         self.info = KernelInfo.from_json(json.loads(_capi.lib().ptxgate_kernel_json(handle)))
-        self._launchers: Dict[Any, Launcher] = {}
+        self._launchers: Dict[Any, Any] = {}  # Launchers (the C ones of the extension when it is there)
 
     @property
     def name(self):
@@ -334,7 +341,7 @@ class Kernel(_Owned):
         except TypeError:  # an unhashable stream object: not cached
             launcher = None
         if launcher is None:
-            launcher = Launcher(self, *self._launch_parts(key))
+            launcher = _native.wrap(Launcher(self, *self._launch_parts(key)))
             try:
                 self._launchers[key] = launcher
             except TypeError:

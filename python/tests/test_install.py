@@ -56,14 +56,20 @@ def test_wheel_bundles_the_library_next_to_the_package(tmp_path, monkeypatch):
     with zipfile.ZipFile(tmp_path / name) as whl:
         names = whl.namelist()
         assert "ptxgate/libptxgate.so" in names and "ptxgate/__init__.py" in names
+        extension = os.path.isfile(os.path.join(os.path.dirname(os.path.realpath(ptxgate.library_path())),
+                                                "_launch.abi3.so"))
+        assert ("ptxgate/_launch.abi3.so" in names) == extension
         whl.extractall(tmp_path / "site")
     # Without PTXGATE_LIBRARY the installed package loads the library beside it.
     env = {k: v for k, v in os.environ.items() if k != "PTXGATE_LIBRARY"}
     env["PYTHONPATH"] = str(tmp_path / "site")
-    run = subprocess.run([sys.executable, "-c", "import ptxgate; print(ptxgate.library_path())"], env=env,
-                         capture_output=True, text=True, cwd=str(tmp_path))
+    code = "import ptxgate; from ptxgate import _native; print(ptxgate.library_path()); print(_native.module())"
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=str(tmp_path))
     assert run.returncode == 0, run.stderr
-    assert run.stdout.strip() == str(tmp_path / "site" / "ptxgate" / "libptxgate.so")
+    lines = run.stdout.splitlines()
+    assert lines[0] == str(tmp_path / "site" / "ptxgate" / "libptxgate.so")
+    if extension:  # the bundled extension is the one used, with the bundled library
+        assert str(tmp_path / "site" / "ptxgate" / "_launch.abi3.so") in lines[1], run.stdout
 
 
 def test_a_missing_library_names_where_it_looked(tmp_path):

@@ -258,11 +258,32 @@ def test_reset_after_a_sticky_fault_refuses_old_objects_and_gives_a_working_runt
     runtime.synchronize()
 
 
-def test_repeated_launches_take_the_packed_path_and_pass_the_same_arguments(runtime, fake_driver, saxpy_source):
+def launcher(path, kernel, *parts):
+    """``kernel[parts]`` on one launch path: the Python Launcher's (ctypes), or the C extension's."""
+    from ptxgate import _native
+    from ptxgate.runtime import Launcher
+
+    if path == "ctypes":
+        return Launcher(kernel, *parts)
+    if _native.module() is None:
+        pytest.skip(f"no launch extension: {_native.reason}")
+    return _native.wrap(Launcher(kernel, *parts))
+
+
+def steady(launch):
+    """The launcher took its steady path: the ctypes one its packer, the extension's the C walk."""
+    return launch._pack is not None if hasattr(launch, "_pack") else launch.handed_over == 0
+
+
+PATHS = pytest.mark.parametrize("path", ["ctypes", "extension"])
+
+
+@PATHS
+def test_repeated_launches_take_the_packed_path_and_pass_the_same_arguments(runtime, fake_driver, saxpy_source, path):
     k = runtime.compile(saxpy_source, "saxpy")
     y, x = runtime.empty(1000, "f32"), runtime.empty(1000, "f32")
     fake_driver.set_param_sizes(8, 8, 4, 4)
-    launch = k[4, 256]
+    launch = launcher(path, k, 4, 256)
     seen = []
     for a, n in ((2.0, 1000), (np.float32(3.0), np.uint32(999)), (np.float32(3.0), np.uint32(998)), (2.5, 1000)):
         launch(y, x, a, n)  # the types of the call before make the packer; a change falls back, then repacks
@@ -270,7 +291,7 @@ def test_repeated_launches_take_the_packed_path_and_pass_the_same_arguments(runt
     f32 = lambda v: struct.unpack("<I", struct.pack("<f", v))[0]  # noqa: E731
     assert [s[2:] for s in seen] == [[f32(2.0), 1000], [f32(3.0), 999], [f32(3.0), 998], [f32(2.5), 1000]]
     assert all(s[:2] == [y.device_pointer, x.device_pointer] for s in seen)
-    assert launch._pack is not None
+    assert steady(launch)
     with pytest.raises(ptxgate.Error) as info:  # packed, then refused by the library: 2^40 does not fit u32
         launch(y, x, 2.5, 1 << 40)
     assert info.value.codes == ["PG3007"]
@@ -315,12 +336,14 @@ class StreamedArray:
                 "strides": None, "stream": self.stream}
 
 
-def test_cuda_array_interface_v3_stream_readonly_and_pointer_are_read_on_every_launch(runtime, fake_driver, saxpy_source):
+@PATHS
+def test_cuda_array_interface_v3_stream_readonly_and_pointer_are_read_on_every_launch(runtime, fake_driver, saxpy_source,
+                                                                                     path):
     k = runtime.compile(saxpy_source, "saxpy")
     y, x, x2 = runtime.allocate(4000), runtime.allocate(4000), runtime.allocate(4000)
     s, producer = runtime.stream(), runtime.stream()
     fake_driver.set_param_sizes(8, 8, 4, 4)
-    launch = k[4, 256, s]
+    launch = launcher(path, k, 4, 256, s)
     ya, xa = StreamedArray(y.device_pointer, 1000), StreamedArray(x.device_pointer, 1000)
     waits = lambda: fake_driver.ptxgate_fake_count(b"cuStreamWaitEvent")  # noqa: E731
     for stream, expected in ((None, 0), (producer.handle, 1), (s.handle, 0), (producer.handle, 1)):
@@ -329,7 +352,7 @@ def test_cuda_array_interface_v3_stream_readonly_and_pointer_are_read_on_every_l
             before = waits()
             launch(ya, xa, 2.0, 1000)
             assert waits() - before == expected, stream
-    assert launch._pack is not None
+    assert steady(launch)
     xa.pointer = x2.device_pointer  # the array's data moved: the next launch passes the new pointer
     launch(ya, xa, 2.0, 1000)
     assert fake_driver.ptxgate_fake_last_param(1) == x2.device_pointer
@@ -346,9 +369,10 @@ def test_cuda_array_interface_v3_stream_readonly_and_pointer_are_read_on_every_l
     assert info.value.codes == ["PG5002"] and "stream 0" in info.value.text
 
 
+@PATHS
 @pytest.mark.parametrize("exposes_ptr", [True, False])
 def test_cupy_arrays_are_packed_and_wait_for_cupy_s_current_stream(runtime, fake_driver, saxpy_source, monkeypatch,
-                                                                   exposes_ptr):
+                                                                   exposes_ptr, path):
     import types
 
     current = {"ptr": 0}
@@ -376,7 +400,7 @@ def test_cupy_arrays_are_packed_and_wait_for_cupy_s_current_stream(runtime, fake
     y, x = runtime.allocate(4000), runtime.allocate(4000)
     s = runtime.stream()
     fake_driver.set_param_sizes(8, 8, 4, 4)
-    launch = k[4, 256, s]
+    launch = launcher(path, k, 4, 256, s)
     ya, xa = ndarray(y.device_pointer, 1000), ndarray(x.device_pointer, 1000)
     waits = lambda: fake_driver.ptxgate_fake_count(b"cuStreamWaitEvent")  # noqa: E731
     for ptr, expected in ((0, 1), (s.handle, 0), (0, 1)):  # CuPy's legacy default stream, then the launch's
@@ -386,7 +410,7 @@ def test_cupy_arrays_are_packed_and_wait_for_cupy_s_current_stream(runtime, fake
             launch(ya, xa, np.float32(2.0), np.uint32(1000))
             assert waits() - before == expected, ptr  # one wait for both arrays
             assert [fake_driver.ptxgate_fake_last_param(i) for i in range(2)] == [y.device_pointer, x.device_pointer]
-    assert launch._pack is not None
+    assert steady(launch)
     with pytest.raises(ptxgate.Error) as info:  # another dtype: the signature check names both types
         launch(ya, ndarray(x.device_pointer, 500, dtype=np.float64), np.float32(2.0), np.uint32(1000))
     assert "PG3010" in info.value.codes

@@ -143,3 +143,40 @@ TEST_CASE("local memory: PG3503 names the kernel and its bytes; none without loc
   CHECK(loud.items()[0].message.find("'pick'") != std::string::npos);
   CHECK(loud.items()[0].message.find("256 bytes") != std::string::npos);
 }
+
+TEST_CASE("local arrays: a register-tile loop gives the PTX of its body written out, with the right constants") {
+  // The optimising levels lower a loop of a few constant iterations that indexes a local array with
+  // its variable unrolled (src/ptxgate/codegen/lower_statements.cpp register_tile_trips); the kernel
+  // must be the one its written-out twin gives.
+  const std::string head = "@workgroup(64)\nkernel tile(out c: f32[], in a: f32[], in b: f32[], n: u32) {\n"
+                           "  var acc: f32[16];\n  for k in 0..n {\n    let t = thread_id.x;\n";
+  const std::string tail = "  }\n  for q in 0..16 {\n    c[thread_id.x * 16 + q] = acc[q];\n  }\n}\n";
+  std::string looped = head + "    for i in 0..4 {\n      for j in 0..4 {\n"
+                              "        acc[4 * i + j] = fma(a[t * 4 + i], b[k * 4 + j], acc[4 * i + j]);\n"
+                              "      }\n    }\n" + tail;
+  std::string written_out = head;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j)
+      written_out += "    acc[" + std::to_string(4 * i + j) + "] = fma(a[t * 4 + " + std::to_string(i) + "], b[k * 4 + " +
+                     std::to_string(j) + "], acc[" + std::to_string(4 * i + j) + "]);\n";
+  written_out += tail;
+  const std::string ptx = ptx_of(looped);
+  INFO(ptx);
+  CHECK(ptx == ptx_of(written_out));
+  CHECK_FALSE(contains(ptx, ".local"));
+
+  // Each copy sees its own value of the variable, with a step, signed and from a non-zero start.
+  auto stepped = llvm_ir_of("kernel k(out y: i32[]) {\n  var a: i32[4];\n  for i in 1..11 step 3 {\n"
+                            "    a[i / 3] = i32(i) * 10;\n  }\n  y[0] = a[0] + a[1] * 100 + a[2] * 10000 + a[3] * 1000000;\n}\n");
+  INFO(stepped);
+  CHECK(contains(stepped, "store i32 100704010, ptr addrspace(1) %y"));  // 10 + 4000 + 700000 + 100000000
+  auto negative = llvm_ir_of("kernel k(out y: i32[]) {\n  var a: i32[4];\n  for i in i32(-2)..2 {\n    a[i + 2] = i;\n  }\n"
+                             "  y[0] = a[0] * 1000 + a[1] * 100 + a[2] * 10 + a[3];\n}\n");
+  INFO(negative);
+  CHECK(contains(negative, "store i32 -2099, ptr addrspace(1) %y"));  // -2000 - 100 + 0 + 1
+  // A loop that leaves early is not copied; its result is the same.
+  auto early = llvm_ir_of("kernel k(out y: i32[]) {\n  var a: i32[4];\n  for i in 0..4 {\n    if (i == 3) {\n"
+                          "      break;\n    }\n    a[i] = i32(i) + 1;\n  }\n  y[0] = a[0] + a[1] * 10 + a[2] * 100 + a[3] * 1000;\n}\n");
+  INFO(early);
+  CHECK(contains(early, "store i32 321, ptr addrspace(1) %y"));
+}

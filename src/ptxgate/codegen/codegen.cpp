@@ -129,7 +129,8 @@ std::expected<void, diag::Diagnostics> build_optimised_module(Compilation& c, co
   if (auto met = ir::check_target(verified, options.target); !met) return met;
   if (auto limits = check_checked_limits(verified, options.checked); !limits) return limits;
   c.context.setDiagnosticHandler(std::make_unique<CollectingDiagnosticHandler>(&c.llvm_errors));
-  auto lowered = lower_module(verified, c.context, machine.createDataLayout(), options.fp_mode, options.checked);
+  auto lowered = lower_module(verified, c.context, machine.createDataLayout(), options.fp_mode, options.checked,
+                              /*unroll_register_tiles=*/options.opt_level >= 2);
   if (!lowered) return std::unexpected(std::move(lowered.error()));
   c.module = std::move(*lowered);
 

@@ -75,15 +75,16 @@ llvm::Function* declare_device_function(const ir::Function& f, llvm::Module& mod
 }
 
 KernelLowering::KernelLowering(const ir::Kernel& kernel, llvm::Module& module, const FunctionMap& functions,
-                               ir::FpMode module_fp_mode, const CheckedLowering* checked)
+                               ir::FpMode module_fp_mode, const CheckedLowering* checked, bool unroll_register_tiles)
     : kernel_(kernel), as_kernel_(&kernel), module_(module), context_(module.getContext()),
       builder_(module.getContext()), fp_mode_(kernel.fp_mode.value_or(module_fp_mode)), checked_(checked),
-      functions_(functions) {}
+      unroll_register_tiles_(unroll_register_tiles), functions_(functions) {}
 
 KernelLowering::KernelLowering(const ir::Function& function, llvm::Module& module, const FunctionMap& functions,
-                               ir::FpMode module_fp_mode, const CheckedLowering* checked)
+                               ir::FpMode module_fp_mode, const CheckedLowering* checked, bool unroll_register_tiles)
     : kernel_(function), as_function_(&function), module_(module), context_(module.getContext()),
-      builder_(module.getContext()), fp_mode_(module_fp_mode), checked_(checked), functions_(functions) {}
+      builder_(module.getContext()), fp_mode_(module_fp_mode), checked_(checked),
+      unroll_register_tiles_(unroll_register_tiles), functions_(functions) {}
 
 void KernelLowering::run() {
   declare_function();
@@ -254,7 +255,8 @@ using lowering::KernelLowering;
 std::expected<std::unique_ptr<llvm::Module>, diag::Diagnostics> lower_module(const ir::Module& verified,
                                                                             llvm::LLVMContext& context,
                                                                             const llvm::DataLayout& layout,
-                                                                            ir::FpMode fp_mode, bool checked) {
+                                                                            ir::FpMode fp_mode, bool checked,
+                                                                            bool unroll_register_tiles) {
   auto module = std::make_unique<llvm::Module>(verified.path.empty() ? "ptxgate" : verified.path, context);
   module->setTargetTriple(std::string(kNvptxTriple));
   module->setDataLayout(layout);
@@ -270,8 +272,9 @@ std::expected<std::unique_ptr<llvm::Module>, diag::Diagnostics> lower_module(con
     for (const ir::Function& function : verified.functions)
       functions.emplace(&function, declare_device_function(function, *module, checked));
     for (const ir::Function& function : verified.functions)
-      KernelLowering(function, *module, functions, fp_mode, guards).run();
-    for (const ir::Kernel& kernel : verified.kernels) KernelLowering(kernel, *module, functions, fp_mode, guards).run();
+      KernelLowering(function, *module, functions, fp_mode, guards, unroll_register_tiles).run();
+    for (const ir::Kernel& kernel : verified.kernels)
+      KernelLowering(kernel, *module, functions, fp_mode, guards, unroll_register_tiles).run();
   } catch (const InvariantFailure& failure) {
     diag::Diagnostics d;
     d.add(diag::Code::internal_error, "code generation received a module that breaks a verifier invariant: " +

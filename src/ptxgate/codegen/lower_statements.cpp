@@ -1,6 +1,7 @@
 // IR -> LLVM IR: statements, loops (unroll metadata), shared and local arrays.
 #include "ptxgate/codegen/internal/kernel_lowering.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -11,6 +12,73 @@
 #include "ptxgate/codegen/internal/budget.hpp"
 
 namespace ptxgate::codegen::lowering {
+namespace {
+
+/// The most iterations of a register-tile loop lowered unrolled, and of statements in all its copies
+/// (nested tile loops counted unrolled): LLVM's full unroller unrolls such loops too (their local
+/// array's accesses fold away), so lowering them unrolled changes which pass unrolls, not the code.
+constexpr uint64_t kMaxTileTrips = 16;
+constexpr uint64_t kMaxTileStatements = 256;
+
+/// Whether `e` reads the symbol `var`.
+bool reads(const ir::Expr& e, const ir::Symbol* var) {
+  if (e.kind == ir::ExprKind::name && e.symbol == var) return true;
+  for (const auto& operand : e.operands)
+    if (operand && reads(*operand, var)) return true;
+  return false;
+}
+
+/// Whether `e` indexes a local array with an index that reads `var`.
+bool indexes_local_array_with(const ir::Expr& e, const ir::Symbol* var) {
+  if (e.kind == ir::ExprKind::index && e.symbol && e.symbol->kind == ir::SymbolKind::local_array &&
+      !e.operands.empty() && e.operands[0] && reads(*e.operands[0], var))
+    return true;
+  for (const auto& operand : e.operands)
+    if (operand && indexes_local_array_with(*operand, var)) return true;
+  return false;
+}
+
+/// A loop body seen for register_tile_trips: its statements (nested constant loops counted by their
+/// iterations), whether it indexes a local array with `var`, and whether anything in it rules the
+/// copying out (a jump, a loop of unknown length, a declaration of shared or local memory).
+struct TileScan {
+  const ir::Symbol* var = nullptr;
+  uint64_t statements = 0;
+  bool indexes_with_var = false;
+  bool copyable = true;
+
+  void body(const std::vector<ir::StmtPtr>& stmts, uint64_t copies) {
+    for (const auto& stmt : stmts) {
+      if (!stmt || !copyable) continue;
+      statements += copies;
+      switch (stmt->kind) {
+        case ir::StmtKind::break_:
+        case ir::StmtKind::continue_:
+        case ir::StmtKind::return_:
+        case ir::StmtKind::while_:
+        case ir::StmtKind::shared_decl:
+        case ir::StmtKind::local_array_decl: copyable = false; continue;
+        default: break;
+      }
+      for (const ir::Expr* e : {stmt->target.get(), stmt->value.get(), stmt->lo.get(), stmt->hi.get(), stmt->step.get()})
+        if (e && indexes_local_array_with(*e, var)) indexes_with_var = true;
+      uint64_t inner = copies;
+      if (stmt->kind == ir::StmtKind::for_) {
+        // A nested loop's iterations, when its bounds are literals (else it stays a loop, counted once).
+        const ir::Expr* lo = stmt->lo.get();
+        const ir::Expr* hi = stmt->hi.get();
+        if (lo && hi && lo->kind == ir::ExprKind::int_literal && hi->kind == ir::ExprKind::int_literal &&
+            !stmt->step && hi->int_value > lo->int_value)
+          inner = copies * std::min<uint64_t>(hi->int_value - lo->int_value, kMaxTileStatements + 1);
+      }
+      body(stmt->body, inner);
+      body(stmt->else_body, copies);
+      statements = std::min(statements, kMaxTileStatements + 1);
+    }
+  }
+};
+
+}  // namespace
 
 void KernelLowering::statements(const std::vector<ir::StmtPtr>& body) {
   for (const auto& s : body) statement(*s);
@@ -165,6 +233,39 @@ std::optional<uint64_t> KernelLowering::constant_trip_count(llvm::Value* lo, llv
   return static_cast<uint64_t>((last - first + stride - 1) / stride);
 }
 
+/// The iterations of a register-tile loop, which is lowered unrolled; nothing for any other loop.
+/// A register tile is a local array that a few constant iterations index with the loop variable
+/// (sgemm's `acc[8 * i + j]` in `for i in 0..4 { for j in 0..4 { ... } }`): lowered as a loop, its
+/// accesses are loads and stores of the array until LLVM's full unroller has copied the body (and
+/// any loop around it) and the second SROA splits the array, so every pass before that works on
+/// the memory form (docs/benchmarks.md "Compile speed (issue 29)"). Unrolled here, the first SROA
+/// makes the array registers. Only where the unroller would unroll it anyway: at most
+/// kMaxTileTrips iterations and kMaxTileStatements statements in all, no jump, no loop of run-time
+/// length, no shared or local declaration in the body, and no `unroll(N)` asking for another factor.
+std::optional<uint64_t> KernelLowering::register_tile_trips(const ir::Stmt& s, llvm::Value* lo, llvm::Value* hi,
+                                                            llvm::Value* step, bool is_signed) const {
+  if (!unroll_register_tiles_ || (s.unroll && s.unroll_factor != 0)) return std::nullopt;
+  const auto trips = constant_trip_count(lo, hi, step, is_signed);
+  if (!trips || *trips == 0 || *trips > kMaxTileTrips) return std::nullopt;
+  TileScan scan;
+  scan.var = s.symbol;
+  scan.body(s.body, *trips);
+  if (!scan.copyable || !scan.indexes_with_var || scan.statements > kMaxTileStatements) return std::nullopt;
+  return trips;
+}
+
+/// The body once per iteration, the loop variable a constant in each copy.
+void KernelLowering::unrolled_for_statement(const ir::Stmt& s, const ir::Symbol& symbol, llvm::Value* lo,
+                                            llvm::Value* step, uint64_t trips) {
+  const llvm::APInt first = llvm::cast<llvm::ConstantInt>(lo)->getValue();
+  const llvm::APInt stride = step ? llvm::cast<llvm::ConstantInt>(step)->getValue() : llvm::APInt(first.getBitWidth(), 1);
+  for (uint64_t k = 0; k < trips; ++k) {
+    const llvm::APInt value = first + stride * llvm::APInt(first.getBitWidth(), k);
+    bindings_[&symbol] = Binding{Binding::Kind::value, llvm::ConstantInt::get(context_, value), symbol.type, nullptr, -1};
+    statements(s.body);
+  }
+}
+
 /// for v in lo..hi [step s]: bounds evaluated once; the latch never wraps past hi.
 void KernelLowering::for_statement(const ir::Stmt& s) {
   const ir::Symbol& symbol = declared_symbol(s);
@@ -174,6 +275,8 @@ void KernelLowering::for_statement(const ir::Stmt& s) {
   llvm::Value* lo = convert(expr(*s.lo), s.lo->type, t);
   llvm::Value* hi = convert(expr(*s.hi), s.hi->type, t);
   llvm::Value* step = s.step ? convert(expr(*s.step), s.step->type, t) : nullptr;
+  if (const auto trips = register_tile_trips(s, lo, hi, step, is_signed))
+    return unrolled_for_statement(s, symbol, lo, step, *trips);
   llvm::AllocaInst* slot = entry_slot(t, s.name);
   builder_.CreateStore(lo, slot);
 

@@ -67,13 +67,15 @@ llvm::Function* declare_device_function(const ir::Function& f, llvm::Module& mod
 /// Lowers the body of one kernel or device function.
 class KernelLowering {
  public:
-  /// `checked`: checked mode's guards (null: none).
+  /// `checked`: checked mode's guards (null: none). `unroll_register_tiles`: lower register-tile
+  /// loops unrolled (register_tile_trips; the optimising levels, whose unroller would unroll them).
   KernelLowering(const ir::Kernel& kernel, llvm::Module& module, const FunctionMap& functions, ir::FpMode module_fp_mode,
-                 const CheckedLowering* checked = nullptr);
+                 const CheckedLowering* checked = nullptr, bool unroll_register_tiles = false);
   /// A device function follows the compile option's floating-point mode (a kernel's @fp covers
   /// its own body).
   KernelLowering(const ir::Function& function, llvm::Module& module, const FunctionMap& functions,
-                 ir::FpMode module_fp_mode, const CheckedLowering* checked = nullptr);
+                 ir::FpMode module_fp_mode, const CheckedLowering* checked = nullptr,
+                 bool unroll_register_tiles = false);
 
   void run();
 
@@ -104,6 +106,10 @@ class KernelLowering {
   static std::optional<uint64_t> constant_trip_count(llvm::Value* lo, llvm::Value* hi, llvm::Value* step,
                                                      bool is_signed);
   void for_statement(const ir::Stmt& s);
+  std::optional<uint64_t> register_tile_trips(const ir::Stmt& s, llvm::Value* lo, llvm::Value* hi, llvm::Value* step,
+                                              bool is_signed) const;
+  void unrolled_for_statement(const ir::Stmt& s, const ir::Symbol& symbol, llvm::Value* lo, llvm::Value* step,
+                              uint64_t trips);
   void shared_array(const ir::Stmt& s);
   void local_array(const ir::Stmt& s);
   void dynamic_shared_array(const ir::Stmt& s, const ir::Symbol& symbol);
@@ -248,6 +254,7 @@ class KernelLowering {
   std::optional<std::unordered_set<const ir::Symbol*>> accumulators_;  ///< Hopper: wgmma_accumulators()
   std::unordered_map<std::string, Binding> arrays_by_name_;
   std::vector<LoopTargets> loops_;
+  bool unroll_register_tiles_ = false;  ///< register-tile loops lowered unrolled (register_tile_trips)
   std::vector<bool> buffer_read_, buffer_written_;
   const FunctionMap& functions_;
 };

@@ -39,11 +39,15 @@ namespace ptxgate::codegen {
 /// - `checked` (checked mode, docs/ir.md "Memory safety"): every access not proven in bounds for
 ///   every launch is guarded: outside its array a load gives 0, a store or atomic is skipped (an
 ///   atomic gives 0), and the launch's record (contract::CheckedRecord) counts it; kernels and
-///   device functions take a hidden length per buffer parameter and the record's address.
+///   device functions take a hidden length per buffer parameter and the record's address;
+/// - `unroll_register_tiles` (the optimising levels): a register-tile loop, a `for` of a few
+///   constant iterations whose body indexes a local array with its variable, is lowered unrolled
+///   (KernelLowering::register_tile_trips), so the array's indices are constants from the start.
 [[nodiscard]] std::expected<std::unique_ptr<llvm::Module>, diag::Diagnostics> lower_module(const ir::Module& verified,
                                                                             llvm::LLVMContext& context,
                                                                             const llvm::DataLayout& layout,
                                                                             ir::FpMode fp_mode = ir::FpMode::contract,
-                                                                            bool checked = false);
+                                                                            bool checked = false,
+                                                                            bool unroll_register_tiles = false);
 
 }  // namespace ptxgate::codegen
