@@ -9,7 +9,7 @@
 #include "ptxgate/runtime/context.hpp"
 #include "ptxgate/runtime/launch.hpp"
 #include "ptxgate/runtime/runtime.hpp"
-#include "runtime_fake_driver.hpp"
+#include "runtime_fake_launch.hpp"
 
 using namespace ptxgate;
 using namespace ptxgate::runtime;
@@ -29,34 +29,14 @@ contract::KernelInfo copy_info(uint32_t x_alignment, uint32_t y_alignment) {
   return k;
 }
 
-contract::LaunchPlan plan_for_copy() {
-  contract::LaunchPlan p;
-  p.grid = {4, 1, 1};
-  p.block = {256, 1, 1};
-  p.stream_is_null = true;
-  p.arguments_known = true;
-  for (size_t i = 0; i < 3; ++i) {
-    contract::ArgumentDesc d;
-    d.kind = i < 2 ? contract::ArgumentDesc::Kind::buffer : contract::ArgumentDesc::Kind::scalar;
-    d.size_bytes = i < 2 ? 8 : 4;
-    if (i == 2) d.scalar_type = ir::Type::u32;
-    p.arguments.push_back(d);
-  }
-  return p;
-}
+contract::LaunchPlan plan_for_copy() { return testing::fake_plan(4, 256, 2, {ir::Type::u32}); }
 
-struct Fixture {
-  DriverApi api = testing::make_fake_driver();
-  std::shared_ptr<Context> ctx;
+struct Fixture : testing::FakeContext {
   CUdeviceptr y = 0x1000, x = 0x2000;
   uint32_t n4 = 256;
   std::vector<void*> args{&y, &x, &n4};
 
-  Fixture() {
-    testing::reset_fake_state();
-    ctx = *Context::open(0, &api);
-    fake_state().param_sizes = {8, 8, 4};
-  }
+  Fixture() { fake_state().param_sizes = {8, 8, 4}; }
 };
 
 diag::Code first_code(const diag::Diagnostics& d) {

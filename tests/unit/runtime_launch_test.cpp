@@ -10,7 +10,7 @@
 #include "ptxgate/runtime/context.hpp"
 #include "ptxgate/runtime/launch.hpp"
 #include "ptxgate/runtime/internal/launch_path.hpp"
-#include "runtime_fake_driver.hpp"
+#include "runtime_fake_launch.hpp"
 
 using namespace ptxgate;
 using namespace ptxgate::runtime;
@@ -29,36 +29,17 @@ contract::KernelInfo saxpy_info() {
 }
 
 contract::LaunchPlan plan_for(uint64_t grid, uint64_t block, size_t args, uint64_t shared = 0, bool coop = false) {
-  contract::LaunchPlan p;
-  p.grid = {grid, 1, 1};
-  p.block = {block, 1, 1};
+  contract::LaunchPlan p = testing::fake_plan(grid, block, 2, {ir::Type::f32, ir::Type::u32}, args);
   p.dynamic_shared_bytes = shared;
   p.cooperative = coop;
-  p.stream_is_null = true;
-  p.arguments_known = true;
-  for (size_t i = 0; i < args; ++i) {
-    contract::ArgumentDesc d;
-    d.kind = i < 2 ? contract::ArgumentDesc::Kind::buffer : contract::ArgumentDesc::Kind::scalar;
-    d.size_bytes = i < 2 ? 8 : 4;
-    if (i == 2) d.scalar_type = ir::Type::f32;
-    if (i == 3) d.scalar_type = ir::Type::u32;
-    p.arguments.push_back(d);
-  }
   return p;
 }
 
-struct Fixture {
-  DriverApi api = testing::make_fake_driver();
-  std::shared_ptr<Context> ctx;
+struct Fixture : testing::FakeContext {
   CUdeviceptr y = 0x100, x = 0x200;
   float a = 2.0f;
   uint32_t n = 1000;
   std::vector<void*> args{&y, &x, &a, &n};
-
-  Fixture() {
-    testing::reset_fake_state();
-    ctx = *Context::open(0, &api);
-  }
 };
 
 }  // namespace
@@ -190,6 +171,43 @@ TEST_CASE("backend launch: a thread's repeated plan relaunches by its verdict; e
   auto poisoned = launch_cuda_function(*f.ctx, **fn, plan, f.args, nullptr);
   REQUIRE_FALSE(poisoned);
   CHECK(poisoned.error().items()[0].code == diag::Code::context_poisoned);
+}
+
+TEST_CASE("backend launch: plans of other shapes take their own verdicts: a known size of 0, a described scalar value, another stream policy") {
+  Fixture f;
+  auto fn = LoadedFunction::resolve(*f.ctx, reinterpret_cast<CUmodule>(0x4000), saxpy_info());
+  REQUIRE(fn);
+  auto plan = plan_for(4, 256, 4);
+  plan.arguments[0].buffer_bytes = 4096;
+  REQUIRE(launch_cuda_function(*f.ctx, **fn, plan, f.args, nullptr));
+  REQUIRE(launch_cuda_function(*f.ctx, **fn, plan, f.args, nullptr));
+  CHECK((*fn)->counters().validated == 1);
+  CHECK((*fn)->counters().cached == 1);
+
+  // A known size of 0 is another shape than an unknown size.
+  auto empty = plan;
+  empty.arguments[1].buffer_bytes = 0;
+  (void)launch_cuda_function(*f.ctx, **fn, empty, f.args, nullptr);
+  CHECK((*fn)->counters().validated == 2);
+  // A scalar the proof does not use, with its value described, is another shape too.
+  auto valued = plan;
+  valued.arguments[2].scalar_bits = 0x40000000;
+  REQUIRE(launch_cuda_function(*f.ctx, **fn, valued, f.args, nullptr));
+  CHECK((*fn)->counters().validated == 3);
+  // A plan of another stream policy than the context's gets its own verdict: PG3002 on the null stream.
+  auto strict = plan;
+  strict.stream_policy = contract::StreamPolicy::require_explicit;
+  auto blocked = launch_cuda_function(*f.ctx, **fn, strict, f.args, nullptr);
+  REQUIRE_FALSE(blocked);
+  CHECK(blocked.error().items()[0].code == diag::Code::null_stream);
+  // Another buffer size is validated once, then known; the first plan still is.
+  auto larger = plan;
+  larger.arguments[0].buffer_bytes = 8192;
+  REQUIRE(launch_cuda_function(*f.ctx, **fn, larger, f.args, nullptr));
+  REQUIRE(launch_cuda_function(*f.ctx, **fn, larger, f.args, nullptr));
+  REQUIRE(launch_cuda_function(*f.ctx, **fn, plan, f.args, nullptr));
+  CHECK((*fn)->counters().validated == 5);
+  CHECK((*fn)->counters().cached == 3);
 }
 
 TEST_CASE("backend launch: shared memory above 48 KiB opts in once per function, at the maximum") {

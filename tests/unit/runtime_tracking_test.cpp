@@ -64,6 +64,27 @@ TEST_CASE("tracking: a read on another stream waits for the last writer (read af
   CHECK(fake_state().count("cuStreamWaitEvent") == 1);
 }
 
+TEST_CASE("tracking: a launch that fails records nothing; what ran before it is still waited for") {
+  Programs p;
+  auto producer = p.stream(), consumer = p.stream();
+  auto src = p.buffer(), mid = p.buffer(), out = p.buffer();
+  // Blocked before the driver (2048 threads a block): its write of `mid` is not recorded, so the
+  // reader on another stream has nothing to wait for.
+  const LaunchConfig too_large = LaunchConfig::linear(1, 2048);
+  REQUIRE_FALSE(p.copy->launch(too_large, {mid, src, 16u}, &producer));
+  p.copy_on(consumer, out, mid);
+  CHECK(fake_state().count("cuStreamWaitEvent") == 0);
+  CHECK(p.rt->context().tracker().counters().submissions == 1);
+  // A write that ran (after the read: one wait), then a failed one on the same stream: the next
+  // reader waits for the one that ran (the second wait).
+  p.copy_on(producer, mid, src);
+  REQUIRE_FALSE(p.copy->launch(too_large, {mid, src, 16u}, &producer));
+  p.copy_on(consumer, out, mid);
+  CHECK(fake_state().count("cuStreamWaitEvent") == 2);
+  CHECK(ordered(Programs::launch_writing(mid), Programs::launch_writing(out, 1)));
+  CHECK(p.rt->context().tracker().counters().submissions == 3);
+}
+
 TEST_CASE("tracking: a write on another stream waits for the readers since the last write (write after read)") {
   Programs p;
   auto a = p.stream(), b = p.stream();

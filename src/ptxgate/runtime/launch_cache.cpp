@@ -33,11 +33,16 @@ bool LaunchCache::matches(const std::atomic<uint64_t>* e, const validation::Laun
   // Word 7 holds the argument count, so an entry of another count differs there, before its end.
   // The words are compared without a branch each, two at a time (a shape has an even count).
   static_assert(validation::LaunchShape::kHeaderWords % 2 == 0 && validation::LaunchShape::kWordsPerArgument == 2);
+  // The header first: an entry of another geometry (a new grid) differs there, and its arguments'
+  // words are not read.
   const size_t n = shape.size();
   const uint64_t* words = shape.words();
   const std::atomic<uint64_t>* stored = e + kEntryHeader;
   uint64_t differ = 0;
-  for (size_t i = 0; i < n; i += 2)
+  for (size_t i = 0; i < validation::LaunchShape::kHeaderWords; i += 2)
+    differ |= (stored[i].load(kAcquire) ^ words[i]) | (stored[i + 1].load(kAcquire) ^ words[i + 1]);
+  if (differ != 0) return false;
+  for (size_t i = validation::LaunchShape::kHeaderWords; i < n; i += 2)
     differ |= (stored[i].load(kAcquire) ^ words[i]) | (stored[i + 1].load(kAcquire) ^ words[i + 1]);
   if (differ != 0) return false;
   const uint64_t xy = e[2].load(kAcquire), z = e[3].load(kAcquire);
@@ -58,7 +63,8 @@ std::optional<std::array<unsigned, 3>> LaunchCache::find(const validation::Launc
     return block;
   const uint64_t tag = shape.tag();
   for (uint32_t i = 0; i < kEntries; ++i) {
-    if (i == first || !matches(entry(i), shape, tag, block)) continue;
+    // The tag compared here, without a call: a miss costs one load and compare an entry.
+    if (i == first || entry(i)[1].load(kRelaxed) != tag || !matches(entry(i), shape, tag, block)) continue;
     hint_.store(i, kRelaxed);
     return block;
   }
@@ -70,8 +76,8 @@ void LaunchCache::insert(const validation::LaunchShape& shape, const std::array<
   std::lock_guard lock(insert_mutex_);
   std::array<unsigned, 3> known;
   const uint64_t tag = shape.tag();
-  for (size_t i = 0; i < kEntries; ++i)
-    if (matches(entry(i), shape, tag, known)) return;  // another thread validated it meanwhile
+  for (size_t i = 0; i < kEntries; ++i)  // another thread may have validated it meanwhile
+    if (entry(i)[1].load(kRelaxed) == tag && matches(entry(i), shape, tag, known)) return;
   std::atomic<uint64_t>* e = entry(next_);
   next_ = (next_ + 1) % kEntries;
   // Seqlock write: odd while the words change; release stores keep every word after the odd mark.

@@ -98,9 +98,13 @@ std::shared_ptr<BufferTrack> Tracker::track(MemoryKind kind, uint64_t address) {
   return t;
 }
 
+void Tracker::Lock::lock_contended() {
+  // Held: mark it as having sleepers and sleep until it is let go (the holder's unlock wakes one).
+  while (state_.exchange(2, std::memory_order_acquire) != 0) state_.wait(2, std::memory_order_relaxed);
+}
+
 uint32_t Tracker::stream_locked(CUstream stream) {
-  if (stream == last_stream_) [[likely]]
-    return last_id_;
+  if (stream == last_stream_) return last_id_;
   uint32_t id = 0;
   auto it = std::find_if(live_.begin(), live_.end(), [&](const auto& e) { return e.first == stream; });
   if (it != live_.end()) {
@@ -173,7 +177,90 @@ void Tracker::record_locked(uint32_t id, std::span<const BufferAccess> accesses)
   ++counters_.submissions;
   for (const BufferAccess& a : accesses)
     if (a.track != nullptr) a.track->history.record(a.mode, Use{id, seq}, same_stream);
-  if (!deferred_.empty() && ++since_reclaim_ >= 64) reclaim_locked();
+  if (!deferred_.empty()) count_for_reclaim_locked();
+}
+
+void Tracker::count_for_reclaim_locked() {
+  if (++since_reclaim_ >= 64) reclaim_locked();
+}
+
+bool Tracker::order_and_record_locked(uint32_t id, std::span<const BufferAccess> accesses, Undo& undo) {
+  // wait_locked's test of an earlier use and record_locked's change of the history, in one pass
+  // over the accesses; what each access replaced goes into `undo`. An access that needs a wait
+  // (or a history with more readers than an undo entry keeps) takes back what the pass did so far.
+  Slot& self = *slots_[id];
+  const Use use{id, self.submitted + 1};
+  const auto ordered = [&](const Use& u) {
+    return u.stream == id || u.seq <= slots_[u.stream]->completed || self.waited_for(u.stream) >= u.seq;
+  };
+  size_t k = 0;
+  for (; k < accesses.size(); ++k) {
+    const BufferAccess& a = accesses[k];
+    if (a.track == nullptr) continue;
+    AccessHistory<Use>& h = a.track->history;
+    Undo::Entry& e = undo.entries[k];
+    if (h.writer && !ordered(*h.writer)) break;
+    if (a.mode == AccessMode::write) {
+      const size_t n = h.readers.size();
+      if (n > 2) break;
+      bool all = true;
+      for (size_t r = 0; r < n; ++r) {
+        all = all && ordered(h.readers[r]);
+        e.reader_stream[r] = h.readers[r].stream;
+        e.reader_seq[r] = h.readers[r].seq;
+      }
+      if (!all) break;
+      e.readers = static_cast<uint8_t>(n);
+      e.had_writer = h.writer.has_value();
+      if (e.had_writer) e.writer_stream = h.writer->stream, e.writer_seq = h.writer->seq;
+      h.writer = use;
+      h.readers.clear();
+      continue;
+    }
+    // A read replaces this stream's earlier read, or joins the readers.
+    e.readers = 0xFF;
+    for (size_t r = 0; r < h.readers.size(); ++r)
+      if (h.readers[r].stream == id) {
+        e.readers = static_cast<uint8_t>(r);
+        e.reader_stream[0] = id;
+        e.reader_seq[0] = h.readers[r].seq;
+        h.readers[r] = use;
+        break;
+      }
+    if (e.readers == 0xFF) h.readers.push_back(use);
+  }
+  if (k != accesses.size()) [[unlikely]] {
+    undo_locked(id, accesses.first(k), undo, false);
+    return false;
+  }
+  self.submitted = use.seq;
+  ++counters_.submissions;
+  return true;
+}
+
+void Tracker::undo_locked(uint32_t id, std::span<const BufferAccess> accesses, const Undo& undo,
+                          bool counted) noexcept {
+  // In reverse: a buffer passed twice gets back what its first access found.
+  for (size_t k = accesses.size(); k-- > 0;) {
+    const BufferAccess& a = accesses[k];
+    if (a.track == nullptr) continue;
+    AccessHistory<Use>& h = a.track->history;
+    const Undo::Entry& e = undo.entries[k];
+    if (a.mode == AccessMode::write) {
+      h.writer = e.had_writer ? std::optional<Use>(Use{e.writer_stream, e.writer_seq}) : std::nullopt;
+      h.readers.clear();
+      h.readers.resize(e.readers);  // at most 2: within the readers' inline room
+      for (size_t r = 0; r < e.readers; ++r) h.readers[r] = Use{e.reader_stream[r], e.reader_seq[r]};
+    } else if (e.readers == 0xFF) {
+      h.readers.pop_back();
+    } else {
+      h.readers[e.readers] = Use{e.reader_stream[0], e.reader_seq[0]};
+    }
+  }
+  if (!counted) return;
+  // The operation failed after the pass: its submission is not counted either.
+  --slots_[id]->submitted;
+  --counters_.submissions;
 }
 
 std::expected<void, diag::Diagnostics> Tracker::host_access(BufferTrack& track, AccessMode mode,

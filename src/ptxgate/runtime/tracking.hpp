@@ -65,7 +65,7 @@ struct TrackerCounters {
   uint64_t ordered_frees = 0;    ///< stream-ordered frees placed after the work using the buffer
 };
 
-/// Per-context dependency tracking. Thread-safe: one mutex, taken only by operations that touch
+/// Per-context dependency tracking. Thread-safe: one lock, taken only by operations that touch
 /// tracked buffers. Work on one stream never records an event or waits; an event is recorded on
 /// a stream only when another stream (or the host, or a deferred free) needs a point of it, and a
 /// stream waits on another at most once per point it needs.
@@ -90,15 +90,27 @@ class alignas(64) Tracker {
   /// conflicting work of other streams, calls `op` (the driver call, returning
   /// std::expected<void, diag::Diagnostics>), and when it succeeds records the accesses.
   template <class Op>
-  [[nodiscard]] std::expected<void, diag::Diagnostics> submit(CUstream stream, std::span<const BufferAccess> accesses,
-                                                              Op&& op) {
+  [[nodiscard, gnu::always_inline]] std::expected<void, diag::Diagnostics> submit(
+      CUstream stream, std::span<const BufferAccess> accesses, Op&& op) {
     std::lock_guard lock(mutex_);
-    const uint32_t id = stream_locked(stream);
-    if (auto ok = wait_locked(id, accesses); !ok) [[unlikely]]
-      return ok;
+    const uint32_t id = stream == last_stream_ ? last_id_ : stream_locked(stream);
+    // The common case is one pass: every earlier use is on this stream, complete or already waited
+    // for, and the submission is recorded at once, then taken back if `op` fails (under the lock,
+    // no other thread sees it in between). Otherwise the stream waits first, and `op`'s success
+    // is recorded after it.
+    Undo undo;
+    const bool ordered = accesses.size() <= Undo::kCapacity && order_and_record_locked(id, accesses, undo);
+    if (!ordered) [[unlikely]]
+      if (auto ok = wait_locked(id, accesses); !ok) return ok;
     auto done = op();
-    if (done) [[likely]]
+    if (ordered) [[likely]] {
+      if (!done) [[unlikely]]
+        undo_locked(id, accesses, undo);
+      else if (!deferred_.empty()) [[unlikely]]
+        count_for_reclaim_locked();
+    } else if (done) {
       record_locked(id, accesses);
+    }
     return done;
   }
 
@@ -131,7 +143,49 @@ class alignas(64) Tracker {
  private:
   struct Slot;
   struct Deferred;
+  /// The tracker's lock: one word, taken and released inline (a compare-exchange, an exchange); a
+  /// thread that finds it held sleeps on the word (std::atomic::wait) until the holder lets go.
+  class Lock {
+   public:
+    void lock() {
+      uint32_t free = 0;
+      if (!state_.compare_exchange_strong(free, 1, std::memory_order_acquire, std::memory_order_relaxed)) [[unlikely]]
+        lock_contended();
+    }
+    void unlock() {
+      if (state_.exchange(0, std::memory_order_release) != 1) [[unlikely]]
+        state_.notify_one();
+    }
+
+   private:
+    void lock_contended();
+    std::atomic<uint32_t> state_{0};  ///< 0 free, 1 held, 2 held with sleepers
+  };
+  /// What a submission's one pass changed in each history, so that a failed operation leaves none
+  /// of it (order_and_record_locked, undo_locked). Written, never zeroed, for the accesses passed.
+  struct Undo {
+    static constexpr size_t kCapacity = 32;
+    struct Entry {
+      uint64_t writer_seq;
+      uint64_t reader_seq[2];  ///< a write: the readers it cleared; a read: the reader it replaced
+      uint32_t writer_stream;
+      uint32_t reader_stream[2];
+      bool had_writer;
+      uint8_t readers;  ///< a write: how many it cleared; a read: 0xFF when it joined the readers, else the index replaced
+    };
+    Entry entries[kCapacity];
+    Undo() {}  // NOLINT: left uninitialised (only the entries of the accesses passed are written)
+  };
   uint32_t stream_locked(CUstream stream);
+  /// The fast path: true when every access's earlier uses are on stream `id`, complete or already
+  /// waited for; the submission is then recorded in each history (and counted), what it replaced in
+  /// `undo`. False with nothing changed otherwise.
+  [[nodiscard]] bool order_and_record_locked(uint32_t id, std::span<const BufferAccess> accesses, Undo& undo);
+  /// Takes back what order_and_record_locked recorded in the histories of `accesses`, and with
+  /// `counted` the submission it counted (the operation failed).
+  void undo_locked(uint32_t id, std::span<const BufferAccess> accesses, const Undo& undo, bool counted = true) noexcept;
+  /// A submission while buffers wait to be freed: every 64 of them reclaim what is complete.
+  void count_for_reclaim_locked();
   [[nodiscard]] std::expected<void, diag::Diagnostics> wait_locked(uint32_t id, std::span<const BufferAccess> accesses);
   void record_locked(uint32_t id, std::span<const BufferAccess> accesses);
   [[nodiscard]] std::expected<void, diag::Diagnostics> depend_locked(uint32_t id, uint32_t on, uint64_t seq);
@@ -141,7 +195,7 @@ class alignas(64) Tracker {
 
   // What a submission reads comes first (the lock, the last stream, the slots, the deferred
   // frees, the counters): two cache lines.
-  mutable std::mutex mutex_;
+  mutable Lock mutex_;
   CUstream last_stream_ = nullptr;
   uint32_t last_id_ = 0;
   std::atomic<bool> enabled_{true};
