@@ -196,7 +196,7 @@ uint64_t slot_value(const BoundSlot& slot) {
 }  // namespace
 
 ArgumentBinder::ArgumentBinder(const contract::KernelInfo& info)
-    : params_(info.params.size()), exact_descs_(info.params.size()), exact_words_(info.params.size(), 0) {
+    : params_(info.params.size()), exact_descs_(info.params.size()), exact_pairs_(2 * info.params.size(), 0) {
   const auto signature = [](Arg::Kind kind, ir::Type type) {
     return static_cast<uint16_t>(static_cast<uint8_t>(kind) | static_cast<uint8_t>(type) << 8);
   };
@@ -233,7 +233,7 @@ ArgumentBinder::ArgumentBinder(const contract::KernelInfo& info)
       b.signature = signature(Arg::Kind::scalar, p.type);
       b.signature_type_mask = 0xFF;
     }
-    exact_words_[i] = validation::LaunchShape::argument_word(d);
+    exact_pairs_[2 * i] = validation::LaunchShape::argument_word(d);
   }
   proof_scalars_ = static_cast<uint32_t>(proof_params_.size());
   buffers_ = static_cast<uint32_t>(exact_plan_.buffers.size());
@@ -274,34 +274,28 @@ std::expected<void, diag::Diagnostics> ArgumentBinder::bind(const contract::Kern
 }
 
 void ArgumentBinder::exact_shape(std::span<const Arg> args, validation::LaunchShape& shape) const {
-  uint64_t* words = shape.argument_words(args.size());  // args.size() <= kMaxArguments (steady())
-  for (size_t k = 0; k < args.size(); ++k) {
-    const ParamBinding& p = params_[k];
-    uint64_t word = exact_words_[k], second = 0;
-    if (p.buffer) {
-      second = args[k].buffer_bytes();
-      if (second != 0) word |= validation::LaunchShape::kBufferBytesKnown;
-    } else if (p.proof) {
-      second = value_bits(args[k].bits(), p.value_bytes);
-    }
-    words[2 * k] = word;
-    words[2 * k + 1] = second;
+  // The parameters' fixed words at once, then the words of the buffers' sizes and proof values.
+  uint64_t* words = shape.argument_words(args.size());  // args.size() == size() <= kMaxArguments (steady())
+  if (!args.empty()) std::memcpy(words, exact_pairs_.data(), exact_pairs_.size() * sizeof(uint64_t));
+  for (const ExactPlan::Buffer& b : exact_plan_.buffers) {
+    const uint64_t bytes = args[b.index].buffer_bytes();
+    words[2 * b.index] |= bytes != 0 ? validation::LaunchShape::kBufferBytesKnown : 0;
+    words[2 * b.index + 1] = bytes;
   }
+  for (const ExactPlan::Proof& p : exact_plan_.proofs) words[2 * p.index + 1] = args[p.index].bits() & p.mask;
 }
 
 void ArgumentBinder::exact_descriptions(std::span<const Arg> args, std::vector<contract::ArgumentDesc>& descs) const {
-  descs.resize(args.size());
-  for (size_t k = 0; k < args.size(); ++k) {
-    contract::ArgumentDesc& d = descs[k];
-    d = exact_descs_[k];
-    const ParamBinding& p = params_[k];
-    if (p.buffer) {
-      if (args[k].buffer_bytes() != 0) d.buffer_bytes = args[k].buffer_bytes();
-      d.address = args[k].bits();
-    } else if (p.proof) {
-      d.scalar_bits = value_bits(args[k].bits(), p.value_bytes);
-    }
+  // The parameters' descriptions at once (trivially copyable), then each buffer's size and
+  // address and each proof scalar's value.
+  descs.resize(args.size());  // args.size() == size()
+  if (!args.empty()) std::memcpy(descs.data(), exact_descs_.data(), exact_descs_.size() * sizeof(contract::ArgumentDesc));
+  for (const ExactPlan::Buffer& b : exact_plan_.buffers) {
+    contract::ArgumentDesc& d = descs[b.index];
+    if (const uint64_t bytes = args[b.index].buffer_bytes(); bytes != 0) d.buffer_bytes = bytes;
+    d.address = args[b.index].bits();
   }
+  for (const ExactPlan::Proof& p : exact_plan_.proofs) descs[p.index].scalar_bits = args[p.index].bits() & p.mask;
 }
 
 bool ArgumentBinder::proof_value(uint32_t i, std::span<void* const> slots,

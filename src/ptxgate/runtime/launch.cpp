@@ -164,7 +164,7 @@ validation::Verdict LaunchPath::validate(Context& ctx, FunctionState& fn, const 
   const auto& caps = ctx.caps();
   // Asked by check_launch only for a launch whose geometry, shared memory and registers pass
   // its own checks: nothing here re-checks them.
-  auto driver_occupancy = [&](uint64_t threads, uint64_t dynamic_shared) -> std::optional<uint32_t> {
+  auto driver_occupancy = [&](uint64_t threads, uint64_t dynamic_shared) -> std::optional<validation::Occupancy> {
     if (fn.handle == nullptr) return std::nullopt;
     // The opt-in is set to its maximum once per function, before the occupancy query,
     // so that the driver's answer accounts for the dynamic shared memory asked for.
@@ -177,16 +177,20 @@ validation::Verdict LaunchPath::validate(Context& ctx, FunctionState& fn, const 
       else
         return std::nullopt;  // the launch reports the failed opt-in
     }
-    // The driver's answer depends on the function, the block size, the dynamic shared memory
-    // and the opt-in attribute, not on the grid: a new grid of a known block reuses it.
+    // The driver's answer and the offline model's factors depend on the function, the block size,
+    // the dynamic shared memory and the opt-in attribute, not on the grid: a new grid of a known
+    // block reuses them.
     const bool opt_in = fn.shared_opt_in_done.load(std::memory_order_acquire);
-    if (auto known = fn.cache.occupancy(threads, dynamic_shared, opt_in)) return *known;
+    if (auto known = fn.cache.occupancy(threads, dynamic_shared, opt_in)) return known;
     int blocks = 0;
     if (ctx.api().cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn.handle, static_cast<int>(threads),
                                                               dynamic_shared) != CUDA_SUCCESS)
       return std::nullopt;
-    fn.cache.remember_occupancy(threads, dynamic_shared, opt_in, static_cast<uint32_t>(blocks));
-    return static_cast<uint32_t>(blocks);
+    validation::Occupancy occupancy =
+        validation::compute_occupancy(caps, fn.resources, static_cast<uint32_t>(threads), dynamic_shared);
+    occupancy.active_blocks_per_sm = static_cast<uint32_t>(blocks);
+    fn.cache.remember_occupancy(threads, dynamic_shared, opt_in, occupancy);
+    return occupancy;
   };
   return validation::check_launch(fn.info, fn.resources, plan, caps, fn.location, driver_occupancy, report_warnings);
 }

@@ -1,4 +1,4 @@
-// LaunchCache: seqlocked shape entries over atomic words, packed occupancy answers; lock-free reads.
+// LaunchCache: seqlocked shape and occupancy entries over atomic words; lock-free reads and writes.
 #include "ptxgate/runtime/internal/launch_cache.hpp"
 
 #include <algorithm>
@@ -9,13 +9,12 @@ namespace {
 constexpr auto kRelaxed = std::memory_order_relaxed;
 constexpr auto kRelease = std::memory_order_release;
 
-/// One occupancy answer in one word: threads (16 bits), dynamic shared bytes (24), opt-in (1),
-/// blocks (16), and bit 63 set when the entry is used. Inputs that do not fit are not cached.
+/// An occupancy entry's key: threads (16 bits), dynamic shared bytes (24), opt-in (1), and bit 63
+/// set (0 is an empty entry's). Inputs that do not fit are not cached.
 std::optional<uint64_t> occupancy_key(uint64_t threads, uint64_t dynamic_shared, bool opt_in) {
   if (threads >= (uint64_t{1} << 16) || dynamic_shared >= (uint64_t{1} << 24)) return std::nullopt;
   return threads | dynamic_shared << 16 | uint64_t{opt_in} << 40 | uint64_t{1} << 63;
 }
-constexpr uint64_t kOccupancyKeyMask = ((uint64_t{1} << 41) - 1) | (uint64_t{1} << 63);
 
 }  // namespace
 
@@ -73,17 +72,16 @@ std::optional<std::array<unsigned, 3>> LaunchCache::find(const validation::Launc
 
 void LaunchCache::insert(const validation::LaunchShape& shape, const std::array<uint64_t, 3>& block) {
   if (!shape.cacheable() || shape.arguments() > max_arguments_) return;
-  std::lock_guard lock(insert_mutex_);
-  std::array<unsigned, 3> known;
-  const uint64_t tag = shape.tag();
-  for (size_t i = 0; i < kEntries; ++i)  // another thread may have validated it meanwhile
-    if (entry(i)[1].load(kRelaxed) == tag && matches(entry(i), shape, tag, known)) return;
-  std::atomic<uint64_t>* e = entry(next_);
-  next_ = (next_ + 1) % kEntries;
-  // Seqlock write: odd while the words change; release stores keep every word after the odd mark.
-  const uint64_t sequence = e[0].load(kRelaxed);
-  e[0].store(sequence + 1, kRelaxed);
-  e[1].store(tag, kRelease);
+  // The caller validated after a miss: the shape is not searched for again. Two threads that
+  // validate one shape at once may both insert it, which wastes an entry and never gives a wrong
+  // verdict.
+  std::atomic<uint64_t>* e = entry(next_.fetch_add(1, kRelaxed) % kEntries);
+  // Seqlock write, taken with a compare-exchange (odd while the words change): a writer that finds
+  // the entry taken skips its insert. Release stores keep every word after the odd mark.
+  uint64_t sequence = e[0].load(kRelaxed);
+  if ((sequence & 1) != 0 || !e[0].compare_exchange_strong(sequence, sequence + 1, std::memory_order_acquire, kRelaxed))
+    return;
+  e[1].store(shape.tag(), kRelease);
   e[2].store((block[0] & 0xFFFFFFFFu) | block[1] << 32, kRelease);
   e[3].store(block[2], kRelease);
   const size_t n = shape.size();
@@ -105,21 +103,49 @@ void LaunchCache::remember_steady(const SteadyKey& key, const std::array<unsigne
   front_.sequence.store(sequence + 2, kRelease);
 }
 
-std::optional<uint32_t> LaunchCache::occupancy(uint64_t threads, uint64_t dynamic_shared, bool opt_in) const {
+std::optional<validation::Occupancy> LaunchCache::occupancy(uint64_t threads, uint64_t dynamic_shared,
+                                                            bool opt_in) const {
   const auto key = occupancy_key(threads, dynamic_shared, opt_in);
   if (!key) return std::nullopt;
-  for (const auto& slot : occupancy_) {
-    const uint64_t v = slot.load(kAcquire);
-    if ((v & kOccupancyKeyMask) == *key) return static_cast<uint32_t>((v >> 41) & 0xFFFF);
+  for (const OccupancyEntry& e : occupancy_) {
+    const uint64_t sequence = e.sequence.load(kAcquire);
+    if (sequence == 0 || (sequence & 1) != 0 || e.key.load(kAcquire) != *key) continue;
+    const uint64_t w0 = e.words[0].load(kAcquire), w1 = e.words[1].load(kAcquire), w2 = e.words[2].load(kAcquire),
+                   w3 = e.words[3].load(kAcquire);
+    // The acquire loads above keep this one after them: an unchanged sequence means no write overlapped.
+    if (e.sequence.load(kRelaxed) != sequence) return std::nullopt;
+    const auto low = [](uint64_t w) { return static_cast<uint32_t>(w); };
+    const auto high = [](uint64_t w) { return static_cast<uint32_t>(w >> 32); };
+    validation::Occupancy o;
+    o.active_blocks_per_sm = low(w0);
+    o.allocated_registers_per_block = high(w0);
+    o.by_threads = low(w1), o.by_blocks = high(w1);
+    o.by_registers = low(w2), o.by_shared = high(w2);
+    o.allocated_shared_per_block = w3 >> 9;
+    o.limiter = static_cast<validation::OccupancyLimiter>(w3 & 0xFF);
+    o.computed = (w3 & 0x100) != 0;
+    return o;
   }
   return std::nullopt;
 }
 
-void LaunchCache::remember_occupancy(uint64_t threads, uint64_t dynamic_shared, bool opt_in, uint32_t blocks) {
+void LaunchCache::remember_occupancy(uint64_t threads, uint64_t dynamic_shared, bool opt_in,
+                                     const validation::Occupancy& o) {
   const auto key = occupancy_key(threads, dynamic_shared, opt_in);
-  if (!key || blocks >= (1u << 16)) return;
-  const uint32_t i = occupancy_next_.fetch_add(1, kRelaxed) % kOccupancyEntries;
-  occupancy_[i].store(*key | uint64_t{blocks} << 41, kRelease);
+  // Shared bytes per block are far below 2^55 on any device: a value that is not is not kept.
+  if (!key || o.allocated_shared_per_block >= (uint64_t{1} << 55)) return;
+  OccupancyEntry& e = occupancy_[occupancy_next_.fetch_add(1, kRelaxed) % kOccupancyEntries];
+  uint64_t sequence = e.sequence.load(kRelaxed);
+  // Seqlock write, as insert's: a writer that finds the entry taken skips it.
+  if ((sequence & 1) != 0 || !e.sequence.compare_exchange_strong(sequence, sequence + 1, kAcquire, kRelaxed)) return;
+  const auto pair = [](uint32_t low, uint32_t high) { return uint64_t{low} | uint64_t{high} << 32; };
+  e.key.store(*key, kRelease);
+  e.words[0].store(pair(o.active_blocks_per_sm, o.allocated_registers_per_block), kRelease);
+  e.words[1].store(pair(o.by_threads, o.by_blocks), kRelease);
+  e.words[2].store(pair(o.by_registers, o.by_shared), kRelease);
+  e.words[3].store(o.allocated_shared_per_block << 9 | uint64_t{o.computed} << 8 | static_cast<uint8_t>(o.limiter),
+                   kRelease);
+  e.sequence.store(sequence + 2, kRelease);
 }
 
 }  // namespace ptxgate::runtime

@@ -331,13 +331,13 @@ void check_cooperative_mode(const contract::KernelInfo& kernel, const contract::
 void check_residency(const contract::KernelResources& res, const contract::LaunchPlan& plan, const DeviceCaps& caps, Reporter& r,
                      const Facts& f, Verdict& v, OccupancyProvider provider) {
   if (!f.geometry_ok || !f.resources_ok || !f.threads_fit) return;
-  Occupancy occ = compute_occupancy(caps, res, static_cast<uint32_t>(f.threads), plan.dynamic_shared_bytes);
-  std::optional<uint32_t> occupancy_override;
-  if (provider) occupancy_override = provider(f.threads, plan.dynamic_shared_bytes);
-  if (occupancy_override) occ.active_blocks_per_sm = *occupancy_override;
-  v.occupancy = occ;
+  // The provider's answer holds the offline model's factors: the model runs only without one.
+  std::optional<Occupancy> given;
+  if (provider) given = provider(f.threads, plan.dynamic_shared_bytes);
+  const Occupancy& occ = v.occupancy.emplace(
+      given ? *given : compute_occupancy(caps, res, static_cast<uint32_t>(f.threads), plan.dynamic_shared_bytes));
   const bool residency_matters = plan.cooperative && caps.cooperative_launch;
-  if (!occ.computed && !occupancy_override) {
+  if (!occ.computed && !given) {
     // Fail closed: a cooperative grid is legal only when residency is known.
     if (residency_matters)
       r.add(Code::occupancy_unknown,
@@ -382,9 +382,18 @@ void check_warnings(const DeviceCaps& caps, Reporter& r, const Facts& f) {
           fmt::format("use at least {} blocks (smaller blocks, or more work items)", caps.sm_count));
 }
 
+/// This thread's launch description for check_memory, which keeps its buffers (and the names'
+/// storage) between checks. Reached through a function that is never inlined: an inlined
+/// thread_local in a shared library may cost a __tls_get_addr call at every use.
+[[gnu::noinline]] MemoryLaunch& thread_memory_launch() {
+  thread_local MemoryLaunch launch;
+  return launch;
+}
+
 /// The memory-safety part: the launch's values into the kernel's access facts, every access
 /// decided (src/ptxgate/validation/memory_safety.hpp). Runs when the rest of the launch is legal.
-void check_memory(const contract::KernelInfo& kernel, const contract::LaunchPlan& plan, Verdict& v,
+/// Never inlined, so that a profile shows the memory verdict's inclusive cost apart.
+[[gnu::noinline]] void check_memory(const contract::KernelInfo& kernel, const contract::LaunchPlan& plan, Verdict& v,
                   const diag::Location& location, bool report_warnings) {
   if (!kernel.access) {
     if (plan.require_memory_proof)
@@ -395,8 +404,7 @@ void check_memory(const contract::KernelInfo& kernel, const contract::LaunchPlan
           .severity = diag::Severity::error;
     return;
   }
-  // This thread's launch description keeps its buffers (and the names' storage) between checks.
-  thread_local MemoryLaunch launch;
+  MemoryLaunch& launch = thread_memory_launch();
   launch.grid = plan.grid;
   launch.block = v.block;
   launch.dynamic_shared_bytes = plan.dynamic_shared_bytes;

@@ -117,11 +117,13 @@ bool block_given(const contract::LaunchPlan& plan);
 /// kDefaultBlock. The one place this default is decided.
 std::array<uint64_t, 3> effective_block(const contract::KernelInfo& kernel, const contract::LaunchPlan& plan);
 
-/// Where check_launch gets active blocks per SM beyond its offline model: a non-owning reference
-/// to a callable `std::optional<uint32_t>(uint64_t threads, uint64_t dynamic_shared_bytes)`
-/// (the backend's asks the driver). check_launch asks it at most once, and only for a launch
-/// whose geometry, shared memory and registers already pass its own checks, so the provider
-/// never re-checks them; nullopt (no answer) leaves the offline model's. Empty: offline only.
+/// Where check_launch gets a launch's occupancy beyond its offline model: a non-owning reference
+/// to a callable `std::optional<Occupancy>(uint64_t threads, uint64_t dynamic_shared_bytes)` (the
+/// backend's: compute_occupancy's factors with the driver's active blocks per SM, remembered by
+/// block size and dynamic shared bytes, which a new grid changes neither of). check_launch asks it
+/// at most once, and only for a launch whose geometry, shared memory and registers already pass its
+/// own checks, so the provider never re-checks them; nullopt (no answer) leaves the offline
+/// model's. Empty: offline only.
 class OccupancyProvider {
  public:
   OccupancyProvider() = default;
@@ -129,23 +131,23 @@ class OccupancyProvider {
     requires(!std::is_same_v<std::remove_cvref_t<F>, OccupancyProvider> && std::is_invocable_v<F&, uint64_t, uint64_t>)
   OccupancyProvider(F& f)  // NOLINT(google-explicit-constructor): a reference, like std::function_ref
       : object_(const_cast<void*>(static_cast<const void*>(&f))), call_([](void* o, uint64_t threads, uint64_t dynamic_shared) {
-          return std::optional<uint32_t>((*static_cast<F*>(o))(threads, dynamic_shared));
+          return std::optional<Occupancy>((*static_cast<F*>(o))(threads, dynamic_shared));
         }) {}
   explicit operator bool() const { return call_ != nullptr; }
-  std::optional<uint32_t> operator()(uint64_t threads, uint64_t dynamic_shared) const {
+  std::optional<Occupancy> operator()(uint64_t threads, uint64_t dynamic_shared) const {
     return call_(object_, threads, dynamic_shared);
   }
 
  private:
   void* object_ = nullptr;
-  std::optional<uint32_t> (*call_)(void*, uint64_t, uint64_t) = nullptr;
+  std::optional<Occupancy> (*call_)(void*, uint64_t, uint64_t) = nullptr;
 };
 
 /// Runs every check, in named parts reported in this order: arguments (PG30xx), geometry
 /// (PG31xx), shared memory (PG32xx), registers (PG33xx), cooperative mode and residency
 /// (PG34xx), memory safety of the accesses (PG38xx, src/ptxgate/validation/memory_safety.hpp), warnings (PG35xx). `location` (optional) is where launch diagnostics point,
-/// usually the kernel's declaration. `occupancy` answers active blocks per SM in place of the
-/// offline model when it has an answer. `report_warnings = false` skips formatting warnings and
+/// usually the kernel's declaration. `occupancy` answers the occupancy in place of the offline
+/// model when it has an answer. `report_warnings = false` skips formatting warnings and
 /// notes of a launchable verdict (the verdict is the same); a blocked verdict always carries
 /// them, so a blocked launch is validated once.
 Verdict check_launch(const contract::KernelInfo& kernel, const contract::KernelResources& resources, const contract::LaunchPlan& plan,

@@ -229,10 +229,11 @@ class ArgumentBinder {
  private:
   std::vector<ParamBinding> params_;
   ExactPlan exact_plan_;
-  /// Per parameter: the description an exactly matching argument leaves, and its LaunchShape word
-  /// (0: no steady path, e.g. a tensor map or a scalar wider than 8 bytes).
+  /// Per parameter: the description an exactly matching argument leaves, and its LaunchShape
+  /// words as a shape holds them, the description's (0: no steady path, e.g. a tensor map or a
+  /// scalar wider than 8 bytes) then the value's (0, set per launch).
   std::vector<contract::ArgumentDesc> exact_descs_;
-  std::vector<uint64_t> exact_words_;
+  std::vector<uint64_t> exact_pairs_;
   std::vector<uint32_t> proof_params_;  ///< the proof scalars' parameter numbers
   uint32_t key_words_ = 0;
   uint32_t proof_scalars_ = 0;

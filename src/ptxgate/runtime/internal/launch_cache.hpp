@@ -5,9 +5,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 
+#include "ptxgate/validation/check.hpp"
 #include "ptxgate/validation/launch_shape.hpp"
 
 namespace ptxgate::runtime {
@@ -51,14 +51,15 @@ struct SteadyKey {
 /// The launch cache of one LoadedFunction, shared by every thread that launches it:
 ///  * launchable shapes (validation::LaunchShape) with the block they run with (the plan's, or
 ///    @workgroup, or the default), kEntries of them, the oldest replaced first;
-///  * the driver's occupancy answers by block size, dynamic shared bytes and opt-in state (a new
-///    grid of a known block then needs no driver call), kOccupancyEntries of them.
-/// Reads take no lock and allocate nothing: each shape entry is a seqlock over atomic words
-/// (acquire loads, which are plain loads on x86-64), each occupancy answer one atomic word.
-/// A read that races with an insert into the same entry misses and validates afresh, which is
-/// always correct. Inserts serialise on a mutex (validation happened just before, so they are
-/// off the steady path). Blocked shapes are never cached: they are validated every time, so
-/// their diagnostics are complete every time.
+///  * occupancies (the offline model's factors with the driver's answer) by block size, dynamic
+///    shared bytes and opt-in state (a new grid of a known block then needs neither the driver
+///    nor the model), kOccupancyEntries of them.
+/// Reads take no lock and allocate nothing: each entry is a seqlock over atomic words (acquire
+/// loads, which are plain loads on x86-64). A read that races with a write into the same entry
+/// misses and validates afresh, which is always correct. A writer takes the entry's sequence with
+/// a compare-exchange and skips the write when another thread holds it: every entry is only a
+/// shortcut. Blocked shapes are never cached: they are validated every time, so their diagnostics
+/// are complete every time.
 class LaunchCache {
  public:
   static constexpr size_t kEntries = 16;
@@ -73,9 +74,11 @@ class LaunchCache {
   /// Remembers a launchable shape (no-op for a shape already there or one that is not cacheable).
   void insert(const validation::LaunchShape& shape, const std::array<uint64_t, 3>& block);
 
-  /// The driver's active blocks per SM for this block size, dynamic shared bytes and opt-in state.
-  std::optional<uint32_t> occupancy(uint64_t threads, uint64_t dynamic_shared, bool opt_in) const;
-  void remember_occupancy(uint64_t threads, uint64_t dynamic_shared, bool opt_in, uint32_t blocks);
+  /// The occupancy of this block size, dynamic shared bytes and opt-in state: the offline model's
+  /// factors with the driver's active blocks per SM (what validation's OccupancyProvider answers).
+  std::optional<validation::Occupancy> occupancy(uint64_t threads, uint64_t dynamic_shared, bool opt_in) const;
+  void remember_occupancy(uint64_t threads, uint64_t dynamic_shared, bool opt_in,
+                          const validation::Occupancy& occupancy);
 
   /// The front of the cache for Kernel::launch's steady path: the last steady shape it launched,
   /// as a SteadyKey, compared word for word without building a
@@ -118,9 +121,14 @@ class LaunchCache {
   size_t stride_;
   std::unique_ptr<std::atomic<uint64_t>[]> words_;
   mutable std::atomic<uint32_t> hint_{0};  ///< the entry of the last hit: scanned first
-  std::mutex insert_mutex_;
-  size_t next_ = 0;  ///< the entry the next insert replaces (under insert_mutex_)
-  std::array<std::atomic<uint64_t>, kOccupancyEntries> occupancy_{};
+  std::atomic<uint32_t> next_{0};          ///< the entry the next insert replaces (modulo kEntries)
+  /// One occupancy: its key (occupancy_key), then Occupancy's fields in four words.
+  struct OccupancyEntry {
+    std::atomic<uint64_t> sequence{0};  ///< odd while written, 0 while empty
+    std::atomic<uint64_t> key{0};
+    std::array<std::atomic<uint64_t>, 4> words{};
+  };
+  std::array<OccupancyEntry, kOccupancyEntries> occupancy_{};
   std::atomic<uint32_t> occupancy_next_{0};
 };
 
