@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include "ptxgate/runtime/stream_ops.hpp"
@@ -83,6 +84,28 @@ TEST_CASE("tracking: a launch that fails records nothing; what ran before it is 
   CHECK(fake_state().count("cuStreamWaitEvent") == 2);
   CHECK(ordered(Programs::launch_writing(mid), Programs::launch_writing(out, 1)));
   CHECK(p.rt->context().tracker().counters().submissions == 3);
+}
+
+TEST_CASE("tracking: an operation that throws records nothing, on the one-pass path and after a wait") {
+  Programs p;
+  auto producer = p.stream(), consumer = p.stream(), third = p.stream();
+  auto src = p.buffer(), mid = p.buffer(), out = p.buffer();
+  Tracker& tracker = p.rt->context().tracker();
+  const auto throwing = []() -> std::expected<void, diag::Diagnostics> { throw std::runtime_error("the operation"); };
+  const BufferAccess write_mid[] = {{mid.track(), AccessMode::write}};
+  // Nothing to wait for: recorded in one pass, then taken back when the operation throws.
+  CHECK_THROWS_AS((void)tracker.submit(producer.handle(), write_mid, throwing), std::runtime_error);
+  CHECK(tracker.counters().submissions == 0);
+  p.copy_on(consumer, out, mid);  // a read of `mid` on another stream: no writer to wait for
+  CHECK(fake_state().count("cuStreamWaitEvent") == 0);
+  CHECK(tracker.counters().submissions == 1);
+  // A write after that read waits first (the other path), then throws: still no writer recorded,
+  // so a read on a third stream waits for nothing.
+  CHECK_THROWS_AS((void)tracker.submit(producer.handle(), write_mid, throwing), std::runtime_error);
+  CHECK(fake_state().count("cuStreamWaitEvent") == 1);
+  p.copy_on(third, src, mid);
+  CHECK(fake_state().count("cuStreamWaitEvent") == 1);
+  CHECK(tracker.counters().submissions == 2);
 }
 
 TEST_CASE("tracking: a write on another stream waits for the readers since the last write (write after read)") {

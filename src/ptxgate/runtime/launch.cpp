@@ -354,11 +354,12 @@ std::expected<void, diag::Diagnostics> LaunchPath::launch(Context& ctx, Function
                                                           std::span<void* const> args, CUstream stream,
                                                           diag::Diagnostics* warnings, LaunchTicket* ticket,
                                                           const SteadyKey* steady, bool known_miss,
-                                                          bool proof_from_slots) {
+                                                          bool proof_from_slots, bool plan_of_call) {
   if (auto ok = ctx.enter_with("launch", [&] { return launch_subject(fn, plan); }); !ok) [[unlikely]]
     return ok;
-  if (auto ok = plan_matches_call(fn, plan, args, stream); !ok) [[unlikely]]
-    return ok;
+  if (!plan_of_call)
+    if (auto ok = plan_matches_call(fn, plan, args, stream); !ok) [[unlikely]]
+      return ok;
   auto admitted = admit(ctx, fn, plan, shape, warnings, known_miss, proof_from_slots ? args : std::span<void* const>{});
   if (!admitted) return std::unexpected(std::move(admitted.error()));
   if (steady != nullptr) fn.cache.remember_steady(*steady, admitted->block);

@@ -173,7 +173,8 @@ std::expected<void, diag::Diagnostics> Kernel::launch_new_shape(const LaunchConf
                                                                 CUstream s) {
   // The launch's LaunchShape, from the binder's words for exactly matching arguments: a shape the
   // launch cache knows launches at once; any other is validated through a plan of the same
-  // descriptions (so the shape is not encoded again), then cached. Either way a launchable shape
+  // descriptions (so the shape is not encoded again; the descriptions hold the proof scalars'
+  // values, which are the values the slots point at), then cached. Either way a launchable shape
   // becomes the front.
   using internal::LaunchPath;
   validation::LaunchShape shape;
@@ -184,7 +185,7 @@ std::expected<void, diag::Diagnostics> Kernel::launch_new_shape(const LaunchConf
   contract::LaunchPlan& plan = internal::thread_plan();
   LaunchPath::plan_header(plan, config, *ctx_, *state_, s == nullptr);
   state_->binder.exact_descriptions(args, plan.arguments);
-  return LaunchPath::launch(*ctx_, *state_, plan, shape, slots, s, nullptr, nullptr, key, true);
+  return LaunchPath::launch(*ctx_, *state_, plan, shape, slots, s, nullptr, nullptr, key, true, false, true);
 }
 
 std::expected<void, diag::Diagnostics> Kernel::launch_general(const LaunchConfig& config, std::span<const Arg> args,
@@ -232,7 +233,7 @@ std::expected<void, diag::Diagnostics> Kernel::launch_on(const LaunchConfig& con
   LaunchPath::plan_header(plan, config, *ctx_, *state_, s == nullptr);
   if (auto ok = state_->binder.bind(state_->info, args, plan.arguments, slots.data(), values.data()); !ok) return ok;
   return LaunchPath::launch(*ctx_, *state_, plan, validation::LaunchShape::of(plan),
-                            std::span<void* const>(slots.data(), n), s, nullptr, nullptr);
+                            std::span<void* const>(slots.data(), n), s, nullptr, nullptr, nullptr, false, false, true);
 }
 
 validation::Verdict Kernel::check(const LaunchConfig& config, std::span<const Arg> args, const Stream* stream) {

@@ -64,13 +64,17 @@ struct Tracker::Slot {
   }
 };
 
+struct Tracker::UndoLog {
+  AccessHistory<Use>::Undo entries[kUndoCapacity];
+};
+
 /// A freed buffer whose memory waits for the work still using it.
 struct Tracker::Deferred {
   std::shared_ptr<BufferTrack> track;
   boost::container::small_vector<Use, 2> pending;
 };
 
-Tracker::Tracker(Context& ctx) : ctx_(ctx) {
+Tracker::Tracker(Context& ctx) : undo_(std::make_unique<UndoLog>()), ctx_(ctx) {
   slots_.push_back(std::make_unique<Slot>());  // id 0: the legacy default stream
   live_.emplace_back(nullptr, 0);
 }
@@ -149,16 +153,18 @@ std::expected<void, diag::Diagnostics> Tracker::depend_locked(uint32_t id, uint3
   return {};
 }
 
+bool Tracker::ordered_locked(uint32_t id, uint32_t stream, uint64_t seq) const {
+  return stream == id || seq <= slots_[stream]->completed || slots_[id]->waited_for(stream) >= seq;
+}
+
 std::expected<void, diag::Diagnostics> Tracker::wait_locked(uint32_t id, std::span<const BufferAccess> accesses) {
   // The common case needs no driver call: every earlier use of the buffers is on this stream,
   // known complete, or a point this stream already waits for (what depend_locked checks first).
-  const Slot& self = *slots_[id];
   bool ordered = true;
   for (const BufferAccess& a : accesses)
     if (a.track != nullptr)
-      a.track->history.for_each_dependency(a.mode, [&](const Use& u) {
-        ordered = ordered && (u.stream == id || u.seq <= slots_[u.stream]->completed || self.waited_for(u.stream) >= u.seq);
-      });
+      a.track->history.for_each_dependency(
+          a.mode, [&](const Use& u) { ordered = ordered && ordered_locked(id, u.stream, u.seq); });
   if (ordered) [[likely]]
     return {};
   for (const BufferAccess& a : accesses) {
@@ -184,53 +190,21 @@ void Tracker::count_for_reclaim_locked() {
   if (++since_reclaim_ >= 64) reclaim_locked();
 }
 
-bool Tracker::order_and_record_locked(uint32_t id, std::span<const BufferAccess> accesses, Undo& undo) {
+bool Tracker::order_and_record_locked(uint32_t id, std::span<const BufferAccess> accesses) {
   // wait_locked's test of an earlier use and record_locked's change of the history, in one pass
-  // over the accesses; what each access replaced goes into `undo`. An access that needs a wait
+  // over the accesses; what each access replaced goes into `undo_`. An access that needs a wait
   // (or a history with more readers than an undo entry keeps) takes back what the pass did so far.
   Slot& self = *slots_[id];
   const Use use{id, self.submitted + 1};
-  const auto ordered = [&](const Use& u) {
-    return u.stream == id || u.seq <= slots_[u.stream]->completed || self.waited_for(u.stream) >= u.seq;
-  };
+  const auto ordered = [&](const Use& u) { return ordered_locked(id, u.stream, u.seq); };
   size_t k = 0;
   for (; k < accesses.size(); ++k) {
     const BufferAccess& a = accesses[k];
-    if (a.track == nullptr) continue;
-    AccessHistory<Use>& h = a.track->history;
-    Undo::Entry& e = undo.entries[k];
-    if (h.writer && !ordered(*h.writer)) break;
-    if (a.mode == AccessMode::write) {
-      const size_t n = h.readers.size();
-      if (n > 2) break;
-      bool all = true;
-      for (size_t r = 0; r < n; ++r) {
-        all = all && ordered(h.readers[r]);
-        e.reader_stream[r] = h.readers[r].stream;
-        e.reader_seq[r] = h.readers[r].seq;
-      }
-      if (!all) break;
-      e.readers = static_cast<uint8_t>(n);
-      e.had_writer = h.writer.has_value();
-      if (e.had_writer) e.writer_stream = h.writer->stream, e.writer_seq = h.writer->seq;
-      h.writer = use;
-      h.readers.clear();
-      continue;
-    }
-    // A read replaces this stream's earlier read, or joins the readers.
-    e.readers = 0xFF;
-    for (size_t r = 0; r < h.readers.size(); ++r)
-      if (h.readers[r].stream == id) {
-        e.readers = static_cast<uint8_t>(r);
-        e.reader_stream[0] = id;
-        e.reader_seq[0] = h.readers[r].seq;
-        h.readers[r] = use;
-        break;
-      }
-    if (e.readers == 0xFF) h.readers.push_back(use);
+    if (a.track != nullptr && !a.track->history.record_ordered(a.mode, use, ordered, same_stream, undo_->entries[k]))
+      break;
   }
   if (k != accesses.size()) [[unlikely]] {
-    undo_locked(id, accesses.first(k), undo, false);
+    undo_locked(id, accesses.first(k), false);
     return false;
   }
   self.submitted = use.seq;
@@ -238,25 +212,10 @@ bool Tracker::order_and_record_locked(uint32_t id, std::span<const BufferAccess>
   return true;
 }
 
-void Tracker::undo_locked(uint32_t id, std::span<const BufferAccess> accesses, const Undo& undo,
-                          bool counted) noexcept {
+void Tracker::undo_locked(uint32_t id, std::span<const BufferAccess> accesses, bool counted) noexcept {
   // In reverse: a buffer passed twice gets back what its first access found.
-  for (size_t k = accesses.size(); k-- > 0;) {
-    const BufferAccess& a = accesses[k];
-    if (a.track == nullptr) continue;
-    AccessHistory<Use>& h = a.track->history;
-    const Undo::Entry& e = undo.entries[k];
-    if (a.mode == AccessMode::write) {
-      h.writer = e.had_writer ? std::optional<Use>(Use{e.writer_stream, e.writer_seq}) : std::nullopt;
-      h.readers.clear();
-      h.readers.resize(e.readers);  // at most 2: within the readers' inline room
-      for (size_t r = 0; r < e.readers; ++r) h.readers[r] = Use{e.reader_stream[r], e.reader_seq[r]};
-    } else if (e.readers == 0xFF) {
-      h.readers.pop_back();
-    } else {
-      h.readers[e.readers] = Use{e.reader_stream[0], e.reader_seq[0]};
-    }
-  }
+  for (size_t k = accesses.size(); k-- > 0;)
+    if (const BufferAccess& a = accesses[k]; a.track != nullptr) a.track->history.undo(a.mode, undo_->entries[k]);
   if (!counted) return;
   // The operation failed after the pass: its submission is not counted either.
   --slots_[id]->submitted;

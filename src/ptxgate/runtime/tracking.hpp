@@ -88,24 +88,26 @@ class alignas(64) Tracker {
 
   /// Submits one operation on `stream` that uses `accesses`: makes the stream wait for the
   /// conflicting work of other streams, calls `op` (the driver call, returning
-  /// std::expected<void, diag::Diagnostics>), and when it succeeds records the accesses.
+  /// std::expected<void, diag::Diagnostics>), and when it succeeds records the accesses. An `op`
+  /// that fails or throws leaves no record.
   template <class Op>
   [[nodiscard, gnu::always_inline]] std::expected<void, diag::Diagnostics> submit(
       CUstream stream, std::span<const BufferAccess> accesses, Op&& op) {
     std::lock_guard lock(mutex_);
     const uint32_t id = stream == last_stream_ ? last_id_ : stream_locked(stream);
     // The common case is one pass: every earlier use is on this stream, complete or already waited
-    // for, and the submission is recorded at once, then taken back if `op` fails (under the lock,
-    // no other thread sees it in between). Otherwise the stream waits first, and `op`'s success
-    // is recorded after it.
-    Undo undo;
-    const bool ordered = accesses.size() <= Undo::kCapacity && order_and_record_locked(id, accesses, undo);
+    // for, and the submission is recorded at once, then taken back if `op` fails or throws (under
+    // the lock, no other thread sees it in between). Otherwise the stream waits first, and `op`'s
+    // success is recorded after it.
+    const bool ordered = accesses.size() <= kUndoCapacity && order_and_record_locked(id, accesses);
     if (!ordered) [[unlikely]]
       if (auto ok = wait_locked(id, accesses); !ok) return ok;
+    UndoOnThrow undo_on_throw{*this, id, accesses, ordered};
     auto done = op();
+    undo_on_throw.armed = false;
     if (ordered) [[likely]] {
       if (!done) [[unlikely]]
-        undo_locked(id, accesses, undo);
+        undo_locked(id, accesses);
       else if (!deferred_.empty()) [[unlikely]]
         count_for_reclaim_locked();
     } else if (done) {
@@ -161,29 +163,34 @@ class alignas(64) Tracker {
     void lock_contended();
     std::atomic<uint32_t> state_{0};  ///< 0 free, 1 held, 2 held with sleepers
   };
-  /// What a submission's one pass changed in each history, so that a failed operation leaves none
-  /// of it (order_and_record_locked, undo_locked). Written, never zeroed, for the accesses passed.
-  struct Undo {
-    static constexpr size_t kCapacity = 32;
-    struct Entry {
-      uint64_t writer_seq;
-      uint64_t reader_seq[2];  ///< a write: the readers it cleared; a read: the reader it replaced
-      uint32_t writer_stream;
-      uint32_t reader_stream[2];
-      bool had_writer;
-      uint8_t readers;  ///< a write: how many it cleared; a read: 0xFF when it joined the readers, else the index replaced
-    };
-    Entry entries[kCapacity];
-    Undo() {}  // NOLINT: left uninitialised (only the entries of the accesses passed are written)
+  /// Accesses a submission records in one pass at most (order_and_record_locked), what each
+  /// replaced kept in `undo_` so that a failed operation leaves none of it.
+  static constexpr size_t kUndoCapacity = 32;
+  /// undo_: one AccessHistory::Undo per access of the submission under the lock (tracking.cpp).
+  struct UndoLog;
+  /// Takes back the one pass of a submission whose operation throws (submit).
+  struct UndoOnThrow {
+    Tracker& tracker;
+    uint32_t id;
+    std::span<const BufferAccess> accesses;
+    bool armed;
+    ~UndoOnThrow() {
+      if (armed) [[unlikely]]
+        tracker.undo_locked(id, accesses);
+    }
   };
   uint32_t stream_locked(CUstream stream);
-  /// The fast path: true when every access's earlier uses are on stream `id`, complete or already
-  /// waited for; the submission is then recorded in each history (and counted), what it replaced in
-  /// `undo`. False with nothing changed otherwise.
-  [[nodiscard]] bool order_and_record_locked(uint32_t id, std::span<const BufferAccess> accesses, Undo& undo);
+  /// Whether stream `id` is already ordered after point `seq` of stream `stream`: the same stream,
+  /// a point known complete, or one `id` already waits for (wait_locked and
+  /// order_and_record_locked ask the same).
+  [[nodiscard]] bool ordered_locked(uint32_t id, uint32_t stream, uint64_t seq) const;
+  /// The fast path: true when every access's earlier uses are ordered_locked for stream `id`; the
+  /// submission is then recorded in each history (and counted), what it replaced in `undo_`.
+  /// False with nothing changed otherwise. At most kUndoCapacity accesses.
+  [[nodiscard]] bool order_and_record_locked(uint32_t id, std::span<const BufferAccess> accesses);
   /// Takes back what order_and_record_locked recorded in the histories of `accesses`, and with
-  /// `counted` the submission it counted (the operation failed).
-  void undo_locked(uint32_t id, std::span<const BufferAccess> accesses, const Undo& undo, bool counted = true) noexcept;
+  /// `counted` the submission it counted (the operation failed or threw).
+  void undo_locked(uint32_t id, std::span<const BufferAccess> accesses, bool counted = true) noexcept;
   /// A submission while buffers wait to be freed: every 64 of them reclaim what is complete.
   void count_for_reclaim_locked();
   [[nodiscard]] std::expected<void, diag::Diagnostics> wait_locked(uint32_t id, std::span<const BufferAccess> accesses);
@@ -204,6 +211,7 @@ class alignas(64) Tracker {
   TrackerCounters counters_;
   uint64_t since_reclaim_ = 0;
   std::vector<std::pair<CUstream, uint32_t>> live_;  ///< streams not yet destroyed -> slot id
+  std::unique_ptr<UndoLog> undo_;  ///< guarded by the lock, as the histories
   Context& ctx_;
 };
 

@@ -38,6 +38,31 @@ std::string_view kind_name(contract::ArgumentDesc::Kind k) {
   return k == contract::ArgumentDesc::Kind::buffer ? "buffer" : k == contract::ArgumentDesc::Kind::tensor_map ? "tensor map" : "scalar";
 }
 
+/// The kind of argument parameter `p` takes.
+contract::ArgumentDesc::Kind expected_kind(const contract::ParamInfo& p) {
+  return p.is_buffer                      ? contract::ArgumentDesc::Kind::buffer
+         : p.type == ir::Type::tensor_map ? contract::ArgumentDesc::Kind::tensor_map
+                                          : contract::ArgumentDesc::Kind::scalar;
+}
+
+/// Whether every argument of `args` (one per parameter of `kernel`) passes check_arguments'
+/// per-argument checks: the common case, decided without a branch per argument (a new launch
+/// shape checks every argument); the reporting loop then only runs for a launch with a problem.
+bool arguments_clean(const contract::KernelInfo& kernel, const std::vector<contract::ArgumentDesc>& args) {
+  bool bad = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const contract::ArgumentDesc& a = args[i];
+    const contract::ParamInfo& p = kernel.params[i];
+    const auto kind = expected_kind(p);
+    bad |= a.slot_is_null | (a.kind != kind);
+    if (p.is_buffer)
+      bad |= a.pointer_is_null | (p.alignment > 1 && a.address.value_or(0) % p.alignment != 0);
+    else
+      bad |= kind == contract::ArgumentDesc::Kind::scalar && a.size_bytes != p.size_bytes;
+  }
+  return !bad;
+}
+
 void check_arguments(const contract::KernelInfo& kernel, const contract::LaunchPlan& plan, Reporter& r) {
   if (plan.function_is_null)
     r.add(Code::null_function, fmt::format("function handle for kernel '{}' is null", kernel.name),
@@ -54,6 +79,7 @@ void check_arguments(const contract::KernelInfo& kernel, const contract::LaunchP
           "pass one argument per kernel parameter, in signature order");
     return;
   }
+  if (args.size() == kernel.params.size() && plan.required_elements.empty() && arguments_clean(kernel, args)) return;
   for (size_t i = 0; i < args.size(); ++i)
     if (args[i].slot_is_null)
       r.add(Code::null_argument_slot, fmt::format("argument slot {} is a null pointer", i),
@@ -67,9 +93,7 @@ void check_arguments(const contract::KernelInfo& kernel, const contract::LaunchP
   for (size_t i = 0; i < n; ++i) {
     const auto& a = args[i];
     const auto& p = kernel.params[i];
-    auto expected = p.is_buffer                      ? contract::ArgumentDesc::Kind::buffer
-                    : p.type == ir::Type::tensor_map ? contract::ArgumentDesc::Kind::tensor_map
-                                                     : contract::ArgumentDesc::Kind::scalar;
+    const auto expected = expected_kind(p);
     if (a.kind != expected &&
         (a.kind == contract::ArgumentDesc::Kind::tensor_map || expected == contract::ArgumentDesc::Kind::tensor_map)) {
       r.add(Code::tensor_map_argument_mismatch,

@@ -123,14 +123,19 @@ class LaunchShape {
   bool cooperative() const { return (words_[7] & 1) != 0; }
   bool stream_is_null() const { return (words_[7] & 8) != 0; }
 
-  /// A cheap mix of every word (rotate and add, two operations a word): compared first, so that
-  /// most misses cost one comparison. Never 0, the tag of an empty cache entry.
+  /// A cheap mix of every word (rotate and add, two operations a word, in two lanes over the even
+  /// and odd words): compared first, so that most misses cost one comparison. Never 0, the tag of
+  /// an empty cache entry.
   uint64_t tag() const {
     if (tag_ != 0) return tag_;  // computed once per shape (a missed lookup and the insert share it)
-    uint64_t h = 0x9E3779B97F4A7C15ull;
+    static_assert(kHeaderWords % 2 == 0 && kWordsPerArgument == 2, "size() is even");
+    uint64_t h = 0x9E3779B97F4A7C15ull, g = 0xC2B2AE3D27D4EB4Full;
     const size_t n = size();
-    for (size_t i = 0; i < n; ++i) h = ((h << 13) | (h >> 51)) + words_[i];
-    tag_ = h | 1;
+    for (size_t i = 0; i < n; i += 2) {
+      h = ((h << 13) | (h >> 51)) + words_[i];
+      g = ((g << 29) | (g >> 35)) + words_[i + 1];
+    }
+    tag_ = (h ^ ((g << 7) | (g >> 57))) | 1;
     return tag_;
   }
 

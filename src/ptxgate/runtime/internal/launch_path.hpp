@@ -117,11 +117,14 @@ class LaunchPath {
   /// equal LaunchShape::of(plan)): admit, then drive. `steady`, when given, is the same shape as
   /// Kernel::launch's SteadyKey: a launchable verdict makes it the launch cache's front.
   /// `proof_from_slots`: `shape` holds the values of the proof scalars read from `args`, the plan
-  /// does not (admit's proof_slots).
+  /// does not (admit's proof_slots). `plan_of_call`: the caller built the plan from this very call
+  /// (Kernel::launch), so it describes `args` and `stream` by construction; a caller's own plan
+  /// (launch_cuda_function) is compared with them first (PG9000 when they differ).
   [[nodiscard]] static std::expected<void, diag::Diagnostics> launch(
       Context& ctx, FunctionState& fn, const contract::LaunchPlan& plan, const validation::LaunchShape& shape,
       std::span<void* const> args, CUstream stream, diag::Diagnostics* warnings, LaunchTicket* ticket,
-      const SteadyKey* steady = nullptr, bool known_miss = false, bool proof_from_slots = false);
+      const SteadyKey* steady = nullptr, bool known_miss = false, bool proof_from_slots = false,
+      bool plan_of_call = false);
   /// Kernel::launch's path for a shape off the front: when the launch cache knows `shape` (built
   /// by the caller for exactly `args`, no slot null), the launch, and `steady` (when given)
   /// becomes the front; nothing on a miss or in a poisoned context (the caller takes the path
