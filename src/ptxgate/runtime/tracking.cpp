@@ -153,18 +153,19 @@ std::expected<void, diag::Diagnostics> Tracker::depend_locked(uint32_t id, uint3
   return {};
 }
 
-bool Tracker::ordered_locked(uint32_t id, uint32_t stream, uint64_t seq) const {
-  return stream == id || seq <= slots_[stream]->completed || slots_[id]->waited_for(stream) >= seq;
+bool Tracker::ordered_locked(const Slot& self, uint32_t stream, uint64_t seq) const {
+  return stream == self.id || seq <= slots_[stream]->completed || self.waited_for(stream) >= seq;
 }
 
 std::expected<void, diag::Diagnostics> Tracker::wait_locked(uint32_t id, std::span<const BufferAccess> accesses) {
   // The common case needs no driver call: every earlier use of the buffers is on this stream,
   // known complete, or a point this stream already waits for (what depend_locked checks first).
+  const Slot& self = *slots_[id];
   bool ordered = true;
   for (const BufferAccess& a : accesses)
     if (a.track != nullptr)
       a.track->history.for_each_dependency(
-          a.mode, [&](const Use& u) { ordered = ordered && ordered_locked(id, u.stream, u.seq); });
+          a.mode, [&](const Use& u) { ordered = ordered && ordered_locked(self, u.stream, u.seq); });
   if (ordered) [[likely]]
     return {};
   for (const BufferAccess& a : accesses) {
@@ -196,12 +197,13 @@ bool Tracker::order_and_record_locked(uint32_t id, std::span<const BufferAccess>
   // (or a history with more readers than an undo entry keeps) takes back what the pass did so far.
   Slot& self = *slots_[id];
   const Use use{id, self.submitted + 1};
-  const auto ordered = [&](const Use& u) { return ordered_locked(id, u.stream, u.seq); };
+  const auto ordered = [&](const Use& u) { return ordered_locked(self, u.stream, u.seq); };
+  AccessHistory<Use>::Undo* const undo = undo_->entries;  // read once: the histories' byte stores may alias it
+  const size_t n = accesses.size();
   size_t k = 0;
-  for (; k < accesses.size(); ++k) {
+  for (; k < n; ++k) {
     const BufferAccess& a = accesses[k];
-    if (a.track != nullptr && !a.track->history.record_ordered(a.mode, use, ordered, same_stream, undo_->entries[k]))
-      break;
+    if (a.track != nullptr && !a.track->history.record_ordered(a.mode, use, ordered, same_stream, undo[k])) break;
   }
   if (k != accesses.size()) [[unlikely]] {
     undo_locked(id, accesses.first(k), false);

@@ -180,10 +180,10 @@ class alignas(64) Tracker {
     }
   };
   uint32_t stream_locked(CUstream stream);
-  /// Whether stream `id` is already ordered after point `seq` of stream `stream`: the same stream,
-  /// a point known complete, or one `id` already waits for (wait_locked and
+  /// Whether stream `self` is already ordered after point `seq` of stream `stream`: the same
+  /// stream, a point known complete, or one `self` already waits for (wait_locked and
   /// order_and_record_locked ask the same).
-  [[nodiscard]] bool ordered_locked(uint32_t id, uint32_t stream, uint64_t seq) const;
+  [[nodiscard]] bool ordered_locked(const Slot& self, uint32_t stream, uint64_t seq) const;
   /// The fast path: true when every access's earlier uses are ordered_locked for stream `id`; the
   /// submission is then recorded in each history (and counted), what it replaced in `undo_`.
   /// False with nothing changed otherwise. At most kUndoCapacity accesses.
