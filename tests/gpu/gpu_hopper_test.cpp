@@ -171,12 +171,7 @@ TEST_CASE("hopper: a TMA load of a 4 x 256 f32 box (the limits) lands element by
   const uint32_t width = 40, height = 300;  // 160-byte rows: a multiple of 16
   auto x = random_values<float>(size_t{width} * height, -1.0, 1.0, 11);
   auto dx = upload(x);
-  TensorMapDesc d;
-  d.type = validation::TmaType::f32;
-  d.dims = {width, height};
-  d.strides = {uint64_t{width} * 4};
-  d.box = {4, 256};
-  auto map = encode(dx, d);
+  const runtime::TensorMap map = f32_tile_map(dx, width, height, {4, 256});
   auto dy = upload(std::vector<float>(1024, -7.0f));
   for (auto [x0, y0] : {std::pair{0, 0}, std::pair{36, 100}, std::pair{4, -100}, std::pair{-4, 8}, std::pair{40, 44}}) {
     PG_REQUIRE_OK(k->launch(LaunchConfig{}, {dy, map, int32_t(x0), int32_t(y0)}));
