@@ -153,7 +153,9 @@ std::expected<void, diag::Diagnostics> Tracker::depend_locked(uint32_t id, uint3
   return {};
 }
 
-bool Tracker::ordered_locked(const Slot& self, uint32_t stream, uint64_t seq) const {
+// Inline (used in this file only): an exported member of the shared library would be called
+// through the PLT, not inlined, on the one-pass path.
+inline bool Tracker::ordered_locked(const Slot& self, uint32_t stream, uint64_t seq) const {
   return stream == self.id || seq <= slots_[stream]->completed || self.waited_for(stream) >= seq;
 }
 
