@@ -5,13 +5,14 @@
 # and their difference (load-independent, unlike the nanoseconds validate_bench prints). The last
 # profile stays in $OUT_DIR (bench/callgrind_setup.sh).
 #   BUILD_DIR=build N=50 bench/memory_callgrind.sh [WORD]
-# With PTXGATE_BENCH_FIXED_NEW_GRID=1 every call has a new grid (the first grid component of more
-# than one block alternates with half of it); without it every call repeats the same launch, which
-# the kernel's remembered node bounds then serve (docs/benchmarks.md).
+# The calls cycle through launches new in every input the kernel lets change (bench/new_shapes.hpp);
+# PTXGATE_BENCH_NEW=grid alternates only the grid (the first component of more than one block with
+# half of it), PTXGATE_BENCH_NEW=same repeats the documented launch, which the kernel's remembered
+# node bounds then serve (docs/benchmarks.md). N is best a multiple of 16 (the number of launches).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${BUILD_DIR:-build}"
-n="${N:-50}"
+n="${N:-48}"
 source bench/callgrind_setup.sh
 callgrind_setup memory_callgrind PTXGATE_UNUSED_TOUCH_BYTES
 bin="$build/bench/validate_bench"

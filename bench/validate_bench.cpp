@@ -1,6 +1,6 @@
 // Benchmark: fresh check_launch (no ptxas) and the launch cache fast path, median ns per call; and
-// what the memory-safety part adds to a fresh check_launch for kernels of several sizes and for
-// every shipped kernel at its documented launch (bench/shipped_launches.hpp).
+// what the memory-safety part adds to a fresh check_launch of a new launch shape for kernels of
+// several sizes and for every shipped kernel near its documented launch (bench/shipped_launches.hpp).
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -17,6 +17,7 @@
 #include "ptxgate/validation/check.hpp"
 #include "ptxgate/validation/launch_shape.hpp"
 #include "ptxgate/validation/profiles.hpp"
+#include "new_shapes.hpp"
 #include "shipped_launches.hpp"
 
 using namespace ptxgate;
@@ -37,24 +38,42 @@ double median_ns_per_call(F&& body, int iterations, int batches) {
   return samples[batches / 2];
 }
 
+/// Which launches the memory rows check (PTXGATE_BENCH_NEW): `all` (the default) cycles through
+/// bench::new_shapes, a launch new in every input the kernel lets change, that nothing remembered
+/// serves; `grid` alternates the first grid component of more than one block with half of it (a
+/// launch that sizes its grid to the data); `same` repeats the documented launch (what the kernel's
+/// remembered node bounds then serve).
+std::vector<contract::LaunchPlan> shapes_for(const contract::KernelInfo& info, const contract::KernelResources& r,
+                                             const contract::LaunchPlan& p, const DeviceCaps& caps) {
+  const char* mode = std::getenv("PTXGATE_BENCH_NEW");
+  const std::string m = mode ? mode : "all";
+  if (m == "same") return {p};
+  if (m == "grid") {
+    contract::LaunchPlan half = p;
+    unsigned c = 0;
+    while (c < 2 && half.grid[c] < 2) ++c;
+    half.grid[c] = std::max<uint64_t>(p.grid[c] / 2, 1);
+    return {p, half};
+  }
+  if (m != "all") {
+    std::fprintf(stderr, "PTXGATE_BENCH_NEW=%s: expected all, grid or same\n", m.c_str());
+    std::exit(2);
+  }
+  return bench::new_shapes(info, r, p, caps);
+}
+
 /// The memory-safety part of a fresh check_launch: batches with and without the kernel's access
-/// facts alternate, each about 2 ms of checks (3 to 5000 calls); the median of each side.
+/// facts alternate, each about 2 ms of checks (3 to 5000 calls) cycling through `shapes`; the
+/// median of each side.
 struct MemoryCost {
   double with = 0, without = 0;
 };
-/// `calls` fresh checks, for an instruction count (callgrind --toggle-collect='*fixed_checks*').
-/// `new_grid`: every call alternates the grid's first component of more than one block between its
-/// value and half of it (a new grid each call, as a launch that sizes its grid to the data sees).
+/// `calls` fresh checks cycling through `shapes`, for an instruction count
+/// (callgrind --toggle-collect='*fixed_checks*').
 [[gnu::noinline]] bool fixed_checks(const contract::KernelInfo& k, const contract::KernelResources& r,
-                                    const contract::LaunchPlan& p, const DeviceCaps& caps, int calls, bool new_grid) {
+                                    const std::vector<contract::LaunchPlan>& shapes, const DeviceCaps& caps, int calls) {
   bool any = false;
-  contract::LaunchPlan plan = p;
-  unsigned c = 0;
-  while (c < 2 && plan.grid[c] < 2) ++c;
-  for (int i = 0; i < calls; ++i) {
-    if (new_grid) plan.grid[c] = i % 2 ? std::max<uint64_t>(p.grid[c] / 2, 1) : p.grid[c];
-    any |= check_launch(k, r, plan, caps).launchable;
-  }
+  for (int i = 0; i < calls; ++i) any |= check_launch(k, r, shapes[i % shapes.size()], caps).launchable;
   return any;
 }
 
@@ -62,20 +81,24 @@ MemoryCost memory_cost(const contract::KernelInfo& info, const contract::KernelR
                        const DeviceCaps& caps) {
   contract::KernelInfo bare = info;
   bare.access = nullptr;
+  const std::vector<contract::LaunchPlan> shapes = shapes_for(info, r, p, caps);
   volatile bool sink = false;
   // PTXGATE_BENCH_FIXED_CALLS=N: N calls with the facts (PTXGATE_BENCH_FIXED_SIDE=without: without them)
-  // and no timing, for instruction counts under callgrind; PTXGATE_BENCH_FIXED_NEW_GRID=1: a new grid
-  // every call (fixed_checks).
+  // and no timing, for instruction counts under callgrind (fixed_checks).
   if (const char* fixed = std::getenv("PTXGATE_BENCH_FIXED_CALLS")) {
     const int calls = std::max(std::atoi(fixed), 1);
     const char* side = std::getenv("PTXGATE_BENCH_FIXED_SIDE");
-    const char* grid = std::getenv("PTXGATE_BENCH_FIXED_NEW_GRID");
-    sink = fixed_checks(side && std::string(side) == "without" ? bare : info, r, p, caps, calls, grid && *grid == '1');
+    sink = fixed_checks(side && std::string(side) == "without" ? bare : info, r, shapes, caps, calls);
     return {};
   }
+  size_t next = 0;
+  const auto check = [&](const contract::KernelInfo& k) {
+    sink = check_launch(k, r, shapes[next], caps).launchable;
+    next = next + 1 == shapes.size() ? 0 : next + 1;
+  };
   const auto iterations_for = [&](const contract::KernelInfo& k) {
     auto start = std::chrono::steady_clock::now();
-    sink = check_launch(k, r, p, caps).launchable;
+    check(k);
     const double one = std::max(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count(), 1.0);
     return std::clamp(static_cast<int>(2e6 / one), 3, 5000);
   };
@@ -87,7 +110,7 @@ MemoryCost memory_cost(const contract::KernelInfo& info, const contract::KernelR
       const contract::KernelInfo& k = facts ? info : bare;
       const int count = n[facts ? 0 : 1];
       auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < count; ++i) sink = check_launch(k, r, p, caps).launchable;
+      for (int i = 0; i < count; ++i) check(k);
       (facts ? with : without)
           .push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() / count);
     }
@@ -132,7 +155,10 @@ const MemoryCase kMemoryCases[] = {
 }  // namespace
 
 /// `validate_bench [WORD]`: with WORD, only the memory-safety rows whose name contains it (for a profiler).
+/// The shipped kernels are read from $PTXGATE_SOURCE_DIR, else from the source tree it was built from.
 int main(int argc, char** argv) {
+  const char* source_dir = std::getenv("PTXGATE_SOURCE_DIR");
+  if (!source_dir) source_dir = PTXGATE_SOURCE_DIR;
   const std::string only = argc > 1 ? argv[1] : "";
   const auto wanted = [&](const std::string& name) { return only.empty() || name.find(only) != std::string::npos; };
   auto caps = load_profile("h100-sxm");
@@ -239,7 +265,7 @@ int main(int argc, char** argv) {
   // The shipped kernels at their documented launches.
   for (const shipped::Launch& l : shipped::shipped_launches()) {
     if (!wanted(std::string(l.file) + " " + l.kernel)) continue;
-    std::ifstream in(std::string(PTXGATE_SOURCE_DIR) + "/" + l.file);
+    std::ifstream in(std::string(source_dir) + "/" + l.file);
     std::stringstream text;
     text << in.rdbuf();
     diag::SourceFile file(l.file, text.str());
@@ -298,7 +324,9 @@ int main(int argc, char** argv) {
     std::printf("  cached verdict: find, another of %zu entries             %8.1f ns\n", runtime::LaunchCache::kEntries,
                 lookup_worst);
   }
-  std::printf("memory safety (fresh check_launch with the kernel's access facts, minus without them)\n");
+  const char* mode = std::getenv("PTXGATE_BENCH_NEW");
+  std::printf("memory safety (fresh check_launch with the kernel's access facts, minus without them; launches: %s)\n",
+              mode ? mode : "all");
   for (const MemoryRow& m : memory_rows)
     std::printf("  %-56s %8.1f ns (%.1f with, %.1f without)\n", m.name, m.with - m.without, m.with, m.without);
   return 0;

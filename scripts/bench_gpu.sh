@@ -9,11 +9,12 @@ BUNDLE=${BUNDLE:-.bundle}
 CUDA=${CUDA_HOME:-/usr/local/cuda}
 
 cmake -S . -B "$BUILD" -G Ninja >/dev/null
-ninja -C "$BUILD" -j2 ptxgate_gpu_bench ptxgate_programs_bench ptxgate_jacobi
+ninja -C "$BUILD" -j2 ptxgate_gpu_bench ptxgate_programs_bench ptxgate_jacobi validate_bench
 
 rm -rf "$BUNDLE"
 mkdir -p "$BUNDLE/bin" "$BUNDLE/lib" "$BUNDLE/cubins" "$BUNDLE/emit"
-cp "$BUILD/bench/ptxgate_gpu_bench" "$BUILD/bench/ptxgate_programs_bench" "$BUILD/examples/jacobi/ptxgate_jacobi" "$BUNDLE/bin/"
+cp "$BUILD/bench/ptxgate_gpu_bench" "$BUILD/bench/ptxgate_programs_bench" "$BUILD/examples/jacobi/ptxgate_jacobi" \
+  "$BUILD/bench/validate_bench" "$BUNDLE/bin/"
 cp -L "$BUILD/libptxgate.so.0" "$BUNDLE/lib/libptxgate.so.0"
 strip --strip-unneeded "$BUNDLE"/bin/* "$BUNDLE/lib/libptxgate.so.0"
 # Libraries the GPU machine may lack (fmt, xxhash); Ubuntu 24.04 has newer glibc, libstdc++, zlib and zstd.

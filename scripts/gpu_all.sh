@@ -12,6 +12,8 @@
 #              PyTorch graph-replay peers, and the Jacobi example;
 #   launch_ab  before/after launch overhead against a benchmark bundle of an earlier commit
 #              (GPU_BEFORE: a directory, or a .tar.xz holding one directory; bench/launch_ab.sh).
+#   validate   validate_bench on the GPU machine's host: what the memory verdict adds to validating a launch
+#              new in every input, per shipped kernel (validate.txt; PTXGATE_BENCH_NEW=grid|same for others);
 #   python     the Python package's tests (python/tests, GPU ones with PyTorch/CuPy) over the bundle's library;
 #   sanitize   compute-sanitizer memcheck, racecheck and synccheck over the programs GPU tests;
 #   memsafe    the memory-safety analysis against compute-sanitizer: every tests/golden/memsafe case
@@ -88,6 +90,11 @@ device() {
     ok=$(grep -c '^exit 0' "$final/programs.txt")
     echo "programs part: $ok of 3 steps exit 0"
     ((ok == 3)) || failed+=("programs part ($((3 - ok)) of 3 steps failed: programs.txt)")
+  fi
+  if [[ " $parts " == *" validate "* ]]; then
+    PTXGATE_SOURCE_DIR="$PWD" PTXGATE_PROFILE_DIR="$PWD/profiles" LD_LIBRARY_PATH=".bundle/bench/lib" \
+      timeout --kill-after=5 "${GPU_VALIDATE_LIMIT:-240}" .bundle/bench/bin/validate_bench >"$final/validate.txt" 2>&1
+    part validate $?
   fi
   if [[ " $parts " == *" python "* ]]; then
     PTXGATE_LIBRARY="$PWD/.bundle/lib/libptxgate.so.0" LD_LIBRARY_PATH="$PWD/.bundle/lib" PTXGATE_CACHE_DIR="$work/py-cache" \
