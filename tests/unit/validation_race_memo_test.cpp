@@ -207,6 +207,10 @@ TEST_CASE("race proofs: remembered proofs give the enumeration's races on the sh
       for (const auto& [name, value] : l.arguments)
         if (name == k->params[i].name) (k->params[i].is_buffer ? documented.buffer_bytes[i] : documented.scalar_bits[i]) = value;
     }
+    // At its documented launch every group is proven race-free without enumerating a thread.
+    validation::SharedRaceSearch counts;
+    CHECK(validation::find_shared_races(facts, documented, &counts).empty());
+    CHECK(counts.enumerated == 0);
     validation::MemoryLaunch launch = documented;
     for (int step = 0; step < 20; ++step) {
       CAPTURE(step);
