@@ -40,7 +40,7 @@ while IFS= read -r name; do
     printf '%-48s %12d %12d %12d\n' "$name" $((with / n)) $((without / n)) $(((with - without) / n))
     continue
   fi
-  races=$(callgrind_annotate --inclusive=yes "$with_out" 2>/dev/null |
+  races=$(callgrind_annotate --inclusive=yes --threshold=100 "$with_out" 2>/dev/null |
     awk '/remembered_shared_races/ && !done {gsub(",", "", $1); print $1; done = 1}')
   races=${races:-0}
   printf '%-48s %12d %12d %12d %12d %12d\n' "$name" $((with / n)) $((without / n)) $(((with - without) / n)) \
