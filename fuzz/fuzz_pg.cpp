@@ -1,8 +1,8 @@
 // Fuzz target: any bytes as a .pg file -> parse -> verify -> print -> codegen (LLVM IR; in checked
 // mode for inputs of odd length, whose KernelInfo must round-trip through its JSON); rejected
 // input renders as text with no control characters; each kernel's access facts -> JSON and back ->
-// evaluated for a launch made from the input's bytes (and the remembered race verdicts compared
-// with fresh ones).
+// evaluated for a launch made from the input's bytes (and the remembered race verdicts and race-free
+// proofs compared with fresh ones and with the enumeration of every thread).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -13,9 +13,20 @@
 #include "ptxgate/ir/printer.hpp"
 #include "ptxgate/ir/sym_eval.hpp"
 #include "ptxgate/validation/internal/race_memo.hpp"
+#include "ptxgate/validation/internal/shared_races.hpp"
 #include "ptxgate/validation/memory_safety.hpp"
 
 namespace {
+
+/// The same races: sites, threads, iteration and byte.
+bool same_races(const std::vector<ptxgate::validation::SharedRace>& a, const std::vector<ptxgate::validation::SharedRace>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].first_site != b[i].first_site || a[i].second_site != b[i].second_site || a[i].byte != b[i].byte ||
+        a[i].first_thread != b[i].first_thread || a[i].second_thread != b[i].second_thread || a[i].loops != b[i].loops)
+      return false;
+  return true;
+}
 
 /// The facts survive JSON, and a launch made from `seed` evaluates without a crash; every witness
 /// of an out-of-bounds access, evaluated again on its own, takes the access out of bounds.
@@ -39,13 +50,24 @@ void check_access_facts(const ptxgate::ir::Kernel& kernel, uint64_t seed) {
   if (verdict.proven + verdict.unreachable + verdict.out_of_bounds + verdict.unproven != verdict.sites) __builtin_trap();
   // The symbolic race proof only skips what the enumeration of every thread would not find: the
   // same races with it and without it.
-  const auto enumerated = validation::find_shared_races(facts, launch, nullptr, nullptr, /*prove=*/false);
-  if (enumerated.size() != verdict.races.size()) __builtin_trap();
-  for (size_t i = 0; i < enumerated.size(); ++i)
-    if (enumerated[i].first_site != verdict.races[i].first_site || enumerated[i].second_site != verdict.races[i].second_site ||
-        enumerated[i].byte != verdict.races[i].byte || enumerated[i].first_thread != verdict.races[i].first_thread ||
-        enumerated[i].second_thread != verdict.races[i].second_thread)
+  if (!same_races(validation::find_shared_races(facts, launch, nullptr, nullptr, /*prove=*/false), verdict.races))
+    __builtin_trap();
+  // The race-free proofs remembered by what they read (internal::RacePlan), over launches with other
+  // scalars, dynamic shared bytes and (last) block: the races of the enumeration every time.
+  validation::internal::RacePlan plan;
+  validation::internal::plan_races(facts, plan);
+  validation::MemoryLaunch again = launch;
+  for (int round = 0; round < 4; ++round) {
+    if (round > 0) {
+      for (auto& bits : again.scalar_bits)
+        if (bits && next() % 2) bits = next() % 300;
+      again.dynamic_shared_bytes = next() % 4096;
+    }
+    if (round == 3) again.block[0] = 1 + next() % 64;
+    const auto remembered = validation::internal::search_shared_races(facts, again, plan, true, nullptr, nullptr, true);
+    if (!same_races(validation::find_shared_races(facts, again, nullptr, nullptr, /*prove=*/false), remembered))
       __builtin_trap();
+  }
   // The race verdicts check_launch remembers per kernel (keyed by what the search reads): for this
   // launch, one with another grid, and one with other scalars too, the same races as a fresh search.
   // The block changes too in the last round (the remembered bounds then evaluate every node again).
@@ -70,14 +92,7 @@ void check_access_facts(const ptxgate::ir::Kernel& kernel, uint64_t seed) {
           whole.findings[i].witness.block != anew.findings[i].witness.block ||
           whole.findings[i].witness.index != anew.findings[i].witness.index)
         __builtin_trap();
-    const auto& remembered = whole.races;
-    const auto fresh = validation::find_shared_races(facts, other);
-    if (remembered.size() != fresh.size()) __builtin_trap();
-    for (size_t i = 0; i < fresh.size(); ++i)
-      if (remembered[i].first_site != fresh[i].first_site || remembered[i].second_site != fresh[i].second_site ||
-          remembered[i].byte != fresh[i].byte || remembered[i].first_thread != fresh[i].first_thread ||
-          remembered[i].second_thread != fresh[i].second_thread)
-        __builtin_trap();
+    if (!same_races(whole.races, validation::find_shared_races(facts, other))) __builtin_trap();
   }
   ir::ConcreteNodes eval(facts, launch.grid, launch.block, launch.dynamic_shared_bytes, launch.scalar_bits);
   for (const auto& f : verdict.findings) {

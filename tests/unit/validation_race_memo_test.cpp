@@ -2,11 +2,16 @@
 // search reads, so a change that alters the verdict is searched again and the verdict equals a fresh one.
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <random>
+#include <sstream>
 #include <string>
 
 #include "ir_check_support.hpp"
+#include "shipped_launches.hpp"
 #include "ptxgate/ir/access_facts.hpp"
 #include "ptxgate/validation/internal/race_memo.hpp"
+#include "ptxgate/validation/internal/shared_races.hpp"
 #include "ptxgate/validation/memory_safety.hpp"
 
 using namespace ptxgate;
@@ -144,4 +149,140 @@ TEST_CASE("race memo: a copy of the facts is a kernel of its own") {
     if (s.space == ir::Space::shared && s.kind == ir::AccessKind::write) s.space = ir::Space::local;
   std::shared_ptr<const ir::AccessFacts> other = copy;
   CHECK(races(other, launch_of(2, {1, 1, 1}, {256, 1, 1}, {{1, 128}})) == 0);
+}
+
+namespace {
+
+/// The races of `launch` through `plan`'s remembered proofs, checked against the enumeration of every
+/// thread (no symbolic step): the same races, sites, threads, iteration and byte.
+size_t same_as_enumeration(const ir::AccessFacts& facts, validation::internal::RacePlan& plan,
+                           const validation::MemoryLaunch& launch) {
+  validation::SharedRaceSearch counts;
+  const auto remembered = validation::internal::search_shared_races(facts, launch, plan, true, &counts, nullptr, true);
+  const auto enumerated = validation::find_shared_races(facts, launch, nullptr, nullptr, /*prove=*/false);
+  REQUIRE(remembered.size() == enumerated.size());
+  for (size_t i = 0; i < enumerated.size(); ++i) {
+    CHECK(remembered[i].first_site == enumerated[i].first_site);
+    CHECK(remembered[i].second_site == enumerated[i].second_site);
+    CHECK(remembered[i].first_thread == enumerated[i].first_thread);
+    CHECK(remembered[i].second_thread == enumerated[i].second_thread);
+    CHECK(remembered[i].loops == enumerated[i].loops);
+    CHECK(remembered[i].byte == enumerated[i].byte);
+  }
+  return enumerated.size();
+}
+
+std::string source(const std::string& relative) {
+  std::ifstream in(std::string(PTXGATE_SOURCE_DIR) + "/" + relative);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("race proofs: remembered proofs give the enumeration's races on the shipped kernels over many launches") {
+  std::mt19937 rng(2711);
+  uint64_t replayed = 0;
+  for (const shipped::Launch& l : shipped::shipped_launches()) {
+    const std::string where = std::string(l.file) + " " + l.kernel;
+    CAPTURE(where);
+    testing::Checked checked = testing::check_module(l.file, source(l.file));
+    REQUIRE_MESSAGE(!checked.diags.has_errors(), diag::render_text(checked.diags));
+    const ir::Kernel* k = checked.module.find_kernel(l.kernel);
+    REQUIRE(k);
+    REQUIRE(k->access_facts);
+    const ir::AccessFacts& facts = *k->access_facts;
+    validation::internal::RacePlan plan;
+    validation::internal::plan_races(facts, plan);
+    if (plan.groups.empty()) continue;
+    validation::MemoryLaunch documented;
+    documented.grid = l.grid;
+    documented.block = l.block;
+    documented.dynamic_shared_bytes = l.dynamic_shared;
+    documented.scalar_bits.assign(k->params.size(), std::nullopt);
+    documented.buffer_bytes.assign(k->params.size(), std::nullopt);
+    for (size_t i = 0; i < k->params.size(); ++i) {
+      documented.names.push_back(k->params[i].name);
+      for (const auto& [name, value] : l.arguments)
+        if (name == k->params[i].name) (k->params[i].is_buffer ? documented.buffer_bytes[i] : documented.scalar_bits[i]) = value;
+    }
+    // At its documented launch every group is proven race-free without enumerating a thread.
+    validation::SharedRaceSearch counts;
+    CHECK(validation::find_shared_races(facts, documented, &counts).empty());
+    CHECK(counts.enumerated == 0);
+    validation::MemoryLaunch launch = documented;
+    for (int step = 0; step < 20; ++step) {
+      CAPTURE(step);
+      // A new k, cols or n (any value, or one of a few multiples of 8), a new block or grid.
+      const unsigned what = rng() % 6;
+      if (what <= 2) {
+        const size_t p = rng() % launch.scalar_bits.size();
+        if (documented.scalar_bits[p]) {
+          const uint64_t base = *documented.scalar_bits[p];
+          launch.scalar_bits[p] = what == 0 ? base - std::min<uint64_t>(base, rng() % 64)
+                                            : std::max<uint64_t>(8, (base / 8 + rng() % 9 - 4) * 8);
+        }
+      } else if (what == 3) {
+        launch.block[0] = std::max<uint64_t>(32, documented.block[0] - 32 * (rng() % 4));
+      } else if (what == 4) {
+        launch.grid[0] = 1 + rng() % (2 * documented.grid[0]);
+      } else {
+        launch = documented;
+      }
+      same_as_enumeration(facts, plan, launch);
+    }
+    replayed += plan.replayed;
+  }
+  CHECK(replayed > 0);  // the proofs of earlier launches served later ones
+}
+
+TEST_CASE("race proofs: a remembered proof serves a new trip count, never a change that makes a race") {
+  // Each thread's elements j = t + STEP * m: race-free for every n when the step is the block's
+  // threads, which the proof shows for any trip count; a step of 64 lets threads meet.
+  auto facts = facts_of(R"(
+@workgroup(128)
+kernel k(out y: u32[], n: u32, step: u32) {
+  shared s: u32[8192];
+  var j = thread_id.x;
+  while (j < n) { s[j] = s[j] + 1; j = j + step; }
+  barrier();
+  y[thread_id.x] = s[thread_id.x];
+}
+)");
+  validation::internal::RacePlan plan;
+  validation::internal::plan_races(*facts, plan);
+  auto with = [&](uint64_t n, uint64_t step) {
+    return same_as_enumeration(*facts, plan, launch_of(3, {1, 1, 1}, {128, 1, 1}, {{1, n}, {2, step}}));
+  };
+  CHECK(with(1024, 128) == 0);
+  CHECK(plan.replayed == 0);
+  CHECK(with(4000, 128) == 0);  // another trip count: the same proof
+  CHECK(plan.replayed > 0);
+  const uint64_t before = plan.replayed;
+  CHECK(with(4000, 64) == 1);   // another step: proven again, fails, the threads are found
+  CHECK(with(77, 128) == 0);
+  CHECK(plan.replayed > before);
+
+  // The read's elements 100 - (t % d) meet the writes' 0..63 once d > 37: a proof made with the
+  // range of t % d for d = 16 serves any narrower range (d = 8), not a wider one (d = 50).
+  auto ranged = facts_of(R"(
+@workgroup(64)
+kernel k(out y: u32[], d: u32) {
+  shared s: u32[128];
+  s[thread_id.x] = thread_id.x;
+  y[thread_id.x] = s[100 - thread_id.x % d];
+}
+)");
+  validation::internal::RacePlan by_range;
+  validation::internal::plan_races(*ranged, by_range);
+  auto with_d = [&](uint64_t d) {
+    return same_as_enumeration(*ranged, by_range, launch_of(2, {1, 1, 1}, {64, 1, 1}, {{1, d}}));
+  };
+  CHECK(with_d(16) == 0);
+  CHECK(with_d(8) == 0);
+  CHECK(by_range.replayed == 1);
+  CHECK(with_d(50) == 1);
+  CHECK(by_range.replayed == 1);
+  CHECK(with_d(16) == 0);
 }

@@ -69,6 +69,24 @@ void ConcreteNodes::set_loop(uint32_t loop, uint64_t bits) {
   valid_up_to_ = std::min<uint32_t>(valid_up_to_, facts_.loops[loop].variable);
 }
 
+std::optional<Integer> loop_pass_value(const LoopFact& l, Type t, uint64_t lo, uint64_t hi, uint64_t step,
+                                       uint64_t offset, bool last) {
+  const Integer first = value_of(t, lo), end = value_of(t, hi);
+  const Integer s = static_cast<Integer>(bits_of(t, static_cast<Integer>(step)));  // the step as unsigned
+  Integer at = first;
+  if (l.kind == LoopFact::Kind::range) {
+    if (first >= end) return std::nullopt;
+    if (last && !l.exits_early && s > 0) at = first + (end - 1 - first) / s * s;
+  } else {
+    const Integer a = value_of(t, offset);
+    const Integer bound = l.inclusive ? end - a : end - a - 1;  // the largest value the condition admits
+    if (a < 0 || first > bound) return std::nullopt;
+    if (last && !l.exits_early && s > 0) at = first + (bound - first) / s * s;
+    if (at + a > type_max(t)) return std::nullopt;
+  }
+  return at;
+}
+
 std::optional<Integer> ConcreteNodes::enter_loop(uint32_t loop, bool last) {
   if (loop >= facts_.loops.size()) return std::nullopt;
   const LoopFact& l = facts_.loops[loop];
@@ -76,23 +94,13 @@ std::optional<Integer> ConcreteNodes::enter_loop(uint32_t loop, bool last) {
   const Type t = facts_.nodes[l.variable].type;
   auto lo = value(l.lo), hi = value(l.hi), step = value(l.step);
   if (!lo || !hi || !step) return std::nullopt;
-  const Integer first = value_of(t, *lo), end = value_of(t, *hi);
-  const Integer s = static_cast<Integer>(bits_of(t, static_cast<Integer>(*step)));  // the step as unsigned
-  Integer at = first;
-  if (l.kind == LoopFact::Kind::range) {
-    if (first >= end) return std::nullopt;
-    if (last && !l.exits_early && s > 0) at = first + (end - 1 - first) / s * s;
-  } else {
-    auto offset = value(l.offset);
-    if (!offset) return std::nullopt;
-    const Integer a = value_of(t, *offset);
-    const Integer bound = l.inclusive ? end - a : end - a - 1;  // the largest value the condition admits
-    if (a < 0 || first > bound) return std::nullopt;
-    if (last && !l.exits_early && s > 0) at = first + (bound - first) / s * s;
-    if (at + a > type_max(t)) return std::nullopt;
-  }
-  set_loop(loop, bits_of(t, at));
-  if (at == first)
+  std::optional<uint64_t> offset = 0;
+  if (l.kind == LoopFact::Kind::induction) offset = value(l.offset);
+  if (!offset) return std::nullopt;
+  const auto at = loop_pass_value(l, t, *lo, *hi, *step, *offset, last);
+  if (!at) return std::nullopt;
+  set_loop(loop, bits_of(t, *at));
+  if (*at == value_of(t, *lo))
     for (uint32_t v = 0; v < facts_.loops.size(); ++v)
       if (facts_.loops[v].kind == LoopFact::Kind::shrinking && facts_.loops[v].parent == static_cast<int32_t>(loop))
         if (auto init = value(facts_.loops[v].lo)) set_loop(v, *init);
@@ -121,15 +129,18 @@ std::optional<uint64_t> ConcreteNodes::compute(uint32_t id) const {
     default: break;
   }
   const unsigned count = sym_operand_count(n.op);
-  const auto a = values_[n.a];
-  const auto b = count > 1 ? values_[n.b] : std::optional<uint64_t>(0);
-  const auto x = count > 2 ? values_[n.c] : std::optional<uint64_t>(0);
+  return apply_sym_node(n, facts_.nodes[n.a].type, values_[n.a], count > 1 ? values_[n.b] : std::optional<uint64_t>(0),
+                        count > 2 ? values_[n.c] : std::optional<uint64_t>(0));
+}
+
+std::optional<uint64_t> apply_sym_node(const SymNode& n, Type operand, std::optional<uint64_t> a,
+                                       std::optional<uint64_t> b, std::optional<uint64_t> c) {
   // Short circuits decide without the unknown side.
   if (n.op == SymOp::logical_and && ((a && !(*a & 1)) || (b && !(*b & 1)))) return 0;
   if (n.op == SymOp::logical_or && ((a && (*a & 1)) || (b && (*b & 1)))) return 1;
-  if (n.op == SymOp::select && a) return (*a & 1) ? b : x;
-  if (!a || !b || !x) return std::nullopt;
-  return apply_sym_op(n.op, n.type, facts_.nodes[n.a].type, *a, *b, *x);
+  if (n.op == SymOp::select && a) return (*a & 1) ? b : c;
+  if (!a || !b || !c) return std::nullopt;
+  return apply_sym_op(n.op, n.type, operand, *a, *b, *c);
 }
 
 }  // namespace ptxgate::ir

@@ -68,6 +68,12 @@ constexpr uint64_t bits_of(Type t, Integer value) {
 /// extending casts. Leaves (constant, param, builtins, loop, opaque) have no operation: nullopt.
 std::optional<uint64_t> apply_sym_op(SymOp op, Type type, Type operand, uint64_t a, uint64_t b, uint64_t c);
 
+/// The bits of node `n` (not a leaf) from its operands' bits (`operand`: the first operand's type;
+/// nullopt: unknown; operands it does not have: 0): && and || decide without an unknown side when
+/// the other decides, and select without the branch it does not take; else apply_sym_op.
+std::optional<uint64_t> apply_sym_node(const SymNode& n, Type operand, std::optional<uint64_t> a,
+                                       std::optional<uint64_t> b, std::optional<uint64_t> c);
+
 /// The number of operands of a node of operation `op` (0 for leaves). Inline: the bounds and the
 /// concrete evaluation ask it for every node they visit.
 constexpr unsigned sym_operand_count(SymOp op) {
@@ -84,6 +90,12 @@ constexpr unsigned sym_operand_count(SymOp op) {
       return 2;
   }
 }
+
+/// The variable of loop `l` (a range or induction loop whose variable has type `t`) at its first
+/// iteration, or at its last one (only the first for a loop that may leave early), from the bits of
+/// its bounds (`offset`: induction loops only); nullopt when no iteration runs.
+std::optional<Integer> loop_pass_value(const LoopFact& l, Type t, uint64_t lo, uint64_t hi, uint64_t step,
+                                       uint64_t offset, bool last);
 
 /// Every node of a kernel's facts evaluated for one thread of a launch: thread and block
 /// coordinates and loop variables assigned, scalar parameters from the launch (unknown ones, and

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "ptxgate/ir/sym_eval.hpp"
+#include "ptxgate/validation/internal/shared_races.hpp"
 
 namespace ptxgate::validation::internal {
 namespace {
@@ -20,6 +21,8 @@ struct RaceMemo {
   static constexpr size_t kEntries = 8;
   std::vector<std::pair<std::vector<uint64_t>, std::vector<SharedRace>>> entries;
   size_t next = 0;  ///< the entry the next new verdict replaces once all are used
+  /// The race search's groups, built once, and the race-free proofs it remembers by what they read.
+  std::unique_ptr<RacePlan> plan;
   std::shared_ptr<BoundsMemo> bounds = std::make_shared<BoundsMemo>();
 };
 
@@ -43,6 +46,10 @@ std::shared_ptr<RaceMemo> memo_of(const std::shared_ptr<const ir::AccessFacts>& 
   m->owner = facts;
   m->facts = facts.get();
   m->inputs = race_inputs(*facts);
+  if (m->inputs.searched) {
+    m->plan = std::make_unique<RacePlan>();
+    plan_races(*facts, *m->plan);
+  }
   std::erase_if(g_memos, [](const std::shared_ptr<RaceMemo>& x) { return x->owner.expired(); });
   if (g_memos.size() >= kMemos) g_memos.pop_back();
   g_memos.push_back(m);
@@ -160,7 +167,11 @@ std::vector<SharedRace> remembered_shared_races(const std::shared_ptr<const ir::
     for (const auto& [k, races] : memo->entries)
       if (k == key) return races;
   }
-  std::vector<SharedRace> races = find_shared_races(*facts, launch, nullptr, &bounds);
+  // The plan's remembered proofs, unless another launch of the kernel searches with them now.
+  std::unique_lock plan_lock(memo->plan->mutex, std::try_to_lock);
+  std::vector<SharedRace> races =
+      search_shared_races(*facts, launch, *memo->plan, plan_lock.owns_lock(), nullptr, &bounds, true);
+  if (plan_lock.owns_lock()) plan_lock.unlock();
   std::lock_guard lock(g_mutex);
   if (memo->entries.size() < RaceMemo::kEntries) {
     memo->entries.emplace_back(key, races);

@@ -9,6 +9,7 @@
 
 #include "ptxgate/ir/sym_bounds.hpp"
 #include "ptxgate/ir/sym_eval.hpp"
+#include "ptxgate/validation/internal/shared_races.hpp"
 #include "ptxgate/validation/memory_safety.hpp"
 
 namespace ptxgate::validation {
@@ -116,51 +117,204 @@ constexpr Integer kLarge = Integer{1} << 60;  ///< coefficients, constants and r
 /// The symbolic step of the race search: proves, for one pass (every thread at the first or at
 /// the last iteration of the loops whose bounds do not vary by thread), that no two different
 /// threads of a block touch one element of a group's array with at least one of them writing.
-/// Never enumerates threads; answers false whenever it cannot prove it.
+/// Never enumerates threads; answers false whenever it cannot prove it. With a trace, it records
+/// every launch value it read (internal::ProofTrace), so that holds() can tell later whether the
+/// same proof serves another launch.
 class RaceProof {
   using Type = ir::Type;
 
  public:
-  RaceProof(const ir::AccessFacts& facts, const MemoryLaunch& launch, const std::vector<Interval>& bounds)
-      : facts_(facts), launch_(launch), bounds_(bounds), varying_(thread_varying(facts)),
-        eval_(facts, launch.grid, launch.block, launch.dynamic_shared_bytes, launch.scalar_bits),
-        memo_(facts.nodes.size()), done_(facts.nodes.size(), 0) {
-    // The forms of nodes that read no loop variable are the same in every pass and group.
-    std::vector<uint8_t> loops(facts.nodes.size(), 0);
-    for (uint32_t i = 0; i < facts.nodes.size(); ++i) {
-      const ir::SymNode& n = facts.nodes[i];
-      const unsigned count = ir::sym_operand_count(n.op);
-      loops[i] = n.op == SymOp::loop || (count > 0 && loops[n.a]) || (count > 1 && loops[n.b]) || (count > 2 && loops[n.c]);
-      if (loops[i]) per_pass_.push_back(i);
-    }
+  /// RaceProof's buffers, which a thread keeps from launch to launch (once they are large enough,
+  /// a launch allocates nothing for them).
+  struct Scratch {
+    std::vector<std::optional<uint64_t>> values;
+    std::vector<uint32_t> seen;
+    uint32_t generation = 1;
+    std::vector<std::optional<uint64_t>> loop_values;
+    std::vector<uint32_t> stack;
+    std::vector<std::optional<Form>> memo;
+    std::vector<uint8_t> done, stamp;
+    std::vector<Integer> iterations;
+  };
+
+  RaceProof(const ir::AccessFacts& facts, const internal::RacePlan& plan, const MemoryLaunch& launch,
+            const std::vector<Interval>& bounds, Scratch& scratch)
+      : facts_(facts), plan_(plan), launch_(launch), bounds_(bounds), values_(scratch.values), seen_(scratch.seen),
+        generation_(scratch.generation), loop_values_(scratch.loop_values), stack_(scratch.stack),
+        memo_(scratch.memo), done_(scratch.done), iterations_(scratch.iterations), stamp_(scratch.stamp) {
+    const size_t n = facts.nodes.size(), loops = facts.loops.size();
+    if (values_.size() < n) values_.resize(n);
+    if (seen_.size() < n) seen_.resize(n, 0);
+    if (loop_values_.size() < loops) loop_values_.resize(loops);
+    if (iterations_.size() < loops) iterations_.resize(loops);
   }
 
-  bool excludes(const std::vector<std::pair<uint32_t, uint32_t>>& pairs, const std::vector<uint32_t>& chain, bool last) {
-    // The values every thread shares, at block 0 (the block the search evaluates) and this
-    // pass's iteration of the loops whose bounds every thread shares.
-    eval_.reset({0, 0, 0, 0, 0, 0});
-    for (uint32_t loop : chain)
-      if (!varying_[facts_.loops[loop].variable] && !eval_.enter_loop(loop, last))
-        return true;  // no thread enters the loop: nothing of the group runs in this pass
+  /// Starts a pass: the values every thread shares, at block 0 (the block the search evaluates) and
+  /// this pass's iteration of the loops of `chain` whose bounds every thread shares. False when no
+  /// thread enters one of them: nothing of the group runs in this pass.
+  bool enter(const std::vector<uint32_t>& chain, bool last) {
+    // The pass of the group before (groups of one loop share it): its values stay valid.
+    if (chain_ && *chain_ == chain && last == last_) return entered_;
     chain_ = &chain;
-    for (uint32_t id : per_pass_) done_[id] = 0;
-    for (const auto& [x, y] : pairs)
-      if (!disjoint(facts_.sites[x], facts_.sites[y])) return false;
-    return true;
+    last_ = last;
+    entered_ = enter_loops(chain, last);
+    return entered_;
   }
 
  private:
+  bool enter_loops(const std::vector<uint32_t>& chain, bool last) {
+    std::fill(loop_values_.begin(), loop_values_.begin() + static_cast<std::ptrdiff_t>(facts_.loops.size()), std::nullopt);
+    next_generation();
+    for (uint32_t loop : chain) {
+      const ir::LoopFact& l = facts_.loops[loop];
+      if (plan_.varying[l.variable] || l.kind == ir::LoopFact::Kind::shrinking) continue;
+      const auto lo = uniform(l.lo), hi = uniform(l.hi), step = uniform(l.step);
+      const auto offset = l.kind == ir::LoopFact::Kind::induction ? uniform(l.offset) : std::optional<uint64_t>(0);
+      if (!lo || !hi || !step || !offset) return false;
+      const ir::Type t = facts_.nodes[l.variable].type;
+      const auto at = ir::loop_pass_value(l, t, *lo, *hi, *step, *offset, last);
+      if (!at) return false;
+      loop_values_[loop] = ir::bits_of(t, *at);
+      next_generation();  // what was computed before may read the variable
+    }
+    return true;
+  }
+
+ public:
+
+  /// Whether the proof `t` recorded holds for this launch at the entered pass.
+  bool holds(const internal::ProofTrace& t) {
+    if (t.block != launch_.block) return false;
+    for (const auto& [id, v] : t.values)
+      if (shared_value(id) != v) return false;
+    for (uint32_t id : t.bounded)
+      if (bounds_[id] == ir::full_range(facts_.nodes[id].type)) return false;
+    for (const auto& [id, r] : t.ranges) {
+      const Interval b = bounds_[id];
+      if (t.exact_ranges ? b != r : (b.empty() || b.lo < r.lo || b.hi > r.hi)) return false;
+    }
+    return true;
+  }
+
+  /// Proves the pairs race-free at the entered pass, first with every iteration count a loop's type
+  /// allows (a proof for every trip count), then, where that fails, with this launch's bounds of the
+  /// loop variables. `trace`: what the successful attempt read.
+  bool excludes(const std::vector<std::pair<uint32_t, uint32_t>>& pairs, internal::ProofTrace* trace) {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      universal_ = attempt == 0;
+      used_universal_ = false;
+      start(trace);
+      bool all = true;
+      for (const auto& [x, y] : pairs)
+        if (!disjoint(facts_.sites[x], facts_.sites[y])) {
+          all = false;
+          break;
+        }
+      if (all) return true;
+      if (!used_universal_) return false;  // the second attempt would read the same
+    }
+    return false;
+  }
+
+ private:
+  void next_generation() {
+    if (++generation_ == 0) {
+      std::fill(seen_.begin(), seen_.end(), 0);
+      generation_ = 1;
+    }
+  }
+
+  /// A node's bits at this pass for every thread of block 0 (a node that does not vary by thread),
+  /// computed on demand from only the nodes it reads (ir::ConcreteNodes's values for those nodes).
+  std::optional<uint64_t> uniform(uint32_t id) {
+    if (seen_[id] == generation_) return values_[id];
+    stack_.assign(1, id);
+    while (!stack_.empty()) {
+      const uint32_t x = stack_.back();
+      if (seen_[x] == generation_) {
+        stack_.pop_back();
+        continue;
+      }
+      const ir::SymNode& n = facts_.nodes[x];
+      const unsigned count = ir::sym_operand_count(n.op);
+      const uint32_t operands[3] = {n.a, n.b, n.c};
+      bool ready = true;
+      for (unsigned k = 0; k < count; ++k)
+        if (seen_[operands[k]] != generation_) {
+          stack_.push_back(operands[k]);
+          ready = false;
+        }
+      if (!ready) continue;
+      stack_.pop_back();
+      values_[x] = count == 0 ? leaf(n)
+                              : ir::apply_sym_node(n, facts_.nodes[n.a].type, values_[n.a],
+                                                   count > 1 ? values_[n.b] : std::optional<uint64_t>(0),
+                                                   count > 2 ? values_[n.c] : std::optional<uint64_t>(0));
+      seen_[x] = generation_;
+    }
+    return values_[id];
+  }
+
+  /// A leaf's bits in thread 0 of block 0 at this pass.
+  std::optional<uint64_t> leaf(const ir::SymNode& n) const {
+    const unsigned c = n.value % 3;
+    switch (n.op) {
+      case SymOp::constant: return n.value;
+      case SymOp::param: return n.value < launch_.scalar_bits.size() ? launch_.scalar_bits[n.value] : std::nullopt;
+      case SymOp::thread_id: case SymOp::block_id: return 0;
+      case SymOp::block_dim: return launch_.block[c];
+      case SymOp::grid_dim: return launch_.grid[c];
+      case SymOp::dynamic_shared_bytes: return launch_.dynamic_shared_bytes;
+      case SymOp::loop: return n.value < loop_values_.size() ? loop_values_[n.value] : std::nullopt;
+      default: return std::nullopt;
+    }
+  }
+
+  /// Forgets the forms of this pass (all of them when recording: each trace holds all it read).
+  void start(internal::ProofTrace* trace) {
+    trace_ = trace;
+    const size_t n = facts_.nodes.size();
+    if (!started_ || trace) {
+      if (memo_.size() < n) memo_.resize(n);
+      if (stamp_.size() < n) stamp_.resize(n);
+      done_.assign(n, 0);
+      started_ = true;
+    } else {
+      for (uint32_t id : plan_.per_pass) done_[id] = 0;
+    }
+    if (trace) {
+      *trace = internal::ProofTrace{};
+      trace->block = launch_.block;
+      std::fill(stamp_.begin(), stamp_.begin() + static_cast<std::ptrdiff_t>(n), 0);
+    }
+  }
+
+  /// A node's bounds, recorded in the trace.
+  Interval bound(uint32_t id) {
+    const Interval b = bounds_[id];
+    if (trace_ && !(stamp_[id] & kRange)) {
+      stamp_[id] |= kRange;
+      trace_->ranges.emplace_back(id, b);
+      if (b.empty()) trace_->exact_ranges = true;
+    }
+    return b;
+  }
+  /// The trace's ranges decided something a narrower range could decide otherwise.
+  void not_monotone() {
+    if (trace_) trace_->exact_ranges = true;
+  }
+
   /// The range of one unknown; empty when it has none the analysis knows.
-  Interval range(const Term& t) const {
+  Interval range(const Term& t) {
     switch (t.kind) {
       case Term::Kind::thread: return {0, static_cast<Integer>(launch_.block[t.id]) - 1};
       case Term::Kind::iteration: return {0, iterations_[t.id]};
-      case Term::Kind::atom: return bounds_[t.id];
+      case Term::Kind::atom: return bound(t.id);
     }
     return {};
   }
 
-  std::optional<Interval> range(const Form& f) const {
+  std::optional<Interval> range(const Form& f) {
     if (f.constant < -kLarge || f.constant > kLarge) return std::nullopt;
     Interval r{f.constant, f.constant};
     for (const Term& t : f.terms) {
@@ -183,22 +337,31 @@ class RaceProof {
     return memo_[id];
   }
 
-  std::optional<Form> atom(uint32_t id) const {
-    const Interval b = bounds_[id];
-    if (b.empty() || b.lo < -kLarge || b.hi > kLarge) return std::nullopt;
+  std::optional<Form> atom(uint32_t id) {
+    const Interval b = bound(id);
+    if (b.empty() || b.lo < -kLarge || b.hi > kLarge) {
+      not_monotone();
+      return std::nullopt;
+    }
     return Form{0, {Term{Term::Kind::atom, id, 1}}};
   }
 
+  /// The value every thread shares at this pass (recorded unless it is the same in every launch).
   std::optional<Integer> shared_value(uint32_t id) {
-    if (varying_[id]) return std::nullopt;
-    auto v = eval_.value(id);
-    if (!v) return std::nullopt;
-    return ir::value_of(facts_.nodes[id].type, *v);
+    if (plan_.varying[id]) return std::nullopt;
+    auto v = uniform(id);
+    std::optional<Integer> r;
+    if (v) r = ir::value_of(facts_.nodes[id].type, *v);
+    if (trace_ && !plan_.fixed[id] && !(stamp_[id] & kValue)) {
+      stamp_[id] |= kValue;
+      trace_->values.emplace_back(id, r);
+    }
+    return r;
   }
 
   std::optional<Form> compute(uint32_t id) {
     const ir::SymNode& n = facts_.nodes[id];
-    if (!varying_[id]) {
+    if (!plan_.varying[id]) {
       auto v = shared_value(id);
       if (!v) return std::nullopt;
       return Form{*v, {}};
@@ -237,13 +400,17 @@ class RaceProof {
     // Exact only when no thread's value wraps in the node's type: else the node is an atom.
     if (r) {
       auto span = range(*r);
-      if (!span || span->lo < ir::type_min(n.type) || span->hi > ir::type_max(n.type)) r.reset();
+      if (!span || span->lo < ir::type_min(n.type) || span->hi > ir::type_max(n.type)) {
+        r.reset();
+        not_monotone();
+      }
     }
     return r ? r : atom(id);
   }
 
   /// A loop around the group whose start varies by thread: its variable is start + step * m for
-  /// the iteration count m of that thread (from 0 to what the variable's bounds allow).
+  /// the iteration count m of that thread, from 0 to what the variable's bounds allow (in the
+  /// universal attempt: to what its type allows, for every trip count of every launch).
   std::optional<Form> loop_form(uint32_t loop) {
     const auto in_chain = std::find(chain_->begin(), chain_->end(), loop) != chain_->end();
     const ir::LoopFact& l = facts_.loops[loop];
@@ -251,13 +418,30 @@ class RaceProof {
     const Type t = facts_.nodes[l.variable].type;
     auto step = shared_value(l.step);
     const auto& start = form(l.lo);
-    const Interval v = bounds_[l.variable];
-    if (!step || !start || v.empty() || v == ir::full_range(t)) return std::nullopt;
+    if (!step || !start) return std::nullopt;
+    // The variable's bounds: not the full range means it never wraps (it is start + step * m).
+    Interval v;
+    if (universal_) {
+      if (bounds_[l.variable] == ir::full_range(t)) {
+        bound(l.variable);
+        not_monotone();
+        return std::nullopt;
+      }
+      if (trace_) trace_->bounded.push_back(l.variable);
+      used_universal_ = true;
+      v = {ir::type_min(t), ir::type_max(t)};
+    } else {
+      v = bound(l.variable);
+      if (v.empty() || v == ir::full_range(t)) {
+        not_monotone();
+        return std::nullopt;
+      }
+    }
     const Integer s = static_cast<Integer>(ir::bits_of(t, *step));  // the step as unsigned
     if (s == 0) return start;
     auto first = range(*start);
+    if (!first) not_monotone();
     if (!first || s >= kLarge) return std::nullopt;
-    if (iterations_.size() < facts_.loops.size()) iterations_.resize(facts_.loops.size());
     iterations_[loop] = std::max<Integer>((v.hi - first->lo) / s, 0);
     return combine(*start, Form{0, {Term{Term::Kind::iteration, loop, 1}}}, s);
   }
@@ -345,16 +529,25 @@ class RaceProof {
     return false;
   }
 
+  static constexpr uint8_t kRange = 1, kValue = 2;
   const ir::AccessFacts& facts_;
+  const internal::RacePlan& plan_;
   const MemoryLaunch& launch_;
   const std::vector<Interval>& bounds_;
-  std::vector<uint8_t> varying_;
-  ir::ConcreteNodes eval_;
-  const std::vector<uint32_t>* chain_ = nullptr;
-  std::vector<std::optional<Form>> memo_;
-  std::vector<uint8_t> done_;
-  std::vector<uint32_t> per_pass_;  ///< nodes whose form depends on the pass (they read a loop variable)
-  std::vector<Integer> iterations_;
+  std::vector<std::optional<uint64_t>>& values_;  ///< uniform(): per node, valid where seen_ is generation_
+  std::vector<uint32_t>& seen_;
+  uint32_t& generation_;
+  std::vector<std::optional<uint64_t>>& loop_values_;  ///< per loop: its variable at this pass (uniform loops entered)
+  std::vector<uint32_t>& stack_;
+  std::vector<std::optional<Form>>& memo_;
+  std::vector<uint8_t>& done_;
+  std::vector<Integer>& iterations_;
+  std::vector<uint8_t>& stamp_;  ///< per node: what the trace already holds of it (kRange, kValue)
+  const std::vector<uint32_t>* chain_ = nullptr;  ///< the pass entered
+  bool last_ = false, entered_ = false;
+  bool started_ = false;  ///< memo_ and done_ are sized and cleared for these facts
+  internal::ProofTrace* trace_ = nullptr;
+  bool universal_ = false, used_universal_ = false;
 };
 
 /// The pairs of sites of a group whose meeting would count as a race: a write and a read, or two
@@ -373,45 +566,100 @@ std::vector<std::pair<uint32_t, uint32_t>> conflicting_pairs(const ir::AccessFac
 
 }  // namespace
 
-std::vector<SharedRace> find_shared_races(const ir::AccessFacts& facts, const MemoryLaunch& launch,
-                                          SharedRaceSearch* search, const std::vector<Interval>* bounds, bool prove) {
-  std::vector<SharedRace> races;
-  SharedRaceSearch unused;
-  SharedRaceSearch& counts = search ? *search : unused;
-  const uint64_t threads = launch.block[0] * launch.block[1] * launch.block[2];
-  if (threads < 2 || threads > 1024) return races;
+namespace internal {
+
+void plan_races(const ir::AccessFacts& facts, RacePlan& plan) {
+  plan.facts = &facts;
+  plan.groups.clear();
+  plan.remembered.clear();
   // The accesses that can race, by array, epoch and loop: plain reads and writes of shared arrays
-  // whose path the facts follow exactly.
+  // whose path the facts follow exactly; a group without a write has nothing to find.
   std::map<std::tuple<uint32_t, uint32_t, int32_t>, std::vector<uint32_t>> groups;
   for (uint32_t i = 0; i < facts.sites.size(); ++i) {
     const ir::AccessSite& s = facts.sites[i];
     if (s.space == ir::Space::shared && s.kind != ir::AccessKind::atomic && s.witness_exact)
       groups[{s.array, s.epoch, s.loop}].push_back(i);
   }
-  ir::ConcreteNodes eval(facts, launch.grid, launch.block, launch.dynamic_shared_bytes, launch.scalar_bits);
-  std::optional<ir::NodeBounds> own_bounds;
-  std::optional<RaceProof> proof;
-  std::vector<std::pair<uint32_t, ir::Integer>> loop_values;
-  for (const auto& [key, sites] : groups) {
+  for (auto& [key, sites] : groups) {
     bool writes = false;
     for (uint32_t s : sites) writes |= facts.sites[s].kind == ir::AccessKind::write;
     if (!writes) continue;
+    RaceGroup g;
+    g.pairs = conflicting_pairs(facts, sites);
+    g.chain = chain_of(facts, std::get<2>(key));
+    g.sites = std::move(sites);
+    plan.groups.push_back(std::move(g));
+  }
+  plan.remembered.resize(plan.groups.size());
+  plan.varying = thread_varying(facts);
+  // Nodes computed from constants only, and those whose form reads a loop variable.
+  const size_t n = facts.nodes.size();
+  plan.fixed.assign(n, 0);
+  plan.per_pass.clear();
+  std::vector<uint8_t> loops(n, 0);
+  for (uint32_t i = 0; i < n; ++i) {
+    const ir::SymNode& x = facts.nodes[i];
+    const unsigned count = ir::sym_operand_count(x.op);
+    plan.fixed[i] = x.op == SymOp::constant ||
+                    (count > 0 && plan.fixed[x.a] && (count < 2 || plan.fixed[x.b]) && (count < 3 || plan.fixed[x.c]));
+    loops[i] = x.op == SymOp::loop || (count > 0 && loops[x.a]) || (count > 1 && loops[x.b]) || (count > 2 && loops[x.c]);
+    if (loops[i]) plan.per_pass.push_back(i);
+  }
+}
+
+std::vector<SharedRace> search_shared_races(const ir::AccessFacts& facts, const MemoryLaunch& launch, RacePlan& plan,
+                                            bool remember, SharedRaceSearch* search,
+                                            const std::vector<Interval>* bounds, bool prove) {
+  std::vector<SharedRace> races;
+  SharedRaceSearch unused;
+  SharedRaceSearch& counts = search ? *search : unused;
+  const uint64_t threads = launch.block[0] * launch.block[1] * launch.block[2];
+  if (threads < 2 || threads > 1024) return races;
+  ir::ConcreteNodes eval(facts, launch.grid, launch.block, launch.dynamic_shared_bytes, launch.scalar_bits);
+  std::optional<ir::NodeBounds> own_bounds;
+  thread_local RaceProof::Scratch scratch;
+  std::optional<RaceProof> proof;
+  std::vector<std::pair<uint32_t, ir::Integer>> loop_values;
+  for (size_t g = 0; g < plan.groups.size(); ++g) {
+    const RaceGroup& group = plan.groups[g];
+    const std::vector<uint32_t>& sites = group.sites;
+    const std::vector<uint32_t>& chain = group.chain;
     ++counts.groups;
-    const auto pairs = conflicting_pairs(facts, sites);
-    if (prove && pairs.empty()) {
+    if (prove && group.pairs.empty()) {
       ++counts.no_conflict;
       continue;
     }
-    const std::vector<uint32_t> chain = chain_of(facts, std::get<2>(key));
     if (prove && !proof) {
       if (!bounds) bounds = &own_bounds.emplace(facts, ir::LeafValues{launch.grid, launch.block, launch.dynamic_shared_bytes, &launch.scalar_bits}).base();
-      proof.emplace(facts, launch, *bounds);
+      proof.emplace(facts, plan, launch, *bounds, scratch);
     }
     bool found = false;
     for (int last = 0; last < (chain.empty() ? 1 : 2) && !found; ++last) {
-      if (prove && proof->excludes(pairs, chain, last != 0)) {
-        ++counts.proven;
-        continue;
+      if (prove) {
+        if (!proof->enter(chain, last != 0)) {
+          ++counts.proven;  // no thread enters a loop around the group: nothing runs in this pass
+          continue;
+        }
+        RacePlan::Remembered* kept = remember ? &plan.remembered[g][last] : nullptr;
+        if (kept && std::any_of(kept->proofs.begin(), kept->proofs.end(),
+                                [&](const ProofTrace& t) { return proof->holds(t); })) {
+          ++counts.proven;
+          ++plan.replayed;
+          continue;
+        }
+        ProofTrace trace;
+        if (proof->excludes(group.pairs, kept ? &trace : nullptr)) {
+          ++counts.proven;
+          if (kept) {
+            if (kept->proofs.size() < RacePlan::kProofs) {
+              kept->proofs.push_back(std::move(trace));
+            } else {
+              kept->proofs[kept->next] = std::move(trace);
+              kept->next = (kept->next + 1) % RacePlan::kProofs;
+            }
+          }
+          continue;
+        }
       }
       ++counts.enumerated;
       std::unordered_map<uint64_t, Touch> touched;
@@ -468,6 +716,15 @@ std::vector<SharedRace> find_shared_races(const ir::AccessFacts& facts, const Me
     }
   }
   return races;
+}
+
+}  // namespace internal
+
+std::vector<SharedRace> find_shared_races(const ir::AccessFacts& facts, const MemoryLaunch& launch,
+                                          SharedRaceSearch* search, const std::vector<Interval>* bounds, bool prove) {
+  internal::RacePlan plan;
+  internal::plan_races(facts, plan);
+  return internal::search_shared_races(facts, launch, plan, false, search, bounds, prove);
 }
 
 }  // namespace ptxgate::validation
