@@ -14,6 +14,9 @@ constexpr std::array<Interval, 64> kRanges = [] {
   return r;
 }();
 inline Interval range_of(Type t) { return kRanges[static_cast<uint8_t>(t) & 63]; }
+// The table must cover every type: `& 63` would otherwise alias a new type with an old one's range.
+static_assert(static_cast<unsigned>(Type::tensor_map) < kRanges.size(),
+              "kRanges (range_of) must have an entry for every ir::Type: enlarge it and its mask");
 
 constexpr Integer kInfinity = Integer{1} << 120;
 constexpr Integer kSmall = Integer{1} << 62;  ///< products of two magnitudes below this fit in 128 bits
@@ -129,10 +132,15 @@ std::vector<uint64_t> leaf_dependencies(const AccessFacts& facts) {
   return deps;
 }
 
-Interval NodeBounds::loop_bounds(uint32_t loop, const std::vector<Interval>& values) const {
+Interval NodeBounds::loop_bounds(uint32_t id, uint32_t loop, const std::vector<Interval>& values) const {
   if (loop >= facts_->loops.size()) return {};
   const LoopFact& l = facts_->loops[loop];
   const Type t = facts_->nodes[l.variable].type;
+  // Bounds placed at or after the node that reads them are not evaluated yet when it is (forward
+  // order): reading them would take another launch's entries. The analysis never builds such
+  // facts; forged ones get the variable's full range, the same whatever was evaluated before.
+  if (l.lo >= id || l.hi >= id || l.step >= id || (l.kind == LoopFact::Kind::induction && l.offset >= id))
+    return range_of(facts_->nodes[id].type);
   const Interval lo = values[l.lo], hi = values[l.hi], step = values[l.step];
   if (lo.empty() || hi.empty() || step.empty()) return {};
   if (l.kind == LoopFact::Kind::range) return meet({lo.lo, hi.hi - 1}, range_of(t));
@@ -167,7 +175,7 @@ Interval NodeBounds::forward(uint32_t id, const std::vector<Interval>& v) const 
     case SymOp::grid_dim: return leaves_.ranges ? leaves_.ranges->grid[n.value % 3] : point(component(leaves_.grid));
     case SymOp::dynamic_shared_bytes:
       return leaves_.ranges ? leaves_.ranges->dynamic_shared_bytes : point(static_cast<Integer>(leaves_.dynamic_shared_bytes));
-    case SymOp::loop: return loop_bounds(static_cast<uint32_t>(n.value), v);
+    case SymOp::loop: return loop_bounds(id, static_cast<uint32_t>(n.value), v);
     case SymOp::opaque: return range_of(t);
     default: break;
   }
@@ -412,6 +420,67 @@ void NodeBounds::constrain(uint32_t id, bool truth, int depth) {
       break;
   }
   narrow(id, point(truth ? 1 : 0), 64);
+}
+
+std::vector<uint32_t> node_cone(const AccessFacts& facts, const std::vector<uint32_t>& targets) {
+  const size_t n = facts.nodes.size();
+  std::vector<uint8_t> in(n, 0);
+  for (uint32_t t : targets)
+    if (t < n) in[t] = 1;
+  // Operands come before the node: one pass from the last node down reaches every ancestor.
+  for (size_t i = n; i-- > 0;) {
+    if (!in[i]) continue;
+    const SymNode& x = facts.nodes[i];
+    const unsigned count = sym_operand_count(x.op);
+    auto take = [&](uint32_t from) {
+      if (from < i) in[from] = 1;
+    };
+    if (count > 0) take(x.a);
+    if (count > 1) take(x.b);
+    if (count > 2) take(x.c);
+    if (x.op == SymOp::loop && x.value < facts.loops.size()) {
+      const LoopFact& l = facts.loops[x.value];
+      for (uint32_t from : {l.lo, l.hi, l.step, l.offset}) take(from);
+    }
+  }
+  std::vector<uint32_t> cone;
+  for (uint32_t i = 0; i < n; ++i)
+    if (in[i]) cone.push_back(i);
+  return cone;
+}
+
+const std::vector<Interval>& NodeBounds::under(uint32_t path, uint32_t last, std::span<const uint32_t> cone) {
+  for (uint32_t id : touched_) limit_[id] = unbounded();
+  touched_.clear();
+  current_.resize(base_.size());
+  dirty_.resize(std::max(dirty_.size(), base_.size()));
+  for (uint32_t i : cone) {
+    if (i > last || i >= base_.size()) break;
+    current_[i] = base_[i];
+    dirty_[i] = 0;
+  }
+  for (int round = 0; round < 4; ++round) {
+    changed_ = false;
+    constrain(path, true, 0);
+    if (!changed_) break;
+    // under(path, last)'s pass, over the cone only: a cone node reads only cone nodes (its
+    // operands, its loop's bounds, a select's branches), so each gets the value the full pass gives.
+    for (uint32_t i : cone) {
+      if (i > last || i >= current_.size()) break;
+      const SymNode& n = facts_->nodes[i];
+      const unsigned count = sym_operand_count(n.op);
+      const bool limited = limit_[i] != unbounded();
+      if (!limited && n.op != SymOp::select && n.op != SymOp::loop && !(count > 0 && dirty_[n.a]) &&
+          !(count > 1 && dirty_[n.b]) && !(count > 2 && dirty_[n.c])) {
+        dirty_[i] = 0;
+        continue;
+      }
+      const Interval now = meet(forward(i, current_), limit_[i]);
+      dirty_[i] = limited || now != current_[i];
+      current_[i] = now;
+    }
+  }
+  return current_;
 }
 
 const std::vector<Interval>& NodeBounds::under(uint32_t path, uint32_t last) {
