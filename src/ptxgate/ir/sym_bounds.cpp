@@ -449,13 +449,38 @@ std::vector<uint32_t> node_cone(const AccessFacts& facts, const std::vector<uint
   return cone;
 }
 
-const std::vector<Interval>& NodeBounds::under(uint32_t path, uint32_t last, std::span<const uint32_t> cone) {
+const std::vector<Interval>& NodeBounds::under(uint32_t path, uint32_t last, std::span<const uint32_t> path_cone,
+                                               std::span<const uint32_t> rest) {
+  current_.resize(base_.size());
+  for (uint32_t i : rest)
+    if (i < base_.size()) current_[i] = base_[i];
+  narrowed(path, last, path_cone.data(), path_cone.size());
+  // The rest is read only at the end: one evaluation from the final bounds of what it reads (the
+  // value the rounds leave in it: a node outside the path's cone has no limit, and each round sets
+  // it to its operation over its operands' bounds of that round, or keeps it when they kept theirs).
+  for (uint32_t i : rest) {
+    if (i > last || i >= current_.size()) break;
+    current_[i] = meet(forward(i, current_), limit_[i]);
+  }
+  return current_;
+}
+
+const std::vector<Interval>& NodeBounds::under(uint32_t path, uint32_t last) {
+  return narrowed(path, last, nullptr, size_t{last} + 1);
+}
+
+const std::vector<Interval>& NodeBounds::narrowed(uint32_t path, uint32_t last, const uint32_t* cone, size_t count) {
   for (uint32_t id : touched_) limit_[id] = unbounded();
   touched_.clear();
+  // Only nodes up to `last` (of the cone, when given) are narrowed, re-evaluated and read: a node's
+  // operands, its loop's bounds and a select's branches come before it and are in its cone.
+  const size_t upto = std::min<size_t>(size_t{last} + 1, base_.size());
   current_.resize(base_.size());
-  dirty_.resize(std::max(dirty_.size(), base_.size()));
-  for (uint32_t i : cone) {
-    if (i > last || i >= base_.size()) break;
+  dirty_.resize(std::max(dirty_.size(), upto));
+  auto node_at = [&](size_t k) { return cone ? cone[k] : static_cast<uint32_t>(k); };
+  for (size_t k = 0; k < count; ++k) {
+    const uint32_t i = node_at(k);
+    if (i >= upto) break;
     current_[i] = base_[i];
     dirty_[i] = 0;
   }
@@ -463,47 +488,17 @@ const std::vector<Interval>& NodeBounds::under(uint32_t path, uint32_t last, std
     changed_ = false;
     constrain(path, true, 0);
     if (!changed_) break;
-    // under(path, last)'s pass, over the cone only: a cone node reads only cone nodes (its
-    // operands, its loop's bounds, a select's branches), so each gets the value the full pass gives.
-    for (uint32_t i : cone) {
-      if (i > last || i >= current_.size()) break;
-      const SymNode& n = facts_->nodes[i];
-      const unsigned count = sym_operand_count(n.op);
-      const bool limited = limit_[i] != unbounded();
-      if (!limited && n.op != SymOp::select && n.op != SymOp::loop && !(count > 0 && dirty_[n.a]) &&
-          !(count > 1 && dirty_[n.b]) && !(count > 2 && dirty_[n.c])) {
-        dirty_[i] = 0;
-        continue;
-      }
-      const Interval now = meet(forward(i, current_), limit_[i]);
-      dirty_[i] = limited || now != current_[i];
-      current_[i] = now;
-    }
-  }
-  return current_;
-}
-
-const std::vector<Interval>& NodeBounds::under(uint32_t path, uint32_t last) {
-  for (uint32_t id : touched_) limit_[id] = unbounded();
-  touched_.clear();
-  // Only nodes up to `last` are narrowed, re-evaluated and read (a node's operands come before it).
-  const size_t upto = std::min<size_t>(size_t{last} + 1, base_.size());
-  current_.resize(base_.size());
-  std::copy_n(base_.begin(), upto, current_.begin());
-  dirty_.assign(upto, 0);
-  for (int round = 0; round < 4; ++round) {
-    changed_ = false;
-    constrain(path, true, 0);
-    if (!changed_) break;
     // Re-evaluates the nodes the narrowing can change: those narrowed (they have a limit), those
     // with an operand that changed in this pass, and selects and loop variables (their bounds read
     // more than their operands). Any other node would compute the value it already holds.
-    for (uint32_t i = 0; i <= last && i < current_.size(); ++i) {
+    for (size_t k = 0; k < count; ++k) {
+      const uint32_t i = node_at(k);
+      if (i >= upto) break;
       const SymNode& n = facts_->nodes[i];
-      const unsigned count = sym_operand_count(n.op);
+      const unsigned operands = sym_operand_count(n.op);
       const bool limited = limit_[i] != unbounded();
-      if (!limited && n.op != SymOp::select && n.op != SymOp::loop && !(count > 0 && dirty_[n.a]) &&
-          !(count > 1 && dirty_[n.b]) && !(count > 2 && dirty_[n.c])) {
+      if (!limited && n.op != SymOp::select && n.op != SymOp::loop && !(operands > 0 && dirty_[n.a]) &&
+          !(operands > 1 && dirty_[n.b]) && !(operands > 2 && dirty_[n.c])) {
         dirty_[i] = 0;
         continue;
       }

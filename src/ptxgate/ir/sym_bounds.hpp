@@ -58,13 +58,17 @@ class NodeBounds {
   /// the values they are computed from; every node is then re-evaluated. Returns the refined
   /// bounds (valid until the next call) of the nodes up to `last`; entries past it are unspecified.
   const std::vector<Interval>& under(uint32_t path, uint32_t last);
-  /// under(path, last) computed only for the nodes of `cone` (node_cone of `path` and the nodes
-  /// read after it, ascending, none past `last`): the same bounds for those nodes; the entries of
-  /// every other node are unspecified. A kernel's cones are launch-independent, so they are built
-  /// once (internal::SitePlan) and each launch narrows and re-evaluates only what its sites read.
-  const std::vector<Interval>& under(uint32_t path, uint32_t last, std::span<const uint32_t> cone);
+  /// under(path, last) computed only for the nodes its sites read: `path_cone` (node_cone of the
+  /// path: what narrowing reaches and each round re-evaluates) and `rest` (the other nodes of the
+  /// cone of what the sites read, evaluated once after the rounds), both ascending, none past
+  /// `last`. The same bounds for those nodes; every other node's entry is unspecified. A kernel's
+  /// cones are launch-independent: they are built once (internal::SitePlan).
+  const std::vector<Interval>& under(uint32_t path, uint32_t last, std::span<const uint32_t> path_cone,
+                                     std::span<const uint32_t> rest);
 
  private:
+  /// under() over the nodes cone[0, count) (ascending), or nodes 0 .. count - 1 when `cone` is null.
+  const std::vector<Interval>& narrowed(uint32_t path, uint32_t last, const uint32_t* cone, size_t count);
   Interval forward(uint32_t id, const std::vector<Interval>& values) const;
   /// An operation's bounds from its operands' (not for leaves).
   Interval apply(const SymNode& n, Interval a, Interval b, Interval c) const;

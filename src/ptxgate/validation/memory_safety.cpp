@@ -3,6 +3,7 @@
 #include "ptxgate/validation/memory_safety.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -270,9 +271,12 @@ void internal::plan_sites(const ir::AccessFacts& facts, const std::vector<uint64
       targets.push_back(site.index);
       if (site.width_limit >= 0) targets.push_back(static_cast<uint32_t>(site.width_limit));
     }
+    const std::vector<uint32_t> path_cone = ir::node_cone(facts, {g.path});
     const std::vector<uint32_t> cone = ir::node_cone(facts, targets);
     g.cone_first = static_cast<uint32_t>(plan.cones.size());
-    plan.cones.insert(plan.cones.end(), cone.begin(), cone.end());
+    plan.cones.insert(plan.cones.end(), path_cone.begin(), path_cone.end());
+    g.cone_rest = static_cast<uint32_t>(plan.cones.size());
+    std::set_difference(cone.begin(), cone.end(), path_cone.begin(), path_cone.end(), std::back_inserter(plan.cones));
     g.cone_end = static_cast<uint32_t>(plan.cones.size());
   }
 }
@@ -358,7 +362,8 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
       if (plain) values = &bounds.base();
       else if (plan.has_cones)
         values = &bounds.under(path, group.last,
-                               std::span(plan.cones).subspan(group.cone_first, group.cone_end - group.cone_first));
+                               std::span(plan.cones).subspan(group.cone_first, group.cone_rest - group.cone_first),
+                               std::span(plan.cones).subspan(group.cone_rest, group.cone_end - group.cone_rest));
       else values = &bounds.under(path, group.last);
     }
     for (uint32_t k = group.first; k < group.end; ++k) {

@@ -35,9 +35,10 @@ struct PathGroup {
   uint32_t last = 0;     ///< the last node its sites read (index, width limit)
   uint32_t first = 0, end = 0;
   uint64_t inputs = 0;   ///< the launch inputs the bounds its sites read depend on (ir::leaf_dependencies bits)
-  /// SitePlan::cones[cone_first, cone_end): ir::node_cone of the path and what its sites read (empty
-  /// when the plan has no cones: NodeBounds::under then passes over every node up to `last`).
-  uint32_t cone_first = 0, cone_end = 0;
+  /// SitePlan::cones[cone_first, cone_rest): ir::node_cone of the path; [cone_rest, cone_end): the
+  /// other nodes of the cone of what its sites read (NodeBounds::under's two lists). Empty when the
+  /// plan has no cones (under then passes over every node up to `last`).
+  uint32_t cone_first = 0, cone_rest = 0, cone_end = 0;
 };
 
 /// A kernel's sites in order of path, then number, and their groups (launch-independent).
