@@ -458,8 +458,16 @@ const std::vector<Interval>& NodeBounds::under(uint32_t path, uint32_t last, std
   // The rest is read only at the end: one evaluation from the final bounds of what it reads (the
   // value the rounds leave in it: a node outside the path's cone has no limit, and each round sets
   // it to its operation over its operands' bounds of that round, or keeps it when they kept theirs).
+  // A node of plain operation whose operands all kept their base bounds keeps its own (its
+  // operation over the same bounds); selects and loop variables read more and are evaluated.
+  auto kept = [&](uint32_t o) { return current_[o] == base_[o]; };
   for (uint32_t i : rest) {
     if (i > last || i >= current_.size()) break;
+    const SymNode& n = facts_->nodes[i];
+    const unsigned operands = sym_operand_count(n.op);
+    if (n.op != SymOp::select && n.op != SymOp::loop && (operands < 1 || kept(n.a)) && (operands < 2 || kept(n.b)) &&
+        (operands < 3 || kept(n.c)))
+      continue;
     current_[i] = meet(forward(i, current_), limit_[i]);
   }
   return current_;
