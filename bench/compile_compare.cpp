@@ -247,8 +247,9 @@ int run_compile_compare(const CompareOptions& o, ResultFile& out) {
       continue;
     }
     quality[k.name] = resources_json(first.build);
+    const std::string arch = twin_arch(twin_text);
     if (!twin_text.empty()) {
-      if (auto warm = (*nvrtc)->compile(twin_text, k.twin.filename().string(), "compute_90", false); !warm) {
+      if (auto warm = (*nvrtc)->compile(twin_text, k.twin.filename().string(), "compute_" + arch, false); !warm) {
         out.error("compile_cmp.nvrtc_ptx." + k.name, warm.error());
         twin_text.clear();
       }
@@ -269,7 +270,7 @@ int run_compile_compare(const CompareOptions& o, ResultFile& out) {
       ptx.add(t);
       if (!twin_text.empty()) {
         const std::string source = unique_twin("ptx");
-        auto n = timed(t, [&] { return (*nvrtc)->compile(source, k.twin.filename().string(), "compute_90", false); });
+        auto n = timed(t, [&] { return (*nvrtc)->compile(source, k.twin.filename().string(), "compute_" + arch, false); });
         if (n) nvrtc_ptx.add(t);
       }
       if (toolkit.ptxas) {
@@ -278,7 +279,7 @@ int run_compile_compare(const CompareOptions& o, ResultFile& out) {
       }
       if (!twin_text.empty()) {
         const std::string source = unique_twin("cubin");
-        auto n = timed(t, [&] { return (*nvrtc)->compile(source, k.twin.filename().string(), "sm_90", true); });
+        auto n = timed(t, [&] { return (*nvrtc)->compile(source, k.twin.filename().string(), "sm_" + arch, true); });
         if (n) nvrtc_cubin.add(t);
       }
       if (std::string e = measure_phases(path, *text, toolkit, phases); !e.empty()) {

@@ -76,13 +76,14 @@ void cold_path(const CompileOptions& o, const KernelSource& ks, const std::strin
     out.error("compile.nvrtc_cubin_load." + ks.name, !nvrtc ? nvrtc.error() : twin_text.error());
     return;
   }
-  (void)(*nvrtc)->compile(*twin_text, twin.filename().string(), "sm_90", true);  // NVRTC's first-use costs
+  const std::string arch = "sm_" + twin_arch(*twin_text);
+  (void)(*nvrtc)->compile(*twin_text, twin.filename().string(), arch, true);  // NVRTC's first-use costs
   std::vector<double> ms;
   for (size_t i = 0; i < o.cold_repetitions; ++i) {
     auto rt = fresh_runtime(true);
     if (!rt) break;
     auto t0 = Clock::now();
-    auto cubin = (*nvrtc)->compile(*twin_text, twin.filename().string(), "sm_90", true);
+    auto cubin = (*nvrtc)->compile(*twin_text, twin.filename().string(), arch, true);
     if (!cubin) {
       out.error("compile.nvrtc_cubin_load." + ks.name, cubin.error());
       status = 1;

@@ -4,8 +4,10 @@
 #include <dlfcn.h>
 #include <nvrtc.h>
 
+#include <cctype>
 #include <filesystem>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -92,6 +94,16 @@ std::expected<std::string, std::string> Nvrtc::compile(const std::string& source
   }
   api_->destroy(&program);
   return out;
+}
+
+std::string twin_arch(const std::string& source) {
+  static constexpr std::string_view kLine = "// nvcc-arch: sm_";
+  const size_t at = source.find(kLine);
+  if (at == std::string::npos || (at != 0 && source[at - 1] != '\n')) return "90";
+  const size_t begin = at + kLine.size();
+  size_t end = begin;
+  while (end < source.size() && std::isalnum(static_cast<unsigned char>(source[end]))) ++end;
+  return end > begin ? source.substr(begin, end - begin) : "90";
 }
 
 }  // namespace ptxgate::bench

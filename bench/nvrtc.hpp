@@ -26,4 +26,8 @@ class Nvrtc {
   const Api* api_ = nullptr;
 };
 
+/// The architecture number a CUDA C++ twin is compiled for: what its "// nvcc-arch: sm_XX" line
+/// names (e.g. "90a" for wgmma and TMA), else "90"; NVRTC takes "compute_" or "sm_" before it.
+std::string twin_arch(const std::string& source);
+
 }  // namespace ptxgate::bench

@@ -11,6 +11,7 @@ after every row so that a failure or timeout still leaves partial results.
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -275,6 +276,45 @@ def nvrtc_compiles(res, cuda_dir, reps):
                 res.error(f"compile.nvrtc_{kind}.{name}", e)
 
 
+def twin_kernels(cuda_dir):
+    """(name, source, first kernel, nvcc arch) of every CUDA C++ twin of a compiled kernel (launch.cu,
+    the launch probes, compiles nothing worth timing)."""
+    out = []
+    for f in sorted(os.listdir(cuda_dir)):
+        if not f.endswith(".cu") or f == "launch.cu":
+            continue
+        src = open(os.path.join(cuda_dir, f)).read()
+        m = re.search(r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?(\w+)\s*\(', src)
+        arch = re.search(r"^// nvcc-arch: (sm_\w+)", src, re.M)
+        if m:
+            out.append((f[:-3], src, m.group(1), arch.group(1) if arch else "sm_90"))
+    return out
+
+
+def cupy_first_calls(res, cuda_dir, reps):
+    """CuPy's first call of a RawModule kernel, cold: compile (NVRTC) and load, each repetition with a
+    source of its own (one more empty kernel) so that neither CuPy's caches nor NVRTC's answer it, and
+    CuPy's disk cache in a fresh folder. The peer of compile.cold_cubin_load (text -> loaded module)."""
+    import cupy as cp
+
+    os.environ["CUPY_CACHE_DIR"] = tempfile.mkdtemp(prefix="pg_cupy_cache_")
+    cp.RawModule(code='extern "C" __global__ void warm() {}').get_function("warm")  # first-use costs
+    for name, src, kernel, arch in twin_kernels(cuda_dir):
+        if arch != "sm_90":  # RawModule compiles for the device's sm_90; the twin needs the arch-specific target
+            res.info(f"skipped.compile.cupy_first.{name}", f"the twin needs {arch}; CuPy's RawModule compiles for sm_90")
+            continue
+        ms = []
+        try:
+            for i in range(reps):
+                unique = src + f'\nextern "C" __global__ void ptxgate_first_{i}() {{}}\n'
+                t0 = time.perf_counter_ns()
+                cp.RawModule(code=unique).get_function(kernel)
+                ms.append((time.perf_counter_ns() - t0) / 1e6)
+            res.add(f"compile.cupy_first.{name}", "ms", ms, kernel=name)
+        except Exception as e:  # noqa: BLE001
+            res.error(f"compile.cupy_first.{name}", e)
+
+
 # ---------------------------------------------------------------- library peers of the workloads
 def sampled_lines(m, n, count=8):
     """`count` row and column indices spread over m and n, both ends included (as bench/workloads.cpp)."""
@@ -424,7 +464,7 @@ def workload_peers(res, warmups, reps, sizes, calls):
                 calls_per_sample=calls)
 
 
-STEPS = ("cupy", "triton", "nvrtc", "triton_compile", "workloads")
+STEPS = ("cupy", "triton", "nvrtc", "triton_compile", "cupy_first", "workloads")
 
 
 def main():
@@ -435,7 +475,7 @@ def main():
     ap.add_argument("--per-batch", type=int, default=2000)
     ap.add_argument("--compile-reps", type=int, default=10)
     ap.add_argument("--triton-reps", type=int, default=5)
-    ap.add_argument("--steps", default="cupy,triton,nvrtc,triton_compile",
+    ap.add_argument("--steps", default="cupy,triton,nvrtc,triton_compile,cupy_first",
                     help="comma-separated steps: " + ",".join(STEPS))
     ap.add_argument("--workload-reps", type=int, default=30)
     ap.add_argument("--calls", type=int, default=20,
@@ -459,6 +499,7 @@ def main():
         ("triton", "triton launches", lambda: triton_launches(res, args.batches, args.per_batch)),
         ("nvrtc", "nvrtc compiles", lambda: nvrtc_compiles(res, args.cuda_dir, args.compile_reps)),
         ("triton_compile", "triton compiles", lambda: triton_compiles(res, args.triton_reps)),
+        ("cupy_first", "CuPy RawModule first calls", lambda: cupy_first_calls(res, args.cuda_dir, args.triton_reps)),
         ("workloads", "library peers of the workloads",
          lambda: workload_peers(res, 3, args.workload_reps, sizes, args.calls)),
     )

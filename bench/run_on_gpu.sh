@@ -83,6 +83,9 @@ done
 # Issue 17: every example and benchmark kernel against NVRTC in one process, per phase, and the size curve.
 want compile && step "compile vs NVRTC" 180 bash -c 'bench "$@"' bench compile-compare --examples examples \
   --kernels bench/kernels --twins bench/cuda --repetitions 10 --scaling 250 500 1000 --out "$PARTS/compile_compare.json"
+# The cold path (text -> loaded module, fresh Runtime and caches) of every kernel with a twin, against NVRTC -> cubin -> load.
+want compile && step "compile cold path, every twin" 180 bash -c 'bench "$@"' bench compile --cold-all --cold-repetitions 3 \
+  --examples examples --kernels bench/kernels --twins bench/cuda --out "$PARTS/compile_cold_all.json"
 want peers && step "peers (CuPy, Triton, NVRTC)" 150 python3 bench/peers.py --cuda-dir bench/cuda --out "$PARTS/peers.json"
 
 # Generated code next to nvcc's, for the log: resources and SASS of the bandwidth kernels.

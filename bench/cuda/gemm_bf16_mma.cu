@@ -4,7 +4,12 @@
 // 256 threads = 8 warps as 2 x 4, each warp 64 x 32 (4 x 4 mma tiles); three stages of 16 KiB in shared
 // memory, rows XOR-swizzled in 16-byte chunks (A: c ^ ((r / 2) % 4), B: c ^ (r % 8)). Requires n % 8 == 0
 // and k % 8 == 0; m is free. Launch: grid (ceil(n / 128), ceil(m / 128)), block 256.
+#ifdef __CUDACC_RTC__  // NVRTC opens no C++ standard headers: the fixed-width types this file uses
+typedef unsigned short uint16_t;
+typedef unsigned long long uint64_t;
+#else
 #include <cstdint>
+#endif
 
 namespace {
 

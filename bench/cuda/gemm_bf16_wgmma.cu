@@ -16,9 +16,17 @@
 // k >= 1. Launch: grid (ceil(n / 256), ceil(m / 128)), block 384, dynamic shared memory 4 * 48 KiB + 1 KiB
 // (the stage ring, aligned to 1024 bytes inside the allocation) = 197632 bytes.
 // nvcc-arch: sm_90a
-#include <cuda.h>
 #include <cuda_bf16.h>
+#ifdef __CUDACC_RTC__  // NVRTC opens neither cuda.h nor the C headers: what this file uses of them
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+struct alignas(64) CUtensorMap {  // cuda.h's CUtensorMap: 128 opaque bytes
+  unsigned long long opaque[16];
+};
+#else
+#include <cuda.h>
 #include <stdint.h>
+#endif
 
 namespace {
 

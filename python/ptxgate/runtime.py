@@ -274,6 +274,8 @@ class Launcher:
 
 
 _FAST_GET = FAST.get
+_LAUNCH_KEY = object()  # marks Kernel.launch's keys apart from kernel[...]'s
+_MAX_LAUNCHERS = 64  # launch configurations a Kernel remembers (the oldest goes first)
 _MAX_PACKERS = 4  # argument type signatures a Launcher specialises to before it stays general
 _STREAM_WORD = struct.Struct("<Q")
 
@@ -338,14 +340,19 @@ class Kernel(_Owned):
     def __getitem__(self, key) -> Launcher:
         try:
             launcher = self._launchers.get(key)
-        except TypeError:  # an unhashable stream object: not cached
-            launcher = None
+        except TypeError:  # an unhashable stream object: not remembered
+            return _native.wrap(Launcher(self, *self._launch_parts(key)))
         if launcher is None:
-            launcher = _native.wrap(Launcher(self, *self._launch_parts(key)))
-            try:
-                self._launchers[key] = launcher
-            except TypeError:
-                pass
+            launcher = self._remember(key, _native.wrap(Launcher(self, *self._launch_parts(key))))
+        return launcher
+
+    def _remember(self, key, launcher):
+        """Keeps ``launcher`` for ``key``; past _MAX_LAUNCHERS the oldest goes (a grid sized to the
+        data each call must not grow the kernel without bound)."""
+        launchers = self._launchers
+        if len(launchers) >= _MAX_LAUNCHERS:
+            del launchers[next(iter(launchers))]
+        launchers[key] = launcher
         return launcher
 
     @staticmethod
@@ -371,7 +378,16 @@ class Kernel(_Owned):
         @workgroup, else 256. ``stream``: None (the current ``with stream:``, else the legacy default
         stream), a ptxgate Stream, a torch/cupy stream or a raw handle. Raises Error with every
         problem found; a blocked launch never reaches the driver."""
-        Launcher(self, grid, block, stream, shared_bytes, cooperative)(*args)
+        key = (_LAUNCH_KEY, grid, block, stream, shared_bytes, cooperative)
+        try:
+            launcher = self._launchers.get(key)
+        except TypeError:  # a list or another unhashable part: not remembered
+            launcher = _native.wrap(Launcher(self, grid, block, stream, shared_bytes, cooperative))
+        else:
+            if launcher is None:
+                launcher = self._remember(key, _native.wrap(Launcher(self, grid, block, stream, shared_bytes,
+                                                                     cooperative)))
+        launcher(*args)
 
     def __call__(self, grid, *args, **kwargs):
         self.launch(grid, args, **kwargs)

@@ -39,6 +39,27 @@ def examples():
     return EXAMPLES
 
 
+def gpu_runtime_or_skip(**options):
+    """A Runtime on the real GPU, or a skip that says why (the stand-in driver, no device)."""
+    import ptxgate
+
+    if FAKE:
+        pytest.skip("GPU test: the session runs over the stand-in driver")
+    try:
+        return ptxgate.Runtime(**options)
+    except ptxgate.Error as e:
+        pytest.skip(f"GPU test: no CUDA device ({e.codes[0]}: {e.diagnostics[0].message})")
+
+
+@pytest.fixture(scope="module")
+def gpu_torch():
+    """PyTorch with a CUDA device, or a skip."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("GPU test: torch sees no CUDA device")
+    return torch
+
+
 def has_ptxas():
     cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
     return os.path.exists(os.path.join(cuda, "bin", "ptxas")) or bool(os.environ.get("PTXGATE_PTXAS"))

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import ptxgate
+from conftest import gpu_runtime_or_skip
 
 SCALE = """kernel scale(inout y: f32[], a: f32, n: u32) {
   let i = global_id.x;
@@ -17,28 +18,16 @@ SCALE = """kernel scale(inout y: f32[], a: f32, n: u32) {
 """
 
 
-def _runtime_or_skip():
-    if os.environ.get("PTXGATE_FAKE_CUDA"):
-        pytest.skip("GPU test: the session runs over the stand-in driver")
-    try:
-        return ptxgate.Runtime()
-    except ptxgate.Error as e:
-        pytest.skip(f"GPU test: no CUDA device ({e.codes[0]}: {e.diagnostics[0].message})")
-
-
 @pytest.fixture(scope="module")
 def runtime():
-    rt = _runtime_or_skip()
+    rt = gpu_runtime_or_skip()
     yield rt
     rt.close()
 
 
 @pytest.fixture
-def torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("GPU test: torch sees no CUDA device")
-    return torch
+def torch(gpu_torch):
+    return gpu_torch
 
 
 def test_numpy_saxpy_copied_in_and_out(runtime, saxpy_source):

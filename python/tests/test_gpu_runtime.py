@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import ptxgate
+from conftest import gpu_runtime_or_skip
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -46,28 +47,16 @@ kernel spin_write(out y: f32[], value: f32, spins: u32, n: u32) {
 """
 
 
-def _runtime_or_skip(**options):
-    if os.environ.get("PTXGATE_FAKE_CUDA"):
-        pytest.skip("GPU test: the session runs over the stand-in driver")
-    try:
-        return ptxgate.Runtime(**options)
-    except ptxgate.Error as e:
-        pytest.skip(f"GPU test: no CUDA device ({e.codes[0]}: {e.diagnostics[0].message})")
-
-
 @pytest.fixture(scope="module")
 def rt():
-    r = _runtime_or_skip()
+    r = gpu_runtime_or_skip()
     yield r
     r.close()
 
 
 @pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("GPU test: torch sees no CUDA device")
-    return torch
+def torch(gpu_torch):
+    return gpu_torch
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +152,7 @@ def test_events_stream_waits_and_pinned_copies(rt, kernels):
 
 def test_dependency_tracking_on_orders_streams_and_off_leaves_it_to_events(torch):
     for tracked in (True, False):
-        r = _runtime_or_skip(track_dependencies=tracked)
+        r = gpu_runtime_or_skip(track_dependencies=tracked)
         k = r.compile(SMALL, "spin_write")
         a = r.compile(SMALL, "axpy")
         n = 1 << 16
@@ -179,7 +168,7 @@ def test_dependency_tracking_on_orders_streams_and_off_leaves_it_to_events(torch
 
 
 def test_stream_ordered_pool_usage_and_limit():
-    r = _runtime_or_skip(stream_ordered=True, pool_limit=1 << 26)
+    r = gpu_runtime_or_skip(stream_ordered=True, pool_limit=1 << 26)
     s = r.stream()
     a = r.empty(1 << 22, "f32", stream=s)
     u = r.pool_usage()
@@ -275,7 +264,7 @@ def test_tensor_map_from_a_torch_tensor_feeds_a_tma_load(rt, torch):
 
 
 def test_profiling_summarises_each_kernel():
-    r = _runtime_or_skip(profile=True)
+    r = gpu_runtime_or_skip(profile=True)
     k = r.compile(SMALL, "bump")
     y = r.zeros(1 << 20, "f32")
     for _ in range(5):
@@ -355,7 +344,7 @@ kernel scatter(out y: f32[], in idx: u32[], value: f32, n: u32) {
 
 
 def test_checked_mode_stops_an_out_of_bounds_write_and_the_next_launch_is_correct():
-    rt = _runtime_or_skip(checked=True)
+    rt = gpu_runtime_or_skip(checked=True)
     k = rt.compile(SCATTER, "scatter", name="scatter.pg")
     n = 256
     y = rt.zeros(n + 16, "f32")

@@ -301,6 +301,34 @@ def test_repeated_launches_take_the_packed_path_and_pass_the_same_arguments(runt
     assert "was freed" in info.value.text
 
 
+def test_kernel_launch_reuses_its_launcher_and_a_kernel_keeps_a_bounded_number(runtime, fake_driver, saxpy_source):
+    """Kernel.launch takes the steady path of kernel[...] (one launcher per configuration, the
+    extension's when it is there), and a grid new on every call does not grow the kernel."""
+    from ptxgate import _native
+    from ptxgate import runtime as R
+
+    k = runtime.compile(saxpy_source, "saxpy")
+    y, x = runtime.empty(1000, "f32"), runtime.empty(1000, "f32")
+    fake_driver.set_param_sizes(8, 8, 4, 4)
+    launches = fake_driver.ptxgate_fake_launches()
+    for n in (1000, 999, 998):
+        k.launch(4, [y, x, 2.0, n], block=256)
+        assert fake_driver.ptxgate_fake_last_param(3) == n
+    assert len(k._launchers) == 1
+    (only,) = k._launchers.values()
+    assert steady(only) and (not isinstance(only, R.Launcher)) == (_native.module() is not None)
+    k.launch([4], [y, x, 2.0, 1000], block=256)  # a list grid: launched, not remembered
+    assert len(k._launchers) == 1
+    for grid in range(1, 101):
+        k[grid, 256](y, x, 2.0, 1000)
+        assert fake_driver.ptxgate_fake_last_block(0) == 256
+    assert len(k._launchers) == R._MAX_LAUNCHERS
+    assert fake_driver.ptxgate_fake_launches() == launches + 104
+    with pytest.raises(ptxgate.Error) as info:  # a remembered launcher still refuses what it must
+        k.launch(4, [y, x, 2.0, 1 << 40], block=256)
+    assert info.value.codes == ["PG3007"]
+
+
 def test_a_kernel_without_parameters_launches_on_the_stream_of_each_call(runtime, fake_driver):
     k = runtime.compile("@workgroup(32)\nkernel nothing() { }\n", "nothing")
     s1, s2 = runtime.stream(), runtime.stream()

@@ -386,23 +386,17 @@ TEST_CASE("checked: a TMA tile at a misaligned coordinate is zero-filled and rep
   const uint32_t width = 64, height = 32;
   auto x = random_values<float>(size_t{width} * height, 1.0, 2.0, 17);
   auto dx = upload_to(*rt, x);
-  validation::TensorMapDesc d;
-  d.type = validation::TmaType::f32;
-  d.dims = {width, height};
-  d.strides = {uint64_t{width} * 4};
-  d.box = {16, 32};
-  auto map = runtime::encode_tensor_map(dx, 0, d);
-  if (!map) FAIL(diag::render_text(map.error()));
+  const runtime::TensorMap map = f32_tile_map(dx, width, height, {16, 32});
   auto dy = upload_to(*rt, std::vector<float>(512, -1.0f));
   // x0 = 6: 24 bytes into the row, not a multiple of 16 (an illegal instruction on an H100 unchecked).
-  PG_REQUIRE_OK(k->launch(LaunchConfig{}, {dy, *map, int32_t(6)}));
+  PG_REQUIRE_OK(k->launch(LaunchConfig{}, {dy, map, int32_t(6)}));
   const diag::Diagnostic v = one_violation(rt->synchronize());
   CHECK(contains(v.message, "innermost coordinate x0 = 6, 24 bytes into the row"));
   CHECK(contains(v.message, "thread (0, 0, 0) of block (0, 0, 0)"));
   CHECK(v.location.line == 13);
   CHECK(download_from<float>(*rt, dy) == std::vector<float>(512, 0.0f));
   // The context is healthy: x0 = 8 (32 bytes) loads the box.
-  PG_REQUIRE_OK(k->launch(LaunchConfig{}, {dy, *map, int32_t(8)}));
+  PG_REQUIRE_OK(k->launch(LaunchConfig{}, {dy, map, int32_t(8)}));
   PG_REQUIRE_OK(rt->synchronize());
   auto got = download_from<float>(*rt, dy);
   std::vector<float> want(512);

@@ -166,20 +166,19 @@ std::filesystem::path bench_kernel(const std::string& name) {
 
 TEST_CASE("hopper: a TMA load of a 4 x 256 f32 box (the limits) lands element by element, zeros outside") {
   // Boxes inside, partly below and above the tensor, wholly left and right of it; x0 always 16-byte aligned.
+  // The same kernel also as foreign PTX (its map parameter `.param .align 64 .b8 [128]`, as NVRTC declares one).
   if (!hopper_device()) return;
-  auto k = compile_hopper(kTmaTile, "tma_tile");
+  auto compiled = compile_hopper(kTmaTile, "tma_tile");
+  auto foreign = gpu_runtime().load_foreign(compiled->entry().ptx, "tma_tile", "tma_tile.ptx");
+  if (!foreign) FAIL(diag::render_text(foreign.error()));
   const uint32_t width = 40, height = 300;  // 160-byte rows: a multiple of 16
   auto x = random_values<float>(size_t{width} * height, -1.0, 1.0, 11);
   auto dx = upload(x);
-  TensorMapDesc d;
-  d.type = validation::TmaType::f32;
-  d.dims = {width, height};
-  d.strides = {uint64_t{width} * 4};
-  d.box = {4, 256};
-  auto map = encode(dx, d);
-  auto dy = upload(std::vector<float>(1024, -7.0f));
+  const runtime::TensorMap map = f32_tile_map(dx, width, height, {4, 256});
+  for (const auto& k : {compiled, *foreign})
   for (auto [x0, y0] : {std::pair{0, 0}, std::pair{36, 100}, std::pair{4, -100}, std::pair{-4, 8}, std::pair{40, 44}}) {
-    PG_REQUIRE_OK(k->launch(LaunchConfig{}, {dy, map, int32_t(x0), int32_t(y0)}));
+    auto dy = upload(std::vector<float>(1024, -7.0f));  // fresh per launch: no result is left from the one before
+    PG_REQUIRE_OK(k->launch(LaunchConfig::linear(1, 256), {dy, map, int32_t(x0), int32_t(y0)}));
     PG_REQUIRE_OK(gpu_runtime().synchronize());
     auto got = download<float>(dy);
     std::vector<float> want(1024);
@@ -189,7 +188,8 @@ TEST_CASE("hopper: a TMA load of a 4 x 256 f32 box (the limits) lands element by
         const bool inside = gx >= 0 && gy >= 0 && gx < int(width) && gy < int(height);
         want[r * 4 + c] = inside ? x[size_t(gy) * width + gx] : 0.0f;
       }
-    CHECK_MESSAGE(mismatches(got, want, 0.0, 0.0, "tma tile") == 0, "box at (" << x0 << ", " << y0 << ")");
+    CHECK_MESSAGE(mismatches(got, want, 0.0, 0.0, "tma tile") == 0,
+                  (k == compiled ? "compiled" : "foreign PTX") << ", box at (" << x0 << ", " << y0 << ")");
   }
 }
 

@@ -63,6 +63,18 @@ std::shared_ptr<runtime::Kernel> compile_example(const std::string& name) {
   return *k;
 }
 
+runtime::TensorMap f32_tile_map(const runtime::DeviceBuffer& buffer, uint32_t width, uint32_t height,
+                                std::array<uint32_t, 2> box) {
+  validation::TensorMapDesc d;
+  d.type = validation::TmaType::f32;
+  d.dims = {width, height};
+  d.strides = {uint64_t{width} * 4};
+  d.box = {box[0], box[1]};
+  auto map = runtime::encode_tensor_map(buffer, 0, d);
+  if (!map) FAIL(diag::render_text(map.error()));
+  return *map;
+}
+
 int cache_child(int argc, char** argv);  // gpu_cache_test.cpp
 int nccl_rank_child(int argc, char** argv);  // gpu_nccl_test.cpp
 int fault_child(int argc, char** argv);      // gpu_programs_test.cpp

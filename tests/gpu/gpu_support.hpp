@@ -12,6 +12,7 @@
 #include <doctest/doctest.h>
 
 #include "ptxgate/runtime/runtime.hpp"
+#include "ptxgate/runtime/tensor_map.hpp"
 #include "ptxgate/diagnostics/diagnostic.hpp"
 #include "compare.hpp"
 
@@ -54,6 +55,11 @@ std::string self_command();
 /// Compiles kernel NAME of examples/NAME.pg (FAILs the test with the diagnostics otherwise; a missing file
 /// skips the case).
 std::shared_ptr<runtime::Kernel> compile_example(const std::string& name);
+
+/// A 2-D tensor map of f32 over `buffer` (rows of `width` elements, `height` rows, boxes of
+/// box[0] x box[1] elements, no swizzle), or the failed case with the library's diagnostics.
+runtime::TensorMap f32_tile_map(const runtime::DeviceBuffer& buffer, uint32_t width, uint32_t height,
+                                std::array<uint32_t, 2> box);
 
 /// Uniform random values in [lo, hi), never exactly zero.
 template <class T>

@@ -411,3 +411,27 @@ TEST_CASE("codegen: unroll copies a loop body, unroll(N) by a factor, unroll(1) 
   CHECK(contains(none, ".pragma \"nounroll\""));
   CHECK_FALSE(contains(plain, ".pragma \"nounroll\""));
 }
+
+TEST_CASE("codegen: machine sinking runs in ordinary kernels and not in kernels of more than 1000 blocks") {
+  // Each sin or cos inlines libdevice's reduction slow path, eight blocks; machine sinking's store search
+  // walks every block after a load, quadratic in such a kernel's length, so above 1000 blocks it is left out.
+  // Visible in the PTX: with machine sinking the output pointer's parameter load sinks past the bounds
+  // branch to the store at the end; without it, it stays in the entry block.
+  auto chain = [](int statements) {
+    static const char* const functions[] = {"sin", "exp", "cos"};
+    std::string text = "@workgroup(128)\nkernel k(out r: f32[], in a: f32[], n: u32) {\n  let i = global_id.x;\n"
+                       "  if (i < n) {\n    let v0 = a[i];\n    let v1 = v0 * 0.5;\n";
+    for (int s = 2; s < statements; ++s)
+      text += "    let v" + std::to_string(s) + " = " + functions[s % 3] + "(abs(v" + std::to_string(s - 1) +
+              ")) + v" + std::to_string(s - 2) + ";\n";
+    return text + "    r[i] = v" + std::to_string(statements - 1) + ";\n  }\n}\n";
+  };
+  auto output_pointer_before_branch = [](const std::string& ptx) {
+    const size_t load = ptx.find("[k_param_0]"), branch = ptx.find(" bra");
+    REQUIRE(load != std::string::npos);
+    REQUIRE(branch != std::string::npos);
+    return load < branch;
+  };
+  CHECK_FALSE(output_pointer_before_branch(compile_text(chain(12)).ptx));  // two of three calls trigonometric: about 60 blocks
+  CHECK(output_pointer_before_branch(compile_text(chain(200)).ptx));       // about 1060 blocks
+}

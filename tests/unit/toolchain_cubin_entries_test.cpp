@@ -353,3 +353,28 @@ TEST_CASE("check_cubin_target: a cubin runs on its own major architecture, same 
   CHECK(other_major.error().items()[0].fix.find("ptxas -arch=sm_90") != std::string::npos);
   CHECK_FALSE(toolchain::check_cubin_target("sm_120", "sm_100"));
 }
+
+TEST_CASE("cubin entries: a 128-byte parameter (a CUtensorMap by value) is a tensor map parameter") {
+  auto toolkit = testing::toolkit_with_ptxas();
+  if (!toolkit) return;
+  constexpr std::string_view kTmaPtx = R"(.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry tma(.param .align 64 .b8 m[128], .param .u64 y)
+{
+  ret;
+}
+)";
+  auto assembled = toolchain::assemble(kTmaPtx, "sm_90a", *toolkit);
+  REQUIRE(assembled);
+  auto read = read_cubin_entries({"t.cubin", assembled->cubin});
+  REQUIRE(read);
+  auto tma = toolchain::require_ptx_entry(*read, "tma", "t.cubin");
+  REQUIRE_MESSAGE(tma, (tma ? "" : diag::render_text(tma.error())));
+  REQUIRE((*tma)->info.params.size() == 2);
+  CHECK((*tma)->info.params[0].type == ir::Type::tensor_map);
+  CHECK((*tma)->info.params[0].size_bytes == 128);
+  CHECK_FALSE((*tma)->info.params[0].is_buffer);
+  CHECK((*tma)->info.params[1].is_buffer);
+}
+

@@ -212,3 +212,24 @@ TEST_CASE("ptx entries: 20000 entries on one line cost memory in proportion to t
   CHECK(m->entries.back().info.name == "k19999");
   CHECK(m->entries.back().location.column == ptx.rfind("k19999") + 1);
 }
+
+TEST_CASE("ptx entries: a 128-byte parameter aligned to 64 is a tensor map; other byte arrays stay PG3007") {
+  auto m = read_ptx_entries(text(".version 8.0\n.target sm_90a\n"
+                                 ".entry tma(.param .align 64 .b8 tma_param_0[128], .param .u64 y)\n{ ret; }\n"
+                                 ".entry loose(.param .align 8 .b8 s[128])\n{ ret; }\n"
+                                 ".entry short(.param .align 64 .b8 s[64])\n{ ret; }\n"));
+  REQUIRE_MESSAGE(m, (m ? "" : diag::render_text(m.error())));
+  auto tma = toolchain::require_ptx_entry(*m, "tma", "k.ptx");
+  REQUIRE(tma);
+  REQUIRE((*tma)->info.params.size() == 2);
+  CHECK((*tma)->info.params[0].type == ir::Type::tensor_map);
+  CHECK((*tma)->info.params[0].size_bytes == 128);
+  CHECK_FALSE((*tma)->info.params[0].is_buffer);
+  CHECK((*tma)->info.params[1].type == ir::Type::u64);  // never used as an address in the body: a scalar
+  for (const char* name : {"loose", "short"}) {
+    auto refused = toolchain::require_ptx_entry(*m, name, "k.ptx");
+    REQUIRE_FALSE(refused);
+    CHECK(codes(refused.error()) == std::vector<diag::Code>{diag::Code::argument_size_mismatch});
+  }
+}
+

@@ -5,11 +5,16 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <ranges>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
 #include <llvm/ADT/SmallString.h>
 #include <llvm/IR/LegacyPassManager.h>
+#include <llvm/Pass.h>
+#include <llvm/PassInfo.h>
+#include <llvm/PassRegistry.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/CommandLine.h>
@@ -199,10 +204,68 @@ bool optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigne
   return true;
 }
 
+namespace {
+
+/// A pass of NVPTX's code-generation pipeline that ptxgate leaves out at -O2/-O3: the `ordinal`th
+/// pass (from 1) registered as `argument` that the target adds.
+struct PrunedPass {
+  std::string_view argument;
+  unsigned ordinal;
+};
+
+// Measured on every example and benchmark kernel (docs/benchmarks.md "Compile speed (issue 29)", fourth
+// round): without these passes ptxas produces byte-identical cubins, and sgemm's text -> PTX executes
+// about 5% fewer instructions. After ptxgate's kernel pipeline (SROA twice, EarlyCSE, GVN, InstCombine)
+// NVPTX's own SROA runs find no alloca left to split, constant hoisting and early tail duplication
+// change nothing, the EarlyCSE after NaryReassociate finds nothing new, and the EarlyCSE after loop
+// strength reduction changes only the order of instructions that ptxas schedules itself.
+constexpr PrunedPass kPrunedPasses[] = {
+    {"sroa", 1}, {"early-cse", 2}, {"consthoist", 1}, {"early-cse", 3}, {"sroa", 2}, {"early-tailduplication", 1},
+};
+
+/// The legacy pass manager that receives NVPTX's code-generation pipeline, leaving out kPrunedPasses
+/// and, when `without_machine_sinking`, machine sinking.
+class PruningPassManager final : public llvm::legacy::PassManager {
+ public:
+  PruningPassManager(bool prune, bool without_machine_sinking)
+      : prune_(prune), without_machine_sinking_(without_machine_sinking) {}
+
+  void add(llvm::Pass* pass) override {
+    const llvm::PassInfo* info = llvm::PassRegistry::getPassRegistry()->getPassInfo(pass->getPassID());
+    const std::string argument = info ? info->getPassArgument().str() : std::string(pass->getPassName());
+    const unsigned ordinal = ++seen_[argument];
+    if (prune_ && omitted(argument, ordinal)) {
+      delete pass;
+      return;
+    }
+    llvm::legacy::PassManager::add(pass);
+  }
+
+ private:
+  bool omitted(std::string_view argument, unsigned ordinal) const {
+    if (without_machine_sinking_ && argument == "machine-sink") return true;
+    return std::ranges::any_of(kPrunedPasses,
+                               [&](const PrunedPass& p) { return p.argument == argument && p.ordinal == ordinal; });
+  }
+
+  bool prune_;
+  bool without_machine_sinking_;
+  std::map<std::string, unsigned, std::less<>> seen_;
+};
+
+/// Whether a function of `module` has more than kMachineSinkBlockLimit blocks.
+bool has_huge_function(const llvm::Module& module) {
+  return std::ranges::any_of(module, [](const llvm::Function& f) { return f.size() > kMachineSinkBlockLimit; });
+}
+
+}  // namespace
+
 std::expected<std::string, diag::Diagnostics> emit_ptx_text(llvm::Module& module, llvm::TargetMachine& machine) {
   llvm::SmallString<0> buffer;
   llvm::raw_svector_ostream stream(buffer);
-  llvm::legacy::PassManager passes;
+  // Only the code generator's Default level (-O2/-O3) was measured; -O0/-O1 keep LLVM's pipeline.
+  const bool prune = machine.getOptLevel() == llvm::CodeGenOptLevel::Default;
+  PruningPassManager passes(prune, prune && has_huge_function(module));
   if (machine.addPassesToEmitFile(passes, stream, nullptr, llvm::CodeGenFileType::AssemblyFile))
     return std::unexpected(backend_failure("the NVPTX target cannot emit assembly for this module"));
   passes.run(module);

@@ -195,6 +195,18 @@ class CubinReader {
           return bad(fmt::format("kernel '{}' records parameters up to {} but not parameter {}", sym.name,
                                  params.size() - 1, k));
         const uint32_t size = params[k].size;
+        if (size == ir::byte_size(ir::Type::tensor_map)) {
+          // 128 bytes by value: a CUtensorMap (__grid_constant__), launched with a TensorMap. The cubin
+          // does not say more (its alignment field is 0 in nvcc's and NVRTC's records).
+          if (!entry.unsupported.empty()) continue;
+          contract::ParamInfo p;
+          p.name = name;
+          p.index = static_cast<uint32_t>(k);
+          p.size_bytes = size;
+          p.type = ir::Type::tensor_map;
+          entry.info.params.push_back(std::move(p));
+          continue;
+        }
         if (size != 4 && size != 8) {
           diag::Diagnostics d;
           d.add(diag::Code::argument_size_mismatch,

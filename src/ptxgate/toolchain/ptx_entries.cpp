@@ -94,11 +94,18 @@ bool is_identifier(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return word_char(c) && c != '.'; });
 }
 
+/// A CUtensorMap passed by value: 128 bytes aligned to 64 (cuda.h; what codegen emits for a
+/// `tensor_map` parameter).
+const uint64_t kTensorMapBytes = ir::byte_size(ir::Type::tensor_map);
+constexpr uint64_t kTensorMapAlign = 64;
+
 struct RawParam {
   std::string name;
   std::string_view type;
   bool ptr = false;
   bool array = false;
+  uint64_t elements = 0;  ///< an array's element count
+  uint64_t align = 0;     ///< .align N (0: none)
   size_t offset = 0;
   size_t length = 0;
 };
@@ -279,13 +286,16 @@ struct EntryReader {
           if (w->text == ".ptr") {
             p.ptr = true;
           } else if (w->text == ".align") {
-            lex.next();
+            if (auto n = lex.next()) p.align = support::parse_count(n->text).value_or(0);
           } else if (type_bytes(w->text) != 0) {
             p.type = w->text;
           } else if (w->text == "[") {
             p.array = true;
-            while (auto close = lex.next())
-              if (close->text == "]") break;
+            if (auto n = lex.next(); n && n->text != "]") {
+              p.elements = support::parse_count(n->text).value_or(0);
+              while (auto close = lex.next())
+                if (close->text == "]") break;
+            }
           } else if (is_identifier(w->text)) {
             p.name = std::string(w->text);
           } else if (w->text.front() != '.') {
@@ -341,6 +351,14 @@ struct EntryReader {
       info.name = p.name;
       info.index = static_cast<uint32_t>(k);
       const unsigned bytes = type_bytes(p.type);
+      if (p.array && bytes == 1 && p.elements == kTensorMapBytes && p.align == kTensorMapAlign) {
+        // `.param .align 64 .b8 m[128]`: a CUtensorMap by value (__grid_constant__), launched with a TensorMap.
+        if (!entry.unsupported.empty()) continue;
+        info.type = ir::Type::tensor_map;
+        info.size_bytes = kTensorMapBytes;
+        entry.info.params.push_back(std::move(info));
+        continue;
+      }
       if (p.array || (bytes != 4 && bytes != 8) || p.type == ".f16x2" || p.type == ".bf16x2") {
         entry.unsupported.append(one(diag::Code::argument_size_mismatch,
                           fmt::format("entry '{}': parameter {} '{}' is {}{}; a launch passes 4- and 8-byte scalars and "

@@ -59,9 +59,18 @@ extern const char* const kKernelFunctionStage;
 bool optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigned opt_level, bool llvm_pipeline,
                      const std::function<bool()>& after_inlining, std::string& error);
 
+/// Functions of more blocks than this are generated without machine sinking: its store search
+/// (hasStoreBetween) walks every block reachable from a load's block, so its cost grows with the square
+/// of a long kernel's length (docs/benchmarks.md "Compile speed (issue 29)"); the largest example or
+/// benchmark kernel has 339 blocks.
+inline constexpr size_t kMachineSinkBlockLimit = 1000;
+
 /// Lowers `module` to PTX text with a codegen pipeline built for this module alone:
 /// NVPTXAsmPrinter keeps per-Function state (demoted shared variables) that would go
-/// stale if one pipeline were reused for another module. PG2003 when LLVM cannot build it.
+/// stale if one pipeline were reused for another module. At -O2/-O3 (the code generator's Default
+/// level) the pipeline leaves out passes that change no example's or benchmark kernel's machine code
+/// (their cubins are byte-identical), and machine sinking in a module with a function of more than
+/// kMachineSinkBlockLimit blocks. PG2003 when LLVM cannot build it.
 [[nodiscard]] std::expected<std::string, diag::Diagnostics> emit_ptx_text(llvm::Module& module, llvm::TargetMachine& machine);
 
 }  // namespace ptxgate::codegen
