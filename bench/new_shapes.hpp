@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "ptxgate/contract/kernel_info.hpp"
 #include "ptxgate/contract/launch_plan.hpp"
+#include "ptxgate/ir/access_facts.hpp"
 #include "ptxgate/validation/check.hpp"
 #include "ptxgate/validation/device_caps.hpp"
 
@@ -26,8 +28,12 @@ inline constexpr int kNewShapes = 16;
 /// costs; shape 0 is `plan`.
 inline std::vector<contract::LaunchPlan> new_shapes(const contract::KernelInfo& info, const contract::KernelResources& r,
                                                     const contract::LaunchPlan& plan, const validation::DeviceCaps& caps) {
+  // Each candidate is checked against a copy of the facts: the verdicts a kernel remembers belong to its
+  // facts object, so the facts the benchmark times have seen none of these launches.
+  contract::KernelInfo probe = info;
+  if (info.access) probe.access = std::make_shared<const ir::AccessFacts>(*info.access);
   const auto proven = [&](const contract::LaunchPlan& p) {
-    const validation::Verdict v = validation::check_launch(info, r, p, caps);
+    const validation::Verdict v = validation::check_launch(probe, r, p, caps);
     return v.launchable && v.memory ? v.memory->proven + v.memory->unreachable : ~0u;
   };
   const uint32_t expected = proven(plan);

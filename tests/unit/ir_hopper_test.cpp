@@ -170,6 +170,42 @@ TEST_CASE("hopper: PTX for sm_90a has the instructions, the grid-constant map an
   CHECK_FALSE(contains(ptx, ".local"));  // the accumulators stay in registers
 }
 
+TEST_CASE("hopper: an accumulator carried through a k loop of run-time length stays registers at every level") {
+  // The optimising levels move it as one <128 x float> per wgmma and split the loop's vector phi into
+  // one phi per element after the pipeline (codegen/nvptx.cpp split_vector_accumulators).
+  const std::string text = body(R"(let base = ((1024 - shared_address(tile, 0) % 1024) % 1024) / 2;
+  var d: f32[128];
+  wgmma_fence();
+  wgmma_bf16(d, wgmma_desc(tile, base), wgmma_desc(tile, base + 4096), false);
+  for i in 1..n {
+    wgmma_bf16(d, wgmma_desc(tile, base + i * 16), wgmma_desc(tile, base + 4096 + i * 16), true);
+    wgmma_commit();
+    wgmma_wait(0);
+  }
+  for j in 0..32 {
+    y[global_id.x * 128 + 4 * j] = d[4 * j] + d[4 * j + 3];
+  })");
+  auto loaded = ir::load_module(diag::SourceFile("t.pg", text));
+  if (!loaded) FAIL(diag::render_text(loaded.error()));
+  for (const unsigned level : {1u, 3u})
+    for (const bool llvm_pipeline : {false, true}) {
+      CAPTURE(level);
+      CAPTURE(llvm_pipeline);
+      codegen::CodegenOptions options;
+      options.target = *ir::Target::parse("sm_90a");
+      options.opt_level = level;
+      options.llvm_pipeline = llvm_pipeline;
+      auto ir_text = codegen::emit_llvm_ir(loaded->module, options);
+      if (!ir_text) FAIL(diag::render_text(ir_text.error()));
+      CHECK_FALSE(contains(*ir_text, "phi <128 x float>"));
+      CHECK_FALSE(contains(*ir_text, "ptxgate.vector_accumulators"));
+      auto compiled = codegen::compile(loaded->module, options);
+      if (!compiled) FAIL(diag::render_text(compiled.error()));
+      CHECK(contains(compiled->ptx, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"));
+      if (level >= 2) CHECK_FALSE(contains(compiled->ptx, ".local"));
+    }
+}
+
 TEST_CASE("hopper: another target is PG1350 at the first Hopper operation; the target policy picks sm_90a for sm_90") {
   auto loaded = ir::load_module(diag::SourceFile("t.pg", kAll));
   REQUIRE(loaded);

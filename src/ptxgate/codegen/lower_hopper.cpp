@@ -1,6 +1,7 @@
 // IR -> LLVM IR: Hopper operations: mbarrier, TMA, wgmma (LLVM 19 has intrinsics for mbarrier
 // init/arrive/inval and setmaxnreg; the rest is inline PTX, each statement `convergent` and clobbering memory).
 #include "ptxgate/codegen/internal/kernel_lowering.hpp"
+#include "ptxgate/codegen/internal/nvptx.hpp"
 
 #include <functional>
 #include <string>
@@ -279,19 +280,30 @@ void KernelLowering::wgmma(const ir::Expr& e, std::string_view element) {
   llvm::Value* accumulate = expr(*e.operands[3]);
   auto* constant = llvm::dyn_cast<llvm::ConstantInt>(accumulate);
   const bool reads = !constant || !constant->isZero();
+  // At the optimising levels the accumulator moves as one <N x float> load and store per wgmma (the
+  // elements through extractelement/insertelement): LICM then asks MemorySSA about one load of it per
+  // wgmma in the k loop instead of N, and the second SROA promotes the array to one vector value once the
+  // epilogue's loop is unrolled. Below -O2 (nothing promoted) every element is its own load and store.
+  const bool as_vector = unroll_register_tiles_;
+  auto* vector_type = llvm::FixedVectorType::get(builder_.getFloatTy(), count);
+  const llvm::Align align = llvm::cast<llvm::AllocaInst>(acc.value)->getAlign();
   std::vector<llvm::Value*> elements(count);
   std::vector<llvm::Value*> args;
   std::string constraints, outputs;
   for (unsigned i = 0; i < count; ++i) {
-    elements[i] = builder_.CreateInBoundsGEP(acc.array_type, acc.value, {builder_.getInt64(0), builder_.getInt64(i)});
+    if (!as_vector)
+      elements[i] = builder_.CreateInBoundsGEP(acc.array_type, acc.value, {builder_.getInt64(0), builder_.getInt64(i)});
     constraints += i ? ",=f" : "=f";
     outputs += fmt::format("{}${}", i ? ", " : "", i);
   }
-  if (reads)
+  if (reads) {
+    llvm::Value* whole = as_vector ? builder_.CreateAlignedLoad(vector_type, acc.value, align) : nullptr;
     for (unsigned i = 0; i < count; ++i) {
-      args.push_back(builder_.CreateLoad(builder_.getFloatTy(), elements[i]));
+      args.push_back(as_vector ? builder_.CreateExtractElement(whole, builder_.getInt64(i))
+                               : builder_.CreateLoad(builder_.getFloatTy(), elements[i]));
       constraints += fmt::format(",{}", i);
     }
+  }
   const size_t first = count + args.size();
   args.push_back(desc_a);
   args.push_back(desc_b);
@@ -307,7 +319,15 @@ void KernelLowering::wgmma(const ir::Expr& e, std::string_view element) {
   auto* type = llvm::FunctionType::get(result, types, false);
   llvm::CallInst* call = builder_.CreateCall(llvm::InlineAsm::get(type, text, constraints, /*hasSideEffects=*/true), args);
   call->addFnAttr(llvm::Attribute::Convergent);
-  for (unsigned i = 0; i < count; ++i) builder_.CreateStore(builder_.CreateExtractValue(call, i), elements[i]);
+  if (!as_vector) {
+    for (unsigned i = 0; i < count; ++i) builder_.CreateStore(builder_.CreateExtractValue(call, i), elements[i]);
+    return;
+  }
+  module_.getOrInsertNamedMetadata(kVectorAccumulators);
+  llvm::Value* whole = llvm::PoisonValue::get(vector_type);
+  for (unsigned i = 0; i < count; ++i)
+    whole = builder_.CreateInsertElement(whole, builder_.CreateExtractValue(call, i), builder_.getInt64(i));
+  builder_.CreateAlignedStore(whole, acc.value, align);
 }
 
 }  // namespace ptxgate::codegen::lowering
