@@ -1,16 +1,19 @@
 // Fuzz target: any bytes as a .pg file -> parse -> verify -> print -> codegen (LLVM IR; in checked
 // mode for inputs of odd length, whose KernelInfo must round-trip through its JSON); rejected
 // input renders as text with no control characters; each kernel's access facts -> JSON and back ->
-// evaluated for a launch made from the input's bytes (and the remembered race verdicts and race-free
-// proofs compared with fresh ones and with the enumeration of every thread).
+// evaluated for a launch made from the input's bytes (the remembered race verdicts, race-free proofs
+// and node bounds, and each path group's cone-only narrowing, compared with fresh ones and with the
+// enumeration of every thread).
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/ir/frontend.hpp"
 #include "ptxgate/ir/parser.hpp"
 #include "ptxgate/ir/printer.hpp"
+#include "ptxgate/ir/sym_bounds.hpp"
 #include "ptxgate/ir/sym_eval.hpp"
 #include "ptxgate/validation/internal/race_memo.hpp"
 #include "ptxgate/validation/internal/shared_races.hpp"
@@ -67,6 +70,23 @@ void check_access_facts(const ptxgate::ir::Kernel& kernel, uint64_t seed) {
     const auto remembered = validation::internal::search_shared_races(facts, again, plan, true, nullptr, nullptr, true);
     if (!same_races(validation::find_shared_races(facts, again, nullptr, nullptr, /*prove=*/false), remembered))
       __builtin_trap();
+  }
+  // Each path group narrowed over its node cone (what a kernel's remembered plan does) gives the
+  // bounds of the pass over every node, on every node of the cone.
+  {
+    validation::internal::SitePlan sites;
+    validation::internal::plan_sites(facts, ir::leaf_dependencies(facts), sites, true);
+    const ir::LeafValues leaves{launch.grid, launch.block, launch.dynamic_shared_bytes, &launch.scalar_bits};
+    ir::NodeBounds whole(facts, leaves), coned(facts, leaves);
+    for (const validation::internal::PathGroup& g : sites.groups) {
+      const std::span<const uint32_t> cones(sites.cones);
+      const auto cone = cones.subspan(g.cone_first, g.cone_end - g.cone_first);
+      const std::vector<ir::Interval> all = whole.under(g.path, g.last);
+      const std::vector<ir::Interval>& part = coned.under(g.path, g.last, cones.subspan(g.cone_first, g.cone_rest - g.cone_first),
+                                                          cones.subspan(g.cone_rest, g.cone_end - g.cone_rest));
+      for (uint32_t id : cone)
+        if (all[id] != part[id]) __builtin_trap();
+    }
   }
   // The race verdicts check_launch remembers per kernel (keyed by what the search reads): for this
   // launch, one with another grid, and one with other scalars too, the same races as a fresh search.

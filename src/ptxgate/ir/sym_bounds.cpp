@@ -14,6 +14,9 @@ constexpr std::array<Interval, 64> kRanges = [] {
   return r;
 }();
 inline Interval range_of(Type t) { return kRanges[static_cast<uint8_t>(t) & 63]; }
+// The table must cover every type: `& 63` would otherwise alias a new type with an old one's range.
+static_assert(static_cast<unsigned>(Type::tensor_map) < kRanges.size(),
+              "kRanges (range_of) must have an entry for every ir::Type: enlarge it and its mask");
 
 constexpr Integer kInfinity = Integer{1} << 120;
 constexpr Integer kSmall = Integer{1} << 62;  ///< products of two magnitudes below this fit in 128 bits
@@ -129,10 +132,15 @@ std::vector<uint64_t> leaf_dependencies(const AccessFacts& facts) {
   return deps;
 }
 
-Interval NodeBounds::loop_bounds(uint32_t loop, const std::vector<Interval>& values) const {
+Interval NodeBounds::loop_bounds(uint32_t id, uint32_t loop, const std::vector<Interval>& values) const {
   if (loop >= facts_->loops.size()) return {};
   const LoopFact& l = facts_->loops[loop];
   const Type t = facts_->nodes[l.variable].type;
+  // Bounds placed at or after the node that reads them are not evaluated yet when it is (forward
+  // order): reading them would take another launch's entries. The analysis never builds such
+  // facts; forged ones get the variable's full range, the same whatever was evaluated before.
+  if (l.lo >= id || l.hi >= id || l.step >= id || (l.kind == LoopFact::Kind::induction && l.offset >= id))
+    return range_of(facts_->nodes[id].type);
   const Interval lo = values[l.lo], hi = values[l.hi], step = values[l.step];
   if (lo.empty() || hi.empty() || step.empty()) return {};
   if (l.kind == LoopFact::Kind::range) return meet({lo.lo, hi.hi - 1}, range_of(t));
@@ -167,7 +175,7 @@ Interval NodeBounds::forward(uint32_t id, const std::vector<Interval>& v) const 
     case SymOp::grid_dim: return leaves_.ranges ? leaves_.ranges->grid[n.value % 3] : point(component(leaves_.grid));
     case SymOp::dynamic_shared_bytes:
       return leaves_.ranges ? leaves_.ranges->dynamic_shared_bytes : point(static_cast<Integer>(leaves_.dynamic_shared_bytes));
-    case SymOp::loop: return loop_bounds(static_cast<uint32_t>(n.value), v);
+    case SymOp::loop: return loop_bounds(id, static_cast<uint32_t>(n.value), v);
     case SymOp::opaque: return range_of(t);
     default: break;
   }
@@ -414,14 +422,76 @@ void NodeBounds::constrain(uint32_t id, bool truth, int depth) {
   narrow(id, point(truth ? 1 : 0), 64);
 }
 
+std::vector<uint32_t> node_cone(const AccessFacts& facts, const std::vector<uint32_t>& targets) {
+  const size_t n = facts.nodes.size();
+  std::vector<uint8_t> in(n, 0);
+  for (uint32_t t : targets)
+    if (t < n) in[t] = 1;
+  // Operands come before the node: one pass from the last node down reaches every ancestor.
+  for (size_t i = n; i-- > 0;) {
+    if (!in[i]) continue;
+    const SymNode& x = facts.nodes[i];
+    const unsigned count = sym_operand_count(x.op);
+    auto take = [&](uint32_t from) {
+      if (from < i) in[from] = 1;
+    };
+    if (count > 0) take(x.a);
+    if (count > 1) take(x.b);
+    if (count > 2) take(x.c);
+    if (x.op == SymOp::loop && x.value < facts.loops.size()) {
+      const LoopFact& l = facts.loops[x.value];
+      for (uint32_t from : {l.lo, l.hi, l.step, l.offset}) take(from);
+    }
+  }
+  std::vector<uint32_t> cone;
+  for (uint32_t i = 0; i < n; ++i)
+    if (in[i]) cone.push_back(i);
+  return cone;
+}
+
+const std::vector<Interval>& NodeBounds::under(uint32_t path, uint32_t last, std::span<const uint32_t> path_cone,
+                                               std::span<const uint32_t> rest) {
+  current_.resize(base_.size());
+  for (uint32_t i : rest)
+    if (i < base_.size()) current_[i] = base_[i];
+  narrowed(path, last, path_cone.data(), path_cone.size());
+  // The rest is read only at the end: one evaluation from the final bounds of what it reads (the
+  // value the rounds leave in it: a node outside the path's cone has no limit, and each round sets
+  // it to its operation over its operands' bounds of that round, or keeps it when they kept theirs).
+  // A node of plain operation whose operands all kept their base bounds keeps its own (its
+  // operation over the same bounds); selects and loop variables read more and are evaluated.
+  auto kept = [&](uint32_t o) { return current_[o] == base_[o]; };
+  for (uint32_t i : rest) {
+    if (i > last || i >= current_.size()) break;
+    const SymNode& n = facts_->nodes[i];
+    const unsigned operands = sym_operand_count(n.op);
+    if (n.op != SymOp::select && n.op != SymOp::loop && (operands < 1 || kept(n.a)) && (operands < 2 || kept(n.b)) &&
+        (operands < 3 || kept(n.c)))
+      continue;
+    current_[i] = meet(forward(i, current_), limit_[i]);
+  }
+  return current_;
+}
+
 const std::vector<Interval>& NodeBounds::under(uint32_t path, uint32_t last) {
+  return narrowed(path, last, nullptr, size_t{last} + 1);
+}
+
+const std::vector<Interval>& NodeBounds::narrowed(uint32_t path, uint32_t last, const uint32_t* cone, size_t count) {
   for (uint32_t id : touched_) limit_[id] = unbounded();
   touched_.clear();
-  // Only nodes up to `last` are narrowed, re-evaluated and read (a node's operands come before it).
+  // Only nodes up to `last` (of the cone, when given) are narrowed, re-evaluated and read: a node's
+  // operands, its loop's bounds and a select's branches come before it and are in its cone.
   const size_t upto = std::min<size_t>(size_t{last} + 1, base_.size());
   current_.resize(base_.size());
-  std::copy_n(base_.begin(), upto, current_.begin());
-  dirty_.assign(upto, 0);
+  dirty_.resize(std::max(dirty_.size(), upto));
+  auto node_at = [&](size_t k) { return cone ? cone[k] : static_cast<uint32_t>(k); };
+  for (size_t k = 0; k < count; ++k) {
+    const uint32_t i = node_at(k);
+    if (i >= upto) break;
+    current_[i] = base_[i];
+    dirty_[i] = 0;
+  }
   for (int round = 0; round < 4; ++round) {
     changed_ = false;
     constrain(path, true, 0);
@@ -429,12 +499,14 @@ const std::vector<Interval>& NodeBounds::under(uint32_t path, uint32_t last) {
     // Re-evaluates the nodes the narrowing can change: those narrowed (they have a limit), those
     // with an operand that changed in this pass, and selects and loop variables (their bounds read
     // more than their operands). Any other node would compute the value it already holds.
-    for (uint32_t i = 0; i <= last && i < current_.size(); ++i) {
+    for (size_t k = 0; k < count; ++k) {
+      const uint32_t i = node_at(k);
+      if (i >= upto) break;
       const SymNode& n = facts_->nodes[i];
-      const unsigned count = sym_operand_count(n.op);
+      const unsigned operands = sym_operand_count(n.op);
       const bool limited = limit_[i] != unbounded();
-      if (!limited && n.op != SymOp::select && n.op != SymOp::loop && !(count > 0 && dirty_[n.a]) &&
-          !(count > 1 && dirty_[n.b]) && !(count > 2 && dirty_[n.c])) {
+      if (!limited && n.op != SymOp::select && n.op != SymOp::loop && !(operands > 0 && dirty_[n.a]) &&
+          !(operands > 1 && dirty_[n.b]) && !(operands > 2 && dirty_[n.c])) {
         dirty_[i] = 0;
         continue;
       }

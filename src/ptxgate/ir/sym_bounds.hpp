@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "ptxgate/ir/access_facts.hpp"
@@ -57,8 +58,17 @@ class NodeBounds {
   /// the values they are computed from; every node is then re-evaluated. Returns the refined
   /// bounds (valid until the next call) of the nodes up to `last`; entries past it are unspecified.
   const std::vector<Interval>& under(uint32_t path, uint32_t last);
+  /// under(path, last) computed only for the nodes its sites read: `path_cone` (node_cone of the
+  /// path: what narrowing reaches and each round re-evaluates) and `rest` (the other nodes of the
+  /// cone of what the sites read, evaluated once after the rounds), both ascending, none past
+  /// `last`. The same bounds for those nodes; every other node's entry is unspecified. A kernel's
+  /// cones are launch-independent: they are built once (internal::SitePlan).
+  const std::vector<Interval>& under(uint32_t path, uint32_t last, std::span<const uint32_t> path_cone,
+                                     std::span<const uint32_t> rest);
 
  private:
+  /// under() over the nodes cone[0, count) (ascending), or nodes 0 .. count - 1 when `cone` is null.
+  const std::vector<Interval>& narrowed(uint32_t path, uint32_t last, const uint32_t* cone, size_t count);
   Interval forward(uint32_t id, const std::vector<Interval>& values) const;
   /// An operation's bounds from its operands' (not for leaves).
   Interval apply(const SymNode& n, Interval a, Interval b, Interval c) const;
@@ -68,7 +78,7 @@ class NodeBounds {
   Interval branch(uint32_t node, uint32_t cond, bool truth, const std::vector<Interval>& values) const;
   Interval reevaluate(uint32_t id, uint32_t x, Interval x_bounds, uint32_t y, Interval y_bounds,
                       const std::vector<Interval>& values, int depth) const;
-  Interval loop_bounds(uint32_t loop, const std::vector<Interval>& values) const;
+  Interval loop_bounds(uint32_t id, uint32_t loop, const std::vector<Interval>& values) const;
   void constrain(uint32_t id, bool truth, int depth);
   void narrow(uint32_t id, Interval to, int depth);
   void backward(uint32_t id, int depth);
@@ -82,6 +92,13 @@ class NodeBounds {
   std::vector<uint8_t> dirty_;      ///< per node: changed in the current re-evaluation pass
   bool changed_ = false;
 };
+
+/// Every node the bounds of `targets` are computed from, the targets included, ascending: operands,
+/// and the bounds of the loops whose variables they read (those placed before the variable; later
+/// ones are not read, loop_bounds). Under a path condition, narrowing reaches only the path's cone
+/// and re-evaluation changes a node only through its cone, so a node outside the cone of what is
+/// read keeps bounds nobody reads. Ids past the node list are ignored.
+std::vector<uint32_t> node_cone(const AccessFacts& facts, const std::vector<uint32_t>& targets);
 
 /// The full range of a node's type.
 constexpr Interval full_range(Type t) { return {type_min(t), type_max(t)}; }

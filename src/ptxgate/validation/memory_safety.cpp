@@ -3,6 +3,7 @@
 #include "ptxgate/validation/memory_safety.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -231,7 +232,7 @@ class WitnessSearch {
 
 }  // namespace
 
-void internal::plan_sites(const ir::AccessFacts& facts, const std::vector<uint64_t>& deps, SitePlan& plan) {
+void internal::plan_sites(const ir::AccessFacts& facts, const std::vector<uint64_t>& deps, SitePlan& plan, bool cones) {
   plan.by_path.resize(facts.sites.size());
   for (uint32_t i = 0; i < facts.sites.size(); ++i) plan.by_path[i] = i;
   std::sort(plan.by_path.begin(), plan.by_path.end(), [&](uint32_t x, uint32_t y) {
@@ -258,6 +259,25 @@ void internal::plan_sites(const ir::AccessFacts& facts, const std::vector<uint64
     }
     g.end = end;
     plan.groups.push_back(g);
+  }
+  plan.cones.clear();
+  plan.has_cones = cones;
+  if (!cones) return;
+  std::vector<uint32_t> targets;
+  for (PathGroup& g : plan.groups) {
+    targets.assign({g.path});
+    for (uint32_t k = g.first; k < g.end; ++k) {
+      const ir::AccessSite& site = facts.sites[plan.by_path[k]];
+      targets.push_back(site.index);
+      if (site.width_limit >= 0) targets.push_back(static_cast<uint32_t>(site.width_limit));
+    }
+    const std::vector<uint32_t> path_cone = ir::node_cone(facts, {g.path});
+    const std::vector<uint32_t> cone = ir::node_cone(facts, targets);
+    g.cone_first = static_cast<uint32_t>(plan.cones.size());
+    plan.cones.insert(plan.cones.end(), path_cone.begin(), path_cone.end());
+    g.cone_rest = static_cast<uint32_t>(plan.cones.size());
+    std::set_difference(cone.begin(), cone.end(), path_cone.begin(), path_cone.end(), std::back_inserter(plan.cones));
+    g.cone_end = static_cast<uint32_t>(plan.cones.size());
   }
 }
 
@@ -309,7 +329,7 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
   }
   if (memo && !memo->planned) {
     memo->deps = ir::leaf_dependencies(facts);
-    internal::plan_sites(facts, memo->deps, memo->plan);
+    internal::plan_sites(facts, memo->deps, memo->plan, true);
     memo->sites.assign(facts.sites.size(), {});
     memo->planned = true;
   }
@@ -339,7 +359,12 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
       // unreachable: narrowing only shrinks bounds).
       const Interval taken = bounds.base()[path];
       const bool plain = taken == Interval{1, 1} || taken == Interval{0, 0} || taken.empty();
-      values = plain ? &bounds.base() : &bounds.under(path, group.last);
+      if (plain) values = &bounds.base();
+      else if (plan.has_cones)
+        values = &bounds.under(path, group.last,
+                               std::span(plan.cones).subspan(group.cone_first, group.cone_rest - group.cone_first),
+                               std::span(plan.cones).subspan(group.cone_rest, group.cone_end - group.cone_rest));
+      else values = &bounds.under(path, group.last);
     }
     for (uint32_t k = group.first; k < group.end; ++k) {
       const uint32_t s = plan.by_path[k];

@@ -35,15 +35,23 @@ struct PathGroup {
   uint32_t last = 0;     ///< the last node its sites read (index, width limit)
   uint32_t first = 0, end = 0;
   uint64_t inputs = 0;   ///< the launch inputs the bounds its sites read depend on (ir::leaf_dependencies bits)
+  /// SitePlan::cones[cone_first, cone_rest): ir::node_cone of the path; [cone_rest, cone_end): the
+  /// other nodes of the cone of what its sites read (NodeBounds::under's two lists). Empty when the
+  /// plan has no cones (under then passes over every node up to `last`).
+  uint32_t cone_first = 0, cone_rest = 0, cone_end = 0;
 };
 
 /// A kernel's sites in order of path, then number, and their groups (launch-independent).
 struct SitePlan {
   std::vector<uint32_t> by_path;  ///< site numbers
   std::vector<PathGroup> groups;
+  std::vector<uint32_t> cones;    ///< the groups' node cones, one after another
+  bool has_cones = false;
 };
-/// `deps`: ir::leaf_dependencies(facts) (empty: every group's inputs are all bits).
-void plan_sites(const ir::AccessFacts& facts, const std::vector<uint64_t>& deps, SitePlan& plan);
+/// `deps`: ir::leaf_dependencies(facts) (empty: every group's inputs are all bits). `cones`: also
+/// each group's node cone (what a plan kept with the kernel's BoundsMemo pays for once; a plan
+/// made for one launch skips it).
+void plan_sites(const ir::AccessFacts& facts, const std::vector<uint64_t>& deps, SitePlan& plan, bool cones = false);
 
 /// The bounds a site's verdict reads: its path's, its index's and its width limit's.
 struct SiteBounds {
