@@ -82,6 +82,40 @@ def comparisons():
             (f"compile.cold_cubin_load.{k}", f"compile.cupy_first.{k}", "ratio", None, None,
              "cold text -> loaded module, ptxas cubin / CuPy RawModule first call (compile + load)"),
         ]
+    for k in ("copy", "saxpy", "copy4", "saxpy4"):
+        # The targets against memcpy apply to the four-elements-per-thread kernels; one element per
+        # thread has too few loads in flight per SM to reach the memory system's rate (nvcc's twin
+        # measures the same), and is reported for reference.
+        four = k.endswith("4")
+        c += [
+            (f"kernel.{k}.ptxgate", f"kernel.{k}.nvcc", "ratio", 0.95, ">=", "GB/s ptxgate / GB/s nvcc twin"),
+            (f"kernel.{k}.ptxgate", "kernel.memcpy_dtod", "ratio", 0.90 if four else None, ">=" if four else None,
+             "GB/s ptxgate / GB/s cuMemcpyDtoD" + ("" if four else " (one element per thread)")),
+            (f"kernel.{k}.nvcc", "kernel.memcpy_dtod", "ratio", None, None, "GB/s nvcc twin / GB/s cuMemcpyDtoD"),
+        ]
+    c += [
+        ("kernel.block_sum.ptxgate", "kernel.block_sum.nvcc", "ratio", 0.95, ">=", "GB/s ptxgate / GB/s nvcc twin"),
+        ("kernel.block_sum.ptxgate", "kernel.memcpy_dtod", "ratio", None, None, "read GB/s / memcpy GB/s"),
+        # Issue 13: a sum reduction at >= 0.9x device-to-device memcpy bandwidth (warp shuffles).
+        ("kernel.warp_sum.ptxgate", "kernel.memcpy_dtod", "ratio", 0.90, ">=", "read GB/s (warp shuffles) / memcpy GB/s"),
+        ("kernel.warp_sum.ptxgate", "kernel.warp_sum.nvcc", "ratio", 0.95, ">=", "GB/s ptxgate / GB/s nvcc twin"),
+        ("kernel.matmul.ptxgate", "kernel.matmul.nvcc", "ratio", None, None, "GFLOP/s ptxgate / GFLOP/s nvcc twin"),
+    ]
+    # Issue 13's workloads (ptxgate_gpu_bench workloads; the library rows from peers.py --steps workloads).
+    for w, unit in WORKLOADS:
+        memcpy_target, library_target = WORKLOAD_TARGETS.get(w, (None, None))
+        c += [
+            (f"workload.{w}.ptxgate", f"workload.{w}.nvcc", "ratio", 0.95, ">=", f"{unit} ptxgate / {unit} nvcc twin"),
+            (f"workload.{w}.ptxgate", f"workload.{w}.torch", "ratio", library_target, ">=" if library_target else None,
+             f"{unit} ptxgate / {unit} {LIBRARY[w]}"),
+        ]
+        if w == "gemm_bf16":  # issue 16: the algorithm itself (nvcc's build of it) against cuBLAS
+            c.append((f"workload.{w}.nvcc", f"workload.{w}.torch", "ratio", library_target, ">=",
+                      f"{unit} nvcc twin / {unit} {LIBRARY[w]}"))
+        if unit == "GB/s":
+            c.append((f"workload.{w}.ptxgate", "workload.memcpy_dtod", "ratio", memcpy_target,
+                      ">=" if memcpy_target else None, "GB/s ptxgate / GB/s cuMemcpyDtoD (2^28 f32)"))
+    return c
 
 
 # The kernels with a CUDA C++ twin in bench/cuda (compile-compare's NVRTC rows).

@@ -122,6 +122,8 @@ log "clocks before: $CLOCKS_BEFORE"
 log "clocks after:  $CLOCKS_AFTER"
 
 python3 bench/report.py --parts "$PARTS" --env "$WORK/env.json" --out "$OUT" 2>&1 | tee -a "$LOG"
+report_status=${PIPESTATUS[0]}
+((report_status == 0)) || FAILED_STEPS+=("report (bench/report.py exit $report_status)")
 log "done in $(( $(date +%s) - START ))s; files in $OUT: $(ls "$OUT" | tr '\n' ' ')"
 if ((${#FAILED_STEPS[@]} > 0)); then
   log "FAILED steps: ${FAILED_STEPS[*]}"
