@@ -10,7 +10,7 @@
 #include <string>
 
 #include "ir_check_support.hpp"
-#include "shipped_launches.hpp"
+#include "shipped_memory_launch.hpp"
 #include "ptxgate/ir/access_facts.hpp"
 #include "ptxgate/ir/sym_bounds.hpp"
 #include "ptxgate/validation/internal/race_memo.hpp"
@@ -65,21 +65,6 @@ validation::MemoryVerdict same_as_fresh(const std::shared_ptr<const ir::AccessFa
     CHECK(remembered.races[i].byte == fresh.races[i].byte);
   }
   return remembered;
-}
-
-validation::MemoryLaunch launch_of(const ir::Kernel& k, const shipped::Launch& l) {
-  validation::MemoryLaunch launch;
-  launch.grid = l.grid;
-  launch.block = l.block;
-  launch.dynamic_shared_bytes = l.dynamic_shared;
-  launch.scalar_bits.assign(k.params.size(), std::nullopt);
-  launch.buffer_bytes.assign(k.params.size(), std::nullopt);
-  for (size_t i = 0; i < k.params.size(); ++i) {
-    launch.names.push_back(k.params[i].name);
-    for (const auto& [name, value] : l.arguments)
-      if (name == k.params[i].name) (k.params[i].is_buffer ? launch.buffer_bytes[i] : launch.scalar_bits[i]) = value;
-  }
-  return launch;
 }
 
 /// A value near `v`: the same, one more or less, half or double (never below 1 when `v` is not 0).
@@ -158,7 +143,7 @@ TEST_CASE("bounds memo: the shipped kernels over random launch sequences give th
     testing::Checked checked;
     auto facts = facts_of(checked, l.file, read(l.file), l.kernel);
     const ir::Kernel& k = *checked.module.find_kernel(l.kernel);
-    const validation::MemoryLaunch documented = launch_of(k, l);
+    const validation::MemoryLaunch documented = testing::memory_launch_of(k, l);
     validation::MemoryLaunch launch = documented;
     for (int step = 0; step < 24; ++step) {
       CAPTURE(step);
@@ -270,7 +255,7 @@ TEST_CASE("bounds cones: every shipped kernel at many launches narrows to the bo
     const ir::Kernel* k = checked.module.find_kernel(l.kernel);
     REQUIRE(k);
     REQUIRE(k->access_facts);
-    const validation::MemoryLaunch documented = launch_of(*k, l);
+    const validation::MemoryLaunch documented = testing::memory_launch_of(*k, l);
     for (int step = 0; step < 40; ++step) {
       CAPTURE(step);
       const validation::MemoryLaunch launch = step == 0 ? documented : varied(documented, rng);
@@ -310,7 +295,7 @@ TEST_CASE("bounds cones: a cone missing one node is caught by the comparison") {
     testing::Checked checked = testing::check_module(l.file, read(l.file));
     const ir::Kernel* k = checked.module.find_kernel(l.kernel);
     REQUIRE(k);
-    const validation::MemoryLaunch documented = launch_of(*k, l);
+    const validation::MemoryLaunch documented = testing::memory_launch_of(*k, l);
     for (int step = 0; step < 4; ++step)
       for (int drop = 0; drop < 4; ++drop) mismatches += cone_mismatches(*k->access_facts, varied(documented, rng), drop);
   }

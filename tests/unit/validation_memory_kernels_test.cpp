@@ -9,7 +9,7 @@
 #include <string>
 
 #include "ir_check_support.hpp"
-#include "shipped_launches.hpp"
+#include "shipped_memory_launch.hpp"
 #include "ptxgate/ir/access_facts.hpp"
 #include "ptxgate/validation/memory_safety.hpp"
 
@@ -35,16 +35,7 @@ validation::MemoryVerdict evaluate(const Launch& l, const ir::AccessFacts*& fact
   REQUIRE_MESSAGE(k, l.kernel);
   REQUIRE(k->access_facts);
   facts_out = k->access_facts.get();
-  launch.grid = l.grid;
-  launch.block = l.block;
-  launch.dynamic_shared_bytes = l.dynamic_shared;
-  launch.scalar_bits.assign(k->params.size(), std::nullopt);
-  launch.buffer_bytes.assign(k->params.size(), std::nullopt);
-  for (size_t i = 0; i < k->params.size(); ++i) {
-    launch.names.push_back(k->params[i].name);
-    for (const auto& [name, value] : l.arguments)
-      if (name == k->params[i].name) (k->params[i].is_buffer ? launch.buffer_bytes[i] : launch.scalar_bits[i]) = value;
-  }
+  launch = testing::memory_launch_of(*k, l);
   return validation::evaluate_accesses(*k->access_facts, launch);
 }
 

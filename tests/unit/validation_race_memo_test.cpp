@@ -8,7 +8,7 @@
 #include <string>
 
 #include "ir_check_support.hpp"
-#include "shipped_launches.hpp"
+#include "shipped_memory_launch.hpp"
 #include "ptxgate/ir/access_facts.hpp"
 #include "ptxgate/validation/internal/race_memo.hpp"
 #include "ptxgate/validation/internal/shared_races.hpp"
@@ -196,17 +196,7 @@ TEST_CASE("race proofs: remembered proofs give the enumeration's races on the sh
     validation::internal::RacePlan plan;
     validation::internal::plan_races(facts, plan);
     if (plan.groups.empty()) continue;
-    validation::MemoryLaunch documented;
-    documented.grid = l.grid;
-    documented.block = l.block;
-    documented.dynamic_shared_bytes = l.dynamic_shared;
-    documented.scalar_bits.assign(k->params.size(), std::nullopt);
-    documented.buffer_bytes.assign(k->params.size(), std::nullopt);
-    for (size_t i = 0; i < k->params.size(); ++i) {
-      documented.names.push_back(k->params[i].name);
-      for (const auto& [name, value] : l.arguments)
-        if (name == k->params[i].name) (k->params[i].is_buffer ? documented.buffer_bytes[i] : documented.scalar_bits[i]) = value;
-    }
+    const validation::MemoryLaunch documented = testing::memory_launch_of(*k, l);
     // At its documented launch every group is proven race-free without enumerating a thread.
     validation::SharedRaceSearch counts;
     CHECK(validation::find_shared_races(facts, documented, &counts).empty());
