@@ -2,7 +2,8 @@
 // (read_ptx_entries) or a cubin (read_cubin_entries): the readers behind `ptxgate check kernel.ptx`,
 // `check kernel.cubin` and foreign launches; the seeds hold PTX and cubins. Invariants: a failure
 // always says why (PG1004 malformed, PG2006 no entry, PG5001 unreadable binary); a success has
-// PTX's target or a cubin's architecture and entries, each with a name, 4/8-byte parameters indexed in order,
+// PTX's target or a cubin's architecture and entries, each with a name, 4/8-byte parameters (or 128-byte
+// tensor maps, and nothing else of 128 bytes) indexed in order,
 // an entry with an unsupported parameter is refused by require_ptx_entry,
 // pointers of unknown element type, launch bounds and cluster shapes within 1..1024 per axis, a block
 // granule of 1, 32 or 128, and a cubin's stack, static shared memory and barriers within device limits.
@@ -33,7 +34,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (found && !(*found)->unsupported.empty()) __builtin_trap();  // an unlaunchable entry is never handed out
     for (size_t i = 0; i < e.info.params.size(); ++i) {
       const auto& p = e.info.params[i];
-      if (p.index != i || (p.size_bytes != 4 && p.size_bytes != 8)) __builtin_trap();
+      const bool map = p.type == ir::Type::tensor_map;
+      if (p.index != i || map != (p.size_bytes == 128) || (!map && p.size_bytes != 4 && p.size_bytes != 8) ||
+          (map && p.is_buffer))
+        __builtin_trap();
       if (p.is_buffer && (p.size_bytes != 8 || p.type != ir::Type::void_)) __builtin_trap();
     }
     for (uint32_t d : e.max_block)
