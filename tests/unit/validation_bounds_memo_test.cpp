@@ -4,9 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 
 #include "ir_check_support.hpp"
@@ -19,13 +17,6 @@
 using namespace ptxgate;
 
 namespace {
-
-std::string read(const std::string& relative) {
-  std::ifstream in(std::string(PTXGATE_SOURCE_DIR) + "/" + relative);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::shared_ptr<const ir::AccessFacts> facts_of(testing::Checked& checked, const std::string& file,
                                                 const std::string& text, const std::string& kernel) {
@@ -141,8 +132,8 @@ TEST_CASE("bounds memo: the shipped kernels over random launch sequences give th
     const std::string where = std::string(l.file) + " " + l.kernel;
     CAPTURE(where);
     testing::Checked checked;
-    auto facts = facts_of(checked, l.file, read(l.file), l.kernel);
-    const ir::Kernel& k = *checked.module.find_kernel(l.kernel);
+    const ir::Kernel& k = testing::shipped_kernel(l, checked);
+    const std::shared_ptr<const ir::AccessFacts> facts = k.access_facts;
     const validation::MemoryLaunch documented = testing::memory_launch_of(k, l);
     validation::MemoryLaunch launch = documented;
     for (int step = 0; step < 24; ++step) {
@@ -250,35 +241,17 @@ TEST_CASE("bounds cones: every shipped kernel at many launches narrows to the bo
   for (const shipped::Launch& l : shipped::shipped_launches()) {
     const std::string where = std::string(l.file) + " " + l.kernel;
     CAPTURE(where);
-    testing::Checked checked = testing::check_module(l.file, read(l.file));
-    REQUIRE_MESSAGE(!checked.diags.has_errors(), diag::render_text(checked.diags));
-    const ir::Kernel* k = checked.module.find_kernel(l.kernel);
-    REQUIRE(k);
-    REQUIRE(k->access_facts);
+    testing::Checked checked;
+    const ir::Kernel* k = &testing::shipped_kernel(l, checked);
     const validation::MemoryLaunch documented = testing::memory_launch_of(*k, l);
     for (int step = 0; step < 40; ++step) {
       CAPTURE(step);
       const validation::MemoryLaunch launch = step == 0 ? documented : varied(documented, rng);
       CHECK(cone_mismatches(*k->access_facts, launch) == 0);
       // The verdict through the kernel's memo (its plan has the cones) against a fresh one (no
-      // cones): the same outcome per site, the same witnesses.
-      const validation::MemoryVerdict fresh = validation::evaluate_accesses(*k->access_facts, launch);
-      const validation::MemoryVerdict coned = validation::internal::evaluate_accesses_remembered(k->access_facts, launch);
-      CHECK(coned.proven == fresh.proven);
-      CHECK(coned.unreachable == fresh.unreachable);
-      CHECK(coned.out_of_bounds == fresh.out_of_bounds);
-      CHECK(coned.unproven == fresh.unproven);
-      REQUIRE(coned.findings.size() == fresh.findings.size());
-      for (size_t i = 0; i < fresh.findings.size(); ++i) {
-        CHECK(coned.findings[i].site == fresh.findings[i].site);
-        CHECK(coned.findings[i].outcome == fresh.findings[i].outcome);
-        CHECK(coned.findings[i].witness.thread == fresh.findings[i].witness.thread);
-        CHECK(coned.findings[i].witness.block == fresh.findings[i].witness.block);
-        CHECK(coned.findings[i].witness.index == fresh.findings[i].witness.index);
-        CHECK(coned.findings[i].reason == fresh.findings[i].reason);
-      }
+      // cones): the same outcome per site, the same witnesses and races.
       ++launches;
-      out_of_bounds += fresh.out_of_bounds > 0;
+      out_of_bounds += same_as_fresh(k->access_facts, launch).out_of_bounds > 0;
     }
   }
   // The variations reach both kinds of verdict.
@@ -292,9 +265,8 @@ TEST_CASE("bounds cones: a cone missing one node is caught by the comparison") {
   std::mt19937 rng(5);
   int mismatches = 0;
   for (const shipped::Launch& l : shipped::shipped_launches()) {
-    testing::Checked checked = testing::check_module(l.file, read(l.file));
-    const ir::Kernel* k = checked.module.find_kernel(l.kernel);
-    REQUIRE(k);
+    testing::Checked checked;
+    const ir::Kernel* k = &testing::shipped_kernel(l, checked);
     const validation::MemoryLaunch documented = testing::memory_launch_of(*k, l);
     for (int step = 0; step < 4; ++step)
       for (int drop = 0; drop < 4; ++drop) mismatches += cone_mismatches(*k->access_facts, varied(documented, rng), drop);

@@ -4,8 +4,6 @@
 
 #include <bit>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "ir_check_support.hpp"
@@ -20,20 +18,9 @@ namespace {
 using shipped::Launch;
 using shipped::shipped_launches;
 
-std::string read(const std::string& relative) {
-  std::ifstream in(std::string(PTXGATE_SOURCE_DIR) + "/" + relative);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 validation::MemoryVerdict evaluate(const Launch& l, const ir::AccessFacts*& facts_out, validation::MemoryLaunch& launch,
                                    testing::Checked& checked) {
-  checked = testing::check_module(l.file, read(l.file));
-  REQUIRE_MESSAGE(!checked.diags.has_errors(), l.file, ": ", diag::render_text(checked.diags));
-  const ir::Kernel* k = checked.module.find_kernel(l.kernel);
-  REQUIRE_MESSAGE(k, l.kernel);
-  REQUIRE(k->access_facts);
+  const ir::Kernel* k = &testing::shipped_kernel(l, checked);
   facts_out = k->access_facts.get();
   launch = testing::memory_launch_of(*k, l);
   return validation::evaluate_accesses(*k->access_facts, launch);

@@ -2,9 +2,7 @@
 // search reads, so a change that alters the verdict is searched again and the verdict equals a fresh one.
 #include <doctest/doctest.h>
 
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 
 #include "ir_check_support.hpp"
@@ -172,13 +170,6 @@ size_t same_as_enumeration(const ir::AccessFacts& facts, validation::internal::R
   return enumerated.size();
 }
 
-std::string source(const std::string& relative) {
-  std::ifstream in(std::string(PTXGATE_SOURCE_DIR) + "/" + relative);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 }  // namespace
 
 TEST_CASE("race proofs: remembered proofs give the enumeration's races on the shipped kernels over many launches") {
@@ -187,11 +178,8 @@ TEST_CASE("race proofs: remembered proofs give the enumeration's races on the sh
   for (const shipped::Launch& l : shipped::shipped_launches()) {
     const std::string where = std::string(l.file) + " " + l.kernel;
     CAPTURE(where);
-    testing::Checked checked = testing::check_module(l.file, source(l.file));
-    REQUIRE_MESSAGE(!checked.diags.has_errors(), diag::render_text(checked.diags));
-    const ir::Kernel* k = checked.module.find_kernel(l.kernel);
-    REQUIRE(k);
-    REQUIRE(k->access_facts);
+    testing::Checked checked;
+    const ir::Kernel* k = &testing::shipped_kernel(l, checked);
     const ir::AccessFacts& facts = *k->access_facts;
     validation::internal::RacePlan plan;
     validation::internal::plan_races(facts, plan);
