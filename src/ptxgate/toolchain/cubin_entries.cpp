@@ -195,19 +195,10 @@ class CubinReader {
           return bad(fmt::format("kernel '{}' records parameters up to {} but not parameter {}", sym.name,
                                  params.size() - 1, k));
         const uint32_t size = params[k].size;
-        if (size == ir::byte_size(ir::Type::tensor_map)) {
-          // 128 bytes by value: a CUtensorMap (__grid_constant__), launched with a TensorMap. The cubin
-          // does not say more (its alignment field is 0 in nvcc's and NVRTC's records).
-          if (!entry.unsupported.empty()) continue;
-          contract::ParamInfo p;
-          p.name = name;
-          p.index = static_cast<uint32_t>(k);
-          p.size_bytes = size;
-          p.type = ir::Type::tensor_map;
-          entry.info.params.push_back(std::move(p));
-          continue;
-        }
-        if (size != 4 && size != 8) {
+        // 128 bytes by value: a CUtensorMap (__grid_constant__), launched with a TensorMap. The cubin
+        // does not say more (its alignment field is 0 in nvcc's and NVRTC's records).
+        const bool map = size == ir::byte_size(ir::Type::tensor_map);
+        if (!map && size != 4 && size != 8) {
           diag::Diagnostics d;
           d.add(diag::Code::argument_size_mismatch,
                 fmt::format("entry '{}': parameter {} is {} bytes wide; a launch passes 4- and 8-byte scalars and pointers",
@@ -221,7 +212,9 @@ class CubinReader {
         p.name = name;
         p.index = static_cast<uint32_t>(k);
         p.size_bytes = size;
-        if (size == 8) {
+        if (map) {
+          p.type = ir::Type::tensor_map;
+        } else if (size == 8) {
           p.is_buffer = true;
           p.type = ir::Type::void_;
           p.access = ir::Access::inout;

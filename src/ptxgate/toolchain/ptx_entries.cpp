@@ -351,15 +351,9 @@ struct EntryReader {
       info.name = p.name;
       info.index = static_cast<uint32_t>(k);
       const unsigned bytes = type_bytes(p.type);
-      if (p.array && bytes == 1 && p.elements == kTensorMapBytes && p.align == kTensorMapAlign) {
-        // `.param .align 64 .b8 m[128]`: a CUtensorMap by value (__grid_constant__), launched with a TensorMap.
-        if (!entry.unsupported.empty()) continue;
-        info.type = ir::Type::tensor_map;
-        info.size_bytes = kTensorMapBytes;
-        entry.info.params.push_back(std::move(info));
-        continue;
-      }
-      if (p.array || (bytes != 4 && bytes != 8) || p.type == ".f16x2" || p.type == ".bf16x2") {
+      // `.param .align 64 .b8 m[128]`: a CUtensorMap by value (__grid_constant__), launched with a TensorMap.
+      const bool map = p.array && bytes == 1 && p.elements == kTensorMapBytes && p.align == kTensorMapAlign;
+      if (!map && (p.array || (bytes != 4 && bytes != 8) || p.type == ".f16x2" || p.type == ".bf16x2")) {
         entry.unsupported.append(one(diag::Code::argument_size_mismatch,
                           fmt::format("entry '{}': parameter {} '{}' is {}{}; a launch passes 4- and 8-byte scalars and "
                                       "pointers",
@@ -368,7 +362,10 @@ struct EntryReader {
         continue;
       }
       if (!entry.unsupported.empty()) continue;
-      if (bytes == 8 && pointer[k] && p.type != ".f64") {
+      info.size_bytes = map ? kTensorMapBytes : bytes;
+      if (map) {
+        info.type = ir::Type::tensor_map;
+      } else if (bytes == 8 && pointer[k] && p.type != ".f64") {
         info.is_buffer = true;
         info.type = ir::Type::void_;
         info.access = ir::Access::inout;
@@ -383,7 +380,6 @@ struct EntryReader {
       } else {
         info.type = bytes == 8 ? ir::Type::u64 : ir::Type::u32;
       }
-      info.size_bytes = bytes;
       entry.info.params.push_back(std::move(info));
     }
     entries.push_back(std::move(entry));
