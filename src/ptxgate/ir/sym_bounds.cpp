@@ -34,8 +34,24 @@ const Interval kNone{};  ///< an operand a node does not have
 
 /// NodeBounds::dirty_'s bits per node: changed in the current re-evaluation pass (or limited: the
 /// re-evaluation reads both alike), and limit_ is not the full range (a byte to test instead of
-/// two 128-bit bounds).
-constexpr uint8_t kDirty = 1, kLimited = 2;
+/// two 128-bit bounds). The last three serve the early end of narrowing (NodeBounds::narrowed): in
+/// the current pass of constrain(), the node's lower or upper bound was read to compute a limit
+/// (or to decide whether to), or the node was the target of narrow() (its bounds then lie in that
+/// limit).
+constexpr uint8_t kDirty = 1, kLimited = 2, kReadLo = 4, kReadHi = 8, kTarget = 16;
+constexpr uint8_t kPassBits = kReadLo | kReadHi | kTarget;
+
+/// Set when a bound that the current pass of constrain() read changes after the read, or the
+/// re-evaluation widens a node that pass narrowed: the next pass could then narrow more. Per
+/// thread (a NodeBounds object is used by one thread at a time), reset at every pass.
+thread_local bool pass_read_changed = false;
+
+/// Whether `now`, replacing `was` at a node with pass bits `flags`, changes what the current pass
+/// of constrain() read or lets a bound it narrowed grow.
+inline bool changes_pass(uint8_t flags, const Interval& was, const Interval& now) {
+  return ((flags & kReadLo) && now.lo != was.lo) || ((flags & kReadHi) && now.hi != was.hi) ||
+         ((flags & kTarget) && (now.lo < was.lo || now.hi > was.hi));
+}
 
 /// `r` when it lies in the type's range (no operand can wrap), else the whole range.
 inline Interval fit(Type t, Interval r) {
@@ -339,11 +355,13 @@ Interval NodeBounds::reevaluate(uint32_t id, uint32_t x, Interval xb, uint32_t y
 
 void NodeBounds::narrow(uint32_t id, Interval to, int depth) {
   Interval& at = current_[id];
+  dirty_[id] |= kTarget;
   // `to` holding the bounds leaves them as they are (an empty one too): the common case once a
   // path's conjuncts have narrowed what they can, decided by two comparisons.
   if (to.lo <= at.lo && to.hi >= at.hi) return;
   const Interval now = meet(at, to);
   if (now == at) return;
+  if (changes_pass(dirty_[id], at, now)) pass_read_changed = true;
   at = now;
   limit_[id] = meet(limit_[id], to);
   if (!(dirty_[id] & kLimited) && limit_[id] != unbounded()) {
@@ -432,14 +450,38 @@ void NodeBounds::constrain(uint32_t id, bool truth, int depth) {
         op = negated[static_cast<int>(op) - static_cast<int>(SymOp::eq)];
       }
       const Interval a = current_[n.a], b = current_[n.b];
-      if (a.empty() || b.empty()) break;
+      // What each case reads is marked as it reads it (the pass bits): an empty operand (no
+      // narrowing) as fully read, then the one bound of each operand that `<` and the like use.
+      auto read = [&](uint32_t node, uint8_t bits) { dirty_[node] |= bits; };
+      if (a.empty() || b.empty()) {
+        read(n.a, kReadLo | kReadHi);
+        read(n.b, kReadLo | kReadHi);
+        break;
+      }
       switch (op) {
-        case SymOp::lt: narrow(n.a, {-kInfinity, b.hi - 1}, 0); narrow(n.b, {a.lo + 1, kInfinity}, 0); break;
-        case SymOp::le: narrow(n.a, {-kInfinity, b.hi}, 0); narrow(n.b, {a.lo, kInfinity}, 0); break;
-        case SymOp::gt: narrow(n.a, {b.lo + 1, kInfinity}, 0); narrow(n.b, {-kInfinity, a.hi - 1}, 0); break;
-        case SymOp::ge: narrow(n.a, {b.lo, kInfinity}, 0); narrow(n.b, {-kInfinity, a.hi}, 0); break;
-        case SymOp::eq: narrow(n.a, b, 0); narrow(n.b, current_[n.a], 0); break;
+        case SymOp::lt:
+        case SymOp::le:
+          read(n.b, kReadHi);
+          read(n.a, kReadLo);
+          narrow(n.a, {-kInfinity, op == SymOp::lt ? b.hi - 1 : b.hi}, 0);
+          narrow(n.b, {op == SymOp::lt ? a.lo + 1 : a.lo, kInfinity}, 0);
+          break;
+        case SymOp::gt:
+        case SymOp::ge:
+          read(n.b, kReadLo);
+          read(n.a, kReadHi);
+          narrow(n.a, {op == SymOp::gt ? b.lo + 1 : b.lo, kInfinity}, 0);
+          narrow(n.b, {-kInfinity, op == SymOp::gt ? a.hi - 1 : a.hi}, 0);
+          break;
+        case SymOp::eq:
+          read(n.b, kReadLo | kReadHi);
+          narrow(n.a, b, 0);
+          read(n.a, kReadLo | kReadHi);
+          narrow(n.b, current_[n.a], 0);
+          break;
         case SymOp::ne:
+          read(n.a, kReadLo | kReadHi);
+          read(n.b, kReadLo | kReadHi);
           if (b.point() && a.lo == b.lo) narrow(n.a, {a.lo + 1, kInfinity}, 0);
           if (b.point() && a.hi == b.lo) narrow(n.a, {-kInfinity, a.hi - 1}, 0);
           if (a.point() && b.lo == a.lo) narrow(n.b, {b.lo + 1, kInfinity}, 0);
@@ -526,6 +568,7 @@ const std::vector<Interval>& NodeBounds::narrowed(uint32_t path, uint32_t last, 
   }
   for (int round = 0; round < 4; ++round) {
     changed_ = false;
+    pass_read_changed = false;
     constrain(path, true, 0);
     if (!changed_) break;
     // Re-evaluates the nodes the narrowing can change: those narrowed (they have a limit), those
@@ -545,8 +588,14 @@ const std::vector<Interval>& NodeBounds::narrowed(uint32_t path, uint32_t last, 
       // A node without a limit takes its bounds as they are (a node's bounds lie in its type's
       // range, well inside the unbounded limit).
       const Interval now = limited ? meet(forward(i, current_), limit_[i]) : forward(i, current_);
+      if ((dirty_[i] & kPassBits) && changes_pass(dirty_[i], current_[i], now)) pass_read_changed = true;
       dirty_[i] = static_cast<uint8_t>((limited ? kLimited : 0) | (limited || now != current_[i] ? kDirty : 0));
       current_[i] = now;
+    }
+    // The next pass would read the bounds this one read, and find every bound it narrows already
+    // inside the limit: it would change nothing, and narrowing would end there. It ends now.
+    if (!pass_read_changed) {
+      break;
     }
   }
   return current_;
