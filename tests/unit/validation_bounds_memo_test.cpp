@@ -127,6 +127,18 @@ int cone_mismatches(const ir::AccessFacts& facts, const validation::MemoryLaunch
   return mismatches;
 }
 
+/// Calls `visit(kernel, documented launch)` for every shipped kernel, its name captured.
+template <class Visit>
+void each_shipped_kernel(Visit visit) {
+  for (const shipped::Launch& l : shipped::shipped_launches()) {
+    const std::string where = std::string(l.file) + " " + l.kernel;
+    CAPTURE(where);
+    testing::Checked checked;
+    const ir::Kernel& k = testing::shipped_kernel(l, checked);
+    visit(k, testing::memory_launch_of(k, l));
+  }
+}
+
 /// Every thread of `threads` random ones of `launch` against the node bounds (the interval engine's
 /// fast path: the kernel's plan with cones, bounds through rebind from the launch `before`) and the
 /// IR's concrete semantics (ir::ConcreteNodes, the witnesses' evaluation): every node a thread
@@ -293,22 +305,17 @@ kernel k(out y: f32[], n: u32, m: u32) {
 TEST_CASE("bounds cones: every shipped kernel at many launches narrows to the bounds of the full pass") {
   std::mt19937 rng(2711);
   int launches = 0, out_of_bounds = 0;
-  for (const shipped::Launch& l : shipped::shipped_launches()) {
-    const std::string where = std::string(l.file) + " " + l.kernel;
-    CAPTURE(where);
-    testing::Checked checked;
-    const ir::Kernel* k = &testing::shipped_kernel(l, checked);
-    const validation::MemoryLaunch documented = testing::memory_launch_of(*k, l);
+  each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
     for (int step = 0; step < 40; ++step) {
       CAPTURE(step);
       const validation::MemoryLaunch launch = step == 0 ? documented : varied(documented, rng);
-      CHECK(cone_mismatches(*k->access_facts, launch) == 0);
+      CHECK(cone_mismatches(*k.access_facts, launch) == 0);
       // The verdict through the kernel's memo (its plan has the cones) against a fresh one (no
       // cones): the same outcome per site, the same witnesses and races.
       ++launches;
-      out_of_bounds += same_as_fresh(k->access_facts, launch).out_of_bounds > 0;
+      out_of_bounds += same_as_fresh(k.access_facts, launch).out_of_bounds > 0;
     }
-  }
+  });
   // The variations reach both kinds of verdict.
   CHECK(out_of_bounds > 20);
   CHECK(launches - out_of_bounds > 20);
@@ -319,13 +326,10 @@ TEST_CASE("bounds cones: a cone missing one node is caught by the comparison") {
   // earlier group left in it). The comparison above must see it on some kernel.
   std::mt19937 rng(5);
   int mismatches = 0;
-  for (const shipped::Launch& l : shipped::shipped_launches()) {
-    testing::Checked checked;
-    const ir::Kernel* k = &testing::shipped_kernel(l, checked);
-    const validation::MemoryLaunch documented = testing::memory_launch_of(*k, l);
+  each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
     for (int step = 0; step < 4; ++step)
-      for (int drop = 0; drop < 4; ++drop) mismatches += cone_mismatches(*k->access_facts, varied(documented, rng), drop);
-  }
+      for (int drop = 0; drop < 4; ++drop) mismatches += cone_mismatches(*k.access_facts, varied(documented, rng), drop);
+  });
   CHECK(mismatches > 0);
 }
 
@@ -387,21 +391,16 @@ TEST_CASE("node bounds: every thread's values lie in the fast path's bounds, for
   // threads of many random launches, every node they compute, every group's path they take.
   std::mt19937 rng(3141);
   int launches = 0;
-  for (const shipped::Launch& l : shipped::shipped_launches()) {
-    const std::string where = std::string(l.file) + " " + l.kernel;
-    CAPTURE(where);
-    testing::Checked checked;
-    const ir::Kernel* k = &testing::shipped_kernel(l, checked);
-    const validation::MemoryLaunch documented = testing::memory_launch_of(*k, l);
+  each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
     validation::MemoryLaunch before = documented;
     for (int step = 0; step < 12; ++step) {
       CAPTURE(step);
       const validation::MemoryLaunch launch = step == 0 ? documented : varied(documented, rng);
-      CHECK(outside_bounds(*k->access_facts, before, launch, rng, 24) == 0);
+      CHECK(outside_bounds(*k.access_facts, before, launch, rng, 24) == 0);
       before = launch;
       ++launches;
     }
-  }
+  });
   CHECK(launches > 100);
 }
 
@@ -410,13 +409,10 @@ TEST_CASE("node bounds: an upper bound one too small is caught by the concrete c
   // narrowing would leave). The comparison above must see it for some node of some kernel.
   std::mt19937 rng(17);
   int caught = 0;
-  for (const shipped::Launch& l : shipped::shipped_launches()) {
-    testing::Checked checked;
-    const ir::Kernel* k = &testing::shipped_kernel(l, checked);
-    const validation::MemoryLaunch documented = testing::memory_launch_of(*k, l);
-    const size_t nodes = k->access_facts->nodes.size();
+  each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
+    const size_t nodes = k.access_facts->nodes.size();
     for (size_t node = 0; node < nodes; node += std::max<size_t>(nodes / 8, 1))
-      caught += outside_bounds(*k->access_facts, documented, documented, rng, 64, static_cast<int64_t>(node)) > 0;
-  }
+      caught += outside_bounds(*k.access_facts, documented, documented, rng, 64, static_cast<int64_t>(node)) > 0;
+  });
   CHECK(caught > 10);
 }
