@@ -453,6 +453,19 @@ void NodeBounds::constrain(uint32_t id, bool truth, int depth) {
       // What each case reads is marked as it reads it (the pass bits): an empty operand (no
       // narrowing) as fully read, then the one bound of each operand that `<` and the like use.
       auto read = [&](uint32_t node, uint8_t bits) { dirty_[node] |= bits; };
+      // The limit a `==` or `!=` puts on an operand it read does not count as a change of what it
+      // read (its read marks are set aside for that narrow() only): `!=` moves the end it found
+      // equal to a point past that point (the next pass finds no end equal to it: a point it makes
+      // of one operand is one away from the other's), `==` leaves both operands at their meet (the
+      // next pass meets them again). narrow() changes no other bound of that node (what it narrows
+      // further comes before it), and any other change of what they read still counts. Not for a
+      // node compared with itself.
+      auto own = [&](uint32_t node, const Interval& to) {
+        const uint8_t marks = n.a == n.b ? 0 : static_cast<uint8_t>(dirty_[node] & (kReadLo | kReadHi));
+        dirty_[node] &= static_cast<uint8_t>(~marks);
+        narrow(node, to, 0);
+        dirty_[node] |= marks;
+      };
       if (a.empty() || b.empty()) {
         read(n.a, kReadLo | kReadHi);
         read(n.b, kReadLo | kReadHi);
@@ -477,15 +490,15 @@ void NodeBounds::constrain(uint32_t id, bool truth, int depth) {
           read(n.b, kReadLo | kReadHi);
           narrow(n.a, b, 0);
           read(n.a, kReadLo | kReadHi);
-          narrow(n.b, current_[n.a], 0);
+          own(n.b, current_[n.a]);
           break;
         case SymOp::ne:
           read(n.a, kReadLo | kReadHi);
           read(n.b, kReadLo | kReadHi);
-          if (b.point() && a.lo == b.lo) narrow(n.a, {a.lo + 1, kInfinity}, 0);
-          if (b.point() && a.hi == b.lo) narrow(n.a, {-kInfinity, a.hi - 1}, 0);
-          if (a.point() && b.lo == a.lo) narrow(n.b, {b.lo + 1, kInfinity}, 0);
-          if (a.point() && b.hi == a.lo) narrow(n.b, {-kInfinity, b.hi - 1}, 0);
+          if (b.point() && a.lo == b.lo) own(n.a, {a.lo + 1, kInfinity});
+          if (b.point() && a.hi == b.lo) own(n.a, {-kInfinity, a.hi - 1});
+          if (a.point() && b.lo == a.lo) own(n.b, {b.lo + 1, kInfinity});
+          if (a.point() && b.hi == a.lo) own(n.b, {-kInfinity, b.hi - 1});
           break;
         default: break;
       }
