@@ -14,6 +14,7 @@
 #include "ptxgate/runtime/internal/launch_path.hpp"
 #include "ptxgate/runtime/launch_profile.hpp"
 #include "ptxgate/validation/check.hpp"
+#include "ptxgate/support/thread_object.hpp"
 
 namespace ptxgate::runtime {
 
@@ -90,8 +91,7 @@ constexpr size_t kGuardedMemos = 4;
 
 // Reached through a function that is never inlined, as thread_plan().
 [[gnu::noinline]] std::array<GuardedMemo, kGuardedMemos>& guarded_memos() {
-  thread_local std::array<GuardedMemo, kGuardedMemos> memos;
-  return memos;
+  return support::thread_object<std::array<GuardedMemo, kGuardedMemos>>();
 }
 
 /// Whether two plans agree in every field but their arguments (a plan with required elements is
@@ -130,10 +130,7 @@ FunctionState::FunctionState(CUfunction handle_, contract::KernelInfo info_, con
 // Thread-local objects are reached through functions that are never inlined: the caller then
 // holds a plain pointer, where an inlined TLS access may be recomputed (a __tls_get_addr call in a
 // shared library) at every use inside a loop.
-[[gnu::noinline]] contract::LaunchPlan& thread_plan() {
-  thread_local contract::LaunchPlan plan;
-  return plan;
-}
+[[gnu::noinline]] contract::LaunchPlan& thread_plan() { return support::thread_object<contract::LaunchPlan>(); }
 
 // ---- LaunchPath: the steps that reach no driver launch entry point ----
 

@@ -8,6 +8,7 @@
 
 #include "ptxgate/ir/block_granule.hpp"
 #include "ptxgate/validation/internal/race_memo.hpp"
+#include "ptxgate/support/thread_object.hpp"
 
 namespace ptxgate::validation {
 namespace {
@@ -406,12 +407,9 @@ void check_warnings(const DeviceCaps& caps, Reporter& r, const Facts& f) {
           fmt::format("use at least {} blocks (smaller blocks, or more work items)", caps.sm_count));
 }
 
-/// This thread's launch description for check_memory, which keeps its buffers between checks. Reached through a function that is never inlined: an inlined
-/// thread_local in a shared library may cost a __tls_get_addr call at every use.
-[[gnu::noinline]] MemoryLaunch& thread_memory_launch() {
-  thread_local MemoryLaunch launch;
-  return launch;
-}
+/// This thread's launch description for check_memory, which keeps its buffers between checks.
+/// Reached through a function that is never inlined (support::thread_object says why).
+[[gnu::noinline]] MemoryLaunch& thread_memory_launch() { return support::thread_object<MemoryLaunch>(); }
 
 /// The memory-safety part: the launch's values into the kernel's access facts, every access
 /// decided (src/ptxgate/validation/memory_safety.hpp). Runs when the rest of the launch is legal.

@@ -9,6 +9,7 @@
 
 #include "ptxgate/ir/sym_eval.hpp"
 #include "ptxgate/validation/internal/shared_races.hpp"
+#include "ptxgate/support/thread_object.hpp"
 
 namespace ptxgate::validation::internal {
 namespace {
@@ -63,8 +64,7 @@ std::shared_ptr<RaceMemo> memo_of(const std::shared_ptr<const ir::AccessFacts>& 
 /// facts, so using it is correct.
 /// Reached through a function that is never inlined: one thread-local lookup a call.
 [[gnu::noinline]] std::shared_ptr<RaceMemo>& thread_last_memo() {
-  thread_local std::shared_ptr<RaceMemo> last;
-  return last;
+  return support::thread_object<std::shared_ptr<RaceMemo>>();
 }
 
 const std::shared_ptr<RaceMemo>& thread_memo(const std::shared_ptr<const ir::AccessFacts>& facts) {
