@@ -94,14 +94,15 @@ constexpr size_t kGuardedMemos = 4;
   return support::thread_object<std::array<GuardedMemo, kGuardedMemos>>();
 }
 
-/// Whether two plans agree in every field but their arguments (a plan with required elements is
-/// never remembered: its shape is not cacheable).
+/// Whether the caller's plan `a` agrees with a remembered plan's header `b` in every field but their
+/// arguments. A plan with required elements is never remembered (its shape is not cacheable), nor
+/// launched by a remembered verdict: its elements are checked by a validation every time.
 bool same_header(const contract::LaunchPlan& a, const contract::LaunchPlan& b) {
   return a.grid == b.grid && a.block == b.block && a.dynamic_shared_bytes == b.dynamic_shared_bytes &&
          a.block_given == b.block_given && a.cooperative == b.cooperative && a.arguments_known == b.arguments_known &&
          a.stream_policy == b.stream_policy && a.stream_is_null == b.stream_is_null &&
          a.function_is_null == b.function_is_null && a.require_memory_proof == b.require_memory_proof &&
-         a.list_unproven_accesses == b.list_unproven_accesses && b.required_elements.empty();
+         a.list_unproven_accesses == b.list_unproven_accesses && a.required_elements.empty();
 }
 
 }  // namespace
