@@ -51,10 +51,6 @@ class TargetMachineLease {
 extern const char* const kKernelInlineStage;
 extern const char* const kKernelFunctionStage;
 
-/// Named metadata of a module whose wgmma accumulators are moved as whole vectors (set by the lowering at
-/// -O2/-O3): the kernel pipeline splits those vectors into scalars after its function stage.
-inline constexpr const char* kVectorAccumulators = "ptxgate.vector_accumulators";
-
 /// Optimises `module`: at -O0/-O1, and at -O2/-O3 when `llvm_pipeline` is set, LLVM's
 /// default per-module pipeline with the NVPTX callbacks (NVVMReflect, intrinsic ranges)
 /// registered by the target machine; otherwise the kernel pipeline, calling `after_inlining`
