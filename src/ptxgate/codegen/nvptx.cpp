@@ -189,6 +189,7 @@ bool optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigne
       pipeline.run(module, modules);
       if (stage == kKernelInlineStage && !after_inlining()) return true;
     }
+    fuse_wgmma_chains(module);
     return true;
   }
   llvm::OptimizationLevel level = llvm::OptimizationLevel::O3;
@@ -201,6 +202,7 @@ bool optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigne
   llvm::ModulePassManager pipeline =
       opt_level == 0 ? builder.buildO0DefaultPipeline(level) : builder.buildPerModuleDefaultPipeline(level);
   pipeline.run(module, modules);
+  fuse_wgmma_chains(module);
   return true;
 }
 

@@ -59,6 +59,13 @@ extern const char* const kKernelFunctionStage;
 bool optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigned opt_level, bool llvm_pipeline,
                      const std::function<bool()>& after_inlining, std::string& error);
 
+/// Joins each run of wgmma statements that carry one accumulator from one to the next in a block, with
+/// only computation between them, into one inline-PTX statement (the same instructions in the same
+/// order; the operands they compute are computed before it): the code generator then handles one
+/// statement of 2N operands per run instead of one per wgmma, each with N tied operands to coalesce
+/// (src/ptxgate/codegen/wgmma_fusion.cpp; docs/benchmarks.md "Compile speed (issue 29)").
+void fuse_wgmma_chains(llvm::Module& module);
+
 /// Functions of more blocks than this are generated without machine sinking: its store search
 /// (hasStoreBetween) walks every block reachable from a load's block, so its cost grows with the square
 /// of a long kernel's length (docs/benchmarks.md "Compile speed (issue 29)"); the largest example or
