@@ -295,8 +295,11 @@ void internal::plan_sites(const ir::AccessFacts& facts, const std::vector<uint64
     std::set_difference(cone.begin(), cone.end(), path_cone.begin(), path_cone.end(), std::back_inserter(plan.cones));
     g.cone_end = static_cast<uint32_t>(plan.cones.size());
     g.solve_first = g.solve_end = g.cone_end;
+    // No envelope where a site has a width limit, or where the path or an index reads an opaque
+    // value (no thread is ever known to take it: a concrete evaluation would be wasted).
     bool limited = false;
     for (uint32_t k = g.first; k < g.end; ++k) limited = limited || facts.sites[plan.by_path[k]].width_limit >= 0;
+    for (uint32_t id : cone) limited = limited || facts.nodes[id].op == SymOp::opaque;
     if (limited) continue;
     plan.cones.insert(plan.cones.end(), cone.begin(), cone.end());
     g.solve_end = static_cast<uint32_t>(plan.cones.size());

@@ -43,7 +43,8 @@ struct PathGroup {
   uint32_t cone_first = 0, cone_rest = 0, cone_end = 0;
   /// SitePlan::cones[solve_first, solve_end): the two cones above merged in ascending order (what a
   /// concrete evaluation of the path and the sites' indices reads: envelope_reachable). Empty
-  /// without cones, or when a site has a width limit (the envelope then never decides the group).
+  /// without cones, when a site has a width limit and when the cone reads an opaque value (the
+  /// envelope then never decides the group).
   uint32_t solve_first = 0, solve_end = 0;
 };
 
