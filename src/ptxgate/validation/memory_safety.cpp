@@ -278,8 +278,21 @@ void internal::plan_sites(const ir::AccessFacts& facts, const std::vector<uint64
   }
   plan.cones.clear();
   plan.has_cones = cones;
+  plan.params.clear();
+  plan.index_total.clear();
   if (!cones) return;
   std::vector<uint32_t> targets;
+  for (const ir::SymNode& n : facts.nodes)
+    if (n.op == SymOp::param) plan.params.push_back(static_cast<uint32_t>(n.value));
+  std::sort(plan.params.begin(), plan.params.end());
+  plan.params.erase(std::unique(plan.params.begin(), plan.params.end()), plan.params.end());
+  plan.index_total.resize(facts.sites.size());
+  for (uint32_t i = 0; i < facts.sites.size(); ++i) {
+    bool total = true;
+    for (uint32_t id : ir::node_cone(facts, {facts.sites[i].index}))
+      total = total && facts.nodes[id].op != SymOp::loop && facts.nodes[id].op != SymOp::opaque;
+    plan.index_total[i] = total;
+  }
   for (PathGroup& g : plan.groups) {
     targets.assign({g.path});
     for (uint32_t k = g.first; k < g.end; ++k) {
@@ -294,13 +307,21 @@ void internal::plan_sites(const ir::AccessFacts& facts, const std::vector<uint64
     g.cone_rest = static_cast<uint32_t>(plan.cones.size());
     std::set_difference(cone.begin(), cone.end(), path_cone.begin(), path_cone.end(), std::back_inserter(plan.cones));
     g.cone_end = static_cast<uint32_t>(plan.cones.size());
-    g.solve_first = g.solve_end = g.cone_end;
+    g.solve_first = g.solve_short = g.solve_end = g.cone_end;
     // No envelope where a site has a width limit, or where the path or an index reads an opaque
     // value (no thread is ever known to take it: a concrete evaluation would be wasted).
     bool limited = false;
     for (uint32_t k = g.first; k < g.end; ++k) limited = limited || facts.sites[plan.by_path[k]].width_limit >= 0;
     for (uint32_t id : cone) limited = limited || facts.nodes[id].op == SymOp::opaque;
     if (limited) continue;
+    // The short cone: the path's and that of each index that reads a loop variable (the others are
+    // computed by every thread once the scalars are known: they need no evaluation).
+    targets.assign({g.path});
+    for (uint32_t k = g.first; k < g.end; ++k)
+      if (!plan.index_total[plan.by_path[k]]) targets.push_back(facts.sites[plan.by_path[k]].index);
+    const std::vector<uint32_t> short_cone = ir::node_cone(facts, targets);
+    plan.cones.insert(plan.cones.end(), short_cone.begin(), short_cone.end());
+    g.solve_short = static_cast<uint32_t>(plan.cones.size());
     plan.cones.insert(plan.cones.end(), cone.begin(), cone.end());
     g.solve_end = static_cast<uint32_t>(plan.cones.size());
   }
@@ -328,7 +349,13 @@ bool internal::envelope_in_bounds(const ir::AccessFacts& facts, const SitePlan& 
 bool internal::envelope_reachable(const ir::AccessFacts& facts, const SitePlan& plan, const PathGroup& group,
                                   const MemoryLaunch& launch, ConeValues& values) {
   if (group.solve_first == group.solve_end) return false;
-  const std::span<const uint32_t> cone = std::span(plan.cones).subspan(group.solve_first, group.solve_end - group.solve_first);
+  // With every scalar known, an index that reads no loop variable (nor an opaque value) is computed
+  // by any thread: only the path and the other indices are evaluated (the short cone).
+  bool known_scalars = true;
+  for (uint32_t p : plan.params) known_scalars = known_scalars && p < launch.scalar_bits.size() && launch.scalar_bits[p];
+  const uint32_t first = known_scalars ? group.solve_first : group.solve_short;
+  const uint32_t end = known_scalars ? group.solve_short : group.solve_end;
+  const std::span<const uint32_t> cone = std::span(plan.cones).subspan(first, end - first);
   const std::array<uint64_t, 6> extent{launch.block[0], launch.block[1], launch.block[2],
                                        launch.grid[0], launch.grid[1], launch.grid[2]};
   // The first thread, the second, the middle one and the last of each dimension: guards such as
@@ -400,7 +427,10 @@ bool internal::envelope_reachable(const ir::AccessFacts& facts, const SitePlan& 
     const auto taken = value(group.path);
     if (!taken || !(*taken & 1)) continue;
     bool computed = true;
-    for (uint32_t k = group.first; k < group.end && computed; ++k) computed = known[facts.sites[plan.by_path[k]].index];
+    for (uint32_t k = group.first; k < group.end && computed; ++k) {
+      const uint32_t site = plan.by_path[k];
+      computed = (known_scalars && plan.index_total[site]) || known[facts.sites[site].index];
+    }
     if (computed) return true;
   }
   return false;

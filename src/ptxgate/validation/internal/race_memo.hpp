@@ -41,11 +41,12 @@ struct PathGroup {
   /// other nodes of the cone of what its sites read (NodeBounds::under's two lists). Empty when the
   /// plan has no cones (under then passes over every node up to `last`).
   uint32_t cone_first = 0, cone_rest = 0, cone_end = 0;
-  /// SitePlan::cones[solve_first, solve_end): the two cones above merged in ascending order (what a
-  /// concrete evaluation of the path and the sites' indices reads: envelope_reachable). Empty
-  /// without cones, when a site has a width limit and when the cone reads an opaque value (the
-  /// envelope then never decides the group).
-  uint32_t solve_first = 0, solve_end = 0;
+  /// What a concrete evaluation of the path and the sites' indices reads (envelope_reachable), in
+  /// ascending order: SitePlan::cones[solve_first, solve_short) the cones of the path and of the
+  /// indices that are not SitePlan::index_total (when every scalar is known), [solve_short,
+  /// solve_end) the two cones above merged (otherwise). Empty without cones, when a site has a
+  /// width limit and when the cone reads an opaque value (the envelope then never decides the group).
+  uint32_t solve_first = 0, solve_short = 0, solve_end = 0;
 };
 
 /// A kernel's sites in order of path, then number, and their groups (launch-independent).
@@ -54,6 +55,10 @@ struct SitePlan {
   std::vector<PathGroup> groups;
   std::vector<uint32_t> cones;    ///< the groups' node cones, one after another
   bool has_cones = false;
+  std::vector<uint32_t> params;   ///< the scalar parameters the facts read (with cones)
+  /// By site (with cones): 1 when its index reads no loop variable and no opaque value, so that any
+  /// thread computes it once the scalars are known.
+  std::vector<uint8_t> index_total;
 };
 /// `deps`: ir::leaf_dependencies(facts) (empty: every group's inputs are all bits). `cones`: also
 /// each group's node cone (what a plan kept with the kernel's BoundsMemo pays for once; a plan
@@ -102,7 +107,7 @@ struct ConeValues {
 /// Whether a thread of `launch` (one of a few: the first, the second, the middle and the last of
 /// each grid and block dimension), with every loop its group reads at that thread's first
 /// iteration, takes `group`'s path and computes each of its sites' indices. False also for a group
-/// without a merged cone (PathGroup::solve_first), and when an opaque value or unknown scalar is read.
+/// without a cone to evaluate (PathGroup::solve_first), and when an unknown scalar is read.
 /// `values`: next_launch() called once before the first group of each launch.
 bool envelope_reachable(const ir::AccessFacts& facts, const SitePlan& plan, const PathGroup& group,
                         const MemoryLaunch& launch, ConeValues& values);
