@@ -88,13 +88,20 @@ void check_access_facts(const ptxgate::ir::Kernel& kernel, uint64_t seed) {
                                                           cones.subspan(g.cone_rest, g.cone_end - g.cone_rest));
       for (uint32_t id : cone)
         if (all[id] != part[id]) __builtin_trap();
-      // The envelope (bounds without the path, and a thread that takes it) proves a group only
-      // where the narrowing of its path proves every site.
+      // The envelope (bounds without the path, and a thread that takes it) rests on two facts,
+      // checked for every group where a thread is found: the narrowing finds the path taken and
+      // each index not empty, inside its bounds without the path. And where it proves a group, the
+      // narrowing proves every site.
       const ir::Interval taken = whole.base()[g.path];
       if (taken == ir::Interval{1, 1} || taken == ir::Interval{0, 0} || taken.empty()) continue;
-      if (!validation::internal::envelope_in_bounds(facts, sites, g, whole.base(), launch) ||
-          !validation::internal::envelope_reachable(facts, sites, g, launch, cone_values))
-        continue;
+      if (!validation::internal::envelope_reachable(facts, sites, g, launch, cone_values)) continue;
+      if (all[g.path].empty() || all[g.path] == ir::Interval{0, 0}) __builtin_trap();
+      for (uint32_t k = g.first; k < g.end; ++k) {
+        const ir::Interval narrowed = all[facts.sites[sites.by_path[k]].index];
+        const ir::Interval base = whole.base()[facts.sites[sites.by_path[k]].index];
+        if (narrowed.empty() || narrowed.lo < base.lo || narrowed.hi > base.hi) __builtin_trap();
+      }
+      if (!validation::internal::envelope_in_bounds(facts, sites, g, whole.base(), launch)) continue;
       for (uint32_t k = g.first; k < g.end; ++k) {
         const ir::AccessSite& site = facts.sites[sites.by_path[k]];
         const validation::internal::SiteBounds read{all[g.path], all[site.index],

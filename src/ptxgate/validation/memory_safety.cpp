@@ -515,26 +515,25 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
     // inside their arrays and a thread is found that takes the path: every site is proven, as the
     // narrowing would find. A remembered group that was proven so is proven again when its bounds
     // still fit this launch's buffers (a found thread depends only on the inputs that did not change).
-    if (memo) {
-      const Interval taken = bounds.base()[path];
-      const bool plain = taken == Interval{1, 1} || taken == Interval{0, 0} || taken.empty();
-      const bool envelope = !plain && (!remembered || memo->envelope[g]) &&
-                            internal::envelope_in_bounds(facts, plan, group, bounds.base(), launch) &&
-                            (remembered || internal::envelope_reachable(facts, plan, group, launch, memo->cone_values));
-      if (envelope) {
+    // A path true for every thread needs no narrowing, nor one no thread takes (its sites are
+    // unreachable: narrowing only shrinks bounds).
+    const Interval taken = bounds.base()[path];
+    const bool plain = taken == Interval{1, 1} || taken == Interval{0, 0} || taken.empty();
+    if (memo && !plain && (!remembered || memo->envelope[g])) {
+      if (internal::envelope_in_bounds(facts, plan, group, bounds.base(), launch) &&
+          (remembered || internal::envelope_reachable(facts, plan, group, launch, memo->cone_values))) {
         memo->envelope[g] = 1;
         verdict.proven += group.end - group.first;
         continue;
       }
-      if (remembered && memo->envelope[g]) remembered = false;  // its sites' bounds were not narrowed
+      remembered = false;  // a remembered group proven by its envelope kept no narrowed bounds
+      memo->envelope[g] = 0;
+    } else if (memo) {
+      if (memo->envelope[g]) remembered = false;
       memo->envelope[g] = 0;
     }
     const std::vector<Interval>* values = nullptr;
     if (!remembered) {
-      // A path true for every thread needs no narrowing, nor one no thread takes (its sites are
-      // unreachable: narrowing only shrinks bounds).
-      const Interval taken = bounds.base()[path];
-      const bool plain = taken == Interval{1, 1} || taken == Interval{0, 0} || taken.empty();
       if (plain) values = &bounds.base();
       else if (plan.has_cones)
         values = &bounds.under(path, group.last,
