@@ -2,8 +2,8 @@
 // mode for inputs of odd length, whose KernelInfo must round-trip through its JSON); rejected
 // input renders as text with no control characters; each kernel's access facts -> JSON and back ->
 // evaluated for a launch made from the input's bytes (the remembered race verdicts, race-free proofs
-// and node bounds, and each path group's cone-only narrowing, compared with fresh ones and with the
-// enumeration of every thread).
+// and node bounds, each path group's cone-only narrowing and its envelope, compared with fresh ones
+// and with the enumeration of every thread).
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -78,6 +78,8 @@ void check_access_facts(const ptxgate::ir::Kernel& kernel, uint64_t seed) {
     validation::internal::plan_sites(facts, ir::leaf_dependencies(facts), sites, true);
     const ir::LeafValues leaves{launch.grid, launch.block, launch.dynamic_shared_bytes, &launch.scalar_bits};
     ir::NodeBounds whole(facts, leaves), coned(facts, leaves);
+    validation::internal::ConeValues cone_values;
+    cone_values.next_launch();
     for (const validation::internal::PathGroup& g : sites.groups) {
       const std::span<const uint32_t> cones(sites.cones);
       const auto cone = cones.subspan(g.cone_first, g.cone_end - g.cone_first);
@@ -86,6 +88,27 @@ void check_access_facts(const ptxgate::ir::Kernel& kernel, uint64_t seed) {
                                                           cones.subspan(g.cone_rest, g.cone_end - g.cone_rest));
       for (uint32_t id : cone)
         if (all[id] != part[id]) __builtin_trap();
+      // The envelope (bounds without the path, and a thread that takes it) rests on two facts,
+      // checked for every group where a thread is found: the narrowing finds the path taken and
+      // each index not empty, inside its bounds without the path. And where it proves a group, the
+      // narrowing proves every site.
+      const ir::Interval taken = whole.base()[g.path];
+      if (taken == ir::Interval{1, 1} || taken == ir::Interval{0, 0} || taken.empty()) continue;
+      if (!validation::internal::envelope_reachable(facts, sites, g, launch, cone_values)) continue;
+      if (all[g.path].empty() || all[g.path] == ir::Interval{0, 0}) __builtin_trap();
+      for (uint32_t k = g.first; k < g.end; ++k) {
+        const ir::Interval narrowed = all[facts.sites[sites.by_path[k]].index];
+        const ir::Interval base = whole.base()[facts.sites[sites.by_path[k]].index];
+        if (narrowed.empty() || narrowed.lo < base.lo || narrowed.hi > base.hi) __builtin_trap();
+      }
+      if (!validation::internal::envelope_in_bounds(facts, sites, g, whole.base(), launch)) continue;
+      for (uint32_t k = g.first; k < g.end; ++k) {
+        const ir::AccessSite& site = facts.sites[sites.by_path[k]];
+        const validation::internal::SiteBounds read{all[g.path], all[site.index],
+                                                    site.width_limit >= 0 ? all[site.width_limit] : ir::Interval{}};
+        if (validation::internal::bounds_outcome(facts, site, read, launch) != validation::SiteOutcome::proven)
+          __builtin_trap();
+      }
     }
   }
   // The race verdicts check_launch remembers per kernel (keyed by what the search reads): for this

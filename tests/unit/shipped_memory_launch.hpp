@@ -1,13 +1,18 @@
-// A shipped kernel (bench/shipped_launches.hpp) checked from the source tree, and its documented
-// launch as the memory verdict's input, shared by the memory-safety unit tests.
+// A shipped kernel (bench/shipped_launches.hpp) checked from the source tree, its documented launch as
+// the memory verdict's input and launches varied from it, and the comparison of the remembered
+// verdict with a fresh one, shared by the memory-safety unit tests.
 #pragma once
 
+#include <algorithm>
 #include <fstream>
+#include <memory>
+#include <random>
 #include <optional>
 #include <sstream>
 #include <string>
 
 #include "ptxgate/ir/ast.hpp"
+#include "ptxgate/validation/internal/race_memo.hpp"
 #include "ptxgate/validation/memory_safety.hpp"
 #include "ir_check_support.hpp"
 #include "shipped_launches.hpp"
@@ -47,6 +52,65 @@ inline validation::MemoryLaunch memory_launch_of(const ir::Kernel& k, const ship
       if (name == k.params[i].name) (k.params[i].is_buffer ? launch.buffer_bytes[i] : launch.scalar_bits[i]) = value;
   }
   return launch;
+}
+
+/// The remembered verdict (the kernel's memo: remembered bounds, cones, envelopes, race verdicts)
+/// against a fresh one of the same launch, field by field; returns it.
+inline validation::MemoryVerdict same_as_fresh(const std::shared_ptr<const ir::AccessFacts>& facts,
+                                               const validation::MemoryLaunch& launch) {
+  const validation::MemoryVerdict fresh = validation::evaluate_accesses(*facts, launch);
+  validation::MemoryVerdict remembered = validation::internal::evaluate_accesses_remembered(facts, launch);
+  CHECK(remembered.proven == fresh.proven);
+  CHECK(remembered.unreachable == fresh.unreachable);
+  CHECK(remembered.out_of_bounds == fresh.out_of_bounds);
+  CHECK(remembered.unproven == fresh.unproven);
+  REQUIRE(remembered.findings.size() == fresh.findings.size());
+  for (size_t i = 0; i < fresh.findings.size(); ++i) {
+    const validation::SiteVerdict &r = remembered.findings[i], &f = fresh.findings[i];
+    CHECK(r.site == f.site);
+    CHECK(r.outcome == f.outcome);
+    CHECK(r.length_bytes == f.length_bytes);
+    CHECK((r.index_min == f.index_min && r.index_max == f.index_max));
+    CHECK(r.witness.thread == f.witness.thread);
+    CHECK(r.witness.block == f.witness.block);
+    CHECK(r.witness.index == f.witness.index);
+    CHECK(r.reason == f.reason);
+  }
+  REQUIRE(remembered.races.size() == fresh.races.size());
+  for (size_t i = 0; i < fresh.races.size(); ++i) {
+    CHECK(remembered.races[i].first_thread == fresh.races[i].first_thread);
+    CHECK(remembered.races[i].second_thread == fresh.races[i].second_thread);
+    CHECK(remembered.races[i].byte == fresh.races[i].byte);
+  }
+  return remembered;
+}
+
+/// A launch new in every input (bench/new_shapes.hpp's kind of change, larger and in both
+/// directions): grid components, block, dynamic shared bytes, every scalar and every buffer length
+/// moved at once, often far enough that accesses go out of bounds.
+inline validation::MemoryLaunch varied(const validation::MemoryLaunch& documented, std::mt19937& rng) {
+  validation::MemoryLaunch l = documented;
+  auto move = [&](uint64_t v) -> uint64_t {
+    switch (rng() % 6) {
+      case 0: return v + 1 + rng() % 64;
+      case 1: return v > 64 ? v - rng() % 64 : v;
+      case 2: return v / 2;
+      case 3: return v * 2;
+      case 4: return v > 1 ? v - 1 : v;
+      default: return v;
+    }
+  };
+  for (unsigned c = 0; c < 3; ++c) l.grid[c] = std::max<uint64_t>(move(l.grid[c]), 1);
+  if (rng() % 2) {
+    const uint64_t b = std::max<uint64_t>(move(l.block[0]), 1);
+    if (b * l.block[1] * l.block[2] <= 1024) l.block[0] = b;
+  }
+  l.dynamic_shared_bytes = move(l.dynamic_shared_bytes);
+  for (auto& bits : l.scalar_bits)
+    if (bits) bits = move(*bits);
+  for (auto& bytes : l.buffer_bytes)
+    if (bytes) bytes = move(*bytes);
+  return l;
 }
 
 }  // namespace ptxgate::testing

@@ -31,36 +31,6 @@ std::shared_ptr<const ir::AccessFacts> facts_of(testing::Checked& checked, const
   return k->access_facts;
 }
 
-/// The remembered verdict against a fresh one of the same launch, field by field; returns it.
-validation::MemoryVerdict same_as_fresh(const std::shared_ptr<const ir::AccessFacts>& facts,
-                                        const validation::MemoryLaunch& launch) {
-  const validation::MemoryVerdict fresh = validation::evaluate_accesses(*facts, launch);
-  validation::MemoryVerdict remembered = validation::internal::evaluate_accesses_remembered(facts, launch);
-  CHECK(remembered.proven == fresh.proven);
-  CHECK(remembered.unreachable == fresh.unreachable);
-  CHECK(remembered.out_of_bounds == fresh.out_of_bounds);
-  CHECK(remembered.unproven == fresh.unproven);
-  REQUIRE(remembered.findings.size() == fresh.findings.size());
-  for (size_t i = 0; i < fresh.findings.size(); ++i) {
-    const validation::SiteVerdict &r = remembered.findings[i], &f = fresh.findings[i];
-    CHECK(r.site == f.site);
-    CHECK(r.outcome == f.outcome);
-    CHECK(r.length_bytes == f.length_bytes);
-    CHECK((r.index_min == f.index_min && r.index_max == f.index_max));
-    CHECK(r.witness.thread == f.witness.thread);
-    CHECK(r.witness.block == f.witness.block);
-    CHECK(r.witness.index == f.witness.index);
-    CHECK(r.reason == f.reason);
-  }
-  REQUIRE(remembered.races.size() == fresh.races.size());
-  for (size_t i = 0; i < fresh.races.size(); ++i) {
-    CHECK(remembered.races[i].first_thread == fresh.races[i].first_thread);
-    CHECK(remembered.races[i].second_thread == fresh.races[i].second_thread);
-    CHECK(remembered.races[i].byte == fresh.races[i].byte);
-  }
-  return remembered;
-}
-
 /// A value near `v`: the same, one more or less, half or double (never below 1 when `v` is not 0).
 uint64_t nearby(uint64_t v, std::mt19937& rng) {
   switch (rng() % 6) {
@@ -70,34 +40,6 @@ uint64_t nearby(uint64_t v, std::mt19937& rng) {
     case 3: return v * 2;
     default: return v;
   }
-}
-
-/// A launch new in every input (bench/new_shapes.hpp's kind of change, larger and in both
-/// directions): grid components, block, dynamic shared bytes, every scalar and every buffer length
-/// moved at once, often far enough that accesses go out of bounds.
-validation::MemoryLaunch varied(const validation::MemoryLaunch& documented, std::mt19937& rng) {
-  validation::MemoryLaunch l = documented;
-  auto move = [&](uint64_t v) -> uint64_t {
-    switch (rng() % 6) {
-      case 0: return v + 1 + rng() % 64;
-      case 1: return v > 64 ? v - rng() % 64 : v;
-      case 2: return v / 2;
-      case 3: return v * 2;
-      case 4: return v > 1 ? v - 1 : v;
-      default: return v;
-    }
-  };
-  for (unsigned c = 0; c < 3; ++c) l.grid[c] = std::max<uint64_t>(move(l.grid[c]), 1);
-  if (rng() % 2) {
-    const uint64_t b = std::max<uint64_t>(move(l.block[0]), 1);
-    if (b * l.block[1] * l.block[2] <= 1024) l.block[0] = b;
-  }
-  l.dynamic_shared_bytes = move(l.dynamic_shared_bytes);
-  for (auto& bits : l.scalar_bits)
-    if (bits) bits = move(*bits);
-  for (auto& bytes : l.buffer_bytes)
-    if (bytes) bytes = move(*bytes);
-  return l;
 }
 
 /// For every path group of `facts` at `launch`: the bounds under the group's path computed over its
@@ -226,7 +168,7 @@ TEST_CASE("bounds memo: the shipped kernels over random launch sequences give th
         else if (launch.buffer_bytes[p]) launch.buffer_bytes[p] = nearby(*launch.buffer_bytes[p], rng);
         else launch.scalar_bits[p] = documented.scalar_bits[p];
       }
-      same_as_fresh(facts, launch);
+      testing::same_as_fresh(facts, launch);
     }
   }
 }
@@ -252,24 +194,24 @@ kernel k(out y: f32[], n: u32) {
   launch.scalar_bits = {std::nullopt, uint64_t{1000}};
   launch.buffer_bytes = {uint64_t{4000}, std::nullopt};
   launch.names = {"y", "n"};
-  CHECK(same_as_fresh(facts, launch).out_of_bounds == 0);
+  CHECK(testing::same_as_fresh(facts, launch).out_of_bounds == 0);
   // Only the scalar: y[i]'s group depends on it and goes out of bounds (2048 threads, 1000 elements).
   launch.scalar_bits[1] = 2000;
-  validation::MemoryVerdict v = same_as_fresh(facts, launch);
+  validation::MemoryVerdict v = testing::same_as_fresh(facts, launch);
   CHECK(v.out_of_bounds == 1);
   REQUIRE(v.findings.size() == 1);
   CHECK(v.findings[0].witness.index == 1000);
   // Only the grid: 4 blocks of 128 stay below 1000 elements, 16 do not.
   launch.scalar_bits[1] = 100000;
   launch.grid[0] = 4;
-  CHECK(same_as_fresh(facts, launch).out_of_bounds == 0);
+  CHECK(testing::same_as_fresh(facts, launch).out_of_bounds == 0);
   launch.grid[0] = 16;
-  CHECK(same_as_fresh(facts, launch).out_of_bounds == 1);
+  CHECK(testing::same_as_fresh(facts, launch).out_of_bounds == 1);
   launch.grid[0] = 3;
-  CHECK(same_as_fresh(facts, launch).out_of_bounds == 0);
+  CHECK(testing::same_as_fresh(facts, launch).out_of_bounds == 0);
   // Only the block: s[t] goes past its 128 elements.
   launch.block[0] = 256;
-  v = same_as_fresh(facts, launch);
+  v = testing::same_as_fresh(facts, launch);
   CHECK(v.out_of_bounds == 2);
 }
 
@@ -308,12 +250,12 @@ TEST_CASE("bounds cones: every shipped kernel at many launches narrows to the bo
   each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
     for (int step = 0; step < 40; ++step) {
       CAPTURE(step);
-      const validation::MemoryLaunch launch = step == 0 ? documented : varied(documented, rng);
+      const validation::MemoryLaunch launch = step == 0 ? documented : testing::varied(documented, rng);
       CHECK(cone_mismatches(*k.access_facts, launch) == 0);
       // The verdict through the kernel's memo (its plan has the cones) against a fresh one (no
       // cones): the same outcome per site, the same witnesses and races.
       ++launches;
-      out_of_bounds += same_as_fresh(k.access_facts, launch).out_of_bounds > 0;
+      out_of_bounds += testing::same_as_fresh(k.access_facts, launch).out_of_bounds > 0;
     }
   });
   // The variations reach both kinds of verdict.
@@ -328,7 +270,7 @@ TEST_CASE("bounds cones: a cone missing one node is caught by the comparison") {
   int mismatches = 0;
   each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
     for (int step = 0; step < 4; ++step)
-      for (int drop = 0; drop < 4; ++drop) mismatches += cone_mismatches(*k.access_facts, varied(documented, rng), drop);
+      for (int drop = 0; drop < 4; ++drop) mismatches += cone_mismatches(*k.access_facts, testing::varied(documented, rng), drop);
   });
   CHECK(mismatches > 0);
 }
@@ -395,7 +337,7 @@ TEST_CASE("node bounds: every thread's values lie in the fast path's bounds, for
     validation::MemoryLaunch before = documented;
     for (int step = 0; step < 12; ++step) {
       CAPTURE(step);
-      const validation::MemoryLaunch launch = step == 0 ? documented : varied(documented, rng);
+      const validation::MemoryLaunch launch = step == 0 ? documented : testing::varied(documented, rng);
       CHECK(outside_bounds(*k.access_facts, before, launch, rng, 24) == 0);
       before = launch;
       ++launches;

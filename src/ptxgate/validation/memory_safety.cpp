@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <span>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -90,6 +91,21 @@ std::string array_name(const ir::AccessFacts& facts, const ir::AccessSite& site,
     return site.array < launch.names.size() ? std::string(launch.names[site.array])
                                             : fmt::format("parameter {}", site.array);
   return site.array < facts.arrays.size() ? facts.arrays[site.array].name : "?";
+}
+
+/// internal::bounds_outcome, inline in the verdict's loop over every site.
+[[gnu::always_inline]] inline SiteOutcome outcome_of(const ir::AccessFacts& facts, const ir::AccessSite& site,
+                                                     const internal::SiteBounds& read, const MemoryLaunch& launch) {
+  const Interval p = read.path, index = read.index;
+  uint64_t width = site.width;
+  if (p.empty() || p == Interval{0, 0} || index.empty()) return SiteOutcome::unreachable;
+  if (site.width_limit >= 0) {
+    if (read.limit.empty() || read.limit.hi <= 0) return SiteOutcome::unreachable;
+    width = static_cast<uint64_t>(std::min<Integer>(read.limit.hi, width));
+  }
+  const std::optional<uint64_t> length = array_length(facts, site, launch);
+  const Integer first = index.lo * site.stride, end = index.hi * site.stride + width;
+  return length && first >= 0 && end <= static_cast<Integer>(*length) ? SiteOutcome::proven : SiteOutcome::unproven;
 }
 
 /// Searches threads of the launch (and iterations of the site's loops) for one that runs the site
@@ -263,8 +279,21 @@ void internal::plan_sites(const ir::AccessFacts& facts, const std::vector<uint64
   }
   plan.cones.clear();
   plan.has_cones = cones;
+  plan.params.clear();
+  plan.index_total.clear();
   if (!cones) return;
   std::vector<uint32_t> targets;
+  for (const ir::SymNode& n : facts.nodes)
+    if (n.op == SymOp::param) plan.params.push_back(static_cast<uint32_t>(n.value));
+  std::sort(plan.params.begin(), plan.params.end());
+  plan.params.erase(std::unique(plan.params.begin(), plan.params.end()), plan.params.end());
+  plan.index_total.resize(facts.sites.size());
+  for (uint32_t i = 0; i < facts.sites.size(); ++i) {
+    bool total = true;
+    for (uint32_t id : ir::node_cone(facts, {facts.sites[i].index}))
+      total = total && facts.nodes[id].op != SymOp::loop && facts.nodes[id].op != SymOp::opaque;
+    plan.index_total[i] = total;
+  }
   for (PathGroup& g : plan.groups) {
     targets.assign({g.path});
     for (uint32_t k = g.first; k < g.end; ++k) {
@@ -279,7 +308,133 @@ void internal::plan_sites(const ir::AccessFacts& facts, const std::vector<uint64
     g.cone_rest = static_cast<uint32_t>(plan.cones.size());
     std::set_difference(cone.begin(), cone.end(), path_cone.begin(), path_cone.end(), std::back_inserter(plan.cones));
     g.cone_end = static_cast<uint32_t>(plan.cones.size());
+    g.solve_first = g.solve_short = g.solve_end = g.cone_end;
+    // No envelope where a site has a width limit, or where the path or an index reads an opaque
+    // value (no thread is ever known to take it: a concrete evaluation would be wasted).
+    bool limited = false;
+    for (uint32_t k = g.first; k < g.end; ++k) limited = limited || facts.sites[plan.by_path[k]].width_limit >= 0;
+    for (uint32_t id : cone) limited = limited || facts.nodes[id].op == SymOp::opaque;
+    if (limited) continue;
+    // The short cone: the path's and that of each index that reads a loop variable (the others are
+    // computed by every thread once the scalars are known: they need no evaluation).
+    targets.assign({g.path});
+    for (uint32_t k = g.first; k < g.end; ++k)
+      if (!plan.index_total[plan.by_path[k]]) targets.push_back(facts.sites[plan.by_path[k]].index);
+    const std::vector<uint32_t> short_cone = ir::node_cone(facts, targets);
+    plan.cones.insert(plan.cones.end(), short_cone.begin(), short_cone.end());
+    g.solve_short = static_cast<uint32_t>(plan.cones.size());
+    plan.cones.insert(plan.cones.end(), cone.begin(), cone.end());
+    g.solve_end = static_cast<uint32_t>(plan.cones.size());
   }
+}
+
+SiteOutcome internal::bounds_outcome(const ir::AccessFacts& facts, const ir::AccessSite& site, const SiteBounds& read,
+                                     const MemoryLaunch& launch) {
+  return outcome_of(facts, site, read, launch);
+}
+
+bool internal::envelope_in_bounds(const ir::AccessFacts& facts, const SitePlan& plan, const PathGroup& group,
+                                  const std::vector<Interval>& base, const MemoryLaunch& launch) {
+  // The test the verdict makes of the narrowed bounds, on bounds that contain them (a group with a
+  // width limit is never decided here: its narrowed limit may make a site unreachable).
+  if (group.solve_first == group.solve_end || group.path >= base.size()) return false;
+  for (uint32_t k = group.first; k < group.end; ++k) {
+    const ir::AccessSite& site = facts.sites[plan.by_path[k]];
+    if (site.width_limit >= 0 || site.index >= base.size() ||
+        outcome_of(facts, site, {base[group.path], base[site.index], {}}, launch) != SiteOutcome::proven)
+      return false;
+  }
+  return true;
+}
+
+bool internal::envelope_reachable(const ir::AccessFacts& facts, const SitePlan& plan, const PathGroup& group,
+                                  const MemoryLaunch& launch, ConeValues& values) {
+  if (group.solve_first == group.solve_end) return false;
+  // With every scalar known, an index that reads no loop variable (nor an opaque value) is computed
+  // by any thread: only the path and the other indices are evaluated (the short cone).
+  bool known_scalars = true;
+  for (uint32_t p : plan.params) known_scalars = known_scalars && p < launch.scalar_bits.size() && launch.scalar_bits[p];
+  const uint32_t first = known_scalars ? group.solve_first : group.solve_short;
+  const uint32_t end = known_scalars ? group.solve_short : group.solve_end;
+  const std::span<const uint32_t> cone = std::span(plan.cones).subspan(first, end - first);
+  const std::array<uint64_t, 6> extent{launch.block[0], launch.block[1], launch.block[2],
+                                       launch.grid[0], launch.grid[1], launch.grid[2]};
+  // The first thread, the second, the middle one and the last of each dimension: guards such as
+  // `i < n`, `x > 0 && x < width - 1` or `lane_id == 0` hold for one of them.
+  for (int pick = 0; pick < ConeValues::kThreads; ++pick) {
+    std::array<uint64_t, 6> at{};
+    for (unsigned c = 0; c < 6; ++c) {
+      const uint64_t e = std::max<uint64_t>(extent[c], 1);
+      at[c] = pick == 0 ? 0 : pick == 1 ? std::min<uint64_t>(1, e - 1) : pick == 2 ? e / 2 : e - 1;
+    }
+    std::vector<uint64_t>& bits = values.bits[pick];
+    std::vector<uint32_t>& stamp = values.stamp[pick];
+    std::vector<uint8_t>& known = values.known[pick];
+    if (stamp.size() < facts.nodes.size()) {
+      bits.resize(facts.nodes.size());
+      stamp.resize(facts.nodes.size(), 0);
+      known.resize(facts.nodes.size());
+    }
+    auto value = [&](uint32_t id) { return known[id] ? std::optional<uint64_t>(bits[id]) : std::nullopt; };
+    // This thread (with the first iteration of every loop the cone reads): the value of every node of
+    // the cone not evaluated yet for this launch, in node order (operands and loop bounds come first
+    // and are in the cone).
+    for (uint32_t id : cone) {
+      if (stamp[id] == values.launch) continue;
+      stamp[id] = values.launch;
+      const ir::SymNode& n = facts.nodes[id];
+      std::optional<uint64_t> v;
+      switch (n.op) {
+        case SymOp::constant: v = n.value; break;
+        case SymOp::param:
+          if (n.value < launch.scalar_bits.size()) v = launch.scalar_bits[n.value];
+          break;
+        case SymOp::thread_id: v = at[n.value % 3]; break;
+        case SymOp::block_id: v = at[3 + n.value % 3]; break;
+        case SymOp::block_dim: v = launch.block[n.value % 3]; break;
+        case SymOp::grid_dim: v = launch.grid[n.value % 3]; break;
+        case SymOp::dynamic_shared_bytes: v = launch.dynamic_shared_bytes; break;
+        case SymOp::opaque: break;
+        case SymOp::loop: {
+          if (n.value >= facts.loops.size()) break;
+          const ir::LoopFact& l = facts.loops[n.value];
+          const bool induction = l.kind == ir::LoopFact::Kind::induction;
+          // Bounds placed at or after the variable are not in its cone (unknown here).
+          if (l.lo >= id || (l.kind != ir::LoopFact::Kind::shrinking && (l.hi >= id || l.step >= id)) ||
+              (induction && l.offset >= id))
+            break;
+          const auto lo = value(l.lo);
+          if (!lo) break;
+          if (l.kind == ir::LoopFact::Kind::shrinking) {
+            // Its value before the loop: within its bounds [0, lo] only when not negative.
+            if (ir::value_of(n.type, *lo) >= 0) v = *lo & ir::sym_mask(n.type);
+            break;
+          }
+          const auto hi = value(l.hi), step = value(l.step);
+          const auto offset = induction ? value(l.offset) : std::optional<uint64_t>(0);
+          if (!hi || !step || !offset) break;
+          if (auto first = ir::loop_pass_value(l, n.type, *lo, *hi, *step, *offset, false)) v = ir::bits_of(n.type, *first);
+          break;
+        }
+        default: {
+          const unsigned count = ir::sym_operand_count(n.op);
+          v = ir::apply_sym_node(n, facts.nodes[n.a].type, value(n.a), count > 1 ? value(n.b) : std::optional<uint64_t>(0),
+                                 count > 2 ? value(n.c) : std::optional<uint64_t>(0));
+        }
+      }
+      known[id] = v.has_value();
+      if (v) bits[id] = *v;
+    }
+    const auto taken = value(group.path);
+    if (!taken || !(*taken & 1)) continue;
+    bool computed = true;
+    for (uint32_t k = group.first; k < group.end && computed; ++k) {
+      const uint32_t site = plan.by_path[k];
+      computed = (known_scalars && plan.index_total[site]) || known[facts.sites[site].index];
+    }
+    if (computed) return true;
+  }
+  return false;
 }
 
 std::string_view site_outcome_name(SiteOutcome o) {
@@ -332,6 +487,7 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
     memo->deps = ir::leaf_dependencies(facts);
     internal::plan_sites(facts, memo->deps, memo->plan, true);
     memo->sites.assign(facts.sites.size(), {});
+    memo->envelope.assign(memo->plan.groups.size(), 0);
     memo->planned = true;
   }
   ir::NodeBounds& bounds = memo ? memo->bounds : scratch.bounds;
@@ -351,15 +507,34 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
   else bounds.bind(facts, leaves);
   std::optional<Dependencies> deps;
   std::optional<WitnessSearch> search;
-  for (const internal::PathGroup& group : plan.groups) {
+  if (memo) memo->cone_values.next_launch();
+  for (size_t g = 0; g < plan.groups.size(); ++g) {
+    const internal::PathGroup& group = plan.groups[g];
     const uint32_t path = group.path;
-    const bool remembered = reuse && (group.inputs & changed) == 0;
+    bool remembered = reuse && (group.inputs & changed) == 0;
+    // The envelope (with the kernel's plan): the sites' bounds without the path already keep them
+    // inside their arrays and a thread is found that takes the path: every site is proven, as the
+    // narrowing would find. A remembered group that was proven so is proven again when its bounds
+    // still fit this launch's buffers (a found thread depends only on the inputs that did not change).
+    // A path true for every thread needs no narrowing, nor one no thread takes (its sites are
+    // unreachable: narrowing only shrinks bounds).
+    const Interval taken = bounds.base()[path];
+    const bool plain = taken == Interval{1, 1} || taken == Interval{0, 0} || taken.empty();
+    if (memo && !plain && (!remembered || memo->envelope[g])) {
+      if (internal::envelope_in_bounds(facts, plan, group, bounds.base(), launch) &&
+          (remembered || internal::envelope_reachable(facts, plan, group, launch, memo->cone_values))) {
+        memo->envelope[g] = 1;
+        verdict.proven += group.end - group.first;
+        continue;
+      }
+      remembered = false;  // a remembered group proven by its envelope kept no narrowed bounds
+      memo->envelope[g] = 0;
+    } else if (memo) {
+      if (memo->envelope[g]) remembered = false;
+      memo->envelope[g] = 0;
+    }
     const std::vector<Interval>* values = nullptr;
     if (!remembered) {
-      // A path true for every thread needs no narrowing, nor one no thread takes (its sites are
-      // unreachable: narrowing only shrinks bounds).
-      const Interval taken = bounds.base()[path];
-      const bool plain = taken == Interval{1, 1} || taken == Interval{0, 0} || taken.empty();
       if (plain) values = &bounds.base();
       else if (plan.has_cones)
         values = &bounds.under(path, group.last,
@@ -379,24 +554,17 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
         if (site.width_limit >= 0) read.limit = (*values)[static_cast<uint32_t>(site.width_limit)];
         if (memo) memo->sites[s] = read;
       }
-      const Interval p = read.path, index = read.index;
-      uint64_t width = site.width;
-      bool touches = !p.empty() && p != Interval{0, 0} && !index.empty();
-      if (touches && site.width_limit >= 0) {
-        const Interval limit = read.limit;
-        if (limit.empty() || limit.hi <= 0) touches = false;
-        else width = static_cast<uint64_t>(std::min<Integer>(limit.hi, width));
-      }
-      if (!touches) {
+      const SiteOutcome outcome = outcome_of(facts, site, read, launch);
+      if (outcome == SiteOutcome::unreachable) {
         ++verdict.unreachable;
         continue;
       }
-      const std::optional<uint64_t> length = array_length(facts, site, launch);
-      const Integer first = index.lo * site.stride, end = index.hi * site.stride + width;
-      if (length && first >= 0 && end <= static_cast<Integer>(*length)) {
+      if (outcome == SiteOutcome::proven) {
         ++verdict.proven;
         continue;
       }
+      const Interval index = read.index;
+      const std::optional<uint64_t> length = array_length(facts, site, launch);
       // A finding: only now its record (with strings) is built; a proven site costs the test above.
       SiteVerdict v;
       v.site = s;

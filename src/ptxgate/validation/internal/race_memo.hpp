@@ -2,6 +2,8 @@
 // exactly the launch inputs the race search reads (internal to validation).
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -39,6 +41,12 @@ struct PathGroup {
   /// other nodes of the cone of what its sites read (NodeBounds::under's two lists). Empty when the
   /// plan has no cones (under then passes over every node up to `last`).
   uint32_t cone_first = 0, cone_rest = 0, cone_end = 0;
+  /// What a concrete evaluation of the path and the sites' indices reads (envelope_reachable), in
+  /// ascending order: SitePlan::cones[solve_first, solve_short) the cones of the path and of the
+  /// indices that are not SitePlan::index_total (when every scalar is known), [solve_short,
+  /// solve_end) the two cones above merged (otherwise). Empty without cones, when a site has a
+  /// width limit and when the cone reads an opaque value (the envelope then never decides the group).
+  uint32_t solve_first = 0, solve_short = 0, solve_end = 0;
 };
 
 /// A kernel's sites in order of path, then number, and their groups (launch-independent).
@@ -47,6 +55,10 @@ struct SitePlan {
   std::vector<PathGroup> groups;
   std::vector<uint32_t> cones;    ///< the groups' node cones, one after another
   bool has_cones = false;
+  std::vector<uint32_t> params;   ///< the scalar parameters the facts read (with cones)
+  /// By site (with cones): 1 when its index reads no loop variable and no opaque value, so that any
+  /// thread computes it once the scalars are known.
+  std::vector<uint8_t> index_total;
 };
 /// `deps`: ir::leaf_dependencies(facts) (empty: every group's inputs are all bits). `cones`: also
 /// each group's node cone (what a plan kept with the kernel's BoundsMemo pays for once; a plan
@@ -57,6 +69,49 @@ void plan_sites(const ir::AccessFacts& facts, const std::vector<uint64_t>& deps,
 struct SiteBounds {
   ir::Interval path, index, limit;
 };
+
+/// What a site's bounds (under its path) decide: unreachable (the path or the index is empty, or
+/// the width limit is at most 0), proven (every byte inside the array), or neither
+/// (SiteOutcome::unproven: a finding, out of bounds or not proven, which a witness search settles).
+SiteOutcome bounds_outcome(const ir::AccessFacts& facts, const ir::AccessSite& site, const SiteBounds& read,
+                           const MemoryLaunch& launch);
+
+/// The envelope of a path group: whether its sites are proven in bounds without narrowing its path.
+/// A site's bounds under its path lie inside its bounds without the path (narrowing only shrinks
+/// them), so when every site's index bounds in `base` (NodeBounds::base of this launch) keep it
+/// inside its array, the narrowed ones do too: each site is proven, unless the narrowing would find
+/// the path empty (then unreachable). envelope_reachable settles that: a concrete thread of the
+/// launch, with the loops it reads at their first iteration, that takes the path and computes
+/// every site's index, lies inside the bounds of every sound narrowing, which therefore finds the
+/// path taken and each index not empty. Both together give the verdict the narrowing gives
+/// (every site proven) at the cost of a few comparisons and one concrete evaluation of the group's
+/// cone; when either says no, the group is narrowed as before.
+bool envelope_in_bounds(const ir::AccessFacts& facts, const SitePlan& plan, const PathGroup& group,
+                        const std::vector<ir::Interval>& base, const MemoryLaunch& launch);
+/// The concrete values of the nodes envelope_reachable evaluated for one launch, per thread it
+/// tries: each node once per launch, whichever groups read it (their cones overlap: the thread and
+/// block ids, the tile origins). Kept between launches for their buffers.
+struct ConeValues {
+  static constexpr int kThreads = 4;
+  std::array<std::vector<uint64_t>, kThreads> bits;
+  std::array<std::vector<uint32_t>, kThreads> stamp;  ///< == launch: evaluated for this launch
+  std::array<std::vector<uint8_t>, kThreads> known;
+  uint32_t launch = 0;
+  /// Forgets the values of the previous launch.
+  void next_launch() {
+    if (++launch != 0) return;
+    for (auto& s : stamp) std::fill(s.begin(), s.end(), 0);
+    launch = 1;
+  }
+};
+/// Whether a thread of `launch` (one of a few: the first, the second, the middle and the last of
+/// each grid and block dimension), with every loop its group reads at that thread's first
+/// iteration, takes `group`'s path and computes each of its sites' indices. False also for a group
+/// without a cone to evaluate (PathGroup::solve_first), and when an unknown scalar is read.
+/// `values`: next_launch() called once before the first group of each launch.
+bool envelope_reachable(const ir::AccessFacts& facts, const SitePlan& plan, const PathGroup& group,
+                        const MemoryLaunch& launch, ConeValues& values);
+
 
 /// One kernel's node bounds remembered from its last launch evaluated with them, so that the next
 /// launch evaluates again only the nodes and path groups that depend on a launch input that changed
@@ -71,6 +126,11 @@ struct BoundsMemo {
   bool valid = false;            ///< `bounds`, `key` and `sites` describe one complete evaluation
   std::vector<uint64_t> key;     ///< that launch's inputs (bounds_key)
   std::vector<SiteBounds> sites;  ///< by site number, for that launch
+  /// By group: 1 when that launch proved the group through its envelope (its `sites` entries were
+  /// then not narrowed: a later launch that changes none of its inputs checks the envelope against
+  /// its own buffer lengths again, and narrows the group when it no longer proves it).
+  std::vector<uint8_t> envelope;
+  ConeValues cone_values;         ///< envelope_reachable's buffers
 };
 /// The bounds memo of `facts` (made on first use; lives as long as the facts' race memo).
 std::shared_ptr<BoundsMemo> bounds_memo(const std::shared_ptr<const ir::AccessFacts>& facts);
