@@ -152,7 +152,7 @@ std::string measure_phases(const std::string& path, const std::string& text, con
 
 /// nvcc's PTX of a twin: `nvcc -ptx -arch=sm_ARCH -O3`, the options its cubin is built with for the kernel
 /// benchmarks (scripts/bench_gpu.sh), with the nvcc beside `ptxas`. NVRTC's PTX of the same source differs
-/// (other registers and instructions for sgemm, unused `__constant__`-like globals for the GEMMs).
+/// (other registers and instructions for sgemm, unused `.global` constants for the GEMMs).
 std::expected<std::string, std::string> nvcc_ptx(const fs::path& twin, const std::string& arch, const std::string& ptxas) {
   const fs::path nvcc = fs::path(ptxas).parent_path() / "nvcc";
   if (!fs::exists(nvcc)) return std::unexpected(fmt::format("no nvcc beside {}", ptxas));
