@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "ptxgate/runtime/arg.hpp"
 #include "ptxgate/runtime/internal/arguments.hpp"
@@ -171,8 +172,9 @@ TEST_CASE("hopper: PTX for sm_90a has the instructions, the grid-constant map an
 }
 
 TEST_CASE("hopper: an accumulator carried through a k loop of run-time length stays registers at every level") {
-  // The optimising levels move it as one <128 x float> per wgmma and split the loop's vector phi into
-  // one phi per element after the pipeline (codegen/nvptx.cpp split_vector_accumulators).
+  // Every wgmma loads and stores its elements by constant index; the epilogue's loop reads them from one
+  // vector taken before it (codegen/lower_hopper.cpp snapshot_accumulators), which full unrolling and
+  // InstCombine reduce to the elements: no vector of the accumulator and no array is left at -O3.
   const std::string text = body(R"(let base = ((1024 - shared_address(tile, 0) % 1024) % 1024) / 2;
   var d: f32[128];
   wgmma_fence();
@@ -198,12 +200,91 @@ TEST_CASE("hopper: an accumulator carried through a k loop of run-time length st
       auto ir_text = codegen::emit_llvm_ir(loaded->module, options);
       if (!ir_text) FAIL(diag::render_text(ir_text.error()));
       CHECK_FALSE(contains(*ir_text, "phi <128 x float>"));
-      CHECK_FALSE(contains(*ir_text, "ptxgate.vector_accumulators"));
+      if (level >= 2) {
+        CHECK_FALSE(contains(*ir_text, "<128 x float>"));
+        CHECK_FALSE(contains(*ir_text, "[128 x float]"));
+      }
       auto compiled = codegen::compile(loaded->module, options);
       if (!compiled) FAIL(diag::render_text(compiled.error()));
       CHECK(contains(compiled->ptx, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"));
       if (level >= 2) CHECK_FALSE(contains(compiled->ptx, ".local"));
     }
+}
+
+TEST_CASE("hopper: an epilogue that writes or indexes the accumulator at run time reads it from the array") {
+  // Only a loop of constant length that reads the accumulator and writes none of it takes the vector
+  // before it (snapshot_accumulators): here the first loop scales the elements it reads, so it reads
+  // what it wrote, and the second runs n times; both compile and keep the wgmma's registers.
+  const std::string text = body(R"(let base = ((1024 - shared_address(tile, 0) % 1024) % 1024) / 2;
+  var d: f32[128];
+  wgmma_fence();
+  wgmma_bf16(d, wgmma_desc(tile, base), wgmma_desc(tile, base + 4096), false);
+  wgmma_commit();
+  wgmma_wait(0);
+  for j in 0..32 {
+    d[4 * j] = d[4 * j] * 2.0;
+    y[global_id.x * 128 + 4 * j] = d[4 * j] + d[(4 * j + 4) % 128];
+  }
+  for j in 0..n {
+    y[j] = d[j % 128];
+  })");
+  auto loaded = ir::load_module(diag::SourceFile("t.pg", text));
+  if (!loaded) FAIL(diag::render_text(loaded.error()));
+  codegen::CodegenOptions options;
+  options.target = *ir::Target::parse("sm_90a");
+  auto ir_text = codegen::emit_llvm_ir(loaded->module, options);
+  if (!ir_text) FAIL(diag::render_text(ir_text.error()));
+  CHECK_FALSE(contains(*ir_text, "<128 x float>"));  // no vector taken: the second loop indexes the array
+  CHECK(contains(*ir_text, "[128 x float]"));
+  auto compiled = codegen::compile(loaded->module, options);
+  if (!compiled) FAIL(diag::render_text(compiled.error()));
+  CHECK(contains(compiled->ptx, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"));
+}
+
+TEST_CASE("hopper: consecutive wgmmas on one accumulator become one inline-PTX statement, each with its own operands") {
+  // codegen/wgmma_fusion.cpp: the four wgmmas before the commit carry d from one to the next with only
+  // descriptor arithmetic between them; the one after the commit stays on its own.
+  const std::string text = body(R"(let base = ((1024 - shared_address(tile, 0) % 1024) % 1024) / 2;
+  var d: f32[128];
+  wgmma_fence();
+  wgmma_bf16(d, wgmma_desc(tile, base), wgmma_desc(tile, base + 2048), false);
+  for kk in 1..4 {
+    wgmma_bf16(d, wgmma_desc(tile, base + kk * 16), wgmma_desc(tile, base + 2048 + kk * 16), true);
+  }
+  wgmma_commit();
+  wgmma_bf16(d, wgmma_desc(tile, base + 64), wgmma_desc(tile, base + 2112), true);
+  wgmma_commit();
+  wgmma_wait(0);
+  y[global_id.x] = d[0] + d[127];)");
+  for (const unsigned level : {1u, 3u}) {
+    CAPTURE(level);
+    auto loaded = ir::load_module(diag::SourceFile("t.pg", text));
+    if (!loaded) FAIL(diag::render_text(loaded.error()));
+    codegen::CodegenOptions options;
+    options.target = *ir::Target::parse("sm_90a");
+    options.opt_level = level;
+    auto compiled = codegen::compile(loaded->module, options);
+    if (!compiled) FAIL(diag::render_text(compiled.error()));
+    const std::string& ptx = compiled->ptx;
+    // The wgmmas of each inline-PTX statement, and the descriptor registers each one names.
+    std::vector<size_t> per_statement;
+    std::vector<std::string> descriptors;
+    for (size_t at = ptx.find("// begin inline asm"); at != std::string::npos; at = ptx.find("// begin inline asm", at + 1)) {
+      const size_t end = ptx.find("// end inline asm", at);
+      REQUIRE(end != std::string::npos);
+      size_t count = 0;
+      for (size_t w = ptx.find("wgmma.mma_async", at); w < end; w = ptx.find("wgmma.mma_async", w + 1)) {
+        ++count;
+        const size_t operands = ptx.find("}, ", w) + 3;
+        descriptors.push_back(ptx.substr(operands, ptx.find(", p,", operands) - operands));
+      }
+      if (count) per_statement.push_back(count);
+    }
+    CHECK(per_statement == std::vector<size_t>{4, 1});
+    REQUIRE(descriptors.size() == 5);
+    for (size_t i = 0; i < 4; ++i)
+      for (size_t j = i + 1; j < 4; ++j) CHECK(descriptors[i] != descriptors[j]);
+  }
 }
 
 TEST_CASE("hopper: another target is PG1350 at the first Hopper operation; the target policy picks sm_90a for sm_90") {

@@ -208,6 +208,16 @@ TEST_CASE("backend launch: plans of other shapes take their own verdicts: a know
   REQUIRE(launch_cuda_function(*f.ctx, **fn, plan, f.args, nullptr));
   CHECK((*fn)->counters().validated == 5);
   CHECK((*fn)->counters().cached == 3);
+  // The remembered plan with required elements added is not the remembered plan: validated, and
+  // blocked when the buffer is too small for them (PG3008), before the driver.
+  const auto launches = fake_state().launches;
+  auto required = plan;
+  required.required_elements = {{0, 2048}};  // x holds 4096 bytes: 1024 f32 elements
+  auto too_small = launch_cuda_function(*f.ctx, **fn, required, f.args, nullptr);
+  REQUIRE_FALSE(too_small);
+  CHECK(too_small.error().items()[0].code == diag::Code::buffer_too_small);
+  CHECK((*fn)->counters().validated == 6);
+  CHECK(fake_state().launches == launches);
 }
 
 TEST_CASE("backend launch: shared memory above 48 KiB opts in once per function, at the maximum") {

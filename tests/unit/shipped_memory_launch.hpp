@@ -33,7 +33,7 @@ inline const ir::Kernel& shipped_kernel(const shipped::Launch& l, Checked& check
 }
 
 /// `l`'s grid, block, dynamic shared bytes, and each of `k`'s parameters by name: a buffer's bytes or
-/// a scalar's bits (absent where `l` does not name it).
+/// a scalar's bits (absent where `l` does not name it). Its names are views of `k`'s: `k` outlives it.
 inline validation::MemoryLaunch memory_launch_of(const ir::Kernel& k, const shipped::Launch& l) {
   validation::MemoryLaunch launch;
   launch.grid = l.grid;

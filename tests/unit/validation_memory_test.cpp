@@ -22,6 +22,8 @@ struct Case {
 };
 
 struct Outcome {
+  /// The checked module: the launch's parameter names are views of its kernel's.
+  std::shared_ptr<testing::Checked> checked;
   validation::MemoryVerdict verdict;
   std::shared_ptr<const ir::AccessFacts> facts;
   validation::MemoryLaunch launch;
@@ -33,12 +35,13 @@ struct Outcome {
 };
 
 Outcome evaluate(const Case& c) {
-  testing::Checked checked = testing::check_module("k.pg", c.text);
+  Outcome o;
+  o.checked = std::make_shared<testing::Checked>(testing::check_module("k.pg", c.text));
+  const testing::Checked& checked = *o.checked;
   REQUIRE_MESSAGE(!checked.diags.has_errors(), diag::render_text(checked.diags));
   const ir::Kernel* kernel = checked.module.find_kernel(c.kernel);
   REQUIRE(kernel);
   REQUIRE(kernel->access_facts);
-  Outcome o;
   o.facts = kernel->access_facts;
   o.launch.grid = c.grid;
   o.launch.block = c.block;

@@ -42,6 +42,8 @@ llvm::Value* KernelLowering::expr(const ir::Expr& e) {
       }
       const Binding& array = binding_of(e);
       llvm::Value* i = index64(*e.operands.at(0));
+      if (auto snapshot = snapshots_.find(e.symbol); snapshot != snapshots_.end() && !guarded(e))
+        return from_memory(builder_.CreateExtractElement(snapshot->second, i), array.type);
       if (array.param_index >= 0) buffer_read_[array.param_index] = true;
       llvm::Type* type = memory_type(context_, array.type);
       llvm::Value* loaded = checked_load(guarded(e), site_of(e), array, i, element_bytes(array.type),

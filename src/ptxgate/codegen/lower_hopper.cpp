@@ -4,6 +4,7 @@
 #include "ptxgate/codegen/internal/nvptx.hpp"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,72 @@ const std::unordered_set<const ir::Symbol*>& KernelLowering::wgmma_accumulators(
     walk(kernel_.body);
   }
   return *accumulators_;
+}
+
+namespace {
+
+/// Whether every use of the local array `array` in `e` is a read by index (`read` set when there is
+/// one); false when the array is used whole (a wgmma's accumulator operand).
+bool only_indexed(const ir::Expr& e, const ir::Symbol* array, bool& read) {
+  if (e.symbol == array) {
+    if (e.kind != ir::ExprKind::index) return false;
+    read = true;
+  }
+  for (const auto& operand : e.operands)
+    if (operand && !only_indexed(*operand, array, read)) return false;
+  return true;
+}
+
+/// Whether `body` only reads `array` by index: no assignment to an element, no whole use, no declaration.
+bool only_indexed(const std::vector<ir::StmtPtr>& body, const ir::Symbol* array, bool& read) {
+  for (const auto& stmt : body) {
+    if (!stmt) continue;
+    if (stmt->symbol == array) return false;
+    if (const ir::Expr* target = stmt->target.get()) {
+      if (target->symbol == array) return false;
+      for (const auto& operand : target->operands)
+        if (operand && !only_indexed(*operand, array, read)) return false;
+    }
+    for (const ir::Expr* e : {stmt->value.get(), stmt->lo.get(), stmt->hi.get(), stmt->step.get()})
+      if (e && !only_indexed(*e, array, read)) return false;
+    if (!only_indexed(stmt->body, array, read) || !only_indexed(stmt->else_body, array, read)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+/// At the optimising levels a wgmma moves its accumulator element by element through loads and stores
+/// of constant index, which the first SROA promotes to one register per element, unless something
+/// indexes the array at run time: the epilogue's `acc[4 * j]` in a loop that LLVM's full unroller
+/// copies later. Such a loop that only reads the accumulator reads it from a vector of its elements
+/// taken before the loop (an extractelement by the index, a constant once unrolled, which InstCombine
+/// then folds to the element): nothing keeps the array in memory, and no pass works on the memory form
+/// or on vector copies of the accumulator per wgmma (docs/benchmarks.md "Compile speed (issue 29)").
+/// Only for loops of constant length without another unroll factor (LLVM unrolls them fully: no
+/// vector is left indexed at run time), and not for reads checked mode guards.
+std::vector<const ir::Symbol*> KernelLowering::snapshot_accumulators(const ir::Stmt& s,
+                                                                     std::optional<uint64_t> trips) {
+  std::vector<const ir::Symbol*> taken;
+  if (!unroll_register_tiles_ || !kernel_.uses_warpgroup_operations || !trips || (s.unroll && s.unroll_factor != 0))
+    return taken;
+  for (const ir::Symbol* array : wgmma_accumulators()) {
+    bool read = false;
+    if (snapshots_.contains(array) || !only_indexed(s.body, array, read) || !read) continue;
+    auto found = bindings_.find(array);
+    if (found == bindings_.end() || found->second.kind != Binding::Kind::local) continue;
+    const Binding& acc = found->second;
+    const auto count = static_cast<unsigned>(llvm::cast<llvm::ArrayType>(acc.array_type)->getNumElements());
+    llvm::Type* element = memory_type(context_, acc.type);
+    llvm::Value* whole = llvm::PoisonValue::get(llvm::FixedVectorType::get(element, count));
+    for (unsigned i = 0; i < count; ++i) {
+      llvm::Value* at = builder_.CreateInBoundsGEP(acc.array_type, acc.value, {builder_.getInt64(0), builder_.getInt64(i)});
+      whole = builder_.CreateInsertElement(whole, builder_.CreateLoad(element, at), builder_.getInt64(i));
+    }
+    snapshots_[array] = whole;
+    taken.push_back(array);
+  }
+  return taken;
 }
 
 /// A void inline-PTX statement with `args` ("r" 32-bit, "l" 64-bit operands).
@@ -280,27 +347,19 @@ void KernelLowering::wgmma(const ir::Expr& e, std::string_view element) {
   llvm::Value* accumulate = expr(*e.operands[3]);
   auto* constant = llvm::dyn_cast<llvm::ConstantInt>(accumulate);
   const bool reads = !constant || !constant->isZero();
-  // At the optimising levels the accumulator moves as one <N x float> load and store per wgmma (the
-  // elements through extractelement/insertelement): LICM then asks MemorySSA about one load of it per
-  // wgmma in the k loop instead of N, and the second SROA promotes the array to one vector value once the
-  // epilogue's loop is unrolled. Below -O2 (nothing promoted) every element is its own load and store.
-  const bool as_vector = unroll_register_tiles_;
-  auto* vector_type = llvm::FixedVectorType::get(builder_.getFloatTy(), count);
-  const llvm::Align align = llvm::cast<llvm::AllocaInst>(acc.value)->getAlign();
+  // Every element is its own load and store of constant index: at the optimising levels the first SROA
+  // makes each a register (snapshot_accumulators keeps the epilogue's run-time indices off the array).
   std::vector<llvm::Value*> elements(count);
   std::vector<llvm::Value*> args;
   std::string constraints, outputs;
   for (unsigned i = 0; i < count; ++i) {
-    if (!as_vector)
-      elements[i] = builder_.CreateInBoundsGEP(acc.array_type, acc.value, {builder_.getInt64(0), builder_.getInt64(i)});
+    elements[i] = builder_.CreateInBoundsGEP(acc.array_type, acc.value, {builder_.getInt64(0), builder_.getInt64(i)});
     constraints += i ? ",=f" : "=f";
     outputs += fmt::format("{}${}", i ? ", " : "", i);
   }
   if (reads) {
-    llvm::Value* whole = as_vector ? builder_.CreateAlignedLoad(vector_type, acc.value, align) : nullptr;
     for (unsigned i = 0; i < count; ++i) {
-      args.push_back(as_vector ? builder_.CreateExtractElement(whole, builder_.getInt64(i))
-                               : builder_.CreateLoad(builder_.getFloatTy(), elements[i]));
+      args.push_back(builder_.CreateLoad(builder_.getFloatTy(), elements[i]));
       constraints += fmt::format(",{}", i);
     }
   }
@@ -319,15 +378,7 @@ void KernelLowering::wgmma(const ir::Expr& e, std::string_view element) {
   auto* type = llvm::FunctionType::get(result, types, false);
   llvm::CallInst* call = builder_.CreateCall(llvm::InlineAsm::get(type, text, constraints, /*hasSideEffects=*/true), args);
   call->addFnAttr(llvm::Attribute::Convergent);
-  if (!as_vector) {
-    for (unsigned i = 0; i < count; ++i) builder_.CreateStore(builder_.CreateExtractValue(call, i), elements[i]);
-    return;
-  }
-  module_.getOrInsertNamedMetadata(kVectorAccumulators);
-  llvm::Value* whole = llvm::PoisonValue::get(vector_type);
-  for (unsigned i = 0; i < count; ++i)
-    whole = builder_.CreateInsertElement(whole, builder_.CreateExtractValue(call, i), builder_.getInt64(i));
-  builder_.CreateAlignedStore(whole, acc.value, align);
+  for (unsigned i = 0; i < count; ++i) builder_.CreateStore(builder_.CreateExtractValue(call, i), elements[i]);
 }
 
 }  // namespace ptxgate::codegen::lowering

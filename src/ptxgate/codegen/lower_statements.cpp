@@ -277,6 +277,8 @@ void KernelLowering::for_statement(const ir::Stmt& s) {
   llvm::Value* step = s.step ? convert(expr(*s.step), s.step->type, t) : nullptr;
   if (const auto trips = register_tile_trips(s, lo, hi, step, is_signed))
     return unrolled_for_statement(s, symbol, lo, step, *trips);
+  const auto trips = constant_trip_count(lo, hi, step, is_signed);
+  const std::vector<const ir::Symbol*> snapshots = snapshot_accumulators(s, trips);
   llvm::AllocaInst* slot = entry_slot(t, s.name);
   builder_.CreateStore(lo, slot);
 
@@ -310,7 +312,7 @@ void KernelLowering::for_statement(const ir::Stmt& s) {
   }
   builder_.CreateStore(next, slot);
   llvm::BranchInst* back = builder_.CreateCondBr(more, body, exit);
-  const auto trips = constant_trip_count(lo, hi, step, is_signed);
+  for (const ir::Symbol* array : snapshots) snapshots_.erase(array);
   if (s.unroll) back->setMetadata(llvm::LLVMContext::MD_loop, unroll_metadata(s.unroll_factor, trips));
   else if (touches_wgmma_accumulator(s.body)) back->setMetadata(llvm::LLVMContext::MD_loop, unroll_metadata(0, trips));
   exit->moveAfter(latch);

@@ -7,15 +7,11 @@
 #include <mutex>
 #include <ranges>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
 #include <llvm/ADT/SmallString.h>
-#include <llvm/Analysis/VectorUtils.h>
-#include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LegacyPassManager.h>
-#include <llvm/IR/ValueHandle.h>
 #include <llvm/Pass.h>
 #include <llvm/PassInfo.h>
 #include <llvm/PassRegistry.h>
@@ -25,7 +21,6 @@
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetOptions.h>
-#include <llvm/Transforms/Utils/Local.h>
 
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/codegen/internal/libdevice.hpp"
@@ -151,94 +146,6 @@ const char* const kKernelFunctionStage =
     "sroa<modify-cfg>,gvn<>,instcombine<max-iterations=1;no-verify-fixpoint>,"
     "loop-unroll<O3>,infer-alignment,loop-mssa(licm<allowspeculation>),adce,simplifycfg)";
 
-namespace {
-
-/// The most elements of a vector phi that the code generator gets as it is (wider ones are split).
-constexpr unsigned kMaxVectorPhiElements = 16;
-
-/// Splits every phi of a vector wider than kMaxVectorPhiElements in `f` into one phi per element. Its
-/// incoming values become their elements (the inserted scalar of an insertelement chain, the element
-/// phi of another split phi, else an extractelement in the incoming block), and its constant-index
-/// extractelements the element phis; any other use gets the vector rebuilt after the phis.
-void split_wide_vector_phis(llvm::Function& f) {
-  std::vector<llvm::PHINode*> wide;
-  for (llvm::BasicBlock& block : f)
-    for (llvm::PHINode& phi : block.phis())
-      if (auto* type = llvm::dyn_cast<llvm::FixedVectorType>(phi.getType());
-          type && type->getNumElements() > kMaxVectorPhiElements)
-        wide.push_back(&phi);
-  if (wide.empty()) return;
-  std::unordered_map<llvm::PHINode*, std::vector<llvm::PHINode*>> elements;
-  for (llvm::PHINode* phi : wide) {
-    auto* type = llvm::cast<llvm::FixedVectorType>(phi->getType());
-    auto& split = elements[phi];
-    for (unsigned i = 0; i < type->getNumElements(); ++i)
-      split.push_back(llvm::PHINode::Create(type->getElementType(), phi->getNumIncomingValues(),
-                                            phi->getName() + "." + llvm::Twine(i), phi->getIterator()));
-  }
-  auto* index_type = llvm::Type::getInt64Ty(f.getContext());
-  for (llvm::PHINode* phi : wide) {
-    auto& split = elements[phi];
-    for (unsigned k = 0; k < phi->getNumIncomingValues(); ++k) {
-      llvm::Value* incoming = phi->getIncomingValue(k);
-      llvm::BasicBlock* from = phi->getIncomingBlock(k);
-      auto* other = llvm::dyn_cast<llvm::PHINode>(incoming);
-      auto found = other ? elements.find(other) : elements.end();
-      for (unsigned i = 0; i < split.size(); ++i) {
-        llvm::Value* element = found != elements.end() ? found->second[i] : llvm::findScalarElement(incoming, i);
-        if (!element)
-          element = llvm::ExtractElementInst::Create(incoming, llvm::ConstantInt::get(index_type, i), "",
-                                                     from->getTerminator()->getIterator());
-        split[i]->addIncoming(element, from);
-      }
-    }
-  }
-  for (llvm::PHINode* phi : wide) {
-    auto& split = elements[phi];
-    llvm::Value* rebuilt = nullptr;
-    for (llvm::Use& use : llvm::make_early_inc_range(phi->uses())) {
-      auto* user = llvm::cast<llvm::Instruction>(use.getUser());
-      if (auto* other = llvm::dyn_cast<llvm::PHINode>(user); other && elements.contains(other)) continue;
-      auto* extract = llvm::dyn_cast<llvm::ExtractElementInst>(user);
-      auto* index = extract ? llvm::dyn_cast<llvm::ConstantInt>(extract->getIndexOperand()) : nullptr;
-      if (index && index->getZExtValue() < split.size()) {
-        extract->replaceAllUsesWith(split[index->getZExtValue()]);
-        extract->eraseFromParent();
-        continue;
-      }
-      if (!rebuilt) {
-        llvm::IRBuilder<> at(phi->getParent(), phi->getParent()->getFirstInsertionPt());
-        rebuilt = llvm::PoisonValue::get(phi->getType());
-        for (unsigned i = 0; i < split.size(); ++i) rebuilt = at.CreateInsertElement(rebuilt, split[i], i);
-      }
-      use.set(rebuilt);
-    }
-  }
-  llvm::SmallVector<llvm::WeakTrackingVH, 256> dead;
-  for (llvm::PHINode* phi : wide) {
-    for (llvm::Value* incoming : phi->incoming_values())
-      if (llvm::isa<llvm::Instruction>(incoming)) dead.emplace_back(incoming);
-    phi->replaceAllUsesWith(llvm::PoisonValue::get(phi->getType()));
-  }
-  for (llvm::PHINode* phi : wide) phi->eraseFromParent();
-  llvm::RecursivelyDeleteTriviallyDeadInstructionsPermissive(dead);
-}
-
-/// A module whose lowering moved wgmma accumulators as whole vectors (KernelLowering::wgmma, the named
-/// metadata kVectorAccumulators) carries them in the k loop as a <N x float> phi: split here, the code
-/// generator sees one phi per element, as for the per-element form (a vector phi of 128 floats left to
-/// type legalisation doubled SelectionDAG; LLVM's scalarizer, quadratic in the insertelement chains,
-/// cost as much again, docs/benchmarks.md). The marker goes with it.
-void split_vector_accumulators(llvm::Module& module) {
-  llvm::NamedMDNode* marker = module.getNamedMetadata(kVectorAccumulators);
-  if (!marker) return;
-  module.eraseNamedMetadata(marker);
-  for (llvm::Function& f : module)
-    if (!f.isDeclaration()) split_wide_vector_phis(f);
-}
-
-}  // namespace
-
 bool optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigned opt_level, bool llvm_pipeline,
                      const std::function<bool()>& after_inlining, std::string& error) {
   llvm::LoopAnalysisManager loops;
@@ -282,7 +189,7 @@ bool optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigne
       pipeline.run(module, modules);
       if (stage == kKernelInlineStage && !after_inlining()) return true;
     }
-    split_vector_accumulators(module);
+    fuse_wgmma_chains(module);
     return true;
   }
   llvm::OptimizationLevel level = llvm::OptimizationLevel::O3;
@@ -295,7 +202,7 @@ bool optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigne
   llvm::ModulePassManager pipeline =
       opt_level == 0 ? builder.buildO0DefaultPipeline(level) : builder.buildPerModuleDefaultPipeline(level);
   pipeline.run(module, modules);
-  split_vector_accumulators(module);
+  fuse_wgmma_chains(module);
   return true;
 }
 

@@ -14,6 +14,7 @@
 #include "ptxgate/runtime/internal/launch_path.hpp"
 #include "ptxgate/runtime/launch_profile.hpp"
 #include "ptxgate/validation/check.hpp"
+#include "ptxgate/support/thread_object.hpp"
 
 namespace ptxgate::runtime {
 
@@ -90,18 +91,18 @@ constexpr size_t kGuardedMemos = 4;
 
 // Reached through a function that is never inlined, as thread_plan().
 [[gnu::noinline]] std::array<GuardedMemo, kGuardedMemos>& guarded_memos() {
-  thread_local std::array<GuardedMemo, kGuardedMemos> memos;
-  return memos;
+  return support::thread_object<std::array<GuardedMemo, kGuardedMemos>>();
 }
 
-/// Whether two plans agree in every field but their arguments (a plan with required elements is
-/// never remembered: its shape is not cacheable).
+/// Whether the caller's plan `a` agrees with a remembered plan's header `b` in every field but their
+/// arguments. A plan with required elements is never remembered (its shape is not cacheable), nor
+/// launched by a remembered verdict: its elements are checked by a validation every time.
 bool same_header(const contract::LaunchPlan& a, const contract::LaunchPlan& b) {
   return a.grid == b.grid && a.block == b.block && a.dynamic_shared_bytes == b.dynamic_shared_bytes &&
          a.block_given == b.block_given && a.cooperative == b.cooperative && a.arguments_known == b.arguments_known &&
          a.stream_policy == b.stream_policy && a.stream_is_null == b.stream_is_null &&
          a.function_is_null == b.function_is_null && a.require_memory_proof == b.require_memory_proof &&
-         a.list_unproven_accesses == b.list_unproven_accesses && b.required_elements.empty();
+         a.list_unproven_accesses == b.list_unproven_accesses && a.required_elements.empty();
 }
 
 }  // namespace
@@ -130,10 +131,7 @@ FunctionState::FunctionState(CUfunction handle_, contract::KernelInfo info_, con
 // Thread-local objects are reached through functions that are never inlined: the caller then
 // holds a plain pointer, where an inlined TLS access may be recomputed (a __tls_get_addr call in a
 // shared library) at every use inside a loop.
-[[gnu::noinline]] contract::LaunchPlan& thread_plan() {
-  thread_local contract::LaunchPlan plan;
-  return plan;
-}
+[[gnu::noinline]] contract::LaunchPlan& thread_plan() { return support::thread_object<contract::LaunchPlan>(); }
 
 // ---- LaunchPath: the steps that reach no driver launch entry point ----
 

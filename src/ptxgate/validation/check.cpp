@@ -8,6 +8,7 @@
 
 #include "ptxgate/ir/block_granule.hpp"
 #include "ptxgate/validation/internal/race_memo.hpp"
+#include "ptxgate/support/thread_object.hpp"
 
 namespace ptxgate::validation {
 namespace {
@@ -406,13 +407,9 @@ void check_warnings(const DeviceCaps& caps, Reporter& r, const Facts& f) {
           fmt::format("use at least {} blocks (smaller blocks, or more work items)", caps.sm_count));
 }
 
-/// This thread's launch description for check_memory, which keeps its buffers (and the names'
-/// storage) between checks. Reached through a function that is never inlined: an inlined
-/// thread_local in a shared library may cost a __tls_get_addr call at every use.
-[[gnu::noinline]] MemoryLaunch& thread_memory_launch() {
-  thread_local MemoryLaunch launch;
-  return launch;
-}
+/// This thread's launch description for check_memory, which keeps its buffers between checks.
+/// Reached through a function that is never inlined (support::thread_object says why).
+[[gnu::noinline]] MemoryLaunch& thread_memory_launch() { return support::thread_object<MemoryLaunch>(); }
 
 /// The memory-safety part: the launch's values into the kernel's access facts, every access
 /// decided (src/ptxgate/validation/memory_safety.hpp). Runs when the rest of the launch is legal.
@@ -432,16 +429,20 @@ void check_warnings(const DeviceCaps& caps, Reporter& r, const Facts& f) {
   launch.grid = plan.grid;
   launch.block = v.block;
   launch.dynamic_shared_bytes = plan.dynamic_shared_bytes;
+  // One pass writes each parameter's value, size and name. The names are views of the kernel's
+  // (copying sixteen strings cost more than the rest of this set-up), dropped before this returns.
   const size_t n = kernel.params.size();
-  launch.scalar_bits.assign(n, std::nullopt);
-  launch.buffer_bytes.assign(n, std::nullopt);
+  launch.scalar_bits.resize(n);
+  launch.buffer_bytes.resize(n);
   launch.names.resize(n);
+  const size_t given = plan.arguments_known ? std::min(n, plan.arguments.size()) : 0;
   for (size_t i = 0; i < n; ++i) {
+    const contract::ArgumentDesc* a = i < given ? &plan.arguments[i] : nullptr;
+    const bool buffer = a && a->kind == contract::ArgumentDesc::Kind::buffer;
+    const bool scalar = a && a->kind == contract::ArgumentDesc::Kind::scalar;
+    launch.buffer_bytes[i] = buffer ? std::optional<uint64_t>(a->buffer_bytes) : std::nullopt;
+    launch.scalar_bits[i] = scalar ? std::optional<uint64_t>(a->scalar_bits) : std::nullopt;
     launch.names[i] = kernel.params[i].name;
-    if (!plan.arguments_known || i >= plan.arguments.size()) continue;
-    const contract::ArgumentDesc& a = plan.arguments[i];
-    if (a.kind == contract::ArgumentDesc::Kind::buffer) launch.buffer_bytes[i] = a.buffer_bytes;
-    else if (a.kind == contract::ArgumentDesc::Kind::scalar) launch.scalar_bits[i] = a.scalar_bits;
   }
   v.memory = internal::evaluate_accesses_remembered(kernel.access, launch);
   v.memory_facts = kernel.access;
@@ -449,6 +450,7 @@ void check_warnings(const DeviceCaps& caps, Reporter& r, const Facts& f) {
   options.require_proof = plan.require_memory_proof;
   options.list_unproven = plan.list_unproven_accesses && report_warnings;
   report_memory_safety(v.diagnostics, *kernel.access, *v.memory, launch, kernel.name, location.file, options);
+  launch.names.clear();
 }
 
 }  // namespace

@@ -87,7 +87,8 @@ std::optional<uint64_t> array_length(const ir::AccessFacts& facts, const ir::Acc
 
 std::string array_name(const ir::AccessFacts& facts, const ir::AccessSite& site, const MemoryLaunch& launch) {
   if (site.space == ir::Space::global)
-    return site.array < launch.names.size() ? launch.names[site.array] : fmt::format("parameter {}", site.array);
+    return site.array < launch.names.size() ? std::string(launch.names[site.array])
+                                            : fmt::format("parameter {}", site.array);
   return site.array < facts.arrays.size() ? facts.arrays[site.array].name : "?";
 }
 
@@ -425,7 +426,7 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
       else if (deps->unknown[site.index] >= 0 || deps->unknown[site.path] >= 0) {
         const int32_t p = deps->unknown[site.index] >= 0 ? deps->unknown[site.index] : deps->unknown[site.path];
         v.reason = fmt::format("the value of scalar '{}' is not known (give it with --arg)",
-                               p < static_cast<int32_t>(launch.names.size()) ? launch.names[p] : "?");
+                               p < static_cast<int32_t>(launch.names.size()) ? launch.names[p] : std::string_view("?"));
       } else {
         const uint32_t elem = site.element_bytes;
         v.reason = fmt::format("the index lies in {}..{} by the analysis and '{}' holds {} elements, but no thread "

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -26,8 +27,9 @@ struct MemoryLaunch {
   std::vector<std::optional<uint64_t>> scalar_bits;
   /// By parameter number: a buffer argument's size in bytes (nullopt: not known).
   std::vector<std::optional<uint64_t>> buffer_bytes;
-  /// By parameter number: the names, for messages.
-  std::vector<std::string> names;
+  /// By parameter number: the names, for messages. Views into storage that outlives every use of
+  /// this launch (the kernel's parameter names): a launch's check fills them without copying.
+  std::vector<std::string_view> names;
 };
 
 enum class SiteOutcome : uint8_t {

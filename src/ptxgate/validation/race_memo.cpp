@@ -4,10 +4,12 @@
 #include "ptxgate/validation/internal/race_memo.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <mutex>
 
 #include "ptxgate/ir/sym_eval.hpp"
 #include "ptxgate/validation/internal/shared_races.hpp"
+#include "ptxgate/support/thread_object.hpp"
 
 namespace ptxgate::validation::internal {
 namespace {
@@ -54,6 +56,24 @@ std::shared_ptr<RaceMemo> memo_of(const std::shared_ptr<const ir::AccessFacts>& 
   if (g_memos.size() >= kMemos) g_memos.pop_back();
   g_memos.push_back(m);
   return m;
+}
+
+/// The memo of `facts` as memo_of finds it, remembered by this thread for the kernel it asked for
+/// last: a launch of the same kernel finds it without the lock (a memo's owner, facts and inputs
+/// never change once it is made). A memo dropped from g_memos meanwhile still describes the same
+/// facts, so using it is correct.
+/// Reached through a function that is never inlined: one thread-local lookup a call.
+[[gnu::noinline]] std::shared_ptr<RaceMemo>& thread_last_memo() {
+  return support::thread_object<std::shared_ptr<RaceMemo>>();
+}
+
+const std::shared_ptr<RaceMemo>& thread_memo(const std::shared_ptr<const ir::AccessFacts>& facts) {
+  std::shared_ptr<RaceMemo>& last = thread_last_memo();
+  if (last && same_owner(*last, facts)) [[likely]]
+    return last;
+  std::lock_guard lock(g_mutex);
+  last = memo_of(facts);
+  return last;
 }
 
 void key_of(const RaceInputs& in, const MemoryLaunch& launch, std::vector<uint64_t>& key) {
@@ -128,41 +148,49 @@ RaceInputs race_inputs(const ir::AccessFacts& facts) {
 }
 
 std::shared_ptr<BoundsMemo> bounds_memo(const std::shared_ptr<const ir::AccessFacts>& facts) {
-  std::lock_guard lock(g_mutex);
-  return memo_of(facts)->bounds;
+  return thread_memo(facts)->bounds;
 }
 
 void bounds_key(const MemoryLaunch& launch, std::vector<uint64_t>& key) {
-  key.assign(launch.grid.begin(), launch.grid.end());
-  key.insert(key.end(), launch.block.begin(), launch.block.end());
-  key.push_back(launch.dynamic_shared_bytes);
-  for (const std::optional<uint64_t>& bits : launch.scalar_bits) {
-    key.push_back(bits.has_value());
-    key.push_back(bits.value_or(0));
+  // Sized once and written in place: a launch of the same kernel finds the vector at its size.
+  const size_t params = launch.scalar_bits.size();
+  key.resize(7 + 2 * params);
+  uint64_t* k = key.data();
+  for (unsigned d = 0; d < 3; ++d) k[d] = launch.grid[d], k[3 + d] = launch.block[d];
+  k[6] = launch.dynamic_shared_bytes;
+  const std::optional<uint64_t>* bits = launch.scalar_bits.data();
+  for (size_t p = 0; p < params; ++p) {
+    k[7 + 2 * p] = bits[p].has_value();
+    k[8 + 2 * p] = bits[p].has_value() ? *bits[p] : 0;
   }
 }
 
 uint64_t changed_inputs(const std::vector<uint64_t>& before, const std::vector<uint64_t>& now) {
   if (before.size() != now.size() || now.size() < 7) return ~uint64_t{0};
+  const uint64_t* b = before.data();
+  const uint64_t* n = now.data();
+  // The leaf bits are the key's positions (ir::leaf_bit_*), a parameter's two words one bit. The
+  // parameters' words are compared at once first: a new grid or block changes none of them.
   uint64_t changed = 0;
-  for (unsigned k = 0; k < 3; ++k) {
-    if (before[k] != now[k]) changed |= ir::leaf_bit_grid(k);
-    if (before[3 + k] != now[3 + k]) changed |= ir::leaf_bit_block(k);
-  }
-  if (before[6] != now[6]) changed |= ir::kLeafBitDynamicShared;
+  for (unsigned k = 0; k < 7; ++k) changed |= uint64_t{b[k] != n[k]} << k;
+  if (std::memcmp(b + 7, n + 7, (now.size() - 7) * sizeof(uint64_t)) == 0) return changed;
   for (size_t i = 7; i + 1 < now.size(); i += 2)
-    if (before[i] != now[i] || before[i + 1] != now[i + 1]) changed |= ir::leaf_bit_param((i - 7) / 2);
+    if (b[i] != n[i] || b[i + 1] != n[i + 1]) changed |= ir::leaf_bit_param((i - 7) / 2);
   return changed;
 }
+static_assert(ir::leaf_bit_grid(0) == 1 && ir::leaf_bit_grid(2) == 4 && ir::leaf_bit_block(0) == 8 &&
+                  ir::leaf_bit_block(2) == 32 && ir::kLeafBitDynamicShared == 64 && ir::leaf_bit_param(0) == 128 &&
+                  ir::leaf_bit_param(57) == 128,
+              "changed_inputs sets the leaf bits by the key's positions");
 
 std::vector<SharedRace> remembered_shared_races(const std::shared_ptr<const ir::AccessFacts>& facts,
                                                 const MemoryLaunch& launch, const std::vector<ir::Interval>& bounds) {
   thread_local std::vector<uint64_t> key;
-  std::shared_ptr<RaceMemo> memo;
+  // A kernel without a search (no shared array written where threads could race) takes no lock.
+  if (!thread_memo(facts)->inputs.searched) return {};
+  const std::shared_ptr<RaceMemo> memo = thread_memo(facts);
   {
     std::lock_guard lock(g_mutex);
-    memo = memo_of(facts);
-    if (!memo->inputs.searched) return {};
     key_of(memo->inputs, launch, key);
     for (const auto& [k, races] : memo->entries)
       if (k == key) return races;

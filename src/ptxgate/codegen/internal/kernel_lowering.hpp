@@ -163,6 +163,10 @@ class KernelLowering {
   llvm::Value* mbarrier_try_wait(llvm::Value* bar, llvm::Value* parity);
   llvm::Value* hopper_operation(const ir::Expr& e, ir::Intrinsic which);
   void wgmma(const ir::Expr& e, std::string_view element);
+  /// The wgmma accumulators that loop `s` (of `trips` iterations, unrolled by LLVM) reads by index and
+  /// does not write, each taken once before it as one vector (snapshots_): what it reads with the loop
+  /// variable then comes from registers, so the first SROA promotes the accumulator.
+  std::vector<const ir::Symbol*> snapshot_accumulators(const ir::Stmt& s, std::optional<uint64_t> trips);
 
   // ---- checked mode (lower_checked.cpp) ----
   /// Whether part `part` of access `e` (ir::site_count) gets a guard: checked mode, and not proven
@@ -252,6 +256,8 @@ class KernelLowering {
   std::unordered_map<const ir::Symbol*, llvm::Constant*> constant_values_;  ///< bool and float module constants
   bool in_constant_ = false;  ///< lowering a module constant's value expression
   std::optional<std::unordered_set<const ir::Symbol*>> accumulators_;  ///< Hopper: wgmma_accumulators()
+  /// Hopper: the accumulators of the loops being lowered as one <N x float> each (snapshot_accumulators).
+  std::unordered_map<const ir::Symbol*, llvm::Value*> snapshots_;
   std::unordered_map<std::string, Binding> arrays_by_name_;
   std::vector<LoopTargets> loops_;
   bool unroll_register_tiles_ = false;  ///< register-tile loops lowered unrolled (register_tile_trips)

@@ -51,10 +51,6 @@ class TargetMachineLease {
 extern const char* const kKernelInlineStage;
 extern const char* const kKernelFunctionStage;
 
-/// Named metadata of a module whose wgmma accumulators are moved as whole vectors (set by the lowering at
-/// -O2/-O3): the kernel pipeline splits those vectors into scalars after its function stage.
-inline constexpr const char* kVectorAccumulators = "ptxgate.vector_accumulators";
-
 /// Optimises `module`: at -O0/-O1, and at -O2/-O3 when `llvm_pipeline` is set, LLVM's
 /// default per-module pipeline with the NVPTX callbacks (NVVMReflect, intrinsic ranges)
 /// registered by the target machine; otherwise the kernel pipeline, calling `after_inlining`
@@ -62,6 +58,13 @@ inline constexpr const char* kVectorAccumulators = "ptxgate.vector_accumulators"
 /// reason in `error`) only if a pipeline cannot be built.
 bool optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigned opt_level, bool llvm_pipeline,
                      const std::function<bool()>& after_inlining, std::string& error);
+
+/// Joins each run of wgmma statements that carry one accumulator from one to the next in a block, with
+/// only computation between them, into one inline-PTX statement (the same instructions in the same
+/// order; the operands they compute are computed before it): the code generator then handles one
+/// statement of 2N operands per run instead of one per wgmma, each with N tied operands to coalesce
+/// (src/ptxgate/codegen/wgmma_fusion.cpp; docs/benchmarks.md "Compile speed (issue 29)").
+void fuse_wgmma_chains(llvm::Module& module);
 
 /// Functions of more blocks than this are generated without machine sinking: its store search
 /// (hasStoreBetween) walks every block reachable from a load's block, so its cost grows with the square
