@@ -1,10 +1,13 @@
 // The node bounds a kernel remembers between launches: only what depends on a changed launch input
 // is evaluated again, each path group narrows over its node cone only, and the verdict equals a
-// fresh evaluation's for every launch; a loop whose bounds come after its reader is deterministic.
+// fresh evaluation's for every launch; a loop whose bounds come after its reader is deterministic;
+// every thread's concrete values lie in the bounds.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <random>
+#include <span>
 #include <string>
 
 #include "ir_check_support.hpp"
@@ -124,6 +127,70 @@ int cone_mismatches(const ir::AccessFacts& facts, const validation::MemoryLaunch
   return mismatches;
 }
 
+/// Calls `visit(kernel, documented launch)` for every shipped kernel, its name captured.
+template <class Visit>
+void each_shipped_kernel(Visit visit) {
+  for (const shipped::Launch& l : shipped::shipped_launches()) {
+    const std::string where = std::string(l.file) + " " + l.kernel;
+    CAPTURE(where);
+    testing::Checked checked;
+    const ir::Kernel& k = testing::shipped_kernel(l, checked);
+    visit(k, testing::memory_launch_of(k, l));
+  }
+}
+
+/// Every thread of `threads` random ones of `launch` against the node bounds (the interval engine's
+/// fast path: the kernel's plan with cones, bounds through rebind from the launch `before`) and the
+/// IR's concrete semantics (ir::ConcreteNodes, the witnesses' evaluation): every node a thread
+/// computes lies in its base bounds, and in the bounds under each group's path the thread takes, for
+/// every node of that group's cone. `planted`: an off-by-one planted in the bounds read (the upper
+/// bound of node `planted` one smaller), which the comparison must catch. Returns the values outside.
+int outside_bounds(const ir::AccessFacts& facts, const validation::MemoryLaunch& before,
+                   const validation::MemoryLaunch& launch, std::mt19937& rng, int threads, int64_t planted = -1) {
+  validation::internal::SitePlan plan;
+  const std::vector<uint64_t> deps = ir::leaf_dependencies(facts);
+  validation::internal::plan_sites(facts, deps, plan, true);
+  const ir::LeafValues first{before.grid, before.block, before.dynamic_shared_bytes, &before.scalar_bits};
+  const ir::LeafValues leaves{launch.grid, launch.block, launch.dynamic_shared_bytes, &launch.scalar_bits};
+  ir::NodeBounds bounds(facts, first);
+  if (deps.empty()) bounds.bind(facts, leaves);
+  else bounds.rebind(leaves, deps, ~uint64_t{0});
+  auto holds = [&](const ir::Interval& r, uint32_t id, uint64_t bits) {
+    ir::Interval b = r;
+    if (static_cast<int64_t>(id) == planted && !b.empty()) --b.hi;
+    const ir::Integer v = ir::value_of(facts.nodes[id].type, bits);
+    return b.lo <= v && v <= b.hi;
+  };
+  const std::vector<ir::Interval> base = bounds.base();
+  std::vector<std::vector<ir::Interval>> under(plan.groups.size());
+  const std::span<const uint32_t> cones(plan.cones);
+  for (size_t g = 0; g < plan.groups.size(); ++g) {
+    const validation::internal::PathGroup& group = plan.groups[g];
+    under[g] = bounds.under(group.path, group.last, cones.subspan(group.cone_first, group.cone_rest - group.cone_first),
+                            cones.subspan(group.cone_rest, group.cone_end - group.cone_rest));
+  }
+  ir::ConcreteNodes eval(facts, launch.grid, launch.block, launch.dynamic_shared_bytes, launch.scalar_bits);
+  int outside = 0;
+  for (int t = 0; t < threads; ++t) {
+    std::array<uint64_t, 6> at{};
+    for (unsigned c = 0; c < 3; ++c) {
+      at[c] = rng() % launch.block[c];
+      at[3 + c] = rng() % launch.grid[c];
+    }
+    eval.reset(at);
+    for (uint32_t id = 0; id < facts.nodes.size(); ++id)
+      if (auto v = eval.value(id)) outside += !holds(base[id], id, *v);
+    for (size_t g = 0; g < plan.groups.size(); ++g) {
+      const validation::internal::PathGroup& group = plan.groups[g];
+      const auto taken = eval.value(group.path);
+      if (!taken || !(*taken & 1)) continue;
+      for (uint32_t k = group.cone_first; k < group.cone_end; ++k)
+        if (auto v = eval.value(plan.cones[k])) outside += !holds(under[g][plan.cones[k]], plan.cones[k], *v);
+    }
+  }
+  return outside;
+}
+
 }  // namespace
 
 TEST_CASE("bounds memo: the shipped kernels over random launch sequences give the fresh verdict") {
@@ -238,22 +305,17 @@ kernel k(out y: f32[], n: u32, m: u32) {
 TEST_CASE("bounds cones: every shipped kernel at many launches narrows to the bounds of the full pass") {
   std::mt19937 rng(2711);
   int launches = 0, out_of_bounds = 0;
-  for (const shipped::Launch& l : shipped::shipped_launches()) {
-    const std::string where = std::string(l.file) + " " + l.kernel;
-    CAPTURE(where);
-    testing::Checked checked;
-    const ir::Kernel* k = &testing::shipped_kernel(l, checked);
-    const validation::MemoryLaunch documented = testing::memory_launch_of(*k, l);
+  each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
     for (int step = 0; step < 40; ++step) {
       CAPTURE(step);
       const validation::MemoryLaunch launch = step == 0 ? documented : varied(documented, rng);
-      CHECK(cone_mismatches(*k->access_facts, launch) == 0);
+      CHECK(cone_mismatches(*k.access_facts, launch) == 0);
       // The verdict through the kernel's memo (its plan has the cones) against a fresh one (no
       // cones): the same outcome per site, the same witnesses and races.
       ++launches;
-      out_of_bounds += same_as_fresh(k->access_facts, launch).out_of_bounds > 0;
+      out_of_bounds += same_as_fresh(k.access_facts, launch).out_of_bounds > 0;
     }
-  }
+  });
   // The variations reach both kinds of verdict.
   CHECK(out_of_bounds > 20);
   CHECK(launches - out_of_bounds > 20);
@@ -264,13 +326,10 @@ TEST_CASE("bounds cones: a cone missing one node is caught by the comparison") {
   // earlier group left in it). The comparison above must see it on some kernel.
   std::mt19937 rng(5);
   int mismatches = 0;
-  for (const shipped::Launch& l : shipped::shipped_launches()) {
-    testing::Checked checked;
-    const ir::Kernel* k = &testing::shipped_kernel(l, checked);
-    const validation::MemoryLaunch documented = testing::memory_launch_of(*k, l);
+  each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
     for (int step = 0; step < 4; ++step)
-      for (int drop = 0; drop < 4; ++drop) mismatches += cone_mismatches(*k->access_facts, varied(documented, rng), drop);
-  }
+      for (int drop = 0; drop < 4; ++drop) mismatches += cone_mismatches(*k.access_facts, varied(documented, rng), drop);
+  });
   CHECK(mismatches > 0);
 }
 
@@ -324,4 +383,36 @@ TEST_CASE("node bounds: a loop whose bounds come after the node reading it gets 
   CHECK(first.unproven == 1);
   CHECK(again.unproven == 1);
   CHECK(again.unreachable == 0);
+}
+
+TEST_CASE("node bounds: every thread's values lie in the fast path's bounds, for every shipped kernel") {
+  // The interval engine's fast path (rebind from another launch, narrowing over the group's cone,
+  // the early outs of narrow and of the re-evaluation) against the IR's concrete semantics: random
+  // threads of many random launches, every node they compute, every group's path they take.
+  std::mt19937 rng(3141);
+  int launches = 0;
+  each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
+    validation::MemoryLaunch before = documented;
+    for (int step = 0; step < 12; ++step) {
+      CAPTURE(step);
+      const validation::MemoryLaunch launch = step == 0 ? documented : varied(documented, rng);
+      CHECK(outside_bounds(*k.access_facts, before, launch, rng, 24) == 0);
+      before = launch;
+      ++launches;
+    }
+  });
+  CHECK(launches > 100);
+}
+
+TEST_CASE("node bounds: an upper bound one too small is caught by the concrete comparison") {
+  // The planted bug: one node's bounds with their upper end one smaller (the off-by-one a wrong
+  // narrowing would leave). The comparison above must see it for some node of some kernel.
+  std::mt19937 rng(17);
+  int caught = 0;
+  each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
+    const size_t nodes = k.access_facts->nodes.size();
+    for (size_t node = 0; node < nodes; node += std::max<size_t>(nodes / 8, 1))
+      caught += outside_bounds(*k.access_facts, documented, documented, rng, 64, static_cast<int64_t>(node)) > 0;
+  });
+  CHECK(caught > 10);
 }

@@ -30,6 +30,28 @@ Interval hull(Interval a, Interval b) {
 Interval meet(Interval a, Interval b) { return {std::max(a.lo, b.lo), std::min(a.hi, b.hi)}; }
 Interval unbounded() { return {-kInfinity, kInfinity}; }
 const Interval kBool{0, 1};
+const Interval kNone{};  ///< an operand a node does not have
+
+/// NodeBounds::dirty_'s bits per node: changed in the current re-evaluation pass (or limited: the
+/// re-evaluation reads both alike), and limit_ is not the full range (a byte to test instead of
+/// two 128-bit bounds). The last three serve the early end of narrowing (NodeBounds::narrowed): in
+/// the current pass of constrain(), the node's lower or upper bound was read to compute a limit
+/// (or to decide whether to), or the node was the target of narrow() (its bounds then lie in that
+/// limit).
+constexpr uint8_t kDirty = 1, kLimited = 2, kReadLo = 4, kReadHi = 8, kTarget = 16;
+constexpr uint8_t kPassBits = kReadLo | kReadHi | kTarget;
+
+/// Set when a bound that the current pass of constrain() read changes after the read, or the
+/// re-evaluation widens a node that pass narrowed: the next pass could then narrow more. Per
+/// thread (a NodeBounds object is used by one thread at a time), reset at every pass.
+thread_local bool pass_read_changed = false;
+
+/// Whether `now`, replacing `was` at a node with pass bits `flags`, changes what the current pass
+/// of constrain() read or lets a bound it narrowed grow.
+inline bool changes_pass(uint8_t flags, const Interval& was, const Interval& now) {
+  return ((flags & kReadLo) && now.lo != was.lo) || ((flags & kReadHi) && now.hi != was.hi) ||
+         ((flags & kTarget) && (now.lo < was.lo || now.hi > was.hi));
+}
 
 /// `r` when it lies in the type's range (no operand can wrap), else the whole range.
 inline Interval fit(Type t, Interval r) {
@@ -75,9 +97,117 @@ Integer all_ones_above(Integer v) {
   return m;
 }
 
+/// An operation's bounds from its operands' (not for leaves; NodeBounds::apply), the operands by
+/// reference: forward() hands them over from the bounds vector without copies.
+Interval operate(const std::vector<SymNode>& nodes, const SymNode& n, const Interval& a, const Interval& b,
+                 const Interval& c) {
+  const Type t = n.type;
+  const unsigned count = sym_operand_count(n.op);
+  if (a.empty() || (count > 1 && b.empty()) || (count > 2 && c.empty())) return {};
+  if (a.point() && (count < 2 || b.point()) && (count < 3 || c.point())) {
+    const Type operand = nodes[n.a].type;
+    const Type second = count > 1 ? nodes[n.b].type : operand;
+    auto r = apply_sym_op(n.op, t, operand, bits_of(operand, a.lo), count > 1 ? bits_of(second, b.lo) : 0,
+                              count > 2 ? bits_of(t, c.lo) : 0);
+    if (r) return point(value_of(t, *r));
+  }
+  switch (n.op) {
+    case SymOp::add: return fit(t, {a.lo + b.lo, a.hi + b.hi});
+    case SymOp::sub: return fit(t, {a.lo - b.hi, a.hi - b.lo});
+    case SymOp::mul: {
+      if (!small(a) || !small(b)) return range_of(t);
+      const Integer p[4] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
+      return fit(t, {*std::min_element(p, p + 4), *std::max_element(p, p + 4)});
+    }
+    case SymOp::div: {
+      Interval r{};
+      if (b.hi >= 1) r = hull(r, divide(a, {std::max<Integer>(b.lo, 1), b.hi}));
+      if (b.lo <= -1) r = hull(r, divide(a, {b.lo, std::min<Integer>(b.hi, -1)}));
+      if (b.lo <= 0 && b.hi >= 0) r = hull(r, point(value_of(t, bits_of(t, -1))));  // x / 0: all ones
+      return fit(t, r);
+    }
+    case SymOp::rem: {
+      const Integer m = std::max(b.hi > 0 ? b.hi : Integer{0}, b.lo < 0 ? -b.lo : Integer{0});  // largest |d|
+      Interval r{};
+      if (b.lo <= 0 && b.hi >= 0) r = a;  // x % 0 == x
+      if (m > 0) {
+        if (a.lo >= 0) r = hull(r, {0, std::min(a.hi, m - 1)});
+        else if (a.hi <= 0) r = hull(r, {std::max(a.lo, -(m - 1)), 0});
+        else r = hull(r, {std::max(a.lo, -(m - 1)), std::min(a.hi, m - 1)});
+        // A range within one period of a positive constant divisor keeps its order.
+        if (b.point() && b.lo > 0 && a.lo >= 0 && a.hi - a.lo < b.lo) {
+          const Integer first = remainder(a.lo, b.lo), second = remainder(a.hi, b.lo);
+          if (first <= second) r = {first, second};
+        }
+      }
+      return fit(t, r);
+    }
+    case SymOp::shl: {
+      if (!b.point()) return range_of(t);
+      const unsigned k = static_cast<unsigned>(bits_of(nodes[n.b].type, b.lo) & (sym_width(t) - 1));
+      if (!small(a) || k > 60) return range_of(t);
+      return fit(t, {a.lo * (Integer{1} << k), a.hi * (Integer{1} << k)});
+    }
+    case SymOp::shr: {
+      if (b.point()) {
+        const unsigned k = static_cast<unsigned>(bits_of(nodes[n.b].type, b.lo) & (sym_width(t) - 1));
+        return {a.lo >> k, a.hi >> k};
+      }
+      return {std::min<Integer>(a.lo, 0), std::max<Integer>(a.hi, 0)};
+    }
+    case SymOp::bit_and:
+      if (a.lo >= 0 && b.lo >= 0) return {0, std::min(a.hi, b.hi)};
+      if (a.lo >= 0) return {0, a.hi};
+      if (b.lo >= 0) return {0, b.hi};
+      return range_of(t);
+    case SymOp::bit_or:
+    case SymOp::bit_xor:
+      if (a.lo >= 0 && b.lo >= 0)
+        return fit(t, {n.op == SymOp::bit_or ? std::max(a.lo, b.lo) : 0, all_ones_above(std::max(a.hi, b.hi))});
+      return range_of(t);
+    case SymOp::min: return {std::min(a.lo, b.lo), std::min(a.hi, b.hi)};
+    case SymOp::max: return {std::max(a.lo, b.lo), std::max(a.hi, b.hi)};
+    case SymOp::neg: return fit(t, {-a.hi, -a.lo});
+    case SymOp::bit_not:
+      return sym_signed(t) ? Interval{-a.hi - 1, -a.lo - 1} : Interval{type_max(t) - a.hi, type_max(t) - a.lo};
+    case SymOp::lt: return a.hi < b.lo ? point(1) : a.lo >= b.hi ? point(0) : kBool;
+    case SymOp::le: return a.hi <= b.lo ? point(1) : a.lo > b.hi ? point(0) : kBool;
+    case SymOp::gt: return a.lo > b.hi ? point(1) : a.hi <= b.lo ? point(0) : kBool;
+    case SymOp::ge: return a.lo >= b.hi ? point(1) : a.hi < b.lo ? point(0) : kBool;
+    case SymOp::eq: return meet(a, b).empty() ? point(0) : kBool;
+    case SymOp::ne: return meet(a, b).empty() ? point(1) : kBool;
+    case SymOp::logical_and:
+      if (a == point(0) || b == point(0)) return point(0);
+      return a == point(1) && b == point(1) ? point(1) : kBool;
+    case SymOp::logical_or:
+      if (a == point(1) || b == point(1)) return point(1);
+      return a == point(0) && b == point(0) ? point(0) : kBool;
+    case SymOp::logical_not: return {1 - a.hi, 1 - a.lo};
+    case SymOp::cast: return fit(t, a);
+    case SymOp::select:
+      if (a == point(1)) return b;
+      if (a == point(0)) return c;
+      return hull(b, c);
+    default: return range_of(t);
+  }
+}
+
 }  // namespace
 
 NodeBounds::NodeBounds(const AccessFacts& facts, const LeafValues& leaves) { bind(facts, leaves); }
+
+namespace {
+
+/// Every node's limit back to the full range (`touched`: the nodes with one).
+void reset_limits(std::vector<Interval>& limit, std::vector<uint8_t>& flags, std::vector<uint32_t>& touched) {
+  for (uint32_t id : touched) {
+    limit[id] = unbounded();
+    flags[id] &= static_cast<uint8_t>(~kLimited);
+  }
+  touched.clear();
+}
+
+}  // namespace
 
 void NodeBounds::bind(const AccessFacts& facts, const LeafValues& leaves) {
   facts_ = &facts;
@@ -85,6 +215,7 @@ void NodeBounds::bind(const AccessFacts& facts, const LeafValues& leaves) {
   const size_t n = facts.nodes.size();
   base_.resize(n);
   limit_.assign(n, unbounded());
+  dirty_.assign(n, 0);
   touched_.clear();
   for (uint32_t i = 0; i < n; ++i) base_[i] = forward(i, base_);
 }
@@ -92,8 +223,7 @@ void NodeBounds::bind(const AccessFacts& facts, const LeafValues& leaves) {
 void NodeBounds::rebind(const LeafValues& leaves, const std::vector<uint64_t>& deps, uint64_t changed) {
   leaves_ = leaves;
   // No path limits while the base bounds are evaluated (a select's branches read them).
-  for (uint32_t id : touched_) limit_[id] = unbounded();
-  touched_.clear();
+  reset_limits(limit_, dirty_, touched_);
   const size_t n = std::min(base_.size(), deps.size());
   for (uint32_t i = 0; i < n; ++i)
     if (deps[i] & changed) base_[i] = forward(i, base_);
@@ -182,99 +312,11 @@ Interval NodeBounds::forward(uint32_t id, const std::vector<Interval>& v) const 
   const unsigned count = sym_operand_count(n.op);
   if (n.op == SymOp::select && !v[n.a].point())
     return hull(branch(n.b, n.a, true, v), branch(n.c, n.a, false, v));
-  return apply(n, v[n.a], count > 1 ? v[n.b] : Interval{}, count > 2 ? v[n.c] : Interval{});
+  return operate(facts_->nodes, n, v[n.a], count > 1 ? v[n.b] : kNone, count > 2 ? v[n.c] : kNone);
 }
 
 Interval NodeBounds::apply(const SymNode& n, Interval a, Interval b, Interval c) const {
-  const Type t = n.type;
-  const unsigned count = sym_operand_count(n.op);
-  if (a.empty() || (count > 1 && b.empty()) || (count > 2 && c.empty())) return {};
-  const Type operand = facts_->nodes[n.a].type;
-  if (a.point() && (count < 2 || b.point()) && (count < 3 || c.point())) {
-    const Type second = count > 1 ? facts_->nodes[n.b].type : operand;
-    auto r = apply_sym_op(n.op, t, operand, bits_of(operand, a.lo), count > 1 ? bits_of(second, b.lo) : 0,
-                              count > 2 ? bits_of(t, c.lo) : 0);
-    if (r) return point(value_of(t, *r));
-  }
-  switch (n.op) {
-    case SymOp::add: return fit(t, {a.lo + b.lo, a.hi + b.hi});
-    case SymOp::sub: return fit(t, {a.lo - b.hi, a.hi - b.lo});
-    case SymOp::mul: {
-      if (!small(a) || !small(b)) return range_of(t);
-      const Integer p[4] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
-      return fit(t, {*std::min_element(p, p + 4), *std::max_element(p, p + 4)});
-    }
-    case SymOp::div: {
-      Interval r{};
-      if (b.hi >= 1) r = hull(r, divide(a, {std::max<Integer>(b.lo, 1), b.hi}));
-      if (b.lo <= -1) r = hull(r, divide(a, {b.lo, std::min<Integer>(b.hi, -1)}));
-      if (b.lo <= 0 && b.hi >= 0) r = hull(r, point(value_of(t, bits_of(t, -1))));  // x / 0: all ones
-      return fit(t, r);
-    }
-    case SymOp::rem: {
-      const Integer m = std::max(b.hi > 0 ? b.hi : Integer{0}, b.lo < 0 ? -b.lo : Integer{0});  // largest |d|
-      Interval r{};
-      if (b.lo <= 0 && b.hi >= 0) r = a;  // x % 0 == x
-      if (m > 0) {
-        if (a.lo >= 0) r = hull(r, {0, std::min(a.hi, m - 1)});
-        else if (a.hi <= 0) r = hull(r, {std::max(a.lo, -(m - 1)), 0});
-        else r = hull(r, {std::max(a.lo, -(m - 1)), std::min(a.hi, m - 1)});
-        // A range within one period of a positive constant divisor keeps its order.
-        if (b.point() && b.lo > 0 && a.lo >= 0 && a.hi - a.lo < b.lo) {
-          const Integer first = remainder(a.lo, b.lo), second = remainder(a.hi, b.lo);
-          if (first <= second) r = {first, second};
-        }
-      }
-      return fit(t, r);
-    }
-    case SymOp::shl: {
-      if (!b.point()) return range_of(t);
-      const unsigned k = static_cast<unsigned>(bits_of(facts_->nodes[n.b].type, b.lo) & (sym_width(t) - 1));
-      if (!small(a) || k > 60) return range_of(t);
-      return fit(t, {a.lo * (Integer{1} << k), a.hi * (Integer{1} << k)});
-    }
-    case SymOp::shr: {
-      if (b.point()) {
-        const unsigned k = static_cast<unsigned>(bits_of(facts_->nodes[n.b].type, b.lo) & (sym_width(t) - 1));
-        return {a.lo >> k, a.hi >> k};
-      }
-      return {std::min<Integer>(a.lo, 0), std::max<Integer>(a.hi, 0)};
-    }
-    case SymOp::bit_and:
-      if (a.lo >= 0 && b.lo >= 0) return {0, std::min(a.hi, b.hi)};
-      if (a.lo >= 0) return {0, a.hi};
-      if (b.lo >= 0) return {0, b.hi};
-      return range_of(t);
-    case SymOp::bit_or:
-    case SymOp::bit_xor:
-      if (a.lo >= 0 && b.lo >= 0)
-        return fit(t, {n.op == SymOp::bit_or ? std::max(a.lo, b.lo) : 0, all_ones_above(std::max(a.hi, b.hi))});
-      return range_of(t);
-    case SymOp::min: return {std::min(a.lo, b.lo), std::min(a.hi, b.hi)};
-    case SymOp::max: return {std::max(a.lo, b.lo), std::max(a.hi, b.hi)};
-    case SymOp::neg: return fit(t, {-a.hi, -a.lo});
-    case SymOp::bit_not:
-      return sym_signed(t) ? Interval{-a.hi - 1, -a.lo - 1} : Interval{type_max(t) - a.hi, type_max(t) - a.lo};
-    case SymOp::lt: return a.hi < b.lo ? point(1) : a.lo >= b.hi ? point(0) : kBool;
-    case SymOp::le: return a.hi <= b.lo ? point(1) : a.lo > b.hi ? point(0) : kBool;
-    case SymOp::gt: return a.lo > b.hi ? point(1) : a.hi <= b.lo ? point(0) : kBool;
-    case SymOp::ge: return a.lo >= b.hi ? point(1) : a.hi < b.lo ? point(0) : kBool;
-    case SymOp::eq: return meet(a, b).empty() ? point(0) : kBool;
-    case SymOp::ne: return meet(a, b).empty() ? point(1) : kBool;
-    case SymOp::logical_and:
-      if (a == point(0) || b == point(0)) return point(0);
-      return a == point(1) && b == point(1) ? point(1) : kBool;
-    case SymOp::logical_or:
-      if (a == point(1) || b == point(1)) return point(1);
-      return a == point(0) && b == point(0) ? point(0) : kBool;
-    case SymOp::logical_not: return {1 - a.hi, 1 - a.lo};
-    case SymOp::cast: return fit(t, a);
-    case SymOp::select:
-      if (a == point(1)) return b;
-      if (a == point(0)) return c;
-      return hull(b, c);
-    default: return range_of(t);
-  }
+  return operate(facts_->nodes, n, a, b, c);
 }
 
 Interval NodeBounds::branch(uint32_t node, uint32_t cond, bool truth, const std::vector<Interval>& v) const {
@@ -307,16 +349,25 @@ Interval NodeBounds::reevaluate(uint32_t id, uint32_t x, Interval xb, uint32_t y
   const unsigned count = sym_operand_count(n.op);
   if (depth == 0 || count == 0 || id < std::min(x, y)) return v[id];
   auto operand = [&](uint32_t o) { return reevaluate(o, x, xb, y, yb, v, depth - 1); };
-  return meet(apply(n, operand(n.a), count > 1 ? operand(n.b) : Interval{}, count > 2 ? operand(n.c) : Interval{}),
+  return meet(operate(facts_->nodes, n, operand(n.a), count > 1 ? operand(n.b) : kNone, count > 2 ? operand(n.c) : kNone),
               limit_.empty() ? unbounded() : limit_[id]);
 }
 
 void NodeBounds::narrow(uint32_t id, Interval to, int depth) {
-  const Interval now = meet(current_[id], to);
-  if (now == current_[id]) return;
-  current_[id] = now;
-  if (limit_[id] == unbounded()) touched_.push_back(id);
+  Interval& at = current_[id];
+  dirty_[id] |= kTarget;
+  // `to` holding the bounds leaves them as they are (an empty one too): the common case once a
+  // path's conjuncts have narrowed what they can, decided by two comparisons.
+  if (to.lo <= at.lo && to.hi >= at.hi) return;
+  const Interval now = meet(at, to);
+  if (now == at) return;
+  if (changes_pass(dirty_[id], at, now)) pass_read_changed = true;
+  at = now;
   limit_[id] = meet(limit_[id], to);
+  if (!(dirty_[id] & kLimited) && limit_[id] != unbounded()) {
+    dirty_[id] |= kLimited;
+    touched_.push_back(id);
+  }
   changed_ = true;
   if (depth < 12 && !now.empty()) backward(id, depth + 1);
 }
@@ -399,18 +450,55 @@ void NodeBounds::constrain(uint32_t id, bool truth, int depth) {
         op = negated[static_cast<int>(op) - static_cast<int>(SymOp::eq)];
       }
       const Interval a = current_[n.a], b = current_[n.b];
-      if (a.empty() || b.empty()) break;
+      // What each case reads is marked as it reads it (the pass bits): an empty operand (no
+      // narrowing) as fully read, then the one bound of each operand that `<` and the like use.
+      auto read = [&](uint32_t node, uint8_t bits) { dirty_[node] |= bits; };
+      // The limit a `==` or `!=` puts on an operand it read does not count as a change of what it
+      // read (its read marks are set aside for that narrow() only): `!=` moves the end it found
+      // equal to a point past that point (the next pass finds no end equal to it: a point it makes
+      // of one operand is one away from the other's), `==` leaves both operands at their meet (the
+      // next pass meets them again). narrow() changes no other bound of that node (what it narrows
+      // further comes before it), and any other change of what they read still counts. Not for a
+      // node compared with itself.
+      auto own = [&](uint32_t node, const Interval& to) {
+        const uint8_t marks = n.a == n.b ? 0 : static_cast<uint8_t>(dirty_[node] & (kReadLo | kReadHi));
+        dirty_[node] &= static_cast<uint8_t>(~marks);
+        narrow(node, to, 0);
+        dirty_[node] |= marks;
+      };
+      if (a.empty() || b.empty()) {
+        read(n.a, kReadLo | kReadHi);
+        read(n.b, kReadLo | kReadHi);
+        break;
+      }
       switch (op) {
-        case SymOp::lt: narrow(n.a, {-kInfinity, b.hi - 1}, 0); narrow(n.b, {a.lo + 1, kInfinity}, 0); break;
-        case SymOp::le: narrow(n.a, {-kInfinity, b.hi}, 0); narrow(n.b, {a.lo, kInfinity}, 0); break;
-        case SymOp::gt: narrow(n.a, {b.lo + 1, kInfinity}, 0); narrow(n.b, {-kInfinity, a.hi - 1}, 0); break;
-        case SymOp::ge: narrow(n.a, {b.lo, kInfinity}, 0); narrow(n.b, {-kInfinity, a.hi}, 0); break;
-        case SymOp::eq: narrow(n.a, b, 0); narrow(n.b, current_[n.a], 0); break;
+        case SymOp::lt:
+        case SymOp::le:
+          read(n.b, kReadHi);
+          read(n.a, kReadLo);
+          narrow(n.a, {-kInfinity, op == SymOp::lt ? b.hi - 1 : b.hi}, 0);
+          narrow(n.b, {op == SymOp::lt ? a.lo + 1 : a.lo, kInfinity}, 0);
+          break;
+        case SymOp::gt:
+        case SymOp::ge:
+          read(n.b, kReadLo);
+          read(n.a, kReadHi);
+          narrow(n.a, {op == SymOp::gt ? b.lo + 1 : b.lo, kInfinity}, 0);
+          narrow(n.b, {-kInfinity, op == SymOp::gt ? a.hi - 1 : a.hi}, 0);
+          break;
+        case SymOp::eq:
+          read(n.b, kReadLo | kReadHi);
+          narrow(n.a, b, 0);
+          read(n.a, kReadLo | kReadHi);
+          own(n.b, current_[n.a]);
+          break;
         case SymOp::ne:
-          if (b.point() && a.lo == b.lo) narrow(n.a, {a.lo + 1, kInfinity}, 0);
-          if (b.point() && a.hi == b.lo) narrow(n.a, {-kInfinity, a.hi - 1}, 0);
-          if (a.point() && b.lo == a.lo) narrow(n.b, {b.lo + 1, kInfinity}, 0);
-          if (a.point() && b.hi == a.lo) narrow(n.b, {-kInfinity, b.hi - 1}, 0);
+          read(n.a, kReadLo | kReadHi);
+          read(n.b, kReadLo | kReadHi);
+          if (b.point() && a.lo == b.lo) own(n.a, {a.lo + 1, kInfinity});
+          if (b.point() && a.hi == b.lo) own(n.a, {-kInfinity, a.hi - 1});
+          if (a.point() && b.lo == a.lo) own(n.b, {b.lo + 1, kInfinity});
+          if (a.point() && b.hi == a.lo) own(n.b, {-kInfinity, b.hi - 1});
           break;
         default: break;
       }
@@ -478,8 +566,7 @@ const std::vector<Interval>& NodeBounds::under(uint32_t path, uint32_t last) {
 }
 
 const std::vector<Interval>& NodeBounds::narrowed(uint32_t path, uint32_t last, const uint32_t* cone, size_t count) {
-  for (uint32_t id : touched_) limit_[id] = unbounded();
-  touched_.clear();
+  reset_limits(limit_, dirty_, touched_);
   // Only nodes up to `last` (of the cone, when given) are narrowed, re-evaluated and read: a node's
   // operands, its loop's bounds and a select's branches come before it and are in its cone.
   const size_t upto = std::min<size_t>(size_t{last} + 1, base_.size());
@@ -490,10 +577,11 @@ const std::vector<Interval>& NodeBounds::narrowed(uint32_t path, uint32_t last, 
     const uint32_t i = node_at(k);
     if (i >= upto) break;
     current_[i] = base_[i];
-    dirty_[i] = 0;
+    dirty_[i] = 0;  // no limit either: reset_limits cleared them
   }
   for (int round = 0; round < 4; ++round) {
     changed_ = false;
+    pass_read_changed = false;
     constrain(path, true, 0);
     if (!changed_) break;
     // Re-evaluates the nodes the narrowing can change: those narrowed (they have a limit), those
@@ -504,15 +592,23 @@ const std::vector<Interval>& NodeBounds::narrowed(uint32_t path, uint32_t last, 
       if (i >= upto) break;
       const SymNode& n = facts_->nodes[i];
       const unsigned operands = sym_operand_count(n.op);
-      const bool limited = limit_[i] != unbounded();
-      if (!limited && n.op != SymOp::select && n.op != SymOp::loop && !(operands > 0 && dirty_[n.a]) &&
-          !(operands > 1 && dirty_[n.b]) && !(operands > 2 && dirty_[n.c])) {
+      const bool limited = dirty_[i] & kLimited;
+      if (!limited && n.op != SymOp::select && n.op != SymOp::loop && !(operands > 0 && (dirty_[n.a] & kDirty)) &&
+          !(operands > 1 && (dirty_[n.b] & kDirty)) && !(operands > 2 && (dirty_[n.c] & kDirty))) {
         dirty_[i] = 0;
         continue;
       }
-      const Interval now = meet(forward(i, current_), limit_[i]);
-      dirty_[i] = limited || now != current_[i];
+      // A node without a limit takes its bounds as they are (a node's bounds lie in its type's
+      // range, well inside the unbounded limit).
+      const Interval now = limited ? meet(forward(i, current_), limit_[i]) : forward(i, current_);
+      if ((dirty_[i] & kPassBits) && changes_pass(dirty_[i], current_[i], now)) pass_read_changed = true;
+      dirty_[i] = static_cast<uint8_t>((limited ? kLimited : 0) | (limited || now != current_[i] ? kDirty : 0));
       current_[i] = now;
+    }
+    // The next pass would read the bounds this one read, and find every bound it narrows already
+    // inside the limit: it would change nothing, and narrowing would end there. It ends now.
+    if (!pass_read_changed) {
+      break;
     }
   }
   return current_;
