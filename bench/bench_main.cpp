@@ -82,6 +82,9 @@ int main(int argc, char** argv) {
   compare->add_flag("--write-quality", cmp.write_quality, "record the baseline instead of comparing");
   compare->add_option("--only", cmp.only, "one kernel");
   compare->add_flag("--twins-only", cmp.twins_only, "only the kernels with a CUDA C++ twin");
+  compare->add_flag("--ptxas-only", cmp.ptxas_pair_only,
+                    "time only ptxas on ptxgate's PTX against the twin's (issue 29's target 5) in the rounds");
+  compare->add_option("--ptx-dir", cmp.ptx_dir, "write NAME.ptxgate.ptx and NAME.twin.ptx (the PTX ptxas is timed on) here");
 
   auto* counted = app.add_subcommand("compile-callgrind", "internal: one counted text->PTX compile (bench/compile_callgrind.sh)");
   add_common(counted);

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <fstream>
 
@@ -14,21 +15,26 @@
 #include "nvrtc.hpp"
 #include "ptxgate/codegen/codegen.hpp"
 #include "ptxgate/ir/frontend.hpp"
+#include "ptxgate/support/temp_dir.hpp"
 #include "ptxgate/toolchain/build.hpp"
+#include "ptxgate/toolchain/internal/process.hpp"
 
 namespace ptxgate::bench {
 namespace {
 
 namespace fs = std::filesystem;
 
-/// CPU time of this process (every thread: NVRTC's own included) and of its waited-for children (ptxas), ms.
-double process_cpu_ms() {
+/// User + system CPU time of `who` (RUSAGE_SELF: every thread of this process, NVRTC's own included;
+/// RUSAGE_CHILDREN: the waited-for children, each ptxas run), ms.
+double cpu_ms(int who) {
   auto ms = [](const timeval& t) { return double(t.tv_sec) * 1e3 + double(t.tv_usec) * 1e-3; };
-  rusage self{}, children{};
-  getrusage(RUSAGE_SELF, &self);
-  getrusage(RUSAGE_CHILDREN, &children);
-  return ms(self.ru_utime) + ms(self.ru_stime) + ms(children.ru_utime) + ms(children.ru_stime);
+  rusage u{};
+  getrusage(who, &u);
+  return ms(u.ru_utime) + ms(u.ru_stime);
 }
+
+/// CPU time of this process and of its waited-for children, ms.
+double process_cpu_ms() { return cpu_ms(RUSAGE_SELF) + cpu_ms(RUSAGE_CHILDREN); }
 
 double ms_between(Clock::time_point a, Clock::time_point b) { return ns_between(a, b) * 1e-6; }
 
@@ -144,6 +150,64 @@ std::string measure_phases(const std::string& path, const std::string& text, con
   return {};
 }
 
+/// nvcc's PTX of a twin: `nvcc -ptx -arch=sm_ARCH -O3`, the options its cubin is built with for the kernel
+/// benchmarks (scripts/bench_gpu.sh), with the nvcc beside `ptxas`. NVRTC's PTX of the same source differs
+/// (other registers and instructions for sgemm, unused `.global` constants for the GEMMs).
+std::expected<std::string, std::string> nvcc_ptx(const fs::path& twin, const std::string& arch, const std::string& ptxas) {
+  const fs::path nvcc = fs::path(ptxas).parent_path() / "nvcc";
+  if (!fs::exists(nvcc)) return std::unexpected(fmt::format("no nvcc beside {}", ptxas));
+  auto dir = support::TempDir::create_in_tmp("ptxgate-nvcc-");
+  if (!dir) return std::unexpected(dir.error());
+  const fs::path out = dir->path() / "twin.ptx";
+  auto run = toolchain::run_process({nvcc.string(), "-ptx", "-arch=sm_" + arch, "-O3", "-o", out.string(), twin.string()});
+  if (!run) return std::unexpected(run.error());
+  if (run->exit_status != 0 || run->timed_out)
+    return std::unexpected(fmt::format("nvcc -ptx {} exited with status {}: {}", twin.filename().string(), run->exit_status,
+                                       toolchain::first_lines(run->stderr_text, 5)));
+  return read_text(out);
+}
+
+/// Issue 29's target 5: the same ptxas (toolchain::assemble: `ptxas -v -arch=ARCH`, its default -O3) on
+/// ptxgate's PTX and on nvcc's PTX of the twin, and on nvcc's again as an A/A control; child CPU time
+/// (getrusage of the waited-for ptxas), one sample of each per round.
+struct PtxasPair {
+  std::string pg_ptx, twin_ptx, arch;
+  std::vector<double> pg, twin, twin_again;
+};
+
+/// One round of the pair, in an order that rotates from round to round (a slow moment hits each side alike).
+std::string measure_ptxas_pair(PtxasPair& pair, size_t round, const toolchain::Toolkit& toolkit) {
+  struct Side {
+    const std::string* ptx;
+    std::vector<double>* samples;
+  };
+  std::array<Side, 3> sides{Side{&pair.pg_ptx, &pair.pg}, Side{&pair.twin_ptx, &pair.twin},
+                            Side{&pair.twin_ptx, &pair.twin_again}};
+  std::rotate(sides.begin(), sides.begin() + long(round % sides.size()), sides.end());
+  for (const Side& side : sides) {
+    const double c0 = cpu_ms(RUSAGE_CHILDREN);
+    auto cubin = toolchain::assemble(*side.ptx, pair.arch, toolkit);
+    const double cpu = cpu_ms(RUSAGE_CHILDREN) - c0;
+    if (!cubin) return (side.ptx == &pair.pg_ptx ? "ptxgate's PTX: " : "the twin's PTX: ") + one_line(cubin.error());
+    side.samples->push_back(cpu);
+  }
+  return {};
+}
+
+/// Lines of PTX that are instructions or declarations (not blank, not a comment): the size ptxas reads.
+size_t ptx_lines(const std::string& ptx) {
+  size_t n = 0;
+  size_t at = 0;
+  while (at < ptx.size()) {
+    size_t end = ptx.find('\n', at);
+    if (end == std::string::npos) end = ptx.size();
+    size_t first = ptx.find_first_not_of(" \t", at);
+    if (first < end && ptx.compare(first, 2, "//") != 0) ++n;
+    at = end + 1;
+  }
+  return n;
+}
+
 /// A kernel of `statements` statements, each a libdevice math call on the previous values (the size
 /// curve of issue 17): every call is inlined, so the LLVM module grows linearly with the count.
 std::string generated_kernel(unsigned statements) {
@@ -223,6 +287,8 @@ int run_compile_compare(const CompareOptions& o, ResultFile& out) {
     double ptx = 0, ptx_cpu = 0, nvrtc_ptx = 0, nvrtc_ptx_cpu = 0, cubin = 0, nvrtc_cubin = 0;
     double cubin_cpu = 0, nvrtc_cubin_cpu = 0;
     double frontend = 0, to_llvm = 0, to_ptx = 0, ptxas = 0, ptxas_cpu = 0;
+    double ptxas_pg_cpu = 0, ptxas_twin_cpu = 0, ptxas_twin_again_cpu = 0;
+    size_t ptx_lines_pg = 0, ptx_lines_twin = 0;
   };
   std::vector<Line> lines;
   for (const Kernel& k : kernels_of(o)) {
@@ -233,7 +299,7 @@ int run_compile_compare(const CompareOptions& o, ResultFile& out) {
       continue;
     }
     std::string twin_text;
-    if (!k.twin.empty() && nvrtc) {
+    if (!k.twin.empty()) {
       auto t = read_text(k.twin);
       if (t) twin_text = *t;
     }
@@ -248,11 +314,32 @@ int run_compile_compare(const CompareOptions& o, ResultFile& out) {
     }
     quality[k.name] = resources_json(first.build);
     const std::string arch = twin_arch(twin_text);
+    if (!nvrtc) twin_text.clear();  // NVRTC's rows need it; the ptxas pair below compiles the twin with nvcc
+    PtxasPair pair;
     if (!twin_text.empty()) {
       if (auto warm = (*nvrtc)->compile(twin_text, k.twin.filename().string(), "compute_" + arch, false); !warm) {
         out.error("compile_cmp.nvrtc_ptx." + k.name, warm.error());
         twin_text.clear();
       }
+    }
+    if (!k.twin.empty() && toolkit.ptxas) {
+      auto twin_ptx = nvcc_ptx(k.twin, arch, *toolkit.ptxas);
+      if (std::string pg_arch = first.build.target.name(); !twin_ptx) {
+        out.error("compile_cmp.ptxas_pair." + k.name, twin_ptx.error());
+        status = 1;
+      } else if (pg_arch != "sm_" + arch) {
+        out.error("compile_cmp.ptxas_pair." + k.name,
+                  fmt::format("ptxgate compiles for {}, the twin for sm_{}: not the same ptxas options", pg_arch, arch));
+        status = 1;
+      } else {
+        pair = {first.build.ptx, std::move(*twin_ptx), pg_arch, {}, {}, {}};
+      }
+    }
+    if (!pair.arch.empty() && !o.ptx_dir.empty()) {
+      std::error_code ec;
+      fs::create_directories(o.ptx_dir, ec);
+      std::ofstream(o.ptx_dir / (k.name + ".ptxgate.ptx")) << pair.pg_ptx;
+      std::ofstream(o.ptx_dir / (k.name + ".twin.ptx")) << pair.twin_ptx;
     }
     Series ptx, nvrtc_ptx, cubin, nvrtc_cubin;
     Phases phases;
@@ -264,6 +351,14 @@ int run_compile_compare(const CompareOptions& o, ResultFile& out) {
       auto unique_twin = [&](const char* variant) {
         return twin_text + fmt::format("\nextern \"C\" __global__ void ptxgate_round_{}_{}() {{}}\n", r, variant);
       };
+      if (!pair.arch.empty()) {
+        if (std::string e = measure_ptxas_pair(pair, r, toolkit); !e.empty()) {
+          out.error("compile_cmp.ptxas_pair." + k.name, e);
+          pair.arch.clear();
+          status = 1;
+        }
+      }
+      if (o.ptxas_pair_only) continue;
       Timed t;
       Product p = timed(t, [&] { return ptxgate_compile(path, *text, toolkit, false); });
       if (!p.error.empty()) break;
@@ -304,6 +399,9 @@ int run_compile_compare(const CompareOptions& o, ResultFile& out) {
     add("phase_to_ptx", phases.to_ptx.wall);
     add("phase_ptxas", phases.ptxas.wall);
     add("phase_ptxas_cpu", phases.ptxas.cpu);
+    add("ptxas_pg_cpu", pair.pg);
+    add("ptxas_twin_cpu", pair.twin);
+    add("ptxas_twin_again_cpu", pair.twin_again);
     Line line{k.name};
     line.ptx = ptx.median();
     line.ptx_cpu = ptx.cpu_median();
@@ -318,12 +416,19 @@ int run_compile_compare(const CompareOptions& o, ResultFile& out) {
     line.to_llvm = phases.to_llvm.median();
     line.to_ptx = phases.to_ptx.median();
     line.ptxas = phases.ptxas.median();
+    if (!pair.pg.empty() && !pair.twin.empty()) {
+      line.ptxas_pg_cpu = summarize(pair.pg).median;
+      line.ptxas_twin_cpu = summarize(pair.twin).median;
+      line.ptxas_twin_again_cpu = summarize(pair.twin_again).median;
+      line.ptx_lines_pg = ptx_lines(pair.pg_ptx);
+      line.ptx_lines_twin = ptx_lines(pair.twin_ptx);
+    }
     lines.push_back(line);
   }
 
   if (reps == 0) lines.clear();
   auto ratio = [](double peer, double ours) { return ours > 0 && peer > 0 ? fmt::format("{:.2f}", peer / ours) : std::string("-"); };
-  if (!lines.empty()) {
+  if (!lines.empty() && !o.ptxas_pair_only) {
     fmt::print("\ntext -> PTX and -> cubin, ptxgate vs NVRTC on the CUDA C++ twin, median of {} interleaved rounds (ms;\n"
                "wall, and cpu = the process's CPU time with its ptxas child). Ratio = NVRTC / ptxgate. Targets: >= 3 for\n"
                "PTX, >= 1 for cubin.\n\n", reps);
@@ -346,6 +451,21 @@ int run_compile_compare(const CompareOptions& o, ResultFile& out) {
     for (const auto& l : lines)
       fmt::print("| {:<12} | {:>12.3f} | {:>14.3f} | {:>12.3f} | {:>9.2f} | {:>9.2f} |\n", l.name, l.frontend, l.to_llvm,
                  l.to_ptx, l.ptxas, l.ptxas_cpu);
+  }
+
+  if (std::ranges::any_of(lines, [](const Line& l) { return l.ptxas_twin_cpu > 0; })) {
+    fmt::print("\nptxas on ptxgate's PTX and on nvcc's PTX of the twin (nvcc -ptx -O3), the same ptxas and options (-v, -arch\n"
+               "of the twin, its default -O3), child CPU ms, median of {} rounds in rotating order; ratio = pg / twin\n"
+               "(issue 29's target 5: <= 1); A/A = the twin's PTX again / the twin's. PTX lines: not blank, not comments.\n\n",
+               reps);
+    fmt::print("| {:<15} | {:>9} | {:>9} | {:>6} | {:>6} | {:>9} | {:>9} |\n", "kernel", "ptxas pg", "ptxas twin", "ratio",
+               "A/A", "lines pg", "lines twin");
+    fmt::print("|{:-<17}|{:->11}|{:->12}|{:->8}|{:->8}|{:->11}|{:->12}|\n", "", "", "", "", "", "", "");
+    for (const auto& l : lines)
+      if (l.ptxas_twin_cpu > 0)
+        fmt::print("| {:<15} | {:>9.2f} | {:>10.2f} | {:>6.3f} | {:>6.3f} | {:>9} | {:>10} |\n", l.name, l.ptxas_pg_cpu,
+                   l.ptxas_twin_cpu, l.ptxas_pg_cpu / l.ptxas_twin_cpu, l.ptxas_twin_again_cpu / l.ptxas_twin_cpu,
+                   l.ptx_lines_pg, l.ptx_lines_twin);
   }
 
   // The size curve: generated kernels, each compiled `reps` times (at least once), largest last so that the

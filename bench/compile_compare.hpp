@@ -20,9 +20,12 @@ struct CompareOptions {
   bool write_quality = false;           ///< record it instead of comparing
   std::string only;                     ///< one kernel; empty: every example and benchmark kernel
   bool twins_only = false;              ///< only the kernels with a CUDA C++ twin
+  bool ptxas_pair_only = false;         ///< in the rounds, only ptxas on ptxgate's and on the twin's PTX (target 5)
+  std::filesystem::path ptx_dir;        ///< where to write both PTX texts of each kernel with a twin; empty: nowhere
 };
 
-/// Runs on a CPU (NVRTC needs no GPU). Rows compile_cmp.{ptx,nvrtc_ptx,cubin,nvrtc_cubin,phase_*}.<kernel>;
+/// Runs on a CPU (NVRTC needs no GPU). Rows compile_cmp.{ptx,nvrtc_ptx,cubin,nvrtc_cubin,phase_*}.<kernel>, and
+/// for a kernel with a twin compile_cmp.{ptxas_pg_cpu,ptxas_twin_cpu,ptxas_twin_again_cpu}.<kernel>;
 /// status 1 when a compile fails or ptxas's output differs from the baseline.
 int run_compile_compare(const CompareOptions& o, ResultFile& out);
 

@@ -90,6 +90,7 @@ std::expected<std::string, std::string> Nvrtc::compile(const std::string& source
     (cubin ? api_->cubin_size : api_->ptx_size)(program, &size);
     std::string product(size, '\0');
     (cubin ? api_->cubin : api_->ptx)(program, product.data());
+    if (!cubin && !product.empty() && product.back() == '\0') product.pop_back();  // the size counts the PTX's NUL
     out = std::move(product);
   }
   api_->destroy(&program);

@@ -80,9 +80,12 @@ want compile && for k in saxpy copy block_sum matmul; do
   step "compile latency $k" 60 bash -c 'bench "$@"' bench compile --only "$k" --examples examples \
     --kernels bench/kernels --twins bench/cuda --cache-dir "$WORK/compile-cache-$k" --out "$PARTS/compile_$k.json"
 done
-# Issue 17: every example and benchmark kernel against NVRTC in one process, per phase, and the size curve.
-want compile && step "compile vs NVRTC" 180 bash -c 'bench "$@"' bench compile-compare --examples examples \
-  --kernels bench/kernels --twins bench/cuda --repetitions 10 --scaling 250 500 1000 --out "$PARTS/compile_compare.json"
+# Issue 17: every example and benchmark kernel against NVRTC in one process, per phase, and the size curve; issue 29's
+# target 5 (ptxas on ptxgate's PTX against nvcc's PTX of each twin, with nvcc from $CUDA_HOME) and target 4 (the
+# generated kernels up to 2000 statements, each doubling gated by report.py).
+want compile && step "compile vs NVRTC" 240 bash -c 'bench "$@"' bench compile-compare --examples examples \
+  --kernels bench/kernels --twins bench/cuda --repetitions 10 --scaling 250 500 1000 2000 --scaling-repetitions 3 \
+  --out "$PARTS/compile_compare.json"
 # The cold path (text -> loaded module, fresh Runtime and caches) of every kernel with a twin, against NVRTC -> cubin -> load.
 want compile && step "compile cold path, every twin" 180 bash -c 'bench "$@"' bench compile --cold-all --cold-repetitions 3 \
   --examples examples --kernels bench/kernels --twins bench/cuda --out "$PARTS/compile_cold_all.json"
