@@ -113,4 +113,16 @@ inline validation::MemoryLaunch varied(const validation::MemoryLaunch& documente
   return l;
 }
 
+/// The launch of a forged kernel `(y: buffer, n: scalar)` in one dimension: `grid` blocks of
+/// `block` threads, `n` as the scalar and `bytes` of `y`.
+inline validation::MemoryLaunch y_n_launch(uint64_t grid, uint64_t block, uint64_t n, uint64_t bytes) {
+  validation::MemoryLaunch l;
+  l.grid = {grid, 1, 1};
+  l.block = {block, 1, 1};
+  l.scalar_bits = {std::nullopt, n};
+  l.buffer_bytes = {bytes, std::nullopt};
+  l.names = {"y", "n"};
+  return l;
+}
+
 }  // namespace ptxgate::testing

@@ -188,12 +188,7 @@ kernel k(out y: f32[], n: u32) {
   }
 }
 )", "k");
-  validation::MemoryLaunch launch;
-  launch.grid = {16, 1, 1};
-  launch.block = {128, 1, 1};
-  launch.scalar_bits = {std::nullopt, uint64_t{1000}};
-  launch.buffer_bytes = {uint64_t{4000}, std::nullopt};
-  launch.names = {"y", "n"};
+  validation::MemoryLaunch launch = testing::y_n_launch(16, 128, 1000, 4000);
   CHECK(testing::same_as_fresh(facts, launch).out_of_bounds == 0);
   // Only the scalar: y[i]'s group depends on it and goes out of bounds (2048 threads, 1000 elements).
   launch.scalar_bits[1] = 2000;

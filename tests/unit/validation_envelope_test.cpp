@@ -134,12 +134,7 @@ kernel k(out y: f32[], n: u32) {
   const ir::Kernel* k = checked.module.find_kernel("k");
   REQUIRE(k);
   const ir::AccessFacts& facts = *k->access_facts;
-  validation::MemoryLaunch launch;
-  launch.grid = {4, 1, 1};
-  launch.block = {256, 1, 1};
-  launch.scalar_bits = {std::nullopt, uint64_t{1000}};
-  launch.buffer_bytes = {uint64_t{4096}, std::nullopt};
-  launch.names = {"y", "n"};
+  validation::MemoryLaunch launch = testing::y_n_launch(4, 256, 1000, 4096);
   validation::internal::SitePlan plan;
   validation::internal::plan_sites(facts, ir::leaf_dependencies(facts), plan, true);
   REQUIRE(plan.groups.size() == 1);
