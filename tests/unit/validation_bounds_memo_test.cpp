@@ -210,6 +210,43 @@ kernel k(out y: f32[], n: u32) {
   CHECK(v.out_of_bounds == 2);
 }
 
+TEST_CASE("bounds memo: a path a launch-uniform guard closes is unreachable without its bounds") {
+  testing::Checked checked;
+  // n == 7 reads only a scalar: another n closes the path for every thread, whatever the grid.
+  auto facts = facts_of(checked, "k.pg", R"(
+kernel k(out y: f32[], n: u32) {
+  let i = global_id.x;
+  if (n == 7 && i < 100000) {
+    y[i] = 1.0;
+  }
+}
+)", "k");
+  validation::internal::SitePlan plan;
+  validation::internal::plan_sites(*facts, ir::leaf_dependencies(*facts), plan, true);
+  REQUIRE(plan.groups.size() == 1);
+  CHECK(plan.groups[0].guard_end - plan.groups[0].guard_first == 1);
+  validation::MemoryLaunch launch = testing::y_n_launch(4, 128, 7, 4000);
+  CHECK(testing::same_as_fresh(facts, launch).proven == 1);  // 512 threads, 1000 elements
+  // Closed: unreachable, and the bounds are not brought to the new grid.
+  launch.scalar_bits[1] = 1;
+  launch.grid[0] = 16;
+  CHECK(testing::same_as_fresh(facts, launch).unreachable == 1);
+  launch.grid[0] = 32;
+  CHECK(testing::same_as_fresh(facts, launch).unreachable == 1);
+  // Open again: the grid that changed while the path was closed is evaluated too (4096 threads).
+  launch.scalar_bits[1] = 7;
+  validation::MemoryVerdict v = testing::same_as_fresh(facts, launch);
+  CHECK(v.out_of_bounds == 1);
+  REQUIRE(v.findings.size() == 1);
+  CHECK(v.findings[0].witness.index == 1000);
+  // An unknown n decides nothing: the path's bounds are evaluated.
+  launch.scalar_bits[1] = std::nullopt;
+  CHECK(testing::same_as_fresh(facts, launch).unproven == 1);
+  launch.scalar_bits[1] = 7;
+  launch.grid[0] = 2;
+  CHECK(testing::same_as_fresh(facts, launch).proven == 1);
+}
+
 TEST_CASE("bounds memo: the launch inputs each node depends on") {
   testing::Checked checked;
   auto facts = facts_of(checked, "k.pg", R"(

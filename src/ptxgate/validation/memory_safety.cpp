@@ -278,6 +278,7 @@ void internal::plan_sites(const ir::AccessFacts& facts, const std::vector<uint64
     plan.groups.push_back(g);
   }
   plan.cones.clear();
+  plan.guards.clear();
   plan.has_cones = cones;
   plan.params.clear();
   plan.index_total.clear();
@@ -309,6 +310,38 @@ void internal::plan_sites(const ir::AccessFacts& facts, const std::vector<uint64
     std::set_difference(cone.begin(), cone.end(), path_cone.begin(), path_cone.end(), std::back_inserter(plan.cones));
     g.cone_end = static_cast<uint32_t>(plan.cones.size());
     g.solve_first = g.solve_short = g.solve_end = g.cone_end;
+    // The path's launch-uniform conjuncts: through its && chain, each operand whose cone reads no
+    // thread or block id, loop variable or opaque value (guard_false).
+    g.guard_first = static_cast<uint32_t>(plan.guards.size());
+    std::vector<uint32_t> pending{g.path};
+    while (!pending.empty()) {
+      const uint32_t id = pending.back();
+      pending.pop_back();
+      if (id >= facts.nodes.size()) continue;
+      const ir::SymNode& n = facts.nodes[id];
+      if (n.op == SymOp::logical_and) {
+        pending.push_back(n.a);
+        pending.push_back(n.b);
+        continue;
+      }
+      bool uniform = true;
+      for (uint32_t c : ir::node_cone(facts, {id})) {
+        const SymOp op = facts.nodes[c].op;
+        uniform = uniform && op != SymOp::thread_id && op != SymOp::block_id && op != SymOp::loop && op != SymOp::opaque;
+      }
+      if (uniform && std::find(plan.guards.begin() + g.guard_first, plan.guards.end(), id) == plan.guards.end())
+        plan.guards.push_back(id);
+    }
+    g.guard_end = static_cast<uint32_t>(plan.guards.size());
+    for (uint32_t k = g.guard_first; k < g.guard_end; ++k) g.guard_inputs |= inputs_of(plan.guards[k]);
+    g.guard_cone = g.guard_end > g.guard_first ? static_cast<uint32_t>(plan.cones.size()) : g.cone_end;
+    if (g.guard_end > g.guard_first) {
+      const std::vector<uint32_t> guard_cone = ir::node_cone(
+          facts, std::vector<uint32_t>(plan.guards.begin() + g.guard_first, plan.guards.end()));
+      plan.cones.insert(plan.cones.end(), guard_cone.begin(), guard_cone.end());
+    }
+    g.guard_cone_end = static_cast<uint32_t>(plan.cones.size());
+    g.solve_first = g.solve_short = g.solve_end = g.guard_cone_end;
     // No envelope where a site has a width limit, or where the path or an index reads an opaque
     // value (no thread is ever known to take it: a concrete evaluation would be wasted).
     bool limited = false;
@@ -347,6 +380,75 @@ bool internal::envelope_in_bounds(const ir::AccessFacts& facts, const SitePlan& 
   return true;
 }
 
+namespace {
+
+/// The concrete value of every node of `cone` (ascending) not evaluated yet for this launch, for the
+/// thread at `at` (its thread ids, then its block ids) with the first
+/// iteration of every loop the cone reads, into `values`' arrays of thread `pick`.
+void evaluate_cone(const ir::AccessFacts& facts, const MemoryLaunch& launch, const std::array<uint64_t, 6>& at,
+                   std::span<const uint32_t> cone, internal::ConeValues& values, int pick) {
+  std::vector<uint64_t>& bits = values.bits[pick];
+  std::vector<uint32_t>& stamp = values.stamp[pick];
+  std::vector<uint8_t>& known = values.known[pick];
+  if (stamp.size() < facts.nodes.size()) {
+    bits.resize(facts.nodes.size());
+    stamp.resize(facts.nodes.size(), 0);
+    known.resize(facts.nodes.size());
+  }
+  auto value = [&](uint32_t id) { return known[id] ? std::optional<uint64_t>(bits[id]) : std::nullopt; };
+  // This thread (with the first iteration of every loop the cone reads): the value of every node of
+  // the cone not evaluated yet for this launch, in node order (operands and loop bounds come first
+  // and are in the cone).
+  for (uint32_t id : cone) {
+    if (stamp[id] == values.launch) continue;
+    stamp[id] = values.launch;
+    const ir::SymNode& n = facts.nodes[id];
+    std::optional<uint64_t> v;
+    switch (n.op) {
+      case SymOp::constant: v = n.value; break;
+      case SymOp::param:
+        if (n.value < launch.scalar_bits.size()) v = launch.scalar_bits[n.value];
+        break;
+      case SymOp::thread_id: v = at[n.value % 3]; break;
+      case SymOp::block_id: v = at[3 + n.value % 3]; break;
+      case SymOp::block_dim: v = launch.block[n.value % 3]; break;
+      case SymOp::grid_dim: v = launch.grid[n.value % 3]; break;
+      case SymOp::dynamic_shared_bytes: v = launch.dynamic_shared_bytes; break;
+      case SymOp::opaque: break;
+      case SymOp::loop: {
+        if (n.value >= facts.loops.size()) break;
+        const ir::LoopFact& l = facts.loops[n.value];
+        const bool induction = l.kind == ir::LoopFact::Kind::induction;
+        // Bounds placed at or after the variable are not in its cone (unknown here).
+        if (l.lo >= id || (l.kind != ir::LoopFact::Kind::shrinking && (l.hi >= id || l.step >= id)) ||
+            (induction && l.offset >= id))
+          break;
+        const auto lo = value(l.lo);
+        if (!lo) break;
+        if (l.kind == ir::LoopFact::Kind::shrinking) {
+          // Its value before the loop: within its bounds [0, lo] only when not negative.
+          if (ir::value_of(n.type, *lo) >= 0) v = *lo & ir::sym_mask(n.type);
+          break;
+        }
+        const auto hi = value(l.hi), step = value(l.step);
+        const auto offset = induction ? value(l.offset) : std::optional<uint64_t>(0);
+        if (!hi || !step || !offset) break;
+        if (auto first = ir::loop_pass_value(l, n.type, *lo, *hi, *step, *offset, false)) v = ir::bits_of(n.type, *first);
+        break;
+      }
+      default: {
+        const unsigned count = ir::sym_operand_count(n.op);
+        v = ir::apply_sym_node(n, facts.nodes[n.a].type, value(n.a), count > 1 ? value(n.b) : std::optional<uint64_t>(0),
+                               count > 2 ? value(n.c) : std::optional<uint64_t>(0));
+      }
+    }
+    known[id] = v.has_value();
+    if (v) bits[id] = *v;
+  }
+}
+
+}  // namespace
+
 bool internal::envelope_reachable(const ir::AccessFacts& facts, const SitePlan& plan, const PathGroup& group,
                                   const MemoryLaunch& launch, ConeValues& values) {
   if (group.solve_first == group.solve_end) return false;
@@ -367,64 +469,10 @@ bool internal::envelope_reachable(const ir::AccessFacts& facts, const SitePlan& 
       const uint64_t e = std::max<uint64_t>(extent[c], 1);
       at[c] = pick == 0 ? 0 : pick == 1 ? std::min<uint64_t>(1, e - 1) : pick == 2 ? e / 2 : e - 1;
     }
-    std::vector<uint64_t>& bits = values.bits[pick];
-    std::vector<uint32_t>& stamp = values.stamp[pick];
-    std::vector<uint8_t>& known = values.known[pick];
-    if (stamp.size() < facts.nodes.size()) {
-      bits.resize(facts.nodes.size());
-      stamp.resize(facts.nodes.size(), 0);
-      known.resize(facts.nodes.size());
-    }
+    evaluate_cone(facts, launch, at, cone, values, pick);
+    const std::vector<uint64_t>& bits = values.bits[pick];
+    const std::vector<uint8_t>& known = values.known[pick];
     auto value = [&](uint32_t id) { return known[id] ? std::optional<uint64_t>(bits[id]) : std::nullopt; };
-    // This thread (with the first iteration of every loop the cone reads): the value of every node of
-    // the cone not evaluated yet for this launch, in node order (operands and loop bounds come first
-    // and are in the cone).
-    for (uint32_t id : cone) {
-      if (stamp[id] == values.launch) continue;
-      stamp[id] = values.launch;
-      const ir::SymNode& n = facts.nodes[id];
-      std::optional<uint64_t> v;
-      switch (n.op) {
-        case SymOp::constant: v = n.value; break;
-        case SymOp::param:
-          if (n.value < launch.scalar_bits.size()) v = launch.scalar_bits[n.value];
-          break;
-        case SymOp::thread_id: v = at[n.value % 3]; break;
-        case SymOp::block_id: v = at[3 + n.value % 3]; break;
-        case SymOp::block_dim: v = launch.block[n.value % 3]; break;
-        case SymOp::grid_dim: v = launch.grid[n.value % 3]; break;
-        case SymOp::dynamic_shared_bytes: v = launch.dynamic_shared_bytes; break;
-        case SymOp::opaque: break;
-        case SymOp::loop: {
-          if (n.value >= facts.loops.size()) break;
-          const ir::LoopFact& l = facts.loops[n.value];
-          const bool induction = l.kind == ir::LoopFact::Kind::induction;
-          // Bounds placed at or after the variable are not in its cone (unknown here).
-          if (l.lo >= id || (l.kind != ir::LoopFact::Kind::shrinking && (l.hi >= id || l.step >= id)) ||
-              (induction && l.offset >= id))
-            break;
-          const auto lo = value(l.lo);
-          if (!lo) break;
-          if (l.kind == ir::LoopFact::Kind::shrinking) {
-            // Its value before the loop: within its bounds [0, lo] only when not negative.
-            if (ir::value_of(n.type, *lo) >= 0) v = *lo & ir::sym_mask(n.type);
-            break;
-          }
-          const auto hi = value(l.hi), step = value(l.step);
-          const auto offset = induction ? value(l.offset) : std::optional<uint64_t>(0);
-          if (!hi || !step || !offset) break;
-          if (auto first = ir::loop_pass_value(l, n.type, *lo, *hi, *step, *offset, false)) v = ir::bits_of(n.type, *first);
-          break;
-        }
-        default: {
-          const unsigned count = ir::sym_operand_count(n.op);
-          v = ir::apply_sym_node(n, facts.nodes[n.a].type, value(n.a), count > 1 ? value(n.b) : std::optional<uint64_t>(0),
-                                 count > 2 ? value(n.c) : std::optional<uint64_t>(0));
-        }
-      }
-      known[id] = v.has_value();
-      if (v) bits[id] = *v;
-    }
     const auto taken = value(group.path);
     if (!taken || !(*taken & 1)) continue;
     bool computed = true;
@@ -434,6 +482,20 @@ bool internal::envelope_reachable(const ir::AccessFacts& facts, const SitePlan& 
     }
     if (computed) return true;
   }
+  return false;
+}
+
+bool internal::guard_false(const ir::AccessFacts& facts, const SitePlan& plan, const PathGroup& group,
+                           const MemoryLaunch& launch, ConeValues& values) {
+  if (group.guard_first == group.guard_end) return false;
+  // Uniform nodes read no thread or block id: the first thread's arrays hold them for every thread.
+  evaluate_cone(facts, launch, {}, std::span(plan.cones).subspan(group.guard_cone, group.guard_cone_end - group.guard_cone),
+                values, 0);
+  const std::vector<uint8_t>& known = values.known[0];
+  for (uint32_t k = group.guard_cone; k < group.guard_cone_end; ++k)
+    if (!known[plan.cones[k]]) return false;
+  for (uint32_t k = group.guard_first; k < group.guard_end; ++k)
+    if (!(values.bits[0][plan.guards[k]] & 1)) return true;
   return false;
 }
 
@@ -488,6 +550,7 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
     internal::plan_sites(facts, memo->deps, memo->plan, true);
     memo->sites.assign(facts.sites.size(), {});
     memo->envelope.assign(memo->plan.groups.size(), 0);
+    memo->guard.assign(memo->plan.groups.size(), 0);
     memo->planned = true;
   }
   ir::NodeBounds& bounds = memo ? memo->bounds : scratch.bounds;
@@ -503,8 +566,18 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
     memo->valid = false;
     memo->key.swap(scratch.key);
   }
-  if (reuse) bounds.rebind(leaves, memo->deps, changed);
-  else bounds.bind(facts, leaves);
+  // The node bounds are brought to this launch when first read: a launch whose groups are all
+  // decided by their launch-uniform guards (and that searches no shared races) reads none.
+  bool bound = false;
+  auto bind_bounds = [&] {
+    if (bound) return;
+    bound = true;
+    if (!memo) return bounds.bind(facts, leaves);
+    if (reuse && memo->bound) bounds.rebind(leaves, memo->deps, changed | memo->stale);
+    else bounds.bind(facts, leaves);
+    memo->bound = true;
+    memo->stale = 0;
+  };
   std::optional<Dependencies> deps;
   std::optional<WitnessSearch> search;
   if (memo) memo->cone_values.next_launch();
@@ -512,13 +585,26 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
     const internal::PathGroup& group = plan.groups[g];
     const uint32_t path = group.path;
     bool remembered = reuse && (group.inputs & changed) == 0;
+    // A path one of whose launch-uniform conjuncts is false for this launch: no thread takes it, and
+    // its bounds are 0 or empty (guard_false), so every site is unreachable, as below. The last
+    // launch's answer holds while the conjuncts' inputs are the same.
+    if (memo && !remembered && (!reuse || (group.guard_inputs & changed) != 0))
+      memo->guard[g] = internal::guard_false(facts, plan, group, launch, memo->cone_values);
+    if (memo && !remembered && memo->guard[g]) {
+      for (uint32_t k = group.first; k < group.end; ++k) memo->sites[plan.by_path[k]] = {Interval{0, 0}, {}, {}};
+      memo->envelope[g] = 0;
+      verdict.unreachable += group.end - group.first;
+      continue;
+    }
+    // A remembered group not proven by its envelope reads only its remembered sites.
+    if (!remembered || memo->envelope[g]) bind_bounds();
     // The envelope (with the kernel's plan): the sites' bounds without the path already keep them
     // inside their arrays and a thread is found that takes the path: every site is proven, as the
     // narrowing would find. A remembered group that was proven so is proven again when its bounds
     // still fit this launch's buffers (a found thread depends only on the inputs that did not change).
     // A path true for every thread needs no narrowing, nor one no thread takes (its sites are
     // unreachable: narrowing only shrinks bounds).
-    const Interval taken = bounds.base()[path];
+    const Interval taken = bound ? bounds.base()[path] : Interval{};
     const bool plain = taken == Interval{1, 1} || taken == Interval{0, 0} || taken.empty();
     if (memo && !plain && (!remembered || memo->envelope[g])) {
       if (internal::envelope_in_bounds(facts, plan, group, bounds.base(), launch) &&
@@ -605,9 +691,15 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
       verdict.findings.push_back(std::move(v));
     }
   }
-  verdict.races = owner ? internal::remembered_shared_races(*owner, launch, bounds.base())
-                        : find_shared_races(facts, launch, nullptr, &bounds.base());
-  if (memo) memo->valid = true;
+  if (!owner || internal::shared_races_searched(*owner)) {
+    bind_bounds();
+    verdict.races = owner ? internal::remembered_shared_races(*owner, launch, bounds.base())
+                          : find_shared_races(facts, launch, nullptr, &bounds.base());
+  }
+  if (memo) {
+    if (!bound && memo->bound) memo->stale |= changed;
+    memo->valid = true;
+  }
   // Source order, findings of one position in the order found: a sort over (line, column, order
   // found), which needs no std::stable_sort (its std::get_temporary_buffer is deprecated in C++23).
   std::vector<std::tuple<uint32_t, uint32_t, size_t>> order;

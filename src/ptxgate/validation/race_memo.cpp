@@ -183,6 +183,10 @@ static_assert(ir::leaf_bit_grid(0) == 1 && ir::leaf_bit_grid(2) == 4 && ir::leaf
                   ir::leaf_bit_param(57) == 128,
               "changed_inputs sets the leaf bits by the key's positions");
 
+bool shared_races_searched(const std::shared_ptr<const ir::AccessFacts>& facts) {
+  return thread_memo(facts)->inputs.searched;
+}
+
 std::vector<SharedRace> remembered_shared_races(const std::shared_ptr<const ir::AccessFacts>& facts,
                                                 const MemoryLaunch& launch, const std::vector<ir::Interval>& bounds) {
   thread_local std::vector<uint64_t> key;

@@ -30,6 +30,9 @@ RaceInputs race_inputs(const ir::AccessFacts& facts);
 /// one of those values changes. `bounds`: NodeBounds::base() of this launch.
 std::vector<SharedRace> remembered_shared_races(const std::shared_ptr<const ir::AccessFacts>& facts,
                                                 const MemoryLaunch& launch, const std::vector<ir::Interval>& bounds);
+/// Whether `facts` have a shared-race search (race_inputs' `searched`): without one,
+/// remembered_shared_races finds nothing and reads no bounds.
+bool shared_races_searched(const std::shared_ptr<const ir::AccessFacts>& facts);
 
 /// The sites of one path condition (they share its narrowing): by_path[first, end) of a SitePlan.
 struct PathGroup {
@@ -47,6 +50,12 @@ struct PathGroup {
   /// solve_end) the two cones above merged (otherwise). Empty without cones, when a site has a
   /// width limit and when the cone reads an opaque value (the envelope then never decides the group).
   uint32_t solve_first = 0, solve_short = 0, solve_end = 0;
+  /// The path's launch-uniform conjuncts (conjuncts of its `&&` chain that read no thread or block
+  /// id, loop variable or opaque value: the same for every thread): SitePlan::guards[guard_first,
+  /// guard_end), and SitePlan::cones[guard_cone, guard_cone_end) their cones merged, ascending.
+  /// When one of them is false for a launch, no thread takes the path (guard_false).
+  uint32_t guard_first = 0, guard_end = 0, guard_cone = 0, guard_cone_end = 0;
+  uint64_t guard_inputs = 0;  ///< the launch inputs those conjuncts read (ir::leaf_dependencies bits)
 };
 
 /// A kernel's sites in order of path, then number, and their groups (launch-independent).
@@ -54,6 +63,7 @@ struct SitePlan {
   std::vector<uint32_t> by_path;  ///< site numbers
   std::vector<PathGroup> groups;
   std::vector<uint32_t> cones;    ///< the groups' node cones, one after another
+  std::vector<uint32_t> guards;   ///< the groups' launch-uniform conjuncts (PathGroup::guard_first)
   bool has_cones = false;
   std::vector<uint32_t> params;   ///< the scalar parameters the facts read (with cones)
   /// By site (with cones): 1 when its index reads no loop variable and no opaque value, so that any
@@ -111,6 +121,12 @@ struct ConeValues {
 /// `values`: next_launch() called once before the first group of each launch.
 bool envelope_reachable(const ir::AccessFacts& facts, const SitePlan& plan, const PathGroup& group,
                         const MemoryLaunch& launch, ConeValues& values);
+/// Whether one of `group`'s launch-uniform conjuncts is false for `launch`, every node of their
+/// cones computed (concretely, into `values`' first thread: uniform nodes have one value for every
+/// thread). Then every site of the group is unreachable, as NodeBounds decides: each of those nodes'
+/// bounds is the point of its concrete value, so the path's bounds are 0 or empty.
+bool guard_false(const ir::AccessFacts& facts, const SitePlan& plan, const PathGroup& group,
+                 const MemoryLaunch& launch, ConeValues& values);
 
 
 /// One kernel's node bounds remembered from its last launch evaluated with them, so that the next
@@ -122,14 +138,22 @@ struct BoundsMemo {
   bool planned = false;
   std::vector<uint64_t> deps;    ///< ir::leaf_dependencies (empty: nothing is reused)
   SitePlan plan;
-  ir::NodeBounds bounds;         ///< bound to the facts for the launch of `key`
-  bool valid = false;            ///< `bounds`, `key` and `sites` describe one complete evaluation
+  ir::NodeBounds bounds;         ///< bound to the facts for the launch of `key`, unless `stale`
+  bool valid = false;            ///< `key` and `sites` describe one complete evaluation
+  /// Whether `bounds` were ever bound (a launch that decides every group by its guards and searches
+  /// no shared races leaves them as they were), and the launch inputs (ir::leaf_dependencies bits)
+  /// that changed since they were last brought to a launch: the next rebind evaluates those too.
+  bool bound = false;
+  uint64_t stale = 0;
   std::vector<uint64_t> key;     ///< that launch's inputs (bounds_key)
   std::vector<SiteBounds> sites;  ///< by site number, for that launch
   /// By group: 1 when that launch proved the group through its envelope (its `sites` entries were
   /// then not narrowed: a later launch that changes none of its inputs checks the envelope against
   /// its own buffer lengths again, and narrows the group when it no longer proves it).
   std::vector<uint8_t> envelope;
+  /// By group: 1 when one of its launch-uniform conjuncts was false for that launch (guard_false;
+  /// the same for a later launch that changes none of PathGroup::guard_inputs).
+  std::vector<uint8_t> guard;
   ConeValues cone_values;         ///< envelope_reachable's buffers
 };
 /// The bounds memo of `facts` (made on first use; lives as long as the facts' race memo).
