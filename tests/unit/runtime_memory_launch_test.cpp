@@ -212,3 +212,52 @@ TEST_CASE("memory launch: RuntimeOptions::require_memory_proof blocks an access 
   REQUIRE(gather2);
   REQUIRE((*gather2)->launch(LaunchConfig::linear(1, 64), {y2, idx2, x2, 64u}));
 }
+
+TEST_CASE("memory launch: a new grid's verdict, derived from the last shape validated afresh, is a fresh validation's") {
+  ProgramFixture f;
+  auto y = f.buffer(), dst = f.buffer(), src = f.buffer();  // 256 floats each
+  auto fill = f.rt->compile(kScale, "fill", "scale.pg");
+  REQUIRE(fill);
+  // Each launch's verdict against Kernel::check's (a fresh validation of the same launch): grids the
+  // launch cache does not hold are derived from the shape validated afresh before them (only what
+  // reads the grid is checked again); a grid that is blocked is then validated afresh and reported.
+  auto agree = [&](Kernel& k, const LaunchConfig& c, std::vector<Arg> args, bool launchable, diag::Code code) {
+    INFO("grid ", c.grid[0], "x", c.grid[1], "x", c.grid[2], " block ", c.block[0]);
+    const int before = fake_state().launches + fake_state().cooperative_launches;
+    CHECK(k.check(c, args).launchable == launchable);
+    auto launched = k.launch(c, args);
+    CHECK(launched.has_value() == launchable);
+    CHECK(fake_state().launches + fake_state().cooperative_launches == before + (launchable ? 1 : 0));
+    if (!launched) CHECK(has_code(launched.error(), code));
+  };
+  // fill writes y[global_id.x]: blocks of 32 threads stay in bounds up to 8 blocks.
+  for (uint64_t grid : {1, 2, 8, 9, 3, 40, 7, 8, 1, 12, 5, 6, 4, 100, 2})
+    agree(**fill, LaunchConfig::linear(grid, 32), {y, 1.0f}, grid <= 8, diag::Code::access_out_of_bounds);
+  // The same launches again, the launchable ones now in the launch cache: no new validation.
+  const uint64_t validated = (*fill)->counters().validated;
+  for (uint64_t grid : {3, 7, 4}) REQUIRE((*fill)->launch(LaunchConfig::linear(grid, 32), {y, 1.0f}));
+  CHECK((*fill)->counters().validated == validated);
+  // A grid dimension past the device's limit (65535 on y) after a launchable shape of another grid.
+  LaunchConfig tall = LaunchConfig::linear(1, 32);
+  tall.grid = {1, 70000, 1};
+  agree(**fill, tall, {y, 1.0f}, false, diag::Code::grid_dim_exceeded);
+  agree(**fill, LaunchConfig::linear(2, 32), {y, 1.0f}, true, diag::Code::internal_error);
+
+  // copy writes dst[i] for i < n: with n = 512, 64-thread blocks stay in bounds up to 4 blocks; with
+  // n = 256 every grid does (n is in the key: the two are different bases).
+  for (uint64_t grid : {1, 4, 5, 2, 16, 3})
+    agree(*f.copy, LaunchConfig::linear(grid, 64), {dst, src, kOutOfBounds}, grid <= 4,
+          diag::Code::access_out_of_bounds);
+  for (uint64_t grid : {1, 16, 5, 200})
+    agree(*f.copy, LaunchConfig::linear(grid, 64), {dst, src, kInBounds}, true, diag::Code::internal_error);
+
+  // A cooperative grid against resident capacity: the fake driver answers 8 blocks an SM, 132 SMs.
+  LaunchConfig cooperative = LaunchConfig::linear(1, 32);
+  cooperative.cooperative = true;
+  for (uint64_t grid : {1, 1056, 1057, 2, 5000, 8}) {
+    cooperative.grid = {grid, 1, 1};
+    // Past 8 blocks fill goes out of bounds; past 1056 the residency check blocks it first.
+    agree(**fill, cooperative, {y, 1.0f}, grid <= 8, grid <= 1056 ? diag::Code::access_out_of_bounds
+                                                                   : diag::Code::cooperative_grid_too_large);
+  }
+}

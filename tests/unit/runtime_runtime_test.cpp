@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <optional>
 #include <thread>
 #include <vector>
 #include <sstream>
@@ -29,6 +30,30 @@ std::unique_ptr<Runtime> fake_runtime(const DriverApi& api) {
   RuntimeOptions options;
   options.cache.use_disk = false;
   return std::make_unique<Runtime>(*ctx, options);
+}
+
+/// saxpy(inout y: f32[], in x: f32[], a: f32, n: u32) loaded over the fake driver, with two buffers
+/// of 1024 floats (the launch-cache tests' kernel).
+struct FakeSaxpy {
+  std::unique_ptr<Runtime> rt;
+  std::shared_ptr<Kernel> k;
+  std::optional<DeviceBuffer> y, x;
+};
+
+FakeSaxpy fake_saxpy() {
+  testing::reset_fake_state();
+  static DriverApi api = testing::make_fake_driver();
+  FakeSaxpy s;
+  s.rt = fake_runtime(api);
+  auto k = s.rt->compile(example_text("saxpy"), "saxpy", "saxpy.pg");
+  if (!k) FAIL(diag::render_text(k.error()));
+  s.k = *k;
+  auto y = s.rt->allocate(4096), x = s.rt->allocate(4096);
+  REQUIRE((y && x));
+  s.y.emplace(std::move(*y));
+  s.x.emplace(std::move(*x));
+  fake_state().param_sizes = {8, 8, 4, 4};
+  return s;
 }
 
 }  // namespace
@@ -159,14 +184,10 @@ TEST_CASE("backend runtime: a grid_sync kernel launches cooperatively with the b
 }
 
 TEST_CASE("backend runtime: concurrent launches from many threads share the function's launch cache") {
-  testing::reset_fake_state();
-  static DriverApi api = testing::make_fake_driver();
-  auto rt = fake_runtime(api);
-  auto k = rt->compile(example_text("saxpy"), "saxpy", "saxpy.pg");
-  if (!k) FAIL(diag::render_text(k.error()));
-  auto y = rt->allocate(4096), x = rt->allocate(4096);
-  REQUIRE((y && x));
-  fake_state().param_sizes = {8, 8, 4, 4};
+  FakeSaxpy s = fake_saxpy();
+  auto* k = &s.k;
+  auto& y = s.y;
+  auto& x = s.x;
   constexpr int kThreads = 8, kLaunches = 500;
   std::atomic<int> failures{0};
   std::vector<std::thread> threads;
@@ -195,15 +216,38 @@ TEST_CASE("backend runtime: concurrent launches from many threads share the func
   CHECK(c.blocked == 0);
 }
 
+TEST_CASE("backend runtime: new grids from many threads get the verdicts of their own grids") {
+  FakeSaxpy s = fake_saxpy();
+  auto* k = &s.k;
+  auto& y = s.y;
+  auto& x = s.x;
+  // n = 2048 over buffers of 1024 floats: blocks of 256 threads stay in bounds up to 4 blocks. More
+  // grids than the launch cache holds, so most launches derive their verdict from the function's
+  // last fresh validation, which the threads take from each other (or validate afresh when another
+  // thread holds it).
+  constexpr int kThreads = 6, kRounds = 40;
+  std::atomic<int> wrong{0}, launched{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kRounds; ++i) {
+        const uint64_t grid = 1 + (i * 7 + t * 3) % 24;
+        auto r = (*k)->launch(LaunchConfig::linear(grid, 256), {*y, *x, 1.0f, 2048u});
+        if (r.has_value() != (grid <= 4)) wrong.fetch_add(1);
+        if (r) launched.fetch_add(1);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(wrong.load() == 0);
+  CHECK(fake_state().launches == launched.load());
+}
+
 TEST_CASE("backend runtime: a shape validated on one thread relaunches on another without validation") {
-  testing::reset_fake_state();
-  static DriverApi api = testing::make_fake_driver();
-  auto rt = fake_runtime(api);
-  auto k = rt->compile(example_text("saxpy"), "saxpy", "saxpy.pg");
-  if (!k) FAIL(diag::render_text(k.error()));
-  auto y = rt->allocate(4096), x = rt->allocate(4096);
-  REQUIRE((y && x));
-  fake_state().param_sizes = {8, 8, 4, 4};
+  FakeSaxpy s = fake_saxpy();
+  auto* k = &s.k;
+  auto& y = s.y;
+  auto& x = s.x;
   REQUIRE((*k)->launch(LaunchConfig::linear(4, 256), {*y, *x, 1.0f, 1000u}));
   CHECK((*k)->counters().validated == 1);
   bool ok = false;

@@ -158,7 +158,7 @@ validation::LaunchShape::Flags LaunchPath::shape_flags(const LaunchConfig& confi
 }
 
 validation::Verdict LaunchPath::validate(Context& ctx, FunctionState& fn, const contract::LaunchPlan& plan,
-                                         bool report_warnings) {
+                                         bool report_warnings, validation::GridBase* base) {
   const auto& caps = ctx.caps();
   // Asked by check_launch only for a launch whose geometry, shared memory and registers pass
   // its own checks: nothing here re-checks them.
@@ -190,14 +190,16 @@ validation::Verdict LaunchPath::validate(Context& ctx, FunctionState& fn, const 
     fn.cache.remember_occupancy(threads, dynamic_shared, opt_in, occupancy);
     return occupancy;
   };
-  return validation::check_launch(fn.info, fn.resources, plan, caps, fn.location, driver_occupancy, report_warnings);
+  return validation::check_launch(fn.info, fn.resources, plan, caps, fn.location, driver_occupancy, report_warnings,
+                                  base);
 }
 
 std::expected<LaunchPath::Admitted, diag::Diagnostics> LaunchPath::admit(Context& ctx, FunctionState& fn,
                                                                          const contract::LaunchPlan& plan,
                                                                          const validation::LaunchShape& shape,
                                                                          diag::Diagnostics* warnings, bool known_miss,
-                                                                         std::span<void* const> proof_slots) {
+                                                                         std::span<void* const> proof_slots,
+                                                                         const SteadyKey* steady) {
   if (!known_miss)
     if (auto block = fn.cache.find(shape)) return Admitted{*block, true};
   // A fresh validation (~0.1-0.2 us with the driver's occupancy answer, itself cached by block
@@ -209,7 +211,14 @@ std::expected<LaunchPath::Admitted, diag::Diagnostics> LaunchPath::admit(Context
     fn.binder.read_proof_values(proof_slots, with_values.arguments);
     checked = &with_values;
   }
-  validation::Verdict verdict = validate(ctx, fn, *checked, warnings != nullptr);
+  // A steady shape validated afresh becomes the launch new grids are derived from (launch_new_grid).
+  FunctionState::GridBaseSlot* base = steady != nullptr && fn.grid_base.try_lock() ? &fn.grid_base : nullptr;
+  validation::Verdict verdict = validate(ctx, fn, *checked, warnings != nullptr, base ? &base->facts : nullptr);
+  if (base != nullptr) {
+    base->valid = base->facts.launchable;
+    base->key = *steady;
+    base->unlock();
+  }
   fn.validated.fetch_add(1, std::memory_order_relaxed);
   if (!verdict.launchable) {
     fn.blocked.fetch_add(1, std::memory_order_relaxed);
@@ -358,7 +367,8 @@ std::expected<void, diag::Diagnostics> LaunchPath::launch(Context& ctx, Function
   if (!plan_of_call)
     if (auto ok = plan_matches_call(fn, plan, args, stream); !ok) [[unlikely]]
       return ok;
-  auto admitted = admit(ctx, fn, plan, shape, warnings, known_miss, proof_from_slots ? args : std::span<void* const>{});
+  auto admitted =
+      admit(ctx, fn, plan, shape, warnings, known_miss, proof_from_slots ? args : std::span<void* const>{}, steady);
   if (!admitted) return std::unexpected(std::move(admitted.error()));
   if (steady != nullptr) fn.cache.remember_steady(*steady, admitted->block);
   const DriverGeometry geometry = geometry_of(shape, admitted->block);
@@ -411,6 +421,33 @@ std::optional<std::expected<void, diag::Diagnostics>> LaunchPath::launch_steady(
   if (auto ok = ctx.enter_with("launch", [&] { return launch_subject(fn, geometry); }); !ok) [[unlikely]]
     return std::unexpected(std::move(ok.error()));
   return drive(ctx, fn, geometry, key, args, stream, true);
+}
+
+std::optional<std::expected<void, diag::Diagnostics>> LaunchPath::launch_new_grid(Context& ctx, FunctionState& fn,
+                                                                                  const SteadyKey& key,
+                                                                                  const validation::LaunchShape& shape,
+                                                                                  std::span<void* const> args,
+                                                                                  CUstream stream) {
+  FunctionState::GridBaseSlot& base = fn.grid_base;
+  if (!base.try_lock()) return std::nullopt;
+  // The opt-in attribute is set by the validation that needed it; a launch that still lacks it is
+  // validated afresh, which reports it.
+  const bool launchable =
+      base.valid && base.key.same_but_grid(key) &&
+      (!base.facts.needs_shared_opt_in || fn.shared_opt_in_done.load(std::memory_order_acquire)) &&
+      validation::check_new_grid(fn.info, ctx.caps(), base.facts, shape.grid(), fn.location);
+  const std::array<uint64_t, 3> block = base.facts.block;
+  base.unlock();
+  if (!launchable) return std::nullopt;
+  // A launchable verdict bounds every dimension by the device's limits (< 2^32).
+  const DriverGeometry geometry =
+      geometry_of(key, {static_cast<unsigned>(block[0]), static_cast<unsigned>(block[1]), static_cast<unsigned>(block[2])});
+  if (auto ok = ctx.enter_with("launch", [&] { return launch_subject(fn, geometry); }); !ok) [[unlikely]]
+    return std::unexpected(std::move(ok.error()));
+  fn.validated.fetch_add(1, std::memory_order_relaxed);
+  fn.cache.insert(shape, block);
+  fn.cache.remember_steady(key, geometry.block);
+  return drive(ctx, fn, geometry, key, args, stream, false);
 }
 
 std::optional<std::expected<void, diag::Diagnostics>> LaunchPath::launch_remembered(Context& ctx, FunctionState& fn,

@@ -157,21 +157,21 @@ struct Facts {
 // PG3107: a kernel with a cluster shape runs its grid as whole clusters (the driver refuses a grid
 // that is not a multiple of the shape on every axis); one whose cluster is chosen at launch
 // (.explicitcluster without a shape) cannot be launched by ptxgate's launches, which pass none.
-void check_clusters(const contract::KernelInfo& kernel, const contract::LaunchPlan& plan, Reporter& r, Facts& f) {
+void check_clusters(const contract::KernelInfo& kernel, const std::array<uint64_t, 3>& grid, Reporter& r, Facts& f) {
   const auto& c = kernel.cluster_dims;
   if (kernel.has_cluster_dims()) {
     std::string axes;
     for (int i = 0; i < 3; ++i)
-      if (c[i] != 0 && plan.grid[i] % c[i] != 0)
-        axes += fmt::format("{}grid.{} = {} is not a multiple of {}", axes.empty() ? "" : ", ", kAxis[i], plan.grid[i],
+      if (c[i] != 0 && grid[i] % c[i] != 0)
+        axes += fmt::format("{}grid.{} = {} is not a multiple of {}", axes.empty() ? "" : ", ", kAxis[i], grid[i],
                             c[i]);
     if (axes.empty()) return;
     std::array<uint64_t, 3> fitting{};
-    for (int i = 0; i < 3; ++i) fitting[i] = (plan.grid[i] + c[i] - 1) / c[i] * c[i];
+    for (int i = 0; i < 3; ++i) fitting[i] = (grid[i] + c[i] - 1) / c[i] * c[i];
     r.add(Code::cluster_shape_mismatch,
           fmt::format("grid {} is not a whole number of the {} thread block clusters kernel '{}' runs in ({}): "
                       "the driver refuses it",
-                      dims(plan.grid), dims(c), kernel.name, axes),
+                      dims(grid), dims(c), kernel.name, axes),
           fmt::format("launch a grid that is a multiple of {} on every axis, e.g. --grid {},{},{}", dims(c), fitting[0],
                       fitting[1], fitting[2]));
     f.geometry_ok = false;
@@ -182,6 +182,39 @@ void check_clusters(const contract::KernelInfo& kernel, const contract::LaunchPl
                       kernel.name),
           "give the kernel a cluster shape (.reqnctapercluster X, Y, Z; __cluster_dims__(X, Y, Z) in CUDA C++)");
     f.geometry_ok = false;
+  }
+}
+
+// The grid's parts of the geometry checks (check_geometry runs them in its order; check_new_grid
+// runs them alone). PG3101: a zero grid dimension.
+void check_grid_zero(const std::array<uint64_t, 3>& grid, Reporter& r, Facts& f) {
+  if (grid[0] != 0 && grid[1] != 0 && grid[2] != 0) [[likely]]
+    return;
+  r.add(Code::zero_dimension, fmt::format("grid {} has a zero dimension", dims(grid)),
+        "every grid dimension must be at least 1");
+  f.geometry_ok = false;
+}
+
+// The grid's block count (PG3106 when it overflows).
+void check_grid_blocks(const std::array<uint64_t, 3>& grid, const DeviceCaps& caps, Reporter& r, Facts& f) {
+  f.blocks_known = !mul_overflows(grid, f.blocks);
+  if (f.blocks_known) [[likely]]
+    return;
+  r.add(Code::geometry_overflow, fmt::format("grid {} has more blocks than 2^64", dims(grid)),
+        fmt::format("keep each grid dimension within the device limit {}", dims(caps.max_grid_dim)));
+  f.geometry_ok = false;
+}
+
+// PG3104: each grid dimension against the device's.
+void check_grid_dims(const std::array<uint64_t, 3>& grid, const DeviceCaps& caps, Reporter& r, Facts& f) {
+  for (int i = 0; i < 3; ++i) {
+    if (grid[i] > caps.max_grid_dim[i]) {
+      r.add(Code::grid_dim_exceeded,
+            fmt::format("grid.{} = {} exceeds the device limit {} (max grid {})", kAxis[i], grid[i],
+                        caps.max_grid_dim[i], dims(caps.max_grid_dim)),
+            fmt::format("make grid.{} at most {}, or move work to another axis", kAxis[i], caps.max_grid_dim[i]));
+      f.geometry_ok = false;
+    }
   }
 }
 
@@ -196,20 +229,13 @@ void check_geometry(const contract::KernelInfo& kernel, const contract::KernelRe
           "every block dimension must be at least 1");
     f.geometry_ok = false;
   }
-  if (plan.grid[0] == 0 || plan.grid[1] == 0 || plan.grid[2] == 0) {
-    r.add(Code::zero_dimension, fmt::format("grid {} has a zero dimension", dims(plan.grid)),
-          "every grid dimension must be at least 1");
-    f.geometry_ok = false;
-  }
+  check_grid_zero(plan.grid, r, f);
   f.threads_known = !mul_overflows(v.block, f.threads);
-  f.blocks_known = !mul_overflows(plan.grid, f.blocks);
   if (!f.threads_known)
     r.add(Code::geometry_overflow, fmt::format("block {} has more threads than 2^64", dims(v.block)),
           fmt::format("use a block of at most {} threads", caps.max_threads_per_block));
-  if (!f.blocks_known)
-    r.add(Code::geometry_overflow, fmt::format("grid {} has more blocks than 2^64", dims(plan.grid)),
-          fmt::format("keep each grid dimension within the device limit {}", dims(caps.max_grid_dim)));
-  f.geometry_ok = f.geometry_ok && f.threads_known && f.blocks_known;
+  check_grid_blocks(plan.grid, caps, r, f);
+  f.geometry_ok = f.geometry_ok && f.threads_known;
   if (f.threads_known && f.threads > caps.max_threads_per_block) {
     r.add(Code::threads_per_block_exceeded,
           fmt::format("block {} has {} threads; {} allows at most {} per block", dims(v.block), f.threads, caps.name,
@@ -226,15 +252,7 @@ void check_geometry(const contract::KernelInfo& kernel, const contract::KernelRe
       f.geometry_ok = false;
     }
   }
-  for (int i = 0; i < 3; ++i) {
-    if (plan.grid[i] > caps.max_grid_dim[i]) {
-      r.add(Code::grid_dim_exceeded,
-            fmt::format("grid.{} = {} exceeds the device limit {} (max grid {})", kAxis[i], plan.grid[i],
-                        caps.max_grid_dim[i], dims(caps.max_grid_dim)),
-            fmt::format("make grid.{} at most {}, or move work to another axis", kAxis[i], caps.max_grid_dim[i]));
-      f.geometry_ok = false;
-    }
-  }
+  check_grid_dims(plan.grid, caps, r, f);
   if (f.block_given && kernel.has_required_block() &&
       (plan.block[0] != kernel.required_block[0] || plan.block[1] != kernel.required_block[1] ||
        plan.block[2] != kernel.required_block[2])) {
@@ -244,7 +262,7 @@ void check_geometry(const contract::KernelInfo& kernel, const contract::KernelRe
           fmt::format("launch with block {} (or omit the block size)", dims(kernel.required_block)));
     f.geometry_ok = false;
   }
-  check_clusters(kernel, plan, r, f);
+  check_clusters(kernel, plan.grid, r, f);
   f.threads_fit = f.threads_known && f.threads >= 1 && f.threads <= caps.max_threads_per_block;
   if (f.threads_fit && f.threads > res.max_threads_per_block) {
     r.add(Code::threads_exceed_kernel_max,
@@ -351,6 +369,20 @@ void check_cooperative_mode(const contract::KernelInfo& kernel, const contract::
           "launch cooperatively (--cooperative)");
 }
 
+// PG3403: a cooperative grid of `blocks` against resident capacity (check_residency's last step,
+// check_new_grid's for a cooperative launch).
+void check_cooperative_grid(uint64_t blocks, const Occupancy& occ, uint64_t max_cooperative_grid,
+                            const DeviceCaps& caps, Reporter& r) {
+  if (blocks > max_cooperative_grid)
+    r.add(Code::cooperative_grid_too_large,
+          fmt::format("cooperative grid of {} blocks exceeds resident capacity {} = {} blocks/SM x {} SMs "
+                      "(limited by {})",
+                      blocks, max_cooperative_grid, occ.active_blocks_per_sm, caps.sm_count,
+                      limiter_name(occ.limiter)),
+          fmt::format("launch at most {} blocks (--grid {}), each doing more work", max_cooperative_grid,
+                      max_cooperative_grid));
+}
+
 // PG3403-PG3405: occupancy (asked only of a launch whose geometry and resources fit) and the
 // cooperative grid against resident capacity; unknown occupancy blocks a cooperative launch.
 void check_residency(const contract::KernelResources& res, const contract::LaunchPlan& plan, const DeviceCaps& caps, Reporter& r,
@@ -383,14 +415,7 @@ void check_residency(const contract::KernelResources& res, const contract::Launc
     return;
   }
   if (!residency_matters) return;
-  if (f.blocks > v.max_cooperative_grid)
-    r.add(Code::cooperative_grid_too_large,
-          fmt::format("cooperative grid of {} blocks exceeds resident capacity {} = {} blocks/SM x {} SMs "
-                      "(limited by {})",
-                      f.blocks, v.max_cooperative_grid, occ.active_blocks_per_sm, caps.sm_count,
-                      limiter_name(occ.limiter)),
-          fmt::format("launch at most {} blocks (--grid {}), each doing more work", v.max_cooperative_grid,
-                      v.max_cooperative_grid));
+  check_cooperative_grid(f.blocks, occ, v.max_cooperative_grid, caps, r);
 }
 
 // PG3501, PG3502: launches that work but waste the device.
@@ -411,11 +436,20 @@ void check_warnings(const DeviceCaps& caps, Reporter& r, const Facts& f) {
 /// Reached through a function that is never inlined (support::thread_object says why).
 [[gnu::noinline]] MemoryLaunch& thread_memory_launch() { return support::thread_object<MemoryLaunch>(); }
 
+/// The memory verdict of `launch` (filled) into `v`, with its diagnostics (check_memory's and
+/// check_new_grid's).
+void judge_memory(const contract::KernelInfo& kernel, const MemoryLaunch& launch, const MemoryReportOptions& options,
+                  Verdict& v, const diag::Location& location) {
+  v.memory = internal::evaluate_accesses_remembered(kernel.access, launch);
+  report_memory_safety(v.diagnostics, *kernel.access, *v.memory, launch, kernel.name, location.file, options);
+}
+
 /// The memory-safety part: the launch's values into the kernel's access facts, every access
 /// decided (src/ptxgate/validation/memory_safety.hpp). Runs when the rest of the launch is legal.
-/// Never inlined, so that a profile shows the memory verdict's inclusive cost apart.
+/// Never inlined, so that a profile shows the memory verdict's inclusive cost apart. `keep`: the
+/// launch values are written there (check_launch's GridBase) instead of into the thread's.
 [[gnu::noinline]] void check_memory(const contract::KernelInfo& kernel, const contract::LaunchPlan& plan, Verdict& v,
-                  const diag::Location& location, bool report_warnings) {
+                  const diag::Location& location, bool report_warnings, MemoryLaunch* keep) {
   if (!kernel.access) {
     if (plan.require_memory_proof)
       v.diagnostics.add(Code::access_not_proven,
@@ -425,12 +459,13 @@ void check_warnings(const DeviceCaps& caps, Reporter& r, const Facts& f) {
           .severity = diag::Severity::error;
     return;
   }
-  MemoryLaunch& launch = thread_memory_launch();
+  MemoryLaunch& launch = keep != nullptr ? *keep : thread_memory_launch();
   launch.grid = plan.grid;
   launch.block = v.block;
   launch.dynamic_shared_bytes = plan.dynamic_shared_bytes;
   // One pass writes each parameter's value, size and name. The names are views of the kernel's
-  // (copying sixteen strings cost more than the rest of this set-up), dropped before this returns.
+  // (copying sixteen strings cost more than the rest of this set-up), dropped before this returns
+  // unless the launch is kept.
   const size_t n = kernel.params.size();
   launch.scalar_bits.resize(n);
   launch.buffer_bytes.resize(n);
@@ -444,13 +479,13 @@ void check_warnings(const DeviceCaps& caps, Reporter& r, const Facts& f) {
     launch.scalar_bits[i] = scalar ? std::optional<uint64_t>(a->scalar_bits) : std::nullopt;
     launch.names[i] = kernel.params[i].name;
   }
-  v.memory = internal::evaluate_accesses_remembered(kernel.access, launch);
-  v.memory_facts = kernel.access;
   MemoryReportOptions options;
   options.require_proof = plan.require_memory_proof;
   options.list_unproven = plan.list_unproven_accesses && report_warnings;
-  report_memory_safety(v.diagnostics, *kernel.access, *v.memory, launch, kernel.name, location.file, options);
-  launch.names.clear();
+  judge_memory(kernel, launch, options, v, location);
+  v.memory_facts = kernel.access;
+  // A kept launch lives beside the kernel (its names with it); the thread's outlives kernels.
+  if (keep == nullptr) launch.names.clear();
 }
 
 }  // namespace
@@ -495,7 +530,8 @@ std::array<uint64_t, 3> effective_block(const contract::KernelInfo& kernel, cons
 
 Verdict check_launch(const contract::KernelInfo& kernel, const contract::KernelResources& res, const contract::LaunchPlan& plan,
                      const DeviceCaps& caps, const diag::Location& location,
-                     OccupancyProvider occupancy, bool report_warnings) {
+                     OccupancyProvider occupancy, bool report_warnings, GridBase* base) {
+  if (base != nullptr) base->launchable = false;
   Verdict v;
   Reporter r{v.diagnostics, location};
   Facts f;
@@ -506,8 +542,20 @@ Verdict check_launch(const contract::KernelInfo& kernel, const contract::KernelR
   check_registers(kernel, res, caps, r, f);
   check_cooperative_mode(kernel, plan, caps, r);
   check_residency(res, plan, caps, r, f, v, occupancy);
-  if (!v.diagnostics.has_errors()) check_memory(kernel, plan, v, location, report_warnings);
+  if (!v.diagnostics.has_errors())
+    check_memory(kernel, plan, v, location, report_warnings, base != nullptr ? &base->memory : nullptr);
   v.launchable = !v.diagnostics.has_errors();
+  if (base != nullptr && v.launchable) {
+    // A launchable verdict passed check_residency whole: the occupancy is known, and a cooperative
+    // launch's grid was compared with max_cooperative_grid.
+    base->launchable = v.occupancy.has_value();
+    base->block = v.block;
+    base->needs_shared_opt_in = v.needs_shared_opt_in;
+    base->cooperative_residency = plan.cooperative && caps.cooperative_launch;
+    if (v.occupancy) base->occupancy = *v.occupancy;
+    base->max_cooperative_grid = v.max_cooperative_grid;
+    base->memory_options = {plan.require_memory_proof, plan.list_unproven_accesses && report_warnings};
+  }
   // A blocked launch is reported whole (its notes and warnings too) without a second run.
   if (!report_warnings && !v.launchable && f.opt_in_note_at != SIZE_MAX) {
     diag::Diagnostics note;
@@ -520,6 +568,28 @@ Verdict check_launch(const contract::KernelInfo& kernel, const contract::KernelR
   }
   if (report_warnings || !v.launchable) check_warnings(caps, r, f);
   return v;
+}
+
+bool check_new_grid(const contract::KernelInfo& kernel, const DeviceCaps& caps, GridBase& base,
+                    const std::array<uint64_t, 3>& grid, const diag::Location& location) {
+  if (!base.launchable) return false;
+  // check_launch's checks that read the grid, in its order; the others passed for base's plan and
+  // read nothing that changed.
+  Verdict v;
+  Reporter r{v.diagnostics, location};
+  Facts f;
+  check_grid_zero(grid, r, f);
+  check_grid_blocks(grid, caps, r, f);
+  check_grid_dims(grid, caps, r, f);
+  check_clusters(kernel, grid, r, f);
+  if (!f.geometry_ok) return false;
+  if (base.cooperative_residency) check_cooperative_grid(f.blocks, base.occupancy, base.max_cooperative_grid, caps, r);
+  if (v.diagnostics.has_errors()) return false;
+  if (kernel.access) {
+    base.memory.grid = grid;
+    judge_memory(kernel, base.memory, base.memory_options, v, location);
+  }
+  return !v.diagnostics.has_errors();
 }
 
 std::string Verdict::summary_line(const std::string& kernel_name, const contract::LaunchPlan& plan) const {

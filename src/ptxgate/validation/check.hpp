@@ -143,6 +143,21 @@ class OccupancyProvider {
   std::optional<Occupancy> (*call_)(void*, uint64_t, uint64_t) = nullptr;
 };
 
+/// What check_launch keeps of a launchable launch for check_new_grid: the parts of its verdict that a
+/// launch of the same plan with another grid shares (every check but those of the grid and the memory
+/// verdict reads no grid), and the memory verdict's launch values, whose grid check_new_grid replaces.
+struct GridBase {
+  bool launchable = false;            ///< a launchable verdict filled it (false: not usable)
+  std::array<uint64_t, 3> block{0, 0, 0};  ///< the effective block
+  bool needs_shared_opt_in = false;   ///< as the verdict's
+  /// A cooperative launch on a device that has them: its grid is compared with max_cooperative_grid.
+  bool cooperative_residency = false;
+  Occupancy occupancy;
+  uint64_t max_cooperative_grid = 0;
+  MemoryReportOptions memory_options;
+  MemoryLaunch memory;                ///< names: views of the kernel's parameter names
+};
+
 /// Runs every check, in named parts reported in this order: arguments (PG30xx), geometry
 /// (PG31xx), shared memory (PG32xx), registers (PG33xx), cooperative mode and residency
 /// (PG34xx), memory safety of the accesses (PG38xx, src/ptxgate/validation/memory_safety.hpp), warnings (PG35xx). `location` (optional) is where launch diagnostics point,
@@ -152,6 +167,15 @@ class OccupancyProvider {
 /// them, so a blocked launch is validated once.
 Verdict check_launch(const contract::KernelInfo& kernel, const contract::KernelResources& resources, const contract::LaunchPlan& plan,
                      const DeviceCaps& caps, const diag::Location& location = {},
-                     OccupancyProvider occupancy = {}, bool report_warnings = true);
+                     OccupancyProvider occupancy = {}, bool report_warnings = true, GridBase* base = nullptr);
+
+/// Whether the launch `base` was kept from (check_launch's `base`, a launchable verdict of a plan P)
+/// is launchable with `grid` in place of P's grid: true exactly when check_launch of P with that
+/// grid would be launchable. Only what reads the grid is checked again (the grid's dimensions and
+/// block count, the kernel's cluster shape, a cooperative grid's residency, the memory verdict, with
+/// the kernel's remembered bounds); false also when `base` is not usable. A caller that gets false
+/// validates with check_launch, which reports the launch whole. `base.memory` is updated in place.
+bool check_new_grid(const contract::KernelInfo& kernel, const DeviceCaps& caps, GridBase& base,
+                    const std::array<uint64_t, 3>& grid, const diag::Location& location = {});
 
 }  // namespace ptxgate::validation

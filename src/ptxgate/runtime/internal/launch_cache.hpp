@@ -42,6 +42,14 @@ struct SteadyKey {
     return {static_cast<unsigned>(header[0]), static_cast<unsigned>(header[0] >> 32), static_cast<unsigned>(header[1])};
   }
   unsigned dynamic_shared_bytes() const { return static_cast<unsigned>(header[1] >> 32); }
+  /// Whether `other` (of the same function) differs from this key in its grid only.
+  bool same_but_grid(const SteadyKey& other) const {
+    uint64_t differ = ((header[1] ^ other.header[1]) >> 32) | (header[2] ^ other.header[2]) |
+                      (header[3] ^ other.header[3]) | (count ^ other.count);
+    if (differ != 0) return false;
+    for (size_t i = 0; i < count; ++i) differ |= words[i] ^ other.words[i];
+    return differ == 0;
+  }
   uint32_t flags() const { return static_cast<uint32_t>(header[3] >> 32); }
   static constexpr uint32_t kCooperative = 1, kBlockGiven = 2, kNullStream = 4;
   /// Context::launch_options() shifted by this many bits: kRequireExplicitStream -> 8, kRequireMemoryProof -> 16.

@@ -46,6 +46,17 @@ struct alignas(64) FunctionState {
   /// stores (ParamInfo::alignment); empty for every other kernel, which then pays one test.
   std::vector<std::pair<uint32_t, uint64_t>> aligned_buffers;
   LaunchCache cache;
+  /// The launch a new grid's verdict is derived from (LaunchPath::launch_new_grid): the steady
+  /// shape Kernel::launch last validated afresh, its key, and what check_launch kept of it. Used by
+  /// one thread at a time (`busy`); a thread that finds it taken validates as before.
+  struct GridBaseSlot {
+    std::atomic<bool> busy{false};
+    bool valid = false;  ///< `key`'s verdict was launchable and `facts` hold it
+    SteadyKey key;
+    validation::GridBase facts;
+    bool try_lock() { return !busy.load(std::memory_order_relaxed) && !busy.exchange(true, std::memory_order_acquire); }
+    void unlock() { busy.store(false, std::memory_order_release); }
+  } grid_base;
 };
 
 /// The geometry of a launch the driver is called with.
@@ -79,7 +90,8 @@ class LaunchPath {
   /// it). The block it runs with, and whether the cache knew it. A blocked launch returns every
   /// diagnostic; warnings of a fresh launchable verdict go to `warnings` when given. With
   /// `proof_slots` (a raw argument table whose proof scalars `shape` holds, plan without them), a
-  /// validation reads those values from the slots into a copy of the plan first.
+  /// validation reads those values from the slots into a copy of the plan first. With `steady`
+  /// (Kernel::launch's key of the same shape), a fresh validation becomes the function's GridBaseSlot.
   struct Admitted {
     std::array<unsigned, 3> block{0, 0, 0};
     bool cache_hit = false;
@@ -89,7 +101,8 @@ class LaunchPath {
                                                                         const validation::LaunchShape& shape,
                                                                         diag::Diagnostics* warnings,
                                                                         bool known_miss = false,
-                                                                        std::span<void* const> proof_slots = {});
+                                                                        std::span<void* const> proof_slots = {},
+                                                                        const SteadyKey* steady = nullptr);
   /// PG3011 unless every buffer of the kernel's aligned_buffers starts at a multiple of its
   /// alignment: the launch cache knows shapes, not addresses, so every launch of such a kernel
   /// checks its slots (drive() for direct launches, a graph node when it is prepared).
@@ -101,7 +114,7 @@ class LaunchPath {
   }
   /// A fresh verdict with the live caps, the function's attributes and the driver's occupancy.
   static validation::Verdict validate(Context& ctx, FunctionState& fn, const contract::LaunchPlan& plan,
-                                      bool report_warnings);
+                                      bool report_warnings, validation::GridBase* base = nullptr);
 
  private:
   friend class runtime::Kernel;
@@ -136,6 +149,15 @@ class LaunchPath {
   /// null) is the launch cache's front, the launch; nothing otherwise or in a poisoned context.
   [[nodiscard]] static std::optional<std::expected<void, diag::Diagnostics>> launch_steady(
       Context& ctx, FunctionState& fn, const SteadyKey& key, std::span<void* const> args, CUstream stream);
+  /// Kernel::launch's path for a steady shape that neither the front nor the launch cache knows
+  /// (`shape`: the same shape as `key`, built for exactly `args`, no slot null): when it differs
+  /// from the function's GridBaseSlot in its grid only, the verdict is derived from that launch's
+  /// (validation::check_new_grid: only what reads the grid is checked again); a launchable one is
+  /// cached, becomes the front and launches. Nothing otherwise (the slot taken, another shape, a
+  /// verdict that is not launchable): the caller validates afresh, which reports it whole.
+  [[nodiscard]] static std::optional<std::expected<void, diag::Diagnostics>> launch_new_grid(
+      Context& ctx, FunctionState& fn, const SteadyKey& key, const validation::LaunchShape& shape,
+      std::span<void* const> args, CUstream stream);
   /// launch_cuda_function(plan)'s steady path: when this thread last launched `fn` with a plan
   /// byte-equal to `plan` (its arguments' descriptions compared as bytes: equal bytes are equal
   /// descriptions, and descriptions equal in value but not in their padding only miss) and the
