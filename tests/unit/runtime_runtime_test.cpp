@@ -8,6 +8,7 @@
 #include <vector>
 #include <sstream>
 
+#include "ptxgate/runtime/internal/launch_cache.hpp"
 #include "ptxgate/runtime/runtime.hpp"
 #include "runtime_fake_driver.hpp"
 
@@ -520,4 +521,39 @@ TEST_CASE("backend runtime: a kernel of more buffers than the front holds launch
   CHECK((*k)->counters().validated == 2);
   REQUIRE((*k)->launch(LaunchConfig::linear(4, 256), args(0, b[12], 999u)));
   CHECK((*k)->counters().validated == 3);
+}
+
+TEST_CASE("backend runtime: the launch cache finds each of its last 16 shapes through its slots") {
+  LaunchCache cache(2);
+  auto shape_of = [](uint64_t grid, uint64_t bytes) {
+    validation::LaunchShape s;
+    s.start({grid, 1, 1}, {64, 1, 1}, 0, {});
+    s.add_words(validation::LaunchShape::kBufferBytesKnown | 1, bytes);
+    s.add_words(0, 7);
+    return s;
+  };
+  // Shape after shape (their tags share slots: 200 shapes, 64 slots): each of the last 16 is found
+  // with its own block, the one before them and another buffer size are not.
+  for (uint64_t i = 0; i < 200; ++i) {
+    cache.insert(shape_of(1 + i, 256), {i + 1, 2, 1});
+    for (uint64_t j = i >= 15 ? i - 15 : 0; j <= i; ++j) {
+      auto block = cache.find(shape_of(1 + j, 256));
+      REQUIRE(block);
+      CHECK((*block)[0] == j + 1);
+    }
+    if (i >= 16) CHECK_FALSE(cache.find(shape_of(1 + i - 16, 256)));
+    CHECK_FALSE(cache.find(shape_of(1 + i, 512)));
+  }
+  // A shape given the grid-free mix of one that differs from it in its grid only has the tag it
+  // would compute itself, and is found; a mix of another shape misses (but for the entry of the last
+  // hit, which is compared word by word without its tag).
+  auto adopted = shape_of(195, 256);
+  adopted.adopt_grid_free_mix(shape_of(3, 256).grid_free_mix());
+  CHECK(adopted.tag() == shape_of(195, 256).tag());
+  CHECK(cache.find(adopted));
+  REQUIRE(cache.find(shape_of(190, 256)));
+  auto wrong = shape_of(195, 256);
+  wrong.adopt_grid_free_mix(shape_of(3, 512).grid_free_mix());
+  CHECK(wrong.tag() != adopted.tag());
+  CHECK_FALSE(cache.find(wrong));
 }

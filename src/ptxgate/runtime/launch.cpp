@@ -217,6 +217,7 @@ std::expected<LaunchPath::Admitted, diag::Diagnostics> LaunchPath::admit(Context
   if (base != nullptr) {
     base->valid = base->facts.launchable;
     base->key = *steady;
+    base->mix = shape.grid_free_mix();
     base->unlock();
   }
   fn.validated.fetch_add(1, std::memory_order_relaxed);
@@ -403,10 +404,18 @@ std::optional<std::expected<void, diag::Diagnostics>> LaunchPath::launch_cached(
   // The shape was built here for exactly these slots (none of them null): a hit is the verdict.
   auto block = fn.cache.find(shape);
   if (!block) return std::nullopt;
-  const DriverGeometry geometry = geometry_of(shape, *block);
+  return launch_known(ctx, fn, shape, *block, args, stream, steady);
+}
+
+std::expected<void, diag::Diagnostics> LaunchPath::launch_known(Context& ctx, FunctionState& fn,
+                                                                const validation::LaunchShape& shape,
+                                                                const std::array<unsigned, 3>& block,
+                                                                std::span<void* const> args, CUstream stream,
+                                                                const SteadyKey* steady) {
+  const DriverGeometry geometry = geometry_of(shape, block);
   if (auto ok = ctx.enter_with("launch", [&] { return launch_subject(fn, geometry); }); !ok) [[unlikely]]
     return std::unexpected(std::move(ok.error()));
-  if (steady != nullptr) fn.cache.remember_steady(*steady, *block);
+  if (steady != nullptr) fn.cache.remember_steady(*steady, block);
   return drive(ctx, fn, geometry, shape, args, stream, true);
 }
 
@@ -425,15 +434,25 @@ std::optional<std::expected<void, diag::Diagnostics>> LaunchPath::launch_steady(
 
 std::optional<std::expected<void, diag::Diagnostics>> LaunchPath::launch_new_grid(Context& ctx, FunctionState& fn,
                                                                                   const SteadyKey& key,
-                                                                                  const validation::LaunchShape& shape,
+                                                                                  validation::LaunchShape& shape,
                                                                                   std::span<void* const> args,
-                                                                                  CUstream stream) {
+                                                                                  CUstream stream, bool& missed) {
   FunctionState::GridBaseSlot& base = fn.grid_base;
   if (!base.try_lock()) return std::nullopt;
+  if (!base.valid || !base.key.same_but_grid(key)) {
+    base.unlock();
+    return std::nullopt;
+  }
+  // The shape differs from the slot's in its grid words only: its tag needs only them mixed in.
+  shape.adopt_grid_free_mix(base.mix);
+  if (auto known = fn.cache.find(shape)) {
+    base.unlock();
+    return launch_known(ctx, fn, shape, *known, args, stream, &key);
+  }
+  missed = true;
   // The opt-in attribute is set by the validation that needed it; a launch that still lacks it is
   // validated afresh, which reports it.
   const bool launchable =
-      base.valid && base.key.same_but_grid(key) &&
       (!base.facts.needs_shared_opt_in || fn.shared_opt_in_done.load(std::memory_order_acquire)) &&
       validation::check_new_grid(fn.info, ctx.caps(), base.facts, shape.grid(), fn.location);
   const std::array<uint64_t, 3> block = base.facts.block;

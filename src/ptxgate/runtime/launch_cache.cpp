@@ -2,6 +2,7 @@
 #include "ptxgate/runtime/internal/launch_cache.hpp"
 
 #include <algorithm>
+#include <bit>
 
 namespace ptxgate::runtime {
 namespace {
@@ -56,14 +57,16 @@ std::optional<std::array<unsigned, 3>> LaunchCache::find(const validation::Launc
     return std::nullopt;
   std::array<unsigned, 3> block;
   // The entry of the last hit is compared word by word at once (a steady launch hits it); the
-  // tag, which makes a miss cost one comparison an entry, only for the others.
+  // others only when their tag maps to the shape's slot, tag first: a miss reads one word.
   const uint32_t first = hint_.load(kRelaxed);
   if (matches(entry(first), shape, std::nullopt, block)) [[likely]]
     return block;
   const uint64_t tag = shape.tag();
-  for (uint32_t i = 0; i < kEntries; ++i) {
-    // The tag compared here, without a call: a miss costs one load and compare an entry.
-    if (i == first || entry(i)[1].load(kRelaxed) != tag || !matches(entry(i), shape, tag, block)) continue;
+  uint32_t candidates = slots_[slot_of(tag)].load(kAcquire) & ~(1u << first);
+  while (candidates != 0) {
+    const uint32_t i = static_cast<uint32_t>(std::countr_zero(candidates));
+    candidates &= candidates - 1;
+    if (entry(i)[1].load(kRelaxed) != tag || !matches(entry(i), shape, tag, block)) continue;
     hint_.store(i, kRelaxed);
     return block;
   }
@@ -75,19 +78,26 @@ void LaunchCache::insert(const validation::LaunchShape& shape, const std::array<
   // The caller validated after a miss: the shape is not searched for again. Two threads that
   // validate one shape at once may both insert it, which wastes an entry and never gives a wrong
   // verdict.
-  std::atomic<uint64_t>* e = entry(next_.fetch_add(1, kRelaxed) % kEntries);
+  const uint32_t index = next_.fetch_add(1, kRelaxed) % kEntries;
+  std::atomic<uint64_t>* e = entry(index);
   // Seqlock write, taken with a compare-exchange (odd while the words change): a writer that finds
   // the entry taken skips its insert. Release stores keep every word after the odd mark.
   uint64_t sequence = e[0].load(kRelaxed);
   if ((sequence & 1) != 0 || !e[0].compare_exchange_strong(sequence, sequence + 1, std::memory_order_acquire, kRelaxed))
     return;
-  e[1].store(shape.tag(), kRelease);
+  // The entry leaves the slot of the shape it held (tag 0: never written) and joins its new one.
+  const uint16_t bit = static_cast<uint16_t>(1u << index);
+  if (const uint64_t old = e[1].load(kRelaxed); old != 0)
+    slots_[slot_of(old)].fetch_and(static_cast<uint16_t>(~bit), kRelaxed);
+  const uint64_t tag = shape.tag();
+  e[1].store(tag, kRelease);
   e[2].store((block[0] & 0xFFFFFFFFu) | block[1] << 32, kRelease);
   e[3].store(block[2], kRelease);
   const size_t n = shape.size();
   const uint64_t* words = shape.words();
   for (size_t i = 0; i < n; ++i) e[kEntryHeader + i].store(words[i], kRelease);
   e[0].store(sequence + 2, kRelease);
+  slots_[slot_of(tag)].fetch_or(bit, kRelease);
 }
 
 void LaunchCache::remember_steady(const SteadyKey& key, const std::array<unsigned, 3>& block) {

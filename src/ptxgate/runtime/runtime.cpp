@@ -181,10 +181,14 @@ std::expected<void, diag::Diagnostics> Kernel::launch_new_shape(const LaunchConf
   shape.start(config.grid, config.block, config.dynamic_shared_bytes,
               LaunchPath::shape_flags(config, *ctx_, *state_, s == nullptr));
   state_->binder.exact_shape(args, shape);
-  if (auto launched = LaunchPath::launch_cached(*ctx_, *state_, shape, slots, s, key)) return std::move(*launched);
-  // A shape that differs from the last one validated afresh in its grid only: its verdict derived.
+  // A shape that differs from the last one validated afresh in its grid only: the cache's verdict
+  // or one derived from that validation.
+  bool missed = false;
   if (key != nullptr)
-    if (auto launched = LaunchPath::launch_new_grid(*ctx_, *state_, *key, shape, slots, s)) return std::move(*launched);
+    if (auto launched = LaunchPath::launch_new_grid(*ctx_, *state_, *key, shape, slots, s, missed))
+      return std::move(*launched);
+  if (!missed)
+    if (auto launched = LaunchPath::launch_cached(*ctx_, *state_, shape, slots, s, key)) return std::move(*launched);
   contract::LaunchPlan& plan = internal::thread_plan();
   LaunchPath::plan_header(plan, config, *ctx_, *state_, s == nullptr);
   state_->binder.exact_descriptions(args, plan.arguments);

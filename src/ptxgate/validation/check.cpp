@@ -436,12 +436,12 @@ void check_warnings(const DeviceCaps& caps, Reporter& r, const Facts& f) {
 /// Reached through a function that is never inlined (support::thread_object says why).
 [[gnu::noinline]] MemoryLaunch& thread_memory_launch() { return support::thread_object<MemoryLaunch>(); }
 
-/// The memory verdict of `launch` (filled) into `v`, with its diagnostics (check_memory's and
-/// check_new_grid's).
+/// The memory verdict of `launch` (filled) into `memory`, its diagnostics into `out` (check_memory's
+/// and check_new_grid's).
 void judge_memory(const contract::KernelInfo& kernel, const MemoryLaunch& launch, const MemoryReportOptions& options,
-                  Verdict& v, const diag::Location& location) {
-  v.memory = internal::evaluate_accesses_remembered(kernel.access, launch);
-  report_memory_safety(v.diagnostics, *kernel.access, *v.memory, launch, kernel.name, location.file, options);
+                  std::optional<MemoryVerdict>& memory, diag::Diagnostics& out, const diag::Location& location) {
+  memory = internal::evaluate_accesses_remembered(kernel.access, launch);
+  report_memory_safety(out, *kernel.access, *memory, launch, kernel.name, location.file, options);
 }
 
 /// The memory-safety part: the launch's values into the kernel's access facts, every access
@@ -482,7 +482,7 @@ void judge_memory(const contract::KernelInfo& kernel, const MemoryLaunch& launch
   MemoryReportOptions options;
   options.require_proof = plan.require_memory_proof;
   options.list_unproven = plan.list_unproven_accesses && report_warnings;
-  judge_memory(kernel, launch, options, v, location);
+  judge_memory(kernel, launch, options, v.memory, v.diagnostics, location);
   v.memory_facts = kernel.access;
   // A kept launch lives beside the kernel (its names with it); the thread's outlives kernels.
   if (keep == nullptr) launch.names.clear();
@@ -574,9 +574,9 @@ bool check_new_grid(const contract::KernelInfo& kernel, const DeviceCaps& caps, 
                     const std::array<uint64_t, 3>& grid, const diag::Location& location) {
   if (!base.launchable) return false;
   // check_launch's checks that read the grid, in its order; the others passed for base's plan and
-  // read nothing that changed.
-  Verdict v;
-  Reporter r{v.diagnostics, location};
+  // read nothing that changed. Each of them reports only errors.
+  diag::Diagnostics d;
+  Reporter r{d, location};
   Facts f;
   check_grid_zero(grid, r, f);
   check_grid_blocks(grid, caps, r, f);
@@ -584,12 +584,12 @@ bool check_new_grid(const contract::KernelInfo& kernel, const DeviceCaps& caps, 
   check_clusters(kernel, grid, r, f);
   if (!f.geometry_ok) return false;
   if (base.cooperative_residency) check_cooperative_grid(f.blocks, base.occupancy, base.max_cooperative_grid, caps, r);
-  if (v.diagnostics.has_errors()) return false;
-  if (kernel.access) {
-    base.memory.grid = grid;
-    judge_memory(kernel, base.memory, base.memory_options, v, location);
-  }
-  return !v.diagnostics.has_errors();
+  if (!d.empty()) return false;
+  if (!kernel.access) return true;
+  base.memory.grid = grid;
+  std::optional<MemoryVerdict> memory;
+  judge_memory(kernel, base.memory, base.memory_options, memory, d, location);
+  return !d.has_errors();
 }
 
 std::string Verdict::summary_line(const std::string& kernel_name, const contract::LaunchPlan& plan) const {

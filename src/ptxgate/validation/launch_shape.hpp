@@ -54,7 +54,7 @@ class LaunchShape {
                 uint64_t{flags.function_is_null} << 5 | uint64_t{flags.require_memory_proof} << 6;
     arguments_ = 0;
     cacheable_ = true;
-    tag_ = 0;
+    tag_ = 0, mix_ = 0;
   }
   /// The first of an argument's two words: its description without the buffer size or scalar
   /// value, which is the second word (value_word). A caller that binds arguments itself
@@ -85,7 +85,7 @@ class LaunchShape {
     words_[at] = description;
     words_[at + 1] = buffer_bytes;
     words_[7] += uint64_t{1} << 32;  // the argument count lives in the flags word's upper half
-    tag_ = 0;
+    tag_ = 0, mix_ = 0;
   }
   /// Appends `n` arguments (n <= kMaxArguments, none added before) whose words the caller writes
   /// into the returned array, two per argument as add_words takes them: for a caller that
@@ -93,7 +93,7 @@ class LaunchShape {
   uint64_t* argument_words(size_t n) {
     arguments_ = n;
     words_[7] += uint64_t{n} << 32;
-    tag_ = 0;
+    tag_ = 0, mix_ = 0;
     return words_ + kHeaderWords;
   }
   /// Gives argument `index` (a scalar, already added) the value `bits`, as `add` encodes an
@@ -103,7 +103,7 @@ class LaunchShape {
     const size_t at = kHeaderWords + kWordsPerArgument * index;
     words_[at] |= kScalarValueKnown;
     words_[at + 1] = bits;
-    tag_ = 0;
+    tag_ = 0, mix_ = 0;
   }
   /// The bit of argument_word that says the second word holds a scalar's value.
   static constexpr uint64_t kScalarValueKnown = uint64_t{1} << 6;
@@ -123,20 +123,36 @@ class LaunchShape {
   bool cooperative() const { return (words_[7] & 1) != 0; }
   bool stream_is_null() const { return (words_[7] & 8) != 0; }
 
-  /// A cheap mix of every word (rotate and add, two operations a word, in two lanes over the even
-  /// and odd words): compared first, so that most misses cost one comparison. Never 0, the tag of
-  /// an empty cache entry.
+  /// A cheap mix of every word: compared first, so that most misses cost one comparison. Never 0,
+  /// the tag of an empty cache entry. The grid's words are mixed in last, into grid_free_mix().
   uint64_t tag() const {
     if (tag_ != 0) return tag_;  // computed once per shape (a missed lookup and the insert share it)
+    uint64_t h = grid_free_mix();
+    for (size_t i = 0; i < 3; ++i) h = rotate(h, 13) + words_[i];
+    h *= 0x9E3779B97F4A7C15ull;
+    tag_ = (h ^ (h >> 32)) | 1;
+    return tag_;
+  }
+  /// The tag's mix of every word but the grid's (rotate and add, two operations a word, in two
+  /// lanes over the even and odd words): the same for two shapes that differ in their grid only.
+  uint64_t grid_free_mix() const {
+    if (mix_ != 0) return mix_;
     static_assert(kHeaderWords % 2 == 0 && kWordsPerArgument == 2, "size() is even");
     uint64_t h = 0x9E3779B97F4A7C15ull, g = 0xC2B2AE3D27D4EB4Full;
     const size_t n = size();
-    for (size_t i = 0; i < n; i += 2) {
-      h = ((h << 13) | (h >> 51)) + words_[i];
-      g = ((g << 29) | (g >> 35)) + words_[i + 1];
+    for (size_t i = 4; i < n; i += 2) {
+      h = rotate(h, 13) + words_[i];
+      g = rotate(g, 29) + words_[i + 1];
     }
-    tag_ = (h ^ ((g << 7) | (g >> 57))) | 1;
-    return tag_;
+    mix_ = ((rotate(h, 13) + words_[3]) ^ rotate(g, 7)) | 1;
+    return mix_;
+  }
+  /// Gives this shape the grid_free_mix() of a shape known to differ from it in its grid only (a
+  /// caller that kept it), so that its tag mixes in only the grid. A mix of another shape gives a
+  /// wrong tag, which only makes the launch cache miss: entries are compared word by word.
+  void adopt_grid_free_mix(uint64_t mix) {
+    mix_ = mix;
+    tag_ = 0;
   }
 
   friend bool operator==(const LaunchShape& a, const LaunchShape& b) {
@@ -152,6 +168,8 @@ class LaunchShape {
   uint32_t arguments_ = 0;
   bool cacheable_ = false;
   mutable uint64_t tag_ = 0;  ///< tag(), once computed (0: not yet)
+  mutable uint64_t mix_ = 0;  ///< grid_free_mix(), once computed or adopted (0: not yet)
+  static uint64_t rotate(uint64_t v, int bits) { return (v << bits) | (v >> (64 - bits)); }
 };
 
 }  // namespace ptxgate::validation

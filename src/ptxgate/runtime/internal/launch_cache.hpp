@@ -128,7 +128,15 @@ class LaunchCache {
   size_t max_arguments_;
   size_t stride_;
   std::unique_ptr<std::atomic<uint64_t>[]> words_;
-  mutable std::atomic<uint32_t> hint_{0};  ///< the entry of the last hit: scanned first
+  mutable std::atomic<uint32_t> hint_{0};  ///< the entry of the last hit: compared first
+  /// The entries by tag: slot `slot_of(tag)` holds a bit for each entry whose tag maps there, so a
+  /// miss reads one word instead of every entry's tag. Only a filter: a bit set before or after its
+  /// entry's words (an insert racing a read) makes the read compare an entry, or miss, never hit a
+  /// wrong one.
+  static constexpr size_t kSlots = 64;
+  static size_t slot_of(uint64_t tag) { return (tag ^ (tag >> 29)) % kSlots; }
+  std::array<std::atomic<uint16_t>, kSlots> slots_{};
+  static_assert(kEntries <= 16, "an entry's bit in a slot is one of 16");
   std::atomic<uint32_t> next_{0};          ///< the entry the next insert replaces (modulo kEntries)
   /// One occupancy: its key (occupancy_key), then Occupancy's fields in four words.
   struct OccupancyEntry {

@@ -53,6 +53,7 @@ struct alignas(64) FunctionState {
     std::atomic<bool> busy{false};
     bool valid = false;  ///< `key`'s verdict was launchable and `facts` hold it
     SteadyKey key;
+    uint64_t mix = 0;    ///< the LaunchShape::grid_free_mix() of `key`'s shape
     validation::GridBase facts;
     bool try_lock() { return !busy.load(std::memory_order_relaxed) && !busy.exchange(true, std::memory_order_acquire); }
     void unlock() { busy.store(false, std::memory_order_release); }
@@ -149,15 +150,21 @@ class LaunchPath {
   /// null) is the launch cache's front, the launch; nothing otherwise or in a poisoned context.
   [[nodiscard]] static std::optional<std::expected<void, diag::Diagnostics>> launch_steady(
       Context& ctx, FunctionState& fn, const SteadyKey& key, std::span<void* const> args, CUstream stream);
-  /// Kernel::launch's path for a steady shape that neither the front nor the launch cache knows
-  /// (`shape`: the same shape as `key`, built for exactly `args`, no slot null): when it differs
-  /// from the function's GridBaseSlot in its grid only, the verdict is derived from that launch's
-  /// (validation::check_new_grid: only what reads the grid is checked again); a launchable one is
-  /// cached, becomes the front and launches. Nothing otherwise (the slot taken, another shape, a
-  /// verdict that is not launchable): the caller validates afresh, which reports it whole.
+  /// Kernel::launch's path for a steady shape off the front (`shape`: the same shape as `key`,
+  /// built for exactly `args`, no slot null) that differs from the function's GridBaseSlot in its
+  /// grid only: the launch cache's verdict (looked up with the slot's grid-free tag mix, `missed`
+  /// set when it misses), else one derived from the slot's launch (validation::check_new_grid:
+  /// only what reads the grid is checked again), which a launchable verdict caches; either way
+  /// `key` becomes the front and the launch goes ahead. Nothing otherwise (the slot taken, another
+  /// shape, a derived verdict that is not launchable): the caller takes launch_cached's path and
+  /// validates afresh, which reports the launch whole.
   [[nodiscard]] static std::optional<std::expected<void, diag::Diagnostics>> launch_new_grid(
-      Context& ctx, FunctionState& fn, const SteadyKey& key, const validation::LaunchShape& shape,
-      std::span<void* const> args, CUstream stream);
+      Context& ctx, FunctionState& fn, const SteadyKey& key, validation::LaunchShape& shape,
+      std::span<void* const> args, CUstream stream, bool& missed);
+  /// launch_cached's launch of a shape the cache knew, running with `block`.
+  [[nodiscard]] static std::expected<void, diag::Diagnostics> launch_known(
+      Context& ctx, FunctionState& fn, const validation::LaunchShape& shape, const std::array<unsigned, 3>& block,
+      std::span<void* const> args, CUstream stream, const SteadyKey* steady);
   /// launch_cuda_function(plan)'s steady path: when this thread last launched `fn` with a plan
   /// byte-equal to `plan` (its arguments' descriptions compared as bytes: equal bytes are equal
   /// descriptions, and descriptions equal in value but not in their padding only miss) and the
