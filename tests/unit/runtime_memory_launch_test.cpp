@@ -213,7 +213,8 @@ TEST_CASE("memory launch: RuntimeOptions::require_memory_proof blocks an access 
   REQUIRE((*gather2)->launch(LaunchConfig::linear(1, 64), {y2, idx2, x2, 64u}));
 }
 
-TEST_CASE("memory launch: a new grid's verdict, derived from the last shape validated afresh, is a fresh validation's") {
+TEST_CASE(
+    "memory launch: a new grid's verdict, derived from the last shape validated afresh, is a fresh validation's") {
   ProgramFixture f;
   auto y = f.buffer(), dst = f.buffer(), src = f.buffer();  // 256 floats each
   auto fill = f.rt->compile(kScale, "fill", "scale.pg");
@@ -257,7 +258,7 @@ TEST_CASE("memory launch: a new grid's verdict, derived from the last shape vali
   for (uint64_t grid : {1, 1056, 1057, 2, 5000, 8}) {
     cooperative.grid = {grid, 1, 1};
     // Past 8 blocks fill goes out of bounds; past 1056 the residency check blocks it first.
-    agree(**fill, cooperative, {y, 1.0f}, grid <= 8, grid <= 1056 ? diag::Code::access_out_of_bounds
-                                                                   : diag::Code::cooperative_grid_too_large);
+    agree(**fill, cooperative, {y, 1.0f}, grid <= 8,
+          grid <= 1056 ? diag::Code::access_out_of_bounds : diag::Code::cooperative_grid_too_large);
   }
 }

@@ -194,12 +194,9 @@ validation::Verdict LaunchPath::validate(Context& ctx, FunctionState& fn, const 
                                   base);
 }
 
-std::expected<LaunchPath::Admitted, diag::Diagnostics> LaunchPath::admit(Context& ctx, FunctionState& fn,
-                                                                         const contract::LaunchPlan& plan,
-                                                                         const validation::LaunchShape& shape,
-                                                                         diag::Diagnostics* warnings, bool known_miss,
-                                                                         std::span<void* const> proof_slots,
-                                                                         const SteadyKey* steady) {
+std::expected<LaunchPath::Admitted, diag::Diagnostics> LaunchPath::admit(
+    Context& ctx, FunctionState& fn, const contract::LaunchPlan& plan, const validation::LaunchShape& shape,
+    diag::Diagnostics* warnings, bool known_miss, std::span<void* const> proof_slots, const SteadyKey* steady) {
   if (!known_miss)
     if (auto block = fn.cache.find(shape)) return Admitted{*block, true};
   // A fresh validation (~0.1-0.2 us with the driver's occupancy answer, itself cached by block
@@ -368,8 +365,8 @@ std::expected<void, diag::Diagnostics> LaunchPath::launch(Context& ctx, Function
   if (!plan_of_call)
     if (auto ok = plan_matches_call(fn, plan, args, stream); !ok) [[unlikely]]
       return ok;
-  auto admitted =
-      admit(ctx, fn, plan, shape, warnings, known_miss, proof_from_slots ? args : std::span<void* const>{}, steady);
+  auto admitted = admit(ctx, fn, plan, shape, warnings, known_miss, proof_from_slots ? args : std::span<void* const>{},
+                        steady);
   if (!admitted) return std::unexpected(std::move(admitted.error()));
   if (steady != nullptr) fn.cache.remember_steady(*steady, admitted->block);
   const DriverGeometry geometry = geometry_of(shape, admitted->block);
@@ -452,15 +449,14 @@ std::optional<std::expected<void, diag::Diagnostics>> LaunchPath::launch_new_gri
   missed = true;
   // The opt-in attribute is set by the validation that needed it; a launch that still lacks it is
   // validated afresh, which reports it.
-  const bool launchable =
-      (!base.facts.needs_shared_opt_in || fn.shared_opt_in_done.load(std::memory_order_acquire)) &&
-      validation::check_new_grid(fn.info, ctx.caps(), base.facts, shape.grid(), fn.location);
+  const bool launchable = (!base.facts.needs_shared_opt_in || fn.shared_opt_in_done.load(std::memory_order_acquire)) &&
+                          validation::check_new_grid(fn.info, ctx.caps(), base.facts, shape.grid(), fn.location);
   const std::array<uint64_t, 3> block = base.facts.block;
   base.unlock();
   if (!launchable) return std::nullopt;
   // A launchable verdict bounds every dimension by the device's limits (< 2^32).
-  const DriverGeometry geometry =
-      geometry_of(key, {static_cast<unsigned>(block[0]), static_cast<unsigned>(block[1]), static_cast<unsigned>(block[2])});
+  const DriverGeometry geometry = geometry_of(
+      key, {static_cast<unsigned>(block[0]), static_cast<unsigned>(block[1]), static_cast<unsigned>(block[2])});
   if (auto ok = ctx.enter_with("launch", [&] { return launch_subject(fn, geometry); }); !ok) [[unlikely]]
     return std::unexpected(std::move(ok.error()));
   fn.validated.fetch_add(1, std::memory_order_relaxed);

@@ -377,8 +377,7 @@ void check_cooperative_grid(uint64_t blocks, const Occupancy& occ, uint64_t max_
     r.add(Code::cooperative_grid_too_large,
           fmt::format("cooperative grid of {} blocks exceeds resident capacity {} = {} blocks/SM x {} SMs "
                       "(limited by {})",
-                      blocks, max_cooperative_grid, occ.active_blocks_per_sm, caps.sm_count,
-                      limiter_name(occ.limiter)),
+                      blocks, max_cooperative_grid, occ.active_blocks_per_sm, caps.sm_count, limiter_name(occ.limiter)),
           fmt::format("launch at most {} blocks (--grid {}), each doing more work", max_cooperative_grid,
                       max_cooperative_grid));
 }
@@ -449,7 +448,7 @@ void judge_memory(const contract::KernelInfo& kernel, const MemoryLaunch& launch
 /// Never inlined, so that a profile shows the memory verdict's inclusive cost apart. `keep`: the
 /// launch values are written there (check_launch's GridBase) instead of into the thread's.
 [[gnu::noinline]] void check_memory(const contract::KernelInfo& kernel, const contract::LaunchPlan& plan, Verdict& v,
-                  const diag::Location& location, bool report_warnings, MemoryLaunch* keep) {
+                                    const diag::Location& location, bool report_warnings, MemoryLaunch* keep) {
   if (!kernel.access) {
     if (plan.require_memory_proof)
       v.diagnostics.add(Code::access_not_proven,
@@ -528,8 +527,8 @@ std::array<uint64_t, 3> effective_block(const contract::KernelInfo& kernel, cons
   return kDefaultBlock;
 }
 
-Verdict check_launch(const contract::KernelInfo& kernel, const contract::KernelResources& res, const contract::LaunchPlan& plan,
-                     const DeviceCaps& caps, const diag::Location& location,
+Verdict check_launch(const contract::KernelInfo& kernel, const contract::KernelResources& res,
+                     const contract::LaunchPlan& plan, const DeviceCaps& caps, const diag::Location& location,
                      OccupancyProvider occupancy, bool report_warnings, GridBase* base) {
   if (base != nullptr) base->launchable = false;
   Verdict v;

@@ -147,15 +147,15 @@ class OccupancyProvider {
 /// launch of the same plan with another grid shares (every check but those of the grid and the memory
 /// verdict reads no grid), and the memory verdict's launch values, whose grid check_new_grid replaces.
 struct GridBase {
-  bool launchable = false;            ///< a launchable verdict filled it (false: not usable)
+  bool launchable = false;                 ///< a launchable verdict filled it (false: not usable)
   std::array<uint64_t, 3> block{0, 0, 0};  ///< the effective block
-  bool needs_shared_opt_in = false;   ///< as the verdict's
+  bool needs_shared_opt_in = false;        ///< as the verdict's
   /// A cooperative launch on a device that has them: its grid is compared with max_cooperative_grid.
   bool cooperative_residency = false;
   Occupancy occupancy;
   uint64_t max_cooperative_grid = 0;
   MemoryReportOptions memory_options;
-  MemoryLaunch memory;                ///< names: views of the kernel's parameter names
+  MemoryLaunch memory;  ///< names: views of the kernel's parameter names
 };
 
 /// Runs every check, in named parts reported in this order: arguments (PG30xx), geometry
@@ -165,8 +165,8 @@ struct GridBase {
 /// model when it has an answer. `report_warnings = false` skips formatting warnings and
 /// notes of a launchable verdict (the verdict is the same); a blocked verdict always carries
 /// them, so a blocked launch is validated once.
-Verdict check_launch(const contract::KernelInfo& kernel, const contract::KernelResources& resources, const contract::LaunchPlan& plan,
-                     const DeviceCaps& caps, const diag::Location& location = {},
+Verdict check_launch(const contract::KernelInfo& kernel, const contract::KernelResources& resources,
+                     const contract::LaunchPlan& plan, const DeviceCaps& caps, const diag::Location& location = {},
                      OccupancyProvider occupancy = {}, bool report_warnings = true, GridBase* base = nullptr);
 
 /// Whether the launch `base` was kept from (check_launch's `base`, a launchable verdict of a plan P)

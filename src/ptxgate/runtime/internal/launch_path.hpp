@@ -53,7 +53,7 @@ struct alignas(64) FunctionState {
     std::atomic<bool> busy{false};
     bool valid = false;  ///< `key`'s verdict was launchable and `facts` hold it
     SteadyKey key;
-    uint64_t mix = 0;    ///< the LaunchShape::grid_free_mix() of `key`'s shape
+    uint64_t mix = 0;  ///< the LaunchShape::grid_free_mix() of `key`'s shape
     validation::GridBase facts;
     bool try_lock() { return !busy.load(std::memory_order_relaxed) && !busy.exchange(true, std::memory_order_acquire); }
     void unlock() { busy.store(false, std::memory_order_release); }
@@ -97,13 +97,10 @@ class LaunchPath {
     std::array<unsigned, 3> block{0, 0, 0};
     bool cache_hit = false;
   };
-  [[nodiscard]] static std::expected<Admitted, diag::Diagnostics> admit(Context& ctx, FunctionState& fn,
-                                                                        const contract::LaunchPlan& plan,
-                                                                        const validation::LaunchShape& shape,
-                                                                        diag::Diagnostics* warnings,
-                                                                        bool known_miss = false,
-                                                                        std::span<void* const> proof_slots = {},
-                                                                        const SteadyKey* steady = nullptr);
+  [[nodiscard]] static std::expected<Admitted, diag::Diagnostics> admit(
+      Context& ctx, FunctionState& fn, const contract::LaunchPlan& plan, const validation::LaunchShape& shape,
+      diag::Diagnostics* warnings, bool known_miss = false, std::span<void* const> proof_slots = {},
+      const SteadyKey* steady = nullptr);
   /// PG3011 unless every buffer of the kernel's aligned_buffers starts at a multiple of its
   /// alignment: the launch cache knows shapes, not addresses, so every launch of such a kernel
   /// checks its slots (drive() for direct launches, a graph node when it is prepared).
@@ -162,9 +159,11 @@ class LaunchPath {
       Context& ctx, FunctionState& fn, const SteadyKey& key, validation::LaunchShape& shape,
       std::span<void* const> args, CUstream stream, bool& missed);
   /// launch_cached's launch of a shape the cache knew, running with `block`.
-  [[nodiscard]] static std::expected<void, diag::Diagnostics> launch_known(
-      Context& ctx, FunctionState& fn, const validation::LaunchShape& shape, const std::array<unsigned, 3>& block,
-      std::span<void* const> args, CUstream stream, const SteadyKey* steady);
+  [[nodiscard]] static std::expected<void, diag::Diagnostics> launch_known(Context& ctx, FunctionState& fn,
+                                                                           const validation::LaunchShape& shape,
+                                                                           const std::array<unsigned, 3>& block,
+                                                                           std::span<void* const> args, CUstream stream,
+                                                                           const SteadyKey* steady);
   /// launch_cuda_function(plan)'s steady path: when this thread last launched `fn` with a plan
   /// byte-equal to `plan` (its arguments' descriptions compared as bytes: equal bytes are equal
   /// descriptions, and descriptions equal in value but not in their padding only miss) and the
