@@ -385,8 +385,11 @@ namespace {
 /// The concrete value of every node of `cone` (ascending) not evaluated yet for this launch, for the
 /// thread at `at` (its thread ids, then its block ids) with the first
 /// iteration of every loop the cone reads, into `values`' arrays of thread `pick`.
-void evaluate_cone(const ir::AccessFacts& facts, const MemoryLaunch& launch, const std::array<uint64_t, 6>& at,
-                   std::span<const uint32_t> cone, internal::ConeValues& values, int pick) {
+/// Inlined into its two callers: the envelope's thread loop is the hot one (a call there costs the
+/// GEMMs' verdicts about 1 %).
+[[gnu::always_inline]] inline void evaluate_cone(const ir::AccessFacts& facts, const MemoryLaunch& launch,
+                                                 const std::array<uint64_t, 6>& at, std::span<const uint32_t> cone,
+                                                 internal::ConeValues& values, int pick) {
   std::vector<uint64_t>& bits = values.bits[pick];
   std::vector<uint32_t>& stamp = values.stamp[pick];
   std::vector<uint8_t>& known = values.known[pick];
@@ -517,6 +520,17 @@ double MemoryVerdict::coverage_percent() const {
 namespace {
 
 /// evaluate_accesses; with `owner` (the shared facts), the race part through their memo.
+/// A launch's bounds and plan evaluated without the kernel's memo (a one-off evaluation, or the memo
+/// in use by another launch).
+struct Scratch {
+  ir::NodeBounds bounds;
+  internal::SitePlan plan;
+};
+Scratch& thread_scratch() {
+  thread_local Scratch scratch;
+  return scratch;
+}
+
 MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
                        const std::shared_ptr<const ir::AccessFacts>* owner) {
   MemoryVerdict verdict;
@@ -532,13 +546,7 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
     }
   ir::LeafValues leaves{launch.grid, launch.block, launch.dynamic_shared_bytes, &launch.scalar_bits};
   // The kernel's remembered bounds (through its shared facts) when no other launch of it uses them
-  // now; else this thread's, which keep their buffers from launch to launch.
-  struct Scratch {
-    ir::NodeBounds bounds;
-    internal::SitePlan plan;
-    std::vector<uint64_t> key;
-  };
-  thread_local Scratch scratch;
+  // now; else this thread's.
   std::shared_ptr<internal::BoundsMemo> memo = owner ? internal::bounds_memo(*owner) : nullptr;
   std::unique_lock<std::mutex> memo_lock;
   if (memo) {
@@ -551,20 +559,23 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
     memo->sites.assign(facts.sites.size(), {});
     memo->envelope.assign(memo->plan.groups.size(), 0);
     memo->guard.assign(memo->plan.groups.size(), 0);
+    memo->races_searched = internal::shared_races_searched(*owner);
     memo->planned = true;
   }
-  ir::NodeBounds& bounds = memo ? memo->bounds : scratch.bounds;
-  if (!memo) internal::plan_sites(facts, {}, scratch.plan);
-  const internal::SitePlan& plan = memo ? memo->plan : scratch.plan;
+  // Without the memo, this thread's bounds and plan, which keep their buffers from launch to launch.
+  Scratch* scratch = memo ? nullptr : &thread_scratch();
+  ir::NodeBounds& bounds = memo ? memo->bounds : scratch->bounds;
+  if (!memo) internal::plan_sites(facts, {}, scratch->plan);
+  const internal::SitePlan& plan = memo ? memo->plan : scratch->plan;
   // Which launch inputs changed since the memo's launch: only the nodes and path groups that
   // depend on one of them are evaluated again (nothing is reused without a complete earlier launch).
   const bool reuse = memo && memo->valid && !memo->deps.empty();
   uint64_t changed = ~uint64_t{0};
   if (memo) {
-    internal::bounds_key(launch, scratch.key);
-    if (reuse) changed = internal::changed_inputs(memo->key, scratch.key);
+    internal::bounds_key(launch, memo->next_key);
+    if (reuse) changed = internal::changed_inputs(memo->key, memo->next_key);
     memo->valid = false;
-    memo->key.swap(scratch.key);
+    memo->key.swap(memo->next_key);
   }
   // The node bounds are brought to this launch when first read: a launch whose groups are all
   // decided by their launch-uniform guards (and that searches no shared races) reads none.
@@ -691,7 +702,7 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
       verdict.findings.push_back(std::move(v));
     }
   }
-  if (!owner || internal::shared_races_searched(*owner)) {
+  if (memo ? memo->races_searched : !owner || internal::shared_races_searched(*owner)) {
     bind_bounds();
     verdict.races = owner ? internal::remembered_shared_races(*owner, launch, bounds.base())
                           : find_shared_races(facts, launch, nullptr, &bounds.base());
@@ -702,6 +713,7 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
   }
   // Source order, findings of one position in the order found: a sort over (line, column, order
   // found), which needs no std::stable_sort (its std::get_temporary_buffer is deprecated in C++23).
+  if (verdict.findings.size() < 2) return verdict;
   std::vector<std::tuple<uint32_t, uint32_t, size_t>> order;
   order.reserve(verdict.findings.size());
   for (size_t i = 0; i < verdict.findings.size(); ++i) {

@@ -146,6 +146,8 @@ struct BoundsMemo {
   bool bound = false;
   uint64_t stale = 0;
   std::vector<uint64_t> key;     ///< that launch's inputs (bounds_key)
+  std::vector<uint64_t> next_key;  ///< the key of the launch being evaluated (then swapped into `key`)
+  bool races_searched = false;   ///< shared_races_searched of the facts
   std::vector<SiteBounds> sites;  ///< by site number, for that launch
   /// By group: 1 when that launch proved the group through its envelope (its `sites` entries were
   /// then not narrowed: a later launch that changes none of its inputs checks the envelope against
