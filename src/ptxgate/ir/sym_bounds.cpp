@@ -54,6 +54,9 @@ const Interval kNone{};  ///< an operand a node does not have
 /// limit).
 constexpr uint8_t kDirty = 1, kLimited = 2, kReadLo = 4, kReadHi = 8, kTarget = 16;
 constexpr uint8_t kPassBits = kReadLo | kReadHi | kTarget;
+/// Set by rebind() on a node whose bounds it changed (operands come first: a node whose operands
+/// have none keeps its bounds).
+constexpr uint8_t kRebound = 32;
 
 /// Set when a bound that the current pass of constrain() read changes after the read, or the
 /// re-evaluation widens a node that pass narrowed: the next pass could then narrow more. Per
@@ -241,9 +244,23 @@ void NodeBounds::rebind(const LeafValues& leaves, const std::vector<uint64_t>& d
   leaves_ = leaves;
   // No path limits while the base bounds are evaluated (a select's branches read them).
   reset_limits(limit_, dirty_, touched_);
-  const size_t n = std::min(base_.size(), deps.size());
-  for (uint32_t i = 0; i < n; ++i)
-    if (deps[i] & changed) base_[i] = forward(i, base_);
+  // A node of plain operation (not a select, which reads its condition's operands, nor a leaf)
+  // whose operands all kept their bounds keeps its own: its operation over the same bounds. So
+  // only nodes whose operands' bounds changed in this pass (kRebound) are evaluated again.
+  const size_t n = std::min(base_.size(), std::min(deps.size(), dirty_.size()));
+  for (uint32_t i = 0; i < n; ++i) {
+    dirty_[i] &= static_cast<uint8_t>(~kRebound);
+    if (!(deps[i] & changed)) continue;
+    const SymNode& x = facts_->nodes[i];
+    const unsigned count = sym_operand_count(x.op);
+    if (count > 0 && x.op != SymOp::select && !(dirty_[x.a] & kRebound) && (count < 2 || !(dirty_[x.b] & kRebound)) &&
+        (count < 3 || !(dirty_[x.c] & kRebound)))
+      continue;
+    const Interval now = forward(i, base_);
+    if (now == base_[i]) continue;
+    base_[i] = now;
+    dirty_[i] |= kRebound;
+  }
 }
 
 std::vector<uint64_t> leaf_dependencies(const AccessFacts& facts) {
