@@ -65,16 +65,6 @@ kernel k(out y: f32[], m: tensor_map, n: u32) {
 }
 )";
 
-std::string ptx_for(const std::string& text, const std::string& target) {
-  auto loaded = ir::load_module(diag::SourceFile("t.pg", text));
-  if (!loaded) FAIL(diag::render_text(loaded.error()));
-  codegen::CodegenOptions options;
-  options.target = *ir::Target::parse(target);
-  auto compiled = codegen::compile(loaded->module, options);
-  if (!compiled) FAIL(diag::render_text(compiled.error()));
-  return compiled->ptx;
-}
-
 /// `statements` in a 128-thread kernel with a tensor map, shared barriers and tiles, and an accumulator.
 std::string body(const std::string& statements, const std::string& attributes = "@workgroup(128)") {
   return attributes +
@@ -152,7 +142,7 @@ TEST_CASE("hopper: warpgroup_id, block_id and uniform values keep wgmma converge
 }
 
 TEST_CASE("hopper: PTX for sm_90a has the instructions, the grid-constant map and registers for acc") {
-  const std::string ptx = ptx_for(kAll, "sm_90a");
+  const std::string ptx = ptx_of(kAll, "sm_90a");
   CHECK(contains(ptx, ".target sm_90a"));
   CHECK(contains(ptx, ".param .align 64 .b8 k_param_1[128]"));
   CHECK(contains(ptx, "cvta.param.u64"));

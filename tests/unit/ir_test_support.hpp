@@ -39,10 +39,13 @@ inline void check_only(const std::string& text, diag::Code c, const ir::Limits& 
   CHECK_FALSE(d.items()[0].fix.empty());
 }
 
-inline std::string ptx_of(const std::string& text) {
+/// The PTX of `text` for `target` ("sm_90a"; the code generator's default target when empty).
+inline std::string ptx_of(const std::string& text, const std::string& target = "") {
   auto loaded = ir::load_module(diag::SourceFile("t.pg", text));
   if (!loaded) FAIL(diag::render_text(loaded.error()));
-  auto compiled = codegen::compile(loaded->module, {});
+  codegen::CodegenOptions options;
+  if (!target.empty()) options.target = *ir::Target::parse(target);
+  auto compiled = codegen::compile(loaded->module, options);
   if (!compiled) FAIL(diag::render_text(compiled.error()));
   return compiled->ptx;
 }

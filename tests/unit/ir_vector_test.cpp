@@ -184,3 +184,33 @@ TEST_CASE("vector access: printing round-trips and the builder makes the same mo
   CHECK(ir::print(m) == text);
   CHECK(codegen::describe(m).at(0).params.at(1).alignment == 16);
 }
+
+TEST_CASE("vector values: two f32 values rounded and packed are one cvt.rn.x2 on sm_80 and later") {
+  const std::string bf16 = "kernel k(out y: bf16[], a: f32, b: f32) {\n  store2(y, 0, bf16x2(bf16(a), bf16(b)));\n}\n";
+  // Element 0 is `a`, the lower half: the intrinsic's second operand, cvt's second source.
+  CHECK(contains(llvm_ir_of(bf16), "call <2 x bfloat> @llvm.nvvm.ff2bf16x2.rn(float %b, float %a)"));
+  const std::string packed = ptx_of(bf16, "sm_90");
+  INFO(packed);
+  CHECK(contains(packed, "cvt.rn.bf16x2.f32"));
+  CHECK_FALSE(contains(packed, "cvt.rn.bf16.f32"));
+
+  const std::string f16 = "kernel k(out y: f16[], a: f32, b: f32) {\n  store2(y, 0, f16x2(f16(a), f16(b)));\n}\n";
+  CHECK(contains(ptx_of(f16, "sm_80"), "cvt.rn.f16x2.f32"));
+  const std::string turing = ptx_of(f16, "sm_75");  // no cvt.rn.f16x2.f32 before sm_80
+  INFO(turing);
+  CHECK_FALSE(contains(turing, "f16x2.f32"));
+  CHECK(contains(turing, "cvt.rn.f16.f32"));
+
+  // A rounded value with another use keeps its own cvt; a pair with a constant half stays two moves.
+  const std::string mixed =
+      "kernel k(out y: bf16[], a: f32, b: f32) {\n  let h = bf16(a);\n  store2(y, 0, bf16x2(h, bf16(b)));\n"
+      "  store2(y, 1, bf16x2(bf16(b), bf16(1.0)));\n  y[4] = h;\n}\n";
+  const std::string mixed_ptx = ptx_of(mixed, "sm_90");
+  INFO(mixed_ptx);
+  size_t pairs = 0;
+  for (size_t at = mixed_ptx.find("cvt.rn.bf16x2.f32"); at != std::string::npos;
+       at = mixed_ptx.find("cvt.rn.bf16x2.f32", at + 1))
+    ++pairs;
+  CHECK(pairs == 1);
+  CHECK(contains(mixed_ptx, "cvt.rn.bf16.f32"));
+}

@@ -1,6 +1,7 @@
 // The code generator's entry points: lower, link libdevice if needed, optimise, then PTX or LLVM IR text.
 #include "ptxgate/codegen/codegen.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <new>
 #include <string>
@@ -103,6 +104,28 @@ std::expected<void, diag::Diagnostics> check_checked_limits(const ir::Module& ve
   return {};
 }
 
+/// Whether `e` or an expression inside it calls cp_async4/8/16.
+bool calls_cp_async(const ir::Expr& e) {
+  if (e.kind == ir::ExprKind::call && e.intrinsic && ir::is_async_copy(*e.intrinsic)) return true;
+  return std::ranges::any_of(e.operands, [](const ir::ExprPtr& o) { return o && calls_cp_async(*o); });
+}
+
+/// Whether a statement of `body` (or one nested in it) calls cp_async4/8/16.
+bool calls_cp_async(const std::vector<ir::StmtPtr>& body) {
+  return std::ranges::any_of(body, [](const ir::StmtPtr& s) {
+    for (const ir::ExprPtr* e : {&s->target, &s->value, &s->lo, &s->hi, &s->step})
+      if (*e && calls_cp_async(**e)) return true;
+    return calls_cp_async(s->body) || calls_cp_async(s->else_body);
+  });
+}
+
+/// Whether a kernel or device function of the verified module calls cp.async: such a module is built
+/// with 64-bit pointers from the start (needs_64bit_pointers), without lowering it at 32 bits first.
+bool calls_cp_async(const ir::Module& m) {
+  return std::ranges::any_of(m.kernels, [](const ir::Kernel& k) { return calls_cp_async(k.body); }) ||
+         std::ranges::any_of(m.functions, [](const ir::Function& f) { return calls_cp_async(f.body); });
+}
+
 /// Whether a linked, not yet optimised module is certain to need 64-bit pointers (needs_64bit_pointers
 /// after optimisation): it calls cp.async, or it holds one of libdevice's functions that keep a stack
 /// frame whatever they are inlined into (libdevice is optimised bitcode: an alloca left in it is an
@@ -194,7 +217,8 @@ struct Optimised {
 /// built again with 64-bit pointers: LLVM 19 addresses a 32-bit stack frame through a generic
 /// pointer (cvta.to.local), and then ptxas no longer promotes it to registers (and cp.async needs
 /// 64-bit shared addresses, see needs_64bit_pointers). Below -O2 nothing is
-/// promoted anyway, so those compiles use 64-bit pointers directly. A module certain to keep a frame
+/// promoted anyway, so those compiles use 64-bit pointers directly, as does a module that calls
+/// cp.async (calls_cp_async, decided on the verified module). A module certain to keep a frame
 /// (predicts_64bit_pointers: libdevice's trigonometry, cp.async) stops the 32-bit build before its
 /// optimisation, the expensive part (a generated kernel of math calls compiled in about two thirds of
 /// the time, docs/benchmarks.md).
@@ -207,7 +231,7 @@ std::expected<Optimised, diag::Diagnostics> build_for_target(const ir::Module& v
       return std::unexpected(std::move(built.error()));
     return Optimised{std::move(c), std::move(*lease)};
   };
-  if (options.opt_level >= 2) {
+  if (options.opt_level >= 2 && !calls_cp_async(verified)) {
     auto short_build = build(true);
     if (!short_build) return short_build;
     if (!short_build->compilation->stopped_for_64bit && !needs_64bit_pointers(*short_build->compilation->module))

@@ -146,6 +146,16 @@ const char* const kKernelFunctionStage =
     "sroa<modify-cfg>,gvn<>,instcombine<max-iterations=1;no-verify-fixpoint>,"
     "loop-unroll<O3>,infer-alignment,loop-mssa(licm<allowspeculation>),adce,simplifycfg)";
 
+namespace {
+
+/// The compute capability the machine generates code for (90 for sm_90a; 0 if its CPU is no sm_ name).
+unsigned target_sm(const llvm::TargetMachine& machine) {
+  const auto target = ir::Target::parse(std::string_view(machine.getTargetCPU()));
+  return target ? target->sm() : 0;
+}
+
+}  // namespace
+
 bool optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigned opt_level, bool llvm_pipeline,
                      const std::function<bool()>& after_inlining, std::string& error) {
   llvm::LoopAnalysisManager loops;
@@ -190,6 +200,7 @@ bool optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigne
       if (stage == kKernelInlineStage && !after_inlining()) return true;
     }
     fuse_wgmma_chains(module);
+    pack_half_pairs(module, target_sm(machine));
     return true;
   }
   llvm::OptimizationLevel level = llvm::OptimizationLevel::O3;
@@ -203,6 +214,7 @@ bool optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigne
       opt_level == 0 ? builder.buildO0DefaultPipeline(level) : builder.buildPerModuleDefaultPipeline(level);
   pipeline.run(module, modules);
   fuse_wgmma_chains(module);
+  if (opt_level > 0) pack_half_pairs(module, target_sm(machine));
   return true;
 }
 

@@ -66,6 +66,13 @@ bool optimize_module(llvm::Module& module, llvm::TargetMachine& machine, unsigne
 /// (src/ptxgate/codegen/wgmma_fusion.cpp; docs/benchmarks.md "Compile speed (issue 29)").
 void fuse_wgmma_chains(llvm::Module& module);
 
+/// Replaces each pair of f32 values rounded to bf16 (or f16) and packed into a two-element vector
+/// (`insertelement` of two `fptrunc`s) by one `llvm.nvvm.ff2bf16x2.rn` (`ff2f16x2.rn`): one
+/// `cvt.rn.bf16x2.f32` where NVPTX emits two conversions and a `mov.b32`, as nvcc's
+/// `__floats2bfloat162_rn` does; the same rounding (to nearest even). Only for `sm` >= 80, which has the
+/// instruction. Returns the number of pairs replaced (src/ptxgate/codegen/half_pack.cpp).
+size_t pack_half_pairs(llvm::Module& module, unsigned sm);
+
 /// Functions of more blocks than this are generated without machine sinking: its store search
 /// (hasStoreBetween) walks every block reachable from a load's block, so its cost grows with the square
 /// of a long kernel's length (docs/benchmarks.md "Compile speed (issue 29)"); the largest example or
