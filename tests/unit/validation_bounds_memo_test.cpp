@@ -390,3 +390,63 @@ TEST_CASE("node bounds: an upper bound one too small is caught by the concrete c
   });
   CHECK(caught > 10);
 }
+
+TEST_CASE("node bounds: rebind over a random launch sequence equals a fresh bind, node by node") {
+  // rebind() evaluates again only nodes that depend on a changed input and, of those, only leaves,
+  // selects and nodes one of whose operands' bounds changed: its bounds must be bind()'s.
+  std::mt19937 rng(2024);
+  int launches = 0;
+  each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
+    const ir::AccessFacts& facts = *k.access_facts;
+    const std::vector<uint64_t> deps = ir::leaf_dependencies(facts);
+    if (deps.empty()) return;
+    ir::NodeBounds reused(facts, {documented.grid, documented.block, documented.dynamic_shared_bytes,
+                                  &documented.scalar_bits});
+    validation::MemoryLaunch before = documented;
+    for (int step = 0; step < 24; ++step) {
+      CAPTURE(step);
+      const validation::MemoryLaunch launch = step % 5 == 4 ? documented : testing::varied(documented, rng);
+      const ir::LeafValues leaves{launch.grid, launch.block, launch.dynamic_shared_bytes, &launch.scalar_bits};
+      uint64_t changed = 0;
+      for (unsigned c = 0; c < 3; ++c) {
+        if (launch.grid[c] != before.grid[c]) changed |= ir::leaf_bit_grid(c);
+        if (launch.block[c] != before.block[c]) changed |= ir::leaf_bit_block(c);
+      }
+      if (launch.dynamic_shared_bytes != before.dynamic_shared_bytes) changed |= ir::kLeafBitDynamicShared;
+      for (size_t p = 0; p < launch.scalar_bits.size(); ++p)
+        if (launch.scalar_bits[p] != before.scalar_bits[p]) changed |= ir::leaf_bit_param(p);
+      reused.rebind(leaves, deps, changed);
+      const ir::NodeBounds fresh(facts, leaves);
+      CHECK(reused.base() == fresh.base());
+      before = launch;
+      ++launches;
+    }
+  });
+  CHECK(launches > 300);
+}
+
+TEST_CASE("node bounds: rebind evaluates a select again when only its condition's operands changed") {
+  // select(tid < n, min(tid, 100), 0): a new n leaves the condition ([0, 1]) and both branches'
+  // bounds as they were, but the branch taken when tid < n is narrowed by n.
+  ir::AccessFacts facts;
+  facts.nodes = {
+      {ir::SymOp::thread_id, ir::Type::u32, 0, 0, 0, 0},
+      {ir::SymOp::param, ir::Type::u32, 0, 0, 0, 0},
+      {ir::SymOp::lt, ir::Type::bool_, 0, 1, 0, 0},
+      {ir::SymOp::constant, ir::Type::u32, 0, 0, 0, 100},
+      {ir::SymOp::min, ir::Type::u32, 0, 3, 0, 0},
+      {ir::SymOp::constant, ir::Type::u32, 0, 0, 0, 0},
+      {ir::SymOp::select, ir::Type::u32, 2, 4, 5, 0},
+  };
+  const std::vector<uint64_t> deps = ir::leaf_dependencies(facts);
+  REQUIRE(!deps.empty());
+  std::vector<std::optional<uint64_t>> first{uint64_t{50}}, second{uint64_t{80}};
+  const ir::LeafValues at_first{{1, 1, 1}, {200, 1, 1}, 0, &first}, at_second{{1, 1, 1}, {200, 1, 1}, 0, &second};
+  ir::NodeBounds reused(facts, at_first);
+  CHECK(reused.base()[6] == ir::Interval{0, 49});
+  reused.rebind(at_second, deps, ir::leaf_bit_param(0));
+  CHECK(reused.base()[2] == ir::Interval{0, 1});
+  CHECK(reused.base()[4] == ir::Interval{0, 100});
+  CHECK(reused.base()[6] == ir::Interval{0, 79});
+  CHECK(reused.base() == ir::NodeBounds(facts, at_second).base());
+}

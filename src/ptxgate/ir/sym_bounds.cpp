@@ -14,9 +14,23 @@ constexpr std::array<Interval, 64> kRanges = [] {
   return r;
 }();
 inline Interval range_of(Type t) { return kRanges[static_cast<uint8_t>(t) & 63]; }
+inline const Interval& range_of_ref(Type t) { return kRanges[static_cast<uint8_t>(t) & 63]; }
 // The table must cover every type: `& 63` would otherwise alias a new type with an old one's range.
 static_assert(static_cast<unsigned>(Type::tensor_map) < kRanges.size(),
               "kRanges (range_of) must have an entry for every ir::Type: enlarge it and its mask");
+
+/// bits_of and value_of through the range table (no switch on the type): a type's mask is the size
+/// of its range less one, and a value above its largest is the negative one with its bits.
+inline uint64_t bits_in(Type t, Integer v) {
+  const Interval& full = range_of_ref(t);
+  return static_cast<uint64_t>(static_cast<unsigned __int128>(v)) & static_cast<uint64_t>(full.hi - full.lo);
+}
+inline Integer value_in(Type t, uint64_t bits) {
+  const Interval& full = range_of_ref(t);
+  const uint64_t mask = static_cast<uint64_t>(full.hi - full.lo);
+  const Integer v = bits & mask;
+  return v > full.hi ? v - Integer{mask} - 1 : v;
+}
 
 constexpr Integer kInfinity = Integer{1} << 120;
 constexpr Integer kSmall = Integer{1} << 62;  ///< products of two magnitudes below this fit in 128 bits
@@ -40,6 +54,9 @@ const Interval kNone{};  ///< an operand a node does not have
 /// limit).
 constexpr uint8_t kDirty = 1, kLimited = 2, kReadLo = 4, kReadHi = 8, kTarget = 16;
 constexpr uint8_t kPassBits = kReadLo | kReadHi | kTarget;
+/// Set by rebind() on a node whose bounds it changed (operands come first: a node whose operands
+/// have none keeps its bounds).
+constexpr uint8_t kRebound = 32;
 
 /// Set when a bound that the current pass of constrain() read changes after the read, or the
 /// re-evaluation widens a node that pass narrowed: the next pass could then narrow more. Per
@@ -107,9 +124,9 @@ Interval operate(const std::vector<SymNode>& nodes, const SymNode& n, const Inte
   if (a.point() && (count < 2 || b.point()) && (count < 3 || c.point())) {
     const Type operand = nodes[n.a].type;
     const Type second = count > 1 ? nodes[n.b].type : operand;
-    auto r = apply_sym_op(n.op, t, operand, bits_of(operand, a.lo), count > 1 ? bits_of(second, b.lo) : 0,
-                              count > 2 ? bits_of(t, c.lo) : 0);
-    if (r) return point(value_of(t, *r));
+    auto r = apply_sym_op(n.op, t, operand, bits_in(operand, a.lo), count > 1 ? bits_in(second, b.lo) : 0,
+                          count > 2 ? bits_in(t, c.lo) : 0);
+    if (r) return point(value_in(t, *r));
   }
   switch (n.op) {
     case SymOp::add: return fit(t, {a.lo + b.lo, a.hi + b.hi});
@@ -120,6 +137,9 @@ Interval operate(const std::vector<SymNode>& nodes, const SymNode& n, const Inte
       return fit(t, {*std::min_element(p, p + 4), *std::max_element(p, p + 4)});
     }
     case SymOp::div: {
+      // A positive constant divisor (the common case): truncation is monotone in the dividend, so
+      // the quotients of its ends are divide()'s extremes; in 64 bits where they fit.
+      if (b.point() && b.lo >= 1) return fit(t, {quotient(a.lo, b.lo), quotient(a.hi, b.lo)});
       Interval r{};
       if (b.hi >= 1) r = hull(r, divide(a, {std::max<Integer>(b.lo, 1), b.hi}));
       if (b.lo <= -1) r = hull(r, divide(a, {b.lo, std::min<Integer>(b.hi, -1)}));
@@ -224,9 +244,23 @@ void NodeBounds::rebind(const LeafValues& leaves, const std::vector<uint64_t>& d
   leaves_ = leaves;
   // No path limits while the base bounds are evaluated (a select's branches read them).
   reset_limits(limit_, dirty_, touched_);
-  const size_t n = std::min(base_.size(), deps.size());
-  for (uint32_t i = 0; i < n; ++i)
-    if (deps[i] & changed) base_[i] = forward(i, base_);
+  // A node of plain operation (not a select, which reads its condition's operands, nor a leaf)
+  // whose operands all kept their bounds keeps its own: its operation over the same bounds. So
+  // only nodes whose operands' bounds changed in this pass (kRebound) are evaluated again.
+  const size_t n = std::min(base_.size(), std::min(deps.size(), dirty_.size()));
+  for (uint32_t i = 0; i < n; ++i) {
+    dirty_[i] &= static_cast<uint8_t>(~kRebound);
+    if (!(deps[i] & changed)) continue;
+    const SymNode& x = facts_->nodes[i];
+    const unsigned count = sym_operand_count(x.op);
+    if (count > 0 && x.op != SymOp::select && !(dirty_[x.a] & kRebound) && (count < 2 || !(dirty_[x.b] & kRebound)) &&
+        (count < 3 || !(dirty_[x.c] & kRebound)))
+      continue;
+    const Interval now = forward(i, base_);
+    if (now == base_[i]) continue;
+    base_[i] = now;
+    dirty_[i] |= kRebound;
+  }
 }
 
 std::vector<uint64_t> leaf_dependencies(const AccessFacts& facts) {

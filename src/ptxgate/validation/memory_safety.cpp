@@ -441,6 +441,13 @@ namespace {
       }
       default: {
         const unsigned count = ir::sym_operand_count(n.op);
+        // Every operand known (the common case): the operation itself, which is what apply_sym_node
+        // computes then (its short circuits give the same bits on known operands).
+        if (known[n.a] && (count < 2 || known[n.b]) && (count < 3 || known[n.c])) {
+          v = ir::apply_sym_op(n.op, n.type, facts.nodes[n.a].type, bits[n.a], count > 1 ? bits[n.b] : 0,
+                               count > 2 ? bits[n.c] : 0);
+          break;
+        }
         v = ir::apply_sym_node(n, facts.nodes[n.a].type, value(n.a), count > 1 ? value(n.b) : std::optional<uint64_t>(0),
                                count > 2 ? value(n.c) : std::optional<uint64_t>(0));
       }
