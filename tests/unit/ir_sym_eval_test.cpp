@@ -136,17 +136,12 @@ TEST_CASE("concrete evaluation: every operation of every integer type equals the
 TEST_CASE("concrete evaluation: every node of every shipped kernel at random launches equals the definition") {
   std::mt19937 rng(1618);
   int launches = 0;
-  for (const shipped::Launch& l : shipped::shipped_launches()) {
-    const std::string where = std::string(l.file) + " " + l.kernel;
-    CAPTURE(where);
-    testing::Checked checked;
-    const ir::Kernel& k = testing::shipped_kernel(l, checked);
-    const validation::MemoryLaunch documented = testing::memory_launch_of(k, l);
+  testing::each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
     for (int step = 0; step < 16; ++step) {
       const validation::MemoryLaunch launch = step == 0 ? documented : testing::varied(documented, rng);
       CHECK(concrete_mismatches(*k.access_facts, launch, rng, 16) == 0);
       ++launches;
     }
-  }
+  });
   CHECK(launches > 400);
 }

@@ -54,6 +54,18 @@ inline validation::MemoryLaunch memory_launch_of(const ir::Kernel& k, const ship
   return launch;
 }
 
+/// Calls `visit(kernel, documented launch)` for every shipped kernel, its name captured.
+template <class Visit>
+void each_shipped_kernel(Visit visit) {
+  for (const shipped::Launch& l : shipped::shipped_launches()) {
+    const std::string where = std::string(l.file) + " " + l.kernel;
+    CAPTURE(where);
+    Checked checked;
+    const ir::Kernel& k = shipped_kernel(l, checked);
+    visit(k, memory_launch_of(k, l));
+  }
+}
+
 /// The remembered verdict (the kernel's memo: remembered bounds, cones, envelopes, race verdicts)
 /// against a fresh one of the same launch, field by field; returns it.
 inline validation::MemoryVerdict same_as_fresh(const std::shared_ptr<const ir::AccessFacts>& facts,

@@ -69,18 +69,6 @@ int cone_mismatches(const ir::AccessFacts& facts, const validation::MemoryLaunch
   return mismatches;
 }
 
-/// Calls `visit(kernel, documented launch)` for every shipped kernel, its name captured.
-template <class Visit>
-void each_shipped_kernel(Visit visit) {
-  for (const shipped::Launch& l : shipped::shipped_launches()) {
-    const std::string where = std::string(l.file) + " " + l.kernel;
-    CAPTURE(where);
-    testing::Checked checked;
-    const ir::Kernel& k = testing::shipped_kernel(l, checked);
-    visit(k, testing::memory_launch_of(k, l));
-  }
-}
-
 /// Every thread of `threads` random ones of `launch` against the node bounds (the interval engine's
 /// fast path: the kernel's plan with cones, bounds through rebind from the launch `before`) and the
 /// IR's concrete semantics (ir::ConcreteNodes, the witnesses' evaluation): every node a thread
@@ -279,7 +267,7 @@ kernel k(out y: f32[], n: u32, m: u32) {
 TEST_CASE("bounds cones: every shipped kernel at many launches narrows to the bounds of the full pass") {
   std::mt19937 rng(2711);
   int launches = 0, out_of_bounds = 0;
-  each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
+  testing::each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
     for (int step = 0; step < 40; ++step) {
       CAPTURE(step);
       const validation::MemoryLaunch launch = step == 0 ? documented : testing::varied(documented, rng);
@@ -300,7 +288,7 @@ TEST_CASE("bounds cones: a cone missing one node is caught by the comparison") {
   // earlier group left in it). The comparison above must see it on some kernel.
   std::mt19937 rng(5);
   int mismatches = 0;
-  each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
+  testing::each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
     for (int step = 0; step < 4; ++step)
       for (int drop = 0; drop < 4; ++drop) mismatches += cone_mismatches(*k.access_facts, testing::varied(documented, rng), drop);
   });
@@ -365,7 +353,7 @@ TEST_CASE("node bounds: every thread's values lie in the fast path's bounds, for
   // threads of many random launches, every node they compute, every group's path they take.
   std::mt19937 rng(3141);
   int launches = 0;
-  each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
+  testing::each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
     validation::MemoryLaunch before = documented;
     for (int step = 0; step < 12; ++step) {
       CAPTURE(step);
@@ -383,7 +371,7 @@ TEST_CASE("node bounds: an upper bound one too small is caught by the concrete c
   // narrowing would leave). The comparison above must see it for some node of some kernel.
   std::mt19937 rng(17);
   int caught = 0;
-  each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
+  testing::each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
     const size_t nodes = k.access_facts->nodes.size();
     for (size_t node = 0; node < nodes; node += std::max<size_t>(nodes / 8, 1))
       caught += outside_bounds(*k.access_facts, documented, documented, rng, 64, static_cast<int64_t>(node)) > 0;
@@ -396,7 +384,7 @@ TEST_CASE("node bounds: rebind over a random launch sequence equals a fresh bind
   // selects and nodes one of whose operands' bounds changed: its bounds must be bind()'s.
   std::mt19937 rng(2024);
   int launches = 0;
-  each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
+  testing::each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
     const ir::AccessFacts& facts = *k.access_facts;
     const std::vector<uint64_t> deps = ir::leaf_dependencies(facts);
     if (deps.empty()) return;

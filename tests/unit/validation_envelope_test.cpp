@@ -76,12 +76,7 @@ TEST_CASE("site envelope: every shipped kernel at new shapes and random launches
   std::mt19937 rng(2727);
   Tally tally;
   int out_of_bounds = 0;
-  for (const shipped::Launch& l : shipped::shipped_launches()) {
-    const std::string where = std::string(l.file) + " " + l.kernel;
-    CAPTURE(where);
-    testing::Checked checked;
-    const ir::Kernel& k = testing::shipped_kernel(l, checked);
-    const validation::MemoryLaunch documented = testing::memory_launch_of(k, l);
+  testing::each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
     for (int step = 0; step < 56; ++step) {
       CAPTURE(step);
       const validation::MemoryLaunch launch = step < 16 ? new_shape(documented, step) : testing::varied(documented, rng);
@@ -89,7 +84,7 @@ TEST_CASE("site envelope: every shipped kernel at new shapes and random launches
       testing::same_as_fresh(k.access_facts, launch);
       out_of_bounds += validation::evaluate_accesses(*k.access_facts, launch).out_of_bounds > 0;
     }
-  }
+  });
   CHECK(tally.disagreed == 0);
   // The envelope decides a good part of the groups that would be narrowed (1860 of 4328 when this
   // was written; the random launches often go out of bounds, where it must not decide), and the

@@ -175,16 +175,11 @@ size_t same_as_enumeration(const ir::AccessFacts& facts, validation::internal::R
 TEST_CASE("race proofs: remembered proofs give the enumeration's races on the shipped kernels over many launches") {
   std::mt19937 rng(2711);
   uint64_t replayed = 0;
-  for (const shipped::Launch& l : shipped::shipped_launches()) {
-    const std::string where = std::string(l.file) + " " + l.kernel;
-    CAPTURE(where);
-    testing::Checked checked;
-    const ir::Kernel* k = &testing::shipped_kernel(l, checked);
-    const ir::AccessFacts& facts = *k->access_facts;
+  testing::each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
+    const ir::AccessFacts& facts = *k.access_facts;
     validation::internal::RacePlan plan;
     validation::internal::plan_races(facts, plan);
-    if (plan.groups.empty()) continue;
-    const validation::MemoryLaunch documented = testing::memory_launch_of(*k, l);
+    if (plan.groups.empty()) return;
     // At its documented launch every group is proven race-free without enumerating a thread.
     validation::SharedRaceSearch counts;
     CHECK(validation::find_shared_races(facts, documented, &counts).empty());
@@ -211,7 +206,7 @@ TEST_CASE("race proofs: remembered proofs give the enumeration's races on the sh
       same_as_enumeration(facts, plan, launch);
     }
     replayed += plan.replayed;
-  }
+  });
   CHECK(replayed > 0);  // the proofs of earlier launches served later ones
 }
 
