@@ -324,3 +324,26 @@ TEST_CASE("disk cache: a checksummed manifest with a mistyped field is corrupt, 
   CHECK(count_code(w, Code::cache_entry_corrupt) == 1);
   CHECK(cache.list().empty());
 }
+
+TEST_CASE("disk cache: a checksummed manifest whose PTX ISA version does not fit its field is corrupt") {
+  // A float or an integer beyond `unsigned` once reached nlohmann's get<unsigned>() (undefined
+  // behaviour, found by fuzz_cache_entry); it must be a corrupt entry like any mistyped field.
+  for (const nlohmann::json& version : {nlohmann::json(4.44444e73), nlohmann::json(uint64_t{1} << 40),
+                                        nlohmann::json(-1), nlohmann::json(8.5)}) {
+    CAPTURE(version.dump());
+    auto dir = scratch_dir();
+    Diagnostics w;
+    auto cache = DiskCache::open(dir.path(), w);
+    const auto key = key_of("isa-version");
+    cache.publish(key, sample_entry(), {}, w);
+    auto manifest_path = entry_dir(cache, key) / "manifest.json";
+    auto doc = nlohmann::json::parse(read_file(manifest_path));
+    doc["manifest"]["ptx_isa_version"] = version;
+    doc["checksum"] = content_hash(doc["manifest"].dump());
+    write_file(manifest_path, doc.dump());
+
+    CHECK_FALSE(cache.lookup(key, "sm_90", w).has_value());
+    CHECK(count_code(w, Code::cache_entry_corrupt) == 1);
+    CHECK(cache.list().empty());
+  }
+}

@@ -329,7 +329,7 @@ std::optional<CacheEntry> DiskCache::lookup(const CacheKey& key, const std::stri
 
     CacheEntry entry;
     entry.target_arch = entry_arch;
-    entry.ptx_isa_version = m.at("ptx_isa_version").get<unsigned>();
+    entry.ptx_isa_version = diag::json_integer<unsigned>(m.at("ptx_isa_version"));
     entry.ptx = std::move(payload[kPtx]);
     if (auto it = payload.find(kCubin); it != payload.end()) entry.cubin = std::move(it->second);
     auto header = toolchain::read_ptx_header(diag::SourceFile(kPtx, entry.ptx));
