@@ -161,3 +161,65 @@ kernel k(out y: f32[], n: u32) {
   CHECK(w.proven == 1);
   testing::same_as_fresh(t->access_facts, launch);
 }
+
+namespace {
+
+/// The one group of `k`'s sites that has a width limit (cp_async's byte count).
+const validation::internal::PathGroup& limited_group(const ir::AccessFacts& facts,
+                                                     const validation::internal::SitePlan& plan) {
+  const validation::internal::PathGroup* found = nullptr;
+  for (const validation::internal::PathGroup& g : plan.groups)
+    for (uint32_t k = g.first; k < g.end; ++k)
+      if (facts.sites[plan.by_path[k]].width_limit >= 0) found = &g;
+  REQUIRE(found != nullptr);
+  CHECK(found->limited);
+  return *found;
+}
+
+}  // namespace
+
+TEST_CASE("site envelope: a copy whose byte count is 0 for every thread on its path is left to the narrowing") {
+  // x's bounds without the path keep the copy inside x (1024 16-byte vectors for the launch's 1024
+  // threads) with a byte count of at most 16, and threads take the path, but every one of them
+  // (i < 1000) copies (i / 1000) * 16 = 0 bytes: counting the site proven from a thread that takes
+  // the path would be wrong; the narrowing finds the byte count 0 and the site unreachable. With
+  // (i % 2) * 16 the second thread copies 16 bytes, and the envelope proves the group. (A byte
+  // count select(c, 16, 0) puts c on the path instead: the path's test covers it.)
+  for (const std::string count : {"(i / 1000) * 16", "(i % 2) * 16"}) {
+    CAPTURE(count);
+    const std::string source = std::string(R"(
+kernel k(in x: f32[], n: u32) {
+  shared s: f32[1024];
+  let i = global_id.x;
+  if (i < n) {
+    cp_async16(s, thread_id.x, x, i, )") + count + R"();
+  }
+  cp_async_commit();
+  cp_async_wait(0);
+}
+)";
+    testing::Checked checked = testing::check_module("k.pg", source);
+    REQUIRE_MESSAGE(!checked.diags.has_errors(), diag::render_text(checked.diags));
+    const ir::Kernel* k = checked.module.find_kernel("k");
+    REQUIRE(k);
+    const ir::AccessFacts& facts = *k->access_facts;
+    validation::MemoryLaunch launch = testing::y_n_launch(4, 256, 1000, 1024 * 16);
+    launch.names = {"x", "n"};
+    validation::internal::SitePlan plan;
+    validation::internal::plan_sites(facts, ir::leaf_dependencies(facts), plan, true);
+    const validation::internal::PathGroup& g = limited_group(facts, plan);
+    const ir::NodeBounds bounds(facts, {launch.grid, launch.block, 0, &launch.scalar_bits});
+    validation::internal::ConeValues values;
+    values.next_launch();
+    CHECK(validation::internal::envelope_in_bounds(facts, plan, g, bounds.base(), launch));
+    const bool copies = count == "(i % 2) * 16";
+    CHECK(validation::internal::envelope_reachable(facts, plan, g, launch, values) == copies);
+    Tally tally;
+    compare_groups(facts, launch, launch, tally);
+    CHECK(tally.disagreed == 0);
+    testing::same_as_fresh(k->access_facts, launch);
+    const validation::MemoryVerdict v = validation::evaluate_accesses(facts, launch);
+    CHECK(v.out_of_bounds == 0);
+    CHECK(v.unreachable == (copies ? 0u : 1u));
+  }
+}

@@ -270,6 +270,7 @@ void internal::plan_sites(const ir::AccessFacts& facts, const std::vector<uint64
       g.last = std::max(g.last, site.index);
       g.inputs |= inputs_of(site.index);
       if (site.width_limit >= 0) {
+        g.limited = true;
         g.last = std::max<uint32_t>(g.last, static_cast<uint32_t>(site.width_limit));
         g.inputs |= inputs_of(site.width_limit);
       }
@@ -342,17 +343,20 @@ void internal::plan_sites(const ir::AccessFacts& facts, const std::vector<uint64
     }
     g.guard_cone_end = static_cast<uint32_t>(plan.cones.size());
     g.solve_first = g.solve_short = g.solve_end = g.guard_cone_end;
-    // No envelope where a site has a width limit, or where the path or an index reads an opaque
-    // value (no thread is ever known to take it: a concrete evaluation would be wasted).
-    bool limited = false;
-    for (uint32_t k = g.first; k < g.end; ++k) limited = limited || facts.sites[plan.by_path[k]].width_limit >= 0;
-    for (uint32_t id : cone) limited = limited || facts.nodes[id].op == SymOp::opaque;
-    if (limited) continue;
-    // The short cone: the path's and that of each index that reads a loop variable (the others are
-    // computed by every thread once the scalars are known: they need no evaluation).
+    // No envelope where the path, an index or a width limit reads an opaque value (no thread is
+    // ever known to take it: a concrete evaluation would be wasted).
+    bool opaque = false;
+    for (uint32_t id : cone) opaque = opaque || facts.nodes[id].op == SymOp::opaque;
+    if (opaque) continue;
+    // The short cone: the path's, that of each index that reads a loop variable (the others are
+    // computed by every thread once the scalars are known: they need no evaluation) and that of
+    // each width limit (the thread found must copy bytes: envelope_reachable).
     targets.assign({g.path});
-    for (uint32_t k = g.first; k < g.end; ++k)
-      if (!plan.index_total[plan.by_path[k]]) targets.push_back(facts.sites[plan.by_path[k]].index);
+    for (uint32_t k = g.first; k < g.end; ++k) {
+      const ir::AccessSite& site = facts.sites[plan.by_path[k]];
+      if (!plan.index_total[plan.by_path[k]]) targets.push_back(site.index);
+      if (site.width_limit >= 0) targets.push_back(static_cast<uint32_t>(site.width_limit));
+    }
     const std::vector<uint32_t> short_cone = ir::node_cone(facts, targets);
     plan.cones.insert(plan.cones.end(), short_cone.begin(), short_cone.end());
     g.solve_short = static_cast<uint32_t>(plan.cones.size());
@@ -368,13 +372,25 @@ SiteOutcome internal::bounds_outcome(const ir::AccessFacts& facts, const ir::Acc
 
 bool internal::envelope_in_bounds(const ir::AccessFacts& facts, const SitePlan& plan, const PathGroup& group,
                                   const std::vector<Interval>& base, const MemoryLaunch& launch) {
-  // The test the verdict makes of the narrowed bounds, on bounds that contain them (a group with a
-  // width limit is never decided here: its narrowed limit may make a site unreachable).
+  // The test the verdict makes of the narrowed bounds, on bounds that contain them. A width limit's
+  // narrowed upper end is at most its end here, so the bytes a site may touch only shrink; that the
+  // narrowed limit leaves a byte to copy (else the site is unreachable) is envelope_reachable's.
   if (group.solve_first == group.solve_end || group.path >= base.size()) return false;
+  if (!group.limited) {
+    for (uint32_t k = group.first; k < group.end; ++k) {
+      const ir::AccessSite& site = facts.sites[plan.by_path[k]];
+      if (site.index >= base.size() ||
+          outcome_of(facts, site, {base[group.path], base[site.index], {}}, launch) != SiteOutcome::proven)
+        return false;
+    }
+    return true;
+  }
   for (uint32_t k = group.first; k < group.end; ++k) {
     const ir::AccessSite& site = facts.sites[plan.by_path[k]];
-    if (site.width_limit >= 0 || site.index >= base.size() ||
-        outcome_of(facts, site, {base[group.path], base[site.index], {}}, launch) != SiteOutcome::proven)
+    if (site.index >= base.size() || (site.width_limit >= 0 && static_cast<size_t>(site.width_limit) >= base.size()))
+      return false;
+    const Interval limit = site.width_limit >= 0 ? base[static_cast<uint32_t>(site.width_limit)] : Interval{};
+    if (outcome_of(facts, site, {base[group.path], base[site.index], limit}, launch) != SiteOutcome::proven)
       return false;
   }
   return true;
@@ -485,11 +501,16 @@ bool internal::envelope_reachable(const ir::AccessFacts& facts, const SitePlan& 
     auto value = [&](uint32_t id) { return known[id] ? std::optional<uint64_t>(bits[id]) : std::nullopt; };
     const auto taken = value(group.path);
     if (!taken || !(*taken & 1)) continue;
+    // Each site's index computed, and its width limit (if any) a positive number of bytes: then
+    // every sound narrowing keeps that limit, so it finds the site reachable.
     bool computed = true;
     for (uint32_t k = group.first; k < group.end && computed; ++k) {
       const uint32_t site = plan.by_path[k];
       computed = (known_scalars && plan.index_total[site]) || known[facts.sites[site].index];
     }
+    for (uint32_t k = group.first; k < group.end && computed && group.limited; ++k)
+      if (const int64_t limit = facts.sites[plan.by_path[k]].width_limit; limit >= 0)
+        computed = known[limit] && ir::value_of(facts.nodes[limit].type, bits[limit]) > 0;
     if (computed) return true;
   }
   return false;

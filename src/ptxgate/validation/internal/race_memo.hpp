@@ -39,16 +39,17 @@ struct PathGroup {
   uint32_t path = 0;     ///< the bool node
   uint32_t last = 0;     ///< the last node its sites read (index, width limit)
   uint32_t first = 0, end = 0;
+  bool limited = false;  ///< a site of the group has a width limit (AccessSite::width_limit)
   uint64_t inputs = 0;   ///< the launch inputs the bounds its sites read depend on (ir::leaf_dependencies bits)
   /// SitePlan::cones[cone_first, cone_rest): ir::node_cone of the path; [cone_rest, cone_end): the
   /// other nodes of the cone of what its sites read (NodeBounds::under's two lists). Empty when the
   /// plan has no cones (under then passes over every node up to `last`).
   uint32_t cone_first = 0, cone_rest = 0, cone_end = 0;
-  /// What a concrete evaluation of the path and the sites' indices reads (envelope_reachable), in
-  /// ascending order: SitePlan::cones[solve_first, solve_short) the cones of the path and of the
-  /// indices that are not SitePlan::index_total (when every scalar is known), [solve_short,
-  /// solve_end) the two cones above merged (otherwise). Empty without cones, when a site has a
-  /// width limit and when the cone reads an opaque value (the envelope then never decides the group).
+  /// What a concrete evaluation of the path, the sites' indices and their width limits reads
+  /// (envelope_reachable), in ascending order: SitePlan::cones[solve_first, solve_short) the cones
+  /// of the path, of the indices that are not SitePlan::index_total and of the width limits (when
+  /// every scalar is known), [solve_short, solve_end) the two cones above merged (otherwise). Empty
+  /// without cones and when the cone reads an opaque value (the envelope then never decides the group).
   uint32_t solve_first = 0, solve_short = 0, solve_end = 0;
   /// The path's launch-uniform conjuncts (conjuncts of its `&&` chain that read no thread or block
   /// id, loop variable or opaque value: the same for every thread): SitePlan::guards[guard_first,
@@ -88,12 +89,13 @@ SiteOutcome bounds_outcome(const ir::AccessFacts& facts, const ir::AccessSite& s
 
 /// The envelope of a path group: whether its sites are proven in bounds without narrowing its path.
 /// A site's bounds under its path lie inside its bounds without the path (narrowing only shrinks
-/// them), so when every site's index bounds in `base` (NodeBounds::base of this launch) keep it
-/// inside its array, the narrowed ones do too: each site is proven, unless the narrowing would find
-/// the path empty (then unreachable). envelope_reachable settles that: a concrete thread of the
-/// launch, with the loops it reads at their first iteration, that takes the path and computes
-/// every site's index, lies inside the bounds of every sound narrowing, which therefore finds the
-/// path taken and each index not empty. Both together give the verdict the narrowing gives
+/// them), so when every site's index bounds in `base` (NodeBounds::base of this launch), with the
+/// upper end of its width limit's bounds (cp_async's byte count), keep it inside its array, the
+/// narrowed ones do too: each site is proven, unless the narrowing would find the path empty or a
+/// limit at most 0 (then unreachable). envelope_reachable settles that: a concrete thread of the
+/// launch, with the loops it reads at their first iteration, that takes the path, computes every
+/// site's index and a positive width limit, lies inside the bounds of every sound narrowing, which
+/// therefore finds the path taken, each index not empty and each limit above 0. Both together give the verdict the narrowing gives
 /// (every site proven) at the cost of a few comparisons and one concrete evaluation of the group's
 /// cone; when either says no, the group is narrowed as before.
 bool envelope_in_bounds(const ir::AccessFacts& facts, const SitePlan& plan, const PathGroup& group,
@@ -116,8 +118,9 @@ struct ConeValues {
 };
 /// Whether a thread of `launch` (one of a few: the first, the second, the middle and the last of
 /// each grid and block dimension), with every loop its group reads at that thread's first
-/// iteration, takes `group`'s path and computes each of its sites' indices. False also for a group
-/// without a cone to evaluate (PathGroup::solve_first), and when an unknown scalar is read.
+/// iteration, takes `group`'s path and computes each of its sites' indices and a positive width
+/// limit (where a site has one). False also for a group without a cone to evaluate
+/// (PathGroup::solve_first), and when an unknown scalar is read.
 /// `values`: next_launch() called once before the first group of each launch.
 bool envelope_reachable(const ir::AccessFacts& facts, const SitePlan& plan, const PathGroup& group,
                         const MemoryLaunch& launch, ConeValues& values);
