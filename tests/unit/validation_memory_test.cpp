@@ -443,6 +443,28 @@ kernel k(out y: f32[]) {
   CHECK(overlapping.enumerated == 1);
 }
 
+TEST_CASE("shared races: a loop's last pass is proven with its own values, not the first pass's") {
+  // The stride 3 - it is the same for every thread but not for every pass: at the first pass
+  // (it = 0) each thread writes its own element, at the last (it = 3) every thread writes s[0]. A
+  // value computed at the first pass and kept for the last would prove the last pass race-free.
+  auto [racy, searched] = races_of(R"(
+@workgroup(64)
+kernel k(out y: u32[]) {
+  shared s: u32[256];
+  for it in 0..4 {
+    s[thread_id.x * (3 - it)] = thread_id.x;
+    barrier();
+  }
+}
+)", {64, 1, 1});
+  CHECK(searched.proven == 1);
+  CHECK(searched.enumerated == 1);
+  REQUIRE(racy.size() == 1);
+  CHECK(racy[0].byte == 0);
+  REQUIRE(racy[0].loops.size() == 1);
+  CHECK(racy[0].loops[0].second == 3);
+}
+
 TEST_CASE("shared races: an index that wraps is not taken as affine") {
   // (t << 31) as u32 is 0 for every even thread: as a mathematical t * 2^31 it would look
   // injective; the symbolic step must decline and the search finds threads 0 and 2.

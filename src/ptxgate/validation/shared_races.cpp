@@ -130,6 +130,8 @@ class RaceProof {
     std::vector<std::optional<uint64_t>> values;
     std::vector<uint32_t> seen;
     uint32_t generation = 1;
+    std::vector<uint32_t> launch_seen;  ///< per node that reads no loop variable: == launch, computed
+    uint32_t launch = 0;
     std::vector<std::optional<uint64_t>> loop_values;
     std::vector<uint32_t> stack;
     std::vector<std::optional<Form>> memo;
@@ -140,11 +142,18 @@ class RaceProof {
   RaceProof(const ir::AccessFacts& facts, const internal::RacePlan& plan, const MemoryLaunch& launch,
             const std::vector<Interval>& bounds, Scratch& scratch)
       : facts_(facts), plan_(plan), launch_(launch), bounds_(bounds), values_(scratch.values), seen_(scratch.seen),
-        generation_(scratch.generation), loop_values_(scratch.loop_values), stack_(scratch.stack),
-        memo_(scratch.memo), done_(scratch.done), iterations_(scratch.iterations), stamp_(scratch.stamp) {
+        generation_(scratch.generation), launch_seen_(scratch.launch_seen), launch_generation_(scratch.launch),
+        loop_values_(scratch.loop_values), stack_(scratch.stack), memo_(scratch.memo), done_(scratch.done),
+        iterations_(scratch.iterations), stamp_(scratch.stamp) {
     const size_t n = facts.nodes.size(), loops = facts.loops.size();
     if (values_.size() < n) values_.resize(n);
     if (seen_.size() < n) seen_.resize(n, 0);
+    if (launch_seen_.size() < n) launch_seen_.resize(n, 0);
+    // A new launch: the values of nodes that read no loop variable are computed again once.
+    if (++launch_generation_ == 0) {
+      std::fill(launch_seen_.begin(), launch_seen_.end(), 0);
+      launch_generation_ = 1;
+    }
     if (loop_values_.size() < loops) loop_values_.resize(loops);
     if (iterations_.size() < loops) iterations_.resize(loops);
   }
@@ -224,14 +233,20 @@ class RaceProof {
     }
   }
 
+  /// Whether uniform() computed node `id` for this pass: at this generation for a node that reads a
+  /// loop variable, else once for the launch (its value is the same at every pass).
+  bool computed(uint32_t id) const {
+    return plan_.reads_loop[id] ? seen_[id] == generation_ : launch_seen_[id] == launch_generation_;
+  }
+
   /// A node's bits at this pass for every thread of block 0 (a node that does not vary by thread),
   /// computed on demand from only the nodes it reads (ir::ConcreteNodes's values for those nodes).
   std::optional<uint64_t> uniform(uint32_t id) {
-    if (seen_[id] == generation_) return values_[id];
+    if (computed(id)) return values_[id];
     stack_.assign(1, id);
     while (!stack_.empty()) {
       const uint32_t x = stack_.back();
-      if (seen_[x] == generation_) {
+      if (computed(x)) {
         stack_.pop_back();
         continue;
       }
@@ -240,7 +255,7 @@ class RaceProof {
       const uint32_t operands[3] = {n.a, n.b, n.c};
       bool ready = true;
       for (unsigned k = 0; k < count; ++k)
-        if (seen_[operands[k]] != generation_) {
+        if (!computed(operands[k])) {
           stack_.push_back(operands[k]);
           ready = false;
         }
@@ -250,7 +265,8 @@ class RaceProof {
                               : ir::apply_sym_node(n, facts_.nodes[n.a].type, values_[n.a],
                                                    count > 1 ? values_[n.b] : std::optional<uint64_t>(0),
                                                    count > 2 ? values_[n.c] : std::optional<uint64_t>(0));
-      seen_[x] = generation_;
+      if (plan_.reads_loop[x]) seen_[x] = generation_;
+      else launch_seen_[x] = launch_generation_;
     }
     return values_[id];
   }
@@ -534,9 +550,11 @@ class RaceProof {
   const internal::RacePlan& plan_;
   const MemoryLaunch& launch_;
   const std::vector<Interval>& bounds_;
-  std::vector<std::optional<uint64_t>>& values_;  ///< uniform(): per node, valid where seen_ is generation_
+  std::vector<std::optional<uint64_t>>& values_;  ///< uniform(): per node, valid where computed()
   std::vector<uint32_t>& seen_;
   uint32_t& generation_;
+  std::vector<uint32_t>& launch_seen_;
+  uint32_t& launch_generation_;
   std::vector<std::optional<uint64_t>>& loop_values_;  ///< per loop: its variable at this pass (uniform loops entered)
   std::vector<uint32_t>& stack_;
   std::vector<std::optional<Form>>& memo_;
@@ -596,7 +614,8 @@ void plan_races(const ir::AccessFacts& facts, RacePlan& plan) {
   const size_t n = facts.nodes.size();
   plan.fixed.assign(n, 0);
   plan.per_pass.clear();
-  std::vector<uint8_t> loops(n, 0);
+  std::vector<uint8_t>& loops = plan.reads_loop;
+  loops.assign(n, 0);
   for (uint32_t i = 0; i < n; ++i) {
     const ir::SymNode& x = facts.nodes[i];
     const unsigned count = ir::sym_operand_count(x.op);
