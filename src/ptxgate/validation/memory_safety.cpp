@@ -691,6 +691,8 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
       const Interval index = read.index;
       const std::optional<uint64_t> length = array_length(facts, site, launch);
       // A finding: only now its record (with strings) is built; a proven site costs the test above.
+      // Findings are few: one allocation holds the first eight.
+      if (verdict.findings.capacity() == 0) verdict.findings.reserve(8);
       SiteVerdict v;
       v.site = s;
       v.index_min = index.lo;
@@ -709,9 +711,8 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
         }
       }
       v.outcome = SiteOutcome::unproven;
-      const std::string name = array_name(facts, site, launch);
       if (!v.length_bytes)
-        v.reason = fmt::format("the size of '{}' is not known{}", name,
+        v.reason = fmt::format("the size of '{}' is not known{}", array_name(facts, site, launch),
                                site.space == ir::Space::global ? " (give the argument: --arg or --elements)" : "");
       else if (deps->opaque[site.index])
         v.reason = "its index depends on a value the analysis does not follow (a load, a shuffle, an atomic's "
@@ -723,7 +724,7 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
       } else {
         const uint32_t elem = site.element_bytes;
         v.reason = fmt::format("the index lies in {}..{} by the analysis and '{}' holds {} elements, but no thread "
-                               "was found that leaves it", text(index.lo), text(index.hi), name,
+                               "was found that leaves it", text(index.lo), text(index.hi), array_name(facts, site, launch),
                                *v.length_bytes / std::max<uint32_t>(elem, 1));
       }
       ++verdict.unproven;
@@ -748,6 +749,7 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
     const ir::AccessSite& site = facts.sites[verdict.findings[i].site];
     order.emplace_back(site.line, site.column, i);
   }
+  if (std::is_sorted(order.begin(), order.end())) return verdict;
   std::sort(order.begin(), order.end());
   std::vector<SiteVerdict> sorted;
   sorted.reserve(order.size());
