@@ -303,18 +303,31 @@ TEST_CASE("disk cache: default directory follows PTXGATE_CACHE_DIR, XDG_CACHE_HO
   restore("HOME", home);
 }
 
+namespace {
+
+/// Publishes sample_entry() under `key` in `cache`, then edits its manifest's body with `edit` and
+/// writes it back with a checksum that matches: a manifest that verifies but holds what `edit` put.
+template <class Edit>
+void publish_edited(DiskCache& cache, const CacheKey& key, Diagnostics& w, Edit edit) {
+  cache.publish(key, sample_entry(), {}, w);
+  auto manifest_path = entry_dir(cache, key) / "manifest.json";
+  auto doc = nlohmann::json::parse(read_file(manifest_path));
+  edit(doc["manifest"]);
+  doc["checksum"] = content_hash(doc["manifest"].dump());
+  write_file(manifest_path, doc.dump());
+}
+
+}  // namespace
+
 TEST_CASE("disk cache: a checksummed manifest with a mistyped field is corrupt, in lookup and list") {
   auto dir = scratch_dir();
   Diagnostics w;
   auto cache = DiskCache::open(dir.path(), w);
   const auto key = key_of("mistyped");
-  cache.publish(key, sample_entry(), {}, w);
-  auto manifest_path = entry_dir(cache, key) / "manifest.json";
-  auto doc = nlohmann::json::parse(read_file(manifest_path));
-  doc["manifest"]["target_arch"] = 90;
-  doc["manifest"]["kernels"] = "saxpy";
-  doc["checksum"] = content_hash(doc["manifest"].dump());
-  write_file(manifest_path, doc.dump());
+  publish_edited(cache, key, w, [](nlohmann::json& m) {
+    m["target_arch"] = 90;
+    m["kernels"] = "saxpy";
+  });
 
   auto listed = cache.list();
   REQUIRE(listed.size() == 1);
@@ -328,19 +341,14 @@ TEST_CASE("disk cache: a checksummed manifest with a mistyped field is corrupt, 
 TEST_CASE("disk cache: a checksummed manifest whose PTX ISA version does not fit its field is corrupt") {
   // A float or an integer beyond `unsigned` once reached nlohmann's get<unsigned>() (undefined
   // behaviour, found by fuzz_cache_entry); it must be a corrupt entry like any mistyped field.
-  for (const nlohmann::json& version : {nlohmann::json(4.44444e73), nlohmann::json(uint64_t{1} << 40),
-                                        nlohmann::json(-1), nlohmann::json(8.5)}) {
+  for (const nlohmann::json& version :
+       {nlohmann::json(4.44444e73), nlohmann::json(uint64_t{1} << 40), nlohmann::json(-1), nlohmann::json(8.5)}) {
     CAPTURE(version.dump());
     auto dir = scratch_dir();
     Diagnostics w;
     auto cache = DiskCache::open(dir.path(), w);
     const auto key = key_of("isa-version");
-    cache.publish(key, sample_entry(), {}, w);
-    auto manifest_path = entry_dir(cache, key) / "manifest.json";
-    auto doc = nlohmann::json::parse(read_file(manifest_path));
-    doc["manifest"]["ptx_isa_version"] = version;
-    doc["checksum"] = content_hash(doc["manifest"].dump());
-    write_file(manifest_path, doc.dump());
+    publish_edited(cache, key, w, [&](nlohmann::json& m) { m["ptx_isa_version"] = version; });
 
     CHECK_FALSE(cache.lookup(key, "sm_90", w).has_value());
     CHECK(count_code(w, Code::cache_entry_corrupt) == 1);

@@ -192,7 +192,8 @@ kernel k(in x: f32[], n: u32) {
   shared s: f32[1024];
   let i = global_id.x;
   if (i < n) {
-    cp_async16(s, thread_id.x, x, i, )") + count + R"();
+    cp_async16(s, thread_id.x, x, i, )") +
+                               count + R"();
   }
   cp_async_commit();
   cp_async_wait(0);

@@ -456,7 +456,8 @@ kernel k(out y: u32[]) {
     barrier();
   }
 }
-)", {64, 1, 1});
+)",
+                                   {64, 1, 1});
   CHECK(searched.proven == 1);
   CHECK(searched.enumerated == 1);
   REQUIRE(racy.size() == 1);

@@ -723,9 +723,11 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
                                p < static_cast<int32_t>(launch.names.size()) ? launch.names[p] : std::string_view("?"));
       } else {
         const uint32_t elem = site.element_bytes;
-        v.reason = fmt::format("the index lies in {}..{} by the analysis and '{}' holds {} elements, but no thread "
-                               "was found that leaves it", text(index.lo), text(index.hi), array_name(facts, site, launch),
-                               *v.length_bytes / std::max<uint32_t>(elem, 1));
+        v.reason = fmt::format(
+            "the index lies in {}..{} by the analysis and '{}' holds {} elements, but no thread "
+            "was found that leaves it",
+            text(index.lo), text(index.hi), array_name(facts, site, launch),
+            *v.length_bytes / std::max<uint32_t>(elem, 1));
       }
       ++verdict.unproven;
       verdict.findings.push_back(std::move(v));

@@ -141,10 +141,21 @@ class RaceProof {
 
   RaceProof(const ir::AccessFacts& facts, const internal::RacePlan& plan, const MemoryLaunch& launch,
             const std::vector<Interval>& bounds, Scratch& scratch)
-      : facts_(facts), plan_(plan), launch_(launch), bounds_(bounds), values_(scratch.values), seen_(scratch.seen),
-        generation_(scratch.generation), launch_seen_(scratch.launch_seen), launch_generation_(scratch.launch),
-        loop_values_(scratch.loop_values), stack_(scratch.stack), memo_(scratch.memo), done_(scratch.done),
-        iterations_(scratch.iterations), stamp_(scratch.stamp) {
+      : facts_(facts),
+        plan_(plan),
+        launch_(launch),
+        bounds_(bounds),
+        values_(scratch.values),
+        seen_(scratch.seen),
+        generation_(scratch.generation),
+        launch_seen_(scratch.launch_seen),
+        launch_generation_(scratch.launch),
+        loop_values_(scratch.loop_values),
+        stack_(scratch.stack),
+        memo_(scratch.memo),
+        done_(scratch.done),
+        iterations_(scratch.iterations),
+        stamp_(scratch.stamp) {
     const size_t n = facts.nodes.size(), loops = facts.loops.size();
     if (values_.size() < n) values_.resize(n);
     if (seen_.size() < n) seen_.resize(n, 0);

@@ -95,9 +95,9 @@ SiteOutcome bounds_outcome(const ir::AccessFacts& facts, const ir::AccessSite& s
 /// limit at most 0 (then unreachable). envelope_reachable settles that: a concrete thread of the
 /// launch, with the loops it reads at their first iteration, that takes the path, computes every
 /// site's index and a positive width limit, lies inside the bounds of every sound narrowing, which
-/// therefore finds the path taken, each index not empty and each limit above 0. Both together give the verdict the narrowing gives
-/// (every site proven) at the cost of a few comparisons and one concrete evaluation of the group's
-/// cone; when either says no, the group is narrowed as before.
+/// therefore finds the path taken, each index not empty and each limit above 0. Both together
+/// give the verdict the narrowing gives (every site proven) at the cost of a few comparisons and
+/// one concrete evaluation of the group's cone; when either says no, the group is narrowed as before.
 bool envelope_in_bounds(const ir::AccessFacts& facts, const SitePlan& plan, const PathGroup& group,
                         const std::vector<ir::Interval>& base, const MemoryLaunch& launch);
 /// The concrete values of the nodes envelope_reachable evaluated for one launch, per thread it
