@@ -376,24 +376,22 @@ bool internal::envelope_in_bounds(const ir::AccessFacts& facts, const SitePlan& 
   // narrowed upper end is at most its end here, so the bytes a site may touch only shrink; that the
   // narrowed limit leaves a byte to copy (else the site is unreachable) is envelope_reachable's.
   if (group.solve_first == group.solve_end || group.path >= base.size()) return false;
-  if (!group.limited) {
+  // One loop, without the limits' reads where no site has one (most groups; it costs sgemm 0.4 %).
+  auto all_proven = [&]<bool kLimited>() {
     for (uint32_t k = group.first; k < group.end; ++k) {
       const ir::AccessSite& site = facts.sites[plan.by_path[k]];
-      if (site.index >= base.size() ||
-          outcome_of(facts, site, {base[group.path], base[site.index], {}}, launch) != SiteOutcome::proven)
+      if (site.index >= base.size()) return false;
+      Interval limit{};
+      if (kLimited && site.width_limit >= 0) {
+        if (static_cast<size_t>(site.width_limit) >= base.size()) return false;
+        limit = base[static_cast<uint32_t>(site.width_limit)];
+      }
+      if (outcome_of(facts, site, {base[group.path], base[site.index], limit}, launch) != SiteOutcome::proven)
         return false;
     }
     return true;
-  }
-  for (uint32_t k = group.first; k < group.end; ++k) {
-    const ir::AccessSite& site = facts.sites[plan.by_path[k]];
-    if (site.index >= base.size() || (site.width_limit >= 0 && static_cast<size_t>(site.width_limit) >= base.size()))
-      return false;
-    const Interval limit = site.width_limit >= 0 ? base[static_cast<uint32_t>(site.width_limit)] : Interval{};
-    if (outcome_of(facts, site, {base[group.path], base[site.index], limit}, launch) != SiteOutcome::proven)
-      return false;
-  }
-  return true;
+  };
+  return group.limited ? all_proven.template operator()<true>() : all_proven.template operator()<false>();
 }
 
 namespace {
@@ -508,6 +506,8 @@ bool internal::envelope_reachable(const ir::AccessFacts& facts, const SitePlan& 
       const uint32_t site = plan.by_path[k];
       computed = (known_scalars && plan.index_total[site]) || known[facts.sites[site].index];
     }
+    // The limits in a pass of their own, over limited groups only (in the loop above they cost
+    // sgemm, which has none, 0.6 %).
     for (uint32_t k = group.first; k < group.end && computed && group.limited; ++k)
       if (const int64_t limit = facts.sites[plan.by_path[k]].width_limit; limit >= 0)
         computed = known[limit] && ir::value_of(facts.nodes[limit].type, bits[limit]) > 0;
