@@ -84,7 +84,7 @@ int outside_bounds(const ir::AccessFacts& facts, const validation::MemoryLaunch&
   const ir::LeafValues leaves{launch.grid, launch.block, launch.dynamic_shared_bytes, &launch.scalar_bits};
   ir::NodeBounds bounds(facts, first);
   if (deps.empty()) bounds.bind(facts, leaves);
-  else bounds.rebind(leaves, deps, ~uint64_t{0});
+  else bounds.rebind(leaves, deps, ir::dependent_nodes(deps), ~uint64_t{0});
   auto holds = [&](const ir::Interval& r, uint32_t id, uint64_t bits) {
     ir::Interval b = r;
     if (static_cast<int64_t>(id) == planted && !b.empty()) --b.hi;
@@ -251,17 +251,21 @@ kernel k(out y: f32[], n: u32, m: u32) {
   const ir::AccessSite& site = facts->sites[0];
   CHECK(deps[site.index] == (ir::leaf_bit_grid(0) | ir::leaf_bit_block(0)));
   CHECK(deps[site.path] == (ir::leaf_bit_block(1) | ir::leaf_bit_param(1) | ir::leaf_bit_param(2)));
-  std::vector<uint64_t> before, now;
+  std::vector<uint64_t> key;
   validation::MemoryLaunch launch;
   launch.scalar_bits = {std::nullopt, uint64_t{5}, uint64_t{6}};
-  validation::internal::bounds_key(launch, before);
+  CHECK(validation::internal::rekey(launch, key) == ~uint64_t{0});  // an empty key
+  CHECK(validation::internal::rekey(launch, key) == 0);
   launch.grid[1] = 7;
   launch.scalar_bits[2].reset();
-  validation::internal::bounds_key(launch, now);
-  CHECK(validation::internal::changed_inputs(before, now) == (ir::leaf_bit_grid(1) | ir::leaf_bit_param(2)));
+  CHECK(validation::internal::rekey(launch, key) == (ir::leaf_bit_grid(1) | ir::leaf_bit_param(2)));
+  launch.scalar_bits[0] = uint64_t{0};  // known now, with the value an unknown one's word holds
+  launch.block[2] = 3;
+  launch.dynamic_shared_bytes = 64;
+  CHECK(validation::internal::rekey(launch, key) ==
+        (ir::leaf_bit_param(0) | ir::leaf_bit_block(2) | ir::kLeafBitDynamicShared));
   launch.scalar_bits.pop_back();
-  validation::internal::bounds_key(launch, now);
-  CHECK(validation::internal::changed_inputs(before, now) == ~uint64_t{0});
+  CHECK(validation::internal::rekey(launch, key) == ~uint64_t{0});
 }
 
 TEST_CASE("bounds cones: every shipped kernel at many launches narrows to the bounds of the full pass") {
@@ -403,7 +407,7 @@ TEST_CASE("node bounds: rebind over a random launch sequence equals a fresh bind
       if (launch.dynamic_shared_bytes != before.dynamic_shared_bytes) changed |= ir::kLeafBitDynamicShared;
       for (size_t p = 0; p < launch.scalar_bits.size(); ++p)
         if (launch.scalar_bits[p] != before.scalar_bits[p]) changed |= ir::leaf_bit_param(p);
-      reused.rebind(leaves, deps, changed);
+      reused.rebind(leaves, deps, ir::dependent_nodes(deps), changed);
       const ir::NodeBounds fresh(facts, leaves);
       CHECK(reused.base() == fresh.base());
       before = launch;
@@ -432,7 +436,7 @@ TEST_CASE("node bounds: rebind evaluates a select again when only its condition'
   const ir::LeafValues at_first{{1, 1, 1}, {200, 1, 1}, 0, &first}, at_second{{1, 1, 1}, {200, 1, 1}, 0, &second};
   ir::NodeBounds reused(facts, at_first);
   CHECK(reused.base()[6] == ir::Interval{0, 49});
-  reused.rebind(at_second, deps, ir::leaf_bit_param(0));
+  reused.rebind(at_second, deps, ir::dependent_nodes(deps), ir::leaf_bit_param(0));
   CHECK(reused.base()[2] == ir::Interval{0, 1});
   CHECK(reused.base()[4] == ir::Interval{0, 100});
   CHECK(reused.base()[6] == ir::Interval{0, 79});

@@ -583,6 +583,7 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
   }
   if (memo && !memo->planned) {
     memo->deps = ir::leaf_dependencies(facts);
+    memo->dependent = ir::dependent_nodes(memo->deps);
     internal::plan_sites(facts, memo->deps, memo->plan, true);
     memo->sites.assign(facts.sites.size(), {});
     memo->envelope.assign(memo->plan.groups.size(), 0);
@@ -600,10 +601,9 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
   const bool reuse = memo && memo->valid && !memo->deps.empty();
   uint64_t changed = ~uint64_t{0};
   if (memo) {
-    internal::bounds_key(launch, memo->next_key);
-    if (reuse) changed = internal::changed_inputs(memo->key, memo->next_key);
+    const uint64_t differ = internal::rekey(launch, memo->key);
+    if (reuse) changed = differ;
     memo->valid = false;
-    memo->key.swap(memo->next_key);
   }
   // The node bounds are brought to this launch when first read: a launch whose groups are all
   // decided by their launch-uniform guards (and that searches no shared races) reads none.
@@ -612,7 +612,7 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
     if (bound) return;
     bound = true;
     if (!memo) return bounds.bind(facts, leaves);
-    if (reuse && memo->bound) bounds.rebind(leaves, memo->deps, changed | memo->stale);
+    if (reuse && memo->bound) bounds.rebind(leaves, memo->deps, memo->dependent, changed | memo->stale);
     else bounds.bind(facts, leaves);
     memo->bound = true;
     memo->stale = 0;

@@ -151,37 +151,38 @@ std::shared_ptr<BoundsMemo> bounds_memo(const std::shared_ptr<const ir::AccessFa
   return thread_memo(facts)->bounds;
 }
 
-void bounds_key(const MemoryLaunch& launch, std::vector<uint64_t>& key) {
-  // Sized once and written in place: a launch of the same kernel finds the vector at its size.
+uint64_t rekey(const MemoryLaunch& launch, std::vector<uint64_t>& key) {
+  // Written in place and compared word by word in one pass: a launch of the same kernel finds the
+  // vector at its size. The leaf bits are the key's positions (ir::leaf_bit_*), a parameter's two
+  // words one bit.
   const size_t params = launch.scalar_bits.size();
-  key.resize(7 + 2 * params);
+  uint64_t changed = 0;
+  if (key.size() != 7 + 2 * params) {
+    key.assign(7 + 2 * params, 0);
+    changed = ~uint64_t{0};
+  }
   uint64_t* k = key.data();
-  for (unsigned d = 0; d < 3; ++d) k[d] = launch.grid[d], k[3 + d] = launch.block[d];
-  k[6] = launch.dynamic_shared_bytes;
+  auto put = [&](size_t at, uint64_t value, uint64_t bit) {
+    changed |= k[at] != value ? bit : 0;
+    k[at] = value;
+  };
+  for (unsigned d = 0; d < 3; ++d) {
+    put(d, launch.grid[d], ir::leaf_bit_grid(d));
+    put(3 + d, launch.block[d], ir::leaf_bit_block(d));
+  }
+  put(6, launch.dynamic_shared_bytes, ir::kLeafBitDynamicShared);
   const std::optional<uint64_t>* bits = launch.scalar_bits.data();
   for (size_t p = 0; p < params; ++p) {
-    k[7 + 2 * p] = bits[p].has_value();
-    k[8 + 2 * p] = bits[p].has_value() ? *bits[p] : 0;
+    const uint64_t bit = ir::leaf_bit_param(p);
+    put(7 + 2 * p, bits[p].has_value(), bit);
+    put(8 + 2 * p, bits[p].has_value() ? *bits[p] : 0, bit);
   }
-}
-
-uint64_t changed_inputs(const std::vector<uint64_t>& before, const std::vector<uint64_t>& now) {
-  if (before.size() != now.size() || now.size() < 7) return ~uint64_t{0};
-  const uint64_t* b = before.data();
-  const uint64_t* n = now.data();
-  // The leaf bits are the key's positions (ir::leaf_bit_*), a parameter's two words one bit. The
-  // parameters' words are compared at once first: a new grid or block changes none of them.
-  uint64_t changed = 0;
-  for (unsigned k = 0; k < 7; ++k) changed |= uint64_t{b[k] != n[k]} << k;
-  if (std::memcmp(b + 7, n + 7, (now.size() - 7) * sizeof(uint64_t)) == 0) return changed;
-  for (size_t i = 7; i + 1 < now.size(); i += 2)
-    if (b[i] != n[i] || b[i + 1] != n[i + 1]) changed |= ir::leaf_bit_param((i - 7) / 2);
   return changed;
 }
 static_assert(ir::leaf_bit_grid(0) == 1 && ir::leaf_bit_grid(2) == 4 && ir::leaf_bit_block(0) == 8 &&
                   ir::leaf_bit_block(2) == 32 && ir::kLeafBitDynamicShared == 64 && ir::leaf_bit_param(0) == 128 &&
                   ir::leaf_bit_param(57) == 128,
-              "changed_inputs sets the leaf bits by the key's positions");
+              "rekey sets the leaf bits by the key's positions");
 
 bool shared_races_searched(const std::shared_ptr<const ir::AccessFacts>& facts) {
   return thread_memo(facts)->inputs.searched;

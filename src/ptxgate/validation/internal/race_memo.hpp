@@ -140,6 +140,7 @@ struct BoundsMemo {
   std::mutex mutex;
   bool planned = false;
   std::vector<uint64_t> deps;    ///< ir::leaf_dependencies (empty: nothing is reused)
+  std::vector<uint32_t> dependent;  ///< ir::dependent_nodes(deps)
   SitePlan plan;
   ir::NodeBounds bounds;         ///< bound to the facts for the launch of `key`, unless `stale`
   bool valid = false;            ///< `key` and `sites` describe one complete evaluation
@@ -148,8 +149,7 @@ struct BoundsMemo {
   /// that changed since they were last brought to a launch: the next rebind evaluates those too.
   bool bound = false;
   uint64_t stale = 0;
-  std::vector<uint64_t> key;     ///< that launch's inputs (bounds_key)
-  std::vector<uint64_t> next_key;  ///< the key of the launch being evaluated (then swapped into `key`)
+  std::vector<uint64_t> key;     ///< that launch's inputs (rekey)
   bool races_searched = false;   ///< shared_races_searched of the facts
   std::vector<SiteBounds> sites;  ///< by site number, for that launch
   /// By group: 1 when that launch proved the group through its envelope (its `sites` entries were
@@ -164,10 +164,10 @@ struct BoundsMemo {
 /// The bounds memo of `facts` (made on first use; lives as long as the facts' race memo).
 std::shared_ptr<BoundsMemo> bounds_memo(const std::shared_ptr<const ir::AccessFacts>& facts);
 
-/// The launch inputs node bounds read, as a key, and which of them (ir::leaf_dependencies bits)
-/// differ between two keys (all bits when their parameters differ in number).
-void bounds_key(const MemoryLaunch& launch, std::vector<uint64_t>& key);
-uint64_t changed_inputs(const std::vector<uint64_t>& before, const std::vector<uint64_t>& now);
+/// Writes the launch inputs node bounds read into `key` (as a key) and returns which of them
+/// (ir::leaf_dependencies bits) differ from the key it held: all bits when that held another number
+/// of parameters (an empty key too).
+uint64_t rekey(const MemoryLaunch& launch, std::vector<uint64_t>& key);
 
 /// evaluate_accesses(*facts, launch) with the race part through remembered_shared_races and the
 /// node bounds through the facts' BoundsMemo: the same verdict.
