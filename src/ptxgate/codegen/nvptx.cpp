@@ -128,10 +128,13 @@ std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(ir::Ta
 // building and running them). libdevice is inlined first (its bitcode is already optimised) and
 // the unused rest dropped. Then SSA construction, combining, loop canonicalisation with
 // LICM, full unrolling of constant-trip loops (a matmul tile's inner loop), GVN, the late
-// runtime/partial unroller, and alignment inference (which lets the NVPTX load/store vectoriser
+// partial unroller, and alignment inference (which lets the NVPTX load/store vectoriser
 // merge shared-memory loads into ld.shared.v4). On every example and benchmark kernel the
 // ptxas output (registers, size) is the same as with O3 at about two thirds of the instructions
-// executed by the compiler (docs/benchmarks.md).
+// executed by the compiler (docs/benchmarks.md). Loops whose trip count is known only at run time
+// are not unrolled here (no-runtime): ptxas unrolls loops itself, and a runtime-unrolled loop (a
+// four-way body and a remainder) only gave it more PTX to compile: BFS's edge loop cost ptxas 18%
+// more time for a larger cubin with more registers (docs/benchmarks.md "Compile speed (issue 29)").
 const char* const kLibdevicePrepareStage =
     "loop-mssa(loop-rotate<header-duplication;no-prepare-for-lto>),nvvm-reflect,simplifycfg<keep-loops>,"
     "sroa<modify-cfg>,early-cse<>,instcombine<max-iterations=1;no-verify-fixpoint>";
@@ -144,7 +147,7 @@ const char* const kKernelFunctionStage =
     "loop-rotate<header-duplication;no-prepare-for-lto>,licm<allowspeculation>),"
     "loop(indvars,loop-deletion,loop-unroll-full),"
     "sroa<modify-cfg>,gvn<>,instcombine<max-iterations=1;no-verify-fixpoint>,"
-    "loop-unroll<O3>,infer-alignment,loop-mssa(licm<allowspeculation>),adce,simplifycfg)";
+    "loop-unroll<O3;no-runtime>,infer-alignment,loop-mssa(licm<allowspeculation>),adce,simplifycfg)";
 
 namespace {
 
