@@ -84,7 +84,7 @@ int outside_bounds(const ir::AccessFacts& facts, const validation::MemoryLaunch&
   const ir::LeafValues leaves{launch.grid, launch.block, launch.dynamic_shared_bytes, &launch.scalar_bits};
   ir::NodeBounds bounds(facts, first);
   if (deps.empty()) bounds.bind(facts, leaves);
-  else bounds.rebind(leaves, deps, ir::dependent_nodes(deps), ~uint64_t{0});
+  else bounds.rebind(leaves, deps, ~uint64_t{0});
   auto holds = [&](const ir::Interval& r, uint32_t id, uint64_t bits) {
     ir::Interval b = r;
     if (static_cast<int64_t>(id) == planted && !b.empty()) --b.hi;
@@ -407,7 +407,7 @@ TEST_CASE("node bounds: rebind over a random launch sequence equals a fresh bind
       if (launch.dynamic_shared_bytes != before.dynamic_shared_bytes) changed |= ir::kLeafBitDynamicShared;
       for (size_t p = 0; p < launch.scalar_bits.size(); ++p)
         if (launch.scalar_bits[p] != before.scalar_bits[p]) changed |= ir::leaf_bit_param(p);
-      reused.rebind(leaves, deps, ir::dependent_nodes(deps), changed);
+      reused.rebind(leaves, deps, changed);
       const ir::NodeBounds fresh(facts, leaves);
       CHECK(reused.base() == fresh.base());
       before = launch;
@@ -436,7 +436,7 @@ TEST_CASE("node bounds: rebind evaluates a select again when only its condition'
   const ir::LeafValues at_first{{1, 1, 1}, {200, 1, 1}, 0, &first}, at_second{{1, 1, 1}, {200, 1, 1}, 0, &second};
   ir::NodeBounds reused(facts, at_first);
   CHECK(reused.base()[6] == ir::Interval{0, 49});
-  reused.rebind(at_second, deps, ir::dependent_nodes(deps), ir::leaf_bit_param(0));
+  reused.rebind(at_second, deps, ir::leaf_bit_param(0));
   CHECK(reused.base()[2] == ir::Interval{0, 1});
   CHECK(reused.base()[4] == ir::Interval{0, 100});
   CHECK(reused.base()[6] == ir::Interval{0, 79});

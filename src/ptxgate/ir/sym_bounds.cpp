@@ -240,19 +240,15 @@ void NodeBounds::bind(const AccessFacts& facts, const LeafValues& leaves) {
   for (uint32_t i = 0; i < n; ++i) base_[i] = forward(i, base_);
 }
 
-void NodeBounds::rebind(const LeafValues& leaves, const std::vector<uint64_t>& deps,
-                        std::span<const uint32_t> dependent, uint64_t changed) {
+void NodeBounds::rebind(const LeafValues& leaves, const std::vector<uint64_t>& deps, uint64_t changed) {
   leaves_ = leaves;
   // No path limits while the base bounds are evaluated (a select's branches read them).
   reset_limits(limit_, dirty_, touched_);
-  // A node that depends on no launch input (a constant, or computed from constants only) keeps its
-  // bounds: only `dependent` nodes are visited. A node of plain operation (not a select, which reads
-  // its condition's operands, nor a leaf) whose operands all kept their bounds keeps its own: its
-  // operation over the same bounds. So only nodes whose operands' bounds changed in this pass
-  // (kRebound, which only dependent nodes ever carry) are evaluated again.
+  // A node of plain operation (not a select, which reads its condition's operands, nor a leaf)
+  // whose operands all kept their bounds keeps its own: its operation over the same bounds. So
+  // only nodes whose operands' bounds changed in this pass (kRebound) are evaluated again.
   const size_t n = std::min(base_.size(), std::min(deps.size(), dirty_.size()));
-  for (const uint32_t i : dependent) {
-    if (i >= n) break;
+  for (uint32_t i = 0; i < n; ++i) {
     dirty_[i] &= static_cast<uint8_t>(~kRebound);
     if (!(deps[i] & changed)) continue;
     const SymNode& x = facts_->nodes[i];
@@ -298,13 +294,6 @@ std::vector<uint64_t> leaf_dependencies(const AccessFacts& facts) {
     deps[i] = d;
   }
   return deps;
-}
-
-std::vector<uint32_t> dependent_nodes(const std::vector<uint64_t>& deps) {
-  std::vector<uint32_t> out;
-  for (uint32_t i = 0; i < deps.size(); ++i)
-    if (deps[i] != 0) out.push_back(i);
-  return out;
 }
 
 Interval NodeBounds::loop_bounds(uint32_t id, uint32_t loop, const std::vector<Interval>& values) const {

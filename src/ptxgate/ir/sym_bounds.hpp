@@ -49,10 +49,8 @@ class NodeBounds {
   /// The bounds of the facts last bound for a launch `leaves` that differs from that one only in the
   /// launch inputs of `changed` (leaf_dependencies' bits): only the nodes that depend on one of them
   /// are evaluated again, the others keep their bounds, which are a function of the inputs they
-  /// depend on. The same bounds as bind(facts, leaves). `deps`: leaf_dependencies(facts), not empty;
-  /// `dependent`: dependent_nodes(deps), the only nodes visited.
-  void rebind(const LeafValues& leaves, const std::vector<uint64_t>& deps, std::span<const uint32_t> dependent,
-              uint64_t changed);
+  /// depend on. The same bounds as bind(facts, leaves). `deps`: leaf_dependencies(facts), not empty.
+  void rebind(const LeafValues& leaves, const std::vector<uint64_t>& deps, uint64_t changed);
   /// The bounds without any path condition.
   const std::vector<Interval>& base() const { return base_; }
   /// Bounds under `path` (a bool node) being true, up to node `last`: the conjuncts of the path
@@ -117,8 +115,5 @@ constexpr uint64_t leaf_bit_param(uint64_t p) { return uint64_t{1} << (7 + p % 5
 /// bounds of the loops whose variables it reads). Empty when a loop's bounds are nodes after its
 /// variable (bounds then read nodes not yet evaluated: no node may be skipped).
 std::vector<uint64_t> leaf_dependencies(const AccessFacts& facts);
-/// The nodes whose leaf_dependencies are not empty, ascending: the only ones a launch can change
-/// (NodeBounds::rebind visits no other).
-std::vector<uint32_t> dependent_nodes(const std::vector<uint64_t>& deps);
 
 }  // namespace ptxgate::ir

@@ -583,7 +583,6 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
   }
   if (memo && !memo->planned) {
     memo->deps = ir::leaf_dependencies(facts);
-    memo->dependent = ir::dependent_nodes(memo->deps);
     internal::plan_sites(facts, memo->deps, memo->plan, true);
     memo->sites.assign(facts.sites.size(), {});
     memo->envelope.assign(memo->plan.groups.size(), 0);
@@ -612,7 +611,7 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
     if (bound) return;
     bound = true;
     if (!memo) return bounds.bind(facts, leaves);
-    if (reuse && memo->bound) bounds.rebind(leaves, memo->deps, memo->dependent, changed | memo->stale);
+    if (reuse && memo->bound) bounds.rebind(leaves, memo->deps, changed | memo->stale);
     else bounds.bind(facts, leaves);
     memo->bound = true;
     memo->stale = 0;

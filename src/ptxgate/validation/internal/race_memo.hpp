@@ -140,7 +140,6 @@ struct BoundsMemo {
   std::mutex mutex;
   bool planned = false;
   std::vector<uint64_t> deps;    ///< ir::leaf_dependencies (empty: nothing is reused)
-  std::vector<uint32_t> dependent;  ///< ir::dependent_nodes(deps)
   SitePlan plan;
   ir::NodeBounds bounds;         ///< bound to the facts for the launch of `key`, unless `stale`
   bool valid = false;            ///< `key` and `sites` describe one complete evaluation
