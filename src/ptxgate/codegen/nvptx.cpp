@@ -133,8 +133,9 @@ std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(ir::Ta
 // ptxas output (registers, size) is the same as with O3 at about two thirds of the instructions
 // executed by the compiler (docs/benchmarks.md). Loops whose trip count is known only at run time
 // are not unrolled here (no-runtime): ptxas unrolls loops itself, and a runtime-unrolled loop (a
-// four-way body and a remainder) only gave it more PTX to compile: BFS's edge loop cost ptxas 18%
-// more time for a larger cubin with more registers (docs/benchmarks.md "Compile speed (issue 29)").
+// four-way body and a remainder) only gave it more PTX to compile: ptxas executed 39% more
+// instructions on BFS's unrolled edge loop for a larger cubin with more registers and the same run
+// time (docs/benchmarks.md "Compile speed (issue 29)", ninth round).
 const char* const kLibdevicePrepareStage =
     "loop-mssa(loop-rotate<header-duplication;no-prepare-for-lto>),nvvm-reflect,simplifycfg<keep-loops>,"
     "sroa<modify-cfg>,early-cse<>,instcombine<max-iterations=1;no-verify-fixpoint>";
