@@ -135,7 +135,12 @@ int main(int argc, char** argv) {
     cmp.kernels_dir = kernels;
     return run_compile_callgrind(cmp);
   }
+  // The compile benchmarks time compiles: neither the driver's JIT nor NVRTC may answer from the CUDA
+  // compute cache on disk (~/.nv/ComputeCache, read at cuInit and by NVRTC 13), which an earlier run
+  // with the same sources filled (every twin's NVRTC -> cubin then took 16-48 ms on the H200).
+  auto no_compute_cache = [] { setenv("CUDA_CACHE_DISABLE", "1", 1); };
   if (*compare) {
+    no_compute_cache();
     ResultFile out(out_path, "compile_compare");
     cmp.examples_dir = examples;
     cmp.kernels_dir = kernels;
@@ -149,8 +154,7 @@ int main(int argc, char** argv) {
     co.cache_dir = cache_dir;
     co.with_gpu = !no_gpu;
     co.twins_dir = compile_twins;
-    // The cold path's JIT variant must compile: no hit in the driver's JIT cache (read at cuInit).
-    setenv("CUDA_CACHE_DISABLE", "1", 1);
+    no_compute_cache();  // the cold path's JIT variant must compile too
     std::error_code ec;
     co.self = fs::read_symlink("/proc/self/exe", ec).string();
     return run_compile_latency(co, out);

@@ -345,11 +345,10 @@ int run_compile_compare(const CompareOptions& o, ResultFile& out) {
     Phases phases;
     // Interleaved rounds: a slow moment of the machine hits every variant alike.
     for (size_t r = 0; r < reps; ++r) {
-      // Every NVRTC compile gets a source (and so PTX) of its own: one more empty kernel, named by the round and
-      // the variant, so that no cache inside NVRTC keyed by the source or the PTX answers a repeated compile
-      // (on the H100 machine NVRTC -> cubin of sgemm took 26 ms in repeated rounds, 300 ms on the cold path).
+      // Every NVRTC compile gets a source (and so PTX) of its own, named by the round and the variant
+      // (uncached_source): no cache answers a repeated compile.
       auto unique_twin = [&](const char* variant) {
-        return twin_text + fmt::format("\nextern \"C\" __global__ void ptxgate_round_{}_{}() {{}}\n", r, variant);
+        return uncached_source(twin_text, fmt::format("{}_{}", r, variant));
       };
       if (!pair.arch.empty()) {
         if (std::string e = measure_ptxas_pair(pair, r, toolkit); !e.empty()) {

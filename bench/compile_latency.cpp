@@ -82,8 +82,9 @@ void cold_path(const CompileOptions& o, const KernelSource& ks, const std::strin
   for (size_t i = 0; i < o.cold_repetitions; ++i) {
     auto rt = fresh_runtime(true);
     if (!rt) break;
+    const std::string source = uncached_source(*twin_text, fmt::format("cold_{}", i));
     auto t0 = Clock::now();
-    auto cubin = (*nvrtc)->compile(*twin_text, twin.filename().string(), arch, true);
+    auto cubin = (*nvrtc)->compile(source, twin.filename().string(), arch, true);
     if (!cubin) {
       out.error("compile.nvrtc_cubin_load." + ks.name, cubin.error());
       status = 1;

@@ -2,11 +2,14 @@
 #include "nvrtc.hpp"
 
 #include <dlfcn.h>
+#include <unistd.h>
 #include <nvrtc.h>
 
 #include <cctype>
+#include <cstdint>
 #include <filesystem>
 #include <mutex>
+#include <random>
 #include <string_view>
 #include <vector>
 
@@ -95,6 +98,14 @@ std::expected<std::string, std::string> Nvrtc::compile(const std::string& source
   }
   api_->destroy(&program);
   return out;
+}
+
+std::string uncached_source(const std::string& source, std::string_view tag) {
+  static const uint64_t process = [] {
+    std::random_device device;
+    return (uint64_t{device()} << 32) ^ device() ^ static_cast<uint64_t>(::getpid());
+  }();
+  return source + fmt::format("\nextern \"C\" __global__ void ptxgate_uncached_{:016x}_{}() {{}}\n", process, tag);
 }
 
 std::string twin_arch(const std::string& source) {

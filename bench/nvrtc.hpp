@@ -3,6 +3,7 @@
 
 #include <expected>
 #include <string>
+#include <string_view>
 
 namespace ptxgate::bench {
 
@@ -25,6 +26,14 @@ class Nvrtc {
  private:
   const Api* api_ = nullptr;
 };
+
+/// `source` with one more empty kernel, named by `tag` and by a number drawn once per process, so that
+/// no cache answers the compile: neither one inside NVRTC keyed by the source (on the H100 machine
+/// NVRTC -> cubin of sgemm took 26 ms in repeated rounds, 300 ms on the cold path) nor, should it be
+/// on, the CUDA compute cache on disk (~/.nv/ComputeCache: the benchmarks set CUDA_CACHE_DISABLE),
+/// which NVRTC 13 fills: a second run of compile-compare with the same sources took 16-48 ms for
+/// every twin's NVRTC -> PTX and -> cubin on the H200.
+std::string uncached_source(const std::string& source, std::string_view tag);
 
 /// The architecture number a CUDA C++ twin is compiled for: what its "// nvcc-arch: sm_XX" line
 /// names (e.g. "90a" for wgmma and TMA), else "90"; NVRTC takes "compute_" or "sm_" before it.
