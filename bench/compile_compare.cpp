@@ -467,35 +467,49 @@ int run_compile_compare(const CompareOptions& o, ResultFile& out) {
                    l.ptx_lines_pg, l.ptx_lines_twin);
   }
 
-  // The size curve: generated kernels, each compiled `reps` times (at least once), largest last so that the
-  // process's peak memory after each is that size's peak.
+  // The size curve: generated kernels, each compiled `reps` times (at least once) in interleaved rounds.
+  // The first round goes up in size, so that the process's peak memory after each size is that size's
+  // peak; later rounds start one size further on each time, so that a slow moment of the machine lands on
+  // every size alike instead of on the size being repeated (the per-doubling ratios compare sizes).
   if (!o.scaling.empty()) {
     fmt::print("\ngenerated kernels (a libdevice math call per statement): text -> PTX, ms (wall, cpu), peak RSS\n\n");
     fmt::print("| {:>10} | {:>10} | {:>10} | {:>14} | {:>13} |\n", "statements", "wall ms", "cpu ms", "cpu ms / stmt", "peak RSS MiB");
     fmt::print("|{:->12}|{:->12}|{:->12}|{:->16}|{:->15}|\n", "", "", "", "", "");
     std::vector<unsigned> sizes = o.scaling;
     std::sort(sizes.begin(), sizes.end());
-    for (unsigned n : sizes) {
-      const std::string text = generated_kernel(n);
-      const std::string name = fmt::format("generated_{}", n);
-      Series s;
-      for (size_t r = 0; r < std::max<size_t>(1, o.scaling_repetitions); ++r) {
+    const size_t count = sizes.size();
+    std::vector<std::string> texts;
+    for (unsigned n : sizes) texts.push_back(generated_kernel(n));
+    std::vector<Series> series(count);
+    std::vector<double> rss(count, 0.0);
+    std::vector<bool> failed(count, false);
+    for (size_t r = 0; r < std::max<size_t>(1, o.scaling_repetitions); ++r) {
+      for (size_t j = 0; j < count; ++j) {
+        const size_t i = (j + r) % count;
+        if (failed[i]) continue;
+        const std::string name = fmt::format("generated_{}", sizes[i]);
         Timed t;
-        Product p = timed(t, [&] { return ptxgate_compile(name + ".pg", text, toolkit, false, /*budget=*/0); });
+        Product p = timed(t, [&] { return ptxgate_compile(name + ".pg", texts[i], toolkit, false, /*budget=*/0); });
         if (!p.error.empty()) {
           out.error("compile_cmp.ptx." + name, p.error);
           status = 1;
-          break;
+          failed[i] = true;
+          continue;
         }
-        s.add(t);
+        series[i].add(t);
+        if (r == 0) rss[i] = peak_rss_mib();
       }
+    }
+    for (size_t i = 0; i < count; ++i) {
+      const Series& s = series[i];
       if (s.wall.empty()) continue;
-      const double rss = peak_rss_mib();
+      const unsigned n = sizes[i];
+      const std::string name = fmt::format("generated_{}", n);
       out.add("compile_cmp.ptx." + name, "ms", summarize(s.wall), {{"statements", n}});
       out.add("compile_cmp.ptx_cpu." + name, "ms", summarize(s.cpu), {{"statements", n}});
-      out.add("compile_cmp.peak_rss." + name, "MiB", summarize({rss}), {{"statements", n}});
+      out.add("compile_cmp.peak_rss." + name, "MiB", summarize({rss[i]}), {{"statements", n}});
       fmt::print("| {:>10} | {:>10.1f} | {:>10.1f} | {:>14.3f} | {:>13.0f} |\n", n, s.median(), s.cpu_median(),
-                 s.cpu_median() / n, rss);
+                 s.cpu_median() / n, rss[i]);
     }
   }
 

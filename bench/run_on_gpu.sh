@@ -84,7 +84,7 @@ done
 # target 5 (ptxas on ptxgate's PTX against nvcc's PTX of each twin, with nvcc from $CUDA_HOME) and target 4 (the
 # generated kernels up to 2000 statements, each doubling gated by report.py).
 want compile && step "compile vs NVRTC" 240 bash -c 'bench "$@"' bench compile-compare --examples examples \
-  --kernels bench/kernels --twins bench/cuda --repetitions 10 --scaling 250 500 1000 2000 --scaling-repetitions 3 \
+  --kernels bench/kernels --twins bench/cuda --repetitions 10 --scaling 250 500 1000 2000 --scaling-repetitions 5 \
   --out "$PARTS/compile_compare.json"
 # The cold path (text -> loaded module, fresh Runtime and caches) of every kernel with a twin, against NVRTC -> cubin -> load.
 want compile && step "compile cold path, every twin" 180 bash -c 'bench "$@"' bench compile --cold-all --cold-repetitions 3 \
