@@ -4,7 +4,6 @@
 #include "ptxgate/validation/internal/race_memo.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <mutex>
 
 #include "ptxgate/ir/sym_eval.hpp"
@@ -153,8 +152,8 @@ std::shared_ptr<BoundsMemo> bounds_memo(const std::shared_ptr<const ir::AccessFa
 
 uint64_t rekey(const MemoryLaunch& launch, std::vector<uint64_t>& key) {
   // Written in place and compared word by word in one pass: a launch of the same kernel finds the
-  // vector at its size. The leaf bits are the key's positions (ir::leaf_bit_*), a parameter's two
-  // words one bit.
+  // vector at its size. Each word that differs sets its input's ir::leaf_bit_* (a parameter's two
+  // words one bit).
   const size_t params = launch.scalar_bits.size();
   uint64_t changed = 0;
   if (key.size() != 7 + 2 * params) {
@@ -179,10 +178,6 @@ uint64_t rekey(const MemoryLaunch& launch, std::vector<uint64_t>& key) {
   }
   return changed;
 }
-static_assert(ir::leaf_bit_grid(0) == 1 && ir::leaf_bit_grid(2) == 4 && ir::leaf_bit_block(0) == 8 &&
-                  ir::leaf_bit_block(2) == 32 && ir::kLeafBitDynamicShared == 64 && ir::leaf_bit_param(0) == 128 &&
-                  ir::leaf_bit_param(57) == 128,
-              "rekey sets the leaf bits by the key's positions");
 
 bool shared_races_searched(const std::shared_ptr<const ir::AccessFacts>& facts) {
   return thread_memo(facts)->inputs.searched;
