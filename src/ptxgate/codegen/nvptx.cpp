@@ -127,9 +127,11 @@ std::expected<TargetMachineLease, diag::Diagnostics> lease_target_machine(ir::Ta
 // and whole-module passes of O3 to do but cost time (a saxpy compile spent a third of its time
 // building and running them). libdevice is inlined first (its bitcode is already optimised) and
 // the unused rest dropped. Then SSA construction, combining, loop canonicalisation with
-// LICM, full unrolling of constant-trip loops (a matmul tile's inner loop), GVN, the late
-// partial unroller, and alignment inference (which lets the NVPTX load/store vectoriser
-// merge shared-memory loads into ld.shared.v4). On every example and benchmark kernel the
+// LICM, full unrolling of constant-trip loops (a matmul tile's inner loop), the late unroller
+// (partial, and full for loops the first one found too large before SROA), GVN and InstCombine
+// after it (so that an unrolled iteration's condition is seen to repeat one its guard already
+// decided: axpy_half's tail loop, tenth round), and alignment inference (which lets the NVPTX
+// load/store vectoriser merge shared-memory loads into ld.shared.v4). On every example and benchmark kernel the
 // ptxas output (registers, size) is the same as with O3 at about two thirds of the instructions
 // executed by the compiler (docs/benchmarks.md). Loops whose trip count is known only at run time
 // are not unrolled here (no-runtime): ptxas unrolls loops itself, and a runtime-unrolled loop (a
@@ -147,8 +149,8 @@ const char* const kKernelFunctionStage =
     "loop-mssa(loop-instsimplify,loop-simplifycfg,licm<no-allowspeculation>,"
     "loop-rotate<header-duplication;no-prepare-for-lto>,licm<allowspeculation>),"
     "loop(indvars,loop-deletion,loop-unroll-full),"
-    "sroa<modify-cfg>,gvn<>,instcombine<max-iterations=1;no-verify-fixpoint>,"
-    "loop-unroll<O3;no-runtime>,infer-alignment,loop-mssa(licm<allowspeculation>),adce,simplifycfg)";
+    "sroa<modify-cfg>,loop-unroll<O3;no-runtime>,gvn<>,instcombine<max-iterations=1;no-verify-fixpoint>,"
+    "infer-alignment,loop-mssa(licm<allowspeculation>),adce,simplifycfg)";
 
 namespace {
 
