@@ -73,7 +73,7 @@ TEST_CASE("codegen: saxpy becomes a PTX entry with by-value parameters and launc
   CHECK(contains(ptx, "ld.global"));
   CHECK(contains(ptx, "st.global"));
   CHECK(contains(ptx, "%ctaid.x"));
-  CHECK(contains(ptx, "%ntid.x"));
+  CHECK_FALSE(contains(ptx, "%ntid.x"));  // @workgroup(256): global_id is ctaid.x * 256 + tid.x
   CHECK(contains(ptx, "%tid.x"));
   CHECK_FALSE(contains(ptx, "__nv_"));
   CHECK_FALSE(contains(ptx, ".func"));
@@ -83,6 +83,44 @@ TEST_CASE("codegen: saxpy becomes a PTX entry with by-value parameters and launc
   CHECK(compiled.kernels[0].name == "saxpy");
   CHECK(compiled.kernels[0].params.size() == 4);
   CHECK_FALSE(compiled.kernels[0].hidden_grid_barrier_param);
+}
+
+TEST_CASE("codegen: a required block's sizes are constants, and thread_id along an extent-1 dimension is 0") {
+  // @workgroup is the PTX's .reqntid: the driver launches the kernel with no other block. In a
+  // kernel without one, and in a device function (which kernels of any block may call), every
+  // builtin reads its special register.
+  const char* text = R"(
+fn where_am_i() -> u32 {
+  return thread_id.y * block_dim.x;
+}
+@workgroup(256)
+kernel fixed(out y: u32[]) {
+  y[global_id.x] = block_dim.x + block_dim.y + block_dim.z + thread_id.y + thread_id.z + warp_id * 1000;
+}
+@workgroup(32, 4)
+kernel square(out y: u32[]) {
+  y[warp_id] = thread_id.y * 100 + block_dim.y;
+}
+kernel any_block(out y: u32[]) {
+  y[global_id.x] = block_dim.x + thread_id.y + warp_id + where_am_i();
+}
+)";
+  auto compiled = compile_text(text);
+  const std::string& ptx = compiled.ptx;
+  auto body = [&](const std::string& name) {
+    const size_t start = ptx.find(".entry " + name + "(");
+    REQUIRE(start != std::string::npos);
+    const size_t end = ptx.find("\n}\n", start);
+    REQUIRE(end != std::string::npos);
+    return ptx.substr(start, end - start);
+  };
+  const std::string fixed = body("fixed"), square = body("square"), any = body("any_block");
+  for (const char* reg : {"%ntid", "%tid.y", "%tid.z"}) CHECK_FALSE(contains(fixed, reg));
+  CHECK(contains(fixed, "%tid.x"));
+  CHECK(contains(square, "%tid.y"));  // extent 4: read; the sizes are constants
+  CHECK_FALSE(contains(square, "%tid.z"));
+  CHECK_FALSE(contains(square, "%ntid"));
+  for (const char* reg : {"%ntid.x", "%ntid.y", "%tid.y", "%tid.z"}) CHECK(contains(any, reg));
 }
 
 TEST_CASE("codegen: block_sum uses shared memory, bar.sync and a global float atomic") {

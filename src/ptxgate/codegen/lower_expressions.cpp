@@ -92,16 +92,25 @@ llvm::Value* KernelLowering::builtin(ir::Builtin which, uint8_t component) {
   static constexpr I::ID nctaid[3] = {I::nvvm_read_ptx_sreg_nctaid_x, I::nvvm_read_ptx_sreg_nctaid_y,
                                       I::nvvm_read_ptx_sreg_nctaid_z};
   auto read = [&](const I::ID (&ids)[3]) { return builder_.CreateIntrinsic(ids[component], {}, {}); };
+  // In a kernel with a required block (required_block_extent) block_dim is a constant, and so is
+  // thread_id along a dimension of extent 1.
+  const uint32_t extent = required_block_extent(component);
+  auto block_size = [&]() -> llvm::Value* {
+    if (extent != 0) return builder_.getInt32(extent);
+    return read(ntid);
+  };
   switch (which) {
-    case ir::Builtin::thread_id: return read(tid);
+    case ir::Builtin::thread_id:
+      if (extent == 1) return builder_.getInt32(0);
+      return read(tid);
     case ir::Builtin::block_id: return read(ctaid);
-    case ir::Builtin::block_dim: return read(ntid);
+    case ir::Builtin::block_dim: return block_size();
     case ir::Builtin::grid_dim: return read(nctaid);
     case ir::Builtin::global_id: {
       // One instruction per statement: the order of function arguments' evaluation is the host
       // compiler's choice, and the emitted IR must not depend on which compiler built ptxgate.
       llvm::Value* block = read(ctaid);
-      llvm::Value* size = read(ntid);
+      llvm::Value* size = block_size();
       llvm::Value* scaled = builder_.CreateMul(block, size);
       llvm::Value* thread = read(tid);
       return builder_.CreateAdd(scaled, thread);
@@ -116,18 +125,25 @@ llvm::Value* KernelLowering::builtin(ir::Builtin which, uint8_t component) {
 /// warp_id: the thread's linear index in the block (x fastest, as CUDA numbers warps) / 32.
 /// Not %warpid, which names a hardware slot and may change while the thread runs.
 llvm::Value* KernelLowering::warp_index() {
-  namespace I = llvm::Intrinsic;
-  auto read = [&](I::ID id) { return builder_.CreateIntrinsic(id, {}, {}); };
   // One instruction per statement (see builtin): the IR must not depend on the host compiler.
-  llvm::Value* linear = read(I::nvvm_read_ptx_sreg_tid_z);
-  for (auto [ntid, tid] : {std::pair{I::nvvm_read_ptx_sreg_ntid_y, I::nvvm_read_ptx_sreg_tid_y},
-                           std::pair{I::nvvm_read_ptx_sreg_ntid_x, I::nvvm_read_ptx_sreg_tid_x}}) {
-    llvm::Value* size = read(ntid);
+  // With a required block the sizes are constants and an extent-1 dimension's index is 0, so a
+  // one-dimensional block's warp is tid.x / 32, as CUDA C++ writes it.
+  llvm::Value* linear = builtin(ir::Builtin::thread_id, 2);
+  for (uint8_t dim : {uint8_t{1}, uint8_t{0}}) {
+    llvm::Value* size = builtin(ir::Builtin::block_dim, dim);
     llvm::Value* scaled = builder_.CreateMul(linear, size);
-    llvm::Value* index = read(tid);
+    llvm::Value* index = builtin(ir::Builtin::thread_id, dim);
     linear = builder_.CreateAdd(scaled, index);
   }
   return builder_.CreateLShr(linear, 5, "warp_id");
+}
+
+/// The block's extent along `dim` when the kernel being lowered requires its block (@workgroup:
+/// `.reqntid`, so the driver launches it with no other block, and the launch checks say so
+/// before); 0 otherwise, and always in a device function, which kernels of any block may call.
+uint32_t KernelLowering::required_block_extent(uint8_t dim) const {
+  if (as_kernel_ == nullptr || !as_kernel_->has_workgroup() || dim > 2) return 0;
+  return std::max<uint32_t>(as_kernel_->workgroup[dim], 1);
 }
 
 /// Marks an f32/f64 add, subtract or multiply as contractible in the contract and fast modes

@@ -119,6 +119,7 @@ class KernelLowering {
   llvm::Value* constant(const ir::Symbol& symbol);
   llvm::Value* builtin(ir::Builtin which, uint8_t component);
   llvm::Value* warp_index();
+  uint32_t required_block_extent(uint8_t dim) const;
   llvm::Value* fp_flags(llvm::Value* v, ir::Type t);
   llvm::Value* fast_divide(llvm::Value* l, llvm::Value* r);
   llvm::Value* unary(const ir::Expr& e);
