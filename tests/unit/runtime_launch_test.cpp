@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <limits>
+#include <atomic>
 #include <thread>
 
 #include <vector>
@@ -171,6 +172,36 @@ TEST_CASE("backend launch: a thread's repeated plan relaunches by its verdict; e
   auto poisoned = launch_cuda_function(*f.ctx, **fn, plan, f.args, nullptr);
   REQUIRE_FALSE(poisoned);
   CHECK(poisoned.error().items()[0].code == diag::Code::context_poisoned);
+}
+
+TEST_CASE("backend launch: concurrent launches of one function with plans of their own share its remembered plan safely") {
+  // The function's memo of its last plan is one slot (FunctionState::guarded): threads that launch
+  // it with other plans in turn replace it or, finding it taken, take the launch cache; every launch
+  // gets its own plan's verdict and geometry either way.
+  Fixture f;
+  auto fn = LoadedFunction::resolve(*f.ctx, reinterpret_cast<CUmodule>(0x4000), saxpy_info());
+  REQUIRE(fn);
+  std::vector<contract::LaunchPlan> plans;
+  for (uint64_t grid = 1; grid <= 4; ++grid) plans.push_back(plan_for(grid, 256, 4));
+  auto blocked = plan_for(4, 256, 4);
+  blocked.arguments[3].size_bytes = 8;  // n is a 4-byte parameter: never launched
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        const bool block = (i + t) % 10 == 0;
+        const auto launched = launch_cuda_function(*f.ctx, **fn, block ? blocked : plans[(t + i) % 4], f.args, nullptr);
+        if (launched.has_value() == block) ++wrong;
+      }
+    });
+  for (auto& t : threads) t.join();
+  CHECK(wrong == 0);
+  CHECK(fake_state().launches == 4 * 180);
+  // A blocked verdict is not cached: the 80 blocked launches validated every time; each of the four
+  // launchable shapes once, or once per thread that missed the cache with it.
+  CHECK((*fn)->counters().validated >= 80 + 4);
+  CHECK((*fn)->counters().validated <= 80 + 4 * 4);
 }
 
 TEST_CASE("backend launch: plans of other shapes take their own verdicts: a known size of 0, a described scalar value, another stream policy") {

@@ -75,24 +75,7 @@ DriverGeometry geometry_of(const SteadyKey& key, const std::array<unsigned, 3>& 
 
 std::atomic<uint64_t> next_function_id{1};
 
-/// One entry of a thread's memo of guarded launches (LaunchPath::launch_remembered): the plan a
-/// function was last launched with on this thread, and that launch's verdict as a ticket.
-struct GuardedMemo {
-  uint64_t function_id = 0;  ///< FunctionState::id (never reused; 0: empty)
-  contract::LaunchPlan header;  ///< the plan's fields other than its arguments
-  std::vector<contract::ArgumentDesc> arguments;  ///< the plan's arguments, byte for byte
-  LaunchTicket ticket;
-};
 static_assert(std::is_trivially_copyable_v<contract::ArgumentDesc>, "the memo copies and compares descriptions as bytes");
-
-/// Functions a thread remembers a plan of at once (by FunctionState::id): a thread that launches a
-/// few kernels in turn keeps each one's.
-constexpr size_t kGuardedMemos = 4;
-
-// Reached through a function that is never inlined, as thread_plan().
-[[gnu::noinline]] std::array<GuardedMemo, kGuardedMemos>& guarded_memos() {
-  return support::thread_object<std::array<GuardedMemo, kGuardedMemos>>();
-}
 
 /// Whether the caller's plan `a` agrees with a remembered plan's header `b` in every field but their
 /// arguments. A plan with required elements is never remembered (its shape is not cacheable), nor
@@ -469,39 +452,49 @@ std::optional<std::expected<void, diag::Diagnostics>> LaunchPath::launch_remembe
                                                                                     const contract::LaunchPlan& plan,
                                                                                     std::span<void* const> args,
                                                                                     CUstream stream) {
-  const GuardedMemo& memo = guarded_memos()[fn.id % kGuardedMemos];
+  FunctionState::GuardedSlot& memo = fn.guarded;
+  if (!memo.try_lock()) return std::nullopt;
   const size_t n = args.size();
-  if (memo.function_id != fn.id || !same_header(plan, memo.header) || plan.stream_is_null != (stream == nullptr) ||
+  if (!memo.valid || !same_header(plan, memo.header) || plan.stream_is_null != (stream == nullptr) ||
       plan.arguments.size() != n || memo.arguments.size() != n ||
-      std::memcmp(plan.arguments.data(), memo.arguments.data(), n * sizeof(contract::ArgumentDesc)) != 0)
+      std::memcmp(plan.arguments.data(), memo.arguments.data(), n * sizeof(contract::ArgumentDesc)) != 0) {
+    memo.unlock();
     return std::nullopt;
+  }
   // A remembered plan has no null slot (its launch was admitted): the table must have none either.
   bool null_slot = false;
   for (size_t i = 0; i < n; ++i) null_slot |= args[i] == nullptr;
-  if (null_slot) [[unlikely]]
-    return std::nullopt;
   const LaunchTicket& ticket = memo.ticket;
+  bool same_proofs = true;
   if (fn.binder.has_proof_scalars()) {
     // The verdict holds for the proof scalars' values it was validated with only.
     std::array<uint64_t, LaunchTicket::kProofValues> values;
     const size_t count = fn.binder.proof_values(args, values.data(), values.size());
-    if (count != ticket.proof_value_count_ ||
-        std::memcmp(values.data(), ticket.proof_values_.data(), count * sizeof(uint64_t)) != 0)
-      return std::nullopt;
+    same_proofs = count == ticket.proof_value_count_ &&
+                  std::memcmp(values.data(), ticket.proof_values_.data(), count * sizeof(uint64_t)) == 0;
+  }
+  if (null_slot || !same_proofs || ctx.poisoned()) [[unlikely]] {
+    memo.unlock();
+    return std::nullopt;
   }
   const DriverGeometry geometry{ticket.grid_, ticket.block_, ticket.dynamic_shared_bytes_, ticket.cooperative_};
-  if (ctx.poisoned()) [[unlikely]]
-    return std::nullopt;
-  if (auto ok = ctx.make_current(); !ok) [[unlikely]]
+  if (auto ok = ctx.make_current(); !ok) [[unlikely]] {
+    memo.unlock();
     return std::unexpected(std::move(ok.error()));
-  return drive(ctx, fn, geometry, ticket, args, stream, true);
+  }
+  // The slot stays taken until the driver call returns: drive() reads the ticket (a checked
+  // kernel's buffer lengths).
+  auto launched = drive(ctx, fn, geometry, ticket, args, stream, true);
+  memo.unlock();
+  return launched;
 }
 
-void LaunchPath::remember(const FunctionState& fn, const contract::LaunchPlan& plan, const LaunchTicket& ticket) {
+void LaunchPath::remember(FunctionState& fn, const contract::LaunchPlan& plan, const LaunchTicket& ticket) {
   if (!ticket.valid() || !plan.required_elements.empty() || ticket.proof_value_count_ > LaunchTicket::kProofValues)
     return;
-  GuardedMemo& memo = guarded_memos()[fn.id % kGuardedMemos];
-  memo.function_id = fn.id;
+  FunctionState::GuardedSlot& memo = fn.guarded;
+  if (!memo.try_lock()) return;
+  memo.valid = true;
   memo.header.grid = plan.grid;
   memo.header.block = plan.block;
   memo.header.dynamic_shared_bytes = plan.dynamic_shared_bytes;
@@ -517,6 +510,7 @@ void LaunchPath::remember(const FunctionState& fn, const contract::LaunchPlan& p
   if (!plan.arguments.empty())
     std::memcpy(memo.arguments.data(), plan.arguments.data(), plan.arguments.size() * sizeof(contract::ArgumentDesc));
   memo.ticket = ticket;
+  memo.unlock();
 }
 
 std::expected<void, diag::Diagnostics> LaunchPath::relaunch(Context& ctx, FunctionState& fn,
@@ -630,7 +624,7 @@ std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, Loaded
                                                             std::span<void* const> args, CUstream stream,
                                                             diag::Diagnostics* warnings, LaunchTicket* ticket) {
   FunctionState& st = LaunchPath::state(fn);
-  // The plan this thread last launched the function with: launched by its verdict at once.
+  // The plan the function was last launched with: launched by its verdict at once.
   if (ticket == nullptr) [[likely]]
     if (auto launched = LaunchPath::launch_remembered(ctx, st, plan, args, stream)) return std::move(*launched);
   validation::LaunchShape shape = validation::LaunchShape::of(plan);
@@ -639,7 +633,7 @@ std::expected<void, diag::Diagnostics> launch_cuda_function(Context& ctx, Loaded
   // them into a copy of the plan (admit).
   const bool proofs = st.binder.has_proof_scalars();
   if (proofs) st.binder.add_proof_values(args, plan.arguments, shape);
-  // The launch's verdict as a ticket (the caller's, when asked for) becomes the thread's memo.
+  // The launch's verdict as a ticket (the caller's, when asked for) becomes the function's memo.
   LaunchTicket issued;
   LaunchTicket& verdict = ticket != nullptr ? *ticket : issued;
   auto launched = LaunchPath::launch(ctx, st, plan, shape, args, stream, warnings, &verdict, nullptr, false, proofs);

@@ -18,6 +18,14 @@
 
 namespace ptxgate::runtime::internal {
 
+/// A slot of FunctionState that one thread uses at a time: a thread that finds it taken goes on
+/// without it (the slot only saves work).
+struct TryLock {
+  std::atomic<bool> busy{false};
+  bool try_lock() { return !busy.load(std::memory_order_relaxed) && !busy.exchange(true, std::memory_order_acquire); }
+  void unlock() { busy.store(false, std::memory_order_release); }
+};
+
 /// What the launch path keeps of one LoadedFunction: its handle, counters, KernelInfo and
 /// resources, its argument binder and its launch cache.
 struct alignas(64) FunctionState {
@@ -49,15 +57,22 @@ struct alignas(64) FunctionState {
   /// The launch a new grid's verdict is derived from (LaunchPath::launch_new_grid): the steady
   /// shape Kernel::launch last validated afresh, its key, and what check_launch kept of it. Used by
   /// one thread at a time (`busy`); a thread that finds it taken validates as before.
-  struct GridBaseSlot {
-    std::atomic<bool> busy{false};
+  struct GridBaseSlot : TryLock {
     bool valid = false;  ///< `key`'s verdict was launchable and `facts` hold it
     SteadyKey key;
     uint64_t mix = 0;  ///< the LaunchShape::grid_free_mix() of `key`'s shape
     validation::GridBase facts;
-    bool try_lock() { return !busy.load(std::memory_order_relaxed) && !busy.exchange(true, std::memory_order_acquire); }
-    void unlock() { busy.store(false, std::memory_order_release); }
   } grid_base;
+  /// The plan launch_cuda_function last launched the function with, and that launch's verdict as a
+  /// ticket (LaunchPath::remember): the same plan with the same proof scalars launches by it at once
+  /// (LaunchPath::launch_remembered). One thread at a time; a thread that finds it taken takes the
+  /// launch cache, and threads that launch the function with different plans in turn replace it.
+  struct GuardedSlot : TryLock {
+    bool valid = false;
+    contract::LaunchPlan header;  ///< the plan's fields other than its arguments
+    std::vector<contract::ArgumentDesc> arguments;  ///< the plan's arguments, byte for byte
+    LaunchTicket ticket;
+  } guarded;
 };
 
 /// The geometry of a launch the driver is called with.
@@ -164,7 +179,7 @@ class LaunchPath {
                                                                            const std::array<unsigned, 3>& block,
                                                                            std::span<void* const> args, CUstream stream,
                                                                            const SteadyKey* steady);
-  /// launch_cuda_function(plan)'s steady path: when this thread last launched `fn` with a plan
+  /// launch_cuda_function(plan)'s steady path: when `fn` was last launched (FunctionState::guarded) with a plan
   /// byte-equal to `plan` (its arguments' descriptions compared as bytes: equal bytes are equal
   /// descriptions, and descriptions equal in value but not in their padding only miss) and the
   /// proof scalars in `args` have the values that launch was validated with, the launch with that
@@ -173,8 +188,8 @@ class LaunchPath {
   /// looked up: the verdict of a shape never changes for one function, as the launch cache assumes.
   [[nodiscard]] static std::optional<std::expected<void, diag::Diagnostics>> launch_remembered(
       Context& ctx, FunctionState& fn, const contract::LaunchPlan& plan, std::span<void* const> args, CUstream stream);
-  /// Makes `plan`, admitted as `ticket` says, this thread's remembered plan for `fn`.
-  static void remember(const FunctionState& fn, const contract::LaunchPlan& plan, const LaunchTicket& ticket);
+  /// Makes `plan`, admitted as `ticket` says, `fn`'s remembered plan (unless another thread holds the slot).
+  static void remember(FunctionState& fn, const contract::LaunchPlan& plan, const LaunchTicket& ticket);
   /// launch_cuda_function(ticket)'s body.
   [[nodiscard]] static std::expected<void, diag::Diagnostics> relaunch(Context& ctx, FunctionState& fn,
                                                                        const LaunchTicket& ticket,
