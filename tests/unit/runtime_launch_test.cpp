@@ -174,7 +174,8 @@ TEST_CASE("backend launch: a thread's repeated plan relaunches by its verdict; e
   CHECK(poisoned.error().items()[0].code == diag::Code::context_poisoned);
 }
 
-TEST_CASE("backend launch: concurrent launches of one function with plans of their own share its remembered plan safely") {
+TEST_CASE(
+    "backend launch: concurrent launches of one function with plans of their own share its remembered plan safely") {
   // The function's memo of its last plan is one slot (FunctionState::guarded): threads that launch
   // it with other plans in turn replace it or, finding it taken, take the launch cache; every launch
   // gets its own plan's verdict and geometry either way.

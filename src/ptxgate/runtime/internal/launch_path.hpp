@@ -69,7 +69,7 @@ struct alignas(64) FunctionState {
   /// launch cache, and threads that launch the function with different plans in turn replace it.
   struct GuardedSlot : TryLock {
     bool valid = false;
-    contract::LaunchPlan header;  ///< the plan's fields other than its arguments
+    contract::LaunchPlan header;                    ///< the plan's fields other than its arguments
     std::vector<contract::ArgumentDesc> arguments;  ///< the plan's arguments, byte for byte
     LaunchTicket ticket;
   } guarded;
