@@ -1,8 +1,9 @@
-// LaunchLog: a ring of the last launches with per-slot sequence locks; PG4050 fault reports.
+// LaunchLog: a ring of the last launches, each slot a sequence lock with one writer at a time; PG4050 fault reports.
 #include "ptxgate/runtime/launch_log.hpp"
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -32,33 +33,49 @@ std::string LaunchLog::name_of(uint32_t kernel) const {
 
 uint64_t LaunchLog::record(uint32_t kernel, const std::array<unsigned, 3>& grid, const std::array<unsigned, 3>& block,
                            unsigned dynamic_shared_bytes, bool cooperative, CUstream stream) noexcept {
+  constexpr auto relaxed = std::memory_order_relaxed;
   const uint64_t seq = next_.fetch_add(1, std::memory_order_acq_rel) + 1;
   Slot& s = slots_[seq % kSlots];
-  s.sequence.store(0, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  s.kernel = kernel;
-  s.grid = grid;
-  s.block = block;
-  s.dynamic_shared_bytes = dynamic_shared_bytes;
-  s.cooperative = cooperative;
-  s.stream = stream;
-  s.done.store(false, std::memory_order_relaxed);
+  // Take the slot: wait out another writer of it; a newer launch already in it keeps it (this one
+  // is older than what the log holds).
+  uint64_t held = s.sequence.load(relaxed);
+  for (;;) {
+    if (held == Slot::kWriting) {  // a writer holds it for a few stores (unless it was preempted)
+      std::this_thread::yield();
+      held = s.sequence.load(relaxed);
+      continue;
+    }
+    if (held > seq) return seq;
+    if (s.sequence.compare_exchange_weak(held, Slot::kWriting, std::memory_order_acquire, relaxed)) break;
+  }
+  s.kernel.store(kernel, relaxed);
+  for (size_t i = 0; i < 3; ++i) {
+    s.grid[i].store(grid[i], relaxed);
+    s.block[i].store(block[i], relaxed);
+  }
+  s.dynamic_shared_bytes.store(dynamic_shared_bytes, relaxed);
+  s.cooperative.store(cooperative, relaxed);
+  s.stream.store(stream, relaxed);
+  s.done.store(false, relaxed);
   s.sequence.store(seq, std::memory_order_release);
   return seq;
 }
 
 bool LaunchLog::read(const Slot& s, LaunchRecord& out) const {
+  constexpr auto relaxed = std::memory_order_relaxed;
   const uint64_t before = s.sequence.load(std::memory_order_acquire);
-  if (before == 0) return false;
+  if (before == 0 || before == Slot::kWriting) return false;
   out.sequence = before;
-  const uint32_t kernel = s.kernel;
-  out.grid = s.grid;
-  out.block = s.block;
-  out.dynamic_shared_bytes = s.dynamic_shared_bytes;
-  out.cooperative = s.cooperative;
-  out.stream = s.stream;
+  const uint32_t kernel = s.kernel.load(relaxed);
+  for (size_t i = 0; i < 3; ++i) {
+    out.grid[i] = s.grid[i].load(relaxed);
+    out.block[i] = s.block[i].load(relaxed);
+  }
+  out.dynamic_shared_bytes = s.dynamic_shared_bytes.load(relaxed);
+  out.cooperative = s.cooperative.load(relaxed);
+  out.stream = s.stream.load(relaxed);
   std::atomic_thread_fence(std::memory_order_acquire);
-  if (s.sequence.load(std::memory_order_relaxed) != before) return false;
+  if (s.sequence.load(relaxed) != before) return false;
   out.kernel = name_of(kernel);
   return true;
 }
@@ -72,7 +89,8 @@ void LaunchLog::completed_through(uint64_t sequence) noexcept {
 void LaunchLog::stream_completed_through(CUstream stream, uint64_t sequence) noexcept {
   for (Slot& s : slots_) {
     const uint64_t seq = s.sequence.load(std::memory_order_acquire);
-    if (seq != 0 && seq <= sequence && s.stream == stream) s.done.store(true, std::memory_order_relaxed);
+    if (seq != 0 && seq != Slot::kWriting && seq <= sequence && s.stream.load(std::memory_order_relaxed) == stream)
+      s.done.store(true, std::memory_order_relaxed);
   }
 }
 

@@ -55,14 +55,19 @@ class LaunchLog {
   std::optional<LaunchRecord> find(uint64_t sequence) const;
 
  private:
-  struct alignas(64) Slot {  // a launch writes one cache line
-    std::atomic<uint64_t> sequence{0};  ///< 0 while being written
+  /// One launch, in one cache line. Its writer holds it (sequence kWriting) while it writes; readers
+  /// take a record only when the sequence is the same before and after they read it. The fields are
+  /// atomics read and written relaxed (plain loads and stores on the host): a reader may meet a
+  /// writer, and two writers of one slot (launches 64 apart, one of them delayed) take it in turn.
+  struct alignas(64) Slot {
+    static constexpr uint64_t kWriting = ~uint64_t{0};
+    std::atomic<uint64_t> sequence{0};  ///< 0: never written; kWriting: being written
     std::atomic<bool> done{false};
-    uint32_t kernel = 0;  ///< intern's number
-    std::array<unsigned, 3> grid{0, 0, 0}, block{0, 0, 0};
-    unsigned dynamic_shared_bytes = 0;
-    bool cooperative = false;
-    CUstream stream = nullptr;
+    std::atomic<uint32_t> kernel{0};  ///< intern's number
+    std::array<std::atomic<unsigned>, 3> grid{}, block{};
+    std::atomic<unsigned> dynamic_shared_bytes{0};
+    std::atomic<bool> cooperative{false};
+    std::atomic<CUstream> stream{nullptr};
   };
   bool read(const Slot& s, LaunchRecord& out) const;
   std::string name_of(uint32_t kernel) const;
