@@ -8,13 +8,11 @@ BEFORE=$(cd "$1" && pwd); AFTER=$(cd "$2" && pwd); ROUNDS=${3:-2}
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT/launch_ab"
 export PTXGATE_PROFILE_DIR="$PWD/profiles"
-for ((r = 1; r <= ROUNDS; r++)); do
-  for side in before after; do
-    dir=$BEFORE; [ "$side" = after ] && dir=$AFTER
-    PTXGATE_CACHE_DIR=$(mktemp -d) LD_LIBRARY_PATH="$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-      timeout --kill-after=5 120 "$dir/bin/ptxgate_gpu_bench" launch --kernels bench/kernels \
-      --out "$OUT/launch_ab/${side}_$r.json" >"$OUT/launch_ab/${side}_$r.log" 2>&1
-    echo "launch_ab: $side round $r exit $?"
-  done
-done
+source bench/ab_rounds.sh
+run() {  # run SIDE ROUND BUNDLE
+  PTXGATE_CACHE_DIR=$(mktemp -d) LD_LIBRARY_PATH="$3/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    timeout --kill-after=5 120 "$3/bin/ptxgate_gpu_bench" launch --kernels bench/kernels \
+    --out "$OUT/launch_ab/$1_$2.json" >"$OUT/launch_ab/$1_$2.log" 2>&1
+}
+ab_rounds "$ROUNDS" "$BEFORE" "$AFTER" launch_ab run
 python3 bench/compare_launch.py "$OUT/launch_ab" | tee "$OUT/launch_ab.md"

@@ -9,18 +9,14 @@ set -u
 BEFORE=$(cd "$1" && pwd); AFTER=$(cd "$2" && pwd); ROUNDS=${3:-2}; WORKLOADS=${4:-}
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT/workloads_ab"
-status=0
-for ((r = 1; r <= ROUNDS; r++)); do
-  for side in before after; do
-    dir=$BEFORE; [ "$side" = after ] && dir=$AFTER
-    PTXGATE_CACHE_DIR=$(mktemp -d) LD_LIBRARY_PATH="$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-      timeout --kill-after=5 "${WORKLOADS_AB_LIMIT:-240}" "$dir/bin/ptxgate_gpu_bench" workloads --kernels bench/kernels \
-      --cubins "$dir/cubins" ${WORKLOADS:+--only $WORKLOADS} --out "$OUT/workloads_ab/${side}_$r.json" \
-      >"$OUT/workloads_ab/${side}_$r.log" 2>&1
-    rc=$?
-    echo "workloads_ab: $side round $r exit $rc"
-    ((rc == 0)) || status=1
-  done
-done
+source bench/ab_rounds.sh
+run() {  # run SIDE ROUND BUNDLE
+  PTXGATE_CACHE_DIR=$(mktemp -d) LD_LIBRARY_PATH="$3/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    timeout --kill-after=5 "${WORKLOADS_AB_LIMIT:-240}" "$3/bin/ptxgate_gpu_bench" workloads --kernels bench/kernels \
+    --cubins "$3/cubins" ${WORKLOADS:+--only $WORKLOADS} --out "$OUT/workloads_ab/$1_$2.json" \
+    >"$OUT/workloads_ab/$1_$2.log" 2>&1
+}
+ab_rounds "$ROUNDS" "$BEFORE" "$AFTER" workloads_ab run
+status=$?
 python3 bench/compare_workloads.py "$OUT/workloads_ab" | tee "$OUT/workloads_ab.md"
 exit $status
