@@ -259,3 +259,44 @@ kernel k(out y: u32[], d: u32) {
   CHECK(by_range.replayed == 1);
   CHECK(with_d(16) == 0);
 }
+
+TEST_CASE("bounds memo: a finding's reason is the fresh one whether or not the launch gives every scalar") {
+  // The memo keeps which leaves each node depends on for launches that give every scalar; a launch
+  // that leaves one out must still name it (and the next launch that gives it must not).
+  auto facts = facts_of(R"(
+kernel k(out y: f32[], in x: f32[], in idx: u32[], n: u32, m: u32) {
+  let i = global_id.x;
+  if (i < n) { y[i] = x[idx[i]]; }
+  if (i < m) { y[i + m] = 1.0; }
+}
+)");
+  auto launch = [](std::optional<uint64_t> m) {
+    validation::MemoryLaunch l;
+    l.grid = {4, 1, 1};
+    l.block = {256, 1, 1};
+    l.scalar_bits = {std::nullopt, std::nullopt, std::nullopt, 1024, m};
+    l.buffer_bytes = {uint64_t{1} << 20, uint64_t{1} << 20, uint64_t{1} << 20, std::nullopt, std::nullopt};
+    l.names = {"y", "x", "idx", "n", "m"};
+    return l;
+  };
+  for (std::optional<uint64_t> m :
+       {std::optional<uint64_t>(8), std::optional<uint64_t>(), std::optional<uint64_t>(9), std::optional<uint64_t>()}) {
+    const validation::MemoryLaunch l = launch(m);
+    const validation::MemoryVerdict remembered = validation::internal::evaluate_accesses_remembered(facts, l);
+    const validation::MemoryVerdict fresh = validation::evaluate_accesses(*facts, l);
+    REQUIRE(remembered.findings.size() == fresh.findings.size());
+    for (size_t f = 0; f < fresh.findings.size(); ++f) {
+      CHECK(remembered.findings[f].site == fresh.findings[f].site);
+      CHECK(remembered.findings[f].outcome == fresh.findings[f].outcome);
+      CHECK(remembered.findings[f].reason == fresh.findings[f].reason);
+    }
+    // x[idx[i]] is never proven; with m unknown, the second store's reason names m.
+    bool names_m = false, gather = false;
+    for (const validation::SiteVerdict& v : fresh.findings) {
+      names_m = names_m || v.reason.find("scalar 'm'") != std::string::npos;
+      gather = gather || v.reason.find("does not follow") != std::string::npos;
+    }
+    CHECK(gather);
+    CHECK(names_m == !m.has_value());
+  }
+}

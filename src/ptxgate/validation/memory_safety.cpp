@@ -33,12 +33,7 @@ std::string text(Integer v) {
   return {s.rbegin(), s.rend()};
 }
 
-/// Which leaves each node depends on: opaque values, and scalar parameters the launch does not give.
-struct Dependencies {
-  std::vector<uint8_t> opaque;    ///< 1: depends on an opaque leaf
-  std::vector<int32_t> unknown;   ///< a parameter number it depends on whose value is unknown, or -1
-  std::vector<uint8_t> thread;    ///< 1: depends on a thread or block id
-};
+using internal::Dependencies;
 
 Dependencies dependencies(const ir::AccessFacts& facts, const MemoryLaunch& launch) {
   Dependencies d{std::vector<uint8_t>(facts.nodes.size(), 0), std::vector<int32_t>(facts.nodes.size(), -1),
@@ -616,7 +611,23 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
     memo->bound = true;
     memo->stale = 0;
   };
-  std::optional<Dependencies> deps;
+  // Which leaves each node depends on, computed for the first site that is not proven: the kernel's
+  // memo keeps the answer for launches that give every scalar (it is then launch-independent).
+  std::optional<Dependencies> own_deps;
+  const Dependencies* deps = nullptr;
+  auto need_deps = [&] {
+    if (deps) return;
+    bool known_scalars = memo != nullptr;
+    for (size_t p = 0; known_scalars && p < plan.params.size(); ++p)
+      known_scalars = plan.params[p] < launch.scalar_bits.size() && launch.scalar_bits[plan.params[p]];
+    if (!known_scalars) {
+      own_deps = dependencies(facts, launch);
+      deps = &*own_deps;
+      return;
+    }
+    if (!memo->known_deps) memo->known_deps = dependencies(facts, launch);
+    deps = &*memo->known_deps;
+  };
   std::optional<WitnessSearch> search;
   if (memo) memo->cone_values.next_launch();
   for (size_t g = 0; g < plan.groups.size(); ++g) {
@@ -697,7 +708,7 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
       v.index_min = index.lo;
       v.index_max = index.hi;
       v.length_bytes = length;
-      if (!deps) deps = dependencies(facts, launch);
+      need_deps();
       if (v.length_bytes && site.witness_exact && !deps->opaque[site.index]) {
         if (!search) search.emplace(facts, launch);
         if (auto w = search->find(site, *v.length_bytes, index)) {
@@ -807,6 +818,8 @@ void report_memory_safety(diag::Diagnostics& out, const ir::AccessFacts& facts, 
   auto location_of = [&](const ir::AccessSite& s) { return ir::site_location(s, file); };
   for (const SiteVerdict& v : verdict.findings) {
     const ir::AccessSite& s = facts.sites[v.site];
+    // An unproven site is reported only when asked for (most launches with one report nothing).
+    if (v.outcome != SiteOutcome::out_of_bounds && !options.require_proof && !options.list_unproven) continue;
     const std::string name = array_name(facts, s, launch);
     const uint32_t elem = std::max<uint32_t>(s.element_bytes, 1);
     const char* verb = s.kind == ir::AccessKind::read ? "reads" : s.kind == ir::AccessKind::write ? "writes" : "updates";

@@ -6,6 +6,7 @@
 #include <array>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "ptxgate/ir/access_facts.hpp"
@@ -131,6 +132,13 @@ bool envelope_reachable(const ir::AccessFacts& facts, const SitePlan& plan, cons
 bool guard_false(const ir::AccessFacts& facts, const SitePlan& plan, const PathGroup& group,
                  const MemoryLaunch& launch, ConeValues& values);
 
+/// Which leaves each node of a kernel's facts depends on, for the findings of a launch: opaque
+/// values, scalar parameters the launch does not give, thread and block ids.
+struct Dependencies {
+  std::vector<uint8_t> opaque;   ///< 1: depends on an opaque leaf
+  std::vector<int32_t> unknown;  ///< a parameter number it depends on whose value is unknown, or -1
+  std::vector<uint8_t> thread;   ///< 1: depends on a thread or block id
+};
 
 /// One kernel's node bounds remembered from its last launch evaluated with them, so that the next
 /// launch evaluates again only the nodes and path groups that depend on a launch input that changed
@@ -159,6 +167,9 @@ struct BoundsMemo {
   /// the same for a later launch that changes none of PathGroup::guard_inputs).
   std::vector<uint8_t> guard;
   ConeValues cone_values;         ///< envelope_reachable's buffers
+  /// The facts' Dependencies for a launch that gives every scalar they read (the same for every
+  /// such launch: made by the first one with a finding).
+  std::optional<Dependencies> known_deps;
 };
 /// The bounds memo of `facts` (made on first use; lives as long as the facts' race memo).
 std::shared_ptr<BoundsMemo> bounds_memo(const std::shared_ptr<const ir::AccessFacts>& facts);
