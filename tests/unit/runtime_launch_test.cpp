@@ -252,6 +252,40 @@ TEST_CASE("backend launch: plans of other shapes take their own verdicts: a know
   CHECK(fake_state().launches == launches);
 }
 
+TEST_CASE("backend launch: the remembered plan launches only a plan equal in every field") {
+  // The guarded memo compares each field of the plan's header with the remembered one's: a plan that
+  // differs in one of them, right after the remembered plan launched, takes its own verdict.
+  Fixture f;
+  auto fn = LoadedFunction::resolve(*f.ctx, reinterpret_cast<CUmodule>(0x4000), saxpy_info());
+  REQUIRE(fn);
+  const auto plan = plan_for(4, 256, 4);
+  auto remembered = [&] {
+    REQUIRE(launch_cuda_function(*f.ctx, **fn, plan, f.args, nullptr));
+    REQUIRE(launch_cuda_function(*f.ctx, **fn, plan, f.args, nullptr));
+  };
+  // Another stream policy: PG3002 on the null stream, not the remembered verdict.
+  remembered();
+  auto strict = plan;
+  strict.stream_policy = contract::StreamPolicy::require_explicit;
+  auto blocked = launch_cuda_function(*f.ctx, **fn, strict, f.args, nullptr);
+  REQUIRE_FALSE(blocked);
+  CHECK(blocked.error().items()[0].code == diag::Code::null_stream);
+  // A memory proof required, another grid, block or dynamic shared size, a cooperative launch: each
+  // validated afresh (the launch cache knows none of them yet).
+  std::vector<contract::LaunchPlan> others(5, plan);
+  others[0].require_memory_proof = true;
+  others[1].grid[1] = 2;
+  others[2].block[0] = 128;
+  others[3].dynamic_shared_bytes = 16;
+  others[4].cooperative = true;
+  for (const contract::LaunchPlan& other : others) {
+    remembered();
+    const uint64_t validated = (*fn)->counters().validated;
+    (void)launch_cuda_function(*f.ctx, **fn, other, f.args, nullptr);
+    CHECK((*fn)->counters().validated == validated + 1);
+  }
+}
+
 TEST_CASE("backend launch: shared memory above 48 KiB opts in once per function, at the maximum") {
   Fixture f;
   fake_state().static_shared = 1024;

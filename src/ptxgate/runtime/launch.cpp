@@ -77,17 +77,6 @@ std::atomic<uint64_t> next_function_id{1};
 
 static_assert(std::is_trivially_copyable_v<contract::ArgumentDesc>, "the memo copies and compares descriptions as bytes");
 
-/// Whether the caller's plan `a` agrees with a remembered plan's header `b` in every field but their
-/// arguments. A plan with required elements is never remembered (its shape is not cacheable), nor
-/// launched by a remembered verdict: its elements are checked by a validation every time.
-bool same_header(const contract::LaunchPlan& a, const contract::LaunchPlan& b) {
-  return a.grid == b.grid && a.block == b.block && a.dynamic_shared_bytes == b.dynamic_shared_bytes &&
-         a.block_given == b.block_given && a.cooperative == b.cooperative && a.arguments_known == b.arguments_known &&
-         a.stream_policy == b.stream_policy && a.stream_is_null == b.stream_is_null &&
-         a.function_is_null == b.function_is_null && a.require_memory_proof == b.require_memory_proof &&
-         a.list_unproven_accesses == b.list_unproven_accesses && a.required_elements.empty();
-}
-
 }  // namespace
 
 // ---- FunctionState, the launch plan of this thread ----
@@ -455,7 +444,7 @@ std::optional<std::expected<void, diag::Diagnostics>> LaunchPath::launch_remembe
   FunctionState::GuardedSlot& memo = fn.guarded;
   if (!memo.try_lock()) return std::nullopt;
   const size_t n = args.size();
-  if (!memo.valid || !same_header(plan, memo.header) || plan.stream_is_null != (stream == nullptr) ||
+  if (!memo.valid || !memo.same_header(plan) || plan.stream_is_null != (stream == nullptr) ||
       plan.arguments.size() != n || memo.arguments.size() != n ||
       std::memcmp(plan.arguments.data(), memo.arguments.data(), n * sizeof(contract::ArgumentDesc)) != 0) {
     memo.unlock();
@@ -495,17 +484,10 @@ void LaunchPath::remember(FunctionState& fn, const contract::LaunchPlan& plan, c
   FunctionState::GuardedSlot& memo = fn.guarded;
   if (!memo.try_lock()) return;
   memo.valid = true;
-  memo.header.grid = plan.grid;
-  memo.header.block = plan.block;
-  memo.header.dynamic_shared_bytes = plan.dynamic_shared_bytes;
-  memo.header.block_given = plan.block_given;
-  memo.header.cooperative = plan.cooperative;
-  memo.header.arguments_known = plan.arguments_known;
-  memo.header.stream_policy = plan.stream_policy;
-  memo.header.stream_is_null = plan.stream_is_null;
-  memo.header.function_is_null = plan.function_is_null;
-  memo.header.require_memory_proof = plan.require_memory_proof;
-  memo.header.list_unproven_accesses = plan.list_unproven_accesses;
+  memo.grid = plan.grid;
+  memo.block = plan.block;
+  memo.dynamic_shared_bytes = plan.dynamic_shared_bytes;
+  memo.flags = FunctionState::GuardedSlot::flags_of(plan);
   memo.arguments.resize(plan.arguments.size());
   if (!plan.arguments.empty())
     std::memcpy(memo.arguments.data(), plan.arguments.data(), plan.arguments.size() * sizeof(contract::ArgumentDesc));

@@ -67,11 +67,31 @@ struct alignas(64) FunctionState {
   /// ticket (LaunchPath::remember): the same plan with the same proof scalars launches by it at once
   /// (LaunchPath::launch_remembered). One thread at a time; a thread that finds it taken takes the
   /// launch cache, and threads that launch the function with different plans in turn replace it.
-  struct GuardedSlot : TryLock {
+  /// The lock, the validity and the remembered plan's fields other than its arguments share one
+  /// cache line (a guarded launch compares them all): `flags` packs the plan's booleans and stream
+  /// policy (GuardedSlot::flags_of).
+  struct alignas(64) GuardedSlot : TryLock {
     bool valid = false;
-    contract::LaunchPlan header;                    ///< the plan's fields other than its arguments
+    uint32_t flags = 0;
+    std::array<uint64_t, 3> grid{}, block{};
+    uint64_t dynamic_shared_bytes = 0;
     std::vector<contract::ArgumentDesc> arguments;  ///< the plan's arguments, byte for byte
     LaunchTicket ticket;
+    static uint32_t flags_of(const contract::LaunchPlan& p) {
+      return uint32_t{p.block_given} | uint32_t{p.cooperative} << 1 | uint32_t{p.arguments_known} << 2 |
+             uint32_t{p.stream_is_null} << 3 | uint32_t{p.function_is_null} << 4 |
+             uint32_t{p.require_memory_proof} << 5 | uint32_t{p.list_unproven_accesses} << 6 |
+             uint32_t{static_cast<uint8_t>(p.stream_policy)} << 8;
+    }
+    /// Whether `p` agrees with the remembered plan in every field but its arguments. A plan with
+    /// required elements is never remembered (its shape is not cacheable), nor launched by a
+    /// remembered verdict: its elements are checked by a validation every time.
+    bool same_header(const contract::LaunchPlan& p) const {
+      const uint64_t differ = (p.grid[0] ^ grid[0]) | (p.grid[1] ^ grid[1]) | (p.grid[2] ^ grid[2]) |
+                              (p.block[0] ^ block[0]) | (p.block[1] ^ block[1]) | (p.block[2] ^ block[2]) |
+                              (p.dynamic_shared_bytes ^ dynamic_shared_bytes) | (flags_of(p) ^ flags);
+      return differ == 0 && p.required_elements.empty();
+    }
   } guarded;
 };
 
