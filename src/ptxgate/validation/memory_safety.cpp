@@ -468,13 +468,23 @@ namespace {
 
 }  // namespace
 
+namespace {
+
+/// Whether `launch` gives every scalar the facts read (SitePlan::params: a plan with cones).
+bool every_scalar_known(const internal::SitePlan& plan, const MemoryLaunch& launch) {
+  for (uint32_t p : plan.params)
+    if (p >= launch.scalar_bits.size() || !launch.scalar_bits[p]) return false;
+  return true;
+}
+
+}  // namespace
+
 bool internal::envelope_reachable(const ir::AccessFacts& facts, const SitePlan& plan, const PathGroup& group,
                                   const MemoryLaunch& launch, ConeValues& values) {
   if (group.solve_first == group.solve_end) return false;
   // With every scalar known, an index that reads no loop variable (nor an opaque value) is computed
   // by any thread: only the path and the other indices are evaluated (the short cone).
-  bool known_scalars = true;
-  for (uint32_t p : plan.params) known_scalars = known_scalars && p < launch.scalar_bits.size() && launch.scalar_bits[p];
+  const bool known_scalars = every_scalar_known(plan, launch);
   const uint32_t first = known_scalars ? group.solve_first : group.solve_short;
   const uint32_t end = known_scalars ? group.solve_short : group.solve_end;
   const std::span<const uint32_t> cone = std::span(plan.cones).subspan(first, end - first);
@@ -617,10 +627,7 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
   const Dependencies* deps = nullptr;
   auto need_deps = [&] {
     if (deps) return;
-    bool known_scalars = memo != nullptr;
-    for (size_t p = 0; known_scalars && p < plan.params.size(); ++p)
-      known_scalars = plan.params[p] < launch.scalar_bits.size() && launch.scalar_bits[plan.params[p]];
-    if (!known_scalars) {
+    if (memo == nullptr || !every_scalar_known(plan, launch)) {
       own_deps = dependencies(facts, launch);
       deps = &*own_deps;
       return;
