@@ -116,8 +116,8 @@ Integer all_ones_above(Integer v) {
 
 /// An operation's bounds from its operands' (not for leaves; NodeBounds::apply), the operands by
 /// reference: forward() hands them over from the bounds vector without copies.
-Interval operate(const std::vector<SymNode>& nodes, const SymNode& n, const Interval& a, const Interval& b,
-                 const Interval& c) {
+[[gnu::always_inline]] inline Interval operate(const std::vector<SymNode>& nodes, const SymNode& n, const Interval& a,
+                                               const Interval& b, const Interval& c) {
   const Type t = n.type;
   const unsigned count = sym_operand_count(n.op);
   if (a.empty() || (count > 1 && b.empty()) || (count > 2 && c.empty())) return {};
@@ -320,7 +320,7 @@ Interval NodeBounds::loop_bounds(uint32_t id, uint32_t loop, const std::vector<I
   return {lo.lo, last};
 }
 
-Interval NodeBounds::forward(uint32_t id, const std::vector<Interval>& v) const {
+[[gnu::always_inline]] inline Interval NodeBounds::forward(uint32_t id, const std::vector<Interval>& v) const {
   const SymNode& n = facts_->nodes[id];
   const Type t = n.type;
   auto component = [&](const std::array<uint64_t, 3>& dims) { return static_cast<Integer>(dims[n.value % 3]); };

@@ -69,7 +69,7 @@ class NodeBounds {
  private:
   /// under() over the nodes cone[0, count) (ascending), or nodes 0 .. count - 1 when `cone` is null.
   const std::vector<Interval>& narrowed(uint32_t path, uint32_t last, const uint32_t* cone, size_t count);
-  Interval forward(uint32_t id, const std::vector<Interval>& values) const;
+  [[gnu::always_inline]] inline Interval forward(uint32_t id, const std::vector<Interval>& values) const;
   /// An operation's bounds from its operands' (not for leaves).
   Interval apply(const SymNode& n, Interval a, Interval b, Interval c) const;
   /// The bounds of a select's branch `node` when its condition `cond` is `truth`: the condition's
