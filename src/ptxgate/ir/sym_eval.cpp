@@ -10,9 +10,9 @@ namespace {
 constexpr unsigned width_of(Type t) { return sym_width(t); }
 constexpr uint64_t mask_of(Type t) { return sym_mask(t); }
 
-/// The definition in mathematical integers (128 bits): what the 64-bit evaluation below computes,
-/// and what it falls back to for a type without integer width.
-std::optional<uint64_t> apply_wide(SymOp op, Type type, Type operand, uint64_t a, uint64_t b, uint64_t c) {
+}  // namespace
+
+std::optional<uint64_t> apply_sym_op_wide(SymOp op, Type type, Type operand, uint64_t a, uint64_t b, uint64_t c) {
   const Integer x = value_of(operand, a), y = value_of(operand, b);
   const unsigned w = width_of(operand);
   auto wrap = [&](Integer v) { return bits_of(type, v); };
@@ -52,81 +52,6 @@ std::optional<uint64_t> apply_wide(SymOp op, Type type, Type operand, uint64_t a
     case SymOp::logical_or: return (a & 1) || (b & 1);
     case SymOp::logical_not: return !(a & 1);
     case SymOp::cast: return wrap(x);  // truncates, or extends (sign-extending from signed types)
-    case SymOp::select: return (a & 1) ? b : c;
-    default: return std::nullopt;
-  }
-}
-
-/// A type's width, mask and signedness in one table entry (asked for at every evaluated node).
-struct TypeBits {
-  uint64_t mask = 0;
-  uint8_t width = 0;
-  bool is_signed = false;
-};
-constexpr std::array<TypeBits, 64> kTypeBits = [] {
-  std::array<TypeBits, 64> r{};
-  for (unsigned t = 0; t < r.size(); ++t)
-    r[t] = {sym_mask(static_cast<Type>(t)), static_cast<uint8_t>(sym_width(static_cast<Type>(t))),
-            sym_signed(static_cast<Type>(t))};
-  return r;
-}();
-static_assert(static_cast<unsigned>(Type::tensor_map) < kTypeBits.size(), "kTypeBits must cover every ir::Type");
-
-}  // namespace
-
-/// In 64-bit arithmetic: an operand as its type's value modulo 2^64 (sign-extended from its width
-/// for signed types), which gives the same bits as apply_wide for every wrapping operation (+ - *
-/// << neg and casts are exact modulo 2^64); compares, divides and right shifts in the operand's
-/// signedness, where every value of a type of at most 64 bits fits as it is.
-std::optional<uint64_t> apply_sym_op(SymOp op, Type type, Type operand, uint64_t a, uint64_t b, uint64_t c) {
-  const TypeBits in = kTypeBits[static_cast<uint8_t>(operand) & 63];
-  const uint64_t out = kTypeBits[static_cast<uint8_t>(type) & 63].mask;
-  if (in.width == 0 || kTypeBits[static_cast<uint8_t>(type) & 63].width == 0) return apply_wide(op, type, operand, a, b, c);
-  const unsigned unused = 64u - in.width;
-  auto value = [&](uint64_t v) {
-    v &= in.mask;
-    return in.is_signed ? static_cast<uint64_t>(static_cast<int64_t>(v << unused) >> unused) : v;
-  };
-  auto less = [&](uint64_t x, uint64_t y) {  // operands as value()
-    return in.is_signed ? static_cast<int64_t>(x) < static_cast<int64_t>(y) : x < y;
-  };
-  switch (op) {
-    case SymOp::add: return (value(a) + value(b)) & out;
-    case SymOp::sub: return (value(a) - value(b)) & out;
-    case SymOp::mul: return ((a & in.mask) * (b & in.mask)) & out;
-    case SymOp::div: case SymOp::rem: {
-      const uint64_t x = value(a), y = value(b);
-      if (y == 0) return op == SymOp::div ? out : x & out;
-      if (in.is_signed && y == ~uint64_t{0}) return op == SymOp::div ? (uint64_t{0} - x) & out : 0;
-      if (!in.is_signed) return (op == SymOp::div ? x / y : x % y) & out;
-      const int64_t sx = static_cast<int64_t>(x), sy = static_cast<int64_t>(y);
-      return static_cast<uint64_t>(op == SymOp::div ? sx / sy : sx % sy) & out;
-    }
-    case SymOp::shl: return (value(a) << (b & (in.width - 1u))) & out;
-    case SymOp::shr: {
-      const uint64_t x = value(a);
-      const unsigned k = static_cast<unsigned>(b & (in.width - 1u));
-      return (in.is_signed ? static_cast<uint64_t>(static_cast<int64_t>(x) >> k) : x >> k) & out;
-    }
-    case SymOp::bit_and: return (a & b) & out;
-    case SymOp::bit_or: return (a | b) & out;
-    case SymOp::bit_xor: return (a ^ b) & out;
-    case SymOp::min: case SymOp::max: {
-      const uint64_t x = value(a), y = value(b);
-      return ((less(x, y) == (op == SymOp::min)) ? x : y) & out;
-    }
-    case SymOp::neg: return (uint64_t{0} - value(a)) & out;
-    case SymOp::bit_not: return ~a & out;
-    case SymOp::eq: return (a & in.mask) == (b & in.mask);
-    case SymOp::ne: return (a & in.mask) != (b & in.mask);
-    case SymOp::lt: return less(value(a), value(b));
-    case SymOp::le: return !less(value(b), value(a));
-    case SymOp::gt: return less(value(b), value(a));
-    case SymOp::ge: return !less(value(a), value(b));
-    case SymOp::logical_and: return (a & 1) && (b & 1);
-    case SymOp::logical_or: return (a & 1) || (b & 1);
-    case SymOp::logical_not: return !(a & 1);
-    case SymOp::cast: return value(a) & out;
     case SymOp::select: return (a & 1) ? b : c;
     default: return std::nullopt;
   }

@@ -62,11 +62,94 @@ constexpr uint64_t bits_of(Type t, Integer value) {
   return static_cast<uint64_t>(static_cast<unsigned __int128>(value)) & sym_mask(t);
 }
 
+/// apply_sym_op in mathematical integers (128 bits): its definition, and what it computes for a
+/// type without an integer width.
+std::optional<uint64_t> apply_sym_op_wide(SymOp op, Type type, Type operand, uint64_t a, uint64_t b, uint64_t c);
+
+namespace sym_detail {
+/// A type's width, mask and signedness in one table entry (apply_sym_op asks for them at every
+/// evaluated node).
+struct TypeBits {
+  uint64_t mask = 0;
+  uint8_t width = 0;
+  bool is_signed = false;
+};
+constexpr std::array<TypeBits, 64> kTypeBits = [] {
+  std::array<TypeBits, 64> r{};
+  for (unsigned t = 0; t < r.size(); ++t)
+    r[t] = {sym_mask(static_cast<Type>(t)), static_cast<uint8_t>(sym_width(static_cast<Type>(t))),
+            sym_signed(static_cast<Type>(t))};
+  return r;
+}();
+static_assert(static_cast<unsigned>(Type::tensor_map) < kTypeBits.size(), "kTypeBits must cover every ir::Type");
+}  // namespace sym_detail
+
 /// The result bits of `op` applied to operands of type `operand` (the node's own type, except for
 /// comparisons and casts) with bits `a`, `b`, `c`, as docs/ir.md defines it: wrapping + - * <<,
 /// x / 0 all ones, x % 0 == x, MIN / -1 == MIN, shift amounts modulo the width, truncating or
 /// extending casts. Leaves (constant, param, builtins, loop, opaque) have no operation: nullopt.
-std::optional<uint64_t> apply_sym_op(SymOp op, Type type, Type operand, uint64_t a, uint64_t b, uint64_t c);
+/// In 64-bit arithmetic: an operand as its type's value modulo 2^64 (sign-extended from its width
+/// for signed types), which gives the same bits as apply_sym_op_wide for every wrapping operation
+/// (+ - * << neg and casts are exact modulo 2^64); compares, divides and right shifts in the
+/// operand's signedness, where every value of a type of at most 64 bits fits as it is. Inline: the
+/// bounds' point path and the envelope's concrete evaluation call it at every node they evaluate.
+inline std::optional<uint64_t> apply_sym_op(SymOp op, Type type, Type operand, uint64_t a, uint64_t b, uint64_t c) {
+  using sym_detail::kTypeBits;
+  const sym_detail::TypeBits in = kTypeBits[static_cast<uint8_t>(operand) & 63];
+  const uint64_t out = kTypeBits[static_cast<uint8_t>(type) & 63].mask;
+  if (in.width == 0 || kTypeBits[static_cast<uint8_t>(type) & 63].width == 0)
+    return apply_sym_op_wide(op, type, operand, a, b, c);
+  const unsigned unused = 64u - in.width;
+  auto value = [&](uint64_t v) {
+    v &= in.mask;
+    return in.is_signed ? static_cast<uint64_t>(static_cast<int64_t>(v << unused) >> unused) : v;
+  };
+  auto less = [&](uint64_t x, uint64_t y) {  // operands as value()
+    return in.is_signed ? static_cast<int64_t>(x) < static_cast<int64_t>(y) : x < y;
+  };
+  switch (op) {
+    case SymOp::add: return (value(a) + value(b)) & out;
+    case SymOp::sub: return (value(a) - value(b)) & out;
+    case SymOp::mul: return ((a & in.mask) * (b & in.mask)) & out;
+    case SymOp::div:
+    case SymOp::rem: {
+      const uint64_t x = value(a), y = value(b);
+      if (y == 0) return op == SymOp::div ? out : x & out;
+      if (in.is_signed && y == ~uint64_t{0}) return op == SymOp::div ? (uint64_t{0} - x) & out : 0;
+      if (!in.is_signed) return (op == SymOp::div ? x / y : x % y) & out;
+      const int64_t sx = static_cast<int64_t>(x), sy = static_cast<int64_t>(y);
+      return static_cast<uint64_t>(op == SymOp::div ? sx / sy : sx % sy) & out;
+    }
+    case SymOp::shl: return (value(a) << (b & (in.width - 1u))) & out;
+    case SymOp::shr: {
+      const uint64_t x = value(a);
+      const unsigned k = static_cast<unsigned>(b & (in.width - 1u));
+      return (in.is_signed ? static_cast<uint64_t>(static_cast<int64_t>(x) >> k) : x >> k) & out;
+    }
+    case SymOp::bit_and: return (a & b) & out;
+    case SymOp::bit_or: return (a | b) & out;
+    case SymOp::bit_xor: return (a ^ b) & out;
+    case SymOp::min:
+    case SymOp::max: {
+      const uint64_t x = value(a), y = value(b);
+      return ((less(x, y) == (op == SymOp::min)) ? x : y) & out;
+    }
+    case SymOp::neg: return (uint64_t{0} - value(a)) & out;
+    case SymOp::bit_not: return ~a & out;
+    case SymOp::eq: return (a & in.mask) == (b & in.mask);
+    case SymOp::ne: return (a & in.mask) != (b & in.mask);
+    case SymOp::lt: return less(value(a), value(b));
+    case SymOp::le: return !less(value(b), value(a));
+    case SymOp::gt: return less(value(b), value(a));
+    case SymOp::ge: return !less(value(a), value(b));
+    case SymOp::logical_and: return (a & 1) && (b & 1);
+    case SymOp::logical_or: return (a & 1) || (b & 1);
+    case SymOp::logical_not: return !(a & 1);
+    case SymOp::cast: return value(a) & out;
+    case SymOp::select: return (a & 1) ? b : c;
+    default: return std::nullopt;
+  }
+}
 
 /// The bits of node `n` (not a leaf) from its operands' bits (`operand`: the first operand's type;
 /// nullopt: unknown; operands it does not have: 0): && and || decide without an unknown side when
