@@ -93,7 +93,8 @@ static_assert(static_cast<unsigned>(Type::tensor_map) < kTypeBits.size(), "kType
 /// (+ - * << neg and casts are exact modulo 2^64); compares, divides and right shifts in the
 /// operand's signedness, where every value of a type of at most 64 bits fits as it is. Inline: the
 /// bounds' point path and the envelope's concrete evaluation call it at every node they evaluate.
-inline std::optional<uint64_t> apply_sym_op(SymOp op, Type type, Type operand, uint64_t a, uint64_t b, uint64_t c) {
+[[gnu::always_inline]] inline std::optional<uint64_t> apply_sym_op(SymOp op, Type type, Type operand, uint64_t a,
+                                                                   uint64_t b, uint64_t c) {
   using sym_detail::kTypeBits;
   const sym_detail::TypeBits in = kTypeBits[static_cast<uint8_t>(operand) & 63];
   const uint64_t out = kTypeBits[static_cast<uint8_t>(type) & 63].mask;
