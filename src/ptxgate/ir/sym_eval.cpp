@@ -129,9 +129,9 @@ std::optional<uint64_t> ConcreteNodes::compute(uint32_t id) const {
     case SymOp::opaque: return std::nullopt;
     default: break;
   }
-  const unsigned count = sym_operand_count(n.op);
-  return apply_sym_node(n, facts_.nodes[n.a].type, values_[n.a], count > 1 ? values_[n.b] : std::optional<uint64_t>(0),
-                        count > 2 ? values_[n.c] : std::optional<uint64_t>(0));
+  return evaluate_sym_node(
+      n, facts_.nodes[n.a].type, [&](uint32_t id) { return values_[id].has_value(); },
+      [&](uint32_t id) { return *values_[id]; });
 }
 
 std::optional<uint64_t> apply_sym_node(const SymNode& n, Type operand, std::optional<uint64_t> a,

@@ -175,6 +175,22 @@ constexpr unsigned sym_operand_count(SymOp op) {
   }
 }
 
+/// The bits of node `n` (not a leaf) from its operands as `known(id)` (bool) and `bits(id)` (the
+/// bits of a known one) give them: apply_sym_op when every operand is known (the common case, inline
+/// in the caller's loop; asked before any optional is built, which measured ~4 % fewer instructions
+/// a verdict than building them first), else apply_sym_node (its short circuits give the same bits
+/// on known operands). The one place every concrete evaluation of a node goes through.
+template <class Known, class Bits>
+[[gnu::always_inline]] inline std::optional<uint64_t> evaluate_sym_node(const SymNode& n, Type operand, Known&& known,
+                                                                        Bits&& bits) {
+  const unsigned count = sym_operand_count(n.op);
+  if (known(n.a) && (count < 2 || known(n.b)) && (count < 3 || known(n.c)))
+    return apply_sym_op(n.op, n.type, operand, bits(n.a), count > 1 ? bits(n.b) : 0, count > 2 ? bits(n.c) : 0);
+  auto value = [&](uint32_t id) { return known(id) ? std::optional<uint64_t>(bits(id)) : std::nullopt; };
+  return apply_sym_node(n, operand, value(n.a), count > 1 ? value(n.b) : std::optional<uint64_t>(0),
+                        count > 2 ? value(n.c) : std::optional<uint64_t>(0));
+}
+
 /// The variable of loop `l` (a range or induction loop whose variable has type `t`) at its first
 /// iteration, or at its last one (only the first for a loop that may leave early), from the bits of
 /// its bounds (`offset`: induction loops only); nullopt when no iteration runs.

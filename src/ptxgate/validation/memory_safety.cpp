@@ -448,18 +448,9 @@ namespace {
         if (auto first = ir::loop_pass_value(l, n.type, *lo, *hi, *step, *offset, false)) v = ir::bits_of(n.type, *first);
         break;
       }
-      default: {
-        const unsigned count = ir::sym_operand_count(n.op);
-        // Every operand known (the common case): the operation itself, which is what apply_sym_node
-        // computes then (its short circuits give the same bits on known operands).
-        if (known[n.a] && (count < 2 || known[n.b]) && (count < 3 || known[n.c])) {
-          v = ir::apply_sym_op(n.op, n.type, facts.nodes[n.a].type, bits[n.a], count > 1 ? bits[n.b] : 0,
-                               count > 2 ? bits[n.c] : 0);
-          break;
-        }
-        v = ir::apply_sym_node(n, facts.nodes[n.a].type, value(n.a), count > 1 ? value(n.b) : std::optional<uint64_t>(0),
-                               count > 2 ? value(n.c) : std::optional<uint64_t>(0));
-      }
+      default:
+        v = ir::evaluate_sym_node(
+            n, facts.nodes[n.a].type, [&](uint32_t o) { return known[o] != 0; }, [&](uint32_t o) { return bits[o]; });
     }
     known[id] = v.has_value();
     if (v) bits[id] = *v;

@@ -273,15 +273,10 @@ class RaceProof {
       if (!ready) continue;
       stack_.pop_back();
       if (count == 0) values_[x] = leaf(n);
-      else if (values_[n.a] && (count < 2 || values_[n.b]) && (count < 3 || values_[n.c]))
-        // Every operand known (the common case): the operation itself, which is what apply_sym_node
-        // computes then (its short circuits give the same bits on known operands).
-        values_[x] = ir::apply_sym_op(n.op, n.type, facts_.nodes[n.a].type, *values_[n.a],
-                                      count > 1 ? *values_[n.b] : 0, count > 2 ? *values_[n.c] : 0);
       else
-        values_[x] = ir::apply_sym_node(n, facts_.nodes[n.a].type, values_[n.a],
-                                        count > 1 ? values_[n.b] : std::optional<uint64_t>(0),
-                                        count > 2 ? values_[n.c] : std::optional<uint64_t>(0));
+        values_[x] = ir::evaluate_sym_node(
+            n, facts_.nodes[n.a].type, [&](uint32_t o) { return values_[o].has_value(); },
+            [&](uint32_t o) { return *values_[o]; });
       if (plan_.reads_loop[x]) seen_[x] = generation_;
       else launch_seen_[x] = launch_generation_;
     }
