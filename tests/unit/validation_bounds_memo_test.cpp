@@ -254,18 +254,25 @@ kernel k(out y: f32[], n: u32, m: u32) {
   std::vector<uint64_t> key;
   validation::MemoryLaunch launch;
   launch.scalar_bits = {std::nullopt, uint64_t{5}, uint64_t{6}};
-  CHECK(validation::internal::rekey(launch, key) == ~uint64_t{0});  // an empty key
-  CHECK(validation::internal::rekey(launch, key) == 0);
+  const std::vector<uint32_t> read{1, 2};  // the scalars the facts read (y, the buffer, is parameter 0)
+  CHECK(validation::internal::rekey(launch, read, key) == ~uint64_t{0});  // an empty key
+  CHECK(key.size() == 7 + 2 * read.size());
+  CHECK(validation::internal::rekey(launch, read, key) == 0);
   launch.grid[1] = 7;
   launch.scalar_bits[2].reset();
-  CHECK(validation::internal::rekey(launch, key) == (ir::leaf_bit_grid(1) | ir::leaf_bit_param(2)));
-  launch.scalar_bits[0] = uint64_t{0};  // known now, with the value an unknown one's word holds
+  CHECK(validation::internal::rekey(launch, read, key) == (ir::leaf_bit_grid(1) | ir::leaf_bit_param(2)));
+  launch.scalar_bits[1] = uint64_t{0};  // another value
   launch.block[2] = 3;
   launch.dynamic_shared_bytes = 64;
-  CHECK(validation::internal::rekey(launch, key) ==
-        (ir::leaf_bit_param(0) | ir::leaf_bit_block(2) | ir::kLeafBitDynamicShared));
-  launch.scalar_bits.pop_back();
-  CHECK(validation::internal::rekey(launch, key) == ~uint64_t{0});
+  CHECK(validation::internal::rekey(launch, read, key) ==
+        (ir::leaf_bit_param(1) | ir::leaf_bit_block(2) | ir::kLeafBitDynamicShared));
+  launch.scalar_bits[0] = uint64_t{9};  // a parameter no node reads: no input of the bounds changed
+  CHECK(validation::internal::rekey(launch, read, key) == 0);
+  launch.scalar_bits[2] = uint64_t{0};  // known now, with the value an unknown one's word holds
+  CHECK(validation::internal::rekey(launch, read, key) == ir::leaf_bit_param(2));
+  launch.scalar_bits.pop_back();  // not given: unknown
+  CHECK(validation::internal::rekey(launch, read, key) == ir::leaf_bit_param(2));
+  CHECK(validation::internal::rekey(launch, std::vector<uint32_t>{1}, key) == ~uint64_t{0});  // other facts
 }
 
 TEST_CASE("bounds cones: every shipped kernel at many launches narrows to the bounds of the full pass") {

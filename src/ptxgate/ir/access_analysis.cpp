@@ -65,6 +65,9 @@ class Analysis {
     } catch (const OverBudget&) {
       facts_.complete = false;
     }
+    // Every launch's verdict evaluates the facts' nodes (the bounds of each, for each new launch
+    // shape): the ones nothing reads go (12 % of gemm_bf16_mma's, 20 % of jacobi's).
+    drop_unread_nodes(facts_);
     return std::make_shared<const AccessFacts>(std::move(facts_));
   }
 

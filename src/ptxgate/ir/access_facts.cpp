@@ -1,6 +1,7 @@
 // AccessFacts to and from JSON (kept with the launch contract in the module cache and in `--emit meta`).
 #include "ptxgate/ir/access_facts.hpp"
 
+#include <algorithm>
 #include <array>
 
 #include "ptxgate/diagnostics/internal/json_checks.hpp"
@@ -31,10 +32,8 @@ std::string_view sym_op_name(SymOp op) { return kSymOps[static_cast<size_t>(op)]
 std::string_view space_name(Space s) { return kSpaces[static_cast<size_t>(s)]; }
 std::string_view access_kind_name(AccessKind k) { return kKinds[static_cast<size_t>(k)]; }
 
-std::vector<bool> parameters_used(const AccessFacts& facts, size_t count) {
-  // The nodes the evaluation reads: the sites' indices, paths, byte limits and written values and
-  // the loops' bounds, then their operands (operands have smaller ids: one sweep down). A node the
-  // analysis built for a value nothing reads (the float a kernel stores) names no parameter used.
+std::vector<bool> read_nodes(const AccessFacts& facts) {
+  // The roots, then their operands (operands have smaller ids: one sweep down).
   const size_t n = facts.nodes.size();
   std::vector<bool> read(n, false);
   const auto root = [&](int64_t id) {
@@ -46,23 +45,60 @@ std::vector<bool> parameters_used(const AccessFacts& facts, size_t count) {
     root(s.width_limit);
     root(s.value);
   }
-  for (const LoopFact& l : facts.loops) {
-    root(l.lo);
-    if (l.kind == LoopFact::Kind::shrinking) continue;  // between 0 and lo
-    root(l.hi);
-    root(l.step);
-    if (l.kind == LoopFact::Kind::induction) root(l.offset);
-  }
-  std::vector<bool> used(count, false);
+  for (const LoopFact& l : facts.loops)
+    for (uint32_t id : {l.variable, l.lo, l.hi, l.step, l.offset}) root(id);
   for (size_t i = n; i-- > 0;) {
     if (!read[i]) continue;
     const SymNode& node = facts.nodes[i];
-    if (node.op == SymOp::param && node.value < count) used[node.value] = true;
     const unsigned operands = sym_operand_count(node.op);
     if (operands > 0) root(node.a);
     if (operands > 1) root(node.b);
     if (operands > 2) root(node.c);
   }
+  return read;
+}
+
+void drop_unread_nodes(AccessFacts& facts) {
+  const std::vector<bool> read = read_nodes(facts);
+  if (std::find(read.begin(), read.end(), false) == read.end()) return;
+  // New ids in the old order: operands stay before the nodes that use them, bounds before their
+  // loop's variable. An unread node is referenced by no read one.
+  std::vector<uint32_t> id(read.size(), 0);
+  std::vector<SymNode> kept;
+  for (size_t i = 0; i < read.size(); ++i) {
+    if (!read[i]) continue;
+    id[i] = static_cast<uint32_t>(kept.size());
+    SymNode node = facts.nodes[i];
+    const unsigned operands = sym_operand_count(node.op);
+    node.a = operands > 0 ? id[node.a] : 0;
+    node.b = operands > 1 ? id[node.b] : 0;
+    node.c = operands > 2 ? id[node.c] : 0;
+    kept.push_back(node);
+  }
+  facts.nodes = std::move(kept);
+  const auto renumber = [&](uint32_t& ref) {
+    if (ref < id.size()) ref = id[ref];
+  };
+  const auto renumber_optional = [&](int32_t& ref) {  // -1: none
+    if (ref >= 0 && static_cast<size_t>(ref) < id.size()) ref = static_cast<int32_t>(id[static_cast<size_t>(ref)]);
+  };
+  for (AccessSite& s : facts.sites) {
+    renumber(s.index);
+    renumber(s.path);
+    renumber_optional(s.width_limit);
+    renumber_optional(s.value);
+  }
+  for (LoopFact& l : facts.loops)
+    for (uint32_t* ref : {&l.variable, &l.lo, &l.hi, &l.step, &l.offset}) renumber(*ref);
+}
+
+std::vector<bool> parameters_used(const AccessFacts& facts, size_t count) {
+  // A node the analysis built for a value nothing reads (the float a kernel stores) names no
+  // parameter used.
+  const std::vector<bool> read = read_nodes(facts);
+  std::vector<bool> used(count, false);
+  for (size_t i = 0; i < read.size(); ++i)
+    if (read[i] && facts.nodes[i].op == SymOp::param && facts.nodes[i].value < count) used[facts.nodes[i].value] = true;
   return used;
 }
 

@@ -133,6 +133,15 @@ struct AccessFacts {
   bool complete = true;
 };
 
+/// By node: whether a launch's evaluation reads it: the sites' indices, paths, byte limits and
+/// written values, every loop's variable and bounds, and what those are computed from.
+std::vector<bool> read_nodes(const AccessFacts& facts);
+
+/// Drops the nodes read_nodes leaves unmarked (values the analysis built that nothing reads, such
+/// as an integer a kernel converts to the float it stores), renumbering the others in order and
+/// every reference to them: the same verdicts, from fewer nodes.
+void drop_unread_nodes(AccessFacts& facts);
+
 /// Which of `count` parameters the facts read the value of (scalars that indices, paths or loop
 /// bounds use): a launch's memory-safety verdict depends on exactly these arguments' values.
 std::vector<bool> parameters_used(const AccessFacts& facts, size_t count);

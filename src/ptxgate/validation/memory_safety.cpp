@@ -596,7 +596,7 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
   const bool reuse = memo && memo->valid && !memo->deps.empty();
   uint64_t changed = ~uint64_t{0};
   if (memo) {
-    const uint64_t differ = internal::rekey(launch, memo->key);
+    const uint64_t differ = internal::rekey(launch, memo->plan.params, memo->key);
     if (reuse) changed = differ;
     memo->valid = false;
   }

@@ -150,14 +150,14 @@ std::shared_ptr<BoundsMemo> bounds_memo(const std::shared_ptr<const ir::AccessFa
   return thread_memo(facts)->bounds;
 }
 
-uint64_t rekey(const MemoryLaunch& launch, std::vector<uint64_t>& key) {
+uint64_t rekey(const MemoryLaunch& launch, std::span<const uint32_t> params, std::vector<uint64_t>& key) {
   // Written in place and compared word by word in one pass: a launch of the same kernel finds the
   // vector at its size. Each word that differs sets its input's ir::leaf_bit_* (a parameter's two
-  // words one bit).
-  const size_t params = launch.scalar_bits.size();
+  // words one bit). Only the scalars the facts read: no node depends on another (a 16-argument
+  // kernel whose facts read one scalar keys 9 words, not 39).
   uint64_t changed = 0;
-  if (key.size() != 7 + 2 * params) {
-    key.assign(7 + 2 * params, 0);
+  if (key.size() != 7 + 2 * params.size()) {
+    key.assign(7 + 2 * params.size(), 0);
     changed = ~uint64_t{0};
   }
   uint64_t* k = key.data();
@@ -170,11 +170,13 @@ uint64_t rekey(const MemoryLaunch& launch, std::vector<uint64_t>& key) {
     put(3 + d, launch.block[d], ir::leaf_bit_block(d));
   }
   put(6, launch.dynamic_shared_bytes, ir::kLeafBitDynamicShared);
-  const std::optional<uint64_t>* bits = launch.scalar_bits.data();
-  for (size_t p = 0; p < params; ++p) {
+  const size_t given = launch.scalar_bits.size();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const uint32_t p = params[i];
     const uint64_t bit = ir::leaf_bit_param(p);
-    put(7 + 2 * p, bits[p].has_value(), bit);
-    put(8 + 2 * p, bits[p].has_value() ? *bits[p] : 0, bit);
+    const bool known = p < given && launch.scalar_bits[p].has_value();
+    put(7 + 2 * i, known, bit);
+    put(8 + 2 * i, known ? *launch.scalar_bits[p] : 0, bit);
   }
   return changed;
 }

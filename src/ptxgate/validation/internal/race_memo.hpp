@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "ptxgate/ir/access_facts.hpp"
@@ -174,10 +175,11 @@ struct BoundsMemo {
 /// The bounds memo of `facts` (made on first use; lives as long as the facts' race memo).
 std::shared_ptr<BoundsMemo> bounds_memo(const std::shared_ptr<const ir::AccessFacts>& facts);
 
-/// Writes the launch inputs node bounds read into `key` (as a key) and returns which of them
-/// (ir::leaf_dependencies bits) differ from the key it held: all bits when that held another number
-/// of parameters (an empty key too).
-uint64_t rekey(const MemoryLaunch& launch, std::vector<uint64_t>& key);
+/// Writes the launch inputs node bounds read into `key` (as a key): the geometry, and of the scalars
+/// those of `params` (the parameters the facts read, SitePlan::params; a scalar the launch does not
+/// give as unknown), and returns which of them (ir::leaf_dependencies bits) differ from the key it
+/// held: all bits when that held another number of words (an empty key too).
+uint64_t rekey(const MemoryLaunch& launch, std::span<const uint32_t> params, std::vector<uint64_t>& key);
 
 /// evaluate_accesses(*facts, launch) with the race part through remembered_shared_races and the
 /// node bounds through the facts' BoundsMemo: the same verdict.
