@@ -449,3 +449,75 @@ TEST_CASE("node bounds: rebind evaluates a select again when only its condition'
   CHECK(reused.base()[6] == ir::Interval{0, 79});
   CHECK(reused.base() == ir::NodeBounds(facts, at_second).base());
 }
+
+TEST_CASE("facts: nodes nothing reads are dropped, the others renumbered, and the verdict is the same") {
+  testing::Checked checked;
+  // e + f only feeds a float that is stored: the analysis builds its node, no evaluation reads it.
+  auto facts = facts_of(checked, "k.pg", R"(
+kernel k(out y: f32[], e: i32, f: i32, n: u32) {
+  let i = global_id.x;
+  let s = e + f;
+  if (i < n) {
+    y[i] = f32(s);
+  }
+  for j in 0..n / 64 {
+    y[j * 64 + i % 64] = 1.0;
+  }
+}
+)",
+                        "k");
+  const std::vector<bool> read = ir::read_nodes(*facts);
+  CHECK(std::count(read.begin(), read.end(), false) == 0);  // the analysis kept only read nodes
+  const std::vector<bool> used = ir::parameters_used(*facts, 4);
+  CHECK(used == std::vector<bool>{false, false, false, true});
+  // Forged facts with unread nodes in front of, between and after the read ones.
+  ir::AccessFacts wide;
+  std::vector<uint32_t> at;  // old id -> id in `wide`
+  auto junk = [&] { wide.nodes.push_back({ir::SymOp::param, ir::Type::i32, 0, 0, 0, 1}); };
+  junk();
+  for (const ir::SymNode& node : facts->nodes) {
+    ir::SymNode n = node;
+    const unsigned operands = ir::sym_operand_count(n.op);
+    if (operands > 0) n.a = at[n.a];
+    if (operands > 1) n.b = at[n.b];
+    if (operands > 2) n.c = at[n.c];
+    at.push_back(static_cast<uint32_t>(wide.nodes.size()));
+    wide.nodes.push_back(n);
+    if (at.size() % 3 == 0) junk();
+  }
+  junk();
+  wide.loops = facts->loops;
+  for (ir::LoopFact& l : wide.loops)
+    for (uint32_t* ref : {&l.variable, &l.lo, &l.hi, &l.step, &l.offset}) *ref = at[*ref];
+  wide.sites = facts->sites;
+  for (ir::AccessSite& s : wide.sites) {
+    s.index = at[s.index];
+    s.path = at[s.path];
+    if (s.width_limit >= 0) s.width_limit = static_cast<int32_t>(at[static_cast<uint32_t>(s.width_limit)]);
+    if (s.value >= 0) s.value = static_cast<int32_t>(at[static_cast<uint32_t>(s.value)]);
+  }
+  wide.arrays = facts->arrays;
+  CHECK(ir::parameters_used(wide, 4) == used);  // the junk reads parameter 1, but nothing reads the junk
+  ir::AccessFacts narrow = wide;
+  ir::drop_unread_nodes(narrow);
+  CHECK(narrow.nodes == facts->nodes);
+  CHECK(narrow.loops.size() == facts->loops.size());
+  for (size_t s = 0; s < narrow.sites.size(); ++s) {
+    CHECK(narrow.sites[s].index == facts->sites[s].index);
+    CHECK(narrow.sites[s].path == facts->sites[s].path);
+  }
+  for (uint64_t n : {100, 4096, 5000}) {
+    validation::MemoryLaunch launch;
+    launch.grid = {40, 1, 1};
+    launch.block = {128, 1, 1};
+    launch.scalar_bits = {std::nullopt, uint64_t{2}, uint64_t{3}, n};
+    launch.buffer_bytes = {uint64_t{4} * 4096, std::nullopt, std::nullopt, std::nullopt};
+    const validation::MemoryVerdict a = validation::evaluate_accesses(wide, launch);
+    const validation::MemoryVerdict b = validation::evaluate_accesses(narrow, launch);
+    CHECK(a.proven == b.proven);
+    CHECK(a.unreachable == b.unreachable);
+    CHECK(a.out_of_bounds == b.out_of_bounds);
+    CHECK(a.unproven == b.unproven);
+    CHECK(b.out_of_bounds == (n > 4096 ? 2u : 0u));
+  }
+}
