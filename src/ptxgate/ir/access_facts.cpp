@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <type_traits>
 
 #include "ptxgate/diagnostics/internal/json_checks.hpp"
 #include "ptxgate/ir/sym_eval.hpp"
@@ -32,6 +33,25 @@ std::string_view sym_op_name(SymOp op) { return kSymOps[static_cast<size_t>(op)]
 std::string_view space_name(Space s) { return kSpaces[static_cast<size_t>(s)]; }
 std::string_view access_kind_name(AccessKind k) { return kKinds[static_cast<size_t>(k)]; }
 
+namespace {
+
+/// Calls `f` with every node id the facts hold outside their node list (a site's index, path, byte
+/// limit and written value, each loop's variable and bounds): as uint32_t, or int32_t where -1 is
+/// none. The one list read_nodes marks from and drop_unread_nodes renumbers.
+template <class Facts, class F>
+void each_node_reference(Facts& facts, F&& f) {
+  for (auto& s : facts.sites) {
+    f(s.index);
+    f(s.path);
+    f(s.width_limit);
+    f(s.value);
+  }
+  for (auto& l : facts.loops)
+    for (auto* ref : {&l.variable, &l.lo, &l.hi, &l.step, &l.offset}) f(*ref);
+}
+
+}  // namespace
+
 std::vector<bool> read_nodes(const AccessFacts& facts) {
   // The roots, then their operands (operands have smaller ids: one sweep down).
   const size_t n = facts.nodes.size();
@@ -39,14 +59,7 @@ std::vector<bool> read_nodes(const AccessFacts& facts) {
   const auto root = [&](int64_t id) {
     if (id >= 0 && static_cast<size_t>(id) < n) read[static_cast<size_t>(id)] = true;
   };
-  for (const AccessSite& s : facts.sites) {
-    root(s.index);
-    root(s.path);
-    root(s.width_limit);
-    root(s.value);
-  }
-  for (const LoopFact& l : facts.loops)
-    for (uint32_t id : {l.variable, l.lo, l.hi, l.step, l.offset}) root(id);
+  each_node_reference(facts, [&](const auto& id) { root(id); });
   for (size_t i = n; i-- > 0;) {
     if (!read[i]) continue;
     const SymNode& node = facts.nodes[i];
@@ -76,20 +89,11 @@ void drop_unread_nodes(AccessFacts& facts) {
     kept.push_back(node);
   }
   facts.nodes = std::move(kept);
-  const auto renumber = [&](uint32_t& ref) {
-    if (ref < id.size()) ref = id[ref];
-  };
-  const auto renumber_optional = [&](int32_t& ref) {  // -1: none
-    if (ref >= 0 && static_cast<size_t>(ref) < id.size()) ref = static_cast<int32_t>(id[static_cast<size_t>(ref)]);
-  };
-  for (AccessSite& s : facts.sites) {
-    renumber(s.index);
-    renumber(s.path);
-    renumber_optional(s.width_limit);
-    renumber_optional(s.value);
-  }
-  for (LoopFact& l : facts.loops)
-    for (uint32_t* ref : {&l.variable, &l.lo, &l.hi, &l.step, &l.offset}) renumber(*ref);
+  each_node_reference(facts, [&](auto& ref) {
+    const int64_t old = ref;  // -1: none
+    if (old >= 0 && static_cast<size_t>(old) < id.size())
+      ref = static_cast<std::remove_reference_t<decltype(ref)>>(id[static_cast<size_t>(old)]);
+  });
 }
 
 std::vector<bool> parameters_used(const AccessFacts& facts, size_t count) {

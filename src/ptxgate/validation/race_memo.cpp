@@ -153,8 +153,8 @@ std::shared_ptr<BoundsMemo> bounds_memo(const std::shared_ptr<const ir::AccessFa
 uint64_t rekey(const MemoryLaunch& launch, std::span<const uint32_t> params, std::vector<uint64_t>& key) {
   // Written in place and compared word by word in one pass: a launch of the same kernel finds the
   // vector at its size. Each word that differs sets its input's ir::leaf_bit_* (a parameter's two
-  // words one bit). Only the scalars the facts read: no node depends on another (a 16-argument
-  // kernel whose facts read one scalar keys 9 words, not 39).
+  // words one bit). Only the scalars the facts read: no node's bounds depend on any other scalar (a
+  // 16-argument kernel whose facts read one scalar keys 9 words, not 39).
   uint64_t changed = 0;
   if (key.size() != 7 + 2 * params.size()) {
     key.assign(7 + 2 * params.size(), 0);
