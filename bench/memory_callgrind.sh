@@ -41,7 +41,7 @@ while IFS= read -r name; do
     continue
   fi
   races=$(callgrind_annotate --inclusive=yes --threshold=100 "$with_out" 2>/dev/null |
-    awk '/remembered_shared_races/ && !done {gsub(",", "", $1); print $1; done = 1}')
+    awk '/remembered_shared_races/ && !done {gsub(",", "", $1); if ($1 ~ /^[0-9]+$/) {print $1; done = 1}}')
   races=${races:-0}
   printf '%-48s %12d %12d %12d %12d %12d\n' "$name" $((with / n)) $((without / n)) $(((with - without) / n)) \
     $((races / n)) $(((with - without - races) / n))

@@ -93,6 +93,103 @@ TEST_CASE("site envelope: every shipped kernel at new shapes and random launches
   CHECK(out_of_bounds > 20);
 }
 
+namespace {
+
+struct DirectTally {
+  int groups = 0;     ///< groups narrowed that have a cone to evaluate
+  int proven = 0;     ///< of those, groups whose direct bounds prove every site
+  int tighter = 0;    ///< nodes whose direct bounds are tighter than the narrowing's at one end
+  int disagreed = 0;  ///< groups the direct bounds prove whose narrowing does not prove every site
+};
+
+/// Every narrowed group of `facts` at `launch`: the direct bounds of the path (NodeBounds::direct)
+/// hold the narrowing's bounds of every node both read, and what they prove the narrowing proves.
+void compare_direct(const ir::AccessFacts& facts, const validation::MemoryLaunch& launch, DirectTally& tally) {
+  validation::internal::SitePlan plan;
+  validation::internal::plan_sites(facts, ir::leaf_dependencies(facts), plan, true);
+  const ir::LeafValues leaves{launch.grid, launch.block, launch.dynamic_shared_bytes, &launch.scalar_bits};
+  ir::NodeBounds bounds(facts, leaves);
+  for (const validation::internal::PathGroup& g : plan.groups) {
+    const ir::Interval taken = bounds.base()[g.path];
+    if (taken == ir::Interval{1, 1} || taken == ir::Interval{0, 0} || taken.empty()) continue;
+    if (g.solve_short == g.solve_end) continue;
+    ++tally.groups;
+    const std::span<const uint32_t> cone = std::span(plan.cones).subspan(g.solve_short, g.solve_end - g.solve_short);
+    const std::vector<ir::Interval> direct = bounds.direct(
+        std::span(plan.conjuncts).subspan(g.conjunct_first, g.conjunct_end - g.conjunct_first), cone);
+    const std::vector<ir::Interval> under = bounds.under(g.path, g.last);
+    for (uint32_t id : cone) {
+      if (id > g.last || under[id].empty()) continue;
+      tally.tighter += direct[id].lo > under[id].lo || direct[id].hi < under[id].hi;
+    }
+    bool direct_proves = true, narrowing_proves = true;
+    for (uint32_t k = g.first; k < g.end; ++k) {
+      const ir::AccessSite& site = facts.sites[plan.by_path[k]];
+      const auto limit = [&](const std::vector<ir::Interval>& v) {
+        return site.width_limit >= 0 ? v[static_cast<uint32_t>(site.width_limit)] : ir::Interval{};
+      };
+      direct_proves = direct_proves && validation::internal::bounds_outcome(
+                                           facts, site, {direct[g.path], direct[site.index], limit(direct)}, launch) ==
+                                           validation::SiteOutcome::proven;
+      narrowing_proves = narrowing_proves && validation::internal::bounds_outcome(
+                                                 facts, site, {under[g.path], under[site.index], limit(under)},
+                                                 launch) == validation::SiteOutcome::proven;
+    }
+    tally.proven += direct_proves;
+    tally.disagreed += direct_proves && !narrowing_proves;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("direct bounds: every shipped kernel at new shapes and random launches, never tighter than the narrowing") {
+  std::mt19937 rng(2929);
+  DirectTally tally;
+  testing::each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
+    for (int step = 0; step < 40; ++step) {
+      CAPTURE(step);
+      const validation::MemoryLaunch launch = step < 16 ? new_shape(documented, step)
+                                                        : testing::varied(documented, rng);
+      compare_direct(*k.access_facts, launch, tally);
+    }
+  });
+  CHECK(tally.tighter == 0);
+  CHECK(tally.disagreed == 0);
+  // The direct bounds prove a good part of the groups (their point: the verdict then skips the
+  // narrowing), not all (some need the narrowing's propagation, and random launches go out of bounds).
+  CHECK(tally.proven * 3 > tally.groups);
+  CHECK(tally.proven < tally.groups);
+  MESSAGE("direct bounds prove " << tally.proven << " of " << tally.groups << " narrowed groups");
+}
+
+TEST_CASE("direct bounds: a guard on a sum narrows the sum, not its operands: the narrowing decides") {
+  // `i + 4 < n` limits i + 4, which y[i] does not read: the direct bounds leave i's bounds as they
+  // were and do not prove y[i]; the narrowing (through the sum) does, and the memo then goes to
+  // the narrowing at once on later launches. The verdict is the same either way.
+  testing::Checked checked = testing::check_module("k.pg", R"(
+kernel k(out y: f32[], n: u32) {
+  let i = global_id.x;
+  if (i + 4 < n) {
+    y[i] = 1.0;
+  }
+}
+)");
+  REQUIRE_MESSAGE(!checked.diags.has_errors(), diag::render_text(checked.diags));
+  const ir::Kernel* k = checked.module.find_kernel("k");
+  REQUIRE(k);
+  const ir::AccessFacts& facts = *k->access_facts;
+  DirectTally tally;
+  for (uint64_t n : {1000, 1004, 900}) {
+    const validation::MemoryLaunch launch = testing::y_n_launch(4, 256, n, 4 * 1000);
+    compare_direct(facts, launch, tally);
+    const validation::MemoryVerdict v = testing::same_as_fresh(k->access_facts, launch);
+    CHECK(v.proven == 1);
+  }
+  CHECK(tally.groups == 3);
+  CHECK(tally.proven == 0);
+  CHECK(tally.disagreed == 0);
+}
+
 TEST_CASE("site envelope: an envelope that reads other buffer lengths is caught by the comparison") {
   // The planted bug: the envelope tests the sites' bounds against buffers twice as long as the
   // launch's. The narrowing of the same groups finds sites it does not prove.

@@ -44,6 +44,20 @@ Interval hull(Interval a, Interval b) {
 Interval meet(Interval a, Interval b) { return {std::max(a.lo, b.lo), std::min(a.hi, b.hi)}; }
 Interval unbounded() { return {-kInfinity, kInfinity}; }
 const Interval kBool{0, 1};
+
+/// The comparison (eq .. ge) that holds when `op` fails.
+constexpr SymOp negated_comparison(SymOp op) {
+  constexpr SymOp negated[] = {SymOp::ne, SymOp::eq, SymOp::ge, SymOp::gt, SymOp::le, SymOp::lt};
+  return negated[static_cast<int>(op) - static_cast<int>(SymOp::eq)];
+}
+
+/// What `x != y` says of x when y is a point at an end of x's bounds: x lies past that end. Each
+/// such limit goes to `limit` (the lower end's first; both when x is that point: then x is empty).
+template <class Limit>
+inline void limit_unequal(const Interval& x, const Interval& y, Limit&& limit) {
+  if (y.point() && x.lo == y.lo) limit(Interval{x.lo + 1, kInfinity});
+  if (y.point() && x.hi == y.lo) limit(Interval{-kInfinity, x.hi - 1});
+}
 const Interval kNone{};  ///< an operand a node does not have
 
 /// NodeBounds::dirty_'s bits per node: changed in the current re-evaluation pass (or limited: the
@@ -356,11 +370,7 @@ Interval NodeBounds::apply(const SymNode& n, Interval a, Interval b, Interval c)
 Interval NodeBounds::branch(uint32_t node, uint32_t cond, bool truth, const std::vector<Interval>& v) const {
   const SymNode& c = facts_->nodes[cond];
   if (c.op < SymOp::eq || c.op > SymOp::ge) return v[node];
-  SymOp op = c.op;
-  if (!truth) {
-    constexpr SymOp negated[] = {SymOp::ne, SymOp::eq, SymOp::ge, SymOp::gt, SymOp::le, SymOp::lt};
-    op = negated[static_cast<int>(op) - static_cast<int>(SymOp::eq)];
-  }
+  const SymOp op = truth ? c.op : negated_comparison(c.op);
   Interval x = v[c.a], y = v[c.b];
   if (x.empty() || y.empty()) return v[node];
   switch (op) {
@@ -478,11 +488,7 @@ void NodeBounds::constrain(uint32_t id, bool truth, int depth) {
       constrain(n.a, !truth, depth + 1);
       break;
     case SymOp::lt: case SymOp::le: case SymOp::gt: case SymOp::ge: case SymOp::eq: case SymOp::ne: {
-      SymOp op = n.op;
-      if (!truth) {
-        constexpr SymOp negated[] = {SymOp::ne, SymOp::eq, SymOp::ge, SymOp::gt, SymOp::le, SymOp::lt};
-        op = negated[static_cast<int>(op) - static_cast<int>(SymOp::eq)];
-      }
+      const SymOp op = truth ? n.op : negated_comparison(n.op);
       const Interval a = current_[n.a], b = current_[n.b];
       // What each case reads is marked as it reads it (the pass bits): an empty operand (no
       // narrowing) as fully read, then the one bound of each operand that `<` and the like use.
@@ -529,10 +535,8 @@ void NodeBounds::constrain(uint32_t id, bool truth, int depth) {
         case SymOp::ne:
           read(n.a, kReadLo | kReadHi);
           read(n.b, kReadLo | kReadHi);
-          if (b.point() && a.lo == b.lo) own(n.a, {a.lo + 1, kInfinity});
-          if (b.point() && a.hi == b.lo) own(n.a, {-kInfinity, a.hi - 1});
-          if (a.point() && b.lo == a.lo) own(n.b, {b.lo + 1, kInfinity});
-          if (a.point() && b.hi == a.lo) own(n.b, {-kInfinity, b.hi - 1});
+          limit_unequal(a, b, [&](const Interval& to) { own(n.a, to); });
+          limit_unequal(b, a, [&](const Interval& to) { own(n.b, to); });
           break;
         default: break;
       }
@@ -591,6 +595,111 @@ const std::vector<Interval>& NodeBounds::under(uint32_t path, uint32_t last, std
         (operands < 3 || kept(n.c)))
       continue;
     current_[i] = meet(forward(i, current_), limit_[i]);
+  }
+  return current_;
+}
+
+std::vector<Conjunct> path_conjuncts(const AccessFacts& facts, uint32_t path) {
+  std::vector<Conjunct> out;
+  // constrain()'s walk: && when true, || when false, ! either way, to its depth.
+  auto walk = [&](auto& self, uint32_t id, bool truth, int depth) -> void {
+    if (depth > 64 || id >= facts.nodes.size()) return;
+    const SymNode& n = facts.nodes[id];
+    switch (n.op) {
+      case SymOp::logical_and:
+        if (truth) {
+          self(self, n.a, true, depth + 1);
+          self(self, n.b, true, depth + 1);
+        }
+        break;
+      case SymOp::logical_or:
+        if (!truth) {
+          self(self, n.a, false, depth + 1);
+          self(self, n.b, false, depth + 1);
+        }
+        break;
+      case SymOp::logical_not: self(self, n.a, !truth, depth + 1); break;
+      case SymOp::lt:
+      case SymOp::le:
+      case SymOp::gt:
+      case SymOp::ge:
+      case SymOp::eq:
+      case SymOp::ne:
+        if (n.a < id && n.b < id) out.push_back({id, truth});
+        break;
+      default: break;
+    }
+  };
+  walk(walk, path, true, 0);
+  return out;
+}
+
+const std::vector<Interval>& NodeBounds::direct(std::span<const Conjunct> conjuncts, std::span<const uint32_t> cone) {
+  reset_limits(limit_, dirty_, touched_);
+  current_.resize(base_.size());
+  const size_t n = std::min(base_.size(), dirty_.size());
+  // A limit that holds the base bounds limits nothing: the node's bounds under the others' limits
+  // lie inside its base bounds (the operations are monotone in their operands' bounds).
+  auto limit = [&](uint32_t id, Interval to) {
+    const Interval& at = base_[id];
+    if (to.lo <= at.lo && to.hi >= at.hi) return;
+    limit_[id] = meet(limit_[id], to);
+    if (!(dirty_[id] & kLimited)) {
+      dirty_[id] |= kLimited;
+      touched_.push_back(id);
+    }
+  };
+  auto now = [&](uint32_t id) { return dirty_[id] & kLimited ? meet(base_[id], limit_[id]) : base_[id]; };
+  for (const Conjunct& c : conjuncts) {
+    if (c.node >= n) continue;
+    const SymNode& x = facts_->nodes[c.node];
+    if (x.a >= n || x.b >= n) continue;
+    if (x.op < SymOp::eq || x.op > SymOp::ge) continue;
+    const SymOp op = c.truth ? x.op : negated_comparison(x.op);
+    const Interval a = now(x.a), b = now(x.b);
+    if (a.empty() || b.empty()) continue;
+    switch (op) {
+      case SymOp::lt:
+      case SymOp::le: {
+        const Integer strict = op == SymOp::lt ? 1 : 0;
+        limit(x.a, {-kInfinity, b.hi - strict});
+        limit(x.b, {a.lo + strict, kInfinity});
+        break;
+      }
+      case SymOp::gt:
+      case SymOp::ge: {
+        const Integer strict = op == SymOp::gt ? 1 : 0;
+        limit(x.a, {b.lo + strict, kInfinity});
+        limit(x.b, {-kInfinity, a.hi - strict});
+        break;
+      }
+      case SymOp::eq:
+        limit(x.a, b);
+        limit(x.b, a);
+        break;
+      case SymOp::ne:
+        limit_unequal(a, b, [&](const Interval& to) { limit(x.a, to); });
+        limit_unequal(b, a, [&](const Interval& to) { limit(x.b, to); });
+        break;
+      default: break;
+    }
+  }
+  // One pass in node order: a node without a limit whose operands kept their base bounds keeps its
+  // own (selects and loop variables read more than their operands and are evaluated).
+  for (uint32_t i : cone) {
+    if (i >= n) break;
+    const SymNode& x = facts_->nodes[i];
+    const unsigned operands = sym_operand_count(x.op);
+    const bool limited = dirty_[i] & kLimited;
+    if (!limited && x.op != SymOp::select && x.op != SymOp::loop && !(operands > 0 && (dirty_[x.a] & kDirty)) &&
+        !(operands > 1 && (dirty_[x.b] & kDirty)) && !(operands > 2 && (dirty_[x.c] & kDirty))) {
+      current_[i] = base_[i];
+      dirty_[i] = 0;
+      continue;
+    }
+    const Interval v = limited ? meet(forward(i, current_), limit_[i]) : forward(i, current_);
+    dirty_[i] = static_cast<uint8_t>((limited ? kLimited : 0) | (v != base_[i] ? kDirty : 0));
+    current_[i] = v;
   }
   return current_;
 }

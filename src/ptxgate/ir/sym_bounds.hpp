@@ -37,6 +37,17 @@ struct LeafValues {
   const LeafRanges* ranges = nullptr;
 };
 
+/// A comparison a path condition implies: `node` (eq .. ge) holds when `truth`, fails otherwise.
+struct Conjunct {
+  uint32_t node = 0;
+  bool truth = true;
+};
+
+/// The comparisons that `path` being true implies through its `&&`, `!` and `||` (a false `||` has
+/// both operands false), in the order NodeBounds::under's narrowing visits them, to the same depth.
+/// Launch-independent.
+std::vector<Conjunct> path_conjuncts(const AccessFacts& facts, uint32_t path);
+
 /// Bounds of every node of one kernel's facts for one launch, refinable by path conditions.
 class NodeBounds {
  public:
@@ -65,6 +76,15 @@ class NodeBounds {
   /// cones are launch-independent: they are built once (internal::SitePlan).
   const std::vector<Interval>& under(uint32_t path, uint32_t last, std::span<const uint32_t> path_cone,
                                      std::span<const uint32_t> rest);
+  /// A cheaper, coarser under(): each of `conjuncts` (path_conjuncts of the path) limits its two
+  /// operands once, by the other's base bounds with the limits of the conjuncts before it, and the
+  /// nodes of `cone` (ascending: node_cone of the path and of what its sites read) are evaluated
+  /// once from the base bounds under those limits. No narrowing through the operations an operand
+  /// is computed from, and no second pass. Sound (a thread that takes the path computes values
+  /// inside these bounds) and never tighter than under() (which makes the same limits, then more),
+  /// so what these bounds prove in bounds the narrowing proves too. Entries outside `cone` are
+  /// unspecified; valid until the next call.
+  const std::vector<Interval>& direct(std::span<const Conjunct> conjuncts, std::span<const uint32_t> cone);
 
  private:
   /// under() over the nodes cone[0, count) (ascending), or nodes 0 .. count - 1 when `cone` is null.

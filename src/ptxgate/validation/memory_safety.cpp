@@ -275,6 +275,7 @@ void internal::plan_sites(const ir::AccessFacts& facts, const std::vector<uint64
   }
   plan.cones.clear();
   plan.guards.clear();
+  plan.conjuncts.clear();
   plan.has_cones = cones;
   plan.params.clear();
   plan.index_total.clear();
@@ -338,6 +339,9 @@ void internal::plan_sites(const ir::AccessFacts& facts, const std::vector<uint64
     }
     g.guard_cone_end = static_cast<uint32_t>(plan.cones.size());
     g.solve_first = g.solve_short = g.solve_end = g.guard_cone_end;
+    g.conjunct_first = static_cast<uint32_t>(plan.conjuncts.size());
+    for (const ir::Conjunct& c : ir::path_conjuncts(facts, g.path)) plan.conjuncts.push_back(c);
+    g.conjunct_end = static_cast<uint32_t>(plan.conjuncts.size());
     // No envelope where the path, an index or a width limit reads an opaque value (no thread is
     // ever known to take it: a concrete evaluation would be wasted).
     bool opaque = false;
@@ -583,6 +587,8 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
     memo->sites.assign(facts.sites.size(), {});
     memo->envelope.assign(memo->plan.groups.size(), 0);
     memo->guard.assign(memo->plan.groups.size(), 0);
+    memo->narrow_needed.assign(memo->plan.groups.size(), 0);
+    memo->direct.assign(memo->plan.groups.size(), 0);
     memo->races_searched = internal::shared_races_searched(*owner);
     memo->planned = true;
   }
@@ -640,9 +646,27 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
     if (memo && !remembered && memo->guard[g]) {
       for (uint32_t k = group.first; k < group.end; ++k) memo->sites[plan.by_path[k]] = {Interval{0, 0}, {}, {}};
       memo->envelope[g] = 0;
+      memo->direct[g] = 0;
       verdict.unreachable += group.end - group.first;
       continue;
     }
+    // A remembered group proven by its direct bounds is proven again when they still prove every site
+    // against this launch's buffers (the bounds and the thread that takes the path depend only on the
+    // inputs that did not change); otherwise it is narrowed (their coarser bounds would otherwise
+    // show in its findings).
+    if (remembered && memo->direct[g]) {
+      bool proven = true;
+      for (uint32_t k = group.first; k < group.end && proven; ++k) {
+        const uint32_t s = plan.by_path[k];
+        proven = outcome_of(facts, facts.sites[s], memo->sites[s], launch) == SiteOutcome::proven;
+      }
+      if (proven) {
+        verdict.proven += group.end - group.first;
+        continue;
+      }
+      remembered = false;
+    }
+    if (memo) memo->direct[g] = 0;
     // A remembered group not proven by its envelope reads only its remembered sites.
     if (!remembered || memo->envelope[g]) bind_bounds();
     // The envelope (with the kernel's plan): the sites' bounds without the path already keep them
@@ -653,9 +677,11 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
     // unreachable: narrowing only shrinks bounds).
     const Interval taken = bound ? bounds.base()[path] : Interval{};
     const bool plain = taken == Interval{1, 1} || taken == Interval{0, 0} || taken.empty();
+    // Whether a thread takes the path (envelope_reachable), once asked.
+    std::optional<bool> reachable;
     if (memo && !plain && (!remembered || memo->envelope[g])) {
       if (internal::envelope_in_bounds(facts, plan, group, bounds.base(), launch) &&
-          (remembered || internal::envelope_reachable(facts, plan, group, launch, memo->cone_values))) {
+          (remembered || *(reachable = internal::envelope_reachable(facts, plan, group, launch, memo->cone_values)))) {
         memo->envelope[g] = 1;
         verdict.proven += group.end - group.first;
         continue;
@@ -666,6 +692,37 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
       if (memo->envelope[g]) remembered = false;
       memo->envelope[g] = 0;
     }
+    // The direct bounds under the path (its comparisons' limits, one pass: NodeBounds::direct) prove
+    // every site, and a thread takes the path: the narrowing, whose bounds lie inside these, would
+    // prove every site too (envelope_in_bounds says why the thread settles reachability).
+    const bool try_direct = memo && !remembered && !plain && group.solve_short != group.solve_end &&
+                            !memo->narrow_needed[g] && reachable != false;
+    if (try_direct) {
+      const std::vector<Interval>& direct = bounds.direct(
+          std::span(plan.conjuncts).subspan(group.conjunct_first, group.conjunct_end - group.conjunct_first),
+          std::span(plan.cones).subspan(group.solve_short, group.solve_end - group.solve_short));
+      bool proven = true;
+      for (uint32_t k = group.first; k < group.end && proven; ++k) {
+        const ir::AccessSite& site = facts.sites[plan.by_path[k]];
+        const internal::SiteBounds read{
+            direct[path], direct[site.index],
+            site.width_limit >= 0 ? direct[static_cast<uint32_t>(site.width_limit)] : Interval{}};
+        proven = outcome_of(facts, site, read, launch) == SiteOutcome::proven;
+      }
+      if (proven &&
+          (reachable ? *reachable : internal::envelope_reachable(facts, plan, group, launch, memo->cone_values))) {
+        for (uint32_t k = group.first; k < group.end; ++k) {
+          const uint32_t s = plan.by_path[k];
+          const ir::AccessSite& site = facts.sites[s];
+          memo->sites[s] = {direct[path], direct[site.index],
+                            site.width_limit >= 0 ? direct[static_cast<uint32_t>(site.width_limit)] : Interval{}};
+        }
+        memo->direct[g] = 1;
+        verdict.proven += group.end - group.first;
+        continue;
+      }
+    }
+    const uint32_t proven_before = verdict.proven;
     const std::vector<Interval>* values = nullptr;
     if (!remembered) {
       if (plain) values = &bounds.base();
@@ -740,6 +797,7 @@ MemoryVerdict evaluate(const ir::AccessFacts& facts, const MemoryLaunch& launch,
       ++verdict.unproven;
       verdict.findings.push_back(std::move(v));
     }
+    if (try_direct && verdict.proven - proven_before == group.end - group.first) memo->narrow_needed[g] = 1;
   }
   if (memo ? memo->races_searched : !owner || internal::shared_races_searched(*owner)) {
     bind_bounds();

@@ -59,6 +59,9 @@ struct PathGroup {
   /// When one of them is false for a launch, no thread takes the path (guard_false).
   uint32_t guard_first = 0, guard_end = 0, guard_cone = 0, guard_cone_end = 0;
   uint64_t guard_inputs = 0;  ///< the launch inputs those conjuncts read (ir::leaf_dependencies bits)
+  /// SitePlan::conjuncts[conjunct_first, conjunct_end): ir::path_conjuncts of the path, for
+  /// NodeBounds::direct over the cone SitePlan::cones[solve_short, solve_end).
+  uint32_t conjunct_first = 0, conjunct_end = 0;
 };
 
 /// A kernel's sites in order of path, then number, and their groups (launch-independent).
@@ -67,6 +70,7 @@ struct SitePlan {
   std::vector<PathGroup> groups;
   std::vector<uint32_t> cones;    ///< the groups' node cones, one after another
   std::vector<uint32_t> guards;   ///< the groups' launch-uniform conjuncts (PathGroup::guard_first)
+  std::vector<ir::Conjunct> conjuncts;  ///< the groups' path conjuncts (PathGroup::conjunct_first)
   bool has_cones = false;
   std::vector<uint32_t> params;   ///< the scalar parameters the facts read (with cones)
   /// By site (with cones): 1 when its index reads no loop variable and no opaque value, so that any
@@ -167,6 +171,14 @@ struct BoundsMemo {
   /// By group: 1 when one of its launch-uniform conjuncts was false for that launch (guard_false;
   /// the same for a later launch that changes none of PathGroup::guard_inputs).
   std::vector<uint8_t> guard;
+  /// By group: 1 once a launch's narrowing proved every site of the group where its direct bounds
+  /// (NodeBounds::direct) did not: the group then needs the narrowing's propagation, and later
+  /// launches go to it at once.
+  std::vector<uint8_t> narrow_needed;
+  /// By group: 1 when that launch proved the group through its direct bounds (its `sites` entries
+  /// hold them: a later launch that changes none of its inputs proves it again while they prove
+  /// every site against its own buffer lengths, and narrows it otherwise).
+  std::vector<uint8_t> direct;
   ConeValues cone_values;         ///< envelope_reachable's buffers
   /// The facts' Dependencies for a launch that gives every scalar they read (the same for every
   /// such launch: made by the first one with a finding).
