@@ -84,6 +84,17 @@ inline bool changes_pass(uint8_t flags, const Interval& was, const Interval& now
          ((flags & kTarget) && (now.lo < was.lo || now.hi > was.hi));
 }
 
+/// Whether a pass that re-evaluates nodes under a path's limits (NodeBounds::narrowed, direct) must
+/// evaluate `n` (with pass flags `flags`; `dirty`: every node's) again: it has a limit, it is a select
+/// or a loop variable (their bounds read more than their operands), or an operand changed in this
+/// pass. Any other node would compute the value it already holds.
+inline bool needs_pass(const SymNode& n, uint8_t flags, const std::vector<uint8_t>& dirty) {
+  const unsigned operands = sym_operand_count(n.op);
+  return (flags & kLimited) || n.op == SymOp::select || n.op == SymOp::loop ||
+         (operands > 0 && (dirty[n.a] & kDirty)) || (operands > 1 && (dirty[n.b] & kDirty)) ||
+         (operands > 2 && (dirty[n.c] & kDirty));
+}
+
 /// `r` when it lies in the type's range (no operand can wrap), else the whole range.
 inline Interval fit(Type t, Interval r) {
   if (r.empty()) return r;
@@ -684,15 +695,11 @@ const std::vector<Interval>& NodeBounds::direct(std::span<const Conjunct> conjun
       default: break;
     }
   }
-  // One pass in node order: a node without a limit whose operands kept their base bounds keeps its
-  // own (selects and loop variables read more than their operands and are evaluated).
+  // One pass in node order; a node that needs none (needs_pass) keeps its base bounds.
   for (uint32_t i : cone) {
     if (i >= n) break;
-    const SymNode& x = facts_->nodes[i];
-    const unsigned operands = sym_operand_count(x.op);
     const bool limited = dirty_[i] & kLimited;
-    if (!limited && x.op != SymOp::select && x.op != SymOp::loop && !(operands > 0 && (dirty_[x.a] & kDirty)) &&
-        !(operands > 1 && (dirty_[x.b] & kDirty)) && !(operands > 2 && (dirty_[x.c] & kDirty))) {
+    if (!needs_pass(facts_->nodes[i], dirty_[i], dirty_)) {
       current_[i] = base_[i];
       dirty_[i] = 0;
       continue;
@@ -727,17 +734,12 @@ const std::vector<Interval>& NodeBounds::narrowed(uint32_t path, uint32_t last, 
     pass_read_changed = false;
     constrain(path, true, 0);
     if (!changed_) break;
-    // Re-evaluates the nodes the narrowing can change: those narrowed (they have a limit), those
-    // with an operand that changed in this pass, and selects and loop variables (their bounds read
-    // more than their operands). Any other node would compute the value it already holds.
+    // Re-evaluates the nodes the narrowing can change (needs_pass).
     for (size_t k = 0; k < count; ++k) {
       const uint32_t i = node_at(k);
       if (i >= upto) break;
-      const SymNode& n = facts_->nodes[i];
-      const unsigned operands = sym_operand_count(n.op);
       const bool limited = dirty_[i] & kLimited;
-      if (!limited && n.op != SymOp::select && n.op != SymOp::loop && !(operands > 0 && (dirty_[n.a] & kDirty)) &&
-          !(operands > 1 && (dirty_[n.b] & kDirty)) && !(operands > 2 && (dirty_[n.c] & kDirty))) {
+      if (!needs_pass(facts_->nodes[i], dirty_[i], dirty_)) {
         dirty_[i] = 0;
         continue;
       }
