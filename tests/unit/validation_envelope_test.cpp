@@ -16,6 +16,16 @@ using namespace ptxgate;
 
 namespace {
 
+/// Kernel `k` of `source`, checked into `checked` (which keeps its module); the test stops where the
+/// source has errors.
+const ir::Kernel& kernel_k(testing::Checked& checked, const std::string& source) {
+  checked = testing::check_module("k.pg", source);
+  REQUIRE_MESSAGE(!checked.diags.has_errors(), diag::render_text(checked.diags));
+  const ir::Kernel* k = checked.module.find_kernel("k");
+  REQUIRE(k);
+  return *k;
+}
+
 /// bench/new_shapes.hpp's change of shape `j`, on the verdict's input: the first grid component of
 /// more than one block j smaller, every buffer 256 * j bytes longer, every scalar j smaller.
 validation::MemoryLaunch new_shape(const validation::MemoryLaunch& documented, uint64_t j) {
@@ -166,7 +176,8 @@ TEST_CASE("direct bounds: a guard on a sum narrows the sum, not its operands: th
   // `i + 4 < n` limits i + 4, which y[i] does not read: the direct bounds leave i's bounds as they
   // were and do not prove y[i]; the narrowing (through the sum) does, and the memo then goes to
   // the narrowing at once on later launches. The verdict is the same either way.
-  testing::Checked checked = testing::check_module("k.pg", R"(
+  testing::Checked checked;
+  const ir::Kernel* k = &kernel_k(checked, R"(
 kernel k(out y: f32[], n: u32) {
   let i = global_id.x;
   if (i + 4 < n) {
@@ -174,9 +185,6 @@ kernel k(out y: f32[], n: u32) {
   }
 }
 )");
-  REQUIRE_MESSAGE(!checked.diags.has_errors(), diag::render_text(checked.diags));
-  const ir::Kernel* k = checked.module.find_kernel("k");
-  REQUIRE(k);
   const ir::AccessFacts& facts = *k->access_facts;
   DirectTally tally;
   for (uint64_t n : {1000, 1004, 900}) {
@@ -214,7 +222,8 @@ TEST_CASE("site envelope: a path no thread takes is left to the narrowing, which
   // Bounds without the path keep y[i] inside y, but no thread has i < n and i > n + 5: without the
   // thread that takes the path the envelope would count the site proven; the narrowing finds the
   // path empty.
-  testing::Checked checked = testing::check_module("k.pg", R"(
+  testing::Checked checked;
+  const ir::Kernel* k = &kernel_k(checked, R"(
 kernel k(out y: f32[], n: u32) {
   let i = global_id.x;
   if (i < n && i > n + 5) {
@@ -222,9 +231,6 @@ kernel k(out y: f32[], n: u32) {
   }
 }
 )");
-  REQUIRE_MESSAGE(!checked.diags.has_errors(), diag::render_text(checked.diags));
-  const ir::Kernel* k = checked.module.find_kernel("k");
-  REQUIRE(k);
   const ir::AccessFacts& facts = *k->access_facts;
   validation::MemoryLaunch launch = testing::y_n_launch(4, 256, 1000, 4096);
   validation::internal::SitePlan plan;
@@ -240,7 +246,8 @@ kernel k(out y: f32[], n: u32) {
   CHECK(v.proven == 0);
   testing::same_as_fresh(k->access_facts, launch);
   // With `i > 5` instead the first thread past 5 takes it, and the envelope proves the site.
-  testing::Checked taken = testing::check_module("k.pg", R"(
+  testing::Checked taken;
+  const ir::Kernel* t = &kernel_k(taken, R"(
 kernel k(out y: f32[], n: u32) {
   let i = global_id.x;
   if (i < n && i > 5) {
@@ -248,8 +255,6 @@ kernel k(out y: f32[], n: u32) {
   }
 }
 )");
-  REQUIRE(!taken.diags.has_errors());
-  const ir::Kernel* t = taken.module.find_kernel("k");
   validation::internal::plan_sites(*t->access_facts, ir::leaf_dependencies(*t->access_facts), plan, true);
   const ir::NodeBounds taken_bounds(*t->access_facts, {launch.grid, launch.block, 0, &launch.scalar_bits});
   values.next_launch();
@@ -296,10 +301,8 @@ kernel k(in x: f32[], n: u32) {
   cp_async_wait(0);
 }
 )";
-    testing::Checked checked = testing::check_module("k.pg", source);
-    REQUIRE_MESSAGE(!checked.diags.has_errors(), diag::render_text(checked.diags));
-    const ir::Kernel* k = checked.module.find_kernel("k");
-    REQUIRE(k);
+    testing::Checked checked;
+    const ir::Kernel* k = &kernel_k(checked, source);
     const ir::AccessFacts& facts = *k->access_facts;
     validation::MemoryLaunch launch = testing::y_n_launch(4, 256, 1000, 1024 * 16);
     launch.names = {"x", "n"};

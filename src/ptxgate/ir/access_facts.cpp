@@ -96,13 +96,23 @@ void drop_unread_nodes(AccessFacts& facts) {
   });
 }
 
-std::vector<bool> parameters_used(const AccessFacts& facts, size_t count) {
-  // A node the analysis built for a value nothing reads (the float a kernel stores) names no
-  // parameter used.
+std::vector<uint32_t> parameters_read(const AccessFacts& facts) {
+  // A node the analysis built for a value nothing reads (the float a kernel stores, or any node of a
+  // forged cache entry that nothing references) names no parameter read.
   const std::vector<bool> read = read_nodes(facts);
-  std::vector<bool> used(count, false);
+  std::vector<uint32_t> params;
   for (size_t i = 0; i < read.size(); ++i)
-    if (read[i] && facts.nodes[i].op == SymOp::param && facts.nodes[i].value < count) used[facts.nodes[i].value] = true;
+    if (read[i] && facts.nodes[i].op == SymOp::param && facts.nodes[i].value <= UINT32_MAX)
+      params.push_back(static_cast<uint32_t>(facts.nodes[i].value));
+  std::sort(params.begin(), params.end());
+  params.erase(std::unique(params.begin(), params.end()), params.end());
+  return params;
+}
+
+std::vector<bool> parameters_used(const AccessFacts& facts, size_t count) {
+  std::vector<bool> used(count, false);
+  for (uint32_t p : parameters_read(facts))
+    if (p < count) used[p] = true;
   return used;
 }
 

@@ -142,8 +142,11 @@ std::vector<bool> read_nodes(const AccessFacts& facts);
 /// every reference to them: the same verdicts, from fewer nodes.
 void drop_unread_nodes(AccessFacts& facts);
 
-/// Which of `count` parameters the facts read the value of (scalars that indices, paths or loop
-/// bounds use): a launch's memory-safety verdict depends on exactly these arguments' values.
+/// The scalar parameters whose value the facts read (scalars that indices, paths or loop bounds use),
+/// by number, ascending, each once: a launch's memory-safety verdict depends on exactly these
+/// arguments' values (the launch cache keys them, and so does the kernel's memo of node bounds).
+std::vector<uint32_t> parameters_read(const AccessFacts& facts);
+/// parameters_read as one flag for each of `count` parameters.
 std::vector<bool> parameters_used(const AccessFacts& facts, size_t count);
 
 nlohmann::json to_json(const AccessFacts& facts);

@@ -281,10 +281,7 @@ void internal::plan_sites(const ir::AccessFacts& facts, const std::vector<uint64
   plan.index_total.clear();
   if (!cones) return;
   std::vector<uint32_t> targets;
-  for (const ir::SymNode& n : facts.nodes)
-    if (n.op == SymOp::param) plan.params.push_back(static_cast<uint32_t>(n.value));
-  std::sort(plan.params.begin(), plan.params.end());
-  plan.params.erase(std::unique(plan.params.begin(), plan.params.end()), plan.params.end());
+  plan.params = ir::parameters_read(facts);
   plan.index_total.resize(facts.sites.size());
   for (uint32_t i = 0; i < facts.sites.size(); ++i) {
     bool total = true;
