@@ -271,6 +271,7 @@ void internal::plan_sites(const ir::AccessFacts& facts, const std::vector<uint64
       }
     }
     g.end = end;
+    g.number = static_cast<uint32_t>(plan.groups.size());
     plan.groups.push_back(g);
   }
   plan.cones.clear();
@@ -289,7 +290,12 @@ void internal::plan_sites(const ir::AccessFacts& facts, const std::vector<uint64
       total = total && facts.nodes[id].op != SymOp::loop && facts.nodes[id].op != SymOp::opaque;
     plan.index_total[i] = total;
   }
+  // The previous group's cones (for the delta cones; empty: it has none).
+  std::vector<uint32_t> previous_short, previous_cone, delta;
+  bool previous = false;
   for (PathGroup& g : plan.groups) {
+    const bool after = previous;
+    previous = false;
     targets.assign({g.path});
     for (uint32_t k = g.first; k < g.end; ++k) {
       const ir::AccessSite& site = facts.sites[plan.by_path[k]];
@@ -358,6 +364,19 @@ void internal::plan_sites(const ir::AccessFacts& facts, const std::vector<uint64
     g.solve_short = static_cast<uint32_t>(plan.cones.size());
     plan.cones.insert(plan.cones.end(), cone.begin(), cone.end());
     g.solve_end = static_cast<uint32_t>(plan.cones.size());
+    if (after) {
+      g.delta = true;
+      g.delta_first = static_cast<uint32_t>(plan.cones.size());
+      std::set_difference(short_cone.begin(), short_cone.end(), previous_short.begin(), previous_short.end(),
+                          std::back_inserter(plan.cones));
+      g.delta_short = static_cast<uint32_t>(plan.cones.size());
+      std::set_difference(cone.begin(), cone.end(), previous_cone.begin(), previous_cone.end(),
+                          std::back_inserter(plan.cones));
+      g.delta_end = static_cast<uint32_t>(plan.cones.size());
+    }
+    previous_short = short_cone;
+    previous_cone = cone;
+    previous = true;
   }
 }
 
@@ -480,6 +499,14 @@ bool internal::envelope_reachable(const ir::AccessFacts& facts, const SitePlan& 
   const uint32_t first = known_scalars ? group.solve_first : group.solve_short;
   const uint32_t end = known_scalars ? group.solve_short : group.solve_end;
   const std::span<const uint32_t> cone = std::span(plan.cones).subspan(first, end - first);
+  // A thread that has just evaluated the group before's cone of the same kind at this launch holds
+  // the values of their common nodes: it evaluates the rest (the delta cone) only.
+  const uint32_t number = group.number;
+  const std::span<const uint32_t> delta =
+      group.delta ? std::span(plan.cones).subspan(known_scalars ? group.delta_first : group.delta_short,
+                                                  known_scalars ? group.delta_short - group.delta_first
+                                                                : group.delta_end - group.delta_short)
+                  : cone;
   const std::array<uint64_t, 6> extent{launch.block[0], launch.block[1], launch.block[2],
                                        launch.grid[0], launch.grid[1], launch.grid[2]};
   // The first thread, the second, the middle one and the last of each dimension: guards such as
@@ -490,7 +517,12 @@ bool internal::envelope_reachable(const ir::AccessFacts& facts, const SitePlan& 
       const uint64_t e = std::max<uint64_t>(extent[c], 1);
       at[c] = pick == 0 ? 0 : pick == 1 ? std::min<uint64_t>(1, e - 1) : pick == 2 ? e / 2 : e - 1;
     }
-    evaluate_cone(facts, launch, at, cone, values, pick);
+    const bool after_previous = group.delta && values.walked_launch[pick] == values.launch &&
+                                values.walked[pick] == number && values.walked_short[pick] == known_scalars;
+    evaluate_cone(facts, launch, at, after_previous ? delta : cone, values, pick);
+    values.walked[pick] = number + 1;
+    values.walked_launch[pick] = values.launch;
+    values.walked_short[pick] = known_scalars;
     const std::vector<uint64_t>& bits = values.bits[pick];
     const std::vector<uint8_t>& known = values.known[pick];
     auto value = [&](uint32_t id) { return known[id] ? std::optional<uint64_t>(bits[id]) : std::nullopt; };

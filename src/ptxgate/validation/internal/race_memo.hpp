@@ -38,6 +38,7 @@ bool shared_races_searched(const std::shared_ptr<const ir::AccessFacts>& facts);
 
 /// The sites of one path condition (they share its narrowing): by_path[first, end) of a SitePlan.
 struct PathGroup {
+  uint32_t number = 0;   ///< its place in SitePlan::groups
   uint32_t path = 0;     ///< the bool node
   uint32_t last = 0;     ///< the last node its sites read (index, width limit)
   uint32_t first = 0, end = 0;
@@ -53,6 +54,11 @@ struct PathGroup {
   /// every scalar is known), [solve_short, solve_end) the two cones above merged (otherwise). Empty
   /// without cones and when the cone reads an opaque value (the envelope then never decides the group).
   uint32_t solve_first = 0, solve_short = 0, solve_end = 0;
+  /// The same two cones less the nodes of the group before's (SitePlan::groups), for a thread whose
+  /// values that group's cones have just given (ConeValues::walked): SitePlan::cones[delta_first,
+  /// delta_short) and [delta_short, delta_end). `delta`: the group before has those cones too.
+  uint32_t delta_first = 0, delta_short = 0, delta_end = 0;
+  bool delta = false;
   /// The path's launch-uniform conjuncts (conjuncts of its `&&` chain that read no thread or block
   /// id, loop variable or opaque value: the same for every thread): SitePlan::guards[guard_first,
   /// guard_end), and SitePlan::cones[guard_cone, guard_cone_end) their cones merged, ascending.
@@ -115,10 +121,15 @@ struct ConeValues {
   std::array<std::vector<uint32_t>, kThreads> stamp;  ///< == launch: evaluated for this launch
   std::array<std::vector<uint8_t>, kThreads> known;
   uint32_t launch = 0;
+  /// Per thread: the group (its number + 1) whose cone it evaluated last, at launch `walked_launch`,
+  /// the short cone or not (`walked_short`): the next group then walks its delta cone only.
+  std::array<uint32_t, kThreads> walked{}, walked_launch{};
+  std::array<bool, kThreads> walked_short{};
   /// Forgets the values of the previous launch.
   void next_launch() {
     if (++launch != 0) return;
     for (auto& s : stamp) std::fill(s.begin(), s.end(), 0);
+    walked_launch.fill(0);
     launch = 1;
   }
 };
