@@ -220,6 +220,15 @@ class RaceProof {
   /// allows (a proof for every trip count), then, where that fails, with this launch's bounds of the
   /// loop variables. `trace`: what the successful attempt read.
   bool excludes(const std::vector<std::pair<uint32_t, uint32_t>>& pairs, internal::ProofTrace* trace) {
+    const bool proven = attempt_excludes(pairs, trace);
+    // The trace is this call's: what holds() and later passes read is recorded nowhere (the caller's
+    // trace may be gone by then).
+    trace_ = nullptr;
+    return proven;
+  }
+
+ private:
+  bool attempt_excludes(const std::vector<std::pair<uint32_t, uint32_t>>& pairs, internal::ProofTrace* trace) {
     for (int attempt = 0; attempt < 2; ++attempt) {
       universal_ = attempt == 0;
       used_universal_ = false;
