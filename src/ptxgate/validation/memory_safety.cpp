@@ -502,11 +502,12 @@ bool internal::envelope_reachable(const ir::AccessFacts& facts, const SitePlan& 
   // A thread that has just evaluated the group before's cone of the same kind at this launch holds
   // the values of their common nodes: it evaluates the rest (the delta cone) only.
   const uint32_t number = group.number;
-  const std::span<const uint32_t> delta =
-      group.delta ? std::span(plan.cones).subspan(known_scalars ? group.delta_first : group.delta_short,
-                                                  known_scalars ? group.delta_short - group.delta_first
-                                                                : group.delta_end - group.delta_short)
-                  : cone;
+  const std::span<const uint32_t> delta = group.delta
+                                              ? std::span(plan.cones)
+                                                    .subspan(known_scalars ? group.delta_first : group.delta_short,
+                                                             known_scalars ? group.delta_short - group.delta_first
+                                                                           : group.delta_end - group.delta_short)
+                                              : cone;
   const std::array<uint64_t, 6> extent{launch.block[0], launch.block[1], launch.block[2],
                                        launch.grid[0], launch.grid[1], launch.grid[2]};
   // The first thread, the second, the middle one and the last of each dimension: guards such as
