@@ -205,6 +205,10 @@ class RaceProof {
   /// Whether the proof `t` recorded holds for this launch at the entered pass.
   bool holds(const internal::ProofTrace& t) {
     if (t.block != launch_.block) return false;
+    // The values' nodes in one ascending pass (what uniform() would reach from each value, without
+    // its stack).
+    for (uint32_t id : t.evaluation)
+      if (!computed(id)) compute_uniform(id);
     for (const auto& [id, v] : t.values)
       if (shared_value(id) != v) return false;
     for (uint32_t id : t.bounded)
@@ -214,6 +218,27 @@ class RaceProof {
       if (t.exact_ranges ? b != r : (b.empty() || b.lo < r.lo || b.hi > r.hi)) return false;
     }
     return true;
+  }
+
+  /// Fills `t.evaluation` (a trace excludes() made): the nodes uniform() reads for its values.
+  void prepare(internal::ProofTrace& t) const {
+    std::vector<uint8_t> seen(facts_.nodes.size(), 0);
+    std::vector<uint32_t> pending;
+    for (const auto& [id, v] : t.values)
+      if (id < facts_.nodes.size() && !plan_.varying[id]) pending.push_back(id);
+    while (!pending.empty()) {
+      const uint32_t x = pending.back();
+      pending.pop_back();
+      if (seen[x]) continue;
+      seen[x] = 1;
+      t.evaluation.push_back(x);
+      const ir::SymNode& n = facts_.nodes[x];
+      const unsigned count = ir::sym_operand_count(n.op);
+      const uint32_t operands[3] = {n.a, n.b, n.c};
+      for (unsigned k = 0; k < count; ++k)
+        if (!seen[operands[k]]) pending.push_back(operands[k]);
+    }
+    std::sort(t.evaluation.begin(), t.evaluation.end());
   }
 
   /// Proves the pairs race-free at the entered pass, first with every iteration count a loop's type
@@ -281,15 +306,21 @@ class RaceProof {
         }
       if (!ready) continue;
       stack_.pop_back();
-      if (count == 0) values_[x] = leaf(n);
-      else
-        values_[x] = ir::evaluate_sym_node(
-            n, facts_.nodes[n.a].type, [&](uint32_t o) { return values_[o].has_value(); },
-            [&](uint32_t o) { return *values_[o]; });
-      if (plan_.reads_loop[x]) seen_[x] = generation_;
-      else launch_seen_[x] = launch_generation_;
+      compute_uniform(x);
     }
     return values_[id];
+  }
+
+  /// Node `x`'s value at this pass from its operands' (computed()), marked computed.
+  void compute_uniform(uint32_t x) {
+    const ir::SymNode& n = facts_.nodes[x];
+    if (ir::sym_operand_count(n.op) == 0) values_[x] = leaf(n);
+    else
+      values_[x] = ir::evaluate_sym_node(
+          n, facts_.nodes[n.a].type, [&](uint32_t o) { return values_[o].has_value(); },
+          [&](uint32_t o) { return *values_[o]; });
+    if (plan_.reads_loop[x]) seen_[x] = generation_;
+    else launch_seen_[x] = launch_generation_;
   }
 
   /// A leaf's bits in thread 0 of block 0 at this pass.
@@ -691,6 +722,7 @@ std::vector<SharedRace> search_shared_races(const ir::AccessFacts& facts, const 
         if (proof->excludes(group.pairs, kept ? &trace : nullptr)) {
           ++counts.proven;
           if (kept) {
+            proof->prepare(trace);
             if (kept->proofs.size() < RacePlan::kProofs) {
               kept->proofs.push_back(std::move(trace));
             } else {

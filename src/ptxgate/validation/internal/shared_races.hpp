@@ -24,11 +24,14 @@ namespace ptxgate::validation::internal {
 /// in a way that is not monotone (an index taken as wrapping), so the ranges must be equal.
 /// `bounded`: loop variables whose iteration counts the proof took as anything their type allows
 /// (valid for every trip count), which only needs their bounds not to be the type's full range.
+/// `evaluation`: the nodes those values are computed from, ascending (operands first), for their
+/// evaluation in one pass when the proof is replayed.
 struct ProofTrace {
   std::array<uint64_t, 3> block{};
   std::vector<std::pair<uint32_t, ir::Interval>> ranges;
   std::vector<uint32_t> bounded;
   std::vector<std::pair<uint32_t, std::optional<ir::Integer>>> values;
+  std::vector<uint32_t> evaluation;
   bool exact_ranges = false;
 };
 
