@@ -291,7 +291,7 @@ void internal::plan_sites(const ir::AccessFacts& facts, const std::vector<uint64
     plan.index_total[i] = total;
   }
   // The previous group's cones (for the delta cones; empty: it has none).
-  std::vector<uint32_t> previous_short, previous_cone, delta;
+  std::vector<uint32_t> previous_short, previous_cone;
   bool previous = false;
   for (PathGroup& g : plan.groups) {
     const bool after = previous;
