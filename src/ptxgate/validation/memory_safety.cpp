@@ -88,19 +88,35 @@ std::string array_name(const ir::AccessFacts& facts, const ir::AccessSite& site,
   return site.array < facts.arrays.size() ? facts.arrays[site.array].name : "?";
 }
 
+/// Whether a path's bounds leave no thread on it (then each of its sites is unreachable).
+inline bool path_untaken(const Interval& p) { return p.empty() || p == Interval{0, 0}; }
+
+/// outcome_of for a site whose path some thread may take (not path_untaken).
+[[gnu::always_inline]] inline SiteOutcome taken_outcome(const ir::AccessFacts& facts, const ir::AccessSite& site,
+                                                        const Interval& index, const Interval& limit,
+                                                        const MemoryLaunch& launch) {
+  uint64_t width = site.width;
+  if (index.empty()) return SiteOutcome::unreachable;
+  if (site.width_limit >= 0) {
+    if (limit.empty() || limit.hi <= 0) return SiteOutcome::unreachable;
+    width = static_cast<uint64_t>(std::min<Integer>(limit.hi, width));
+  }
+  const std::optional<uint64_t> length = array_length(facts, site, launch);
+  if (!length) return SiteOutcome::unproven;
+  // In 64 bits where the bytes' end cannot overflow them (the common case), else in 128.
+  constexpr Integer kSmallIndex = Integer{1} << 40;
+  if (index.lo >= 0 && index.hi < kSmallIndex && site.stride < (uint32_t{1} << 20))
+    return static_cast<uint64_t>(index.hi) * site.stride + width <= *length ? SiteOutcome::proven
+                                                                            : SiteOutcome::unproven;
+  const Integer first = index.lo * site.stride, end = index.hi * site.stride + width;
+  return first >= 0 && end <= static_cast<Integer>(*length) ? SiteOutcome::proven : SiteOutcome::unproven;
+}
+
 /// internal::bounds_outcome, inline in the verdict's loop over every site.
 [[gnu::always_inline]] inline SiteOutcome outcome_of(const ir::AccessFacts& facts, const ir::AccessSite& site,
                                                      const internal::SiteBounds& read, const MemoryLaunch& launch) {
-  const Interval p = read.path, index = read.index;
-  uint64_t width = site.width;
-  if (p.empty() || p == Interval{0, 0} || index.empty()) return SiteOutcome::unreachable;
-  if (site.width_limit >= 0) {
-    if (read.limit.empty() || read.limit.hi <= 0) return SiteOutcome::unreachable;
-    width = static_cast<uint64_t>(std::min<Integer>(read.limit.hi, width));
-  }
-  const std::optional<uint64_t> length = array_length(facts, site, launch);
-  const Integer first = index.lo * site.stride, end = index.hi * site.stride + width;
-  return length && first >= 0 && end <= static_cast<Integer>(*length) ? SiteOutcome::proven : SiteOutcome::unproven;
+  if (path_untaken(read.path)) return SiteOutcome::unreachable;
+  return taken_outcome(facts, site, read.index, read.limit, launch);
 }
 
 /// Searches threads of the launch (and iterations of the site's loops) for one that runs the site
@@ -391,6 +407,8 @@ bool internal::envelope_in_bounds(const ir::AccessFacts& facts, const SitePlan& 
   // narrowed upper end is at most its end here, so the bytes a site may touch only shrink; that the
   // narrowed limit leaves a byte to copy (else the site is unreachable) is envelope_reachable's.
   if (group.solve_first == group.solve_end || group.path >= base.size()) return false;
+  // The path's test once for the group (its sites would each be unreachable, not proven).
+  if (path_untaken(base[group.path])) return false;
   // One loop, without the limits' reads where no site has one (most groups; it costs sgemm 0.4 %).
   auto all_proven = [&]<bool kLimited>() {
     for (uint32_t k = group.first; k < group.end; ++k) {
@@ -401,8 +419,7 @@ bool internal::envelope_in_bounds(const ir::AccessFacts& facts, const SitePlan& 
         if (static_cast<size_t>(site.width_limit) >= base.size()) return false;
         limit = base[static_cast<uint32_t>(site.width_limit)];
       }
-      if (outcome_of(facts, site, {base[group.path], base[site.index], limit}, launch) != SiteOutcome::proven)
-        return false;
+      if (taken_outcome(facts, site, base[site.index], limit, launch) != SiteOutcome::proven) return false;
     }
     return true;
   };
