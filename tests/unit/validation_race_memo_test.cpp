@@ -300,3 +300,32 @@ kernel k(out y: f32[], in x: f32[], in idx: u32[], n: u32, m: u32) {
     CHECK(names_m == !m.has_value());
   }
 }
+
+TEST_CASE("race memo: a remembered proof replayed after a new proof of another group at the same launch") {
+  // Two race groups (one per loop) whose proofs read p and q. The second launch changes p only: the
+  // first group is proven again (a new proof, recorded in a trace that ends with that group's search),
+  // then the second group's remembered proof is replayed, reading q. The replay must record nothing
+  // (under AddressSanitizer a write into the first group's trace is a stack-use-after-scope), and each
+  // launch is race-free, as a fresh search finds.
+  auto facts = facts_of(R"(
+@workgroup(128)
+kernel k(out y: u32[], p: u32, q: u32) {
+  shared s: u32[4096];
+  shared r: u32[4096];
+  for a in 0..4 {
+    s[thread_id.x + p * a] = a;
+  }
+  for b in 0..4 {
+    r[thread_id.x + q * b] = b;
+  }
+  barrier();
+  y[thread_id.x] = s[thread_id.x] + r[thread_id.x];
+}
+)");
+  auto with = [&](uint64_t p, uint64_t q) {
+    return races(facts, launch_of(3, {1, 1, 1}, {128, 1, 1}, {{1, p}, {2, q}}));
+  };
+  CHECK(with(128, 128) == 0);
+  CHECK(with(256, 128) == 0);
+  CHECK(with(128, 256) == 0);
+}
