@@ -27,14 +27,21 @@ inline std::string source_file(const std::string& relative) {
   return s.str();
 }
 
-/// `l`'s kernel, its module checked into `checked` (which owns it) without errors, with access facts.
-inline const ir::Kernel& shipped_kernel(const shipped::Launch& l, Checked& checked) {
-  checked = check_module(l.file, source_file(l.file));
-  REQUIRE_MESSAGE(!checked.diags.has_errors(), l.file, ": ", diag::render_text(checked.diags));
-  const ir::Kernel* k = checked.module.find_kernel(l.kernel);
-  REQUIRE_MESSAGE(k, l.kernel);
+/// Kernel `name` of `text` (the file `file`), its module checked into `checked` (which owns it)
+/// without errors, with access facts.
+inline const ir::Kernel& checked_kernel(Checked& checked, const std::string& file, const std::string& text,
+                                        const std::string& name) {
+  checked = check_module(file, text);
+  REQUIRE_MESSAGE(!checked.diags.has_errors(), file, ": ", diag::render_text(checked.diags));
+  const ir::Kernel* k = checked.module.find_kernel(name);
+  REQUIRE_MESSAGE(k, name);
   REQUIRE(k->access_facts);
   return *k;
+}
+
+/// `l`'s kernel, its module checked into `checked` (which owns it) without errors, with access facts.
+inline const ir::Kernel& shipped_kernel(const shipped::Launch& l, Checked& checked) {
+  return checked_kernel(checked, l.file, source_file(l.file), l.kernel);
 }
 
 /// `l`'s grid, block, dynamic shared bytes, and each of `k`'s parameters by name: a buffer's bytes or

@@ -23,12 +23,7 @@ namespace {
 
 std::shared_ptr<const ir::AccessFacts> facts_of(testing::Checked& checked, const std::string& file,
                                                 const std::string& text, const std::string& kernel) {
-  checked = testing::check_module(file, text);
-  REQUIRE_MESSAGE(!checked.diags.has_errors(), diag::render_text(checked.diags));
-  const ir::Kernel* k = checked.module.find_kernel(kernel);
-  REQUIRE(k);
-  REQUIRE(k->access_facts);
-  return k->access_facts;
+  return testing::checked_kernel(checked, file, text, kernel).access_facts;
 }
 
 /// A value near `v`: the same, one more or less, half or double (never below 1 when `v` is not 0).

@@ -16,14 +16,9 @@ using namespace ptxgate;
 
 namespace {
 
-/// Kernel `k` of `source`, checked into `checked` (which keeps its module); the test stops where the
-/// source has errors.
+/// Kernel `k` of `source`, checked into `checked` (which keeps its module).
 const ir::Kernel& kernel_k(testing::Checked& checked, const std::string& source) {
-  checked = testing::check_module("k.pg", source);
-  REQUIRE_MESSAGE(!checked.diags.has_errors(), diag::render_text(checked.diags));
-  const ir::Kernel* k = checked.module.find_kernel("k");
-  REQUIRE(k);
-  return *k;
+  return testing::checked_kernel(checked, "k.pg", source, "k");
 }
 
 /// bench/new_shapes.hpp's change of shape `j`, on the verdict's input: the first grid component of

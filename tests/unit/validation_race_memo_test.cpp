@@ -17,12 +17,8 @@ using namespace ptxgate;
 namespace {
 
 std::shared_ptr<const ir::AccessFacts> facts_of(const std::string& text) {
-  testing::Checked checked = testing::check_module("k.pg", text);
-  REQUIRE_MESSAGE(!checked.diags.has_errors(), diag::render_text(checked.diags));
-  const ir::Kernel* kernel = checked.module.find_kernel("k");
-  REQUIRE(kernel);
-  REQUIRE(kernel->access_facts);
-  return kernel->access_facts;
+  testing::Checked checked;
+  return testing::checked_kernel(checked, "k.pg", text, "k").access_facts;
 }
 
 /// A launch of one buffer `y` (large enough) and scalars by parameter number.
