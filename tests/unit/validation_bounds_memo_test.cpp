@@ -419,6 +419,150 @@ TEST_CASE("node bounds: rebind over a random launch sequence equals a fresh bind
   CHECK(launches > 300);
 }
 
+namespace {
+
+/// Two NodeBounds of one kernel's facts, one through the general 128-bit operations only, compared
+/// at `leaves`: the base bounds after bind() and after rebind() from `previous`, and, for every
+/// path in `paths`, under() and direct() (over every node).
+void compare_general(const ir::AccessFacts& facts, const ir::LeafValues& previous, const ir::LeafValues& leaves,
+                     const std::vector<uint32_t>& paths) {
+  ir::NodeBounds fast, general;
+  general.set_general_only(true);
+  fast.bind(facts, leaves);
+  general.bind(facts, leaves);
+  REQUIRE(fast.base() == general.base());
+  const std::vector<uint64_t> deps = ir::leaf_dependencies(facts);
+  if (!deps.empty()) {
+    ir::NodeBounds fast_again, general_again;
+    general_again.set_general_only(true);
+    fast_again.bind(facts, previous);
+    general_again.bind(facts, previous);
+    fast_again.rebind(leaves, deps, ~uint64_t{0});
+    general_again.rebind(leaves, deps, ~uint64_t{0});
+    CHECK(fast_again.base() == general.base());
+    CHECK(general_again.base() == general.base());
+  }
+  const uint32_t last = static_cast<uint32_t>(facts.nodes.size() - 1);
+  std::vector<uint32_t> every(facts.nodes.size());
+  for (uint32_t i = 0; i < every.size(); ++i) every[i] = i;
+  for (uint32_t path : paths) {
+    CAPTURE(path);
+    const std::vector<ir::Interval> a = fast.under(path, last), b = general.under(path, last);
+    CHECK(a == b);
+    const std::vector<ir::Conjunct> conjuncts = ir::path_conjuncts(facts, path);
+    const std::vector<ir::Interval> c = fast.direct(conjuncts, every), d = general.direct(conjuncts, every);
+    CHECK(c == d);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("node bounds: unsigned operands in 64 bits give the general operations' bounds") {
+  // NodeBounds evaluates nodes of unsigned operands (add .. bit_and, comparisons, && || !, casts and
+  // selects) in 64-bit arithmetic (unsigned_forward): its bounds must be the 128-bit operations'
+  // exactly, at the shipped kernels' launches, varied and extreme ones, and on random forged facts
+  // whose constants and launch values sit at the edges of their types (wrap-around, carries out of
+  // 64 bits, products past 2^62, division by 0).
+  std::mt19937 rng(77);
+  const uint64_t edges[] = {0,
+                            1,
+                            2,
+                            3,
+                            31,
+                            255,
+                            65535,
+                            0xFFFFFFFFu,
+                            0x100000000ull,
+                            (uint64_t{1} << 62) - 1,
+                            uint64_t{1} << 62,
+                            ~uint64_t{0} - 1,
+                            ~uint64_t{0}};
+  auto edge = [&] { return rng() % 3 ? rng() % 2000 : edges[rng() % std::size(edges)]; };
+  int compared = 0;
+  testing::each_shipped_kernel([&](const ir::Kernel& k, const validation::MemoryLaunch& documented) {
+    const ir::AccessFacts& facts = *k.access_facts;
+    std::vector<uint32_t> paths;
+    for (const ir::AccessSite& site : facts.sites)
+      if (std::find(paths.begin(), paths.end(), site.path) == paths.end()) paths.push_back(site.path);
+    validation::MemoryLaunch before = documented;
+    for (int step = 0; step < 6; ++step) {
+      CAPTURE(step);
+      validation::MemoryLaunch launch = testing::varied(documented, rng);
+      if (step % 3 == 2)
+        for (auto& bits : launch.scalar_bits)
+          if (bits) bits = edge();
+      const ir::LeafValues was{before.grid, before.block, before.dynamic_shared_bytes, &before.scalar_bits};
+      const ir::LeafValues leaves{launch.grid, launch.block, launch.dynamic_shared_bytes, &launch.scalar_bits};
+      compare_general(facts, was, leaves, paths);
+      before = launch;
+      ++compared;
+    }
+  });
+  CHECK(compared > 100);
+
+  // Random facts: unsigned and signed nodes of every operation, operands of the types they need.
+  const ir::Type types[] = {ir::Type::bool_, ir::Type::u8, ir::Type::u16, ir::Type::u32, ir::Type::u64, ir::Type::i32};
+  const ir::SymOp binary[] = {ir::SymOp::add,    ir::SymOp::sub, ir::SymOp::mul, ir::SymOp::div,
+                              ir::SymOp::rem,    ir::SymOp::min, ir::SymOp::max, ir::SymOp::bit_and,
+                              ir::SymOp::bit_or, ir::SymOp::shl, ir::SymOp::shr};
+  const ir::SymOp compare[] = {ir::SymOp::lt, ir::SymOp::le, ir::SymOp::gt,
+                               ir::SymOp::ge, ir::SymOp::eq, ir::SymOp::ne};
+  for (int round = 0; round < 300; ++round) {
+    CAPTURE(round);
+    ir::AccessFacts facts;
+    std::vector<std::vector<uint32_t>> of(std::size(types));
+    auto add = [&](ir::SymNode n, size_t t) {
+      of[t].push_back(static_cast<uint32_t>(facts.nodes.size()));
+      facts.nodes.push_back(n);
+    };
+    auto pick = [&](size_t t) { return of[t][rng() % of[t].size()]; };
+    for (size_t t = 0; t < std::size(types); ++t)
+      for (int j = 0; j < 3; ++j) add({ir::SymOp::constant, types[t], 0, 0, 0, ir::bits_of(types[t], edge())}, t);
+    for (uint64_t p = 0; p < 4; ++p) {
+      const size_t t = 1 + rng() % (std::size(types) - 1);
+      add({ir::SymOp::param, types[t], 0, 0, 0, p}, t);
+    }
+    add({ir::SymOp::thread_id, ir::Type::u32, 0, 0, 0, 0}, 3);
+    add({ir::SymOp::block_id, ir::Type::u32, 0, 0, 0, 0}, 3);
+    add({ir::SymOp::block_dim, ir::Type::u32, 0, 0, 0, 0}, 3);
+    add({ir::SymOp::grid_dim, ir::Type::u32, 0, 0, 0, 0}, 3);
+    add({ir::SymOp::dynamic_shared_bytes, ir::Type::u64, 0, 0, 0, 0}, 4);
+    for (int j = 0; j < 60; ++j) {
+      const size_t t = rng() % std::size(types);
+      switch (rng() % 6) {
+        case 0:
+        case 1:
+          if (t == 0) break;
+          add({binary[rng() % std::size(binary)], types[t], pick(t), pick(t), 0, 0}, t);
+          break;
+        case 2: {
+          const uint32_t a = pick(t), b = pick(t);
+          add({compare[rng() % std::size(compare)], ir::Type::bool_, a, b, 0, 0}, 0);
+          break;
+        }
+        case 3: {
+          const ir::SymOp op = rng() % 3 == 0 ? ir::SymOp::logical_and
+                               : rng() % 2    ? ir::SymOp::logical_or
+                                              : ir::SymOp::logical_not;
+          add({op, ir::Type::bool_, pick(0), pick(0), 0, 0}, 0);
+          break;
+        }
+        case 4: add({ir::SymOp::cast, types[t], pick(rng() % std::size(types)), 0, 0, 0}, t); break;
+        default: add({ir::SymOp::select, types[t], pick(0), pick(t), pick(t), 0}, t); break;
+      }
+    }
+    std::vector<std::optional<uint64_t>> scalars(4), earlier(4);
+    for (auto& s : scalars) s = edge();
+    for (auto& s : earlier) s = edge();
+    auto dim = [&] { return std::max<uint64_t>(1, rng() % 4 ? rng() % 1025 : edge() & 0xFFFFFFFFu); };
+    const ir::LeafValues leaves{{dim(), 1, 1}, {dim(), 1, 1}, edge(), &scalars};
+    const ir::LeafValues was{{dim(), 1, 1}, {dim(), 1, 1}, edge(), &earlier};
+    std::vector<uint32_t> paths;
+    for (int j = 0; j < 4; ++j) paths.push_back(pick(0));
+    compare_general(facts, was, leaves, paths);
+  }
+}
+
 TEST_CASE("node bounds: rebind evaluates a select again when only its condition's operands changed") {
   // select(tid < n, min(tid, 100), 0): a new n leaves the condition ([0, 1]) and both branches'
   // bounds as they were, but the branch taken when tid < n is narrowed by n.

@@ -68,10 +68,6 @@ const Interval kNone{};  ///< an operand a node does not have
 /// limit).
 constexpr uint8_t kDirty = 1, kLimited = 2, kReadLo = 4, kReadHi = 8, kTarget = 16;
 constexpr uint8_t kPassBits = kReadLo | kReadHi | kTarget;
-/// Set by rebind() on a node whose bounds it changed (operands come first: a node whose operands
-/// have none keeps its bounds).
-constexpr uint8_t kRebound = 32;
-
 /// Set when a bound that the current pass of constrain() read changes after the read, or the
 /// re-evaluation widens a node that pass narrowed: the next pass could then narrow more. Per
 /// thread (a NodeBounds object is used by one thread at a time), reset at every pass.
@@ -237,6 +233,88 @@ Integer all_ones_above(Integer v) {
   }
 }
 
+/// NodeBounds::fast_: the operations unsigned_forward() evaluates in 64-bit arithmetic. Binary ones
+/// first, then select, then the unary ones.
+enum class Unsigned : uint8_t {
+  none,
+  add,
+  sub,
+  mul,
+  div,
+  rem,
+  min,
+  max,
+  bit_and,
+  lt,
+  le,
+  gt,
+  ge,
+  eq,
+  ne,
+  logical_and,
+  logical_or,
+  select,
+  cast,
+  logical_not,
+};
+
+constexpr bool unsigned_integer(Type t) { return t == Type::u8 || t == Type::u16 || t == Type::u32 || t == Type::u64; }
+constexpr bool unsigned_or_bool(Type t) { return unsigned_integer(t) || t == Type::bool_; }
+
+/// Node `id`'s operation for unsigned_forward(): its result and operands are unsigned integers (or
+/// bools where the operation takes them) of one type as the operation requires, so that every bound
+/// is a value in [0, 2^64) and the point path's wrapping is a mask; none otherwise.
+Unsigned unsigned_operation(const std::vector<SymNode>& nodes, uint32_t id) {
+  const SymNode& n = nodes[id];
+  const unsigned count = sym_operand_count(n.op);
+  if (count == 0 || n.a >= nodes.size() || (count > 1 && n.b >= nodes.size()) || (count > 2 && n.c >= nodes.size()))
+    return Unsigned::none;
+  const Type t = n.type, ta = nodes[n.a].type, tb = count > 1 ? nodes[n.b].type : ta;
+  auto arithmetic = [&](Unsigned u) { return unsigned_integer(t) && ta == t && tb == t ? u : Unsigned::none; };
+  auto comparison = [&](Unsigned u) {
+    return t == Type::bool_ && unsigned_or_bool(ta) && tb == ta ? u : Unsigned::none;
+  };
+  auto logical = [&](Unsigned u) { return t == Type::bool_ && ta == t && tb == t ? u : Unsigned::none; };
+  switch (n.op) {
+    case SymOp::add: return arithmetic(Unsigned::add);
+    case SymOp::sub: return arithmetic(Unsigned::sub);
+    case SymOp::mul: return arithmetic(Unsigned::mul);
+    case SymOp::div: return arithmetic(Unsigned::div);
+    case SymOp::rem: return arithmetic(Unsigned::rem);
+    case SymOp::min: return arithmetic(Unsigned::min);
+    case SymOp::max: return arithmetic(Unsigned::max);
+    case SymOp::bit_and: return arithmetic(Unsigned::bit_and);
+    case SymOp::lt: return comparison(Unsigned::lt);
+    case SymOp::le: return comparison(Unsigned::le);
+    case SymOp::gt: return comparison(Unsigned::gt);
+    case SymOp::ge: return comparison(Unsigned::ge);
+    case SymOp::eq: return comparison(Unsigned::eq);
+    case SymOp::ne: return comparison(Unsigned::ne);
+    case SymOp::logical_and: return logical(Unsigned::logical_and);
+    case SymOp::logical_or: return logical(Unsigned::logical_or);
+    case SymOp::logical_not: return logical(Unsigned::logical_not);
+    case SymOp::cast: return unsigned_or_bool(t) && unsigned_or_bool(ta) ? Unsigned::cast : Unsigned::none;
+    case SymOp::select:
+      return unsigned_or_bool(t) && ta == Type::bool_ && tb == t && nodes[n.c].type == t ? Unsigned::select
+                                                                                         : Unsigned::none;
+    default: return Unsigned::none;
+  }
+}
+
+/// A node's bounds as two 64-bit values, when they are not empty and lie in [0, 2^64).
+struct Bounds64 {
+  uint64_t lo, hi;
+  bool point() const { return lo == hi; }
+};
+[[gnu::always_inline]] inline bool bounds64(const Interval& v, Bounds64& out) {
+  const uint64_t high = static_cast<uint64_t>(static_cast<unsigned __int128>(v.lo) >> 64) |
+                        static_cast<uint64_t>(static_cast<unsigned __int128>(v.hi) >> 64);
+  out = {static_cast<uint64_t>(v.lo), static_cast<uint64_t>(v.hi)};
+  return high == 0 && out.lo <= out.hi;
+}
+inline Interval interval64(uint64_t lo, uint64_t hi) { return {static_cast<Integer>(lo), static_cast<Integer>(hi)}; }
+inline Interval point64(uint64_t v) { return interval64(v, v); }
+
 }  // namespace
 
 NodeBounds::NodeBounds(const AccessFacts& facts, const LeafValues& leaves) { bind(facts, leaves); }
@@ -262,7 +340,19 @@ void NodeBounds::bind(const AccessFacts& facts, const LeafValues& leaves) {
   limit_.assign(n, unbounded());
   dirty_.assign(n, 0);
   touched_.clear();
-  for (uint32_t i = 0; i < n; ++i) base_[i] = forward(i, base_);
+  fast_.resize(n);
+  reads_.resize(n);
+  rebound_.assign(n, 0);
+  epoch_ = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const SymNode& x = facts.nodes[i];
+    fast_[i] = static_cast<uint8_t>(general_only_ ? Unsigned::none : unsigned_operation(facts.nodes, i));
+    const unsigned count = sym_operand_count(x.op);
+    const bool always = count == 0 || x.op == SymOp::select || x.a >= n || (count > 1 && x.b >= n) ||
+                        (count > 2 && x.c >= n);
+    reads_[i] = always ? Reads{} : Reads{x.a, count > 1 ? x.b : x.a, count > 2 ? x.c : x.a, 0};
+  }
+  for (uint32_t i = 0; i < n; ++i) base_[i] = unsigned_forward(i, base_);
 }
 
 void NodeBounds::rebind(const LeafValues& leaves, const std::vector<uint64_t>& deps, uint64_t changed) {
@@ -271,20 +361,26 @@ void NodeBounds::rebind(const LeafValues& leaves, const std::vector<uint64_t>& d
   reset_limits(limit_, dirty_, touched_);
   // A node of plain operation (not a select, which reads its condition's operands, nor a leaf)
   // whose operands all kept their bounds keeps its own: its operation over the same bounds. So
-  // only nodes whose operands' bounds changed in this pass (kRebound) are evaluated again.
-  const size_t n = std::min(base_.size(), std::min(deps.size(), dirty_.size()));
+  // only nodes whose operands' bounds changed in this pass (rebound_ at this epoch) are evaluated
+  // again. The arrays through locals: a store to one does not make the loop reload the others.
+  const size_t n = std::min(base_.size(), std::min(deps.size(), std::min(rebound_.size(), reads_.size())));
+  if (++epoch_ == 0) {
+    std::fill(rebound_.begin(), rebound_.end(), 0);
+    epoch_ = 1;
+  }
+  const uint32_t epoch = epoch_;
+  const Reads* reads = reads_.data();
+  const uint64_t* dep = deps.data();
+  uint32_t* rebound = rebound_.data();
+  Interval* base = base_.data();
   for (uint32_t i = 0; i < n; ++i) {
-    dirty_[i] &= static_cast<uint8_t>(~kRebound);
-    if (!(deps[i] & changed)) continue;
-    const SymNode& x = facts_->nodes[i];
-    const unsigned count = sym_operand_count(x.op);
-    if (count > 0 && x.op != SymOp::select && !(dirty_[x.a] & kRebound) && (count < 2 || !(dirty_[x.b] & kRebound)) &&
-        (count < 3 || !(dirty_[x.c] & kRebound)))
-      continue;
-    const Interval now = forward(i, base_);
-    if (now == base_[i]) continue;
-    base_[i] = now;
-    dirty_[i] |= kRebound;
+    if (!(dep[i] & changed)) continue;
+    const Reads& r = reads[i];
+    if (!r.always && rebound[r.a] != epoch && rebound[r.b] != epoch && rebound[r.c] != epoch) continue;
+    const Interval now = unsigned_forward(i, base_);
+    if (now == base[i]) continue;
+    base[i] = now;
+    rebound[i] = epoch;
   }
 }
 
@@ -372,6 +468,133 @@ Interval NodeBounds::loop_bounds(uint32_t id, uint32_t loop, const std::vector<I
   if (n.op == SymOp::select && !v[n.a].point())
     return hull(branch(n.b, n.a, true, v), branch(n.c, n.a, false, v));
   return operate(facts_->nodes, n, v[n.a], count > 1 ? v[n.b] : kNone, count > 2 ? v[n.c] : kNone);
+}
+
+// Each case is operate()'s (and forward()'s for a select) for operands in [0, 2^64) of an unsigned
+// type: points through apply_sym_op's masks, intervals through the same formulas, whose results
+// above the type's largest value (a carry out of 64 bits included) are its full range, as fit's.
+// Anything else (an empty or negative operand, a divisor that is not a positive point, a select of an
+// undecided condition) is forward()'s.
+[[gnu::always_inline]] inline Interval NodeBounds::unsigned_forward(uint32_t id, const std::vector<Interval>& v) const {
+  const Unsigned op = static_cast<Unsigned>(fast_[id]);
+  if (op == Unsigned::none) return forward(id, v);
+  const SymNode& n = facts_->nodes[id];
+  Bounds64 a, b{0, 0};
+  if (!bounds64(v[n.a], a)) return forward(id, v);
+  if (op < Unsigned::select && !bounds64(v[n.b], b)) return forward(id, v);
+  const uint64_t m = sym_detail::kTypeBits[static_cast<uint8_t>(n.type) & 63].mask;
+  const Interval full = interval64(0, m);
+  const bool points = a.point() && b.point();
+  switch (op) {
+    case Unsigned::add: {
+      if (points) return point64((a.lo + b.lo) & m);
+      uint64_t hi;
+      if (__builtin_add_overflow(a.hi, b.hi, &hi) || hi > m) return full;
+      return interval64(a.lo + b.lo, hi);
+    }
+    case Unsigned::sub: {
+      if (points) return point64((a.lo - b.lo) & m);
+      if (a.lo < b.hi || a.hi - b.lo > m) return full;
+      return interval64(a.lo - b.hi, a.hi - b.lo);
+    }
+    case Unsigned::mul: {
+      if (points) return point64((a.lo * b.lo) & m);
+      constexpr uint64_t small = uint64_t{1} << 62;  // operate's small()
+      uint64_t hi;
+      if (a.hi >= small || b.hi >= small || __builtin_mul_overflow(a.hi, b.hi, &hi) || hi > m) return full;
+      return interval64(a.lo * b.lo, hi);
+    }
+    case Unsigned::div:
+    case Unsigned::rem: {
+      if (points) {
+        const uint64_t x = a.lo & m, y = b.lo & m;
+        if (y == 0) return point64(op == Unsigned::div ? m : x);
+        return point64((op == Unsigned::div ? x / y : x % y) & m);
+      }
+      if (!b.point() || b.lo == 0) return forward(id, v);
+      const uint64_t d = b.lo;
+      if (op == Unsigned::div) {
+        const uint64_t hi = a.hi / d;
+        return hi > m ? full : interval64(a.lo / d, hi);
+      }
+      Bounds64 r{0, std::min(a.hi, d - 1)};
+      if (a.hi - a.lo < d) {
+        const uint64_t first = a.lo % d, second = a.hi % d;
+        if (first <= second) r = {first, second};
+      }
+      return r.hi > m ? full : interval64(r.lo, r.hi);
+    }
+    case Unsigned::min:
+    case Unsigned::max: {
+      if (points) {
+        const uint64_t x = a.lo & m, y = b.lo & m;
+        return point64((x < y) == (op == Unsigned::min) ? x : y);
+      }
+      if (op == Unsigned::min) return interval64(std::min(a.lo, b.lo), std::min(a.hi, b.hi));
+      return interval64(std::max(a.lo, b.lo), std::max(a.hi, b.hi));
+    }
+    case Unsigned::bit_and:
+      if (points) return point64(a.lo & b.lo & m);
+      return interval64(0, std::min(a.hi, b.hi));
+    case Unsigned::lt:
+    case Unsigned::le:
+    case Unsigned::gt:
+    case Unsigned::ge:
+    case Unsigned::eq:
+    case Unsigned::ne: {
+      if (points) {
+        const uint64_t in = sym_detail::kTypeBits[static_cast<uint8_t>(facts_->nodes[n.a].type) & 63].mask;
+        const uint64_t x = a.lo & in, y = b.lo & in;
+        bool r = false;
+        switch (op) {
+          case Unsigned::lt: r = x < y; break;
+          case Unsigned::le: r = x <= y; break;
+          case Unsigned::gt: r = x > y; break;
+          case Unsigned::ge: r = x >= y; break;
+          case Unsigned::eq: r = x == y; break;
+          default: r = x != y; break;
+        }
+        return point64(r);
+      }
+      const Interval undecided = interval64(0, 1);
+      switch (op) {
+        case Unsigned::lt: return a.hi < b.lo ? point64(1) : a.lo >= b.hi ? point64(0) : undecided;
+        case Unsigned::le: return a.hi <= b.lo ? point64(1) : a.lo > b.hi ? point64(0) : undecided;
+        case Unsigned::gt: return a.lo > b.hi ? point64(1) : a.hi <= b.lo ? point64(0) : undecided;
+        case Unsigned::ge: return a.lo >= b.hi ? point64(1) : a.hi < b.lo ? point64(0) : undecided;
+        case Unsigned::eq: return std::max(a.lo, b.lo) > std::min(a.hi, b.hi) ? point64(0) : undecided;
+        default: return std::max(a.lo, b.lo) > std::min(a.hi, b.hi) ? point64(1) : undecided;
+      }
+    }
+    case Unsigned::logical_and:
+    case Unsigned::logical_or: {
+      if (points) return point64(op == Unsigned::logical_and ? (a.lo & 1) && (b.lo & 1) : (a.lo & 1) || (b.lo & 1));
+      const uint64_t decides = op == Unsigned::logical_and ? 0 : 1;
+      if ((a.point() && a.lo == decides) || (b.point() && b.lo == decides)) return point64(decides);
+      if (a.point() && a.lo == 1 - decides && b.point() && b.lo == 1 - decides) return point64(1 - decides);
+      return interval64(0, 1);
+    }
+    case Unsigned::select: {
+      // forward(): an undecided condition takes both branches' narrowing (branch()).
+      if (!a.point() || a.lo > 1) return forward(id, v);
+      Bounds64 c;
+      if (!bounds64(v[n.b], b) || !bounds64(v[n.c], c)) return forward(id, v);
+      if (b.point() && c.point()) return point64((a.lo ? b.lo : c.lo) & m);
+      return a.lo ? v[n.b] : v[n.c];
+    }
+    case Unsigned::cast: {
+      if (a.point()) {
+        const uint64_t in = sym_detail::kTypeBits[static_cast<uint8_t>(facts_->nodes[n.a].type) & 63].mask;
+        return point64(a.lo & in & m);
+      }
+      return a.hi > m ? full : v[n.a];
+    }
+    case Unsigned::logical_not:
+      if (a.point()) return point64(!(a.lo & 1));
+      if (a.hi > 1) return forward(id, v);
+      return interval64(1 - a.hi, 1 - a.lo);
+    default: return forward(id, v);
+  }
 }
 
 Interval NodeBounds::apply(const SymNode& n, Interval a, Interval b, Interval c) const {
@@ -605,7 +828,7 @@ const std::vector<Interval>& NodeBounds::under(uint32_t path, uint32_t last, std
     if (n.op != SymOp::select && n.op != SymOp::loop && (operands < 1 || kept(n.a)) && (operands < 2 || kept(n.b)) &&
         (operands < 3 || kept(n.c)))
       continue;
-    current_[i] = meet(forward(i, current_), limit_[i]);
+    current_[i] = meet(unsigned_forward(i, current_), limit_[i]);
   }
   return current_;
 }
@@ -704,7 +927,7 @@ const std::vector<Interval>& NodeBounds::direct(std::span<const Conjunct> conjun
       dirty_[i] = 0;
       continue;
     }
-    const Interval v = limited ? meet(forward(i, current_), limit_[i]) : forward(i, current_);
+    const Interval v = limited ? meet(unsigned_forward(i, current_), limit_[i]) : unsigned_forward(i, current_);
     dirty_[i] = static_cast<uint8_t>((limited ? kLimited : 0) | (v != base_[i] ? kDirty : 0));
     current_[i] = v;
   }
@@ -745,7 +968,7 @@ const std::vector<Interval>& NodeBounds::narrowed(uint32_t path, uint32_t last, 
       }
       // A node without a limit takes its bounds as they are (a node's bounds lie in its type's
       // range, well inside the unbounded limit).
-      const Interval now = limited ? meet(forward(i, current_), limit_[i]) : forward(i, current_);
+      const Interval now = limited ? meet(unsigned_forward(i, current_), limit_[i]) : unsigned_forward(i, current_);
       if ((dirty_[i] & kPassBits) && changes_pass(dirty_[i], current_[i], now)) pass_read_changed = true;
       dirty_[i] = static_cast<uint8_t>((limited ? kLimited : 0) | (limited || now != current_[i] ? kDirty : 0));
       current_[i] = now;

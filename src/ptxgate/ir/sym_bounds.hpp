@@ -85,11 +85,17 @@ class NodeBounds {
   /// so what these bounds prove in bounds the narrowing proves too. Entries outside `cone` are
   /// unspecified; valid until the next call.
   const std::vector<Interval>& direct(std::span<const Conjunct> conjuncts, std::span<const uint32_t> cone);
+  /// For tests: from the next bind() on, every node through the general 128-bit operations instead
+  /// of their 64-bit form for unsigned operands (which must give the same bounds).
+  void set_general_only(bool on) { general_only_ = on; }
 
  private:
   /// under() over the nodes cone[0, count) (ascending), or nodes 0 .. count - 1 when `cone` is null.
   const std::vector<Interval>& narrowed(uint32_t path, uint32_t last, const uint32_t* cone, size_t count);
   [[gnu::always_inline]] inline Interval forward(uint32_t id, const std::vector<Interval>& values) const;
+  /// forward() in 64-bit arithmetic for a node of unsigned operands whose operands' bounds lie in
+  /// [0, 2^64) (fast_): the same bounds; any other node or operand takes forward().
+  [[gnu::always_inline]] inline Interval unsigned_forward(uint32_t id, const std::vector<Interval>& values) const;
   /// An operation's bounds from its operands' (not for leaves).
   Interval apply(const SymNode& n, Interval a, Interval b, Interval c) const;
   /// The bounds of a select's branch `node` when its condition `cond` is `truth`: the condition's
@@ -110,6 +116,17 @@ class NodeBounds {
   std::vector<Interval> limit_;     ///< per node: what the path allows (full range: none)
   std::vector<uint32_t> touched_;   ///< nodes with a limit, to reset
   std::vector<uint8_t> dirty_;      ///< per node: changed in the current re-evaluation pass
+  std::vector<uint8_t> fast_;       ///< per node: its unsigned operation (unsigned_forward), set by bind()
+  /// Per node, what rebind() reads to decide whether it must evaluate the node again: its operands
+  /// (the first repeated for fewer than three), or `always` for a leaf or a select.
+  struct Reads {
+    uint32_t a = 0, b = 0, c = 0;
+    uint32_t always = 1;
+  };
+  std::vector<Reads> reads_;
+  std::vector<uint32_t> rebound_;  ///< per node: the rebind() (epoch_) that last changed its bounds
+  uint32_t epoch_ = 0;
+  bool general_only_ = false;
   bool changed_ = false;
 };
 
