@@ -145,3 +145,44 @@ TEST_CASE("concrete evaluation: every node of every shipped kernel at random lau
   });
   CHECK(launches > 400);
 }
+
+TEST_CASE("concrete evaluation: the unsigned operations' 64-bit form gives apply_sym_op's bits") {
+  // unsigned_operation picks the nodes the bounds and the envelope's cone evaluate through
+  // apply_unsigned_op: for every such node of random operand types, its bits must be apply_sym_op's
+  // on any operand bits (wider than their types too: scalars arrive as 64 bits).
+  std::mt19937_64 rng(3141);
+  const Type types[] = {Type::bool_, Type::u8, Type::u16, Type::u32, Type::u64, Type::i32, Type::i64};
+  int compared = 0, unsigned_nodes = 0;
+  for (int op = static_cast<int>(SymOp::add); op <= static_cast<int>(SymOp::select); ++op)
+    for (Type result : types)
+      for (Type first : types)
+        for (Type second : types) {
+          ir::AccessFacts facts;
+          facts.nodes = {{SymOp::param, first, 0, 0, 0, 0},
+                         {SymOp::param, second, 0, 0, 0, 1},
+                         {SymOp::param, second, 0, 0, 0, 2},
+                         {static_cast<SymOp>(op), result, 0, 1, 2, 0}};
+          const ir::UnsignedOp u = ir::unsigned_operation(facts.nodes, 3);
+          if (u == ir::UnsignedOp::none) continue;
+          ++unsigned_nodes;
+          for (int k = 0; k < 64; ++k) {
+            const uint64_t a = edge_bits(rng), b = edge_bits(rng), c = edge_bits(rng);
+            CAPTURE(op);
+            CAPTURE(static_cast<int>(result));
+            CAPTURE(static_cast<int>(first));
+            CAPTURE(a);
+            CAPTURE(b);
+            const auto general = ir::apply_sym_op(static_cast<SymOp>(op), result, first, a, b, c);
+            REQUIRE(general);
+            REQUIRE(ir::apply_unsigned_op(u, result, first, a, b, c) == *general);
+            ++compared;
+          }
+        }
+  // Every operation of the list has unsigned forms (add .. bit_and, six comparisons, && || !, cast,
+  // select), and none of shl, shr, or, xor, neg, bit_not.
+  CHECK(unsigned_nodes > 100);
+  CHECK(compared > 6400);
+  ir::AccessFacts shift;
+  shift.nodes = {{SymOp::param, Type::u32, 0, 0, 0, 0}, {SymOp::shl, Type::u32, 0, 0, 0, 0}};
+  CHECK(ir::unsigned_operation(shift.nodes, 1) == ir::UnsignedOp::none);
+}

@@ -233,74 +233,6 @@ Integer all_ones_above(Integer v) {
   }
 }
 
-/// NodeBounds::fast_: the operations unsigned_forward() evaluates in 64-bit arithmetic. Binary ones
-/// first, then select, then the unary ones.
-enum class Unsigned : uint8_t {
-  none,
-  add,
-  sub,
-  mul,
-  div,
-  rem,
-  min,
-  max,
-  bit_and,
-  lt,
-  le,
-  gt,
-  ge,
-  eq,
-  ne,
-  logical_and,
-  logical_or,
-  select,
-  cast,
-  logical_not,
-};
-
-constexpr bool unsigned_integer(Type t) { return t == Type::u8 || t == Type::u16 || t == Type::u32 || t == Type::u64; }
-constexpr bool unsigned_or_bool(Type t) { return unsigned_integer(t) || t == Type::bool_; }
-
-/// Node `id`'s operation for unsigned_forward(): its result and operands are unsigned integers (or
-/// bools where the operation takes them) of one type as the operation requires, so that every bound
-/// is a value in [0, 2^64) and the point path's wrapping is a mask; none otherwise.
-Unsigned unsigned_operation(const std::vector<SymNode>& nodes, uint32_t id) {
-  const SymNode& n = nodes[id];
-  const unsigned count = sym_operand_count(n.op);
-  if (count == 0 || n.a >= nodes.size() || (count > 1 && n.b >= nodes.size()) || (count > 2 && n.c >= nodes.size()))
-    return Unsigned::none;
-  const Type t = n.type, ta = nodes[n.a].type, tb = count > 1 ? nodes[n.b].type : ta;
-  auto arithmetic = [&](Unsigned u) { return unsigned_integer(t) && ta == t && tb == t ? u : Unsigned::none; };
-  auto comparison = [&](Unsigned u) {
-    return t == Type::bool_ && unsigned_or_bool(ta) && tb == ta ? u : Unsigned::none;
-  };
-  auto logical = [&](Unsigned u) { return t == Type::bool_ && ta == t && tb == t ? u : Unsigned::none; };
-  switch (n.op) {
-    case SymOp::add: return arithmetic(Unsigned::add);
-    case SymOp::sub: return arithmetic(Unsigned::sub);
-    case SymOp::mul: return arithmetic(Unsigned::mul);
-    case SymOp::div: return arithmetic(Unsigned::div);
-    case SymOp::rem: return arithmetic(Unsigned::rem);
-    case SymOp::min: return arithmetic(Unsigned::min);
-    case SymOp::max: return arithmetic(Unsigned::max);
-    case SymOp::bit_and: return arithmetic(Unsigned::bit_and);
-    case SymOp::lt: return comparison(Unsigned::lt);
-    case SymOp::le: return comparison(Unsigned::le);
-    case SymOp::gt: return comparison(Unsigned::gt);
-    case SymOp::ge: return comparison(Unsigned::ge);
-    case SymOp::eq: return comparison(Unsigned::eq);
-    case SymOp::ne: return comparison(Unsigned::ne);
-    case SymOp::logical_and: return logical(Unsigned::logical_and);
-    case SymOp::logical_or: return logical(Unsigned::logical_or);
-    case SymOp::logical_not: return logical(Unsigned::logical_not);
-    case SymOp::cast: return unsigned_or_bool(t) && unsigned_or_bool(ta) ? Unsigned::cast : Unsigned::none;
-    case SymOp::select:
-      return unsigned_or_bool(t) && ta == Type::bool_ && tb == t && nodes[n.c].type == t ? Unsigned::select
-                                                                                         : Unsigned::none;
-    default: return Unsigned::none;
-  }
-}
-
 /// A node's bounds as two 64-bit values, when they are not empty and lie in [0, 2^64).
 struct Bounds64 {
   uint64_t lo, hi;
@@ -346,7 +278,7 @@ void NodeBounds::bind(const AccessFacts& facts, const LeafValues& leaves) {
   epoch_ = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const SymNode& x = facts.nodes[i];
-    fast_[i] = static_cast<uint8_t>(general_only_ ? Unsigned::none : unsigned_operation(facts.nodes, i));
+    fast_[i] = static_cast<uint8_t>(general_only_ ? UnsignedOp::none : unsigned_operation(facts.nodes, i));
     const unsigned count = sym_operand_count(x.op);
     const bool always = count == 0 || x.op == SymOp::select || x.a >= n || (count > 1 && x.b >= n) ||
                         (count > 2 && x.c >= n);
@@ -471,49 +403,46 @@ Interval NodeBounds::loop_bounds(uint32_t id, uint32_t loop, const std::vector<I
 }
 
 // Each case is operate()'s (and forward()'s for a select) for operands in [0, 2^64) of an unsigned
-// type: points through apply_sym_op's masks, intervals through the same formulas, whose results
-// above the type's largest value (a carry out of 64 bits included) are its full range, as fit's.
+// type: points through apply_unsigned_op (apply_sym_op's bits), intervals through the same formulas,
+// whose results above the type's largest value (a carry out of 64 bits included) are its full
+// range, as fit's.
 // Anything else (an empty or negative operand, a divisor that is not a positive point, a select of an
 // undecided condition) is forward()'s.
 [[gnu::always_inline]] inline Interval NodeBounds::unsigned_forward(uint32_t id, const std::vector<Interval>& v) const {
-  const Unsigned op = static_cast<Unsigned>(fast_[id]);
-  if (op == Unsigned::none) return forward(id, v);
+  const UnsignedOp op = static_cast<UnsignedOp>(fast_[id]);
+  if (op == UnsignedOp::none) return forward(id, v);
   const SymNode& n = facts_->nodes[id];
   Bounds64 a, b{0, 0};
   if (!bounds64(v[n.a], a)) return forward(id, v);
-  if (op < Unsigned::select && !bounds64(v[n.b], b)) return forward(id, v);
+  // Points: the operation's bits (operate's point path).
+  if (op < UnsignedOp::select) {
+    if (!bounds64(v[n.b], b)) return forward(id, v);
+    if (a.point() && b.point()) return point64(apply_unsigned_op(op, n.type, facts_->nodes[n.a].type, a.lo, b.lo, 0));
+  } else if (op > UnsignedOp::select && a.point()) {
+    return point64(apply_unsigned_op(op, n.type, facts_->nodes[n.a].type, a.lo, 0, 0));
+  }
   const uint64_t m = sym_detail::kTypeBits[static_cast<uint8_t>(n.type) & 63].mask;
   const Interval full = interval64(0, m);
-  const bool points = a.point() && b.point();
   switch (op) {
-    case Unsigned::add: {
-      if (points) return point64((a.lo + b.lo) & m);
+    case UnsignedOp::add: {
       uint64_t hi;
       if (__builtin_add_overflow(a.hi, b.hi, &hi) || hi > m) return full;
       return interval64(a.lo + b.lo, hi);
     }
-    case Unsigned::sub: {
-      if (points) return point64((a.lo - b.lo) & m);
+    case UnsignedOp::sub:
       if (a.lo < b.hi || a.hi - b.lo > m) return full;
       return interval64(a.lo - b.hi, a.hi - b.lo);
-    }
-    case Unsigned::mul: {
-      if (points) return point64((a.lo * b.lo) & m);
+    case UnsignedOp::mul: {
       constexpr uint64_t small = uint64_t{1} << 62;  // operate's small()
       uint64_t hi;
       if (a.hi >= small || b.hi >= small || __builtin_mul_overflow(a.hi, b.hi, &hi) || hi > m) return full;
       return interval64(a.lo * b.lo, hi);
     }
-    case Unsigned::div:
-    case Unsigned::rem: {
-      if (points) {
-        const uint64_t x = a.lo & m, y = b.lo & m;
-        if (y == 0) return point64(op == Unsigned::div ? m : x);
-        return point64((op == Unsigned::div ? x / y : x % y) & m);
-      }
+    case UnsignedOp::div:
+    case UnsignedOp::rem: {
       if (!b.point() || b.lo == 0) return forward(id, v);
       const uint64_t d = b.lo;
-      if (op == Unsigned::div) {
+      if (op == UnsignedOp::div) {
         const uint64_t hi = a.hi / d;
         return hi > m ? full : interval64(a.lo / d, hi);
       }
@@ -524,73 +453,32 @@ Interval NodeBounds::loop_bounds(uint32_t id, uint32_t loop, const std::vector<I
       }
       return r.hi > m ? full : interval64(r.lo, r.hi);
     }
-    case Unsigned::min:
-    case Unsigned::max: {
-      if (points) {
-        const uint64_t x = a.lo & m, y = b.lo & m;
-        return point64((x < y) == (op == Unsigned::min) ? x : y);
-      }
-      if (op == Unsigned::min) return interval64(std::min(a.lo, b.lo), std::min(a.hi, b.hi));
-      return interval64(std::max(a.lo, b.lo), std::max(a.hi, b.hi));
-    }
-    case Unsigned::bit_and:
-      if (points) return point64(a.lo & b.lo & m);
-      return interval64(0, std::min(a.hi, b.hi));
-    case Unsigned::lt:
-    case Unsigned::le:
-    case Unsigned::gt:
-    case Unsigned::ge:
-    case Unsigned::eq:
-    case Unsigned::ne: {
-      if (points) {
-        const uint64_t in = sym_detail::kTypeBits[static_cast<uint8_t>(facts_->nodes[n.a].type) & 63].mask;
-        const uint64_t x = a.lo & in, y = b.lo & in;
-        bool r = false;
-        switch (op) {
-          case Unsigned::lt: r = x < y; break;
-          case Unsigned::le: r = x <= y; break;
-          case Unsigned::gt: r = x > y; break;
-          case Unsigned::ge: r = x >= y; break;
-          case Unsigned::eq: r = x == y; break;
-          default: r = x != y; break;
-        }
-        return point64(r);
-      }
-      const Interval undecided = interval64(0, 1);
-      switch (op) {
-        case Unsigned::lt: return a.hi < b.lo ? point64(1) : a.lo >= b.hi ? point64(0) : undecided;
-        case Unsigned::le: return a.hi <= b.lo ? point64(1) : a.lo > b.hi ? point64(0) : undecided;
-        case Unsigned::gt: return a.lo > b.hi ? point64(1) : a.hi <= b.lo ? point64(0) : undecided;
-        case Unsigned::ge: return a.lo >= b.hi ? point64(1) : a.hi < b.lo ? point64(0) : undecided;
-        case Unsigned::eq: return std::max(a.lo, b.lo) > std::min(a.hi, b.hi) ? point64(0) : undecided;
-        default: return std::max(a.lo, b.lo) > std::min(a.hi, b.hi) ? point64(1) : undecided;
-      }
-    }
-    case Unsigned::logical_and:
-    case Unsigned::logical_or: {
-      if (points) return point64(op == Unsigned::logical_and ? (a.lo & 1) && (b.lo & 1) : (a.lo & 1) || (b.lo & 1));
-      const uint64_t decides = op == Unsigned::logical_and ? 0 : 1;
+    case UnsignedOp::min: return interval64(std::min(a.lo, b.lo), std::min(a.hi, b.hi));
+    case UnsignedOp::max: return interval64(std::max(a.lo, b.lo), std::max(a.hi, b.hi));
+    case UnsignedOp::bit_and: return interval64(0, std::min(a.hi, b.hi));
+    case UnsignedOp::lt: return a.hi < b.lo ? point64(1) : a.lo >= b.hi ? point64(0) : interval64(0, 1);
+    case UnsignedOp::le: return a.hi <= b.lo ? point64(1) : a.lo > b.hi ? point64(0) : interval64(0, 1);
+    case UnsignedOp::gt: return a.lo > b.hi ? point64(1) : a.hi <= b.lo ? point64(0) : interval64(0, 1);
+    case UnsignedOp::ge: return a.lo >= b.hi ? point64(1) : a.hi < b.lo ? point64(0) : interval64(0, 1);
+    case UnsignedOp::eq: return std::max(a.lo, b.lo) > std::min(a.hi, b.hi) ? point64(0) : interval64(0, 1);
+    case UnsignedOp::ne: return std::max(a.lo, b.lo) > std::min(a.hi, b.hi) ? point64(1) : interval64(0, 1);
+    case UnsignedOp::logical_and:
+    case UnsignedOp::logical_or: {
+      const uint64_t decides = op == UnsignedOp::logical_and ? 0 : 1;
       if ((a.point() && a.lo == decides) || (b.point() && b.lo == decides)) return point64(decides);
       if (a.point() && a.lo == 1 - decides && b.point() && b.lo == 1 - decides) return point64(1 - decides);
       return interval64(0, 1);
     }
-    case Unsigned::select: {
+    case UnsignedOp::select: {
       // forward(): an undecided condition takes both branches' narrowing (branch()).
       if (!a.point() || a.lo > 1) return forward(id, v);
       Bounds64 c;
       if (!bounds64(v[n.b], b) || !bounds64(v[n.c], c)) return forward(id, v);
-      if (b.point() && c.point()) return point64((a.lo ? b.lo : c.lo) & m);
+      if (b.point() && c.point()) return point64(apply_unsigned_op(op, n.type, Type::bool_, a.lo, b.lo, c.lo) & m);
       return a.lo ? v[n.b] : v[n.c];
     }
-    case Unsigned::cast: {
-      if (a.point()) {
-        const uint64_t in = sym_detail::kTypeBits[static_cast<uint8_t>(facts_->nodes[n.a].type) & 63].mask;
-        return point64(a.lo & in & m);
-      }
-      return a.hi > m ? full : v[n.a];
-    }
-    case Unsigned::logical_not:
-      if (a.point()) return point64(!(a.lo & 1));
+    case UnsignedOp::cast: return a.hi > m ? full : v[n.a];
+    case UnsignedOp::logical_not:
       if (a.hi > 1) return forward(id, v);
       return interval64(1 - a.hi, 1 - a.lo);
     default: return forward(id, v);

@@ -9,8 +9,47 @@ namespace {
 
 constexpr unsigned width_of(Type t) { return sym_width(t); }
 constexpr uint64_t mask_of(Type t) { return sym_mask(t); }
+constexpr bool unsigned_integer(Type t) { return t == Type::u8 || t == Type::u16 || t == Type::u32 || t == Type::u64; }
+constexpr bool unsigned_or_bool(Type t) { return unsigned_integer(t) || t == Type::bool_; }
 
 }  // namespace
+
+UnsignedOp unsigned_operation(const std::vector<SymNode>& nodes, uint32_t id) {
+  const SymNode& n = nodes[id];
+  const unsigned count = sym_operand_count(n.op);
+  if (count == 0 || n.a >= nodes.size() || (count > 1 && n.b >= nodes.size()) || (count > 2 && n.c >= nodes.size()))
+    return UnsignedOp::none;
+  const Type t = n.type, ta = nodes[n.a].type, tb = count > 1 ? nodes[n.b].type : ta;
+  auto arithmetic = [&](UnsignedOp u) { return unsigned_integer(t) && ta == t && tb == t ? u : UnsignedOp::none; };
+  auto comparison = [&](UnsignedOp u) {
+    return t == Type::bool_ && unsigned_or_bool(ta) && tb == ta ? u : UnsignedOp::none;
+  };
+  auto logical = [&](UnsignedOp u) { return t == Type::bool_ && ta == t && tb == t ? u : UnsignedOp::none; };
+  switch (n.op) {
+    case SymOp::add: return arithmetic(UnsignedOp::add);
+    case SymOp::sub: return arithmetic(UnsignedOp::sub);
+    case SymOp::mul: return arithmetic(UnsignedOp::mul);
+    case SymOp::div: return arithmetic(UnsignedOp::div);
+    case SymOp::rem: return arithmetic(UnsignedOp::rem);
+    case SymOp::min: return arithmetic(UnsignedOp::min);
+    case SymOp::max: return arithmetic(UnsignedOp::max);
+    case SymOp::bit_and: return arithmetic(UnsignedOp::bit_and);
+    case SymOp::lt: return comparison(UnsignedOp::lt);
+    case SymOp::le: return comparison(UnsignedOp::le);
+    case SymOp::gt: return comparison(UnsignedOp::gt);
+    case SymOp::ge: return comparison(UnsignedOp::ge);
+    case SymOp::eq: return comparison(UnsignedOp::eq);
+    case SymOp::ne: return comparison(UnsignedOp::ne);
+    case SymOp::logical_and: return logical(UnsignedOp::logical_and);
+    case SymOp::logical_or: return logical(UnsignedOp::logical_or);
+    case SymOp::logical_not: return logical(UnsignedOp::logical_not);
+    case SymOp::cast: return unsigned_or_bool(t) && unsigned_or_bool(ta) ? UnsignedOp::cast : UnsignedOp::none;
+    case SymOp::select:
+      return unsigned_or_bool(t) && ta == Type::bool_ && tb == t && nodes[n.c].type == t ? UnsignedOp::select
+                                                                                         : UnsignedOp::none;
+    default: return UnsignedOp::none;
+  }
+}
 
 std::optional<uint64_t> apply_sym_op_wide(SymOp op, Type type, Type operand, uint64_t a, uint64_t b, uint64_t c) {
   const Integer x = value_of(operand, a), y = value_of(operand, b);

@@ -188,6 +188,79 @@ static_assert(static_cast<unsigned>(SymOp::select) < kOperandCounts.size(), "kOp
 /// switch: gemm_bf16_mma's verdict 90 215 -> 89 596 instructions, jacobi's 15 727 -> 15 501).
 constexpr unsigned sym_operand_count(SymOp op) { return sym_detail::kOperandCounts[static_cast<uint8_t>(op) & 63]; }
 
+/// The operations a node of unsigned operands has in 64-bit arithmetic (unsigned_operation):
+/// binary ones first, then select, then the unary ones. The bounds (NodeBounds) and the concrete
+/// evaluation of a cone (the memory verdict's envelope) take them without apply_sym_op's and the
+/// interval operations' general checks.
+enum class UnsignedOp : uint8_t {
+  none,
+  add,
+  sub,
+  mul,
+  div,
+  rem,
+  min,
+  max,
+  bit_and,
+  lt,
+  le,
+  gt,
+  ge,
+  eq,
+  ne,
+  logical_and,
+  logical_or,
+  select,
+  cast,
+  logical_not,
+};
+
+/// Node `id`'s UnsignedOp: its result and operands are unsigned integers (or bools where the
+/// operation takes them) of one type as the operation requires (a comparison's two operands one
+/// type, a cast's any unsigned type or bool, a select's branches the node's); none for any other
+/// node (leaves, signed or float operands, shifts, or, xor, negations) and for operands past the list.
+UnsignedOp unsigned_operation(const std::vector<SymNode>& nodes, uint32_t id);
+
+/// apply_sym_op for a node of UnsignedOp `op` (not none) of type `type` whose first operand has
+/// type `operand`: the same bits (its masks, with the signed cases left out).
+[[gnu::always_inline]] inline uint64_t apply_unsigned_op(UnsignedOp op, Type type, Type operand, uint64_t a, uint64_t b,
+                                                         uint64_t c) {
+  const uint64_t m = sym_detail::kTypeBits[static_cast<uint8_t>(type) & 63].mask;
+  switch (op) {
+    case UnsignedOp::add: return (a + b) & m;
+    case UnsignedOp::sub: return (a - b) & m;
+    case UnsignedOp::mul: return (a * b) & m;
+    case UnsignedOp::div:
+    case UnsignedOp::rem: {
+      const uint64_t x = a & m, y = b & m;
+      if (y == 0) return op == UnsignedOp::div ? m : x;
+      return op == UnsignedOp::div ? x / y : x % y;
+    }
+    case UnsignedOp::min:
+    case UnsignedOp::max: {
+      const uint64_t x = a & m, y = b & m;
+      return (x < y) == (op == UnsignedOp::min) ? x : y;
+    }
+    case UnsignedOp::bit_and: return a & b & m;
+    case UnsignedOp::logical_and: return (a & 1) && (b & 1);
+    case UnsignedOp::logical_or: return (a & 1) || (b & 1);
+    case UnsignedOp::logical_not: return !(a & 1);
+    case UnsignedOp::select: return (a & 1) ? b : c;
+    default: break;
+  }
+  const uint64_t in = sym_detail::kTypeBits[static_cast<uint8_t>(operand) & 63].mask;
+  const uint64_t x = a & in, y = b & in;
+  switch (op) {
+    case UnsignedOp::lt: return x < y;
+    case UnsignedOp::le: return x <= y;
+    case UnsignedOp::gt: return x > y;
+    case UnsignedOp::ge: return x >= y;
+    case UnsignedOp::eq: return x == y;
+    case UnsignedOp::ne: return x != y;
+    default: return x & m;  // cast
+  }
+}
+
 /// The bits of node `n` (not a leaf) from its operands as `known(id)` (bool) and `bits(id)` (the
 /// bits of a known one) give them: apply_sym_op when every operand is known (the common case, inline
 /// in the caller's loop; asked before any optional is built, which measured ~4 % fewer instructions

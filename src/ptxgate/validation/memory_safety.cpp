@@ -296,7 +296,10 @@ void internal::plan_sites(const ir::AccessFacts& facts, const std::vector<uint64
   plan.has_cones = cones;
   plan.params.clear();
   plan.index_total.clear();
+  plan.unsigned_ops.clear();
   if (!cones) return;
+  plan.unsigned_ops.resize(facts.nodes.size());
+  for (uint32_t i = 0; i < facts.nodes.size(); ++i) plan.unsigned_ops[i] = ir::unsigned_operation(facts.nodes, i);
   std::vector<uint32_t> targets;
   plan.params = ir::parameters_read(facts);
   plan.index_total.resize(facts.sites.size());
@@ -433,9 +436,10 @@ namespace {
 /// iteration of every loop the cone reads, into `values`' arrays of thread `pick`.
 /// Inlined into its two callers: the envelope's thread loop is the hot one (a call there costs the
 /// GEMMs' verdicts about 1 %).
-[[gnu::always_inline]] inline void evaluate_cone(const ir::AccessFacts& facts, const MemoryLaunch& launch,
-                                                 const std::array<uint64_t, 6>& at, std::span<const uint32_t> cone,
-                                                 internal::ConeValues& values, int pick) {
+[[gnu::always_inline]] inline void evaluate_cone(const ir::AccessFacts& facts, const internal::SitePlan& plan,
+                                                 const MemoryLaunch& launch, const std::array<uint64_t, 6>& at,
+                                                 std::span<const uint32_t> cone, internal::ConeValues& values,
+                                                 int pick) {
   std::vector<uint64_t>& bits = values.bits[pick];
   std::vector<uint32_t>& stamp = values.stamp[pick];
   std::vector<uint8_t>& known = values.known[pick];
@@ -448,10 +452,24 @@ namespace {
   // This thread (with the first iteration of every loop the cone reads): the value of every node of
   // the cone not evaluated yet for this launch, in node order (operands and loop bounds come first
   // and are in the cone).
+  const ir::UnsignedOp* unsigned_ops = plan.unsigned_ops.size() >= facts.nodes.size() ? plan.unsigned_ops.data()
+                                                                                      : nullptr;
   for (uint32_t id : cone) {
     if (stamp[id] == values.launch) continue;
     stamp[id] = values.launch;
     const ir::SymNode& n = facts.nodes[id];
+    // A node of unsigned operands, all known: its bits in 64-bit arithmetic (apply_sym_op's).
+    if (const ir::UnsignedOp u = unsigned_ops ? unsigned_ops[id] : ir::UnsignedOp::none; u != ir::UnsignedOp::none) {
+      const bool ready = u < ir::UnsignedOp::select    ? known[n.a] && known[n.b]
+                         : u == ir::UnsignedOp::select ? known[n.a] && known[n.b] && known[n.c]
+                                                       : known[n.a] != 0;
+      if (ready) {
+        const uint64_t b = u <= ir::UnsignedOp::select ? bits[n.b] : 0, c = u == ir::UnsignedOp::select ? bits[n.c] : 0;
+        bits[id] = ir::apply_unsigned_op(u, n.type, facts.nodes[n.a].type, bits[n.a], b, c);
+        known[id] = 1;
+        continue;
+      }
+    }
     std::optional<uint64_t> v;
     switch (n.op) {
       case SymOp::constant: v = n.value; break;
@@ -537,7 +555,7 @@ bool internal::envelope_reachable(const ir::AccessFacts& facts, const SitePlan& 
     }
     const bool after_previous = group.delta && values.walked_launch[pick] == values.launch &&
                                 values.walked[pick] == number && values.walked_short[pick] == known_scalars;
-    evaluate_cone(facts, launch, at, after_previous ? delta : cone, values, pick);
+    evaluate_cone(facts, plan, launch, at, after_previous ? delta : cone, values, pick);
     values.walked[pick] = number + 1;
     values.walked_launch[pick] = values.launch;
     values.walked_short[pick] = known_scalars;
@@ -567,8 +585,8 @@ bool internal::guard_false(const ir::AccessFacts& facts, const SitePlan& plan, c
                            const MemoryLaunch& launch, ConeValues& values) {
   if (group.guard_first == group.guard_end) return false;
   // Uniform nodes read no thread or block id: the first thread's arrays hold them for every thread.
-  evaluate_cone(facts, launch, {}, std::span(plan.cones).subspan(group.guard_cone, group.guard_cone_end - group.guard_cone),
-                values, 0);
+  evaluate_cone(facts, plan, launch, {},
+                std::span(plan.cones).subspan(group.guard_cone, group.guard_cone_end - group.guard_cone), values, 0);
   const std::vector<uint8_t>& known = values.known[0];
   for (uint32_t k = group.guard_cone; k < group.guard_cone_end; ++k)
     if (!known[plan.cones[k]]) return false;

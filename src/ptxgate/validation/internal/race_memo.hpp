@@ -82,6 +82,8 @@ struct SitePlan {
   /// By site (with cones): 1 when its index reads no loop variable and no opaque value, so that any
   /// thread computes it once the scalars are known.
   std::vector<uint8_t> index_total;
+  /// By node (with cones): ir::unsigned_operation, for the cones' concrete evaluation.
+  std::vector<ir::UnsignedOp> unsigned_ops;
 };
 /// `deps`: ir::leaf_dependencies(facts) (empty: every group's inputs are all bits). `cones`: also
 /// each group's node cone (what a plan kept with the kernel's BoundsMemo pays for once; a plan
