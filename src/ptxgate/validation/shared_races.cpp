@@ -314,7 +314,14 @@ class RaceProof {
   /// Node `x`'s value at this pass from its operands' (computed()), marked computed.
   void compute_uniform(uint32_t x) {
     const ir::SymNode& n = facts_.nodes[x];
-    if (ir::sym_operand_count(n.op) == 0) values_[x] = leaf(n);
+    const ir::UnsignedOp u = x < plan_.unsigned_ops.size() ? plan_.unsigned_ops[x] : ir::UnsignedOp::none;
+    // A node of unsigned operands, all known: its bits in 64-bit arithmetic (apply_sym_op's).
+    if (u != ir::UnsignedOp::none && values_[n.a] && (u > ir::UnsignedOp::select || values_[n.b]) &&
+        (u != ir::UnsignedOp::select || values_[n.c])) {
+      const uint64_t b = u <= ir::UnsignedOp::select ? *values_[n.b] : 0,
+                     c = u == ir::UnsignedOp::select ? *values_[n.c] : 0;
+      values_[x] = ir::apply_unsigned_op(u, n.type, facts_.nodes[n.a].type, *values_[n.a], b, c);
+    } else if (ir::sym_operand_count(n.op) == 0) values_[x] = leaf(n);
     else
       values_[x] = ir::evaluate_sym_node(
           n, facts_.nodes[n.a].type, [&](uint32_t o) { return values_[o].has_value(); },
@@ -668,7 +675,9 @@ void plan_races(const ir::AccessFacts& facts, RacePlan& plan) {
   plan.per_pass.clear();
   std::vector<uint8_t>& loops = plan.reads_loop;
   loops.assign(n, 0);
+  plan.unsigned_ops.resize(n);
   for (uint32_t i = 0; i < n; ++i) {
+    plan.unsigned_ops[i] = ir::unsigned_operation(facts.nodes, i);
     const ir::SymNode& x = facts.nodes[i];
     const unsigned count = ir::sym_operand_count(x.op);
     plan.fixed[i] = x.op == SymOp::constant ||

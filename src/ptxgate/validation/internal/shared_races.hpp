@@ -51,6 +51,7 @@ struct RacePlan {
   std::vector<uint8_t> fixed;      ///< per node: computed from constants only (the same in every launch)
   std::vector<uint32_t> per_pass;  ///< nodes whose form depends on the pass (they read a loop variable)
   std::vector<uint8_t> reads_loop;  ///< per node: it is in per_pass (its value at a pass is the pass's alone)
+  std::vector<ir::UnsignedOp> unsigned_ops;  ///< per node: ir::unsigned_operation
 
   static constexpr size_t kProofs = 4;
   struct Remembered {
