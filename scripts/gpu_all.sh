@@ -14,6 +14,9 @@
 #              (GPU_BEFORE: a directory, or a .tar.xz holding one directory; bench/launch_ab.sh).
 #   validate   validate_bench on the GPU machine's host: what the memory verdict adds to validating a launch
 #              new in every input, per shipped kernel (validate.txt; PTXGATE_BENCH_NEW=grid|same for others);
+#   validate_ab  the same verdict before/after: the bundle's validate_bench with an earlier commit's library
+#              (.bundle/base/libptxgate.so.0.xz, packed here by hand) and with its own, alternating, with an
+#              A/A control (bench/validate_ab.sh; validate_ab.md);
 #   python     the Python package's tests (python/tests, GPU ones with PyTorch/CuPy) over the bundle's library;
 #   sanitize   compute-sanitizer memcheck, racecheck and synccheck over the programs GPU tests;
 #   memsafe    the memory-safety analysis against compute-sanitizer: every tests/golden/memsafe case
@@ -95,6 +98,11 @@ device() {
     PTXGATE_SOURCE_DIR="$PWD" PTXGATE_PROFILE_DIR="$PWD/profiles" LD_LIBRARY_PATH=".bundle/bench/lib" \
       timeout --kill-after=5 "${GPU_VALIDATE_LIMIT:-240}" .bundle/bench/bin/validate_bench >"$final/validate.txt" 2>&1
     part validate $?
+  fi
+  if [[ " $parts " == *" validate_ab "* ]]; then
+    OUT="$final" timeout --kill-after=5 "${GPU_VALIDATE_AB_LIMIT:-400}" bash bench/validate_ab.sh .bundle/base .bundle/bench \
+      "${VALIDATE_AB_ROUNDS:-4}" >"$final/validate_ab.txt" 2>&1
+    part validate_ab $?
   fi
   if [[ " $parts " == *" python "* ]]; then
     PTXGATE_LIBRARY="$PWD/.bundle/lib/libptxgate.so.0" LD_LIBRARY_PATH="$PWD/.bundle/lib" PTXGATE_CACHE_DIR="$work/py-cache" \
