@@ -276,6 +276,7 @@ void NodeBounds::bind(const AccessFacts& facts, const LeafValues& leaves) {
   reads_.resize(n);
   rebound_.assign(n, 0);
   epoch_ = 0;
+  visit_deps_ = nullptr;
   for (uint32_t i = 0; i < n; ++i) {
     const SymNode& x = facts.nodes[i];
     fast_[i] = static_cast<uint8_t>(general_only_ ? UnsignedOp::none : unsigned_operation(facts.nodes, i));
@@ -301,12 +302,18 @@ void NodeBounds::rebind(const LeafValues& leaves, const std::vector<uint64_t>& d
     epoch_ = 1;
   }
   const uint32_t epoch = epoch_;
+  if (visit_deps_ != deps.data() || visit_size_ != n || visit_changed_ != changed) {
+    visit_.clear();
+    for (uint32_t i = 0; i < n; ++i)
+      if (deps[i] & changed) visit_.push_back(i);
+    visit_deps_ = deps.data();
+    visit_size_ = n;
+    visit_changed_ = changed;
+  }
   const Reads* reads = reads_.data();
-  const uint64_t* dep = deps.data();
   uint32_t* rebound = rebound_.data();
   Interval* base = base_.data();
-  for (uint32_t i = 0; i < n; ++i) {
-    if (!(dep[i] & changed)) continue;
+  for (const uint32_t i : visit_) {
     const Reads& r = reads[i];
     if (!r.always && rebound[r.a] != epoch && rebound[r.b] != epoch && rebound[r.c] != epoch) continue;
     const Interval now = unsigned_forward(i, base_);

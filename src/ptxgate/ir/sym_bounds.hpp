@@ -126,6 +126,12 @@ class NodeBounds {
   std::vector<Reads> reads_;
   std::vector<uint32_t> rebound_;  ///< per node: the rebind() (epoch_) that last changed its bounds
   uint32_t epoch_ = 0;
+  /// The nodes rebind() visits for `visit_changed_` (those whose leaf_dependencies in `visit_deps_`
+  /// meet it), ascending: a launch that changes the same inputs as the last one reuses the list.
+  std::vector<uint32_t> visit_;
+  uint64_t visit_changed_ = 0;
+  const uint64_t* visit_deps_ = nullptr;
+  size_t visit_size_ = 0;
   bool general_only_ = false;
   bool changed_ = false;
 };
