@@ -448,25 +448,33 @@ namespace {
     stamp.resize(facts.nodes.size(), 0);
     known.resize(facts.nodes.size());
   }
-  auto value = [&](uint32_t id) { return known[id] ? std::optional<uint64_t>(bits[id]) : std::nullopt; };
+  // The arrays through locals (nothing resizes them below): a byte store to `known` does not make the
+  // loop reload every vector it reads.
+  uint64_t* const bits_at = bits.data();
+  uint32_t* const stamp_at = stamp.data();
+  uint8_t* const known_at = known.data();
+  const ir::SymNode* const nodes = facts.nodes.data();
+  const uint32_t launch_number = values.launch;
+  auto value = [&](uint32_t id) { return known_at[id] ? std::optional<uint64_t>(bits_at[id]) : std::nullopt; };
   // This thread (with the first iteration of every loop the cone reads): the value of every node of
   // the cone not evaluated yet for this launch, in node order (operands and loop bounds come first
   // and are in the cone).
   const ir::UnsignedOp* unsigned_ops = plan.unsigned_ops.size() >= facts.nodes.size() ? plan.unsigned_ops.data()
                                                                                       : nullptr;
   for (uint32_t id : cone) {
-    if (stamp[id] == values.launch) continue;
-    stamp[id] = values.launch;
-    const ir::SymNode& n = facts.nodes[id];
+    if (stamp_at[id] == launch_number) continue;
+    stamp_at[id] = launch_number;
+    const ir::SymNode& n = nodes[id];
     // A node of unsigned operands, all known: its bits in 64-bit arithmetic (apply_sym_op's).
     if (const ir::UnsignedOp u = unsigned_ops ? unsigned_ops[id] : ir::UnsignedOp::none; u != ir::UnsignedOp::none) {
-      const bool ready = u < ir::UnsignedOp::select    ? known[n.a] && known[n.b]
-                         : u == ir::UnsignedOp::select ? known[n.a] && known[n.b] && known[n.c]
-                                                       : known[n.a] != 0;
+      const bool ready = u < ir::UnsignedOp::select    ? known_at[n.a] && known_at[n.b]
+                         : u == ir::UnsignedOp::select ? known_at[n.a] && known_at[n.b] && known_at[n.c]
+                                                       : known_at[n.a] != 0;
       if (ready) {
-        const uint64_t b = u <= ir::UnsignedOp::select ? bits[n.b] : 0, c = u == ir::UnsignedOp::select ? bits[n.c] : 0;
-        bits[id] = ir::apply_unsigned_op(u, n.type, facts.nodes[n.a].type, bits[n.a], b, c);
-        known[id] = 1;
+        const uint64_t b = u <= ir::UnsignedOp::select ? bits_at[n.b] : 0;
+        const uint64_t c = u == ir::UnsignedOp::select ? bits_at[n.c] : 0;
+        bits_at[id] = ir::apply_unsigned_op(u, n.type, nodes[n.a].type, bits_at[n.a], b, c);
+        known_at[id] = 1;
         continue;
       }
     }
@@ -505,10 +513,10 @@ namespace {
       }
       default:
         v = ir::evaluate_sym_node(
-            n, facts.nodes[n.a].type, [&](uint32_t o) { return known[o] != 0; }, [&](uint32_t o) { return bits[o]; });
+            n, nodes[n.a].type, [&](uint32_t o) { return known_at[o] != 0; }, [&](uint32_t o) { return bits_at[o]; });
     }
-    known[id] = v.has_value();
-    if (v) bits[id] = *v;
+    known_at[id] = v.has_value();
+    if (v) bits_at[id] = *v;
   }
 }
 
