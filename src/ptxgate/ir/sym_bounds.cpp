@@ -597,25 +597,51 @@ void NodeBounds::backward(uint32_t id, int depth) {
   }
 }
 
-void NodeBounds::constrain(uint32_t id, bool truth, int depth) {
-  if (depth > 64) return;
-  const SymNode& n = facts_->nodes[id];
+namespace {
+
+/// The walk of what `id` being `truth` implies: `&&` when true and `||` when false pass their truth
+/// to both operands, `!` the opposite to its one; every node reached (those and where the walk stops:
+/// comparisons and other values) is passed to `visit(node, truth)` after its operands, depth-first,
+/// left before right. To depth 64; ids past the node list are not visited. constrain() narrows each
+/// node it reaches, path_conjuncts() keeps the comparisons: one walk, so that the direct tier's
+/// conjuncts are the narrowing's.
+template <class Visit>
+void walk_implied(const AccessFacts& facts, uint32_t id, bool truth, Visit& visit, int depth = 0) {
+  if (depth > 64 || id >= facts.nodes.size()) return;
+  const SymNode& n = facts.nodes[id];
   switch (n.op) {
     case SymOp::logical_and:
       if (truth) {
-        constrain(n.a, true, depth + 1);
-        constrain(n.b, true, depth + 1);
+        walk_implied(facts, n.a, true, visit, depth + 1);
+        walk_implied(facts, n.b, true, visit, depth + 1);
       }
       break;
     case SymOp::logical_or:
       if (!truth) {
-        constrain(n.a, false, depth + 1);
-        constrain(n.b, false, depth + 1);
+        walk_implied(facts, n.a, false, visit, depth + 1);
+        walk_implied(facts, n.b, false, visit, depth + 1);
       }
       break;
-    case SymOp::logical_not:
-      constrain(n.a, !truth, depth + 1);
-      break;
+    case SymOp::logical_not: walk_implied(facts, n.a, !truth, visit, depth + 1); break;
+    default: break;
+  }
+  visit(id, truth);
+}
+
+bool is_comparison(SymOp op) {
+  return op == SymOp::lt || op == SymOp::le || op == SymOp::gt || op == SymOp::ge || op == SymOp::eq || op == SymOp::ne;
+}
+
+}  // namespace
+
+void NodeBounds::constrain(uint32_t path) {
+  auto visit = [this](uint32_t id, bool truth) { constrain_node(id, truth); };
+  walk_implied(*facts_, path, true, visit);
+}
+
+void NodeBounds::constrain_node(uint32_t id, bool truth) {
+  const SymNode& n = facts_->nodes[id];
+  switch (n.op) {
     case SymOp::lt: case SymOp::le: case SymOp::gt: case SymOp::ge: case SymOp::eq: case SymOp::ne: {
       const SymOp op = truth ? n.op : negated_comparison(n.op);
       const Interval a = current_[n.a], b = current_[n.b];
@@ -730,36 +756,11 @@ const std::vector<Interval>& NodeBounds::under(uint32_t path, uint32_t last, std
 
 std::vector<Conjunct> path_conjuncts(const AccessFacts& facts, uint32_t path) {
   std::vector<Conjunct> out;
-  // constrain()'s walk: && when true, || when false, ! either way, to its depth.
-  auto walk = [&](auto& self, uint32_t id, bool truth, int depth) -> void {
-    if (depth > 64 || id >= facts.nodes.size()) return;
+  auto visit = [&](uint32_t id, bool truth) {
     const SymNode& n = facts.nodes[id];
-    switch (n.op) {
-      case SymOp::logical_and:
-        if (truth) {
-          self(self, n.a, true, depth + 1);
-          self(self, n.b, true, depth + 1);
-        }
-        break;
-      case SymOp::logical_or:
-        if (!truth) {
-          self(self, n.a, false, depth + 1);
-          self(self, n.b, false, depth + 1);
-        }
-        break;
-      case SymOp::logical_not: self(self, n.a, !truth, depth + 1); break;
-      case SymOp::lt:
-      case SymOp::le:
-      case SymOp::gt:
-      case SymOp::ge:
-      case SymOp::eq:
-      case SymOp::ne:
-        if (n.a < id && n.b < id) out.push_back({id, truth});
-        break;
-      default: break;
-    }
+    if (is_comparison(n.op) && n.a < id && n.b < id) out.push_back({id, truth});
   };
-  walk(walk, path, true, 0);
+  walk_implied(facts, path, true, visit);
   return out;
 }
 
@@ -850,7 +851,7 @@ const std::vector<Interval>& NodeBounds::narrowed(uint32_t path, uint32_t last, 
   for (int round = 0; round < 4; ++round) {
     changed_ = false;
     pass_read_changed = false;
-    constrain(path, true, 0);
+    constrain(path);
     if (!changed_) break;
     // Re-evaluates the nodes the narrowing can change (needs_pass).
     for (size_t k = 0; k < count; ++k) {

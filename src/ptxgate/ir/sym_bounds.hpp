@@ -105,7 +105,10 @@ class NodeBounds {
   Interval reevaluate(uint32_t id, uint32_t x, Interval x_bounds, uint32_t y, Interval y_bounds,
                       const std::vector<Interval>& values, int depth) const;
   Interval loop_bounds(uint32_t id, uint32_t loop, const std::vector<Interval>& values) const;
-  void constrain(uint32_t id, bool truth, int depth);
+  /// Narrows what `path` being true implies (walk_implied): each comparison's operands, and every
+  /// node the walk reaches to its truth.
+  void constrain(uint32_t path);
+  void constrain_node(uint32_t id, bool truth);
   void narrow(uint32_t id, Interval to, int depth);
   void backward(uint32_t id, int depth);
 
