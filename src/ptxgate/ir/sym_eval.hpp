@@ -261,6 +261,24 @@ UnsignedOp unsigned_operation(const std::vector<SymNode>& nodes, uint32_t id);
   }
 }
 
+/// Node `n` (of `nodes`) by its UnsignedOp `op` when every operand it reads is known, as `known(id)`
+/// (bool) and `bits(id)` give them: its bits (apply_unsigned_op) into `out`, true; false for
+/// UnsignedOp::none or an unknown operand (the caller takes evaluate_sym_node then). The fast step
+/// of the concrete evaluations (the envelope's cones, the race proof's uniform values).
+template <class Known, class Bits>
+[[gnu::always_inline]] inline bool evaluate_unsigned_node(UnsignedOp op, const SymNode& n, const SymNode* nodes,
+                                                          Known&& known, Bits&& bits, uint64_t& out) {
+  if (op == UnsignedOp::none) return false;
+  const bool ready = op < UnsignedOp::select    ? known(n.a) && known(n.b)
+                     : op == UnsignedOp::select ? known(n.a) && known(n.b) && known(n.c)
+                                                : known(n.a);
+  if (!ready) return false;
+  const uint64_t b = op <= UnsignedOp::select ? bits(n.b) : 0;
+  const uint64_t c = op == UnsignedOp::select ? bits(n.c) : 0;
+  out = apply_unsigned_op(op, n.type, nodes[n.a].type, bits(n.a), b, c);
+  return true;
+}
+
 /// The bits of node `n` (not a leaf) from its operands as `known(id)` (bool) and `bits(id)` (the
 /// bits of a known one) give them: apply_sym_op when every operand is known (the common case, inline
 /// in the caller's loop; asked before any optional is built, which measured ~4 % fewer instructions

@@ -466,17 +466,13 @@ namespace {
     stamp_at[id] = launch_number;
     const ir::SymNode& n = nodes[id];
     // A node of unsigned operands, all known: its bits in 64-bit arithmetic (apply_sym_op's).
-    if (const ir::UnsignedOp u = unsigned_ops ? unsigned_ops[id] : ir::UnsignedOp::none; u != ir::UnsignedOp::none) {
-      const bool ready = u < ir::UnsignedOp::select    ? known_at[n.a] && known_at[n.b]
-                         : u == ir::UnsignedOp::select ? known_at[n.a] && known_at[n.b] && known_at[n.c]
-                                                       : known_at[n.a] != 0;
-      if (ready) {
-        const uint64_t b = u <= ir::UnsignedOp::select ? bits_at[n.b] : 0;
-        const uint64_t c = u == ir::UnsignedOp::select ? bits_at[n.c] : 0;
-        bits_at[id] = ir::apply_unsigned_op(u, n.type, nodes[n.a].type, bits_at[n.a], b, c);
-        known_at[id] = 1;
-        continue;
-      }
+    uint64_t fast = 0;
+    if (ir::evaluate_unsigned_node(
+            unsigned_ops ? unsigned_ops[id] : ir::UnsignedOp::none, n, nodes,
+            [known_at](uint32_t o) { return known_at[o] != 0; }, [bits_at](uint32_t o) { return bits_at[o]; }, fast)) {
+      bits_at[id] = fast;
+      known_at[id] = 1;
+      continue;
     }
     std::optional<uint64_t> v;
     switch (n.op) {

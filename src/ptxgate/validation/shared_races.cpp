@@ -316,12 +316,12 @@ class RaceProof {
     const ir::SymNode& n = facts_.nodes[x];
     const ir::UnsignedOp u = x < plan_.unsigned_ops.size() ? plan_.unsigned_ops[x] : ir::UnsignedOp::none;
     // A node of unsigned operands, all known: its bits in 64-bit arithmetic (apply_sym_op's).
-    if (u != ir::UnsignedOp::none && values_[n.a] && (u > ir::UnsignedOp::select || values_[n.b]) &&
-        (u != ir::UnsignedOp::select || values_[n.c])) {
-      const uint64_t b = u <= ir::UnsignedOp::select ? *values_[n.b] : 0,
-                     c = u == ir::UnsignedOp::select ? *values_[n.c] : 0;
-      values_[x] = ir::apply_unsigned_op(u, n.type, facts_.nodes[n.a].type, *values_[n.a], b, c);
-    } else if (ir::sym_operand_count(n.op) == 0) values_[x] = leaf(n);
+    uint64_t bits = 0;
+    if (ir::evaluate_unsigned_node(
+            u, n, facts_.nodes.data(), [&](uint32_t o) { return values_[o].has_value(); },
+            [&](uint32_t o) { return *values_[o]; }, bits))
+      values_[x] = bits;
+    else if (ir::sym_operand_count(n.op) == 0) values_[x] = leaf(n);
     else
       values_[x] = ir::evaluate_sym_node(
           n, facts_.nodes[n.a].type, [&](uint32_t o) { return values_[o].has_value(); },
