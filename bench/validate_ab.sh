@@ -2,13 +2,17 @@
 # Before/after of the memory verdict of a launch new in every input, on one host in one call: runs the
 # after bundle's validate_bench for each named kernel with the before library and with the after
 # library (LD_LIBRARY_PATH; check_launch's interface is the same on both sides), alternating the order
-# every round so that drift hits both alike, plus an A/A control (the after library against itself).
+# every round so that drift hits both alike, plus an A/A control (the after library against itself;
+# bench/ab_rounds.sh's rounds).
 # Prints per kernel the median over rounds of each side's "memory" ns and the ratios (bench/compare_validate.py).
 # Without KERNEL names, each run is one whole validate_bench (every row, in one warm process: a process per
 # row measured the short rows about 1.5x slower and noisier, A/A 0.92-1.03).
 #   bash bench/validate_ab.sh BEFORE_LIB_DIR AFTER_BUNDLE [ROUNDS=4] [KERNEL...]
 # BEFORE_LIB_DIR holds the before libptxgate.so.0 (libptxgate.so.0.xz is unpacked there first);
 # AFTER_BUNDLE is scripts/gpu_all.sh's .bundle/bench. Results under $OUT/validate_ab.
+# The whole bundle (about 47 MiB) with the packed before library (about 11 MiB) and the tree passes the
+# device tool's 64 MiB carry: carry a slim .bundle instead, of bench/bin/validate_bench, bench/lib,
+# lib/libptxgate.so.0 and base/libptxgate.so.0.xz.
 set -u
 BEFORE=$(cd "$1" && pwd); AFTER=$(cd "$2" && pwd); ROUNDS=${3:-4}
 shift $(($# < 3 ? $# : 3))
@@ -25,21 +29,17 @@ for f in "$AFTER"/lib/*; do [[ "$(basename "$f")" == libptxgate.so.0 || -e "$BEF
 # placed on different cores differed by up to 2x on a shared host.
 pin=()
 command -v taskset >/dev/null && pin=(taskset -c "${VALIDATE_AB_CPU:-2}")
-status=0
+source bench/ab_rounds.sh
 run() {  # run SIDE ROUND LIBDIR
-  local k
+  local k rc=0
   for k in "${kernels[@]}"; do
     PTXGATE_SOURCE_DIR="$PWD" PTXGATE_PROFILE_DIR="$PWD/profiles" LD_LIBRARY_PATH="$3" \
-      timeout --kill-after=5 120 "${pin[@]}" "$AFTER/bin/validate_bench" "$k" >>"$OUT/validate_ab/$1_$2.txt" 2>&1 || status=1
+      timeout --kill-after=5 120 "${pin[@]}" "$AFTER/bin/validate_bench" "$k" >>"$OUT/validate_ab/$1_$2.txt" 2>&1 || rc=1
   done
+  return $rc
 }
-for ((r = 1; r <= ROUNDS; r++)); do
-  # Alternate which side goes first; the A/A control runs the after library twice under two names.
-  if ((r % 2)); then order=(before after again); else order=(again after before); fi
-  for side in "${order[@]}"; do
-    dir=$AFTER/lib; [[ $side == before ]] && dir=$BEFORE
-    run "$side" "$r" "$dir"
-  done
-done
+# The A/A control (`again`) runs the after library a second time each round.
+ab_rounds "$ROUNDS" "$BEFORE" "$AFTER/lib" validate_ab run again
+status=$?
 python3 bench/compare_validate.py "$OUT/validate_ab" | tee "$OUT/validate_ab.md"
 exit $status
