@@ -11,10 +11,12 @@
 namespace ptxgate::runtime {
 namespace {
 
-// The default TLS model, not initial-exec: one initial-exec variable marks the whole library
+// The general-dynamic TLS model, not initial-exec: one initial-exec variable marks the whole library
 // STATIC_TLS, and then its whole TLS block (several KiB of per-thread launch caches) must fit
 // the static TLS that glibc keeps for libraries loaded later. It does not, so dlopen (Python's
-// ctypes) failed with "cannot allocate memory in static TLS block".
+// ctypes) failed with "cannot allocate memory in static TLS block". On x86-64 the accesses go
+// through TLS descriptors (CMakeLists.txt, PTXGATE_TLS_OPTIONS): one load where the block is in
+// static TLS (a library the program was linked with), glibc's dynamic path where it is not.
 // The id of the Context current on this thread (not its CUcontext: a reset primary context may come
 // back with the same handle, and must be made current again).
 thread_local uint64_t tls_current_context = 0;
