@@ -3,6 +3,8 @@
 # compute-sanitizer, and the benchmarks.
 #   here:            scripts/gpu_all.sh bundle      (builds $BUILD_DIR or build-gpu/, packs .bundle/ < 64 MiB)
 #   GPU machine:     scripts/gpu_all.sh device      (with .bundle carried; results in $OUT)
+#   before/after:    scripts/gpu_all.sh base REV    (REV's library and launch benchmark into .bundle/base)
+#                    scripts/gpu_all.sh pack        (the bundle's library packed: bundle + base < 64 MiB)
 # Parts: GPU_PARTS="tests bench kernels programs launch_ab" (default "tests bench"):
 #   kernels    kernel quality and issue 13's workloads (sum, softmax, layer norm, f16/bf16 axpy, BFS, SGEMM) and
 #              issue 16's bf16 GEMM (wgmma + TMA, sm_90a):
@@ -11,11 +13,12 @@
 #   programs   ptxgate_programs_bench (100 small kernels: launches, graph replay, overlap), the CuPy and
 #              PyTorch graph-replay peers, and the Jacobi example;
 #   launch_ab  before/after launch overhead against a benchmark bundle of an earlier commit
-#              (GPU_BEFORE: a directory, or a .tar.xz holding one directory; bench/launch_ab.sh).
+#              (GPU_BEFORE: a directory, or a .tar.xz holding one directory; bench/launch_ab.sh;
+#              default .bundle/base when `base` packed one);
 #   validate   validate_bench on the GPU machine's host: what the memory verdict adds to validating a launch
 #              new in every input, per shipped kernel (validate.txt; PTXGATE_BENCH_NEW=grid|same for others);
 #   validate_ab  the same verdict before/after: the bundle's validate_bench with an earlier commit's library
-#              (.bundle/base/libptxgate.so.0.xz, packed here by hand) and with its own, alternating, with an
+#              (.bundle/base/libptxgate.so.0.xz, packed by `base`) and with its own, alternating, with an
 #              A/A control (bench/validate_ab.sh; validate_ab.md);
 #   python     the Python package's tests (python/tests, GPU ones with PyTorch/CuPy) over the bundle's library;
 #   sanitize   compute-sanitizer memcheck, racecheck and synccheck over the programs GPU tests;
@@ -43,8 +46,51 @@ bundle() {
   echo "bundle: $(du -sLm .bundle | cut -f1) MiB as followed, $(du -sm .bundle | cut -f1) MiB on disk"
 }
 
+# The before side of launch_ab and validate_ab: commit REV built in a scratch worktree (Release, the
+# library and the launch benchmark only) and packed as .bundle/base/libptxgate.so.0.xz and
+# .bundle/base/bin/ptxgate_gpu_bench; `device` unpacks it into a bundle of its own (base_bundle).
+base() {
+  set -e
+  local rev=${1:?usage: scripts/gpu_all.sh base REV} tree
+  tree=$(mktemp -d)
+  git worktree add -q --detach "$tree" "$rev"
+  trap 'git worktree remove --force "$tree"' RETURN
+  (cd "$tree" && export CCACHE_BASEDIR="$tree" CCACHE_NOHASHDIR=1 &&
+    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DPTXGATE_BUILD_BENCH=ON \
+      -DCUDAToolkit_ROOT="${CUDA_HOME:-/usr/local/cuda}" >/dev/null &&
+    cmake --build build -j "$(nproc)" --target ptxgate ptxgate_gpu_bench >/dev/null)
+  rm -rf .bundle/base && mkdir -p .bundle/base/bin
+  cp -L "$tree/build/libptxgate.so.0" .bundle/base/libptxgate.so.0
+  cp "$tree/build/bench/ptxgate_gpu_bench" .bundle/base/bin/
+  strip --strip-unneeded .bundle/base/libptxgate.so.0 .bundle/base/bin/ptxgate_gpu_bench
+  xz -T0 -f .bundle/base/libptxgate.so.0
+  echo "base: $rev in .bundle/base ($(du -sm .bundle/base | cut -f1) MiB)"
+}
+
+# The bundle's library xz-packed (device unpacks it), so that a bundle and a base fit one carry.
+pack() {
+  set -e
+  [[ -f .bundle/lib/libptxgate.so.0 ]] && xz -T0 -f .bundle/lib/libptxgate.so.0
+  echo "pack: $(du -sLm .bundle | cut -f1) MiB as followed, $(du -sm .bundle | cut -f1) MiB on disk"
+}
+
+# The base's benchmark bundle (launch_ab's before side): its library unpacked, the bundle's other libraries.
+base_bundle() {
+  [[ -f .bundle/base/libptxgate.so.0.xz && -x .bundle/base/bin/ptxgate_gpu_bench ]] || return 1
+  [[ -f .bundle/base/libptxgate.so.0 ]] || xz -dk .bundle/base/libptxgate.so.0.xz || return 1
+  mkdir -p .bundle/base/lib
+  ln -sf ../libptxgate.so.0 .bundle/base/lib/libptxgate.so.0
+  local f
+  for f in .bundle/bench/lib/*; do
+    [[ "$(basename "$f")" == libptxgate.so.0 ]] || ln -sf "$(realpath "$f")" .bundle/base/lib/
+  done
+}
+
 device() {
   local final="${OUT:-$PWD/out}" work
+  if [[ -f .bundle/lib/libptxgate.so.0.xz && ! -f .bundle/lib/libptxgate.so.0 ]]; then
+    xz -dk .bundle/lib/libptxgate.so.0.xz || { echo "gpu_all: cannot unpack the bundle's library" >&2; return 1; }
+  fi
   work="$(mktemp -d)"
   mkdir -p "$final" "$work/gpu" "$work/bench"
   local parts="${GPU_PARTS:-tests bench}"
@@ -132,6 +178,7 @@ device() {
     echo "memsafe part: exit $mrc — $(sed -n 3p "$final/memsafe_agreement.md" 2>/dev/null)"
     ((mrc == 0)) || failed+=("memsafe part (exit $mrc: memsafe_agreement.md)")
   fi
+  if [[ " $parts " == *" launch_ab "* && -z "${GPU_BEFORE:-}" ]] && base_bundle; then GPU_BEFORE=.bundle/base; fi
   if [[ " $parts " == *" launch_ab "* && -n "${GPU_BEFORE:-}" ]]; then
     local before="$GPU_BEFORE"
     if [[ "$before" == *.tar.xz ]]; then
@@ -161,5 +208,7 @@ device() {
 case "${1:-bundle}" in
   bundle) bundle ;;
   device) device ;;
-  *) echo "usage: scripts/gpu_all.sh bundle | device" >&2; exit 2 ;;
+  base) base "${2:-}" ;;
+  pack) pack ;;
+  *) echo "usage: scripts/gpu_all.sh bundle | device | base REV | pack" >&2; exit 2 ;;
 esac
