@@ -146,9 +146,11 @@ device() {
     part validate $?
   fi
   if [[ " $parts " == *" validate_ab "* ]]; then
-    OUT="$final" timeout --kill-after=5 "${GPU_VALIDATE_AB_LIMIT:-400}" bash bench/validate_ab.sh .bundle/base .bundle/bench \
+    # Each round's output goes into the logs archive (the device tool brings back 8 files), the table here.
+    OUT="$work" timeout --kill-after=5 "${GPU_VALIDATE_AB_LIMIT:-400}" bash bench/validate_ab.sh .bundle/base .bundle/bench \
       "${VALIDATE_AB_ROUNDS:-4}" >"$final/validate_ab.txt" 2>&1
     part validate_ab $?
+    cp "$work/validate_ab.md" "$final/" 2>/dev/null
   fi
   if [[ " $parts " == *" python "* ]]; then
     PTXGATE_LIBRARY="$PWD/.bundle/lib/libptxgate.so.0" LD_LIBRARY_PATH="$PWD/.bundle/lib" PTXGATE_CACHE_DIR="$work/py-cache" \
