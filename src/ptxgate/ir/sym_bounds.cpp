@@ -599,33 +599,39 @@ void NodeBounds::backward(uint32_t id, int depth) {
 
 namespace {
 
-/// The walk of what `id` being `truth` implies: `&&` when true and `||` when false pass their truth
+/// The walk of what `path` being true implies: `&&` when true and `||` when false pass their truth
 /// to both operands, `!` the opposite to its one; every node reached (those and where the walk stops:
 /// comparisons and other values) is passed to `visit(node, truth)` after its operands, depth-first,
-/// left before right. To depth 64; ids past the node list are not visited. constrain() narrows each
-/// node it reaches, path_conjuncts() keeps the comparisons: one walk, so that the direct tier's
-/// conjuncts are the narrowing's.
+/// left before right, to depth 64. constrain() narrows each node it reaches, path_conjuncts() keeps
+/// the comparisons: one walk, so that the direct tier's conjuncts are the narrowing's. A path past
+/// the node list is not walked; every operand comes before its node (access_facts_from_json checks
+/// it), so every id reached from a listed path is listed.
 template <class Visit>
-void walk_implied(const AccessFacts& facts, uint32_t id, bool truth, Visit& visit, int depth = 0) {
-  if (depth > 64 || id >= facts.nodes.size()) return;
-  const SymNode& n = facts.nodes[id];
-  switch (n.op) {
-    case SymOp::logical_and:
-      if (truth) {
-        walk_implied(facts, n.a, true, visit, depth + 1);
-        walk_implied(facts, n.b, true, visit, depth + 1);
-      }
-      break;
-    case SymOp::logical_or:
-      if (!truth) {
-        walk_implied(facts, n.a, false, visit, depth + 1);
-        walk_implied(facts, n.b, false, visit, depth + 1);
-      }
-      break;
-    case SymOp::logical_not: walk_implied(facts, n.a, !truth, visit, depth + 1); break;
-    default: break;
-  }
-  visit(id, truth);
+[[gnu::always_inline]] inline void walk_implied(const AccessFacts& facts, uint32_t path, Visit& visit) {
+  if (path >= facts.nodes.size()) return;
+  const SymNode* nodes = facts.nodes.data();
+  auto go = [nodes, &visit](auto& self, uint32_t id, bool truth, int depth) -> void {
+    if (depth > 64) return;
+    const SymNode& n = nodes[id];
+    switch (n.op) {
+      case SymOp::logical_and:
+        if (truth) {
+          self(self, n.a, true, depth + 1);
+          self(self, n.b, true, depth + 1);
+        }
+        break;
+      case SymOp::logical_or:
+        if (!truth) {
+          self(self, n.a, false, depth + 1);
+          self(self, n.b, false, depth + 1);
+        }
+        break;
+      case SymOp::logical_not: self(self, n.a, !truth, depth + 1); break;
+      default: break;
+    }
+    visit(id, truth);
+  };
+  go(go, path, true, 0);
 }
 
 bool is_comparison(SymOp op) {
@@ -633,11 +639,6 @@ bool is_comparison(SymOp op) {
 }
 
 }  // namespace
-
-void NodeBounds::constrain(uint32_t path) {
-  auto visit = [this](uint32_t id, bool truth) { constrain_node(id, truth); };
-  walk_implied(*facts_, path, true, visit);
-}
 
 void NodeBounds::constrain_node(uint32_t id, bool truth) {
   const SymNode& n = facts_->nodes[id];
@@ -703,6 +704,11 @@ void NodeBounds::constrain_node(uint32_t id, bool truth) {
   narrow(id, point(truth ? 1 : 0), 64);
 }
 
+void NodeBounds::constrain(uint32_t path) {
+  auto visit = [this](uint32_t id, bool truth) { constrain_node(id, truth); };
+  walk_implied(*facts_, path, visit);
+}
+
 std::vector<uint32_t> node_cone(const AccessFacts& facts, const std::vector<uint32_t>& targets) {
   const size_t n = facts.nodes.size();
   std::vector<uint8_t> in(n, 0);
@@ -760,7 +766,7 @@ std::vector<Conjunct> path_conjuncts(const AccessFacts& facts, uint32_t path) {
     const SymNode& n = facts.nodes[id];
     if (is_comparison(n.op) && n.a < id && n.b < id) out.push_back({id, truth});
   };
-  walk_implied(facts, path, true, visit);
+  walk_implied(facts, path, visit);
   return out;
 }
 
