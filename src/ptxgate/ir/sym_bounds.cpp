@@ -634,9 +634,8 @@ template <class Visit>
   go(go, path, true, 0);
 }
 
-bool is_comparison(SymOp op) {
-  return op == SymOp::lt || op == SymOp::le || op == SymOp::gt || op == SymOp::ge || op == SymOp::eq || op == SymOp::ne;
-}
+/// eq .. ge (SymOp keeps the comparisons together, as direct() and branch() read them).
+bool is_comparison(SymOp op) { return op >= SymOp::eq && op <= SymOp::ge; }
 
 }  // namespace
 
