@@ -45,6 +45,9 @@ Interval meet(Interval a, Interval b) { return {std::max(a.lo, b.lo), std::min(a
 Interval unbounded() { return {-kInfinity, kInfinity}; }
 const Interval kBool{0, 1};
 
+/// eq .. ge: SymOp keeps the comparisons together.
+constexpr bool is_comparison(SymOp op) { return op >= SymOp::eq && op <= SymOp::ge; }
+
 /// The comparison (eq .. ge) that holds when `op` fails.
 constexpr SymOp negated_comparison(SymOp op) {
   constexpr SymOp negated[] = {SymOp::ne, SymOp::eq, SymOp::ge, SymOp::gt, SymOp::le, SymOp::lt};
@@ -498,7 +501,7 @@ Interval NodeBounds::apply(const SymNode& n, Interval a, Interval b, Interval c)
 
 Interval NodeBounds::branch(uint32_t node, uint32_t cond, bool truth, const std::vector<Interval>& v) const {
   const SymNode& c = facts_->nodes[cond];
-  if (c.op < SymOp::eq || c.op > SymOp::ge) return v[node];
+  if (!is_comparison(c.op)) return v[node];
   const SymOp op = truth ? c.op : negated_comparison(c.op);
   Interval x = v[c.a], y = v[c.b];
   if (x.empty() || y.empty()) return v[node];
@@ -633,9 +636,6 @@ template <class Visit>
   };
   go(go, path, true, 0);
 }
-
-/// eq .. ge (SymOp keeps the comparisons together, as direct() and branch() read them).
-bool is_comparison(SymOp op) { return op >= SymOp::eq && op <= SymOp::ge; }
 
 }  // namespace
 
@@ -789,7 +789,7 @@ const std::vector<Interval>& NodeBounds::direct(std::span<const Conjunct> conjun
     if (c.node >= n) continue;
     const SymNode& x = facts_->nodes[c.node];
     if (x.a >= n || x.b >= n) continue;
-    if (x.op < SymOp::eq || x.op > SymOp::ge) continue;
+    if (!is_comparison(x.op)) continue;
     const SymOp op = c.truth ? x.op : negated_comparison(x.op);
     const Interval a = now(x.a), b = now(x.b);
     if (a.empty() || b.empty()) continue;
