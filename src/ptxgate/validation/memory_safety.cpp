@@ -455,6 +455,9 @@ namespace {
   uint8_t* const known_at = known.data();
   const ir::SymNode* const nodes = facts.nodes.data();
   const uint32_t launch_number = values.launch;
+  // The pointers by value (by reference the loop reloads them: gemm_bf16_mma's verdict +730 instructions).
+  const auto known_of = [known_at](uint32_t id) { return known_at[id] != 0; };
+  const auto bits_of = [bits_at](uint32_t id) { return bits_at[id]; };
   auto value = [&](uint32_t id) { return known_at[id] ? std::optional<uint64_t>(bits_at[id]) : std::nullopt; };
   // This thread (with the first iteration of every loop the cone reads): the value of every node of
   // the cone not evaluated yet for this launch, in node order (operands and loop bounds come first
@@ -467,9 +470,8 @@ namespace {
     const ir::SymNode& n = nodes[id];
     // A node of unsigned operands, all known: its bits in 64-bit arithmetic (apply_sym_op's).
     uint64_t fast = 0;
-    if (ir::evaluate_unsigned_node(
-            unsigned_ops ? unsigned_ops[id] : ir::UnsignedOp::none, n, nodes,
-            [known_at](uint32_t o) { return known_at[o] != 0; }, [bits_at](uint32_t o) { return bits_at[o]; }, fast)) {
+    if (ir::evaluate_unsigned_node(unsigned_ops ? unsigned_ops[id] : ir::UnsignedOp::none, n, nodes, known_of, bits_of,
+                                   fast)) {
       bits_at[id] = fast;
       known_at[id] = 1;
       continue;
@@ -507,9 +509,7 @@ namespace {
         if (auto first = ir::loop_pass_value(l, n.type, *lo, *hi, *step, *offset, false)) v = ir::bits_of(n.type, *first);
         break;
       }
-      default:
-        v = ir::evaluate_sym_node(
-            n, nodes[n.a].type, [&](uint32_t o) { return known_at[o] != 0; }, [&](uint32_t o) { return bits_at[o]; });
+      default: v = ir::evaluate_sym_node(n, nodes[n.a].type, known_of, bits_of);
     }
     known_at[id] = v.has_value();
     if (v) bits_at[id] = *v;

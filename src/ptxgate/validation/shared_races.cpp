@@ -316,16 +316,12 @@ class RaceProof {
     const ir::SymNode& n = facts_.nodes[x];
     const ir::UnsignedOp u = x < plan_.unsigned_ops.size() ? plan_.unsigned_ops[x] : ir::UnsignedOp::none;
     // A node of unsigned operands, all known: its bits in 64-bit arithmetic (apply_sym_op's).
+    const auto known = [&](uint32_t o) { return values_[o].has_value(); };
+    const auto bits_of = [&](uint32_t o) { return *values_[o]; };
     uint64_t bits = 0;
-    if (ir::evaluate_unsigned_node(
-            u, n, facts_.nodes.data(), [&](uint32_t o) { return values_[o].has_value(); },
-            [&](uint32_t o) { return *values_[o]; }, bits))
-      values_[x] = bits;
+    if (ir::evaluate_unsigned_node(u, n, facts_.nodes.data(), known, bits_of, bits)) values_[x] = bits;
     else if (ir::sym_operand_count(n.op) == 0) values_[x] = leaf(n);
-    else
-      values_[x] = ir::evaluate_sym_node(
-          n, facts_.nodes[n.a].type, [&](uint32_t o) { return values_[o].has_value(); },
-          [&](uint32_t o) { return *values_[o]; });
+    else values_[x] = ir::evaluate_sym_node(n, facts_.nodes[n.a].type, known, bits_of);
     if (plan_.reads_loop[x]) seen_[x] = generation_;
     else launch_seen_[x] = launch_generation_;
   }
