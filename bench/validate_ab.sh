@@ -10,9 +10,8 @@
 #   bash bench/validate_ab.sh BEFORE_LIB_DIR AFTER_BUNDLE [ROUNDS=4] [KERNEL...]
 # BEFORE_LIB_DIR holds the before libptxgate.so.0 (libptxgate.so.0.xz is unpacked there first);
 # AFTER_BUNDLE is scripts/gpu_all.sh's .bundle/bench. Results under $OUT/validate_ab.
-# The whole bundle (about 47 MiB) with the packed before library (about 11 MiB) and the tree passes the
-# device tool's 64 MiB carry: carry a slim .bundle instead, of bench/bin/validate_bench, bench/lib,
-# lib/libptxgate.so.0 and base/libptxgate.so.0.xz.
+# `scripts/gpu_all.sh base REV` builds and packs the before library there; `scripts/gpu_all.sh pack`
+# packs the bundle's own, so that the bundle, the base and the tree fit the device tool's 64 MiB carry.
 set -u
 BEFORE=$(cd "$1" && pwd); AFTER=$(cd "$2" && pwd); ROUNDS=${3:-4}
 shift $(($# < 3 ? $# : 3))
