@@ -1,4 +1,7 @@
 // Launch overhead: raw cuLaunchKernel vs ptxgate's guarded launch (steady, first validated, fresh function) vs graphs.
+// PTXGATE_LAUNCH_CALIBRATE=1 adds calibration rows (launch.calib_*_over_raw): the raw launch plus one
+// thing a launch path does besides its instructions (locked read-modify-writes, cache lines read, a
+// try-lock held across the driver call, a table that is not null), to price each on the host.
 #include "bench_parts.hpp"
 #include "pairing.hpp"
 #include "probe_args.hpp"
@@ -6,8 +9,11 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <functional>
 #include <memory>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -108,6 +114,13 @@ int run_launch_overhead(const LaunchOptions& o, ResultFile& out) {
   out.info("clock_read_ns", clock_ns);
   auto extras = load_driver_extras();
   int status = 0;
+  const char* calibrate_env = std::getenv("PTXGATE_LAUNCH_CALIBRATE");
+  const bool calibrate = calibrate_env != nullptr && std::string_view(calibrate_env) == "1";
+  // The calibration's atomics (one per cache line) and the lines it reads (one word per line).
+  std::vector<std::atomic<uint64_t>> calib_counters(3 * 8);
+  std::vector<uint64_t> calib_lines(64 * 8, 1);
+  volatile uint64_t calib_sink = 0;
+  std::atomic<bool> calib_busy{false};
 
   for (const std::string name : {"launch0", "launch4", "launch16"}) {
     fmt::print("launch overhead: {}\n", name);
@@ -125,6 +138,10 @@ int run_launch_overhead(const LaunchOptions& o, ResultFile& out) {
     std::span<void* const> slot_span(p.slots.data(), p.slots.size());
     runtime::LaunchConfig steady_config = runtime::LaunchConfig{{1, 1, 1}, {0, 0, 0}, 0, false};
     std::span<const Arg> arg_span(p.args.data(), p.args.size());
+    // The slots in an array that is never null (at 0 arguments, one unused entry).
+    std::vector<void*> table_storage(p.slots.begin(), p.slots.end());
+    table_storage.push_back(nullptr);
+    void** table = table_storage.data();
 
     auto cu = [](CUresult r, const char* call) -> std::expected<void, std::string> {
       if (r == CUDA_SUCCESS) return {};
@@ -169,6 +186,54 @@ int run_launch_overhead(const LaunchOptions& o, ResultFile& out) {
     variants.push_back({"kernel_api", o.per_batch, [&](size_t) {
                           return diag(p.kernel->launch(steady_config, arg_span, &stream));
                         }});
+    // Calibration (PTXGATE_LAUNCH_CALIBRATE=1): the raw launch plus what a launch path adds besides its
+    // instructions: atomic read-modify-writes (locked instructions) after the driver call, and reads
+    // of the same cache lines every launch (as a path's own structures), to price each on this host.
+    if (calibrate) {
+      for (int rmws : {1, 3})
+        variants.push_back({fmt::format("calib_rmw{}", rmws), o.per_batch, [&, rmws](size_t) {
+                              auto r = cu(
+                                  api.cuLaunchKernel(fn, 1, 1, 1, block[0], block[1], block[2], 0, s, slots, nullptr),
+                                  "cuLaunchKernel");
+                              for (int k = 0; k < rmws; ++k)
+                                calib_counters[k * 8].fetch_add(1, std::memory_order_relaxed);
+                              return r;
+                            }});
+      // The guarded launch again, measured after the others: whether its place in the run matters.
+      variants.push_back({"calib_guarded_again", o.per_batch, [&](size_t) {
+                            return diag(runtime::launch_cuda_function(ctx, p.kernel->function(), p.plan, slot_span, s));
+                          }});
+      // The guarded launch and the raw one with a table that is not null at 0 arguments too, and the
+      // raw launch inside a try-lock (an exchange before it, a release store after) as the guarded
+      // path holds its function's remembered plan.
+      variants.push_back({"calib_guarded_table", o.per_batch, [&](size_t) {
+                            return diag(runtime::launch_cuda_function(
+                                ctx, p.kernel->function(), p.plan, std::span<void* const>(table, p.slots.size()), s));
+                          }});
+      variants.push_back({"calib_raw_table", o.per_batch, [&](size_t) {
+                            return cu(
+                                api.cuLaunchKernel(fn, 1, 1, 1, block[0], block[1], block[2], 0, s, table, nullptr),
+                                "cuLaunchKernel");
+                          }});
+      variants.push_back(
+          {"calib_raw_locked", o.per_batch, [&](size_t) {
+             if (calib_busy.load(std::memory_order_relaxed) || calib_busy.exchange(true, std::memory_order_acquire))
+               return std::expected<void, std::string>(std::unexpected(std::string("lock taken")));
+             auto r = cu(api.cuLaunchKernel(fn, 1, 1, 1, block[0], block[1], block[2], 0, s, slots, nullptr),
+                         "cuLaunchKernel");
+             calib_busy.store(false, std::memory_order_release);
+             return r;
+           }});
+      for (int lines : {16, 64})
+        variants.push_back({fmt::format("calib_lines{}", lines), o.per_batch, [&, lines](size_t) {
+                              uint64_t sum = 0;
+                              for (int k = 0; k < lines; ++k) sum += calib_lines[k * 8];
+                              calib_sink = sum;
+                              return cu(
+                                  api.cuLaunchKernel(fn, 1, 1, 1, block[0], block[1], block[2], 0, s, slots, nullptr),
+                                  "cuLaunchKernel");
+                            }});
+    }
     // Grids 1..64 in turn: 64 shapes against a 16-entry verdict cache, so every launch validates afresh.
     variants.push_back({"raw_grid_cycle", o.per_batch, [&](size_t i) {
                           unsigned g = 1 + static_cast<unsigned>(i % 64);
@@ -289,7 +354,9 @@ int run_launch_overhead(const LaunchOptions& o, ResultFile& out) {
       if (v.name == "raw" && !v.failed) raw = &v;
     for (auto& v : variants) {
       if (raw == nullptr || v.failed) continue;
-      if (&v != raw && v.name != "guarded" && v.name != "kernel_api" && v.name != "first_validated") continue;
+      if (&v != raw && v.name != "guarded" && v.name != "kernel_api" && v.name != "first_validated" &&
+          !v.name.starts_with("calib_"))
+        continue;
       std::string failure;
       auto launch = [&failure](Variant& side) {
         return [&failure, &side](size_t i) {
