@@ -236,11 +236,6 @@ Integer all_ones_above(Integer v) {
   }
 }
 
-/// A node's bounds as two 64-bit values, when they are not empty and lie in [0, 2^64).
-struct Bounds64 {
-  uint64_t lo, hi;
-  bool point() const { return lo == hi; }
-};
 [[gnu::always_inline]] inline bool bounds64(const Interval& v, Bounds64& out) {
   const uint64_t high = static_cast<uint64_t>(static_cast<unsigned __int128>(v.lo) >> 64) |
                         static_cast<uint64_t>(static_cast<unsigned __int128>(v.hi) >> 64);
@@ -248,6 +243,8 @@ struct Bounds64 {
   return high == 0 && out.lo <= out.hi;
 }
 inline Interval interval64(uint64_t lo, uint64_t hi) { return {static_cast<Integer>(lo), static_cast<Integer>(hi)}; }
+/// A 64-bit copy that stands for bounds outside [0, 2^64) or empty.
+constexpr Bounds64 kNo64{1, 0};
 inline Interval point64(uint64_t v) { return interval64(v, v); }
 
 }  // namespace
@@ -288,7 +285,10 @@ void NodeBounds::bind(const AccessFacts& facts, const LeafValues& leaves) {
                         (count > 2 && x.c >= n);
     reads_[i] = always ? Reads{} : Reads{x.a, count > 1 ? x.b : x.a, count > 2 ? x.c : x.a, 0};
   }
-  for (uint32_t i = 0; i < n; ++i) base_[i] = unsigned_forward(i, base_);
+  // From empty bounds (and their copies, kNo64), which evaluate_base replaces by every node's own.
+  base_.assign(n, Interval{});
+  base64_.assign(n, kNo64);
+  for (uint32_t i = 0; i < n; ++i) evaluate_base(i);
 }
 
 void NodeBounds::rebind(const LeafValues& leaves, const std::vector<uint64_t>& deps, uint64_t changed) {
@@ -315,14 +315,10 @@ void NodeBounds::rebind(const LeafValues& leaves, const std::vector<uint64_t>& d
   }
   const Reads* reads = reads_.data();
   uint32_t* rebound = rebound_.data();
-  Interval* base = base_.data();
   for (const uint32_t i : visit_) {
     const Reads& r = reads[i];
     if (!r.always && rebound[r.a] != epoch && rebound[r.b] != epoch && rebound[r.c] != epoch) continue;
-    const Interval now = unsigned_forward(i, base_);
-    if (now == base[i]) continue;
-    base[i] = now;
-    rebound[i] = epoch;
+    if (evaluate_base(i)) rebound[i] = epoch;
   }
 }
 
@@ -415,84 +411,132 @@ Interval NodeBounds::loop_bounds(uint32_t id, uint32_t loop, const std::vector<I
 // Each case is operate()'s (and forward()'s for a select) for operands in [0, 2^64) of an unsigned
 // type: points through apply_unsigned_op (apply_sym_op's bits), intervals through the same formulas,
 // whose results above the type's largest value (a carry out of 64 bits included) are its full
-// range, as fit's.
-// Anything else (an empty or negative operand, a divisor that is not a positive point, a select of an
-// undecided condition) is forward()'s.
-[[gnu::always_inline]] inline Interval NodeBounds::unsigned_forward(uint32_t id, const std::vector<Interval>& v) const {
-  const UnsignedOp op = static_cast<UnsignedOp>(fast_[id]);
-  if (op == UnsignedOp::none) return forward(id, v);
+// range, as fit's. `operand(id, bounds)` gives an operand's bounds in 64 bits, or false when they are
+// empty or leave [0, 2^64). False for anything else (an operand so, a divisor that is not a positive
+// point, a select of an undecided condition): forward()'s.
+template <class Operand>
+[[gnu::always_inline]] inline bool NodeBounds::forward64(uint32_t id, UnsignedOp op, const Operand& operand,
+                                                         Bounds64& out) const {
   const SymNode& n = facts_->nodes[id];
   Bounds64 a, b{0, 0};
-  if (!bounds64(v[n.a], a)) return forward(id, v);
+  if (!operand(n.a, a)) return false;
+  auto set = [&out](uint64_t lo, uint64_t hi) {
+    out = {lo, hi};
+    return true;
+  };
   // Points: the operation's bits (operate's point path).
   if (op < UnsignedOp::select) {
-    if (!bounds64(v[n.b], b)) return forward(id, v);
-    if (a.point() && b.point()) return point64(apply_unsigned_op(op, n.type, facts_->nodes[n.a].type, a.lo, b.lo, 0));
+    if (!operand(n.b, b)) return false;
+    if (a.point() && b.point()) {
+      const uint64_t v = apply_unsigned_op(op, n.type, facts_->nodes[n.a].type, a.lo, b.lo, 0);
+      return set(v, v);
+    }
   } else if (op > UnsignedOp::select && a.point()) {
-    return point64(apply_unsigned_op(op, n.type, facts_->nodes[n.a].type, a.lo, 0, 0));
+    const uint64_t v = apply_unsigned_op(op, n.type, facts_->nodes[n.a].type, a.lo, 0, 0);
+    return set(v, v);
   }
   const uint64_t m = sym_detail::kTypeBits[static_cast<uint8_t>(n.type) & 63].mask;
-  const Interval full = interval64(0, m);
   switch (op) {
     case UnsignedOp::add: {
       uint64_t hi;
-      if (__builtin_add_overflow(a.hi, b.hi, &hi) || hi > m) return full;
-      return interval64(a.lo + b.lo, hi);
+      if (__builtin_add_overflow(a.hi, b.hi, &hi) || hi > m) return set(0, m);
+      return set(a.lo + b.lo, hi);
     }
     case UnsignedOp::sub:
-      if (a.lo < b.hi || a.hi - b.lo > m) return full;
-      return interval64(a.lo - b.hi, a.hi - b.lo);
+      if (a.lo < b.hi || a.hi - b.lo > m) return set(0, m);
+      return set(a.lo - b.hi, a.hi - b.lo);
     case UnsignedOp::mul: {
       constexpr uint64_t small = uint64_t{1} << 62;  // operate's small()
       uint64_t hi;
-      if (a.hi >= small || b.hi >= small || __builtin_mul_overflow(a.hi, b.hi, &hi) || hi > m) return full;
-      return interval64(a.lo * b.lo, hi);
+      if (a.hi >= small || b.hi >= small || __builtin_mul_overflow(a.hi, b.hi, &hi) || hi > m) return set(0, m);
+      return set(a.lo * b.lo, hi);
     }
     case UnsignedOp::div:
     case UnsignedOp::rem: {
-      if (!b.point() || b.lo == 0) return forward(id, v);
+      if (!b.point() || b.lo == 0) return false;
       const uint64_t d = b.lo;
       if (op == UnsignedOp::div) {
         const uint64_t hi = a.hi / d;
-        return hi > m ? full : interval64(a.lo / d, hi);
+        return hi > m ? set(0, m) : set(a.lo / d, hi);
       }
       Bounds64 r{0, std::min(a.hi, d - 1)};
       if (a.hi - a.lo < d) {
         const uint64_t first = a.lo % d, second = a.hi % d;
         if (first <= second) r = {first, second};
       }
-      return r.hi > m ? full : interval64(r.lo, r.hi);
+      return r.hi > m ? set(0, m) : set(r.lo, r.hi);
     }
-    case UnsignedOp::min: return interval64(std::min(a.lo, b.lo), std::min(a.hi, b.hi));
-    case UnsignedOp::max: return interval64(std::max(a.lo, b.lo), std::max(a.hi, b.hi));
-    case UnsignedOp::bit_and: return interval64(0, std::min(a.hi, b.hi));
-    case UnsignedOp::lt: return a.hi < b.lo ? point64(1) : a.lo >= b.hi ? point64(0) : interval64(0, 1);
-    case UnsignedOp::le: return a.hi <= b.lo ? point64(1) : a.lo > b.hi ? point64(0) : interval64(0, 1);
-    case UnsignedOp::gt: return a.lo > b.hi ? point64(1) : a.hi <= b.lo ? point64(0) : interval64(0, 1);
-    case UnsignedOp::ge: return a.lo >= b.hi ? point64(1) : a.hi < b.lo ? point64(0) : interval64(0, 1);
-    case UnsignedOp::eq: return std::max(a.lo, b.lo) > std::min(a.hi, b.hi) ? point64(0) : interval64(0, 1);
-    case UnsignedOp::ne: return std::max(a.lo, b.lo) > std::min(a.hi, b.hi) ? point64(1) : interval64(0, 1);
+    case UnsignedOp::min: return set(std::min(a.lo, b.lo), std::min(a.hi, b.hi));
+    case UnsignedOp::max: return set(std::max(a.lo, b.lo), std::max(a.hi, b.hi));
+    case UnsignedOp::bit_and: return set(0, std::min(a.hi, b.hi));
+    case UnsignedOp::lt: return a.hi < b.lo ? set(1, 1) : a.lo >= b.hi ? set(0, 0) : set(0, 1);
+    case UnsignedOp::le: return a.hi <= b.lo ? set(1, 1) : a.lo > b.hi ? set(0, 0) : set(0, 1);
+    case UnsignedOp::gt: return a.lo > b.hi ? set(1, 1) : a.hi <= b.lo ? set(0, 0) : set(0, 1);
+    case UnsignedOp::ge: return a.lo >= b.hi ? set(1, 1) : a.hi < b.lo ? set(0, 0) : set(0, 1);
+    case UnsignedOp::eq: return std::max(a.lo, b.lo) > std::min(a.hi, b.hi) ? set(0, 0) : set(0, 1);
+    case UnsignedOp::ne: return std::max(a.lo, b.lo) > std::min(a.hi, b.hi) ? set(1, 1) : set(0, 1);
     case UnsignedOp::logical_and:
     case UnsignedOp::logical_or: {
       const uint64_t decides = op == UnsignedOp::logical_and ? 0 : 1;
-      if ((a.point() && a.lo == decides) || (b.point() && b.lo == decides)) return point64(decides);
-      if (a.point() && a.lo == 1 - decides && b.point() && b.lo == 1 - decides) return point64(1 - decides);
-      return interval64(0, 1);
+      if ((a.point() && a.lo == decides) || (b.point() && b.lo == decides)) return set(decides, decides);
+      if (a.point() && a.lo == 1 - decides && b.point() && b.lo == 1 - decides) return set(1 - decides, 1 - decides);
+      return set(0, 1);
     }
     case UnsignedOp::select: {
       // forward(): an undecided condition takes both branches' narrowing (branch()).
-      if (!a.point() || a.lo > 1) return forward(id, v);
+      if (!a.point() || a.lo > 1) return false;
       Bounds64 c;
-      if (!bounds64(v[n.b], b) || !bounds64(v[n.c], c)) return forward(id, v);
-      if (b.point() && c.point()) return point64(apply_unsigned_op(op, n.type, Type::bool_, a.lo, b.lo, c.lo) & m);
-      return a.lo ? v[n.b] : v[n.c];
+      if (!operand(n.b, b) || !operand(n.c, c)) return false;
+      if (b.point() && c.point()) {
+        const uint64_t v = apply_unsigned_op(op, n.type, Type::bool_, a.lo, b.lo, c.lo) & m;
+        return set(v, v);
+      }
+      out = a.lo ? b : c;
+      return true;
     }
-    case UnsignedOp::cast: return a.hi > m ? full : v[n.a];
+    case UnsignedOp::cast:
+      if (a.hi > m) return set(0, m);
+      out = a;
+      return true;
     case UnsignedOp::logical_not:
-      if (a.hi > 1) return forward(id, v);
-      return interval64(1 - a.hi, 1 - a.lo);
-    default: return forward(id, v);
+      if (a.hi > 1) return false;
+      return set(1 - a.hi, 1 - a.lo);
+    default: return false;
   }
+}
+
+[[gnu::always_inline]] inline Interval NodeBounds::unsigned_forward(uint32_t id, const std::vector<Interval>& v) const {
+  const UnsignedOp op = static_cast<UnsignedOp>(fast_[id]);
+  Bounds64 r;
+  if (op != UnsignedOp::none && forward64(
+                                    id, op, [&v](uint32_t x, Bounds64& b) { return bounds64(v[x], b); }, r))
+    return interval64(r.lo, r.hi);
+  return forward(id, v);
+}
+
+[[gnu::always_inline]] inline bool NodeBounds::evaluate_base(uint32_t id) {
+  // From the operands' 64-bit copies where the node's operation has a 64-bit form; the copy of a
+  // node whose bounds leave [0, 2^64) (or are empty) says so (lo > hi), and its readers take forward().
+  Bounds64* const base64 = base64_.data();
+  const UnsignedOp op = static_cast<UnsignedOp>(fast_[id]);
+  Bounds64 r;
+  if (op != UnsignedOp::none && forward64(
+                                    id, op,
+                                    [base64](uint32_t x, Bounds64& b) {
+                                      b = base64[x];
+                                      return b.lo <= b.hi;
+                                    },
+                                    r)) {
+    if (r.lo == base64[id].lo && r.hi == base64[id].hi) return false;
+    base64[id] = r;
+    base_[id] = interval64(r.lo, r.hi);
+    return true;
+  }
+  const Interval now = forward(id, base_);
+  if (now == base_[id]) return false;
+  base_[id] = now;
+  if (!bounds64(now, base64[id])) base64[id] = kNo64;
+  return true;
 }
 
 Interval NodeBounds::apply(const SymNode& n, Interval a, Interval b, Interval c) const {

@@ -27,6 +27,12 @@ struct LeafRanges {
   Interval dynamic_shared_bytes;
 };
 
+/// A node's bounds as two 64-bit values, when they are not empty and lie in [0, 2^64).
+struct Bounds64 {
+  uint64_t lo, hi;
+  bool point() const { return lo == hi; }
+};
+
 /// The launch's leaf values.
 struct LeafValues {
   std::array<uint64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
@@ -96,6 +102,13 @@ class NodeBounds {
   /// forward() in 64-bit arithmetic for a node of unsigned operands whose operands' bounds lie in
   /// [0, 2^64) (fast_): the same bounds; any other node or operand takes forward().
   [[gnu::always_inline]] inline Interval unsigned_forward(uint32_t id, const std::vector<Interval>& values) const;
+  /// unsigned_forward()'s 64-bit arithmetic for operation `op` (the node's fast_), its operands'
+  /// bounds from `operand(id, Bounds64&)`: false where forward() must decide.
+  template <class Operand>
+  [[gnu::always_inline]] inline bool forward64(uint32_t id, UnsignedOp op, const Operand& operand, Bounds64& out) const;
+  /// Node `id`'s base bounds from its operands' (base_, and base64_ for a 64-bit operation); whether
+  /// they changed.
+  [[gnu::always_inline]] inline bool evaluate_base(uint32_t id);
   /// An operation's bounds from its operands' (not for leaves).
   Interval apply(const SymNode& n, Interval a, Interval b, Interval c) const;
   /// The bounds of a select's branch `node` when its condition `cond` is `truth`: the condition's
@@ -115,6 +128,8 @@ class NodeBounds {
   const AccessFacts* facts_ = nullptr;
   LeafValues leaves_;
   std::vector<Interval> base_;
+  /// base_ in 64 bits where the bounds lie in [0, 2^64) and are not empty; {1, 0} elsewhere.
+  std::vector<Bounds64> base64_;
   std::vector<Interval> current_;
   std::vector<Interval> limit_;     ///< per node: what the path allows (full range: none)
   std::vector<uint32_t> touched_;   ///< nodes with a limit, to reset
