@@ -245,7 +245,6 @@ Integer all_ones_above(Integer v) {
 inline Interval interval64(uint64_t lo, uint64_t hi) { return {static_cast<Integer>(lo), static_cast<Integer>(hi)}; }
 /// A 64-bit copy that stands for bounds outside [0, 2^64) or empty.
 constexpr Bounds64 kNo64{1, 0};
-inline Interval point64(uint64_t v) { return interval64(v, v); }
 
 }  // namespace
 
