@@ -267,7 +267,6 @@ void NodeBounds::bind(const AccessFacts& facts, const LeafValues& leaves) {
   facts_ = &facts;
   leaves_ = leaves;
   const size_t n = facts.nodes.size();
-  base_.resize(n);
   limit_.assign(n, unbounded());
   dirty_.assign(n, 0);
   touched_.clear();
