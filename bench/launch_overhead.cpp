@@ -174,15 +174,19 @@ int run_launch_overhead(const LaunchOptions& o, ResultFile& out) {
       }
     }
 
+    // The raw launch (grid x, argument table) and the guarded one (argument table) every variant
+    // below that makes one calls.
+    auto raw_launch = [&](unsigned grid, void** table) {
+      return cu(api.cuLaunchKernel(fn, grid, 1, 1, block[0], block[1], block[2], 0, s, table, nullptr),
+                "cuLaunchKernel");
+    };
+    auto guarded_launch = [&](void** table) {
+      return diag(runtime::launch_cuda_function(ctx, p.kernel->function(), p.plan,
+                                                std::span<void* const>(table, p.slots.size()), s));
+    };
     std::vector<Variant> variants;
-    variants.push_back({"raw", o.per_batch, [&](size_t) {
-                          return cu(api.cuLaunchKernel(fn, 1, 1, 1, block[0], block[1], block[2], 0, s, slots,
-                                                       nullptr),
-                                    "cuLaunchKernel");
-                        }});
-    variants.push_back({"guarded", o.per_batch, [&](size_t) {
-                          return diag(runtime::launch_cuda_function(ctx, p.kernel->function(), p.plan, slot_span, s));
-                        }});
+    variants.push_back({"raw", o.per_batch, [&](size_t) { return raw_launch(1, slots); }});
+    variants.push_back({"guarded", o.per_batch, [&](size_t) { return guarded_launch(slots); }});
     variants.push_back({"kernel_api", o.per_batch, [&](size_t) {
                           return diag(p.kernel->launch(steady_config, arg_span, &stream));
                         }});
@@ -192,35 +196,23 @@ int run_launch_overhead(const LaunchOptions& o, ResultFile& out) {
     if (calibrate) {
       for (int rmws : {1, 3})
         variants.push_back({fmt::format("calib_rmw{}", rmws), o.per_batch, [&, rmws](size_t) {
-                              auto r = cu(
-                                  api.cuLaunchKernel(fn, 1, 1, 1, block[0], block[1], block[2], 0, s, slots, nullptr),
-                                  "cuLaunchKernel");
+                              auto r = raw_launch(1, slots);
                               for (int k = 0; k < rmws; ++k)
                                 calib_counters[k * 8].fetch_add(1, std::memory_order_relaxed);
                               return r;
                             }});
       // The guarded launch again, measured after the others: whether its place in the run matters.
-      variants.push_back({"calib_guarded_again", o.per_batch, [&](size_t) {
-                            return diag(runtime::launch_cuda_function(ctx, p.kernel->function(), p.plan, slot_span, s));
-                          }});
+      variants.push_back({"calib_guarded_again", o.per_batch, [&](size_t) { return guarded_launch(slots); }});
       // The guarded launch and the raw one with a table that is not null at 0 arguments too, and the
       // raw launch inside a try-lock (an exchange before it, a release store after) as the guarded
       // path holds its function's remembered plan.
-      variants.push_back({"calib_guarded_table", o.per_batch, [&](size_t) {
-                            return diag(runtime::launch_cuda_function(
-                                ctx, p.kernel->function(), p.plan, std::span<void* const>(table, p.slots.size()), s));
-                          }});
-      variants.push_back({"calib_raw_table", o.per_batch, [&](size_t) {
-                            return cu(
-                                api.cuLaunchKernel(fn, 1, 1, 1, block[0], block[1], block[2], 0, s, table, nullptr),
-                                "cuLaunchKernel");
-                          }});
+      variants.push_back({"calib_guarded_table", o.per_batch, [&](size_t) { return guarded_launch(table); }});
+      variants.push_back({"calib_raw_table", o.per_batch, [&](size_t) { return raw_launch(1, table); }});
       variants.push_back(
           {"calib_raw_locked", o.per_batch, [&](size_t) {
              if (calib_busy.load(std::memory_order_relaxed) || calib_busy.exchange(true, std::memory_order_acquire))
                return std::expected<void, std::string>(std::unexpected(std::string("lock taken")));
-             auto r = cu(api.cuLaunchKernel(fn, 1, 1, 1, block[0], block[1], block[2], 0, s, slots, nullptr),
-                         "cuLaunchKernel");
+             auto r = raw_launch(1, slots);
              calib_busy.store(false, std::memory_order_release);
              return r;
            }});
@@ -229,18 +221,12 @@ int run_launch_overhead(const LaunchOptions& o, ResultFile& out) {
                               uint64_t sum = 0;
                               for (int k = 0; k < lines; ++k) sum += calib_lines[k * 8];
                               calib_sink = sum;
-                              return cu(
-                                  api.cuLaunchKernel(fn, 1, 1, 1, block[0], block[1], block[2], 0, s, slots, nullptr),
-                                  "cuLaunchKernel");
+                              return raw_launch(1, slots);
                             }});
     }
     // Grids 1..64 in turn: 64 shapes against a 16-entry verdict cache, so every launch validates afresh.
-    variants.push_back({"raw_grid_cycle", o.per_batch, [&](size_t i) {
-                          unsigned g = 1 + static_cast<unsigned>(i % 64);
-                          return cu(api.cuLaunchKernel(fn, g, 1, 1, block[0], block[1], block[2], 0, s, slots,
-                                                       nullptr),
-                                    "cuLaunchKernel");
-                        }});
+    variants.push_back({"raw_grid_cycle", o.per_batch,
+                        [&](size_t i) { return raw_launch(1 + static_cast<unsigned>(i % 64), slots); }});
     variants.push_back({"first_validated", o.per_batch, [&](size_t i) {
                           runtime::LaunchConfig c = steady_config;
                           c.grid[0] = 1 + i % 64;
